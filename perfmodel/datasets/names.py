@@ -1,0 +1,200 @@
+"""Canonical names for the twenty CM-DARE CNNs, the GPUs and the cloud regions.
+
+The upstream files spell the same model many ways ("Shake Large", "Shake large", "shakebig", "Shake Shake Big",
+"shakebig80", ...). Every loader maps them to one canonical id with :func:`canonical_model` and keeps the upstream
+spelling in a ``source_name`` column. Lookups ignore case, spaces, hyphens and underscores.
+
+Architectures are those derived in CATALOG.md §4 by matching the data's ``Number of Parameters`` and
+``Number of Tensors`` to the tensor2tensor code of CM-DARE: ResNets by ``layer_sizes`` (``resnet_cifar_15`` base),
+Shake-Shakes by ``hidden_size`` and ``num_hidden_layers`` (``shakeshake_small`` base).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from perfmodel._errors import UnknownNameError
+
+__all__ = [
+    "ModelInfo",
+    "MODELS",
+    "MODEL_IDS",
+    "HELD_OUT_MODEL_IDS",
+    "GPU_IDS",
+    "REGION_IDS",
+    "canonical_model",
+    "canonical_gpu",
+    "canonical_region",
+    "model_info",
+    "region_of_zone",
+]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One of the twenty CM-DARE CNNs.
+
+    Attributes
+    ----------
+    id : str
+        Canonical id, e.g. ``"resnet-15"``, ``"shake-shake-big"``.
+    label : str
+        Label used in perfmodel's figures.
+    family : str
+        ``"resnet"`` or ``"shake_shake"``.
+    layer_sizes : tuple of int or None
+        ResNet blocks per stage (tensor2tensor ``layer_sizes``).
+    hidden_size : int or None
+        Shake-Shake base width (tensor2tensor ``hidden_size``; stages use 1×, 2×, 4× of it).
+    num_hidden_layers : int or None
+        Shake-Shake depth (``6 n + 2``, n blocks per stage).
+    held_out : bool
+        One of the four CNNs held out of training in CM-DARE's unseen-model experiments.
+    speed_name : str
+        Spelling in the ``speed_data`` CSVs (``Model (temp)`` column).
+    folder : str
+        Model part of the ``speed_data/0lat_<gpu>_<folder>`` TensorBoard export folders.
+    checkpoint_names : tuple of str
+        Spellings in the ``checkpoint`` CSVs.
+    """
+
+    id: str
+    label: str
+    family: str
+    layer_sizes: tuple[int, int, int] | None
+    hidden_size: int | None
+    num_hidden_layers: int | None
+    held_out: bool
+    speed_name: str
+    folder: str
+    checkpoint_names: tuple[str, ...]
+    extra_aliases: tuple[str, ...] = ()
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return (self.id, self.label, self.speed_name, self.folder, *self.checkpoint_names, *self.extra_aliases)
+
+
+def _resnet(id_, label, sizes, speed, folder, ckpt, held_out=False, extra=()):
+    return ModelInfo(id_, label, "resnet", sizes, None, None, held_out, speed, folder, ckpt, extra)
+
+
+def _shake(id_, label, hidden, layers, speed, folder, ckpt, held_out=False, extra=()):
+    return ModelInfo(id_, label, "shake_shake", None, hidden, layers, held_out, speed, folder, ckpt, extra)
+
+
+#: The twenty CNNs in CATALOG.md §4 order (16 training CNNs interleaved with the 4 held-out ones as the catalog lists them).
+MODELS: tuple[ModelInfo, ...] = (
+    _resnet("resnet-15", "ResNet-15", (2, 2, 2), "Res15", "res15", ("ResNet-15",), extra=("resnet_cifar_15", "res15k80", "res15p100", "res15p100ps2")),
+    _resnet("resnet-32", "ResNet-32", (5, 5, 5), "Res32", "res32", ("ResNet-32",), extra=("resnet_cifar_32", "res32k80", "res32p100", "res32p100ps2")),
+    _resnet("custom-resnet-1", "Custom ResNet 1", (2, 3, 3), "custom1", "cus1", ("Custom ResNet 1",)),
+    _resnet("custom-resnet-2", "Custom ResNet 2", (2, 5, 3), "custom2", "cus2", ("Custom ResNet 2",)),
+    _resnet("custom-resnet-3", "Custom ResNet 3", (3, 8, 3), "custom3", "cus3", ("Custom ResNet 3",)),
+    _resnet("custom-resnet-4", "Custom ResNet 4", (7, 7, 7), "custom4", "cus4", ("Custom ResNet 4",)),
+    _resnet("custom-resnet-5", "Custom ResNet 5", (8, 9, 9), "custom5", "cus5", ("Custom ResNet 5",)),
+    _resnet("custom-resnet-6", "Custom ResNet 6", (10, 13, 12), "custom6", "cus6", ("Custom ResNet 6",)),
+    _resnet("custom-resnet-7", "Custom ResNet 7", (14, 15, 15), "custom7", "cus7", ("Custom ResNet 7",)),
+    _resnet("custom-resnet-8", "Custom ResNet 8", (16, 20, 16), "custom8", "cus8", ("Custom ResNet 8",)),
+    _resnet("custom-resnet-9", "Custom ResNet 9", (6, 6, 6), "custom9", "cus9", ("Custom ResNet 9",), held_out=True, extra=("Custom9",)),
+    _resnet("custom-resnet-10", "Custom ResNet 10", (11, 15, 12), "custom10", "cus10", ("Custom ResNet 10",), held_out=True, extra=("Custom10",)),
+    _shake("shake-shake-16", "Shake-Shake 16", 16, 26, "shake16", "shake16", ("Shake 16",), extra=("ShakeShake 16",)),
+    _shake("shake-shake-small", "Shake-Shake Small", 32, 26, "shakesmall", "shakesmall", ("Shake small",),
+           extra=("ShakeShake Small", "Shake Shake Small", "shakeshake_small", "shakesmallk80", "shakesmall80", "shakesmall100", "shakesmallp100", "shakesmallp100ps2")),
+    _shake("shake-shake-48", "Shake-Shake 48", 48, 26, "shake48", "shake48", ("Shake 48",), extra=("ShakeShake 48",)),
+    _shake("shake-shake-64", "Shake-Shake 64", 64, 26, "shakemid", "shakemid", ("Shake 64",), extra=("ShakeShake 64", "Shake mid")),
+    _shake("shake-shake-80", "Shake-Shake 80", 80, 26, "shake80", "shake80", ("Shake 80",), extra=("ShakeShake 80",)),
+    _shake("shake-shake-big", "Shake-Shake Big", 96, 26, "shakebig", "shakebig", ("Shake Large", "Shake large"),
+           extra=("ShakeShake Large", "Shake Shake Big", "shakeshake_big", "Shake big", "shakebigk80", "shakebig80", "shakebig100", "shakebigp100", "shakesbigp100ps2", "shakebigp100ps2")),
+    _shake("shake-shake-small-32d", "Shake-Shake Small 32d", 32, 32, "shake small 32d", "shake32_d32", ("Shake small 32d",), held_out=True,
+           extra=("Shake small 32D",)),
+    _shake("shake-shake-64-32d", "Shake-Shake 64 32d", 64, 32, "shake mid 32d", "shake64_d32", ("Shake 64 32d", "Shake mid 32d"), held_out=True,
+           extra=("Shake 64 32D",)),
+)
+
+MODEL_IDS: tuple[str, ...] = tuple(m.id for m in MODELS)
+HELD_OUT_MODEL_IDS: tuple[str, ...] = tuple(m.id for m in MODELS if m.held_out)
+
+#: GPU ids known to perfmodel (the GPU catalog, :func:`perfmodel.datasets.load_gpu_catalog`, has their specs).
+GPU_IDS: tuple[str, ...] = ("K80", "P100", "V100", "T4", "L4", "A100", "H100")
+
+#: Google Compute Engine regions that appear in the data.
+REGION_IDS: tuple[str, ...] = ("us-east1", "us-central1", "us-west1", "europe-west1", "europe-west4", "asia-east1")
+
+_REGION_ALIASES = {
+    "east": "us-east1", "useast": "us-east1", "useast1": "us-east1",
+    "central": "us-central1", "uscentral": "us-central1", "uscentral1": "us-central1",
+    "west": "us-west1", "uswest": "us-west1", "uswest1": "us-west1",
+    "euro": "europe-west1", "euwest": "europe-west1", "europewest1": "europe-west1", "euwest1": "europe-west1",
+    "euwest4": "europe-west4", "europewest4": "europe-west4",
+    "asia": "asia-east1", "asiaeast1": "asia-east1",
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s\-_]+", "", str(name)).lower()
+
+
+_MODEL_ALIASES: dict[str, str] = {}
+for _m in MODELS:
+    for _a in _m.aliases:
+        _key = _norm(_a)
+        if _MODEL_ALIASES.get(_key, _m.id) != _m.id:  # pragma: no cover - guards the table itself
+            raise RuntimeError(f"alias {_a!r} is ambiguous")
+        _MODEL_ALIASES[_key] = _m.id
+
+_GPU_ALIASES = {_norm(g): g for g in GPU_IDS}
+_GPU_ALIASES.update({"teslak80": "K80", "teslap100": "P100", "teslav100": "V100", "k": "K80", "p": "P100", "v": "V100"})
+
+
+def _unknown(kind: str, name, valid: Iterable[str], hint: str = "") -> UnknownNameError:
+    return UnknownNameError(
+        f"Unknown {kind} {name!r}. Expected one of: {', '.join(valid)}.{(' ' + hint) if hint else ''}"
+    )
+
+
+def canonical_model(name: str) -> str:
+    """Return the canonical id of a CM-DARE CNN from any spelling used upstream.
+
+    >>> canonical_model("Shake Large")
+    'shake-shake-big'
+    """
+    key = _norm(name)
+    if key in _MODEL_ALIASES:
+        return _MODEL_ALIASES[key]
+    raise _unknown("model", name, MODEL_IDS, "Spellings used upstream (e.g. 'Res15', 'Shake Large') are accepted too.")
+
+
+def model_info(name: str) -> ModelInfo:
+    """The :class:`ModelInfo` of a CM-DARE CNN given any of its spellings."""
+    cid = canonical_model(name)
+    return next(m for m in MODELS if m.id == cid)
+
+
+def canonical_gpu(name: str) -> str:
+    """Return the canonical GPU id (``"K80"``, ``"P100"``, ...), case-insensitively."""
+    key = _norm(name)
+    if key in _GPU_ALIASES:
+        return _GPU_ALIASES[key]
+    raise _unknown("GPU", name, GPU_IDS)
+
+
+def region_of_zone(zone: str) -> str:
+    """GCE region of a zone name (``"us-east1-c"`` → ``"us-east1"``)."""
+    m = re.fullmatch(r"([a-z]+-[a-z]+\d+)-[a-z]", str(zone).strip())
+    if not m or m.group(1) not in REGION_IDS:
+        raise _unknown("zone", zone, [f"{r}-<letter>" for r in REGION_IDS])
+    return m.group(1)
+
+
+def canonical_region(name: str) -> str:
+    """Return the canonical GCE region id from a region, a zone or a notebook variable name (``euwest4``)."""
+    s = str(name).strip()
+    if s in REGION_IDS:
+        return s
+    if re.fullmatch(r"[a-z]+-[a-z]+\d+-[a-z]", s):
+        return region_of_zone(s)
+    key = _norm(s)
+    if key in _REGION_ALIASES:
+        return _REGION_ALIASES[key]
+    raise _unknown("region", name, REGION_IDS)
