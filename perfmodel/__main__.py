@@ -1,0 +1,5 @@
+import sys
+
+from perfmodel.cli import main
+
+sys.exit(main())

@@ -1,0 +1,118 @@
+"""Command line: ``perfmodel data {verify,list,summary,registry}`` and ``perfmodel features``.
+
+Exit status: 0 on success, 1 when a check fails (e.g. a file whose hash does not match), 2 on a usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+
+def _print_frame(df, *, max_colwidth: int = 60) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200, "display.max_colwidth", max_colwidth):
+        print(df.to_string(index=False))
+
+
+def _cmd_data_verify(args) -> int:
+    from perfmodel import datasets
+
+    print(f"perfmodel: verifying upstream files from {datasets.data_source()}")
+    res = datasets.verify()
+    counts = res["status"].value_counts()
+    for status, n in counts.items():
+        print(f"  {status:14s} {n}")
+    bad = res[res["status"] != "ok"]
+    if len(bad):
+        for _, r in bad.iterrows():
+            print(f"FAILED {r['key']}: {r['detail']}", file=sys.stderr)
+        return 1
+    print(f"all {len(res)} registered data files present with the registered sha256")
+    return 0
+
+
+def _cmd_data_list(args) -> int:
+    from perfmodel import datasets
+
+    df = datasets.list_datasets(with_shape=not args.offline)
+    cols = ["name", "kind", "rows", "columns", "description"] if not args.offline else ["name", "kind", "description"]
+    _print_frame(df[cols])
+    return 0
+
+
+def _cmd_data_summary(args) -> int:
+    from perfmodel import datasets
+
+    df = datasets.list_datasets(with_shape=True)
+    print(f"perfmodel datasets (data from {datasets.data_source()})")
+    for kind, g in df.groupby("kind", sort=False):
+        print(f"  {kind:9s} {len(g):3d} datasets, {int(g['rows'].sum()):6d} rows")
+    print()
+    _print_frame(df[["name", "kind", "rows", "columns", "paper"]], max_colwidth=70)
+    return 0
+
+
+def _cmd_data_registry(args) -> int:
+    from perfmodel import datasets
+
+    _print_frame(datasets.registry()[["key", "kind", "sha256", "size_bytes"]], max_colwidth=100)
+    return 0
+
+
+def _cmd_features(args) -> int:
+    from perfmodel.features import features_table
+
+    try:
+        shape = tuple(int(x) for x in args.input_shape.split(","))
+    except ValueError:
+        print(f"perfmodel features: --input-shape must be comma-separated integers like 3,32,32; got {args.input_shape!r}", file=sys.stderr)
+        return 2
+    df = features_table(args.target, shape, batch_size=args.batch_size, per_layer=args.per_layer)
+    _print_frame(df.T.reset_index().rename(columns={"index": "feature", 0: "value"}) if not args.per_layer else df)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="perfmodel", description="Training-performance models of deep networks on cloud GPU clusters.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="the published measurements: verify, list, summarise")
+    dsub = data.add_subparsers(dest="data_command", required=True)
+    dsub.add_parser("verify", help="check every registered upstream file (presence, sha256)").set_defaults(func=_cmd_data_verify)
+    lst = dsub.add_parser("list", help="list the loadable datasets")
+    lst.add_argument("--offline", action="store_true", help="do not load the data (no shapes)")
+    lst.set_defaults(func=_cmd_data_list)
+    dsub.add_parser("summary", help="every dataset with its shape and the paper items using it").set_defaults(func=_cmd_data_summary)
+    dsub.add_parser("registry", help="the registry of upstream files with their sha256").set_defaults(func=_cmd_data_registry)
+
+    feat = sub.add_parser("features", help="graph features of a zoo CNN or any torch module")
+    feat.add_argument("target", help="a zoo id (e.g. resnet-32) or package.module:ClassName (instantiated without arguments)")
+    feat.add_argument("--input-shape", default="3,32,32", help="input shape without the batch dimension (default 3,32,32)")
+    feat.add_argument("--batch-size", type=int, default=1)
+    feat.add_argument("--per-layer", action="store_true", help="one row per module")
+    feat.set_defaults(func=_cmd_features)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from perfmodel._errors import (
+        DataFormatError,
+        DataIntegrityError,
+        DataNotAvailableError,
+        NotADataFileError,
+        UnknownNameError,
+    )
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError) as exc:
+        print(f"perfmodel: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

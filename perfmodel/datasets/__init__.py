@@ -1,0 +1,167 @@
+"""perfmodel.datasets — every published measurement of CM-DARE (ICDCS'20) and ICAC'19 as a tidy, hash-pinned frame.
+
+Where the data comes from
+-------------------------
+Upstream files (cake-lab/CM-DARE @ 263b7f1, cake-lab/transient-deep-learning @ 87c6717, Apache-2.0) are listed in the
+registry ``datasets/registry.csv`` with their sha256. They are read from ``$PERFMODEL_DATA/<owner>/<repo>/<path>`` when
+``PERFMODEL_DATA`` is set (a local mirror, e.g. ``../shared/datasets``), otherwise from a user cache filled by pooch from
+the pinned commits. The hash is checked on every load. Numbers the papers report (and the arrays hard-coded in the
+authors' notebooks) ship with perfmodel under ``reference/``.
+
+Nothing is read at import time.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from perfmodel._errors import (
+    DataFormatError,
+    DataIntegrityError,
+    DataNotAvailableError,
+    NotADataFileError,
+    UnknownNameError,
+)
+from perfmodel.datasets import cmdare as _cmdare
+from perfmodel.datasets import icac as _icac
+from perfmodel.datasets import reference as _reference
+from perfmodel.datasets._registry import data_source, entry, read_bytes, read_csv, registry_entries, resolve
+from perfmodel.datasets._spec import DatasetSpec
+from perfmodel.datasets.cmdare import (
+    SPEED_FILES,
+    load_checkpoint_samples,
+    load_checkpoint_summary,
+    load_chief_rejoining,
+    load_cluster_runs,
+    load_heldout_speed_samples,
+    load_model_metadata,
+    load_speed_file,
+    load_speed_prediction_errors,
+    load_speed_samples,
+    load_speed_supertable,
+    load_speed_tensorboard,
+    load_speed_timeseries,
+    load_speed_timeseries_summary,
+    load_vm_startup,
+)
+from perfmodel.datasets.icac import *  # noqa: F401,F403  (its __all__ lists the ICAC'19 loaders)
+from perfmodel.datasets.names import (
+    GPU_IDS,
+    HELD_OUT_MODEL_IDS,
+    MODEL_IDS,
+    MODELS,
+    REGION_IDS,
+    canonical_gpu,
+    canonical_model,
+    canonical_region,
+    model_info,
+    region_of_zone,
+)
+from perfmodel.datasets.reference import (
+    TRANSCRIBED,
+    gpu_tflops,
+    load_gpu_catalog,
+    load_prices,
+    load_reported_cnns,
+    load_transcribed,
+)
+
+_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_reference.DATASETS)
+
+
+def _specs() -> dict[str, DatasetSpec]:
+    return {s.name: s for s in _SPECS}
+
+
+def load_dataset(name: str) -> pd.DataFrame:
+    """Load a dataset by the name :func:`list_datasets` shows (e.g. ``"cluster_runs"``, ``"transcribed:lifetime_cdf"``)."""
+    specs = _specs()
+    if name not in specs:
+        raise UnknownNameError(f"Unknown dataset {name!r}. Expected one of: {', '.join(specs)}. See perfmodel.datasets.list_datasets().")
+    return specs[name].loader()
+
+
+def list_datasets(*, with_shape: bool = True) -> pd.DataFrame:
+    """What perfmodel can load: one row per dataset.
+
+    Parameters
+    ----------
+    with_shape : bool, default True
+        Load each dataset to report its shape (needs the data: ``PERFMODEL_DATA`` or the cache/network). With
+        ``False`` nothing is read, so it works offline.
+
+    Returns
+    -------
+    DataFrame
+        ``name`` (for :func:`load_dataset`), ``kind`` (``upstream`` = fetched measurements, ``reference`` = reported
+        numbers shipped with perfmodel, ``catalog``), ``loader`` (the ``perfmodel.datasets`` function),
+        ``description`` (what one row is), ``rows``, ``columns`` (with ``with_shape``), ``paper`` (figures/tables
+        using it), ``sources`` (upstream files, ``CM:`` = cake-lab/CM-DARE ``data/``, ``TDL:`` =
+        cake-lab/transient-deep-learning ``data/``, or the shipped reference file).
+    """
+    rows = []
+    for s in _SPECS:
+        r = {"name": s.name, "kind": s.kind, "loader": getattr(s.loader, "__name__", ""), "description": s.description}
+        if with_shape:
+            df = s.loader()
+            r.update(rows=int(df.shape[0]), columns=int(df.shape[1]))
+        r.update(paper=s.paper, sources="; ".join(s.sources))
+        rows.append(r)
+    out = pd.DataFrame(rows)
+    if with_shape:
+        out["rows"] = out["rows"].astype("int64")
+        out["columns"] = out["columns"].astype("int64")
+    return out
+
+
+def registry() -> pd.DataFrame:
+    """The registry of upstream files: ``key``, ``repo``, ``commit``, ``path``, ``sha256``, ``size_bytes``, ``licence``, ``kind``, ``url``, ``note``."""
+    return pd.DataFrame(
+        [
+            dict(key=e.key, repo=e.repo, commit=e.commit, path=e.path, sha256=e.sha256, size_bytes=e.size_bytes, licence=e.licence, kind=e.kind,
+                 url=e.url, note=e.note)
+            for e in registry_entries().values()
+        ]
+    )
+
+
+def verify(*, kinds: tuple[str, ...] = ("csv", "text", "image", "sqlite")) -> pd.DataFrame:
+    """Check every registered upstream file: present (or downloadable) and sha256 as registered.
+
+    Returns
+    -------
+    DataFrame
+        ``key``, ``kind``, ``status`` (``ok``, ``hash-mismatch``, ``missing``), ``detail``, one row per file. Files the
+        registry marks as not data (HTML pages, empty) are not checked. Nothing is raised: inspect ``status``.
+    """
+    rows = []
+    for e in registry_entries().values():
+        if e.kind not in kinds:
+            continue
+        try:
+            read_bytes(e.key)
+            status, detail = "ok", ""
+        except DataIntegrityError as exc:
+            status, detail = "hash-mismatch", str(exc)
+        except DataNotAvailableError as exc:
+            status, detail = "missing", str(exc)
+        rows.append(dict(key=e.key, kind=e.kind, status=status, detail=detail))
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    # errors
+    "DataFormatError", "DataIntegrityError", "DataNotAvailableError", "NotADataFileError", "UnknownNameError",
+    # registry
+    "registry", "verify", "data_source", "entry", "resolve", "read_bytes", "read_csv", "list_datasets", "load_dataset", "DatasetSpec",
+    # names
+    "MODELS", "MODEL_IDS", "HELD_OUT_MODEL_IDS", "GPU_IDS", "REGION_IDS", "canonical_model", "canonical_gpu", "canonical_region",
+    "model_info", "region_of_zone",
+    # CM-DARE
+    "SPEED_FILES", "load_speed_file", "load_speed_samples", "load_heldout_speed_samples", "load_model_metadata", "load_speed_tensorboard",
+    "load_speed_timeseries", "load_speed_timeseries_summary", "load_speed_supertable", "load_speed_prediction_errors", "load_cluster_runs",
+    "load_checkpoint_samples", "load_checkpoint_summary", "load_vm_startup", "load_chief_rejoining",
+    # ICAC'19
+    *_icac.__all__,
+    # reference and catalogs
+    "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops",
+]

@@ -1,0 +1,131 @@
+"""Reference data shipped with perfmodel: numbers the papers *report*, each row cited, and perfmodel's catalogs.
+
+* ``reference/transcribed/*.csv`` — the arrays and scalars the authors hard-coded in their notebooks and plot scripts
+  (CM-DARE ``Sigmetrics2020*.ipynb``, transient-deep-learning ``lifetime/plot.py``), transcribed verbatim with the
+  source file, cell, variable and index of every value (see ``reference/transcribed/README.md``). They are reported
+  figures, not measurements: for several of them no data file exists.
+* ``reference/cmdare_cnns.csv`` — the twenty CNNs with their published features (CATALOG.md §4).
+* ``reference/gpus.csv`` — GPU catalog (peak FP32 TFLOPS, memory bandwidth), each value with its source.
+* ``reference/icac19_prices.csv`` — GCE prices of ICAC'19 Table II (2019).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import pandas as pd
+
+from perfmodel._errors import UnknownNameError
+from perfmodel.datasets._io import parse_csv
+from perfmodel.datasets._spec import DatasetSpec
+from perfmodel.datasets.names import GPU_IDS, canonical_gpu
+
+__all__ = ["TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "DATASETS"]
+
+#: Transcribed files (stem → what one row is).
+TRANSCRIBED: dict[str, str] = {
+    "cluster_speed": "reported mean/std cluster speed per (model, GPU, #PS, #workers) — redraws cell 1",
+    "lifetime_cdf": "reported lifetime-CDF value per (GPU, region, hour) — redraws cells 13–15",
+    "revocations_by_hour": "reported revocation count per (GPU, basis, hour) — redraws cells 20, 24",
+    "revocations_s2020_draft": "older revocation histograms (S2020 cells 17–24, not saved)",
+    "tf_restart": "TensorFlow cold/warm start time — redraws cells 16–17",
+    "restart_overhead": "training time vs steps since last checkpoint — S2020 cell 14",
+    "restart_overhead_drafts": "earlier restart-overhead bars — S2020 cells 12–13",
+    "chief_rejoining_accuracy": "final accuracy when the chief rejoins — S2020 cells 15–16",
+    "vm_request_time": "time to obtain a new server, immediate vs delayed — S2020 cell 36",
+    "checkpoint_test_models": "checkpoint size vs duration (figure_12, LR test set) — redraws cell 18, ckpt cell 2",
+    "time_between_failures": "inter-failure time of transient servers (84 of 128 censored at 24 h) — S2020 cell 25",
+    "training_time_estimates": "estimated vs actual training time with a revocation — S2020 cell 38",
+    "latency_step_time": "step time with 0 / 30 ms injected latency — S2020 cell 41",
+    "replacement_timings": "server-replacement micro-timings — S2020 cells 1–3, 10",
+    "vm_startup_phases": "earlier inline VM startup phases — S2020 cell 4",
+    "factor_accuracy_curves": "'Factor' accuracy-vs-time curves — S2020 cells 32, 34",
+    "icac19_lifetime_cdf": "ICAC'19 Fig. 3 lifetime CDF arrays — transient-deep-learning lifetime/plot.py",
+}
+
+
+def _read_packaged(relpath: str) -> pd.DataFrame:
+    res = resources.files("perfmodel._data").joinpath(*relpath.split("/"))
+    return parse_csv(res.read_bytes(), source=f"perfmodel datasets/{relpath}", keep_default_na=True)
+
+
+@lru_cache(maxsize=None)
+def _transcribed(name: str) -> pd.DataFrame:
+    return _read_packaged(f"reference/transcribed/{name}.csv")
+
+
+def load_transcribed(name: str) -> pd.DataFrame:
+    """A transcribed notebook array as a tidy frame (a copy; values exactly the source literals).
+
+    Parameters
+    ----------
+    name : str
+        File stem, one of :data:`TRANSCRIBED` (e.g. ``"cluster_speed"``, ``"lifetime_cdf"``).
+
+    Returns
+    -------
+    DataFrame
+        The file's columns (units in names, e.g. ``speed_mean_steps_per_s``, ``time_between_failures_s``) and its
+        provenance columns ``source_file``, ``source_cell``, ``source_variable``, ``source_index``. Column meanings and
+        quirks: ``datasets/reference/transcribed/README.md``.
+    """
+    if name not in TRANSCRIBED:
+        raise UnknownNameError(f"Unknown transcribed array {name!r}. Expected one of: {', '.join(TRANSCRIBED)}.")
+    return _transcribed(name).copy()
+
+
+def load_reported_cnns() -> pd.DataFrame:
+    """The twenty CNNs with their published features (20 rows; CATALOG.md §4 table), each row cited.
+
+    Columns: ``model``, ``source_name``, ``architecture``, ``n_params``, ``n_trainable_tensors``, ``model_flops``,
+    ``normalized_model``, ``alt_model_flops``, ``max_tensor_mib``, ``checkpoint_mb``, ``weight_file_mb``,
+    ``meta_file_mb``, ``index_file_kb``, ``graph_file_mb``, ``k80_step_time_s``, ``p100_step_time_s`` (mean of 13
+    samples), ``citation``.
+    """
+    return _read_packaged("reference/cmdare_cnns.csv")
+
+
+def load_gpu_catalog() -> pd.DataFrame:
+    """GPU catalog: one row per GPU (K80, P100, V100, T4, L4, A100, H100).
+
+    Returns
+    -------
+    DataFrame
+        ``gpu``, ``architecture``, ``form_factor``, ``fp32_peak_tflops`` (peak FP32, one GPU as attached to a VM),
+        ``fp32_tflops_source``, ``memory_gib``, ``memory_bandwidth_gb_per_s``, ``bandwidth_source``, ``cuda_cores``,
+        ``clock_ghz``, ``in_paper_data`` (the value is the one the CM-DARE data uses: K80 4.113, P100 9.526),
+        ``note``.
+    """
+    df = _read_packaged("reference/gpus.csv")
+    df["in_paper_data"] = df["in_paper_data"].astype(bool)
+    if list(df["gpu"]) != list(GPU_IDS):  # pragma: no cover - packaging guard
+        raise RuntimeError("gpus.csv does not list the GPU ids of perfmodel.datasets.names")
+    return df
+
+
+def gpu_tflops(gpu: str) -> float:
+    """Peak FP32 TFLOPS of a GPU from the catalog (K80 4.113, P100 9.526 as in the data)."""
+    g = canonical_gpu(gpu)
+    cat = load_gpu_catalog().set_index("gpu")
+    return float(cat.loc[g, "fp32_peak_tflops"])
+
+
+def load_prices() -> pd.DataFrame:
+    """GCE instance shapes and hourly prices of ICAC'19 Table II (2019): 4 rows (K80, P100, V100 workers; parameter server).
+
+    Columns: ``server`` (``worker``/``parameter_server``), ``gpu``, ``vcpus``, ``memory_gb``, ``on_demand_usd_per_h``,
+    ``transient_usd_per_h``, ``per_second_usd_in_code`` (the rates the authors' cost code used), ``price_date``,
+    ``citation``.
+    """
+    return _read_packaged("reference/icac19_prices.csv")
+
+
+DATASETS: tuple[DatasetSpec, ...] = (
+    *(
+        DatasetSpec(f"transcribed:{k}", (lambda k=k: load_transcribed(k)), v, (f"reference/transcribed/{k}.csv",), "see reference/transcribed/README.md", kind="reference")
+        for k, v in TRANSCRIBED.items()
+    ),
+    DatasetSpec("reported_cnns", load_reported_cnns, "one of the twenty CNNs with its published features", ("reference/cmdare_cnns.csv",), "ICDCS'20 §4", kind="reference"),
+    DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32 TFLOPS, memory bandwidth, sources", ("reference/gpus.csv",), "CATALOG.md §6", kind="catalog"),
+    DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
+)

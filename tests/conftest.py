@@ -1,0 +1,30 @@
+"""Test set-up: the upstream data come from the local mirror, never from the network.
+
+``PERFMODEL_DATA`` is taken from the environment (CI: ``../shared/datasets`` through ``.ci/run``); when unset it
+defaults to ``<repo>/../shared/datasets``. The download path is exercised with a fake URL in
+tests/datasets/test_registry.py, never against the real host.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+REPO = Path(__file__).resolve().parents[1]
+_default = REPO.parent / "shared" / "datasets"
+os.environ.setdefault("PERFMODEL_DATA", str(_default))
+if not (Path(os.environ["PERFMODEL_DATA"]) / "SHA256SUMS").is_file():
+    raise pytest.UsageError(
+        f"PERFMODEL_DATA={os.environ['PERFMODEL_DATA']!r} is not a data mirror (no SHA256SUMS there). "
+        "Point it at the shared datasets folder, e.g. PERFMODEL_DATA=../shared/datasets."
+    )
+
+
+@pytest.fixture
+def mirror() -> Path:
+    """The local mirror of the upstream data."""
+    return Path(os.environ["PERFMODEL_DATA"])

@@ -1,0 +1,133 @@
+"""Registry, resolution, download and integrity checks (DESIGN.md convention 4)."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from perfmodel import datasets
+from perfmodel._errors import DataIntegrityError, DataNotAvailableError, NotADataFileError, UnknownNameError
+from perfmodel.datasets import _registry
+
+CKPT = "CM:processed_data/checkpoint/ckpt.csv"
+CKPT_KEY = "cake-lab/CM-DARE/data/processed_data/checkpoint/ckpt.csv"
+
+
+def test_registry_matches_the_mirror_sha256sums(mirror):
+    """Every mirrored data file is registered with the mirror's sha256 and pinned commit."""
+    sums = dict(reversed(line.split(None, 1)) for line in (mirror / "SHA256SUMS").read_text().splitlines())
+    sums = {k.strip(): v for k, v in sums.items()}
+    reg = datasets.registry()
+    data = reg[reg["kind"].isin(["csv", "text", "image", "sqlite"])]
+    assert dict(zip(data["key"], data["sha256"])) == sums
+    assert set(reg["commit"]) == {"263b7f14951c0645cacdfeadbef8546d4a742632", "87c6717e4026801623cf0327e78ad57f51cb1461"}
+    assert set(reg["licence"]) == {"Apache-2.0"}
+    assert reg.loc[reg["key"] == CKPT_KEY, "url"].item() == (
+        "https://raw.githubusercontent.com/cake-lab/CM-DARE/263b7f14951c0645cacdfeadbef8546d4a742632/data/processed_data/checkpoint/ckpt.csv"
+    )
+
+
+def test_verify_all_ok():
+    res = datasets.verify()
+    assert len(res) == 350
+    assert set(res["status"]) == {"ok"}
+
+
+def test_short_and_full_keys_resolve_to_the_same_file():
+    assert _registry.entry(CKPT) == _registry.entry(CKPT_KEY)
+    assert _registry.resolve(CKPT).name == "ckpt.csv"
+
+
+def test_unknown_file_lists_close_matches():
+    with pytest.raises(UnknownNameError, match=r"'CM:processed_data/checkpoint/ckpt2.csv' is not an upstream file in perfmodel's registry.*Closest registered files: .*ckpt.csv"):
+        _registry.entry("CM:processed_data/checkpoint/ckpt2.csv")
+
+
+def test_html_page_saved_as_csv_is_refused():
+    with pytest.raises(NotADataFileError, match=r"bar_chunks_fraction/chunk_summary.csv is not data: upstream it is a saved GitHub HTML page"):
+        datasets.read_csv("CM:processed_data/bar_chunks_fraction/chunk_summary.csv")
+
+
+def test_empty_upstream_file_is_refused():
+    with pytest.raises(NotADataFileError, match=r"timeline-972.json is not data: it is 0 bytes upstream"):
+        datasets.read_bytes("CM:raw_data/checkpoint_overhead/1k80-1ps/1566230266/timeline-972.json")
+
+
+def _copy_mirror_file(src_mirror: Path, dst_mirror: Path, key: str) -> Path:
+    dst = dst_mirror / key
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src_mirror / key, dst)
+    return dst
+
+
+def test_truncated_file_names_file_and_both_hashes(mirror, tmp_path, monkeypatch):
+    dst = _copy_mirror_file(mirror, tmp_path, CKPT_KEY)
+    data = dst.read_bytes()[:-50]
+    dst.write_bytes(data)
+    monkeypatch.setenv("PERFMODEL_DATA", str(tmp_path))
+    expected = _registry.entry(CKPT).sha256
+    actual = hashlib.sha256(data).hexdigest()
+    with pytest.raises(DataIntegrityError, match=rf"ckpt.csv failed its integrity check: sha256 {actual} .* the registry expects {expected}"):
+        datasets.load_checkpoint_summary()
+
+
+def test_missing_file_in_local_mirror_says_how_to_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFMODEL_DATA", str(tmp_path))
+    with pytest.raises(DataNotAvailableError, match=r"is not in the local mirror: .* PERFMODEL_DATA=.* must point at a folder laid out as <owner>/<repo>/<path in repo>"):
+        datasets.load_checkpoint_summary()
+
+
+def test_offline_without_data_says_how_to_get_it(tmp_path, monkeypatch):
+    """No PERFMODEL_DATA, empty cache, and the download fails (a closed loopback port stands in for 'offline')."""
+    monkeypatch.delenv("PERFMODEL_DATA", raising=False)
+    monkeypatch.setenv("PERFMODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(_registry.RegistryEntry, "url", property(lambda e: f"http://127.0.0.1:9/{e.repo}/{e.commit}/{e.path}"))
+    with pytest.raises(DataNotAvailableError, match=r"Could not get .*ckpt.csv: it is not cached at .* and the download from .* failed .*"
+                       r"connect to the internet once .* or set PERFMODEL_DATA to a local copy"):
+        datasets.load_checkpoint_summary()
+
+
+@pytest.fixture
+def loopback_server(mirror):
+    """An HTTP server on 127.0.0.1 serving the mirror like the upstream raw host (bounded: shut down after the test)."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(mirror))
+    handler.log_message = lambda *a, **k: None
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_download_into_cache_then_reuse(loopback_server, tmp_path, monkeypatch):
+    monkeypatch.delenv("PERFMODEL_DATA", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PERFMODEL_CACHE", str(cache))
+    monkeypatch.setattr(_registry.RegistryEntry, "url", property(lambda e: f"{loopback_server}/{e.repo}/{e.path}"))
+    df = datasets.load_checkpoint_summary()
+    assert len(df) == 16
+    cached = cache / CKPT_KEY
+    assert cached.is_file()
+    # second load uses the cache (server no longer needed) and still checks the hash
+    monkeypatch.setattr(_registry.RegistryEntry, "url", property(lambda e: "http://127.0.0.1:9/unreachable"))
+    assert len(datasets.load_checkpoint_summary()) == 16
+    cached.write_bytes(cached.read_bytes() + b"\r\n1,2,3")
+    with pytest.raises(DataIntegrityError, match=r"failed its integrity check"):
+        datasets.load_checkpoint_summary()
+
+
+def test_download_with_wrong_content_is_rejected(loopback_server, tmp_path, monkeypatch):
+    """A download whose bytes do not hash as registered is refused (pooch checks known_hash)."""
+    monkeypatch.delenv("PERFMODEL_DATA", raising=False)
+    monkeypatch.setenv("PERFMODEL_CACHE", str(tmp_path / "cache"))
+    # serve another file under the requested name
+    monkeypatch.setattr(_registry.RegistryEntry, "url", property(lambda e: f"{loopback_server}/{e.repo}/data/processed_data/checkpoint/aggregated.csv"))
+    with pytest.raises(DataNotAvailableError, match=r"download from .* failed \(ValueError: .*hash"):
+        datasets.load_checkpoint_summary()
+    assert not (tmp_path / "cache" / CKPT_KEY).exists()
