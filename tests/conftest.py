@@ -17,6 +17,8 @@ matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parents[1]
 _default = REPO.parent / "shared" / "datasets"
 os.environ.setdefault("PERFMODEL_DATA", str(_default))
+# absolute, so that notebook kernels (cwd notebooks/) and subprocesses inherit a path that still resolves
+os.environ["PERFMODEL_DATA"] = str(Path(os.environ["PERFMODEL_DATA"]).expanduser().resolve())
 if not (Path(os.environ["PERFMODEL_DATA"]) / "SHA256SUMS").is_file():
     raise pytest.UsageError(
         f"PERFMODEL_DATA={os.environ['PERFMODEL_DATA']!r} is not a data mirror (no SHA256SUMS there). "
