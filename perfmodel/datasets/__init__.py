@@ -60,6 +60,7 @@ from perfmodel.datasets.reference import (
     TRANSCRIBED,
     gpu_tflops,
     load_gpu_catalog,
+    load_paper_numbers,
     load_prices,
     load_reported_cnns,
     load_transcribed,
@@ -163,5 +164,5 @@ __all__ = [
     # ICAC'19
     *_icac.__all__,
     # reference and catalogs
-    "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops",
+    "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "load_paper_numbers",
 ]

@@ -20,7 +20,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import GPU_IDS, canonical_gpu
 
-__all__ = ["TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -118,6 +118,33 @@ def load_prices() -> pd.DataFrame:
     ``citation``.
     """
     return _read_packaged("reference/icac19_prices.csv")
+
+
+def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
+    """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
+
+    Parameters
+    ----------
+    area : str, optional
+        File stem (``"speed"``, ``"cluster"``, ``"transient"`` ...); all areas when omitted (with an ``area`` column).
+
+    Returns
+    -------
+    DataFrame
+        ``area``, ``item``, ``quantity``, ``unit``, ``paper_value``, ``status``, ``rtol``, ``atol``, ``reason``,
+        ``citation`` (see ``paper_numbers/README.md``).
+    """
+    folder = resources.files("perfmodel._data") / "reference" / "paper_numbers"
+    areas = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".csv"))
+    if area is not None and area not in areas:
+        raise UnknownNameError(f"Unknown paper-numbers area {area!r}. Expected one of: {', '.join(areas) or '(none yet)'}.")
+    frames = []
+    for a in [area] if area is not None else areas:
+        df = _read_packaged(f"reference/paper_numbers/{a}.csv")
+        df.insert(0, "area", a)
+        frames.append(df)
+    cols = ["area", "item", "quantity", "unit", "paper_value", "status", "rtol", "atol", "reason", "citation"]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
 
 
 DATASETS: tuple[DatasetSpec, ...] = (
