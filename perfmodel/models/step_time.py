@@ -1,0 +1,238 @@
+"""Step-time models: CM-DARE's regressions (linear, SVR, curve fits) and a gradient-boosted alternative.
+
+:class:`StepTimeRegressor` follows scikit-learn's estimator contract. Feature sets name columns of a DataFrame
+(:data:`FEATURE_SETS`): the paper's (``normalized_model``; ``normalized_computation`` = min-max of model FLOPs / GPU
+TFLOPS; ``[normalized_model, gpu_tflops]``) and perfmodel's graph features joined with GPU specs
+(:func:`graph_feature_frame`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import curve_fit
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = [
+    "StepTimeRegressor",
+    "FEATURE_SETS",
+    "graph_feature_frame",
+    "quadratic_fit",
+    "exponential_speed_fit",
+    "PAPER_SVR_POLY",
+]
+
+#: Feature sets by name (column lists of the frames of :mod:`perfmodel.datasets` / :func:`graph_feature_frame`).
+FEATURE_SETS: dict[str, list[str]] = {
+    "paper_model": ["normalized_model"],
+    "paper_computation": ["normalized_computation"],
+    "paper_two_feature": ["normalized_model", "gpu_tflops"],
+    "graph": ["ideal_compute_ms", "trainable_tensors"],
+    "graph_full": ["train_step_gflops", "gpu_tflops", "params_m", "activation_mib", "trainable_tensors", "gpu_bandwidth_gb_per_s",
+                   "ideal_compute_ms", "activation_mib_per_gb_s"],
+}
+
+#: CM-DARE's SVR (sp2 cells 22–29, CATALOG.md §1.7): SVR(kernel='poly', degree=2, C=100, gamma='auto', epsilon=0.01, coef0=1).
+PAPER_SVR_POLY = dict(kernel="poly", degree=2, C=100.0, gamma="auto", epsilon=0.01, coef0=1.0)
+
+_METHODS = ("linear", "svr", "gbm")
+
+
+class StepTimeRegressor(RegressorMixin, BaseEstimator):
+    """Per-step training time (s) from model and GPU features.
+
+    Parameters
+    ----------
+    method : {'linear', 'svr', 'gbm'}, default 'linear'
+        Ordinary least squares; support-vector regression (``svr_params``, default :data:`PAPER_SVR_POLY`);
+        gradient-boosted trees (xgboost, ``gbm_params``).
+    features : str or list of str or None, default None
+        Columns to use when ``X`` is a DataFrame: a key of :data:`FEATURE_SETS` or a list of column names. ``None``
+        uses every column of ``X``.
+    log_transform : bool, default False
+        Fit on ``log(X)`` and ``log(y)`` (power-law model); predictions are transformed back. Needs positive values.
+    svr_params, gbm_params : dict, optional
+        Keyword arguments of :class:`sklearn.svm.SVR` / :class:`xgboost.XGBRegressor`.
+    random_state : int, optional
+        Seed of the gbm method (the other methods are deterministic).
+
+    Attributes
+    ----------
+    estimator_ : fitted scikit-learn / xgboost estimator
+    feature_names_used_ : list of str or None
+    n_features_in_ : int
+    coef_, intercept_ : linear method only (on the transformed scale when ``log_transform``)
+    """
+
+    def __init__(self, method="linear", features=None, log_transform=False, svr_params=None, gbm_params=None, random_state=None):
+        self.method = method
+        self.features = features
+        self.log_transform = log_transform
+        self.svr_params = svr_params
+        self.gbm_params = gbm_params
+        self.random_state = random_state
+
+    # -- helpers ---------------------------------------------------------------------------------------------------
+    def _columns(self, X):
+        if self.features is None or not isinstance(X, pd.DataFrame):
+            return X
+        cols = FEATURE_SETS[self.features] if isinstance(self.features, str) and self.features in FEATURE_SETS else self.features
+        if isinstance(cols, str):
+            raise ValueError(
+                f"The 'features' parameter of StepTimeRegressor must be one of {sorted(FEATURE_SETS)} or a list of column names. Got {cols!r}."
+            )
+        missing = [c for c in cols if c not in X.columns]
+        if missing:
+            raise ValueError(f"StepTimeRegressor: X lacks the feature column(s) {missing}; it has {list(map(str, X.columns))}.")
+        return X[list(cols)]
+
+    def _check_params(self):
+        if self.method not in _METHODS:
+            raise ValueError(f"The 'method' parameter of StepTimeRegressor must be one of {{'linear','svr','gbm'}}. Got {self.method!r}.")
+
+    def _transform_x(self, X):
+        if not self.log_transform:
+            return X
+        if np.any(X <= 0):
+            raise ValueError("StepTimeRegressor(log_transform=True) needs positive features; X has values <= 0.")
+        return np.log(X)
+
+    def _make(self):
+        if self.method == "linear":
+            from sklearn.linear_model import LinearRegression
+
+            return LinearRegression()
+        if self.method == "svr":
+            from sklearn.svm import SVR
+
+            return SVR(**(PAPER_SVR_POLY if self.svr_params is None else self.svr_params))
+        from xgboost import XGBRegressor
+
+        params = dict(n_estimators=300, max_depth=3, learning_rate=0.1, subsample=1.0, n_jobs=1, tree_method="exact")
+        params.update(self.gbm_params or {})
+        return XGBRegressor(random_state=0 if self.random_state is None else self.random_state, **params)
+
+    # -- API ---------------------------------------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit on features ``X`` (DataFrame or array) and step times ``y`` (s, positive, finite)."""
+        self._check_params()
+        Xs = self._columns(X)
+        self.feature_names_used_ = list(Xs.columns) if isinstance(Xs, pd.DataFrame) else None
+        Xa, ya = validate_data(self, Xs, y, y_numeric=True, dtype=np.float64)
+        if np.any(ya <= 0):
+            raise ValueError(f"StepTimeRegressor: step times must be positive seconds; got {int(np.sum(ya <= 0))} value(s) <= 0.")
+        yt = np.log(ya) if self.log_transform else ya
+        self.estimator_ = self._make().fit(self._transform_x(Xa), yt)
+        if self.method == "linear":
+            self.coef_ = self.estimator_.coef_
+            self.intercept_ = self.estimator_.intercept_
+        self._X_fit_ = self._transform_x(Xa)
+        self._y_fit_ = yt
+        return self
+
+    def predict(self, X):
+        """Predicted step time (s)."""
+        check_is_fitted(self, "estimator_")
+        Xa = validate_data(self, self._columns(X), reset=False, dtype=np.float64)
+        p = self.estimator_.predict(self._transform_x(Xa))
+        return np.exp(p) if self.log_transform else p
+
+    def predict_interval(self, X, alpha: float = 0.05) -> pd.DataFrame:
+        """Prediction intervals of the linear method (statsmodels OLS), in seconds.
+
+        Returns a frame with ``predicted_s``, ``lower_s``, ``upper_s`` (``1 − alpha`` prediction interval for a new
+        observation) and ``mean_lower_s`` / ``mean_upper_s`` (confidence interval of the mean).
+        """
+        check_is_fitted(self, "estimator_")
+        if self.method != "linear":
+            raise ValueError(f"predict_interval needs method='linear' (OLS); this model uses {self.method!r}.")
+        import statsmodels.api as sm
+
+        Xa = self._transform_x(validate_data(self, self._columns(X), reset=False, dtype=np.float64))
+        ols = sm.OLS(self._y_fit_, sm.add_constant(self._X_fit_, has_constant="add")).fit()
+        frame = ols.get_prediction(sm.add_constant(Xa, has_constant="add")).summary_frame(alpha=alpha)
+        out = pd.DataFrame({"predicted_s": frame["mean"], "lower_s": frame["obs_ci_lower"], "upper_s": frame["obs_ci_upper"],
+                            "mean_lower_s": frame["mean_ci_lower"], "mean_upper_s": frame["mean_ci_upper"]})
+        return np.exp(out) if self.log_transform else out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True
+        tags.input_tags.positive_only = bool(self.log_transform)
+        return tags
+
+
+def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = None, gpus: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Join per-sample rows (``model``, ``gpu``) with graph features of the model and specs of the GPU.
+
+    Parameters
+    ----------
+    samples : DataFrame
+        Needs ``model`` and ``gpu`` columns (e.g. :func:`perfmodel.datasets.load_speed_samples`).
+    features : DataFrame, optional
+        Graph features per model (default: the shipped zoo table, :func:`perfmodel.features.load_zoo_features`;
+        counts at batch 1 are scaled to CM-DARE's batch of 128 where they grow with the batch).
+    gpus : DataFrame, optional
+        GPU catalog (default :func:`perfmodel.datasets.load_gpu_catalog`).
+
+    Returns
+    -------
+    DataFrame
+        ``samples`` plus the columns of ``FEATURE_SETS['graph_full']``: ``train_step_gflops`` (at batch 128),
+        ``gpu_tflops``, ``params_m``, ``activation_mib``, ``trainable_tensors``, ``gpu_bandwidth_gb_per_s``,
+        ``ideal_compute_ms`` (step FLOPs / peak FLOP/s) and ``activation_mib_per_gb_s`` (activation traffic time, ms).
+    """
+    from perfmodel.datasets import canonical_gpu, load_gpu_catalog
+    from perfmodel.features import load_zoo_features
+
+    feats = load_zoo_features() if features is None else features
+    cat = (load_gpu_catalog() if gpus is None else gpus).set_index("gpu")
+    g = samples["gpu"].astype(str)
+    unknown = sorted(set(g) - set(cat.index))
+    if unknown:
+        canonical_gpu(unknown[0])  # raises UnknownNameError listing the valid GPUs when the name is not a GPU at all
+        raise ValueError(f"GPU(s) {unknown} have no row in the GPU catalog; known: {list(cat.index)}.")
+    f = feats.set_index("model")
+    m = samples["model"].astype(str)
+    missing = sorted(set(m) - set(f.index))
+    if missing:
+        raise ValueError(f"graph_feature_frame: no graph features for model(s) {missing}; pass features= with a row per model.")
+    batch = 128  # CM-DARE trains every CNN with batch 128 (tensor2tensor image_cifar10)
+    out = samples.copy()
+    flops = f.loc[m, "train_step_flops"].to_numpy(float) * batch
+    tflops = cat.loc[g, "fp32_peak_tflops"].to_numpy(float)
+    bw = cat.loc[g, "memory_bandwidth_gb_per_s"].to_numpy(float)
+    act = f.loc[m, "activation_bytes"].to_numpy(float) * batch / 2**20
+    out["train_step_gflops"] = flops / 1e9
+    out["gpu_tflops"] = tflops
+    out["params_m"] = f.loc[m, "params"].to_numpy(float) / 1e6
+    out["activation_mib"] = act
+    out["trainable_tensors"] = f.loc[m, "trainable_tensors"].to_numpy(float)
+    out["gpu_bandwidth_gb_per_s"] = bw
+    out["ideal_compute_ms"] = flops / (tflops * 1e12) * 1e3  # step FLOPs at batch 128 / peak FLOP/s
+    out["activation_mib_per_gb_s"] = act / bw  # ≈ ms to stream the activations once through GPU memory
+    return out
+
+
+def quadratic_fit(x, y) -> np.ndarray:
+    """CM-DARE's quadratic ``a + b·x + c·x²`` (scipy ``curve_fit``, sp2 cell 7); returns ``[a, b, c]``."""
+    x, y = _xy(x, y)
+    popt, _ = curve_fit(lambda x, a, b, c: a + b * x + c * x**2, x, y)
+    return popt
+
+
+def exponential_speed_fit(x, speed) -> np.ndarray:
+    """CM-DARE's speed model ``speed = a + j·exp(−k·x)`` (scipy ``curve_fit``, maxfev 1e5, sp2 cell 5); returns ``[a, j, k]``."""
+    x, y = _xy(x, speed)
+    popt, _ = curve_fit(lambda x, a, j, k: a + j * np.exp(-k * x), x, y, maxfev=100000)
+    return popt
+
+
+def _xy(x, y):
+    x = np.asarray(x, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if x.shape != y.shape or x.size < 3:
+        raise ValueError(f"curve fits need x and y of the same length ≥ 3; got {x.size} and {y.size}.")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("curve fits need finite x and y (no NaN/inf).")
+    return x, y
