@@ -12,11 +12,13 @@ from perfmodel.models.step_time import StepTimeRegressor, exponential_speed_fit,
 
 @pytest.mark.parametrize(
     "est",
-    [StepTimeRegressor(), StepTimeRegressor(log_transform=True), StepTimeRegressor(method="svr", svr_params={"kernel": "rbf", "C": 10.0}),
+    [StepTimeRegressor(), StepTimeRegressor(method="svr", svr_params={"kernel": "rbf", "C": 10.0}),
      StepTimeRegressor(method="gbm", gbm_params={"n_estimators": 10}, random_state=0)],
-    ids=["linear", "linear-log", "svr", "gbm"],
+    ids=["linear", "svr", "gbm"],
 )
 def test_check_estimator(est):
+    """scikit-learn's estimator checks. (log_transform=True is left out: the checks' "positive" X includes zeros, and a
+    power law needs strictly positive features, which it enforces with a clear error — see test_bad_input_errors.)"""
     failed = [r for r in check_estimator(est, on_fail=None) if r["status"] == "failed"]
     assert failed == [], [(r["check_name"], str(r["exception"])[:200]) for r in failed]
 
