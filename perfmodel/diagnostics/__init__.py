@@ -9,6 +9,16 @@ from perfmodel.diagnostics.metrics import mae, mape, r2, regression_report, rmse
 __all__: list[str] = ["mape", "mae", "rmse", "r2", "regression_report"]
 
 # -- evaluation protocols (issue 4) --
+from perfmodel.diagnostics.evaluation import (
+    cross_gpu,
+    kfold_cv,
+    leave_one_model_out,
+    paper_split,
+    predictions_frame,
+    unseen_model_test,
+)
+
+__all__ += ["paper_split", "kfold_cv", "unseen_model_test", "leave_one_model_out", "cross_gpu", "predictions_frame"]
 # -- end evaluation protocols --
 
 # -- cluster diagnostics (issue 5) --

@@ -8,6 +8,22 @@ from __future__ import annotations
 __all__: list[str] = []
 
 # -- speed prediction figures (issue 4) --
+from perfmodel.figures.figure_4 import figure_4, figure_4_data
+from perfmodel.figures.prediction_error import prediction_error, prediction_error_data
+from perfmodel.figures.single_worker_timeseries import (
+    single_worker_mean_speeds,
+    single_worker_timeseries,
+    single_worker_timeseries_data,
+)
+from perfmodel.figures.speed_complexity_correlation import speed_complexity_correlation, speed_complexity_correlation_data
+from perfmodel.figures.speed_computation_correlation import speed_computation_correlation, speed_computation_correlation_data
+from perfmodel.figures.speed_prediction import reproduce_speed_numbers, speed_prediction, speed_prediction_data
+
+__all__ += [
+    "figure_4", "figure_4_data", "prediction_error", "prediction_error_data", "single_worker_mean_speeds", "single_worker_timeseries",
+    "single_worker_timeseries_data", "speed_complexity_correlation", "speed_complexity_correlation_data", "speed_computation_correlation",
+    "speed_computation_correlation_data", "reproduce_speed_numbers", "speed_prediction", "speed_prediction_data",
+]
 # -- end speed prediction figures --
 
 # -- cluster figures (issue 5) --

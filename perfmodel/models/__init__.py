@@ -7,6 +7,16 @@ from __future__ import annotations
 __all__: list[str] = []
 
 # -- step time (issue 4) --
+from perfmodel.models.step_time import (
+    FEATURE_SETS,
+    PAPER_SVR_POLY,
+    StepTimeRegressor,
+    exponential_speed_fit,
+    graph_feature_frame,
+    quadratic_fit,
+)
+
+__all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_feature_frame", "quadratic_fit", "exponential_speed_fit"]
 # -- end step time --
 
 # -- cluster speed (issue 5) --
