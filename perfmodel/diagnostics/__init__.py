@@ -22,4 +22,7 @@ __all__ += ["paper_split", "kfold_cv", "unseen_model_test", "leave_one_model_out
 # -- end evaluation protocols --
 
 # -- cluster diagnostics (issue 5) --
+from perfmodel.diagnostics.cluster import diagnose_cluster, diagnose_timeseries
+
+__all__ += ["diagnose_cluster", "diagnose_timeseries"]
 # -- end cluster diagnostics --

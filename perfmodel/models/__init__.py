@@ -20,6 +20,9 @@ __all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_featur
 # -- end step time --
 
 # -- cluster speed (issue 5) --
+from perfmodel.models.cluster import PS_TERMS, ClusterSpeedModel, cluster_speeds
+
+__all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS"]
 # -- end cluster speed --
 
 # -- transient servers (issue 6) --

@@ -1,0 +1,174 @@
+"""Cluster speed of asynchronous parameter-server (PS) training as a function of workers and parameter servers.
+
+Per-run cluster speeds (:func:`cluster_speeds`) come from the 96 TensorBoard exports with the catalog's rule (mean of
+the samples with ``step >= 2000``; CATALOG.md §1.3). :class:`ClusterSpeedModel` predicts speed (steps/s) from the
+number of workers ``n`` and of parameter servers ``p``:
+
+* ``kind="linear"`` — the paper's baseline ``S(n) = n · S(1)``;
+* ``kind="ps"`` — an Optimus-style throughput model (Peng et al., EuroSys'18, adapted to asynchronous training):
+  the time per global step is a non-negative combination
+
+  ``1/S(n, p) = θ_c / n + θ_t / p + θ_q · n / p + θ_o``
+
+  of per-worker compute (``θ_c``: seconds of computation per step per worker, shared by ``n`` workers), PS transfer
+  work (``θ_t``: PS-seconds per step, shared by ``p`` servers), PS queueing/contention growing with workers per PS
+  (``θ_q``) and a fixed per-step overhead (``θ_o``), fitted with ``scipy.optimize.nnls`` on relative errors.
+  As ``n → ∞`` the speed tends to ``p / θ_q`` at best: the PS saturation that makes P100 clusters plateau.
+
+Parameters have units (seconds per step) and bootstrap intervals (:meth:`ClusterSpeedModel.parameters`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from perfmodel import datasets as ds
+
+__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS"]
+
+#: Terms of the PS model: name → (feature of (n, p), unit of the coefficient, meaning).
+PS_TERMS = {
+    "compute_s": (lambda n, p: 1 / n, "s/step", "computation per step of one worker (shared by n workers)"),
+    "ps_transfer_s": (lambda n, p: 1 / p, "s/step", "PS work per step (shared by p servers): pull + push of the model"),
+    "ps_contention_s": (lambda n, p: n / p, "s/step per worker/PS", "queueing at the PS, growing with workers per server"),
+    "overhead_s": (lambda n, p: np.ones_like(n), "s/step", "fixed per-step overhead"),
+}
+
+
+def cluster_speeds(min_step: int = 2000) -> pd.DataFrame:
+    """Mean and std of cluster speed per run of ``speed_and_cluster_size`` (96 runs), next to the reported means.
+
+    Parameters
+    ----------
+    min_step : int, default 2000
+        Samples with ``step >= min_step`` are averaged (CATALOG.md §1.3: reproduces 92 of the 96 reported means within 1 %).
+
+    Returns
+    -------
+    DataFrame
+        ``gpu``, ``n_ps``, ``model``, ``n_workers``, ``speed_mean_steps_per_s``, ``speed_std_steps_per_s`` (ddof=1),
+        ``n_samples``, ``reported_mean_steps_per_s``, ``reported_std_steps_per_s`` (redraws cell 1), ``rel_diff_pct``
+        (ours vs reported) and ``within_1pct``.
+    """
+    runs = ds.load_cluster_runs()
+    keep = runs[runs["step"] >= min_step]
+    g = keep.groupby(["gpu", "n_ps", "model", "n_workers"], observed=True)["speed_steps_per_s"]
+    out = g.agg(speed_mean_steps_per_s="mean", speed_std_steps_per_s="std", n_samples="size").reset_index()
+    rep = ds.load_transcribed("cluster_speed")
+    rep["model"] = rep["model"].map(ds.canonical_model)
+    rep = rep.rename(columns={"speed_mean_steps_per_s": "reported_mean_steps_per_s", "speed_std_steps_per_s": "reported_std_steps_per_s"})
+    out["model"] = out["model"].astype(str)
+    out = out.merge(rep[["gpu", "n_ps", "model", "n_workers", "reported_mean_steps_per_s", "reported_std_steps_per_s"]],
+                    on=["gpu", "n_ps", "model", "n_workers"], how="left", validate="one_to_one")
+    out["rel_diff_pct"] = (out["speed_mean_steps_per_s"] / out["reported_mean_steps_per_s"] - 1) * 100
+    out["within_1pct"] = out["rel_diff_pct"].abs() <= 1
+    out["gpu"] = out["gpu"].astype(str)
+    return out
+
+
+def _check_nps(X, name="X"):
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"{name} must have two columns (n_workers, n_ps); got shape {X.shape}.")
+    if not np.isfinite(X).all() or (X < 1).any():
+        raise ValueError(f"{name}: worker and PS counts must be finite and ≥ 1; got min {np.nanmin(X)}.")
+    return X
+
+
+class ClusterSpeedModel(RegressorMixin, BaseEstimator):
+    """Cluster speed (steps/s) from ``X = [[n_workers, n_ps], ...]``.
+
+    Parameters
+    ----------
+    kind : {'ps', 'linear'}, default 'ps'
+        Optimus-style PS model (NNLS) or the linear baseline ``n · S(1)``.
+    n_bootstrap : int, default 200
+        Bootstrap resamples for :meth:`parameters` intervals.
+    random_state : int, optional
+
+    Attributes
+    ----------
+    coef_ : ndarray — the ``PS_TERMS`` coefficients (s/step) for ``kind='ps'``
+    single_worker_speed_ : float — ``S(1)`` for ``kind='linear'`` (mean of the n = 1 rows, or fitted slope)
+    """
+
+    def __init__(self, kind="ps", n_bootstrap=200, random_state=None):
+        self.kind = kind
+        self.n_bootstrap = n_bootstrap
+        self.random_state = random_state
+
+    def _design(self, X):
+        n, p = X[:, 0], X[:, 1]
+        return np.column_stack([f(n, p) for f, _, _ in PS_TERMS.values()])
+
+    def fit(self, X, y):
+        """Fit on worker/PS counts ``X`` and measured cluster speeds ``y`` (steps/s, positive)."""
+        if self.kind not in ("ps", "linear"):
+            raise ValueError(f"The 'kind' parameter of ClusterSpeedModel must be one of {{'ps','linear'}}. Got {self.kind!r}.")
+        X = _check_nps(pd.DataFrame(X).to_numpy() if isinstance(X, pd.DataFrame) else X)
+        y = np.asarray(y, dtype=float).ravel()
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} speeds.")
+        if not np.isfinite(y).all() or (y <= 0).any():
+            raise ValueError("cluster speeds must be positive steps/s (no zeros, negatives or NaN).")
+        sizes = np.unique(X[:, 0])
+        if self.kind == "ps" and len(sizes) < 2:
+            raise ValueError(f"the PS model needs at least two cluster sizes; got n_workers = {sizes.tolist()}.")
+        self.n_features_in_ = 2
+        if self.kind == "linear":
+            self.single_worker_speed_ = float(np.sum(y * X[:, 0]) / np.sum(X[:, 0] ** 2))  # least squares through the origin
+        else:
+            self.coef_ = self._nnls(X, y)
+        self._X, self._y = X, y
+        return self
+
+    def _nnls(self, X, y):
+        A = self._design(X)
+        w = y  # weights → relative errors of 1/S
+        coef, _ = nnls(A * w[:, None], np.ones_like(y))  # (1/y)·y = 1
+        if not np.any(coef > 0):  # pragma: no cover - degenerate data
+            raise ValueError("NNLS found no positive term; check the speeds.")
+        return coef
+
+    def predict(self, X):
+        """Predicted cluster speed (steps/s)."""
+        check_is_fitted(self, "_X")
+        X = _check_nps(pd.DataFrame(X).to_numpy() if isinstance(X, pd.DataFrame) else X)
+        if self.kind == "linear":
+            return self.single_worker_speed_ * X[:, 0]
+        return 1 / (self._design(X) @ self.coef_)
+
+    def parameters(self, alpha: float = 0.05) -> pd.DataFrame:
+        """The PS-model terms with units, meaning, estimate and a bootstrap ``1 − alpha`` interval (resampling rows)."""
+        check_is_fitted(self, "coef_")
+        rng = np.random.default_rng(self.random_state)
+        boots = []
+        for _ in range(self.n_bootstrap):
+            idx = rng.integers(0, len(self._y), len(self._y))
+            if len(np.unique(self._X[idx, 0])) < 2:
+                continue
+            boots.append(self._nnls(self._X[idx], self._y[idx]))
+        b = np.array(boots)
+        rows = []
+        for i, (name, (_, unit, meaning)) in enumerate(PS_TERMS.items()):
+            rows.append(dict(term=name, unit=unit, meaning=meaning, estimate=self.coef_[i],
+                             lower=float(np.quantile(b[:, i], alpha / 2)), upper=float(np.quantile(b[:, i], 1 - alpha / 2))))
+        return pd.DataFrame(rows)
+
+    def saturation_speed(self, n_ps: int) -> float:
+        """Upper bound of speed as workers grow: ``p / θ_q`` (∞ when there is no contention term)."""
+        check_is_fitted(self, "coef_")
+        q = self.coef_[2]
+        return float(n_ps / q) if q > 0 else float("inf")
+
+    def saturation_workers(self, n_ps: int, *, max_workers: int = 64, gain: float = 0.05) -> int:
+        """Smallest n after which one more worker adds less than ``gain`` (fraction) of speed."""
+        check_is_fitted(self, "_X")
+        n = np.arange(1, max_workers + 1, dtype=float)
+        s = self.predict(np.column_stack([n, np.full_like(n, n_ps)]))
+        rel = np.diff(s) / s[:-1]
+        below = np.nonzero(rel < gain)[0]
+        return int(n[below[0]]) if len(below) else max_workers
