@@ -29,6 +29,12 @@ __all__ += [
 # -- end speed prediction figures --
 
 # -- cluster figures (issue 5) --
+from perfmodel.figures.cluster_size_training_speed import cluster_size_training_speed, cluster_size_training_speed_data
+from perfmodel.figures.figure_5 import figure_5, figure_5_data
+from perfmodel.figures.ps_bot import ps_bot_k80, ps_bot_k80_data, ps_bot_p100, ps_bot_p100_data
+
+__all__ += ["cluster_size_training_speed", "cluster_size_training_speed_data", "figure_5", "figure_5_data", "ps_bot_k80", "ps_bot_k80_data",
+            "ps_bot_p100", "ps_bot_p100_data"]
 # -- end cluster figures --
 
 # -- transient-server figures and ICAC'19 tables (issue 6) --

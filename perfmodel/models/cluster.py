@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from perfmodel import datasets as ds
 
-__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS"]
+__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS", "fit_cluster_speed_model"]
 
 #: Terms of the PS model: name → (feature of (n, p), unit of the coefficient, meaning).
 PS_TERMS = {
@@ -172,3 +172,32 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         rel = np.diff(s) / s[:-1]
         below = np.nonzero(rel < gain)[0]
         return int(n[below[0]]) if len(below) else max_workers
+
+
+def fit_cluster_speed_model(speeds: pd.DataFrame | None = None, *, gpu: str, model: str, n_ps: int | None = None,
+                            train_sizes=None, kind: str = "ps", random_state: int | None = 0) -> ClusterSpeedModel:
+    """Fit :class:`ClusterSpeedModel` on the runs of one GPU and CNN (all PS counts unless ``n_ps``).
+
+    Parameters
+    ----------
+    speeds : DataFrame, optional
+        Per-run speeds (default :func:`cluster_speeds`).
+    gpu, model : str
+        Any spelling (``"p100"``, ``"Res15"``).
+    n_ps : int, optional
+        Keep one parameter-server count.
+    train_sizes : iterable of int, optional
+        Worker counts to fit on (default: all).
+    """
+    d = cluster_speeds() if speeds is None else speeds
+    g, m = ds.canonical_gpu(gpu), ds.canonical_model(model)
+    sel = (d["gpu"].astype(str) == g) & (d["model"].astype(str) == m)
+    if n_ps is not None:
+        sel &= d["n_ps"] == n_ps
+    if train_sizes is not None:
+        sel &= d["n_workers"].isin(list(train_sizes))
+    rows = d[sel]
+    if rows.empty:
+        raise ValueError(f"No cluster runs for {g} / {m}{f' / {n_ps} PS' if n_ps else ''}; available: "
+                         f"{sorted(set(zip(d['gpu'].astype(str), d['model'].astype(str))))}.")
+    return ClusterSpeedModel(kind=kind, random_state=random_state).fit(rows[["n_workers", "n_ps"]].to_numpy(), rows["speed_mean_steps_per_s"].to_numpy())

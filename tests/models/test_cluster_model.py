@@ -91,3 +91,10 @@ def test_bad_input():
         ClusterSpeedModel(kind="optimus").fit([[1, 1], [2, 1]], [1.0, 2.0])
     with pytest.raises(NotFittedError):
         ClusterSpeedModel().predict([[1, 1]])
+
+
+def test_fit_cluster_speed_model_helper(speeds):
+    m = __import__("perfmodel").models.fit_cluster_speed_model(speeds, gpu="p100", model="Res15", train_sizes=[1, 2, 4, 8])
+    assert m.predict([[8, 2]])[0] > m.predict([[8, 1]])[0]  # a second PS helps ResNet-15 on P100
+    with pytest.raises(ValueError, match=r"No cluster runs for V100 / resnet-15"):
+        __import__("perfmodel").models.fit_cluster_speed_model(speeds, gpu="V100", model="resnet-15")
