@@ -33,8 +33,10 @@ from perfmodel.figures.cluster_size_training_speed import cluster_size_training_
 from perfmodel.figures.figure_5 import figure_5, figure_5_data
 from perfmodel.figures.ps_bot import ps_bot_k80, ps_bot_k80_data, ps_bot_p100, ps_bot_p100_data
 
+from perfmodel.figures.icac_clusters import icac_fig6, icac_fig6_data, icac_fig7, icac_fig7_data, icac_fig8, icac_fig8_data
+
 __all__ += ["cluster_size_training_speed", "cluster_size_training_speed_data", "figure_5", "figure_5_data", "ps_bot_k80", "ps_bot_k80_data",
-            "ps_bot_p100", "ps_bot_p100_data"]
+            "ps_bot_p100", "ps_bot_p100_data", "icac_fig6", "icac_fig6_data", "icac_fig7", "icac_fig7_data", "icac_fig8", "icac_fig8_data"]
 # -- end cluster figures --
 
 # -- transient-server figures and ICAC'19 tables (issue 6) --
