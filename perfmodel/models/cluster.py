@@ -141,6 +141,23 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
             return self.single_worker_speed_ * X[:, 0]
         return 1 / (self._design(X) @ self.coef_)
 
+    def predict_heterogeneous(self, worker_speeds, n_ps: int = 1) -> float:
+        """Speed (steps/s) of a cluster of workers with different single-worker speeds (e.g. mixed GPUs).
+
+        The compute term ``θ_c / n`` of a homogeneous cluster is the inverse of its aggregate compute rate
+        ``n / θ_c``; for mixed workers it becomes ``1 / Σ v_i`` with ``v_i`` each worker's own speed (steps/s, from the
+        step-time model or a measurement). The PS terms are this model's, fitted on the same CNN: the PS caps the sum.
+        """
+        check_is_fitted(self, "coef_")
+        v = np.asarray(worker_speeds, dtype=float).ravel()
+        if v.size == 0 or not np.isfinite(v).all() or (v <= 0).any():
+            raise ValueError("worker_speeds must be one positive speed (steps/s) per worker.")
+        if n_ps < 1:
+            raise ValueError(f"n_ps must be ≥ 1; got {n_ps}.")
+        n, p = float(v.size), float(n_ps)
+        _, t, q, o = self.coef_
+        return float(1 / (1 / v.sum() + t / p + q * n / p + o))
+
     def parameters(self, alpha: float = 0.05) -> pd.DataFrame:
         """The PS-model terms with units, meaning, estimate and a bootstrap ``1 − alpha`` interval (resampling rows)."""
         check_is_fitted(self, "coef_")
