@@ -26,6 +26,12 @@ _KEYS = ["gpu", "model", "n_ps"]
 def _check_runs(runs: pd.DataFrame) -> pd.DataFrame:
     need = ["n_workers", "speed_mean_steps_per_s"]
     missing = [c for c in need if c not in runs.columns]
+    other_units = [c for c in runs.columns if str(c).startswith("speed_mean_") and c != "speed_mean_steps_per_s"]
+    if "speed_mean_steps_per_s" in missing and other_units:
+        raise ValueError(
+            f"diagnose_cluster expects speeds in steps per second (column 'speed_mean_steps_per_s'); got {other_units}. "
+            "Convert the unit (e.g. steps/min ÷ 60) and rename the column."
+        )
     if missing:
         raise ValueError(
             f"diagnose_cluster needs per-run speeds with columns {need} (+ optional gpu, model, n_ps, speed_std_steps_per_s); "

@@ -20,9 +20,9 @@ __all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_featur
 # -- end step time --
 
 # -- cluster speed (issue 5) --
-from perfmodel.models.cluster import PS_TERMS, ClusterSpeedModel, cluster_speeds, fit_cluster_speed_model
+from perfmodel.models.cluster import PS_TERMS, ClusterSpeedModel, cluster_model_errors, cluster_speeds, fit_cluster_speed_model
 
-__all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_speed_model"]
+__all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors"]
 # -- end cluster speed --
 
 # -- transient servers (issue 6) --

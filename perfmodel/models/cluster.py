@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from perfmodel import datasets as ds
 
-__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS", "fit_cluster_speed_model"]
+__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors"]
 
 #: Terms of the PS model: name → (feature of (n, p), unit of the coefficient, meaning).
 PS_TERMS = {
@@ -218,3 +218,26 @@ def fit_cluster_speed_model(speeds: pd.DataFrame | None = None, *, gpu: str, mod
         raise ValueError(f"No cluster runs for {g} / {m}{f' / {n_ps} PS' if n_ps else ''}; available: "
                          f"{sorted(set(zip(d['gpu'].astype(str), d['model'].astype(str))))}.")
     return ClusterSpeedModel(kind=kind, random_state=random_state).fit(rows[["n_workers", "n_ps"]].to_numpy(), rows["speed_mean_steps_per_s"].to_numpy())
+
+
+def cluster_model_errors(speeds: pd.DataFrame | None = None, *, train_sizes=(1, 2, 4, 8)) -> pd.DataFrame:
+    """Errors of the PS model and of the linear baseline per configuration (gpu, n_ps, model), by protocol.
+
+    Protocols: ``fit_sizes`` — fitted on ``train_sizes`` workers, MAPE over all sizes 1..8; ``leave_one_size_out`` —
+    each size predicted from the others, MAPE over the held-out predictions; ``linear_baseline`` — ``n · S(1)`` from the
+    1-worker run. Returns ``gpu``, ``n_ps``, ``model``, ``protocol``, ``mape_pct``, ``max_ape_pct``.
+    """
+    d = cluster_speeds() if speeds is None else speeds
+    rows = []
+    for (gpu, ps, model), g in d.groupby(["gpu", "n_ps", "model"]):
+        X = g[["n_workers", "n_ps"]].to_numpy(float)
+        y = g["speed_mean_steps_per_s"].to_numpy(float)
+        tr = np.isin(X[:, 0], list(train_sizes))
+        e_fit = np.abs(ClusterSpeedModel().fit(X[tr], y[tr]).predict(X) / y - 1) * 100
+        e_lo = np.array([abs(ClusterSpeedModel().fit(X[X[:, 0] != n], y[X[:, 0] != n]).predict(X[X[:, 0] == n])[0] / y[X[:, 0] == n][0] - 1) * 100
+                         for n in X[:, 0]])
+        one = X[:, 0] == X[:, 0].min()
+        e_lin = np.abs(ClusterSpeedModel(kind="linear").fit(X[one], y[one]).predict(X) / y - 1) * 100
+        for proto, e in (("fit_sizes", e_fit), ("leave_one_size_out", e_lo), ("linear_baseline", e_lin)):
+            rows.append(dict(gpu=gpu, n_ps=ps, model=model, protocol=proto, mape_pct=float(e.mean()), max_ape_pct=float(e.max())))
+    return pd.DataFrame(rows)

@@ -74,3 +74,9 @@ def test_timeseries_diagnosis():
     assert r["warmup_samples"] == 2 and r["outliers"] == "1200" and r["verdict"] in ("outliers", "unstable")
     with pytest.raises(ValueError, match=r"diagnose_timeseries needs columns"):
         diagnose_timeseries(pd.DataFrame({"x": [1]}))
+
+
+def test_mismatched_units_are_named():
+    d = pd.DataFrame({"n_workers": [1, 2], "speed_mean_steps_per_min": [60.0, 120.0]})
+    with pytest.raises(ValueError, match=r"expects speeds in steps per second \(column 'speed_mean_steps_per_s'\); got \['speed_mean_steps_per_min'\]"):
+        diagnose_cluster(d)

@@ -122,3 +122,12 @@ def test_heterogeneous_prediction_of_the_icac_mixed_gpu_clusters():
     assert m.predict_heterogeneous([1 / m.coef_[0]] * 4, 1) == pytest.approx(m.predict([[4, 1]])[0], rel=1e-12)
     with pytest.raises(ValueError, match=r"worker_speeds must be one positive speed \(steps/s\) per worker"):
         m.predict_heterogeneous([1.0, -2.0])
+
+
+def test_cluster_model_errors_table(speeds):
+    e = __import__("perfmodel").models.cluster_model_errors(speeds)
+    assert len(e) == 36 and set(e["protocol"]) == {"fit_sizes", "leave_one_size_out", "linear_baseline"}
+    fit = e[e.protocol == "fit_sizes"].groupby(["gpu", "n_ps"])["mape_pct"].mean()
+    assert (fit <= 5).all()
+    lin = e[e.protocol == "linear_baseline"].set_index(["gpu", "n_ps", "model"])["mape_pct"]
+    assert lin[("P100", 1, "shake-shake-big")] > 50 and lin[("K80", 1, "resnet-32")] < 1
