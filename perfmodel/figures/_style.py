@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["plot_scatter", "GPU_MARKERS"]
+__all__ = ["plot_scatter", "scatter_figure", "GPU_MARKERS"]
 
 #: CM-DARE's markers: K80 'x', P100 '^' (sp2 cells 31–32); V100 's'.
 GPU_MARKERS = {"K80": "x", "P100": "^", "V100": "s"}
@@ -25,3 +25,14 @@ def plot_scatter(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, 
     if hue:
         ax.legend(frameon=False)
     return ax
+
+
+def scatter_figure(data: pd.DataFrame, *, x: str, y: str, xlabel: str, ylabel: str = "Step Time (s)", hue: str = "gpu", size=(2, 2)):
+    """A paper-size figure with one :func:`plot_scatter` panel (CM-DARE's 2×2 in speed scatter plots)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=size)
+    plot_scatter(data, x=x, y=y, hue=hue, ax=ax)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    fig.tight_layout()
+    return fig

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel import datasets as ds
-from perfmodel.figures._style import plot_scatter
+from perfmodel.figures._style import scatter_figure
 
 __all__ = ["speed_complexity_correlation_data", "speed_complexity_correlation"]
 
@@ -19,12 +19,5 @@ def speed_complexity_correlation_data() -> pd.DataFrame:
 
 
 def speed_complexity_correlation(data: pd.DataFrame | None = None):
-    """The figure (2×2 in, markers K80 'x' / P100 '^', alpha 0.1, as the notebook)."""
-    import matplotlib.pyplot as plt
-
-    data = speed_complexity_correlation_data() if data is None else data
-    fig, ax = plt.subplots(figsize=(2, 2))
-    plot_scatter(data, x="normalized_model", y="step_time_s", hue="gpu", ax=ax)
-    ax.set(xlabel="Normalized Model GFLOPs", ylabel="Step Time (s)")
-    fig.tight_layout()
-    return fig
+    """The figure (2×2 in; K80 'x', P100 '^', alpha 0.1, as the notebook)."""
+    return scatter_figure(speed_complexity_correlation_data() if data is None else data, x="normalized_model", y="step_time_s", xlabel="Normalized Model GFLOPs")
