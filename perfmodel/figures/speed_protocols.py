@@ -23,13 +23,25 @@ CONFIGS = (
     ("paper: SVR-poly", "paper_model", "paper_computation", dict(method="svr")),
     ("graph: LR on ideal compute time + trainable tensors", "graph", "graph", dict(method="linear")),
     ("graph: log-log LR on ideal compute time", ["ideal_compute_ms"], ["ideal_compute_ms"], dict(method="linear", log_transform=True)),
+    # transfer from a measured GPU: the CNN's mean K80 step time (measured, training data) + ideal compute time on the
+    # target GPU, log-log. Only meaningful across GPUs (within a GPU it would contain the answer): cross-GPU row only.
+    ("transfer: log-log LR on measured K80 step time + ideal compute time", None, ["k80_step_time_s", "ideal_compute_ms"],
+     dict(method="linear", log_transform=True)),
 )
 
 _F_MIN, _F_MAX = 630989589, 22864820174  # CATALOG.md §1.1: min-max constants of the normalisation
 
 
 def _cols(feats):
+    if feats is None:
+        return None
     return FEATURE_SETS[feats] if isinstance(feats, str) else list(feats)
+
+
+def _with_reference(train: pd.DataFrame, test: pd.DataFrame):
+    """Add ``k80_step_time_s``: each CNN's mean measured K80 step time, taken from the training frame only."""
+    ref = train[train["gpu"].astype(str) == "K80"].groupby(train["model"].astype(str))["step_time_s"].mean()
+    return (train.assign(k80_step_time_s=train["model"].astype(str).map(ref)), test.assign(k80_step_time_s=test["model"].astype(str).map(ref)))
 
 
 def v100_samples() -> pd.DataFrame:
@@ -49,20 +61,22 @@ def v100_samples() -> pd.DataFrame:
 def speed_protocols_data() -> pd.DataFrame:
     """MAPE / MAE / RMSE per (configuration, protocol, GPU): ``config``, ``features``, ``protocol``, ``gpu``, ``n_test``,
     ``mape_pct``, ``mae``, ``rmse``. Protocols: ``paper_split`` and ``leave_one_model_out`` per GPU (K80, P100; 20 CNNs),
-    ``cross_gpu`` (train K80 + P100, test V100)."""
+    ``cross_gpu`` (train K80 + P100, test V100). The "transfer" configuration uses each CNN's measured K80 step time
+    and has a cross-GPU row only."""
     samples = graph_feature_frame(ds.load_speed_samples())
     v100 = graph_feature_frame(v100_samples())
     rows = []
     for label, feats, cross_feats, params in CONFIGS:
         cols, xcols = _cols(feats), _cols(cross_feats)
         est = StepTimeRegressor(**params)
-        for gpu in ("K80", "P100"):
+        for gpu in ("K80", "P100") if cols is not None else ():
             d = samples[samples["gpu"] == gpu].reset_index(drop=True)
             ps = paper_split(d, est, cols, cv=0).iloc[0]
             lo = leave_one_model_out(d, est, cols).query("model == 'all'").iloc[0]
             for proto, r in (("paper_split", ps), ("leave_one_model_out", lo)):
                 rows.append(dict(config=label, features=",".join(cols), protocol=proto, gpu=gpu, n_test=r["n_test"], mape_pct=r["mape_pct"], mae=r["mae"], rmse=r["rmse"]))
-        cg = cross_gpu(samples, v100, est, xcols).query("gpu == 'all'").iloc[0]
+        tr, te = _with_reference(samples, v100)
+        cg = cross_gpu(tr, te, est, xcols).query("gpu == 'all'").iloc[0]
         rows.append(dict(config=label, features=",".join(xcols), protocol="cross_gpu", gpu="V100", n_test=cg["n_test"], mape_pct=cg["mape_pct"], mae=cg["mae"], rmse=cg["rmse"]))
     return pd.DataFrame(rows)
 
@@ -72,6 +86,9 @@ def speed_protocols(config: int = 2):
     P100) and cross-GPU (V100)."""
     import matplotlib.pyplot as plt
 
+    if not 0 <= config < len(CONFIGS) or CONFIGS[config][1] is None:
+        valid = [i for i, c in enumerate(CONFIGS) if c[1] is not None]
+        raise ValueError(f"config must index a configuration with per-GPU features: one of {valid}; got {config!r}.")
     label, feats, cross_feats, params = CONFIGS[config]
     cols, xcols = _cols(feats), _cols(cross_feats)
     samples = graph_feature_frame(ds.load_speed_samples())
@@ -82,7 +99,8 @@ def speed_protocols(config: int = 2):
         for m in d["model"].astype(str).unique():
             held = d["model"].astype(str) == m
             parts.append(predictions_frame(d, StepTimeRegressor(**params), cols, train_mask=~held))
-    both = pd.concat([samples, v100[[c for c in samples.columns if c in v100.columns]]], ignore_index=True)
+    tr, te = _with_reference(samples, v100)
+    both = pd.concat([tr, te[[c for c in tr.columns if c in te.columns]]], ignore_index=True)
     parts.append(predictions_frame(both, StepTimeRegressor(**params), xcols, train_mask=(both["gpu"] != "V100").to_numpy()))
     pred = pd.concat(parts, ignore_index=True)
     fig, ax = plt.subplots(figsize=(3.3, 3.0))

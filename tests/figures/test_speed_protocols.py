@@ -29,9 +29,11 @@ def test_graph_features_reach_the_leave_one_model_out_target(table):
 
 
 def test_cross_gpu_v100_is_reported(table):
-    """Target ≤ 10 % on V100 is NOT reached yet: best 12.0 % (log-log on ideal compute time); recorded, not hidden."""
-    best = table.xs(("cross_gpu", "V100"), level=("protocol", "gpu")).min()
-    assert best == pytest.approx(12.02, abs=0.01)
+    """Target ≤ 10 % on V100: graph features alone reach 12.0 % (log-log on ideal compute time); transferring from the
+    CNN's measured K80 step time with the ideal compute time on the target GPU reaches 9.4 %."""
+    cg = table.xs(("cross_gpu", "V100"), level=("protocol", "gpu"))
+    assert cg["graph: log-log LR on ideal compute time"] == pytest.approx(12.02, abs=0.01)
+    assert cg["transfer: log-log LR on measured K80 step time + ideal compute time"] == pytest.approx(9.36, abs=0.01)
 
 
 def test_protocol_figure():
