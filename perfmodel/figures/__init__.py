@@ -40,4 +40,15 @@ __all__ += ["cluster_size_training_speed", "cluster_size_training_speed_data", "
 # -- end cluster figures --
 
 # -- transient-server figures and ICAC'19 tables (issue 6) --
+from perfmodel.figures.checkpoint_prediction import (
+    checkpoint_prediction_data,
+    ckpt_duration_size_correlation,
+    ckpt_duration_size_correlation_data,
+    figure_12,
+    figure_12_data,
+    reproduce_checkpoint_numbers,
+)
+
+__all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckpt_duration_size_correlation_data", "figure_12", "figure_12_data",
+            "reproduce_checkpoint_numbers"]
 # -- end transient-server figures --

@@ -26,4 +26,7 @@ __all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_spee
 # -- end cluster speed --
 
 # -- transient servers (issue 6) --
+from perfmodel.models.checkpoint import CHECKPOINT_FEATURE_SETS, PAPER_CKPT_SVR, CheckpointTimeRegressor, checkpoint_size_mb
+
+__all__ += ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SVR", "checkpoint_size_mb"]
 # -- end transient servers --

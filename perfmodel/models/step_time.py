@@ -64,6 +64,10 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
     coef_, intercept_ : linear method only (on the transformed scale when ``log_transform``)
     """
 
+    _feature_sets = FEATURE_SETS
+    _target = "step times"
+    _default_svr = PAPER_SVR_POLY
+
     def __init__(self, method="linear", features=None, log_transform=False, svr_params=None, gbm_params=None, random_state=None):
         self.method = method
         self.features = features
@@ -76,25 +80,26 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
     def _columns(self, X):
         if self.features is None or not isinstance(X, pd.DataFrame):
             return X
-        cols = FEATURE_SETS[self.features] if isinstance(self.features, str) and self.features in FEATURE_SETS else self.features
+        sets = self._feature_sets
+        cols = sets[self.features] if isinstance(self.features, str) and self.features in sets else self.features
         if isinstance(cols, str):
             raise ValueError(
-                f"The 'features' parameter of StepTimeRegressor must be one of {sorted(FEATURE_SETS)} or a list of column names. Got {cols!r}."
+                f"The 'features' parameter of {type(self).__name__} must be one of {sorted(self._feature_sets)} or a list of column names. Got {cols!r}."
             )
         missing = [c for c in cols if c not in X.columns]
         if missing:
-            raise ValueError(f"StepTimeRegressor: X lacks the feature column(s) {missing}; it has {list(map(str, X.columns))}.")
+            raise ValueError(f"{type(self).__name__}: X lacks the feature column(s) {missing}; it has {list(map(str, X.columns))}.")
         return X[list(cols)]
 
     def _check_params(self):
         if self.method not in _METHODS:
-            raise ValueError(f"The 'method' parameter of StepTimeRegressor must be one of {{'linear','svr','gbm'}}. Got {self.method!r}.")
+            raise ValueError(f"The 'method' parameter of {type(self).__name__} must be one of {{'linear','svr','gbm'}}. Got {self.method!r}.")
 
     def _transform_x(self, X):
         if not self.log_transform:
             return X
         if np.any(X <= 0):
-            raise ValueError("StepTimeRegressor(log_transform=True) needs positive features; X has values <= 0.")
+            raise ValueError(f"{type(self).__name__}(log_transform=True) needs positive features; X has values <= 0.")
         return np.log(X)
 
     def _make(self):
@@ -105,7 +110,7 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
         if self.method == "svr":
             from sklearn.svm import SVR
 
-            return SVR(**(PAPER_SVR_POLY if self.svr_params is None else self.svr_params))
+            return SVR(**(self._default_svr if self.svr_params is None else self.svr_params))
         from xgboost import XGBRegressor
 
         params = dict(n_estimators=300, max_depth=3, learning_rate=0.1, subsample=1.0, n_jobs=1, tree_method="exact")
@@ -120,7 +125,7 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
         self.feature_names_used_ = list(Xs.columns) if isinstance(Xs, pd.DataFrame) else None
         Xa, ya = validate_data(self, Xs, y, y_numeric=True, dtype=np.float64)
         if np.any(ya <= 0):
-            raise ValueError(f"StepTimeRegressor: step times must be positive seconds; got {int(np.sum(ya <= 0))} value(s) <= 0.")
+            raise ValueError(f"{type(self).__name__}: {self._target} must be positive seconds; got {int(np.sum(ya <= 0))} value(s) <= 0.")
         yt = np.log(ya) if self.log_transform else ya
         self.estimator_ = self._make().fit(self._transform_x(Xa), yt)
         if self.method == "linear":

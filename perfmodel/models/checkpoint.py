@@ -1,0 +1,59 @@
+"""Checkpoint time: CM-DARE's regressions of checkpoint duration on checkpoint size (CATALOG.md §1.6, §1.7, §5).
+
+:class:`CheckpointTimeRegressor` is :class:`~perfmodel.models.step_time.StepTimeRegressor`'s estimator with the
+checkpoint feature sets and CM-DARE's checkpoint SVR (rbf, C = 10, γ = 'auto', ε = 0.14) as the SVR default.
+:func:`checkpoint_size_mb` estimates the size CM-DARE's features use for any torch model from its graph features.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from perfmodel.models.step_time import StepTimeRegressor
+
+__all__ = ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SVR", "checkpoint_size_mb"]
+
+#: Feature sets (columns of :func:`perfmodel.datasets.load_checkpoint_samples` / ``load_checkpoint_summary``).
+CHECKPOINT_FEATURE_SETS = {
+    "size": ["checkpoint_mb"],
+    "files": ["meta_file_mb", "weight_file_mb"],
+    "all_files": ["weight_file_mb", "meta_file_mb", "index_file_kb", "graph_file_mb"],
+}
+
+#: CM-DARE's final checkpoint SVR (ckpt notebook): SVR(kernel='rbf', C=10, gamma='auto', epsilon=0.14).
+PAPER_CKPT_SVR = dict(kernel="rbf", C=10.0, gamma="auto", epsilon=0.14)
+
+
+class CheckpointTimeRegressor(StepTimeRegressor):
+    """Checkpoint duration (s) from checkpoint size and file features (methods 'linear', 'svr', 'gbm').
+
+    Same parameters and contract as :class:`~perfmodel.models.step_time.StepTimeRegressor`; ``features`` may name a
+    key of :data:`CHECKPOINT_FEATURE_SETS`; ``svr_params`` defaults to :data:`PAPER_CKPT_SVR`.
+    """
+
+    _feature_sets = CHECKPOINT_FEATURE_SETS
+    _target = "checkpoint durations"
+    _default_svr = PAPER_CKPT_SVR
+
+
+def checkpoint_size_mb(features: pd.DataFrame, *, meta_file_mb: float | None = None) -> pd.Series:
+    """CM-DARE's ``Checkpoint Size (MB)`` (= weight file + meta file, MiB) estimated from graph features.
+
+    The weight file is the variables plus their Momentum slots: ``checkpoint_bytes_estimate`` of
+    :func:`perfmodel.features.extract` (equal to CM-DARE's Weight File Size to 0.01 MiB for the twenty CNNs). The meta
+    file (TensorFlow's graph definition, 0.97–5.18 MB in the data) has no torch counterpart; it grows with the graph, so
+    by default it is predicted from the number of trainable tensors with a line fitted on the twenty CNNs
+    (``meta_file_mb`` overrides it with a constant).
+    """
+    need = ["checkpoint_bytes_estimate", "trainable_tensors"]
+    missing = [c for c in need if c not in features]
+    if missing:
+        raise ValueError(f"checkpoint_size_mb needs the {missing} column(s) of perfmodel.features.extract().")
+    if meta_file_mb is None:
+        import numpy as np
+
+        from perfmodel.datasets import load_model_metadata
+
+        meta = load_model_metadata()
+        slope, intercept = np.polyfit(meta["n_trainable_tensors"].astype(float), meta["meta_file_mb"], 1)
+        meta_file_mb = intercept + slope * features["trainable_tensors"].astype(float)
+    return features["checkpoint_bytes_estimate"] / 2**20 + meta_file_mb
