@@ -92,13 +92,17 @@ def main():
     print(f"all 20 zoo CNNs, batch 128: {time.perf_counter() - t:6.2f} s  (counting at batch 1 and 2, extrapolated exactly)")
 
     if not args.quick:
-        for m in ("resnet-15", "resnet-32", "shake-shake-16"):
+        tot_ref = tot_ours = 0.0
+        for m in zoo.list_models():
             t_ref, flops = flopcounter_real(m, 128)
             t = time.perf_counter()
             row = extract(m, zoo.INPUT_SHAPE, batch_size=128).iloc[0]
             t_ours = time.perf_counter() - t
             assert row["train_step_flops"] == flops
-            print(f"{m:16s} batch 128: FlopCounterMode on real tensors {t_ref:6.2f} s, perfmodel {t_ours:5.2f} s -> {t_ref / t_ours:5.1f}x (same FLOPs)")
+            tot_ref += t_ref
+            tot_ours += t_ours
+            print(f"{m:22s} batch 128: FlopCounterMode on real tensors {t_ref:6.2f} s, perfmodel {t_ours:5.2f} s -> {t_ref / t_ours:5.1f}x (same FLOPs)")
+        print(f"all 20 at batch 128: FlopCounterMode {tot_ref:6.1f} s, perfmodel {tot_ours:5.2f} s -> {tot_ref / tot_ours:5.1f}x")
 
     net = ResNet50()
     t = time.perf_counter()
