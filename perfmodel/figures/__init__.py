@@ -49,6 +49,8 @@ from perfmodel.figures.checkpoint_prediction import (
     reproduce_checkpoint_numbers,
 )
 
+from perfmodel.figures.lifetime_cdf import lifetime_cdf, lifetime_cdf_data
+
 __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckpt_duration_size_correlation_data", "figure_12", "figure_12_data",
-            "reproduce_checkpoint_numbers"]
+            "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data"]
 # -- end transient-server figures --

@@ -11,7 +11,7 @@ from scipy.optimize import curve_fit
 
 from perfmodel import datasets as ds
 
-__all__ = ["time_between_failures_fit", "lifetimes_from_cdf", "fit_lifetimes", "MAX_LIFETIME_H"]
+__all__ = ["time_between_failures_fit", "lifetimes_from_cdf", "fit_lifetimes", "fit_cdf_lifetimes", "MAX_LIFETIME_H"]
 
 #: Preemptible VMs are terminated after 24 hours.
 MAX_LIFETIME_H = 24.0
@@ -125,3 +125,11 @@ def fit_lifetimes(durations_h, revoked=None, *, label: str = "") -> pd.DataFrame
     out.insert(0, "label", label)
     out["n"], out["n_revoked"] = t.size, int(e.sum())
     return out
+
+
+def fit_cdf_lifetimes(gpu: str) -> pd.DataFrame:
+    """:func:`fit_lifetimes` on the lifetimes reconstructed from CM-DARE's CDF arrays, per region and pooled (``all``)."""
+    lt = lifetimes_from_cdf(gpu)
+    frames = [fit_lifetimes(g["lifetime_h"], g["revoked"], label=str(r)) for r, g in lt.groupby("region", sort=False)]
+    frames.append(fit_lifetimes(lt["lifetime_h"], lt["revoked"], label="all"))
+    return pd.concat(frames, ignore_index=True).rename(columns={"label": "region"}).assign(gpu=ds.canonical_gpu(gpu))

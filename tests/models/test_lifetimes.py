@@ -45,3 +45,12 @@ def test_censoring_aware_fits_and_edge_cases():
         fit_lifetimes([1.0, -2.0])
     with pytest.raises(ValueError, match=r"revoked must have one flag per lifetime; got 1 flags for 2 lifetimes"):
         fit_lifetimes([1.0, 2.0], [True])
+
+
+def test_fit_cdf_lifetimes_per_region():
+    from perfmodel.models.lifetimes import fit_cdf_lifetimes
+
+    r = fit_cdf_lifetimes("V100")
+    assert set(r["region"]) == {"europe-west4", "asia-east1", "us-central1", "us-west1", "all"}
+    km = r[(r.model == "kaplan_meier")].set_index("region")["p_revoked_24h"]
+    assert km["us-central1"] == pytest.approx(0.6667, abs=5e-5) and km["all"] == pytest.approx(69 / 120)
