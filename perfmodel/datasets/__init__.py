@@ -43,7 +43,15 @@ from perfmodel.datasets.cmdare import (
     load_speed_timeseries_summary,
     load_vm_startup,
 )
-from perfmodel.datasets.icac import *  # noqa: F401,F403  (its __all__ lists the ICAC'19 loaders)
+from perfmodel.datasets.icac import (
+    ICAC_EXPERIMENTS,
+    load_adaptive_lr,
+    load_icac_accuracy_curves,
+    load_icac_costs,
+    load_icac_runs,
+    load_icac_vms,
+    load_vm_lifetimes,
+)
 from perfmodel.datasets.names import (
     GPU_IDS,
     HELD_OUT_MODEL_IDS,
@@ -162,7 +170,7 @@ __all__ = [
     "load_speed_timeseries", "load_speed_timeseries_summary", "load_speed_supertable", "load_speed_prediction_errors", "load_cluster_runs",
     "load_checkpoint_samples", "load_checkpoint_summary", "load_vm_startup", "load_chief_rejoining",
     # ICAC'19
-    *_icac.__all__,
+    "ICAC_EXPERIMENTS", "load_vm_lifetimes", "load_icac_runs", "load_icac_vms", "load_icac_costs", "load_icac_accuracy_curves", "load_adaptive_lr",
     # reference and catalogs
     "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "load_paper_numbers",
 ]

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from perfmodel._errors import DataFormatError, UnknownNameError
-from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._registry import entry, keys_under, read_bytes, read_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import REGION_IDS, canonical_region
@@ -91,6 +90,15 @@ def _check_experiment(experiment: str | None) -> None:
         raise UnknownNameError(f"Unknown ICAC'19 experiment {experiment!r}. Expected one of: {', '.join(ICAC_EXPERIMENTS)}.")
 
 
+def _experiment_configs(experiment: str | None = None):
+    """(experiment, config) pairs of the registry, optionally of one experiment (validated)."""
+    _check_experiment(experiment)
+    for exp, configs in _configs().items():
+        if experiment is None or exp == experiment:
+            for cfg in configs:
+                yield exp, cfg
+
+
 def _files(experiment: str, config: str) -> dict[str, str]:
     prefix = f"cake-lab/transient-deep-learning/data/training/{experiment}/{config}/"
     return {k[len(prefix):]: k for k in keys_under(f"{_TR}/{experiment}/{config}")}
@@ -134,31 +142,27 @@ def load_icac_accuracy_curves(experiment: str | None = None) -> pd.DataFrame:
     ``<...>_train_data.csv`` in some folders) and ``experiment_1ps_vs_2ps/1ps_k80/<N>_data.csv`` (one run per
     cluster size N, no Run column: ``config`` = ``1ps_k80``, ``run`` = N). Wall times are integers in some files.
     """
-    _check_experiment(experiment)
     frames = []
-    for exp, configs in _configs().items():
-        if experiment is not None and exp != experiment:
-            continue
-        for cfg in configs:
-            for name, key in _files(exp, cfg).items():
-                if cfg == "1ps_k80":
-                    m = re.fullmatch(r"(\d)_data\.csv", name)
-                    if not m:
-                        continue
-                    d = _read_curve(key)
-                    d["Run"] = int(m.group(1))
-                elif name.endswith("train_data.csv"):
-                    d = _read_curve(key)
-                    if "Run" not in d:
-                        raise DataFormatError(f"{key}: no Run column.")
-                else:
+    for exp, cfg in _experiment_configs(experiment):
+        for name, key in _files(exp, cfg).items():
+            if cfg == "1ps_k80":
+                m = re.fullmatch(r"(\d)_data\.csv", name)
+                if not m:
                     continue
-                out = pd.DataFrame({
-                    "experiment": exp, "config": cfg,
-                    "zone": d["Zone"].astype("string") if "Zone" in d else pd.Series(pd.NA, index=d.index, dtype="string"),
-                    "run": d["Run"].astype("int64"), "wall_time_s": d["Wall Time"], "step": d["Step"].astype("int64"), "accuracy": d["Accuracy"],
-                })
-                frames.append(out)
+                d = _read_curve(key)
+                d["Run"] = int(m.group(1))
+            elif name.endswith("train_data.csv"):
+                d = _read_curve(key)
+                if "Run" not in d:
+                    raise DataFormatError(f"{key}: no Run column.")
+            else:
+                continue
+            out = pd.DataFrame({
+                "experiment": exp, "config": cfg,
+                "zone": d["Zone"].astype("string") if "Zone" in d else pd.Series(pd.NA, index=d.index, dtype="string"),
+                "run": d["Run"].astype("int64"), "wall_time_s": d["Wall Time"], "step": d["Step"].astype("int64"), "accuracy": d["Accuracy"],
+            })
+            frames.append(out)
     df = pd.concat(frames, ignore_index=True)
     keys = ["experiment", "config", "zone", "run"]
     grp = df.groupby(keys, dropna=False, sort=False)
@@ -212,50 +216,46 @@ def load_icac_runs(experiment: str | None = None) -> pd.DataFrame:
     the revoked worker for the full duration (CATALOG.md §2, §7.6) — recompute costs with perfmodel's cost model;
     8-spot durations are integers; 2-spot us-east1-c run 1 failed (accuracy 0.0993) and 4-spot us-east1-c run 7 failed.
     """
-    _check_experiment(experiment)
     frames = []
-    for exp, configs in _configs().items():
-        if experiment is not None and exp != experiment:
+    for exp, cfg in _experiment_configs(experiment):
+        if cfg == "1ps_k80":
+            frames.append(_one_run_per_size())
             continue
-        for cfg in configs:
-            if cfg == "1ps_k80":
-                frames.append(_one_run_per_size())
-                continue
-            files = _files(exp, cfg)
-            if "train_data_processed.csv" not in files:
-                raise DataFormatError(f"{exp}/{cfg}: no train_data_processed.csv")
-            proc = read_csv(files["train_data_processed.csv"], required_columns=["Run", "Duration", "Accuracy"], numeric_columns=["Run", "Duration", "Accuracy"])
-            has_zone = "Zone" in proc
-            keys = ["Zone", "Run"] if has_zone else ["Run"]
-            proc["Run"] = proc["Run"].astype("int64")
-            if "agg_data.csv" in files:
-                agg = read_csv(files["agg_data.csv"], required_columns=[*keys, "Cost"], numeric_columns=["Run", "Cost"])
-                agg["Run"] = agg["Run"].astype("int64")
-                proc = proc.merge(agg[[*keys, "Cost"]].rename(columns={"Cost": "agg_cost"}), on=keys, how="left", indicator=True)
-                proc["in_agg_data"] = proc.pop("_merge").eq("both")
-            else:
-                proc["in_agg_data"] = pd.NA
-                proc["agg_cost"] = np.nan
-            cost_file = np.nan
-            if "cost.csv" in files:
-                cost = read_csv(files["cost.csv"], required_columns=[*keys, "Cost"], numeric_columns=["Run", "Cost"])
-                cost["Run"] = cost["Run"].astype("int64")
-                if has_zone:
-                    cost["Zone"] = cost["Zone"].str.replace(r"^spot\d-", "", regex=True)
-                proc = proc.merge(cost[[*keys, "Cost"]].rename(columns={"Cost": "file_cost"}), on=keys, how="left")
-                cost_file = proc["agg_cost"].fillna(proc["file_cost"])
-            elif "Cost" in proc:
-                cost_file = proc["Cost"]
-            else:
-                cost_file = proc["agg_cost"]
-            shape = _config_shape(exp, cfg)
-            out = pd.DataFrame({
-                "experiment": exp, "config": cfg, "zone": proc["Zone"] if has_zone else pd.NA, "run": proc["Run"],
-                **{k: v for k, v in shape.items()},
-                "duration_s": proc["Duration"].astype(float), "accuracy": proc["Accuracy"].astype(float),
-                "cost_usd_file": cost_file, "in_agg_data": proc["in_agg_data"], "duration_rule": "first step>=64000 - last step 0",
-            })
-            frames.append(out)
+        files = _files(exp, cfg)
+        if "train_data_processed.csv" not in files:
+            raise DataFormatError(f"{exp}/{cfg}: no train_data_processed.csv")
+        proc = read_csv(files["train_data_processed.csv"], required_columns=["Run", "Duration", "Accuracy"], numeric_columns=["Run", "Duration", "Accuracy"])
+        has_zone = "Zone" in proc
+        keys = ["Zone", "Run"] if has_zone else ["Run"]
+        proc["Run"] = proc["Run"].astype("int64")
+        if "agg_data.csv" in files:
+            agg = read_csv(files["agg_data.csv"], required_columns=[*keys, "Cost"], numeric_columns=["Run", "Cost"])
+            agg["Run"] = agg["Run"].astype("int64")
+            proc = proc.merge(agg[[*keys, "Cost"]].rename(columns={"Cost": "agg_cost"}), on=keys, how="left", indicator=True)
+            proc["in_agg_data"] = proc.pop("_merge").eq("both")
+        else:
+            proc["in_agg_data"] = pd.NA
+            proc["agg_cost"] = np.nan
+        cost_file = np.nan
+        if "cost.csv" in files:
+            cost = read_csv(files["cost.csv"], required_columns=[*keys, "Cost"], numeric_columns=["Run", "Cost"])
+            cost["Run"] = cost["Run"].astype("int64")
+            if has_zone:
+                cost["Zone"] = cost["Zone"].str.replace(r"^spot\d-", "", regex=True)
+            proc = proc.merge(cost[[*keys, "Cost"]].rename(columns={"Cost": "file_cost"}), on=keys, how="left")
+            cost_file = proc["agg_cost"].fillna(proc["file_cost"])
+        elif "Cost" in proc:
+            cost_file = proc["Cost"]
+        else:
+            cost_file = proc["agg_cost"]
+        shape = _config_shape(exp, cfg)
+        out = pd.DataFrame({
+            "experiment": exp, "config": cfg, "zone": proc["Zone"] if has_zone else pd.NA, "run": proc["Run"],
+            **{k: v for k, v in shape.items()},
+            "duration_s": proc["Duration"].astype(float), "accuracy": proc["Accuracy"].astype(float),
+            "cost_usd_file": cost_file, "in_agg_data": proc["in_agg_data"], "duration_rule": "first step>=64000 - last step 0",
+        })
+        frames.append(out)
     df = pd.concat(frames, ignore_index=True)
     df["zone"] = df["zone"].astype("string")
     df["region"] = df["zone"].map(lambda z: canonical_region(z) if isinstance(z, str) else pd.NA).astype("string")
@@ -294,26 +294,25 @@ def load_icac_vms() -> pd.DataFrame:
     (CATALOG.md §2, §7.8); a run whose master was revoked failed unless it had finished.
     """
     frames = []
-    for exp, configs in _configs().items():
-        for cfg in configs:
-            files = _files(exp, cfg)
-            if "vm_data.csv" not in files:
-                continue
-            key = files["vm_data.csv"]
-            d = read_csv(key, required_columns=["VM_name", "Uptime"], numeric_columns=["Uptime"])
-            parsed = d["VM_name"].str.strip().str.extract(_VM_NAME)
-            if parsed["zone"].isna().any():
-                raise DataFormatError(f"{key}: VM name {d.loc[parsed['zone'].isna(), 'VM_name'].iloc[0]!r} does not look like [prefix-]<zone>-run<k>-<master|worker-i>.")
-            src = d["Revoked"].astype("string").str.strip() if "Revoked" in d else pd.Series(pd.NA, index=d.index, dtype="string")
-            status = src.str.lower().map(_STATUS)
-            unknown = src.notna() & status.isna()
-            if unknown.any():
-                raise DataFormatError(f"{key}: unknown status {src[unknown].iloc[0]!r}; expected one of {sorted(_STATUS)} (any case).")
-            frames.append(pd.DataFrame({
-                "experiment": exp, "config": cfg, "zone": parsed["zone"], "run": parsed["run"].astype("int64"),
-                "role": np.where(parsed["role"] == "master", "master", "worker"), "worker_index": pd.array(parsed["idx"].astype(float), dtype="Int64"),
-                "vm_name": d["VM_name"], "uptime_s": d["Uptime"], "status": status.astype("string"), "status_source": src,
-            }))
+    for exp, cfg in _experiment_configs():
+        files = _files(exp, cfg)
+        if "vm_data.csv" not in files:
+            continue
+        key = files["vm_data.csv"]
+        d = read_csv(key, required_columns=["VM_name", "Uptime"], numeric_columns=["Uptime"])
+        parsed = d["VM_name"].str.strip().str.extract(_VM_NAME)
+        if parsed["zone"].isna().any():
+            raise DataFormatError(f"{key}: VM name {d.loc[parsed['zone'].isna(), 'VM_name'].iloc[0]!r} does not look like [prefix-]<zone>-run<k>-<master|worker-i>.")
+        src = d["Revoked"].astype("string").str.strip() if "Revoked" in d else pd.Series(pd.NA, index=d.index, dtype="string")
+        status = src.str.lower().map(_STATUS)
+        unknown = src.notna() & status.isna()
+        if unknown.any():
+            raise DataFormatError(f"{key}: unknown status {src[unknown].iloc[0]!r}; expected one of {sorted(_STATUS)} (any case).")
+        frames.append(pd.DataFrame({
+            "experiment": exp, "config": cfg, "zone": parsed["zone"], "run": parsed["run"].astype("int64"),
+            "role": np.where(parsed["role"] == "master", "master", "worker"), "worker_index": pd.array(parsed["idx"].astype(float), dtype="Int64"),
+            "vm_name": d["VM_name"], "uptime_s": d["Uptime"], "status": status.astype("string"), "status_source": src,
+        }))
     df = pd.concat(frames, ignore_index=True)
     df.insert(3, "region", df["zone"].map(canonical_region))
     master_lost = (df["role"] == "master") & df["status"].eq("stopped_revoked_master").fillna(False)
@@ -327,15 +326,14 @@ def load_icac_costs() -> pd.DataFrame:
     Costs as the authors' code computed them (per-second prices; see CATALOG.md §2 for the model and the 2-spot bug).
     """
     frames = []
-    for exp, configs in _configs().items():
-        for cfg in configs:
-            files = _files(exp, cfg)
-            if "cost.csv" not in files:
-                continue
-            d = read_csv(files["cost.csv"], required_columns=["Run", "Cost"], numeric_columns=["Run", "Cost"])
-            src = d["Zone"].astype("string") if "Zone" in d else pd.Series(pd.NA, index=d.index, dtype="string")
-            frames.append(pd.DataFrame({"experiment": exp, "config": cfg, "zone": src.str.replace(r"^spot\d-", "", regex=True), "run": d["Run"].astype("int64"),
-                                        "cost_usd": d["Cost"], "source_name": src}))
+    for exp, cfg in _experiment_configs():
+        files = _files(exp, cfg)
+        if "cost.csv" not in files:
+            continue
+        d = read_csv(files["cost.csv"], required_columns=["Run", "Cost"], numeric_columns=["Run", "Cost"])
+        src = d["Zone"].astype("string") if "Zone" in d else pd.Series(pd.NA, index=d.index, dtype="string")
+        frames.append(pd.DataFrame({"experiment": exp, "config": cfg, "zone": src.str.replace(r"^spot\d-", "", regex=True), "run": d["Run"].astype("int64"),
+                                    "cost_usd": d["Cost"], "source_name": src}))
     return pd.concat(frames, ignore_index=True)
 
 

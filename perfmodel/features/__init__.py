@@ -288,8 +288,6 @@ def extract(
     FeatureExtractionError
         Bad input shape, not a module, or the model failed to run (its exception is chained).
     """
-    import torch
-
     shape = _check_shape(input_shape)
     if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise FeatureExtractionError(f"batch_size must be a positive int; got {batch_size!r}.")

@@ -18,6 +18,7 @@ from sklearn.model_selection import cross_val_score, train_test_split
 from sklearn.svm import SVR
 
 from perfmodel import datasets as ds
+from perfmodel.figures._numbers import compare_with_paper
 from perfmodel.diagnostics.metrics import mae, mape, rmse
 from perfmodel.models.checkpoint import PAPER_CKPT_SVR
 
@@ -76,15 +77,7 @@ def reproduce_checkpoint_numbers() -> dict[str, float]:
 
 def checkpoint_prediction_data() -> pd.DataFrame:
     """Paper value, reproduced value, status and tolerance of every checkpoint number (CATALOG.md §1.7)."""
-    ref = ds.load_paper_numbers("checkpoint")
-    got = reproduce_checkpoint_numbers()
-    ref["reproduced"] = ref["quantity"].map(got)
-    extra = sorted(set(got) - set(ref["quantity"]))
-    ref = pd.concat([ref, pd.DataFrame({"area": "checkpoint", "item": "checkpoint_prediction", "quantity": extra,
-                                        "reproduced": [got[k] for k in extra], "status": "NO-PAPER-VALUE"})], ignore_index=True)
-    close = np.isclose(ref["reproduced"], ref["paper_value"], rtol=ref["rtol"].fillna(0), atol=ref["atol"].fillna(0))
-    ref["within_tolerance"] = np.where(ref["paper_value"].isna(), pd.NA, close)
-    return ref[["quantity", "unit", "paper_value", "reproduced", "status", "rtol", "atol", "within_tolerance", "reason", "citation"]]
+    return compare_with_paper("checkpoint", reproduce_checkpoint_numbers())
 
 
 def ckpt_duration_size_correlation_data() -> pd.DataFrame:

@@ -16,6 +16,7 @@ from sklearn.svm import SVR
 from sklearn.utils import shuffle
 
 from perfmodel import datasets as ds
+from perfmodel.figures._numbers import compare_with_paper
 from perfmodel.diagnostics.evaluation import paper_split
 from perfmodel.diagnostics.metrics import mae, mape
 from perfmodel.models.step_time import PAPER_SVR_POLY, StepTimeRegressor, exponential_speed_fit, quadratic_fit
@@ -120,15 +121,7 @@ def speed_prediction_data() -> pd.DataFrame:
         ``atol``, ``within_tolerance``, ``reason``, ``citation``; plus rows with no paper value (P100 SVR errors —
         held back —, re-run values of stale or solver-dependent numbers, MAPEs the paper does not print).
     """
-    ref = ds.load_paper_numbers("speed")
-    got = reproduce_speed_numbers()
-    ref["reproduced"] = ref["quantity"].map(got)
-    extra = sorted(set(got) - set(ref["quantity"]))
-    ref = pd.concat([ref, pd.DataFrame({"area": "speed", "item": "speed_prediction", "quantity": extra, "reproduced": [got[k] for k in extra],
-                                        "status": "NO-PAPER-VALUE"})], ignore_index=True)
-    close = np.isclose(ref["reproduced"], ref["paper_value"], rtol=ref["rtol"].fillna(0), atol=ref["atol"].fillna(0))
-    ref["within_tolerance"] = np.where(ref["paper_value"].isna(), pd.NA, close)
-    return ref[["quantity", "unit", "paper_value", "reproduced", "status", "rtol", "atol", "within_tolerance", "reason", "citation"]]
+    return compare_with_paper("speed", reproduce_speed_numbers())
 
 
 def speed_prediction(*, gpu: str = "K80", method: str = "linear"):
