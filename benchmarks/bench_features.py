@@ -1,6 +1,7 @@
 """Benchmark of perfmodel.features.extract (issue 3 targets).
 
 Run: ``python benchmarks/bench_features.py`` (prints a table; ``--quick`` skips the slow FlopCounterMode baseline).
+Peak memory is the process's maximum resident set size (``resource.getrusage``), read before the baseline runs.
 
 Targets: all twenty zoo CNNs (forward + backward features) in < 5 s wall in one warm process; ≥ 10× faster than
 torch's FlopCounterMode on a real batch of 128; peak memory < 1 GB. Also: a ResNet-50-sized model at 224×224 and the
@@ -53,71 +54,80 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
-def huge_mlp():
-    """4 × Linear(65536, 65536): 17.2 G parameters, 68.7 GB in float32 — only the meta device can hold it."""
+def huge_mlp(width=65536, depth=8):
+    """8 × Linear(65536, 65536): 34.4 G parameters, 137 GB in float32 — only the meta device can hold it."""
     with torch.device("meta"):
-        return nn.Sequential(*[nn.Linear(65536, 65536) for _ in range(4)])
+        return nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
 
 
 def flopcounter_real(model_id, batch):
+    """torch's FlopCounterMode on a real training step (forward + backward) at ``batch``: (seconds, FLOPs)."""
     torch.manual_seed(0)
     net = zoo.build(model_id)
     x = torch.randn(batch, *zoo.INPUT_SHAPE)
     t = time.perf_counter()
     with FlopCounterMode(display=False) as f:
-        y = net(x)
-        y.sum().backward()
+        net(x).sum().backward()
     return time.perf_counter() - t, f.get_total_flops()
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="skip the FlopCounterMode batch-128 baseline")
+    ap.add_argument("--quick", action="store_true", help="skip the FlopCounterMode batch-128 baseline (minutes)")
     args = ap.parse_args()
-    torch.set_num_threads(2)
-    print(f"python {platform.python_version()}, torch {torch.__version__}, threads {torch.get_num_threads()}, {platform.machine()}")
-    extract("resnet-15", zoo.INPUT_SHAPE)  # warm-up (first dispatch of every op)
+    print(f"python {platform.python_version()}, torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.machine()}")
+    rows = []
 
-    t0 = time.perf_counter()
-    per = {}
-    for m in zoo.list_models():
-        t = time.perf_counter()
-        extract(m, zoo.INPUT_SHAPE, batch_size=1)
-        per[m] = time.perf_counter() - t
-    total = time.perf_counter() - t0
-    print(f"all 20 zoo CNNs, batch 1:   {total:6.2f} s  (slowest {max(per, key=per.get)} {max(per.values()):.2f} s)  target < 5 s")
-    t = time.perf_counter()
-    for m in zoo.list_models():
-        extract(m, zoo.INPUT_SHAPE, batch_size=128)
-    print(f"all 20 zoo CNNs, batch 128: {time.perf_counter() - t:6.2f} s  (counting at batch 1 and 2, extrapolated exactly)")
+    def report(what, seconds, note="", target=""):
+        rows.append((what, seconds, note, target))
+        print(f"{what:52s} {seconds:8.2f} s  {note:58s} {target}", flush=True)
+
+    t_warm, _ = timed(lambda: extract("resnet-15", zoo.INPUT_SHAPE))  # first dispatch of every op
+    report("warm-up (first call: resnet-15, batch 1)", t_warm)
+    for batch in (1, 128):
+        per = {}
+        t0 = time.perf_counter()
+        for m in zoo.list_models():
+            per[m], _ = timed(lambda m=m: extract(m, zoo.INPUT_SHAPE, batch_size=batch))
+        slow = max(per, key=per.get)
+        report(f"all 20 zoo CNNs, forward + backward, batch {batch}", time.perf_counter() - t0,
+               f"slowest {slow} {per[slow]:.2f} s", "target < 5 s")
+    t, _ = timed(lambda: [extract(m, zoo.INPUT_SHAPE, batch_size=128, per_layer=True) for m in zoo.list_models()])
+    report("all 20 zoo CNNs, per layer, batch 128", t)
+    t, row = timed(lambda: extract(ResNet50(), (3, 224, 224), batch_size=256).iloc[0])
+    report("ResNet-50 at 224x224, batch 256 (cpu, incl. building it)", t,
+           f"{row['params'] / 1e6:.1f} M params, {row['forward_macs'] / 256 / 1e9:.2f} GMACs/img, {row['train_step_flops'] / 1e12:.2f} TFLOP/step")
+    t, row = timed(lambda: extract(huge_mlp(), (65536,), batch_size=1024, device="meta").iloc[0])
+    report("meta: 8 x Linear(65536, 65536), batch 1024", t,
+           f"{row['params'] / 1e9:.1f} G params = {row['param_bytes'] / 1e9:.0f} GB fp32, {row['train_step_flops'] / 1e15:.2f} PFLOP/step")
+    t, _ = timed(lambda: extract("shake-shake-big", zoo.INPUT_SHAPE, batch_size=128, device="meta"))
+    report("meta: shake-shake-big, batch 128", t)
+    ours_peak = peak_rss_mib()
+    print(f"peak RSS after all of the above: {ours_peak:.0f} MiB (target < 1 GB)", flush=True)
 
     if not args.quick:
         tot_ref = tot_ours = 0.0
         for m in zoo.list_models():
             t_ref, flops = flopcounter_real(m, 128)
-            t = time.perf_counter()
-            row = extract(m, zoo.INPUT_SHAPE, batch_size=128).iloc[0]
-            t_ours = time.perf_counter() - t
-            assert row["train_step_flops"] == flops
+            t_ours, row = timed(lambda m=m: extract(m, zoo.INPUT_SHAPE, batch_size=128).iloc[0])
+            assert row["train_step_flops"] == flops, m
             tot_ref += t_ref
             tot_ours += t_ours
-            print(f"{m:22s} batch 128: FlopCounterMode on real tensors {t_ref:6.2f} s, perfmodel {t_ours:5.2f} s -> {t_ref / t_ours:5.1f}x (same FLOPs)")
-        print(f"all 20 at batch 128: FlopCounterMode {tot_ref:6.1f} s, perfmodel {tot_ours:5.2f} s -> {tot_ref / tot_ours:5.1f}x")
-
-    net = ResNet50()
-    t = time.perf_counter()
-    row = extract(net, (3, 224, 224), batch_size=256).iloc[0]
-    print(f"ResNet-50 224x224 batch 256: {time.perf_counter() - t:5.2f} s, {row['params'] / 1e6:.1f} M params, "
-          f"{row['forward_macs'] / 256 / 1e9:.2f} GMACs/image, train step {row['train_step_flops'] / 1e12:.2f} TFLOPs")
-    t = time.perf_counter()
-    row = extract(huge_mlp(), (65536,), batch_size=1024, device="meta").iloc[0]
-    print(f"meta device, 4x Linear(65536,65536) ({row['param_bytes'] / 1e9:.1f} GB of float32), batch 1024: {time.perf_counter() - t:5.2f} s, "
-          f"train step {row['train_step_flops'] / 1e15:.1f} PFLOPs")
-    t = time.perf_counter()
-    extract("shake-shake-big", zoo.INPUT_SHAPE, batch_size=128, device="meta")
-    print(f"meta device, shake-shake-big batch 128: {time.perf_counter() - t:5.2f} s")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS of this process: {peak:.0f} MiB (includes the FlopCounterMode baseline unless --quick)  target < 1 GB")
+            print(f"  {m:22s} batch 128: FlopCounterMode on real tensors {t_ref:6.2f} s, perfmodel {t_ours:5.2f} s "
+                  f"-> {t_ref / t_ours:6.1f}x (same FLOPs)", flush=True)
+        report("FlopCounterMode, real batch 128, all 20", tot_ref, f"perfmodel {tot_ours:.2f} s -> {tot_ref / tot_ours:.0f}x faster, equal FLOPs",
+               "target >= 10x")
+        print(f"peak RSS incl. the FlopCounterMode baseline: {peak_rss_mib():.0f} MiB")
 
 
 if __name__ == "__main__":

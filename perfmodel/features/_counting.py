@@ -121,55 +121,103 @@ class ShapeOnlyMode(TorchDispatchMode):
         Op overload packets executed.
     flops : int
         Total FLOPs of the counted ops (when ``count``).
+    records : list of (packet, int) or (packet, int, scope)
+        FLOPs of every counted op call, in execution order (when ``count``); used to check that each op's count is
+        constant or linear in the batch size before extrapolating. With ``scoped``, each record also carries
+        :attr:`scope`, the tuple of module names the op ran in (set by the caller, see ``_extract._ScopeTracker``).
     """
 
-    _FAKE = {aten.mm, aten.addmm, aten.bmm, aten.baddbmm, aten._scaled_dot_product_flash_attention_for_cpu,
-             aten._scaled_dot_product_flash_attention_for_cpu_backward}
+    #: ops answered with zeros of the right shape (their FLOPs come from the formulas)
+    _FAKE_ALL = frozenset({
+        aten.convolution, aten._convolution, aten.convolution_backward, aten.mm, aten.addmm, aten.bmm, aten.baddbmm,
+        aten._scaled_dot_product_flash_attention_for_cpu, aten._scaled_dot_product_flash_attention_for_cpu_backward,
+    })
 
-    def __init__(self, skip_compute: bool = True, count: bool = False):
+    def __init__(self, skip_compute: bool = True, count: bool = False, scoped: bool = False):
         super().__init__()
         self.skip_compute = skip_compute
         self.count = count
+        self.scoped = scoped
+        self.scope: tuple = ()
         self.seen: set = set()
         self.flops = 0
         self.flops_by_op: dict = {}
+        self.records: list = []
         # raw formulas take shapes; unwrap torch's shape_wrapper (pytree) and pass shapes directly (much faster)
         self._formulas = {k: getattr(v, "__wrapped__", v) for k, v in fc.flop_registry.items()}
         self._formulas.update(EXTRA_FORMULAS)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = self._run(func, args, kwargs)
+        packet = func._overloadpacket
+        self.seen.add(packet)
+        out = self._fake(func, packet, args, kwargs) if self.skip_compute and packet in self._FAKE_ALL else func(*args, **kwargs)
         if self.count:
-            formula = self._formulas.get(func._overloadpacket)
+            formula = self._formulas.get(packet)
             if formula is not None:
                 n = int(formula(*_shapes(args), **_shapes(kwargs), out_shape=_shapes(out)))
                 self.flops += n
-                key = func._overloadpacket
-                self.flops_by_op[key] = self.flops_by_op.get(key, 0) + n
+                self.flops_by_op[packet] = self.flops_by_op.get(packet, 0) + n
+                self.records.append((packet, n, self.scope) if self.scoped else (packet, n))
         return out
 
-    def _run(self, func, args, kwargs):
-        packet = func._overloadpacket
-        self.seen.add(packet)
+    def _fake(self, func, packet, args, kwargs):
+        """Zeros of the output shape of a counted op (computed for real on meta tensors)."""
         first = next((a for a in args if isinstance(a, torch.Tensor)), None)
-        if not self.skip_compute or first is None or first.device.type == "meta":
+        if first is None or first.device.type == "meta":
             return func(*args, **kwargs)
-        if packet in (aten.convolution, aten._convolution):
+        if packet in (aten.convolution, aten._convolution) and args[0].dim() == args[1].dim():
             x, w = args[0], args[1]
             stride, padding, dilation, transposed, output_padding, groups = args[3:9]
             shape = _conv_out_shape(list(x.shape), list(w.shape), stride, padding, dilation, transposed, output_padding, groups)
             return torch.zeros(shape, dtype=x.dtype, device=x.device)
-        if packet is aten.convolution_backward:
+        if packet is aten.convolution_backward and args[1].dim() == args[2].dim():
             grad_out, x, w = args[0], args[1], args[2]
             bias_sizes, mask = args[3], args[10]
-            outs = (
+            # weight / bias gradients only reach AccumulateGrad (never read): uninitialised memory, not zeroed
+            return (
                 torch.zeros(x.shape, dtype=x.dtype, device=x.device) if mask[0] else None,
-                torch.zeros(w.shape, dtype=w.dtype, device=w.device) if mask[1] else None,
-                torch.zeros(bias_sizes if bias_sizes is not None else [w.shape[0]], dtype=grad_out.dtype, device=grad_out.device) if mask[2] else None,
+                torch.empty(w.shape, dtype=w.dtype, device=w.device) if mask[1] else None,
+                torch.empty(bias_sizes if bias_sizes is not None else [w.shape[0]], dtype=grad_out.dtype, device=grad_out.device) if mask[2] else None,
             )
-            return outs
-        if packet in self._FAKE:
-            meta_out = func(*_to_meta(args), **_to_meta(kwargs))
-            return _zeros_like_meta(meta_out, first)
+        meta_out = func(*_to_meta(args), **_to_meta(kwargs))
+        return _zeros_like_meta(meta_out, first)
+
+
+def _sdpa_arguments(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    return query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
+
+
+def _cpu_stand_in(t):
+    """A CPU tensor with the shape, dtype and last-dimension stride of meta tensor ``t``, backed by one row of memory."""
+    last = t.stride(-1) if t.dim() else 1
+    if last not in (0, 1):
+        return None
+    return torch.empty(max(t.shape[-1], 1) if last else 1, dtype=t.dtype).as_strided(t.shape, (0,) * (t.dim() - 1) + (last,))
+
+
+class MetaSDPAMode(torch.overrides.TorchFunctionMode):
+    """On the meta device, run ``scaled_dot_product_attention`` with the kernel the CPU would choose.
+
+    On meta, torch always takes the math path (softmax(QKᵀ)V as bmm's, whose backward has 4 bmm's), while a CPU run of
+    the same call usually takes the fused ``_scaled_dot_product_flash_attention_for_cpu`` kernel (whose backward
+    formula also counts the recomputation of QKᵀ: 5). Asking ``torch._fused_sdp_choice`` with CPU stand-ins of the same
+    shapes, dtypes and last-dimension strides (one row of memory each) keeps meta and CPU counts equal.
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch._C._nn.scaled_dot_product_attention:
+            q, k, v, mask, dropout_p, is_causal, scale, gqa = _sdpa_arguments(*args, **kwargs)
+            if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and q.device.type == "meta":
+                mask = torch.zeros(mask.shape, dtype=q.dtype, device="meta")  # the CPU path converts bool masks to additive
+            if q.device.type == "meta":
+                stand = [_cpu_stand_in(t) for t in (q, k, v)]
+                cpu_mask = _cpu_stand_in(mask) if isinstance(mask, torch.Tensor) else None
+                if all(s is not None for s in stand) and (mask is None or cpu_mask is not None):
+                    choice = torch._fused_sdp_choice(*stand, cpu_mask, dropout_p, is_causal, scale=scale, enable_gqa=gqa)
+                    if choice == int(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+                        return aten._scaled_dot_product_flash_attention_for_cpu(
+                            q, k, v, dropout_p, is_causal, attn_mask=mask, scale=scale
+                        )[0]
         return func(*args, **kwargs)

@@ -18,20 +18,27 @@ def zoo_features() -> pd.DataFrame:
     from perfmodel.features import extract
     from perfmodel.zoo import INPUT_SHAPE, list_models
 
-    rows = []
-    for m in list_models():
-        df = extract(m, INPUT_SHAPE, batch_size=1)
-        df["model"] = m
-        rows.append(df)
-    return pd.concat(rows, ignore_index=True)
+    return pd.concat([extract(m, INPUT_SHAPE, batch_size=1) for m in list_models()], ignore_index=True)
 
 
 def render(df: pd.DataFrame) -> str:
-    """CSV text with LF line endings and fixed float formatting."""
+    """CSV text of ``df`` with LF line endings and floats written with 12 significant digits (deterministic)."""
     return df.to_csv(index=False, lineterminator="\n", float_format="%.12g")
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Write the zoo feature table.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``[OUT]``: output path (default: ``datasets/features/zoo_features.csv`` of this checkout).
+
+    Returns
+    -------
+    int
+        Exit status 0.
+    """
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "datasets" / "features" / "zoo_features.csv"
     text = render(zoo_features())

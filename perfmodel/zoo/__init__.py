@@ -32,29 +32,15 @@ def build(model_id: str, *, num_classes: int = 10, device=None, dtype=None):
         Canonical id (:func:`list_models`) or an upstream spelling.
     num_classes : int, default 10
     device, dtype : optional
-        Passed to :meth:`torch.nn.Module.to` (``device="meta"`` builds without allocating memory).
+        Where and in which dtype to create the parameters (torch's factory keywords; ``device="meta"`` builds
+        without allocating memory).
 
     Returns
     -------
     torch.nn.Module
         In training mode, freshly initialised.
     """
-    import torch
-
     info = model_info(model_id)  # raises UnknownNameError listing the valid ids
-    if device is not None and str(device) == "meta":
-        with torch.device("meta"):
-            net = _make(info, num_classes)
-    else:
-        net = _make(info, num_classes)
-        if device is not None:
-            net = net.to(device)
-    if dtype is not None:
-        net = net.to(dtype=dtype)
-    return net
-
-
-def _make(info, num_classes):
     if info.family == "resnet":
-        return CifarResNet(info.layer_sizes, num_classes=num_classes)
-    return CifarShakeShake(info.hidden_size, info.num_hidden_layers, num_classes=num_classes)
+        return CifarResNet(info.layer_sizes, num_classes=num_classes, device=device, dtype=dtype)
+    return CifarShakeShake(info.hidden_size, info.num_hidden_layers, num_classes=num_classes, device=device, dtype=dtype)

@@ -1,0 +1,510 @@
+"""Implementation of :func:`perfmodel.features.extract` (see the package docstring for the conventions)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["extract", "FeatureExtractionError", "UnsupportedOpsWarning", "FEATURE_COLUMNS", "PER_LAYER_COLUMNS"]
+
+_MIB = 2**20
+
+
+class FeatureExtractionError(RuntimeError):
+    """The model could not be analysed (bad input shape, the model raised, unknown target)."""
+
+
+class UnsupportedOpsWarning(UserWarning):
+    """Some matmul-like ops have no FLOP formula; their FLOPs are not in the totals."""
+
+
+#: Columns of the one-row frame returned by :func:`extract` (units in names).
+FEATURE_COLUMNS = (
+    "model", "batch_size", "input_shape", "forward_macs", "forward_flops", "backward_flops", "train_step_flops",
+    "params", "trainable_params", "trainable_tensors", "param_bytes", "param_bytes_by_dtype", "avg_tensor_mib",
+    "max_tensor_mib", "buffer_bytes", "state_dict_bytes", "optimizer_state_bytes", "checkpoint_bytes_estimate",
+    "activation_bytes", "n_conv", "n_linear", "n_norm", "n_weight_layers", "depth", "unsupported_ops",
+)
+
+#: Columns of the frame returned by :func:`extract` with ``per_layer=True`` (one row per module).
+PER_LAYER_COLUMNS = (
+    "model", "module", "module_type", "depth_in_tree", "params", "forward_macs", "forward_flops", "backward_flops",
+    "train_step_flops", "output_bytes", "batch_size",
+)
+
+
+# ----------------------------------------------------------------------------------------------------------- inputs
+@functools.lru_cache(maxsize=64)
+def _zoo_module(model_id: str):
+    """A zoo CNN built on the meta device (no memory); cached — extract() never modifies the modules it analyses."""
+    from perfmodel import zoo
+
+    return zoo.build(model_id, device="meta")
+
+
+def _resolve_model(model):
+    """(module, display name); zoo ids are built on the meta device (no memory, no initialisation)."""
+    import torch
+
+    if isinstance(model, str):
+        from perfmodel.datasets.names import canonical_model
+
+        name = canonical_model(model)  # unknown id: UnknownNameError listing the ids
+        return _zoo_module(name), name
+    if not isinstance(model, torch.nn.Module):
+        raise FeatureExtractionError(
+            f"extract() needs a torch.nn.Module or a zoo id (e.g. 'resnet-32'); got {type(model).__name__}. "
+            "Pass an instantiated module, or a name from perfmodel.zoo.list_models()."
+        )
+    return model, type(model).__name__
+
+
+def _check_shape(input_shape) -> tuple[int, ...]:
+    if isinstance(input_shape, (int, np.integer)) and not isinstance(input_shape, bool):
+        input_shape = (int(input_shape),)
+    ok = (
+        isinstance(input_shape, Sequence) and not isinstance(input_shape, str) and len(input_shape) > 0
+        and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in input_shape)
+    )
+    if not ok:
+        raise FeatureExtractionError(
+            "input_shape must be a non-empty sequence of positive ints without the batch dimension, e.g. (3, 32, 32); "
+            f"got {input_shape!r}."
+        )
+    return tuple(int(d) for d in input_shape)
+
+
+def _make_input(shape, batch, device, input_dtype, input_high):
+    import torch
+
+    full = (batch, *shape)
+    if input_dtype is not None and not torch.empty((), dtype=input_dtype).is_floating_point():
+        if device == "meta":
+            return torch.empty(full, dtype=input_dtype, device="meta")
+        return torch.randint(0, input_high, full, dtype=input_dtype, generator=torch.Generator().manual_seed(0))
+    return torch.zeros(full, dtype=input_dtype or torch.get_default_dtype(), device=device)
+
+
+def _itemsize(t, dtype) -> int:
+    """Bytes per element of ``t`` after ``Module.to(dtype)`` (which casts floating-point tensors only)."""
+    import torch
+
+    if dtype is not None and t.is_floating_point():
+        return torch.empty((), dtype=dtype).element_size()
+    return t.element_size()
+
+
+def _stand_ins(net, device: str, dtype) -> dict:
+    """Tensors to run ``net`` with (``torch.func.functional_call``), so that the module itself is never modified.
+
+    Parameters on ``device`` are used detached (no copy; gradients go to the stand-in, not to ``.grad`` of the
+    module); buffers are cloned (BatchNorm running statistics stay untouched); tensors on another device, or to be
+    cast to ``dtype``, are replaced by zeros (values do not matter to the counts; parameters by a broadcast zero that
+    takes no memory) — on ``meta``, by empty meta tensors.
+    """
+    import torch
+
+    def one(t, buffer):
+        dt = dtype if (dtype is not None and t.is_floating_point()) else t.dtype
+        if device == "meta":
+            return torch.empty(t.shape, dtype=dt, device="meta")
+        if t.device.type == device and dt == t.dtype:
+            return t.detach().clone() if buffer else t.detach()
+        if buffer:  # written in place (running statistics): needs its own memory
+            return torch.zeros(t.shape, dtype=dt, device=device)
+        return torch.zeros((), dtype=dt, device=device).expand(t.shape)  # read-only zeros without memory
+
+    state = {n: one(p, False).requires_grad_(p.requires_grad) for n, p in net.named_parameters()}
+    state.update({n: one(b, True) for n, b in net.named_buffers()})
+    return state
+
+
+# ----------------------------------------------------------------------------------------------------- static part
+def _static(net, dtype) -> dict:
+    from torch import nn
+
+    params = list(net.parameters())
+    train = [p for p in params if p.requires_grad]
+    by_dtype: dict[str, int] = {}
+    for p in params:
+        key = str(dtype if (dtype is not None and p.is_floating_point()) else p.dtype).replace("torch.", "")
+        by_dtype[key] = by_dtype.get(key, 0) + p.numel() * _itemsize(p, dtype)
+    train_bytes = sum(p.numel() * _itemsize(p, dtype) for p in train)
+    state = {id(t): t for t in net.state_dict(keep_vars=True).values() if hasattr(t, "numel")}  # tied weights once
+    conv = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+    norm = (nn.modules.batchnorm._NormBase, nn.LayerNorm, nn.GroupNorm, nn.LocalResponseNorm)
+    if hasattr(nn, "RMSNorm"):
+        norm = (*norm, nn.RMSNorm)
+    mods = list(net.modules())
+    n_conv = sum(isinstance(m, conv) for m in mods)
+    n_linear = sum(isinstance(m, (nn.Linear, nn.Bilinear)) for m in mods)
+    state_bytes = sum(t.numel() * _itemsize(t, dtype) for t in state.values())
+    return dict(
+        params=sum(p.numel() for p in params), trainable_params=sum(p.numel() for p in train), trainable_tensors=len(train),
+        param_bytes=sum(by_dtype.values()), param_bytes_by_dtype=";".join(f"{k}:{v}" for k, v in sorted(by_dtype.items())),
+        avg_tensor_mib=(train_bytes / _MIB / len(train)) if train else 0.0,
+        max_tensor_mib=max((p.numel() * _itemsize(p, dtype) for p in train), default=0) / _MIB,
+        buffer_bytes=sum(b.numel() * _itemsize(b, dtype) for b in net.buffers()), state_dict_bytes=state_bytes,
+        optimizer_state_bytes=train_bytes, checkpoint_bytes_estimate=state_bytes + train_bytes,
+        n_conv=n_conv, n_linear=n_linear, n_norm=sum(isinstance(m, norm) for m in mods), n_weight_layers=n_conv + n_linear,
+    )
+
+
+# --------------------------------------------------------------------------------------------------- one train step
+def _longest_weight_path(root) -> int:
+    """Longest chain of convolution / matmul nodes in the autograd graph ending at ``root`` (iterative DP)."""
+    weighty = ("Convolution", "Addmm", "Mm", "Bmm", "Baddbmm", "Matmul", "Linear", "Attention")
+    memo: dict = {}
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node is None or node in memo:
+            continue
+        children = [f for f, _ in getattr(node, "next_functions", ()) if f is not None]
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if c not in memo)
+        else:
+            own = 1 if any(w in type(node).__name__ for w in weighty) else 0
+            memo[node] = own + max((memo.get(c, 0) for c in children), default=0)
+    return memo.get(root, 0)
+
+
+def _tensors(obj) -> list:
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in _tensors(o)]
+    if isinstance(obj, dict):
+        return [t for o in obj.values() for t in _tensors(o)]
+    return [obj] if hasattr(obj, "grad_fn") else []
+
+
+class _ScopeTracker:
+    """Attributes every op, forward and backward, to the chain of modules it runs in.
+
+    Forward: module pre/post hooks keep a stack of module names, read by the counting mode as ``mode.scope``.
+    Backward: each autograd node is tagged with the scope that created it — on entering a module, the nodes created
+    so far (reachable from its inputs) get the outer scope; on leaving it, the nodes created inside (reachable from its
+    outputs) get the inner one — and a pre-hook on the node sets ``mode.scope`` before the node's backward ops run
+    (the CPU autograd engine runs the nodes one at a time on the calling thread). Backward FLOPs of a layer are thereby
+    those of the gradients of its own forward ops, whatever the module nesting.
+    """
+
+    def __init__(self, net, mode, names: dict):
+        self.mode, self.names = mode, names
+        self.stack: list = [()]
+        self.tags: dict = {}
+        mode.scope = ()
+
+    def _tag(self, tensors, scope) -> None:
+        todo = [t.grad_fn for t in tensors if t.grad_fn is not None]
+        tags = self.tags
+        while todo:
+            node = todo.pop()
+            if node is None or node in tags:
+                continue
+            tags[node] = scope
+            todo.extend(f for f, _ in node.next_functions)
+
+    def pre(self, mod, args) -> None:
+        self._tag(_tensors(args), self.stack[-1])
+        self.stack.append(self.stack[-1] + (self.names[mod],))
+        self.mode.scope = self.stack[-1]
+
+    def post(self, mod, args, out) -> None:
+        self._tag(_tensors(out), self.stack[-1])
+        self.stack.pop()
+        self.mode.scope = self.stack[-1]
+
+    def arm_backward(self, outputs) -> None:
+        self._tag(_tensors(outputs), ())
+        mode = self.mode
+
+        def setter(scope):
+            def hook(grad_outputs):
+                mode.scope = scope
+
+            return hook
+
+        for node, scope in self.tags.items():
+            if type(node).__name__ != "AccumulateGrad":
+                node.register_prehook(setter(scope))
+        mode.scope = ()
+
+
+def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool = True) -> dict:
+    """Run forward + ``sum().backward()`` once on stand-in tensors; return the counts and per-op records."""
+    import torch
+    from torch.func import functional_call
+
+    from perfmodel.features._counting import MetaSDPAMode, ShapeOnlyMode
+
+    names = {m: n for n, m in net.named_modules()}
+    leaves = {m for m in names if not list(m.children())}
+    mode = ShapeOnlyMode(skip_compute=skip_compute, count=True, scoped=per_layer)
+    act_records: list = []  # (module name, output bytes) of every leaf-module call, in order
+    out_records: list = []  # the same for every module
+
+    def bytes_hook(mod, inp, out):
+        rec = (names[mod], sum(t.numel() * t.element_size() for t in _tensors(out) if isinstance(t, torch.Tensor)))
+        out_records.append(rec)
+        if mod in leaves:
+            act_records.append(rec)
+
+    handles = [m.register_forward_hook(bytes_hook) for m in names]
+    tracker = _ScopeTracker(net, mode, names) if per_layer else None
+    if tracker is not None:
+        handles += [m.register_forward_pre_hook(tracker.pre) for m in names]
+        handles += [m.register_forward_hook(tracker.post) for m in names]
+    loss = None
+    with mode:
+        try:
+            with MetaSDPAMode() if x.device.type == "meta" else contextlib.nullcontext():
+                out = functional_call(net, state, (x,), strict=False, tie_weights=True)
+        finally:
+            for h in handles:
+                h.remove()
+        n_fwd = len(mode.records)
+        outs = [t for t in _tensors(out) if isinstance(t, torch.Tensor) and t.requires_grad]
+        if outs:
+            if tracker is not None:
+                tracker.arm_backward(outs)
+            loss = sum(t.float().sum() for t in outs)
+            loss.backward()
+    fwd_rec, bwd_rec = mode.records[:n_fwd], mode.records[n_fwd:]
+    module_flops: tuple = ({}, {})
+    if per_layer:
+        for i, recs in enumerate((fwd_rec, bwd_rec)):
+            acc = module_flops[i]
+            for _, n, scope in recs:
+                for name in scope[1:]:
+                    acc[name] = acc.get(name, 0) + n
+            acc[""] = sum(n for _, n, _ in recs)  # the root also gets ops outside any module (the loss)
+    out_bytes: dict = {}
+    for n, b in out_records:
+        out_bytes[n] = out_bytes.get(n, 0) + b
+    return {
+        "forward_flops": sum(r[1] for r in fwd_rec),
+        "backward_flops": sum(r[1] for r in bwd_rec),
+        "activation_bytes": sum(b for _, b in act_records),
+        "records": {"forward_flops": [r[:2] for r in fwd_rec], "backward_flops": [r[:2] for r in bwd_rec],
+                    "module_output_bytes": out_records},
+        "depth": _longest_weight_path(loss.grad_fn) if (loss is not None and depth) else 0,
+        "seen": mode.seen,
+        "module_flops": module_flops,
+        "module_out_bytes": out_bytes,
+    }
+
+
+# -------------------------------------------------------------------------------------------------- extrapolation
+def _batch_split(rec_a: list, rec_b: list, ba: int, bb: int):
+    """(constant, per-sample) parts of a count from per-op records at batches ``ba`` < ``bb``, or None.
+
+    Each op's count must be the same at both batches (e.g. a parameter-only matmul) or exactly proportional to the
+    batch (every op with the batch in its shapes: conv, linear, bmm, attention). Anything else — a B×B similarity
+    matrix, a token prepended to the batch, control flow that depends on the batch — returns None: the count is not
+    extrapolated but made at the real batch.
+    """
+    if len(rec_a) != len(rec_b):
+        return None
+    const = per_sample = 0
+    for (ka, va), (kb, vb) in zip(rec_a, rec_b):
+        if ka != kb:
+            return None
+        if va == vb:
+            const += va
+        elif va * bb == vb * ba and va % ba == 0:
+            per_sample += va // ba
+        else:
+            return None
+    return const, per_sample
+
+
+def _affine(points: list, batch: int) -> int:
+    """Value at ``batch`` of the line through (b1, v1), (b2, v2); exact once :func:`_batch_split` accepted every op."""
+    if len(points) == 1:
+        return points[0][1]
+    (b1, v1), (b2, v2) = points
+    return v1 + (batch - b1) * (v2 - v1) // (b2 - b1)
+
+
+# ------------------------------------------------------------------------------------------------------- extract
+def extract(
+    model,
+    input_shape,
+    *,
+    batch_size: int = 1,
+    per_layer: bool = False,
+    device: str = "cpu",
+    dtype=None,
+    input_dtype=None,
+    input_high: int = 2,
+    skip_compute: bool = True,
+    train: bool = True,
+) -> pd.DataFrame:
+    """Graph features of a model for one training step at ``batch_size``, from shapes.
+
+    Parameters
+    ----------
+    model : torch.nn.Module or str
+        A module, or a zoo id (``"resnet-32"``; any upstream spelling, e.g. ``"Res32"``). The module is not
+        modified: it runs on stand-in tensors (parameters detached, buffers cloned), so its weights, ``.grad`` and
+        BatchNorm running statistics are left as they were.
+    input_shape : sequence of int
+        Shape of one sample, without the batch dimension, e.g. ``(3, 32, 32)``; for token models ``(seq_len,)`` with
+        ``input_dtype=torch.long``.
+    batch_size : int, default 1
+        Batch size the counts are for. On ``"cpu"`` the step runs at batch 1 and 2 (2 and 3 for models that cannot
+        run a batch of one, e.g. ``BatchNorm1d`` in training) and the counts are extrapolated — exactly, because every
+        op's FLOPs and every module's output bytes are checked to be constant or proportional to the batch; if one is
+        not, the step is counted again at ``batch_size`` on the meta device. The cost does not grow with the batch.
+    per_layer : bool, default False
+        One row per module (:data:`PER_LAYER_COLUMNS`: ``module``, ``module_type``, ``params`` of the module itself,
+        ``forward_macs``, ``forward_flops``, ``backward_flops``, ``train_step_flops`` (a parent's include its
+        children's), ``output_bytes`` (bytes of the module's outputs, summed over calls)) instead of the one-row
+        summary; the frame's ``attrs["unsupported_ops"]`` lists the uncounted ops.
+    device : {"cpu", "meta"}, default "cpu"
+        ``"meta"``: no parameter or activation memory is allocated (models too large for memory; zoo ids are built on
+        meta), and the step runs once at ``batch_size``. Slower per op than ``"cpu"``, independent of model size.
+    dtype : torch.dtype, optional
+        Count as if the floating-point parameters and buffers were cast to ``dtype`` (bytes follow); the module is
+        not cast.
+    input_dtype : torch.dtype, optional
+        Input dtype; an integer dtype draws token ids in ``[0, input_high)``.
+    input_high : int, default 2
+        Exclusive upper bound of integer inputs (the vocabulary size for embeddings).
+    skip_compute : bool, default True
+        Return zeros instead of computing the counted ops (convolutions, matmuls, attention). ``False`` computes
+        everything (needed only when control flow depends on intermediate values).
+    train : bool, default True
+        Training mode for the step (BatchNorm batch statistics, dropout, Shake-Shake mixing); the mode is restored.
+
+    Returns
+    -------
+    DataFrame
+        One row with :data:`FEATURE_COLUMNS`:
+
+        * ``forward_macs`` (multiply–accumulates), ``forward_flops`` (= 2 × MACs, torch's convention; fvcore counts
+          1 per MAC), ``backward_flops`` (counted op by op), ``train_step_flops`` (forward + backward; no optimizer);
+        * ``params``, ``trainable_params`` (counts), ``trainable_tensors`` (parameters with ``requires_grad``),
+          ``param_bytes`` and ``param_bytes_by_dtype`` (``"float32:2775272"``), ``avg_tensor_mib`` (trainable bytes /
+          2^20 / trainable tensors: CM-DARE's "Average Tensor Size (MB)"), ``max_tensor_mib`` (largest trainable
+          tensor, MiB: CM-DARE's "Max Tensor Size (MB)");
+        * ``buffer_bytes`` (BatchNorm running statistics ...), ``state_dict_bytes``, ``optimizer_state_bytes``
+          (momentum SGD: one slot per trainable parameter), ``checkpoint_bytes_estimate`` (state dict + momentum, like
+          TensorFlow's saver: CM-DARE's "Weight File Size");
+        * ``activation_bytes`` (sum of the outputs of leaf modules in the forward pass, at ``batch_size``);
+        * ``n_conv``, ``n_linear``, ``n_norm``, ``n_weight_layers``, ``depth`` (longest chain of convolution / matmul
+          ops from input to loss), ``batch_size``, ``input_shape`` (``"3x32x32"``), ``model``;
+        * ``unsupported_ops`` (``;``-joined compute ops without a FLOP formula; empty when none).
+
+    Raises
+    ------
+    FeatureExtractionError
+        Bad input shape, batch size or device, not a module, or the model failed to run (its exception is chained).
+    perfmodel.datasets.UnknownNameError
+        ``model`` is a string that is not a zoo id.
+
+    Warns
+    -----
+    UnsupportedOpsWarning
+        Once, listing the compute ops without a FLOP formula (their FLOPs are not in the totals).
+    """
+    shape = _check_shape(input_shape)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise FeatureExtractionError(f"batch_size must be a positive int; got {batch_size!r}.")
+    if device not in ("cpu", "meta"):
+        raise FeatureExtractionError(f"device must be 'cpu' or 'meta'; got {device!r}. (Counting never needs a GPU.)")
+    batch_size = int(batch_size)
+    net, name = _resolve_model(model)
+    was_training = net.training
+    net.train(train)
+    try:
+        static = _static(net, dtype)
+        runs = _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer)
+    finally:
+        net.train(was_training)
+
+    from perfmodel.features._counting import formula_registry, is_uncounted_compute
+
+    reg = formula_registry()
+    unsupported = sorted({str(p) for _, r in runs for p in r["seen"] if is_uncounted_compute(p, reg)})
+    if unsupported:
+        warnings.warn(
+            f"{name}: {len(unsupported)} matmul-like op(s) have no FLOP formula and are NOT in the FLOP totals: "
+            f"{', '.join(unsupported)}. Register a formula with torch.utils.flop_counter.register_flop_formula to count them.",
+            UnsupportedOpsWarning,
+            stacklevel=2,
+        )
+    if per_layer:
+        return _per_layer_frame(net, name, runs, batch_size, unsupported)
+
+    def at_batch(key):
+        return int(_affine([(b, r[key]) for b, r in runs], batch_size))
+
+    fwd, bwd = at_batch("forward_flops"), at_batch("backward_flops")
+    row = dict(
+        model=name, batch_size=batch_size, input_shape="x".join(map(str, shape)), forward_macs=fwd // 2, forward_flops=fwd,
+        backward_flops=bwd, train_step_flops=fwd + bwd, **static, activation_bytes=at_batch("activation_bytes"),
+        depth=int(runs[-1][1]["depth"]), unsupported_ops=";".join(unsupported),
+    )
+    return pd.DataFrame([row], columns=list(FEATURE_COLUMNS))
+
+
+def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer) -> list:
+    """[(batch, counts), ...]: one run at ``batch_size``, or two small runs whose counts extrapolate exactly."""
+
+    states: dict = {}
+
+    def run(b, dev, depth=True):
+        x = _make_input(shape, b, dev, input_dtype, input_high)
+        if dev not in states:
+            states[dev] = _stand_ins(net, dev, dtype)
+        for t in states[dev].values():
+            t.grad = None
+        try:
+            return _one_step(net, states[dev], x, skip_compute=skip_compute, per_layer=per_layer, depth=depth)
+        except Exception as exc:
+            raise FeatureExtractionError(
+                f"{name} failed to run a training step on an input of shape {tuple(x.shape)} ({type(exc).__name__}: {exc}). "
+                f"Expected input_shape to be the shape of one sample without the batch dimension (got {shape}; e.g. (3, 32, 32) "
+                "for a CIFAR CNN) and input_dtype to suit the first layer (torch.long for embeddings); fix them. The model's "
+                "own exception is chained."
+            ) from exc
+
+    if device == "meta" or batch_size == 1:
+        return [(batch_size, run(batch_size, device))]
+    try:
+        runs = [(1, run(1, device, depth=False)), (2, run(2, device))]
+    except FeatureExtractionError as first:
+        try:  # e.g. BatchNorm1d in training cannot normalise a batch of one
+            runs = [(2, run(2, device, depth=False)), (3, run(3, device))]
+        except FeatureExtractionError:
+            raise first from first.__cause__
+    (ba, a), (bb, b) = runs
+    if all(_batch_split(a["records"][k], b["records"][k], ba, bb) is not None for k in a["records"]):
+        return runs
+    # some count is not constant-or-proportional in the batch: count at the real batch, on meta if the model runs there
+    try:
+        return [(batch_size, run(batch_size, "meta"))]
+    except FeatureExtractionError:
+        return [(batch_size, run(batch_size, device))]
+
+
+def _per_layer_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
+    rows = []
+    for mod_name, mod in net.named_modules():
+        fwd, bwd = (int(_affine([(b, r["module_flops"][i].get(mod_name, 0)) for b, r in runs], batch_size)) for i in (0, 1))
+        rows.append(dict(
+            model=name, module=mod_name or "(root)", module_type=type(mod).__name__,
+            depth_in_tree=0 if not mod_name else mod_name.count(".") + 1, params=sum(p.numel() for p in mod.parameters(recurse=False)),
+            forward_macs=fwd // 2, forward_flops=fwd, backward_flops=bwd, train_step_flops=fwd + bwd,
+            output_bytes=int(_affine([(b, r["module_out_bytes"].get(mod_name, 0)) for b, r in runs], batch_size)),
+            batch_size=batch_size,
+        ))
+    df = pd.DataFrame(rows, columns=list(PER_LAYER_COLUMNS))
+    df.attrs["unsupported_ops"] = unsupported
+    return df
