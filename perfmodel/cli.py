@@ -1,4 +1,4 @@
-"""Command line: ``perfmodel data {verify,list,summary,registry}`` and ``perfmodel features``.
+"""Command line: ``perfmodel reproduce``, ``perfmodel data {verify,list,summary,registry}`` and ``perfmodel features``.
 
 Exit status: 0 on success, 1 when a check fails (e.g. a file whose hash does not match), 2 on a usage error.
 """
@@ -75,9 +75,35 @@ def _cmd_features(args) -> int:
     return 0
 
 
+def _cmd_reproduce(args) -> int:
+    from perfmodel.reproduce import list_items, reproduce
+
+    if args.list:
+        _print_frame(list_items()[["id", "paper", "section", "title"]])
+        return 0
+    res = reproduce(args.out, only=args.only, figures=not args.no_figures, progress=not args.quiet)
+    counts = res.numbers["report_status"].value_counts() if len(res.numbers) else {}
+    print(f"perfmodel reproduce: {len(res.seconds)} items, {len(res.numbers)} numbers -> {res.out}/ (report.md, report.html, numbers.json, figures/)")
+    for status in ("reproduced", "within tolerance", "differs", "not reproducible", "computed"):
+        print(f"  {status:17s} {int(counts.get(status, 0))}")
+    for item, msg in res.errors.items():
+        print(f"FAILED item {item}: {msg}", file=sys.stderr)
+    for r in res.failed.itertuples(index=False):
+        print(f"FAILED number {r.figure_table}/{r.quantity}: paper {r.paper_value}, reproduced {r.reproduced} ({r.status})", file=sys.stderr)
+    return 0 if res.ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfmodel", description="Training-performance models of deep networks on cloud GPU clusters.")
     sub = p.add_subparsers(dest="command", required=True)
+
+    rep = sub.add_parser("reproduce", help="every figure and table of both papers, with a paper-vs-reproduced report")
+    rep.add_argument("--only", action="append", metavar="IDS", help="comma-separated item ids (see --list); repeatable")
+    rep.add_argument("--out", default="reproduction", metavar="DIR", help="output folder (default ./reproduction)")
+    rep.add_argument("--no-figures", action="store_true", help="numbers only")
+    rep.add_argument("--list", action="store_true", help="list the items and exit")
+    rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep.set_defaults(func=_cmd_reproduce)
 
     data = sub.add_parser("data", help="the published measurements: verify, list, summarise")
     dsub = data.add_subparsers(dest="data_command", required=True)
@@ -107,9 +133,14 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     args = build_parser().parse_args(argv)
+    errors: tuple = (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError)
+    if args.command == "features":
+        from perfmodel.features import FeatureExtractionError
+
+        errors += (FeatureExtractionError,)
     try:
         return int(args.func(args) or 0)
-    except (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError) as exc:
+    except errors as exc:
         print(f"perfmodel: {exc}", file=sys.stderr)
         return 1
 

@@ -12,6 +12,7 @@ from perfmodel.figures.figure_4 import figure_4, figure_4_data
 from perfmodel.figures.prediction_error import prediction_error, prediction_error_data
 from perfmodel.figures.single_worker_timeseries import (
     single_worker_mean_speeds,
+    single_worker_numbers_data,
     single_worker_timeseries,
     single_worker_timeseries_data,
 )
@@ -21,7 +22,7 @@ from perfmodel.figures.speed_prediction import reproduce_speed_numbers, speed_pr
 from perfmodel.figures.speed_protocols import speed_protocols, speed_protocols_data, v100_samples
 
 __all__ += [
-    "figure_4", "figure_4_data", "prediction_error", "prediction_error_data", "single_worker_mean_speeds", "single_worker_timeseries",
+    "figure_4", "figure_4_data", "prediction_error", "prediction_error_data", "single_worker_mean_speeds", "single_worker_numbers_data", "single_worker_timeseries",
     "single_worker_timeseries_data", "speed_complexity_correlation", "speed_complexity_correlation_data", "speed_computation_correlation",
     "speed_computation_correlation_data", "reproduce_speed_numbers", "speed_prediction", "speed_prediction_data",
     "speed_protocols", "speed_protocols_data", "v100_samples",
@@ -29,13 +30,27 @@ __all__ += [
 # -- end speed prediction figures --
 
 # -- cluster figures (issue 5) --
-from perfmodel.figures.cluster_size_training_speed import cluster_size_training_speed, cluster_size_training_speed_data
+from perfmodel.figures.cluster_size_training_speed import (
+    cluster_size_training_speed,
+    cluster_size_training_speed_data,
+    cluster_speed_numbers_data,
+    cluster_speed_observations,
+)
 from perfmodel.figures.figure_5 import figure_5, figure_5_data
 from perfmodel.figures.ps_bot import ps_bot_k80, ps_bot_k80_data, ps_bot_p100, ps_bot_p100_data
 
-from perfmodel.figures.icac_clusters import icac_fig6, icac_fig6_data, icac_fig7, icac_fig7_data, icac_fig8, icac_fig8_data
+from perfmodel.figures.icac_clusters import (
+    icac_cluster_numbers_data,
+    icac_fig6,
+    icac_fig6_data,
+    icac_fig7,
+    icac_fig7_data,
+    icac_fig8,
+    icac_fig8_data,
+)
 
-__all__ += ["cluster_size_training_speed", "cluster_size_training_speed_data", "figure_5", "figure_5_data", "ps_bot_k80", "ps_bot_k80_data",
+__all__ += ["cluster_size_training_speed", "cluster_size_training_speed_data", "cluster_speed_numbers_data", "cluster_speed_observations",
+            "icac_cluster_numbers_data", "figure_5", "figure_5_data", "ps_bot_k80", "ps_bot_k80_data",
             "ps_bot_p100", "ps_bot_p100_data", "icac_fig6", "icac_fig6_data", "icac_fig7", "icac_fig7_data", "icac_fig8", "icac_fig8_data"]
 # -- end cluster figures --
 
@@ -49,8 +64,8 @@ from perfmodel.figures.checkpoint_prediction import (
     reproduce_checkpoint_numbers,
 )
 
-from perfmodel.figures.lifetime_cdf import lifetime_cdf, lifetime_cdf_data
+from perfmodel.figures.lifetime_cdf import lifetime_cdf, lifetime_cdf_data, lifetime_numbers_data
 
 __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckpt_duration_size_correlation_data", "figure_12", "figure_12_data",
-            "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data"]
+            "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data", "lifetime_numbers_data"]
 # -- end transient-server figures --

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from perfmodel.figures._numbers import compare_with_paper
 from perfmodel.planning.cost import icac_run_costs
 
-__all__ = ["icac_fig6_data", "icac_fig6", "icac_fig7_data", "icac_fig7", "icac_fig8_data", "icac_fig8"]
+__all__ = ["icac_fig6_data", "icac_fig6", "icac_fig7_data", "icac_fig7", "icac_fig8_data", "icac_fig8", "icac_cluster_numbers_data"]
 
 _MIXED = {"1v1p2k": "(2,1,1)", "1v2p1k": "(1,2,1)", "2v1p1k": "(1,1,2)"}
 _REGIONS = {"3e1c": "(3,1)", "2e2c": "(2,2)", "2e1c1w": "(2,1,1)"}
@@ -74,6 +75,28 @@ def icac_fig8_data() -> pd.DataFrame:
     g["time_pct"] = g["duration_h"] / g["baseline_duration_h"] * 100
     g["accuracy_pct"] = g["accuracy"] / g["baseline_accuracy"] * 100
     return g
+
+
+def icac_cluster_numbers_data() -> pd.DataFrame:
+    """The numbers quoted for ICAC'19 Figs. 6–8 (CATALOG.md §2) next to their values recomputed from the runs: the
+    K80 1-PS durations of Fig. 6, the mixed-GPU headlines of Fig. 7 (recorded costs, as the paper) and the
+    cross-region baselines and largest slowdown of Fig. 8."""
+    f6 = icac_fig6_data()
+    k80 = f6[(f6["gpu"] == "K80") & (f6["n_ps"] == 1)]
+    rep = {f"k80_1ps_w{int(n)}_duration_h": float(h) for n, h in zip(k80["n_workers"], k80["duration_h"])}
+    f7 = icac_fig7_data().set_index(["cluster", "baseline"])
+    rep["speedup_112_vs_4k80_pct"] = float(100 - f7.loc[("(1,1,2)", "4 K80 (r=0)"), "time_pct"])
+    rep["extra_cost_112_vs_4k80_pct"] = float(f7.loc[("(1,1,2)", "4 K80 (r=0)"), "cost_pct"] - 100)
+    rep["slowdown_211_vs_4v100_pct"] = float(f7.loc[("(2,1,1)", "4 V100"), "time_pct"] - 100)
+    rep["cost_reduction_211_vs_4v100_pct"] = float(100 - f7.loc[("(2,1,1)", "4 V100"), "cost_pct"])
+    f8 = icac_fig8_data()
+    base = f8.groupby("gpu")[["baseline_duration_h", "baseline_accuracy"]].first()
+    for g in ("K80", "P100"):
+        rep[f"{g.lower()}_baseline_duration_h"] = float(base.loc[g, "baseline_duration_h"])
+        rep[f"{g.lower()}_baseline_accuracy_pct"] = float(base.loc[g, "baseline_accuracy"] * 100)
+    rep["max_slowdown_pct"] = float(f8["time_pct"].max() - 100)
+    frames = [compare_with_paper("icac_clusters", rep, item=i) for i in ("icac_fig6", "icac_fig7", "icac_fig8")]
+    return pd.concat([f[f["paper_value"].notna()] for f in frames], ignore_index=True)
 
 
 def _bars(ax, data, x, y, hue):

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel import datasets as ds
+from perfmodel.figures._numbers import compare_with_paper
 
-__all__ = ["lifetime_cdf_data", "lifetime_cdf"]
+__all__ = ["lifetime_cdf_data", "lifetime_cdf", "lifetime_numbers_data"]
 
 
 def lifetime_cdf_data(gpu: str = "K80") -> pd.DataFrame:
@@ -32,3 +33,17 @@ def lifetime_cdf(gpu: str = "K80"):
     ax.legend(frameon=False, fontsize=6)
     fig.tight_layout()
     return fig
+
+
+def lifetime_numbers_data() -> pd.DataFrame:
+    """CATALOG.md §1.4 side by side: the time-between-failures exponential fit (rate per minute and its mean), and
+    per GPU the number of servers and of revocations in the per-server lifetimes reconstructed from the CDF arrays."""
+    from perfmodel.models.lifetimes import lifetimes_from_cdf, time_between_failures_fit
+
+    a = time_between_failures_fit()
+    rep = {"tbf_exponential_rate_per_min": a, "tbf_mean_min": 1 / a}
+    lt = lifetimes_from_cdf()
+    for g, grp in lt.groupby("gpu", observed=True):
+        rep[f"{str(g).lower()}_n_servers"] = float(len(grp))
+        rep[f"{str(g).lower()}_revocations_total"] = float(grp["revoked"].sum())
+    return pd.concat([compare_with_paper("lifetimes", rep, item=i) for i in ("time_between_failures", "lifetime_cdf")], ignore_index=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel import datasets as ds
+from perfmodel.figures._numbers import compare_with_paper
 
-__all__ = ["single_worker_timeseries_data", "single_worker_timeseries", "single_worker_mean_speeds"]
+__all__ = ["single_worker_timeseries_data", "single_worker_timeseries", "single_worker_mean_speeds", "single_worker_numbers_data"]
 
 _LABELS = {"resnet-15": "ResNet-15", "resnet-32": "ResNet-32", "shake-shake-small": "Shake Shake Small", "shake-shake-big": "Shake Shake Big"}
 
@@ -30,6 +31,13 @@ def single_worker_mean_speeds() -> pd.DataFrame:
     d = pd.concat(frames)
     d = d[~d["origin_row"]]
     return d.groupby(["model", "gpu"], observed=True)["speed_steps_per_s"].mean().rename("speed_mean_steps_per_s").reset_index()
+
+
+def single_worker_numbers_data() -> pd.DataFrame:
+    """The 12 mean speeds of CATALOG.md §1.2 (paper) next to :func:`single_worker_mean_speeds` (reproduced)."""
+    m = single_worker_mean_speeds()
+    return compare_with_paper("timeseries", {f"{g.lower()}_{mod}_mean_speed_steps_per_s": float(v)
+                                             for mod, g, v in m[["model", "gpu", "speed_mean_steps_per_s"]].itertuples(index=False)})
 
 
 def single_worker_timeseries(gpu: str = "K80", data: pd.DataFrame | None = None):

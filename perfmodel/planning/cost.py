@@ -61,6 +61,9 @@ def cluster_cost_usd(duration_s: float, workers, *, n_ps: int = 1, ps_transient:
     return total
 
 
+_RUN_COSTS: dict = {}
+
+
 def icac_run_costs(*, ps_transient: bool = False, rates: str = "code") -> pd.DataFrame:
     """Every ICAC'19 run with its cost recomputed by the cost model (``cost_usd``) next to the recorded one.
 
@@ -68,7 +71,16 @@ def icac_run_costs(*, ps_transient: bool = False, rates: str = "code") -> pd.Dat
     a worker) by the run duration, or by its uptime when it was revoked; other runs bill every worker for the run
     duration. Adds ``n_revoked_workers`` (ICAC'19's r: revoked workers, masters excluded), ``master_revoked`` and
     ``cost_usd``; ``cost_usd_file`` is the recorded cost (its 2-spot values charge revoked workers fully, a data bug).
+
+    The result is computed once per (data source, ``ps_transient``, ``rates``) and returned as a copy.
     """
+    key = (str(ds.data_source()), bool(ps_transient), rates)
+    if key not in _RUN_COSTS:
+        _RUN_COSTS[key] = _icac_run_costs(ps_transient, rates)
+    return _RUN_COSTS[key].copy()
+
+
+def _icac_run_costs(ps_transient: bool, rates: str) -> pd.DataFrame:
     runs = ds.load_icac_runs()
     vms = ds.load_icac_vms()
     vm_groups = {k: g for k, g in vms.groupby(["config", "zone", "run"])}

@@ -1,0 +1,416 @@
+"""``perfmodel reproduce``: every figure and table of both papers, with paper and reproduced numbers side by side.
+
+The catalog of items (:data:`ITEMS`) lists every figure and table of CM-DARE (ICDCS'20) and ICAC'19 that
+``CATALOG.md`` describes, plus perfmodel's own analyses beyond the papers. For each item the runner draws its figures
+(PNG and PDF) with the ``perfmodel.figures`` functions and collects its numbers (paper value, reproduced value,
+tolerance, status, reason, citation) from the ``*_data()`` comparison tables, then writes
+
+* ``figures/<stem>.png`` and ``.pdf``;
+* ``numbers.json``: one record per reported quantity, byte-identical across runs (sorted, no timestamps);
+* ``report.md`` and a self-contained ``report.html`` (figures inline) with a status per number.
+
+Statuses of a number: ``reproduced`` (within the EXACT tolerance), ``within tolerance`` (within an APPROX rule),
+``differs`` (outside tolerance; expected when the catalog gives a reason — stale output, solver version,
+unrecoverable row selection), ``not reproducible`` (data missing), ``computed`` (no paper value; shown for
+context). A number that should reproduce but does not makes :func:`reproduce` report a failure (the CLI exits 1).
+
+Only the CLI, notebooks and tests import this module (it imports :mod:`perfmodel.figures`).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["CatalogItem", "ITEMS", "list_items", "reproduce", "ReproductionResult", "number_status"]
+
+
+@dataclass(frozen=True)
+class CatalogItem:
+    """One figure or table of a paper (or one analysis of perfmodel's own).
+
+    Attributes
+    ----------
+    id : str
+        Slug, unique (``--only`` takes these).
+    paper : str
+        ``"CM-DARE"`` (ICDCS'20), ``"ICAC'19"`` or ``"perfmodel"`` (beyond the papers).
+    title : str
+        What it shows.
+    section : str
+        Section of ``CATALOG.md`` that specifies it.
+    figures : tuple of (str, dict)
+        ``perfmodel.figures`` functions returning a Figure, with their keyword arguments.
+    numbers : tuple of str
+        ``perfmodel.figures`` functions returning a paper-vs-reproduced table (``COMPARISON_COLUMNS``).
+    notebook, test : str
+        Where a reader finds it.
+    unavailable : str
+        Non-empty when the item cannot be reproduced at all (e.g. an architecture diagram): the reason.
+    """
+
+    id: str
+    paper: str
+    title: str
+    section: str
+    figures: tuple = ()
+    numbers: tuple = ()
+    notebook: str = ""
+    test: str = ""
+    unavailable: str = ""
+
+    def stems(self) -> list[str]:
+        """Output file stems of the figures (``<id>`` or ``<id>_<kwarg values>``)."""
+        if len(self.figures) == 1:
+            return [self.id]
+        return [self.id + "_" + "_".join(str(v).lower() for v in kw.values()) if kw else f"{self.id}_{fn}" for fn, kw in self.figures]
+
+
+def _f(name: str, **kw) -> tuple:
+    return (name, kw)
+
+
+_NB = "notebooks/"
+#: Every figure and table of both papers (CATALOG.md §1.0 and §2) and perfmodel's own analyses.
+ITEMS: tuple[CatalogItem, ...] = (
+    # ---------------------------------------------------------------- CM-DARE §1.1–1.2 speed
+    CatalogItem("speed_complexity_correlation", "CM-DARE", "Step time vs normalized model GFLOPs, K80 & P100, 20 CNNs", "§1.1",
+                (_f("speed_complexity_correlation"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_figures.py"),
+    CatalogItem("speed_computation_correlation", "CM-DARE", "Step time vs normalized computation (model/GPU), both GPUs", "§1.1",
+                (_f("speed_computation_correlation"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_figures.py"),
+    CatalogItem("figure_4", "CM-DARE", "Step time vs normalized model GFLOPs, 16 training CNNs", "§1.1",
+                (_f("figure_4"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_figures.py"),
+    CatalogItem("single_worker_timeseries", "CM-DARE", "Steps/s vs step, one worker, 4 CNNs (K80 saved; P100, V100 panels)", "§1.2",
+                (_f("single_worker_timeseries", gpu="K80"), _f("single_worker_timeseries", gpu="P100"), _f("single_worker_timeseries", gpu="V100")),
+                ("single_worker_numbers_data",), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_figures.py"),
+    # ---------------------------------------------------------------- CM-DARE §1.3 cluster
+    CatalogItem("cluster_size_training_speed", "CM-DARE", "Steps/s vs #P100 workers with 2 PS; the 96 cluster means and scaling observations", "§1.3",
+                (_f("cluster_size_training_speed"),), ("cluster_speed_numbers_data",), _NB + "03-cluster-speed.ipynb",
+                "tests/figures/test_cluster_figures.py"),
+    CatalogItem("figure_5", "CM-DARE", "Steps/s vs #K80 and #P100 workers, 1 PS", "§1.3", (_f("figure_5"),), (), _NB + "03-cluster-speed.ipynb",
+                "tests/figures/test_cluster_figures.py"),
+    CatalogItem("ps_bot_p100", "CM-DARE", "1 PS vs 2 PS speed vs #P100 workers, per CNN (ps_bot_p100_1..4)", "§1.3",
+                tuple(_f("ps_bot_p100", k=k) for k in (1, 2, 3, 4)), (), _NB + "03-cluster-speed.ipynb", "tests/figures/test_cluster_figures.py"),
+    CatalogItem("ps_bot_k80", "CM-DARE", "K80 speed vs workers, ResNets / Shake-Shakes (ps_bot_k80_1..2)", "§1.3",
+                tuple(_f("ps_bot_k80", k=k) for k in (1, 2)), (), _NB + "03-cluster-speed.ipynb", "tests/figures/test_cluster_figures.py"),
+    # ---------------------------------------------------------------- CM-DARE §1.4 lifetimes
+    CatalogItem("lifetime_cdf", "CM-DARE", "Lifetime CDF of transient GPU servers per region (k80/p100/v100_cdf); time between failures", "§1.4",
+                tuple(_f("lifetime_cdf", gpu=g) for g in ("K80", "P100", "V100")), ("lifetime_numbers_data",), _NB + "06-lifetimes.ipynb",
+                "tests/figures/test_transient_lifetime_cdf.py"),
+    # ---------------------------------------------------------------- CM-DARE §1.6–1.7 checkpoint and prediction
+    CatalogItem("ckpt_duration_size_correlation", "CM-DARE", "Checkpoint time vs checkpoint size, bubble = CV", "§1.6",
+                (_f("ckpt_duration_size_correlation"),), (), _NB + "05-checkpoint-time.ipynb", "tests/figures/test_checkpoint_numbers.py"),
+    CatalogItem("figure_12", "CM-DARE", "Checkpoint duration mean vs size, 20 CNNs", "§1.6", (_f("figure_12"),), (), _NB + "05-checkpoint-time.ipynb",
+                "tests/figures/test_checkpoint_numbers.py"),
+    CatalogItem("speed_prediction", "CM-DARE", "Speed-prediction results: LR / SVR per GPU, GPU-agnostic, unseen models, sp1, supertable", "§1.7",
+                (_f("speed_prediction", gpu="K80", method="linear"), _f("speed_prediction", gpu="P100", method="linear")),
+                ("speed_prediction_data",), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_prediction_numbers.py"),
+    CatalogItem("checkpoint_prediction", "CM-DARE", "Checkpoint-prediction results: LR / SVR / PCA on the checkpoint data", "§1.7",
+                (), ("checkpoint_prediction_data",), _NB + "05-checkpoint-time.ipynb", "tests/figures/test_checkpoint_numbers.py"),
+    CatalogItem("prediction_error", "CM-DARE", "Per-model prediction error (sigmetrics_figure5_comb.csv)", "§1.7",
+                (_f("prediction_error"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_figures.py"),
+    # ---------------------------------------------------------------- ICAC'19
+    CatalogItem("icac_fig2", "ICAC'19", "Architecture diagram", "§2", unavailable="a diagram, no data behind it (CATALOG.md §2: n/a)"),
+    CatalogItem("icac_fig6", "ICAC'19", "Normalized runtime and cost vs cluster size, 1 vs 2 PS, K80 and V100", "§2",
+                (_f("icac_fig6"),), (), _NB + "04-icac-clusters.ipynb", "tests/figures/test_icac_cluster_figures.py"),
+    CatalogItem("icac_fig7", "ICAC'19", "Mixed-GPU clusters normalized to homogeneous ones; headline numbers of Figs. 6–8", "§2",
+                (_f("icac_fig7"),), ("icac_cluster_numbers_data",), _NB + "04-icac-clusters.ipynb", "tests/figures/test_icac_cluster_figures.py"),
+    CatalogItem("icac_fig8", "ICAC'19", "Cross-region clusters normalized to single-region ones", "§2",
+                (_f("icac_fig8"),), (), _NB + "04-icac-clusters.ipynb", "tests/figures/test_icac_cluster_figures.py"),
+    # ---------------------------------------------------------------- beyond the papers
+    CatalogItem("speed_protocols", "perfmodel", "Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split", "beyond §1.7",
+                (_f("speed_protocols"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_protocols.py"),
+)
+
+_BY_ID = {it.id: it for it in ITEMS}
+assert len(_BY_ID) == len(ITEMS), "duplicate item ids"
+
+
+def list_items() -> pd.DataFrame:
+    """The catalog of items: ``id``, ``paper``, ``title``, ``section``, ``figures`` (output stems), ``numbers``,
+    ``notebook``, ``test``, ``unavailable`` — the README's figure → notebook → function → test table."""
+    rows = []
+    for it in ITEMS:
+        fns = sorted({fn for fn, _ in it.figures} | set(it.numbers))
+        rows.append(dict(id=it.id, paper=it.paper, title=it.title, section=it.section, figures=" ".join(it.stems()) if it.figures else "",
+                         functions=" ".join(f"pm.figures.{f}" for f in fns), notebook=it.notebook, test=it.test, unavailable=it.unavailable))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------------- statuses
+def number_status(row) -> tuple[str, bool]:
+    """(status, failed) of one comparison row (a mapping with ``paper_value``, ``reproduced``, ``status``,
+    ``within_tolerance``).
+
+    ``failed`` is True only for a number the catalog says should reproduce (EXACT or APPROX) that does not.
+    """
+    cat = row["status"]
+    has_paper = not _isnan(row["paper_value"])
+    has_rep = not _isnan(row["reproduced"])
+    if cat == "NO-PAPER-VALUE":
+        return "computed", False
+    if cat == "MISSING" or (has_paper and not has_rep):
+        return "not reproducible", cat in ("EXACT", "APPROX")
+    ok = row["within_tolerance"]
+    ok = bool(ok) if ok is not None and not (isinstance(ok, float) and math.isnan(ok)) and ok is not pd.NA else False
+    if ok:
+        return ("reproduced" if cat == "EXACT" else "within tolerance"), False
+    return "differs", cat in ("EXACT", "APPROX")
+
+
+def _isnan(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _str(v):
+    return None if _isnan(v) else str(v)
+
+
+def _num(v):
+    """JSON value of a number: None for NaN, int when integral and small, else the float."""
+    if _isnan(v):
+        return None
+    v = float(v)
+    return int(v) if v.is_integer() and abs(v) < 2**53 else v
+
+
+# ------------------------------------------------------------------------------------------------------ runner
+@dataclass
+class ReproductionResult:
+    """What :func:`reproduce` did: the numbers, the figures written, failures, and timings."""
+
+    out: Path
+    numbers: pd.DataFrame
+    figures: dict = field(default_factory=dict)  # item id -> [stems]
+    errors: dict = field(default_factory=dict)  # item id -> message
+    seconds: dict = field(default_factory=dict)  # item id -> wall time
+
+    @property
+    def failed(self) -> pd.DataFrame:
+        """Numbers that should reproduce and do not."""
+        return self.numbers[self.numbers["failed"]] if len(self.numbers) else self.numbers
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.failed.empty
+
+
+def _select(only) -> list[CatalogItem]:
+    if not only:
+        return list(ITEMS)
+    ids = [s.strip() for part in ([only] if isinstance(only, str) else only) for s in str(part).split(",") if s.strip()]
+    unknown = [i for i in ids if i not in _BY_ID]
+    if unknown:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown item id(s) {', '.join(unknown)}. Expected ids from `perfmodel reproduce --list`: "
+                               f"{', '.join(_BY_ID)}.")
+    return [_BY_ID[i] for i in dict.fromkeys(ids)]
+
+
+def _save(fig, folder: Path, stem: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(folder / f"{stem}.png", dpi=150, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(folder / f"{stem}.pdf", bbox_inches="tight", metadata={"Creator": None, "Producer": None, "CreationDate": None})
+    plt.close(fig)
+
+
+def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: bool = True) -> ReproductionResult:
+    """Run every catalog item (or ``only`` those), write figures, ``numbers.json`` and the report into ``out``.
+
+    Parameters
+    ----------
+    out : path-like, default ``"reproduction"``
+        Output folder (created; files in it are replaced).
+    only : str or sequence of str, optional
+        Item ids (comma-separated or a list); :func:`list_items` lists them.
+    figures : bool, default True
+        Draw the figures (False: numbers only, faster).
+    progress : bool, default True
+        A tqdm progress bar on stderr.
+
+    Returns
+    -------
+    ReproductionResult
+        ``numbers`` (one row per quantity with ``report_status`` and ``failed``), figures written, item errors.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An id in ``only`` is not in the catalog.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tqdm.auto import tqdm
+
+    from perfmodel import figures as pmf
+
+    items = _select(only)
+    out = Path(out)
+    figdir = out / "figures"
+    figdir.mkdir(parents=True, exist_ok=True)
+    res = ReproductionResult(out=out, numbers=pd.DataFrame())
+    frames = []
+    bar = tqdm(items, desc="perfmodel reproduce", unit="item", disable=not progress)
+    for it in bar:
+        bar.set_postfix_str(it.id)
+        t0 = time.perf_counter()
+        try:
+            for fn in it.numbers:
+                df = getattr(pmf, fn)().copy()
+                df.insert(0, "paper", it.paper)
+                df.insert(0, "figure_table", it.id)
+                frames.append(df)
+            if figures:
+                stems = []
+                with plt.rc_context({"svg.hashsalt": "perfmodel", "pdf.compression": 6}):
+                    for (fn, kw), stem in zip(it.figures, it.stems()):
+                        _save(getattr(pmf, fn)(**kw), figdir, stem)
+                        stems.append(stem)
+                res.figures[it.id] = stems
+        except Exception as exc:  # one broken item must not hide the others; it is reported and fails the run
+            res.errors[it.id] = f"{type(exc).__name__}: {exc}"
+            plt.close("all")
+        res.seconds[it.id] = time.perf_counter() - t0
+    bar.close()
+    nums = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["figure_table", "paper", "item", "quantity", "unit", "paper_value", "reproduced", "status", "rtol", "atol",
+                 "within_tolerance", "reason", "citation"])
+    st = [number_status(r) for r in nums.to_dict("records")]
+    nums["report_status"] = [s for s, _ in st]
+    nums["failed"] = [f for _, f in st]
+    res.numbers = nums
+    _write_numbers_json(res, items, out / "numbers.json")
+    md, body = _report(res, items)
+    (out / "report.md").write_text(md, encoding="utf-8")
+    (out / "report.html").write_text(body, encoding="utf-8")
+    return res
+
+
+def _write_numbers_json(res: ReproductionResult, items: list[CatalogItem], path: Path) -> None:
+    recs = []
+    for r in res.numbers.to_dict("records"):
+        recs.append({
+            "id": r["figure_table"], "paper": r["paper"], "item": _str(r["item"]), "quantity": r["quantity"], "unit": _str(r["unit"]),
+            "paper_value": _num(r["paper_value"]), "reproduced_value": _num(r["reproduced"]),
+            "tolerance": {"rtol": _num(r["rtol"]), "atol": _num(r["atol"])}, "catalog_status": r["status"],
+            "status": r["report_status"], "should_reproduce_but_does_not": bool(r["failed"]),
+            "reason": _str(r["reason"]), "citation": _str(r["citation"]),
+        })
+    recs.sort(key=lambda d: (d["id"], d["item"] or "", d["quantity"]))
+    errors = {k: res.errors[k] for k in sorted(res.errors)}
+    doc = {"perfmodel_numbers": 1, "items": sorted(it.id for it in items), "errors": errors, "numbers": recs}
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------------ report
+def _fmt(v) -> str:
+    if _isnan(v):
+        return "—"
+    v = float(v)
+    if v.is_integer() and abs(v) < 1e12:
+        return str(int(v))
+    return f"{v:.6g}" if abs(v) >= 1e-3 else f"{v:.4e}"
+
+
+def _rel(p, r) -> str:
+    if _isnan(p) or _isnan(r) or float(p) == 0:
+        return ""
+    return f"{(float(r) - float(p)) / abs(float(p)) * 100:+.3g} %"
+
+
+_BADGE = {"reproduced": "✅ reproduced", "within tolerance": "✅ within tolerance", "differs": "⚠️ differs", "not reproducible": "⛔ not reproducible",
+          "computed": "· computed"}
+
+
+def _report(res: ReproductionResult, items: list[CatalogItem]) -> tuple[str, str]:
+    nums = res.numbers
+    counts = nums["report_status"].value_counts() if len(nums) else pd.Series(dtype=int)
+    head = ["# perfmodel reproduction report", "",
+            "CM-DARE (Li, Walls, Guo, ICDCS 2020) and \"Speeding up Deep Learning with Transient Servers\" (ICAC 2019), "
+            "rebuilt from the published measurements. Paper value next to reproduced value; the tolerance and the catalog's "
+            "reason for every difference come from `datasets/reference/paper_numbers/` (CATALOG.md).", "",
+            "| status | numbers |", "|---|---|"]
+    head += [f"| {_BADGE[s]} | {int(counts.get(s, 0))} |" for s in _BADGE]
+    n_fail = int(nums["failed"].sum()) if len(nums) else 0
+    head += ["", f"Numbers that should reproduce and do not: **{n_fail}**. Items that failed to run: **{len(res.errors)}**.", ""]
+    md, hb = list(head), []
+    hb.append(_md_table_to_html(head))
+    for paper in ("CM-DARE", "ICAC'19", "perfmodel"):
+        its = [it for it in items if it.paper == paper]
+        if not its:
+            continue
+        title = {"CM-DARE": "CM-DARE (ICDCS'20)", "ICAC'19": "ICAC'19", "perfmodel": "Beyond the papers (perfmodel)"}[paper]
+        md += [f"## {title}", ""]
+        hb.append(f"<h2>{html.escape(title)}</h2>")
+        for it in its:
+            sec = [f"### `{it.id}` — {it.title}", "", f"CATALOG.md {it.section}. Notebook: `{it.notebook or '—'}`. Test: `{it.test or '—'}`.", ""]
+            hsec = [f"<h3><code>{html.escape(it.id)}</code> — {html.escape(it.title)}</h3>",
+                    f"<p>CATALOG.md {html.escape(it.section)}. Notebook: <code>{html.escape(it.notebook or '—')}</code>. "
+                    f"Test: <code>{html.escape(it.test or '—')}</code>.</p>"]
+            if it.unavailable:
+                sec += [f"{_BADGE['not reproducible']}: {it.unavailable}", ""]
+                hsec.append(f"<p>{_BADGE['not reproducible']}: {html.escape(it.unavailable)}</p>")
+            if it.id in res.errors:
+                sec += [f"**ERROR**: `{res.errors[it.id]}`", ""]
+                hsec.append(f"<p><b>ERROR</b>: <code>{html.escape(res.errors[it.id])}</code></p>")
+            for stem in res.figures.get(it.id, []):
+                sec += [f"![{stem}](figures/{stem}.png)", ""]
+                png = (res.out / "figures" / f"{stem}.png").read_bytes()
+                hsec.append(f'<figure><img alt="{html.escape(stem)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+                            f"<figcaption>{html.escape(stem)}</figcaption></figure>")
+            sub = nums[nums["figure_table"] == it.id] if len(nums) else nums
+            if len(sub):
+                rows = ["| quantity | unit | paper | reproduced | diff | status | reason |", "|---|---|---|---|---|---|---|"]
+                for r in sub.to_dict("records"):
+                    reason = "" if _isnan(r["reason"]) else str(r["reason"]).replace("|", "/")
+                    rows.append(f"| `{r['quantity']}` | {r['unit'] if not _isnan(r['unit']) else ''} | {_fmt(r['paper_value'])} | "
+                                f"{_fmt(r['reproduced'])} | {_rel(r['paper_value'], r['reproduced'])} | {_BADGE[r['report_status']]}"
+                                f"{' **(unexpected)**' if r['failed'] else ''} | {reason} |")
+                sec += rows + [""]
+                hsec.append(_md_table_to_html(rows))
+            elif not it.unavailable and it.id not in res.errors:
+                sec += ["Figure regenerated from the data; the catalog quotes no number for it beyond those checked in its test.", ""]
+            md += sec
+            hb += hsec
+    css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}table{border-collapse:collapse;"
+           "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:520px}figure{display:inline-block;margin:4px}")
+    page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>perfmodel reproduction report</title>"
+            f"<style>{css}</style></head><body>" + "\n".join(hb) + "</body></html>\n")
+    return "\n".join(md) + "\n", page
+
+
+def _md_table_to_html(lines: list[str]) -> str:
+    """The few markdown constructs the report uses (headings, paragraphs, pipe tables, bold, code) as HTML."""
+    import re
+
+    def inline(s: str) -> str:
+        s = html.escape(s)
+        s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
+        return re.sub(r"`(.+?)`", r"<code>\1</code>", s)
+
+    out, table = [], []
+    for ln in lines + [""]:
+        if ln.startswith("|"):
+            if not set(ln.replace("|", "").strip()) <= {"-", " "}:
+                table.append([c.strip() for c in ln.strip("|").split("|")])
+            continue
+        if table:
+            hdr, *body = table
+            out.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in hdr) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in body) + "</table>")
+            table = []
+        if ln.startswith("# "):
+            out.append(f"<h1>{inline(ln[2:])}</h1>")
+        elif ln.strip():
+            out.append(f"<p>{inline(ln)}</p>")
+    return "\n".join(out)

@@ -1,0 +1,119 @@
+"""`perfmodel reproduce` (issue 7): every catalog item runs, the report puts paper and reproduced numbers side by side,
+`numbers.json` is deterministic, and a number that should reproduce but does not fails the command."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perfmodel.figures as pmf
+from perfmodel.cli import main
+from perfmodel.reproduce import ITEMS, list_items, number_status, reproduce
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_item_points_at_existing_functions_notebooks_and_tests():
+    for it in ITEMS:
+        for fn, _ in it.figures:
+            assert callable(getattr(pmf, fn)), (it.id, fn)
+        for fn in it.numbers:
+            assert callable(getattr(pmf, fn)), (it.id, fn)
+        if it.unavailable:
+            assert not it.figures and not it.numbers
+        else:
+            assert it.figures or it.numbers, it.id
+            assert (ROOT / it.notebook).is_file(), it.notebook
+            assert (ROOT / it.test).is_file(), it.test
+    items = list_items()
+    assert items["id"].is_unique and set(items["paper"]) <= {"CM-DARE", "ICAC'19", "perfmodel"}
+
+
+@pytest.mark.parametrize("row, expected", [
+    (dict(paper_value=1.0, reproduced=1.0, status="EXACT", within_tolerance=True), ("reproduced", False)),
+    (dict(paper_value=1.0, reproduced=1.004, status="APPROX", within_tolerance=True), ("within tolerance", False)),
+    (dict(paper_value=1.0, reproduced=2.0, status="EXACT", within_tolerance=False), ("differs", True)),
+    (dict(paper_value=1.0, reproduced=2.0, status="APPROX", within_tolerance=False), ("differs", True)),
+    (dict(paper_value=1.0, reproduced=2.0, status="STALE", within_tolerance=False), ("differs", False)),
+    (dict(paper_value=1.0, reproduced=2.0, status="DIFFERS", within_tolerance=pd.NA), ("differs", False)),
+    (dict(paper_value=1.0, reproduced=np.nan, status="STALE", within_tolerance=pd.NA), ("not reproducible", False)),
+    (dict(paper_value=1.0, reproduced=np.nan, status="EXACT", within_tolerance=pd.NA), ("not reproducible", True)),
+    (dict(paper_value=np.nan, reproduced=3.0, status="NO-PAPER-VALUE", within_tolerance=pd.NA), ("computed", False)),
+])
+def test_number_status(row, expected):
+    assert number_status(row) == expected
+
+
+def test_subset_writes_figures_numbers_and_report_deterministically(tmp_path):
+    only = ["single_worker_timeseries", "icac_fig2", "figure_4"]
+    a = reproduce(tmp_path / "a", only=only, progress=False)
+    b = reproduce(tmp_path / "b", only=",".join(only), progress=False, figures=False)
+    assert a.ok and not a.errors
+    assert (tmp_path / "a" / "numbers.json").read_bytes() == (tmp_path / "b" / "numbers.json").read_bytes()
+    for stem in ("single_worker_timeseries_k80", "single_worker_timeseries_v100", "figure_4"):
+        for ext in ("png", "pdf"):
+            assert (tmp_path / "a" / "figures" / f"{stem}.{ext}").stat().st_size > 1000
+    doc = json.loads((tmp_path / "a" / "numbers.json").read_text())
+    assert doc["items"] == sorted(only) and doc["errors"] == {}
+    rec = {r["quantity"]: r for r in doc["numbers"]}
+    r = rec["k80_resnet-15_mean_speed_steps_per_s"]  # CATALOG.md §1.2: 9.4527 steps/s
+    assert r["paper_value"] == 9.4527 and r["reproduced_value"] == pytest.approx(9.4527, abs=5e-5)
+    assert r["status"] == "reproduced" and r["tolerance"] == {"rtol": 0, "atol": 5e-05} and "§1.2" in r["citation"]
+    assert set(r) >= {"id", "quantity", "unit", "paper_value", "reproduced_value", "tolerance", "status", "citation"}
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert "| `k80_resnet-15_mean_speed_steps_per_s` | steps_per_s | 9.4527 |" in md
+    assert "not reproducible**" not in md and "a diagram, no data behind it" in md
+    page = (tmp_path / "a" / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 4 and "<table>" in page and "src=\"figures/" not in page
+
+
+def test_a_number_that_should_reproduce_and_does_not_fails_the_command(tmp_path, monkeypatch, capsys):
+    good = pmf.single_worker_numbers_data
+
+    def broken():
+        d = good()
+        d.loc[0, "reproduced"] = d.loc[0, "paper_value"] * 1.5
+        d.loc[0, "within_tolerance"] = False
+        return d
+
+    monkeypatch.setattr(pmf, "single_worker_numbers_data", broken)
+    assert main(["reproduce", "--only", "single_worker_timeseries", "--out", str(tmp_path), "--no-figures", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "FAILED number single_worker_timeseries/" in err
+    doc = json.loads((tmp_path / "numbers.json").read_text())
+    assert sum(r["should_reproduce_but_does_not"] for r in doc["numbers"]) == 1
+
+
+def test_an_item_that_raises_is_reported_and_fails(tmp_path, monkeypatch, capsys):
+    def boom(**kw):
+        raise RuntimeError("no data")
+
+    monkeypatch.setattr(pmf, "figure_4", boom)
+    assert main(["reproduce", "--only", "figure_4", "--out", str(tmp_path), "--quiet"]) == 1
+    assert "FAILED item figure_4: RuntimeError: no data" in capsys.readouterr().err
+    assert "**ERROR**: `RuntimeError: no data`" in (tmp_path / "report.md").read_text()
+
+
+def test_unknown_item_id_is_a_clear_error(capsys):
+    assert main(["reproduce", "--only", "figure_99", "--no-figures"]) == 1
+    assert "Unknown item id(s) figure_99. Expected ids from `perfmodel reproduce --list`" in capsys.readouterr().err
+
+
+def test_list(capsys):
+    assert main(["reproduce", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(it.id in out for it in ITEMS)
+
+
+def test_full_reproduction_is_green(tmp_path, capsys):
+    """The README's main command: every item runs and every number that should reproduce does."""
+    assert main(["reproduce", "--out", str(tmp_path), "--quiet"]) == 0, capsys.readouterr().err
+    doc = json.loads((tmp_path / "numbers.json").read_text())
+    assert doc["items"] == sorted(it.id for it in ITEMS) and doc["errors"] == {}
+    statuses = pd.Series([r["status"] for r in doc["numbers"]]).value_counts()
+    assert statuses["reproduced"] > 100 and statuses["within tolerance"] > 90
+    # every difference carries the catalog's reason
+    assert all(r["reason"] for r in doc["numbers"] if r["status"] in ("differs", "not reproducible"))
