@@ -19,13 +19,13 @@ from perfmodel.figures.single_worker_timeseries import (
 from perfmodel.figures.speed_complexity_correlation import speed_complexity_correlation, speed_complexity_correlation_data
 from perfmodel.figures.speed_computation_correlation import speed_computation_correlation, speed_computation_correlation_data
 from perfmodel.figures.speed_prediction import reproduce_speed_numbers, speed_prediction, speed_prediction_data
-from perfmodel.figures.speed_protocols import speed_protocols, speed_protocols_data, v100_samples
+from perfmodel.figures.speed_protocols import campaign_floor, speed_protocols, speed_protocols_data, v100_samples
 
 __all__ += [
     "figure_4", "figure_4_data", "prediction_error", "prediction_error_data", "single_worker_mean_speeds", "single_worker_numbers_data", "single_worker_timeseries",
     "single_worker_timeseries_data", "speed_complexity_correlation", "speed_complexity_correlation_data", "speed_computation_correlation",
     "speed_computation_correlation_data", "reproduce_speed_numbers", "speed_prediction", "speed_prediction_data",
-    "speed_protocols", "speed_protocols_data", "v100_samples",
+    "speed_protocols", "speed_protocols_data", "v100_samples", "campaign_floor",
 ]
 # -- end speed prediction figures --
 

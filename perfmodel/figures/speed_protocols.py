@@ -13,7 +13,7 @@ from perfmodel import datasets as ds
 from perfmodel.diagnostics.evaluation import cross_gpu, leave_one_model_out, paper_split, predictions_frame
 from perfmodel.models.step_time import FEATURE_SETS, StepTimeRegressor, graph_feature_frame
 
-__all__ = ["speed_protocols_data", "speed_protocols", "v100_samples"]
+__all__ = ["speed_protocols_data", "speed_protocols", "v100_samples", "campaign_floor"]
 
 #: Configurations compared: (label, per-GPU features, cross-GPU features, estimator parameters). The paper's per-GPU
 #: models use normalized model FLOPs; across GPUs the paper's GPU-agnostic feature is the normalized computation
@@ -56,6 +56,32 @@ def v100_samples() -> pd.DataFrame:
     v["gpu_tflops"] = ds.gpu_tflops("V100")
     v["normalized_computation"] = (v["model_flops"] / v["gpu_tflops"] - _F_MIN / 9.526) / (_F_MAX / 4.113 - _F_MIN / 9.526)
     return v
+
+
+def campaign_floor() -> pd.DataFrame:
+    """How well one measurement campaign predicts another on the *same* GPU and CNN: the mean step time of the
+    0-latency samples (the training data of every protocol) used as the prediction of the single-worker time series
+    (the campaign the V100 test rows come from), for the 4 CNNs and K80 / P100.
+
+    This is a floor for the cross-GPU error, which predicts the time-series campaign from models fitted on the
+    0-latency one: no model of the GPU can remove the difference between the two campaigns.
+
+    Returns
+    -------
+    DataFrame
+        ``gpu``, ``model``, ``samples_step_time_s`` (0-latency mean), ``timeseries_step_time_s`` (time-series mean
+        of 1/speed as plotted), ``ape_pct``; plus one ``model == 'all'`` row per GPU with the MAPE.
+    """
+    series = ds.load_speed_timeseries()
+    series = series[~series["origin_row"] & ~series["first_sample"] & series["gpu"].isin(["K80", "P100"])].copy()
+    series["step_time_s"] = 1 / series["speed_steps_per_s"]
+    t = series.groupby([series["gpu"].astype(str), series["model"].astype(str)])["step_time_s"].mean().rename("timeseries_step_time_s")
+    smp = ds.load_speed_samples()
+    m = smp.groupby([smp["gpu"].astype(str), smp["model"].astype(str)])["step_time_s"].mean().rename("samples_step_time_s")
+    d = pd.concat([m, t], axis=1, join="inner").reset_index().rename(columns={"level_0": "gpu", "level_1": "model"})
+    d["ape_pct"] = (d["samples_step_time_s"] - d["timeseries_step_time_s"]).abs() / d["timeseries_step_time_s"] * 100
+    allrows = d.groupby("gpu", as_index=False)["ape_pct"].mean().assign(model="all")
+    return pd.concat([d, allrows], ignore_index=True)[["gpu", "model", "samples_step_time_s", "timeseries_step_time_s", "ape_pct"]]
 
 
 def speed_protocols_data() -> pd.DataFrame:

@@ -41,3 +41,14 @@ def test_protocol_figure():
     ax = fig.axes[0]
     assert len(ax.collections) == 3 and ax.get_xscale() == "log"
     plt.close(fig)
+
+
+def test_campaign_floor_bounds_the_cross_gpu_error():
+    """The 0-latency samples predict the time-series campaign of the same GPU and CNN with 0.94 % (K80) and 4.6 %
+    (P100) MAPE — ResNet-15 on P100 differs by 14 % between the two campaigns (CATALOG.md §1.1, §1.2 data)."""
+    import perfmodel as pm
+
+    f = pm.figures.campaign_floor().set_index(["gpu", "model"])["ape_pct"]
+    assert f[("K80", "all")] == pytest.approx(0.943, abs=0.01)
+    assert f[("P100", "all")] == pytest.approx(4.607, abs=0.01)
+    assert f[("P100", "resnet-15")] == pytest.approx(14.09, abs=0.01)
