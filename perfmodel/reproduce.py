@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["CatalogItem", "ITEMS", "list_items", "reproduce", "ReproductionResult", "number_status"]
+__all__ = ["CatalogItem", "ITEMS", "list_items", "items_markdown_table", "reproduce", "ReproductionResult", "number_status"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,19 @@ def list_items() -> pd.DataFrame:
         rows.append(dict(id=it.id, paper=it.paper, title=it.title, section=it.section, figures=" ".join(it.stems()) if it.figures else "",
                          functions=" ".join(f"pm.figures.{f}" for f in fns), notebook=it.notebook, test=it.test, unavailable=it.unavailable))
     return pd.DataFrame(rows)
+
+
+def items_markdown_table() -> str:
+    """The README's table: paper item → notebook → functions → test, one row per catalog item (a test keeps the
+    README equal to it; regenerate with ``python -m perfmodel.reproduce --readme-table``)."""
+    lines = ["| item (`--only` id) | paper, CATALOG.md | what | notebook | functions (`perfmodel.figures.…`) | test |", "|---|---|---|---|---|---|"]
+    for it in ITEMS:
+        fns = sorted({fn for fn, _ in it.figures} | set(it.numbers))
+        nb = f"`{Path(it.notebook).stem}`" if it.notebook else "—"
+        what = it.title + (f" — not reproducible: {it.unavailable}" if it.unavailable else "")
+        lines.append(f"| `{it.id}` | {it.paper} {it.section} | {what} | {nb} | {', '.join(f'`{f}`' for f in fns) or '—'} | "
+                     f"{f'`{it.test}`' if it.test else '—'} |")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------------- statuses
@@ -414,3 +427,12 @@ def _md_table_to_html(lines: list[str]) -> str:
         elif ln.strip():
             out.append(f"<p>{inline(ln)}</p>")
     return "\n".join(out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    if sys.argv[1:] == ["--readme-table"]:
+        print(items_markdown_table())
+    else:
+        sys.exit("usage: python -m perfmodel.reproduce --readme-table   (the command is `perfmodel reproduce`)")
