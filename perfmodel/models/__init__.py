@@ -13,10 +13,13 @@ from perfmodel.models.step_time import (
     StepTimeRegressor,
     exponential_speed_fit,
     graph_feature_frame,
+    model_features,
+    predict_step_time,
     quadratic_fit,
 )
 
-__all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_feature_frame", "quadratic_fit", "exponential_speed_fit"]
+__all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_feature_frame", "quadratic_fit", "exponential_speed_fit",
+            "model_features", "predict_step_time"]
 # -- end step time --
 
 # -- cluster speed (issue 5) --

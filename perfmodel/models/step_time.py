@@ -20,6 +20,8 @@ __all__ = [
     "quadratic_fit",
     "exponential_speed_fit",
     "PAPER_SVR_POLY",
+    "model_features",
+    "predict_step_time",
 ]
 
 #: Feature sets by name (column lists of the frames of :mod:`perfmodel.datasets` / :func:`graph_feature_frame`).
@@ -241,3 +243,98 @@ def _xy(x, y):
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise ValueError("curve fits need finite x and y (no NaN/inf).")
     return x, y
+
+
+def model_features(model, *, input_shape=(3, 32, 32)) -> pd.DataFrame:
+    """One row of graph features (batch 1) for a zoo id, a torch module, or an existing features row.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module or DataFrame
+        A zoo id (read from the shipped zoo table, no torch needed), a module (:func:`perfmodel.features.extract`),
+        or a one-row frame with the columns of :data:`perfmodel.features.FEATURE_COLUMNS` (``model``,
+        ``train_step_flops``, ``activation_bytes``, ``params``, ``trainable_tensors`` ... at batch 1).
+    input_shape : tuple of int
+        Shape of one sample for a module (default CIFAR-10's 3×32×32).
+    """
+    need = ["model", "train_step_flops", "activation_bytes", "params", "trainable_tensors"]
+    if isinstance(model, pd.DataFrame):
+        missing = [c for c in need if c not in model.columns]
+        if len(model) != 1 or missing:
+            raise ValueError(f"A features row must be a one-row frame with columns {need} (from perfmodel.features.extract at "
+                             f"batch_size=1); got {len(model)} row(s), missing {missing}.")
+        if "batch_size" in model.columns and int(model["batch_size"].iloc[0]) != 1:
+            raise ValueError("The features row must be counted at batch_size=1 (counts are scaled to the training batch here); "
+                             f"got batch_size={int(model['batch_size'].iloc[0])}.")
+        return model.reset_index(drop=True)
+    if isinstance(model, str):
+        from perfmodel.datasets import canonical_model
+        from perfmodel.features import load_zoo_features
+
+        name = canonical_model(model)
+        z = load_zoo_features()
+        return z[z["model"] == name].reset_index(drop=True)
+    from perfmodel.features import extract
+
+    return extract(model, input_shape, batch_size=1)
+
+
+def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), samples: pd.DataFrame | None = None,
+                      alpha: float = 0.05) -> pd.DataFrame:
+    """Predicted single-worker step time (s) of a model on GPUs, from regressors fitted on CM-DARE's measurements.
+
+    * A GPU with measurements (K80, P100 — or any GPU in ``samples``): linear :class:`StepTimeRegressor` on the
+      ``graph`` features (ideal compute time of the training step at batch 128 on the GPU's peak FP32 rate, and
+      trainable tensors) fitted on that GPU's samples — leave-one-model-out MAPE 4.1 % (K80) and 7.5 % (P100).
+    * Any other GPU of the catalog: log-log linear regression on the ideal compute time, fitted on every GPU of the
+      samples, i.e. an extrapolation through the GPU's peak TFLOPS — 12 % MAPE on the V100 runs (cross-GPU
+      protocol; see ``figures.speed_protocols_data`` and ``figures.campaign_floor``).
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module or DataFrame
+        See :func:`model_features`.
+    gpus : str or sequence of str
+        GPU ids of the GPU catalog (``perfmodel.datasets.load_gpu_catalog``).
+    input_shape : tuple of int
+        Shape of one sample when ``model`` is a module.
+    samples : DataFrame, optional
+        Training samples (``model``, ``gpu``, ``step_time_s``); default the 520 CM-DARE single-worker samples.
+    alpha : float
+        Level of the prediction interval (``1 − alpha``, statsmodels OLS, on the fitted scale).
+
+    Returns
+    -------
+    DataFrame
+        ``model``, ``gpu``, ``step_time_s`` (predicted), ``lower_s`` / ``upper_s`` (prediction interval),
+        ``speed_steps_per_s``, ``basis`` (which fit made the prediction).
+    """
+    from perfmodel.datasets import canonical_gpu, load_speed_samples
+
+    gpus = [canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
+    if not gpus:
+        raise ValueError("gpus must name at least one GPU, e.g. ('K80', 'P100').")
+    feats = model_features(model, input_shape=input_shape)
+    name = str(feats["model"].iloc[0])
+    train = graph_feature_frame(load_speed_samples() if samples is None else samples)
+    measured = set(train["gpu"].astype(str))
+    rows = []
+    for g in gpus:
+        x = graph_feature_frame(pd.DataFrame({"model": [name], "gpu": [g]}), features=feats.assign(model=name))
+        if g in measured:
+            tr = train[train["gpu"].astype(str) == g]
+            est = StepTimeRegressor(features="graph").fit(tr, tr["step_time_s"])
+            basis = f"linear on graph features, fitted on {len(tr)} {g} samples"
+        else:
+            est = StepTimeRegressor(features=["ideal_compute_ms"], log_transform=True).fit(train, train["step_time_s"])
+            basis = f"log-log on ideal compute time, extrapolated from {'+'.join(sorted(measured))} through peak TFLOPS"
+        iv = est.predict_interval(x, alpha=alpha).iloc[0]
+        rows.append(dict(model=name, gpu=g, step_time_s=float(iv["predicted_s"]), lower_s=float(iv["lower_s"]), upper_s=float(iv["upper_s"]),
+                         basis=basis))
+    out = pd.DataFrame(rows)
+    if (out["step_time_s"] <= 0).any():
+        bad = out.loc[out["step_time_s"] <= 0, "gpu"].tolist()
+        raise ValueError(f"The step-time model extrapolates to a non-positive step time for {name} on {bad}: the model is far "
+                         "outside the 20 training CNNs. Measure it instead (perfmodel.measure).")
+    out["speed_steps_per_s"] = 1 / out["step_time_s"]
+    return out[["model", "gpu", "step_time_s", "lower_s", "upper_s", "speed_steps_per_s", "basis"]]

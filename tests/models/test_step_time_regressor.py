@@ -82,3 +82,38 @@ def test_curve_fits_on_exact_curves():
         quadratic_fit([0, 1], [1, 2])
     with pytest.raises(ValueError, match=r"curve fits need finite x and y"):
         quadratic_fit([0, 1, np.nan], [1, 2, 3])
+
+
+def test_predict_step_time_for_a_zoo_id_a_module_and_a_features_row():
+    """Measured GPUs use the per-GPU graph model; others the log-log extrapolation; the three model inputs agree."""
+    import torch
+
+    import perfmodel as pm
+
+    a = pm.models.predict_step_time("resnet-32", ["K80", "P100", "V100"])
+    assert list(a["gpu"]) == ["K80", "P100", "V100"] and (a["lower_s"] < a["step_time_s"]).all() and (a["step_time_s"] < a["upper_s"]).all()
+    assert a["basis"].str.startswith("linear on graph features").tolist() == [True, True, False]
+    measured = pm.datasets.load_speed_samples().groupby(["gpu", "model"], observed=True)["step_time_s"].mean()
+    assert a.loc[0, "step_time_s"] == pytest.approx(measured[("K80", "resnet-32")], rel=0.05)
+    assert a.loc[1, "step_time_s"] == pytest.approx(measured[("P100", "resnet-32")], rel=0.10)
+    np.testing.assert_allclose(a["speed_steps_per_s"], 1 / a["step_time_s"])
+    torch.manual_seed(0)
+    b = pm.models.predict_step_time(pm.zoo.build("resnet-32"), ["K80", "P100", "V100"])
+    row = pm.features.extract("resnet-32", (3, 32, 32))
+    c = pm.models.predict_step_time(row, ["K80", "P100", "V100"])
+    np.testing.assert_allclose(b["step_time_s"], a["step_time_s"], rtol=1e-9)
+    np.testing.assert_allclose(c["step_time_s"], a["step_time_s"], rtol=1e-9)
+
+
+def test_predict_step_time_errors():
+    import perfmodel as pm
+
+    with pytest.raises(pm.datasets.UnknownNameError, match="GPU"):
+        pm.models.predict_step_time("resnet-32", ["X99"])
+    with pytest.raises(ValueError, match="at least one GPU"):
+        pm.models.predict_step_time("resnet-32", [])
+    row = pm.features.extract("resnet-32", (3, 32, 32), batch_size=4)
+    with pytest.raises(ValueError, match="batch_size=1"):
+        pm.models.predict_step_time(row, "K80")
+    with pytest.raises(ValueError, match="one-row frame"):
+        pm.models.predict_step_time(pd.concat([row, row]), "K80")
