@@ -23,9 +23,20 @@ __all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_featur
 # -- end step time --
 
 # -- cluster speed (issue 5) --
-from perfmodel.models.cluster import PS_TERMS, ClusterSpeedModel, cluster_model_errors, cluster_speeds, fit_cluster_speed_model
+from perfmodel.models.cluster import (
+    PS_TERMS,
+    SHARED_PS_TERMS,
+    ClusterSpeedModel,
+    cluster_model_errors,
+    cluster_speeds,
+    fit_cluster_speed_model,
+    fit_shared_ps_terms,
+    predict_cluster_speed,
+    shared_ps_terms_errors,
+)
 
-__all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors"]
+__all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors",
+            "SHARED_PS_TERMS", "fit_shared_ps_terms", "predict_cluster_speed", "shared_ps_terms_errors"]
 # -- end cluster speed --
 
 # -- transient servers (issue 6) --

@@ -27,7 +27,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from perfmodel import datasets as ds
 
-__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors"]
+__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors", "SHARED_PS_TERMS",
+           "fit_shared_ps_terms", "predict_cluster_speed", "shared_ps_terms_errors"]
 
 #: Terms of the PS model: name → (feature of (n, p), unit of the coefficient, meaning).
 PS_TERMS = {
@@ -240,4 +241,117 @@ def cluster_model_errors(speeds: pd.DataFrame | None = None, *, train_sizes=(1, 
         e_lin = np.abs(ClusterSpeedModel(kind="linear").fit(X[one], y[one]).predict(X) / y - 1) * 100
         for proto, e in (("fit_sizes", e_fit), ("leave_one_size_out", e_lo), ("linear_baseline", e_lin)):
             rows.append(dict(gpu=gpu, n_ps=ps, model=model, protocol=proto, mape_pct=float(e.mean()), max_ape_pct=float(e.max())))
+    return pd.DataFrame(rows)
+
+
+#: Shared PS terms of :func:`fit_shared_ps_terms`, per MiB of trainable parameters (pull + push traffic).
+SHARED_PS_TERMS = ("ps_transfer_s_per_mib", "ps_contention_s_per_mib", "overhead_s")
+
+
+def fit_shared_ps_terms(gpu: str, speeds: pd.DataFrame | None = None) -> pd.Series:
+    """PS terms of one GPU shared by every CNN, scaled by the CNN's parameter size, fitted on all its cluster runs.
+
+    Joint non-negative least squares (relative errors of ``1/S``) over every (CNN, n_workers, n_ps) run of ``gpu``:
+    ``1/S = θ_c[CNN] / n + a_t · M / p + a_q · M · n / p + a_o``, with ``M`` the CNN's trainable parameters in MiB
+    (what a worker pulls and pushes every step) and one compute term ``θ_c`` per CNN. The shared ``a_t``, ``a_q``,
+    ``a_o`` let the PS model be applied to a CNN that was never run on a cluster.
+
+    Returns
+    -------
+    Series
+        ``ps_transfer_s_per_mib``, ``ps_contention_s_per_mib``, ``overhead_s``, plus ``mape_pct`` of the joint fit
+        and ``n_runs``.
+    """
+    from perfmodel.features import load_zoo_features
+
+    d = cluster_speeds() if speeds is None else speeds
+    g = ds.canonical_gpu(gpu)
+    d = d[d["gpu"].astype(str) == g]
+    if d.empty:
+        raise ValueError(f"No cluster runs for {g}; the CM-DARE cluster data has {sorted(set(cluster_speeds()['gpu']))}.")
+    z = load_zoo_features().set_index("model")
+    models = sorted(set(d["model"].astype(str)))
+    mib = d["model"].astype(str).map(z["param_bytes"] / 2**20).to_numpy(float)
+    n, p = d["n_workers"].to_numpy(float), d["n_ps"].to_numpy(float)
+    onehot = np.column_stack([(d["model"].astype(str) == m).to_numpy(float) / n for m in models])
+    A = np.column_stack([onehot, mib / p, mib * n / p, np.ones_like(n)])
+    y = d["speed_mean_steps_per_s"].to_numpy(float)
+    coef, _ = nnls(A * y[:, None], np.ones_like(y))
+    pred = 1 / (A @ coef)
+    out = pd.Series(dict(zip(SHARED_PS_TERMS, coef[-3:])), name=g)
+    out["mape_pct"] = float(np.mean(np.abs(pred / y - 1)) * 100)
+    out["n_runs"] = len(y)
+    return out
+
+
+def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), input_shape=(3, 32, 32),
+                          single_worker_step_s: float | None = None, ps_terms_gpu: str | None = None,
+                          speeds: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Predicted cluster speed (steps/s) of a CNN on ``n`` workers of one GPU type with ``p`` parameter servers.
+
+    * A CNN and GPU with cluster runs in CM-DARE (ResNet-15/32, Shake-Shake small/big on K80/P100): the PS model
+      fitted on its own runs (:func:`fit_cluster_speed_model`).
+    * Otherwise: ``1/S = t₁ / n + a_t · M / p + a_q · M · n / p + a_o`` with the shared, size-scaled PS terms of
+      :func:`fit_shared_ps_terms` (of ``ps_terms_gpu``: the GPU itself when it has cluster runs, else P100 — the PS
+      and network, not the worker GPU, set these terms; an assumption) and the compute term ``t₁`` from the
+      single-worker step time (``single_worker_step_s`` or :func:`perfmodel.models.predict_step_time`) minus the PS
+      terms at ``n = p = 1`` (floored at half the step time).
+
+    ``speeds`` (default :func:`cluster_speeds`) are the runs both fits use. Leave-one-CNN-out accuracy of the
+    size-scaled terms: :func:`shared_ps_terms_errors`.
+
+    Returns
+    -------
+    DataFrame
+        ``model``, ``gpu``, ``n_workers``, ``n_ps``, ``speed_steps_per_s``, ``step_time_s`` (per global step),
+        ``basis``.
+    """
+    from perfmodel.models.step_time import model_features, predict_step_time
+
+    g = ds.canonical_gpu(gpu)
+    workers = [int(w) for w in workers]
+    n_ps = [int(q) for q in ([n_ps] if np.isscalar(n_ps) else n_ps)]
+    if not workers or min(workers) < 1 or not n_ps or min(n_ps) < 1:
+        raise ValueError(f"workers and n_ps must be positive counts; got workers={workers}, n_ps={n_ps}.")
+    feats = model_features(model, input_shape=input_shape)
+    name = str(feats["model"].iloc[0])
+    grid = np.array([(w, q) for q in n_ps for w in workers], dtype=float)
+    d = cluster_speeds() if speeds is None else speeds
+    have = d[(d["gpu"].astype(str) == g) & (d["model"].astype(str) == name)]
+    if len(have) and set(n_ps) <= set(have["n_ps"]) and single_worker_step_s is None:
+        speed = fit_cluster_speed_model(d, gpu=g, model=name).predict(grid)
+        basis = f"PS model fitted on the {len(have)} CM-DARE cluster runs of {name} on {g}"
+    else:
+        src = ps_terms_gpu or (g if g in set(d["gpu"].astype(str)) else "P100")
+        terms = fit_shared_ps_terms(src, d)
+        mib = float(feats["param_bytes"].iloc[0]) / 2**20 if "param_bytes" in feats.columns else float(feats["params"].iloc[0]) * 4 / 2**20
+        t1 = float(predict_step_time(feats, g)["step_time_s"].iloc[0]) if single_worker_step_s is None else float(single_worker_step_s)
+        if not np.isfinite(t1) or t1 <= 0:
+            raise ValueError(f"single_worker_step_s must be a positive number of seconds; got {single_worker_step_s!r}.")
+        ps_part = terms["ps_transfer_s_per_mib"] * mib + terms["ps_contention_s_per_mib"] * mib + terms["overhead_s"]
+        tc = max(t1 - ps_part, 0.5 * t1)
+        n, p = grid[:, 0], grid[:, 1]
+        speed = 1 / (tc / n + terms["ps_transfer_s_per_mib"] * mib / p + terms["ps_contention_s_per_mib"] * mib * n / p + terms["overhead_s"])
+        basis = f"size-scaled PS terms of {src} ({mib:.1f} MiB of parameters) + single-worker step time {t1:.4g} s"
+    out = pd.DataFrame({"model": name, "gpu": g, "n_workers": grid[:, 0].astype(int), "n_ps": grid[:, 1].astype(int),
+                        "speed_steps_per_s": speed})
+    out["step_time_s"] = 1 / out["speed_steps_per_s"]
+    out["basis"] = basis
+    return out
+
+
+def shared_ps_terms_errors(speeds: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Leave-one-CNN-out check of the size-scaled PS terms: each CNN's cluster speeds (all sizes and PS counts of a
+    GPU) predicted by :func:`predict_cluster_speed` from the other CNNs' runs and its own measured 1-worker, 1-PS step
+    time. Returns ``gpu``, ``model``, ``mape_pct``, ``max_ape_pct``, ``n_runs``."""
+    d = cluster_speeds() if speeds is None else speeds
+    rows = []
+    for (g, m), te in d.groupby([d["gpu"].astype(str), d["model"].astype(str)]):
+        tr = d[~((d["gpu"].astype(str) == g) & (d["model"].astype(str) == m))]
+        one = te[(te["n_workers"] == 1) & (te["n_ps"] == 1)]
+        pred = predict_cluster_speed(m, g, workers=sorted(set(te["n_workers"])), n_ps=sorted(set(te["n_ps"])),
+                                     single_worker_step_s=1 / float(one["speed_mean_steps_per_s"].iloc[0]), speeds=tr)
+        mm = pred.merge(te, on=["n_workers", "n_ps"])
+        ape = np.abs(mm["speed_steps_per_s"] / mm["speed_mean_steps_per_s"] - 1) * 100
+        rows.append(dict(gpu=g, model=m, mape_pct=float(ape.mean()), max_ape_pct=float(ape.max()), n_runs=len(mm)))
     return pd.DataFrame(rows)
