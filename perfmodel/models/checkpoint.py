@@ -10,7 +10,7 @@ import pandas as pd
 
 from perfmodel.models.step_time import StepTimeRegressor
 
-__all__ = ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SVR", "checkpoint_size_mb"]
+__all__ = ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SVR", "checkpoint_size_mb", "predict_checkpoint_time"]
 
 #: Feature sets (columns of :func:`perfmodel.datasets.load_checkpoint_samples` / ``load_checkpoint_summary``).
 CHECKPOINT_FEATURE_SETS = {
@@ -57,3 +57,31 @@ def checkpoint_size_mb(features: pd.DataFrame, *, meta_file_mb: float | None = N
         slope, intercept = np.polyfit(meta["n_trainable_tensors"].astype(float), meta["meta_file_mb"], 1)
         meta_file_mb = intercept + slope * features["trainable_tensors"].astype(float)
     return features["checkpoint_bytes_estimate"] / 2**20 + meta_file_mb
+
+
+def predict_checkpoint_time(model, *, method: str = "linear", input_shape=(3, 32, 32), samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Predicted checkpoint duration (s) of a model, CM-DARE's final checkpoint model applied to its estimated size.
+
+    Fits :class:`CheckpointTimeRegressor` (``method``; ``'linear'`` = the paper's Duration ~ Size, ``'svr'`` = its
+    SVR) on the 100 checkpoints of ``whole_data.csv`` (TensorFlow Saver to remote storage from a K80 worker, CATALOG.md
+    §1.7) or ``samples``, and predicts at :func:`checkpoint_size_mb` of the model's graph features.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module or DataFrame
+        A zoo id, a module or a features row (see :func:`perfmodel.models.model_features`).
+
+    Returns
+    -------
+    DataFrame
+        One row: ``model``, ``checkpoint_mb`` (estimated), ``checkpoint_time_s``, ``method``.
+    """
+    from perfmodel.datasets import load_checkpoint_samples
+    from perfmodel.models.step_time import model_features
+
+    feats = model_features(model, input_shape=input_shape)
+    train = load_checkpoint_samples("whole") if samples is None else samples
+    est = CheckpointTimeRegressor(method=method, features="size").fit(train, train["duration_s"])
+    size = float(checkpoint_size_mb(feats).iloc[0])
+    t = float(est.predict(pd.DataFrame({"checkpoint_mb": [size]}))[0])
+    return pd.DataFrame([dict(model=str(feats["model"].iloc[0]), checkpoint_mb=size, checkpoint_time_s=t, method=method)])
