@@ -117,3 +117,12 @@ def test_full_reproduction_is_green(tmp_path, capsys):
     assert statuses["reproduced"] > 100 and statuses["within tolerance"] > 90
     # every difference carries the catalog's reason
     assert all(r["reason"] for r in doc["numbers"] if r["status"] in ("differs", "not reproducible"))
+
+
+def test_readme_table_lists_every_item():
+    """The README's figure → notebook → function → test table is generated from the catalog of items."""
+    from perfmodel.reproduce import items_markdown_table
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- items-table -->\n", 1)[1].split("\n<!-- /items-table -->", 1)[0]
+    assert block == items_markdown_table(), "regenerate with: python -m perfmodel.reproduce --readme-table"
