@@ -2,5 +2,29 @@
 from __future__ import annotations
 
 from perfmodel.planning.cost import cluster_cost_usd, icac_run_costs, price_per_second
+from perfmodel.planning.plan import (
+    PlanInfeasibleError,
+    cheapest_under_deadline,
+    fastest_under_budget,
+    pareto_front,
+    plan,
+    plot_pareto,
+    validate_against_icac,
+)
+from perfmodel.planning.revocation import (
+    expected_job_overhead,
+    expected_revocations,
+    lifetime_distribution,
+    mean_time_between_failures_h,
+    optimal_interval_by_simulation,
+    simulate_job,
+    simulate_revocations,
+    young_daly_interval,
+)
 
-__all__ = ["cluster_cost_usd", "icac_run_costs", "price_per_second"]
+__all__ = [
+    "cluster_cost_usd", "icac_run_costs", "price_per_second",
+    "plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
+    "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h", "young_daly_interval",
+    "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation",
+]

@@ -1,0 +1,301 @@
+"""Which cluster should I rent? Predicted time, cost and revocation overhead of every candidate configuration.
+
+:func:`plan` enumerates clusters (GPU type × workers × parameter servers × transient/on-demand × region) for a model
+and a number of training steps, and predicts for each:
+
+* **speed** (global steps/s) — :func:`perfmodel.models.predict_cluster_speed`: the PS model fitted on the CNN's own
+  CM-DARE cluster runs when they exist, otherwise size-scaled shared PS terms plus the predicted single-worker step
+  time (:func:`perfmodel.models.predict_step_time`);
+* **time** — ``steps / speed``, plus the expected revocation overhead for transient clusters;
+* **revocations** — the renewal expectation of :func:`perfmodel.planning.revocation.expected_revocations` over the
+  worker slots, from the CM-DARE lifetimes of the GPU (pooled or per region). The parameter servers are on-demand, as
+  in both papers;
+* **overhead per revocation** (asynchronous PS training, as in the papers: the cluster keeps training) — the
+  replacement server's start-up (mean measured preemptible VM start-up, ``load_vm_startup``) plus TensorFlow's warm
+  restart (11.87 s, CATALOG.md §1.6), during which the cluster runs one worker short (``/ n`` of the throughput); a
+  revoked chief (one revocation in ``n``) also loses half a checkpoint interval of progress;
+* **cost** — per-second billing (:func:`perfmodel.planning.cost.price_per_second`, ICAC'19 Table II prices of 2019
+  and the authors' per-second rates): workers for the run and the replacement start-ups, PS on-demand for the run.
+
+Then :func:`pareto_front` marks the time-vs-cost Pareto front, :func:`cheapest_under_deadline` and
+:func:`fastest_under_budget` choose, and :func:`plot_pareto` draws the front. :func:`validate_against_icac` predicts
+the ICAC'19 clusters and compares with what was measured.
+
+Limits: the step-time models are fitted on CM-DARE's 20 CIFAR-10 CNNs at batch 128 (TensorFlow 1.x, 2019 GCE); GPUs
+without measurements are extrapolated through peak TFLOPS; prices are those of the papers unless you pass ``prices``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfmodel import datasets as ds
+
+__all__ = ["plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
+           "validate_against_icac", "TF_WARM_RESTART_S"]
+
+#: TensorFlow warm restart of a worker joining a running cluster (CM-DARE ``tf_restart.pdf``, CATALOG.md §1.6).
+TF_WARM_RESTART_S = 11.872541
+
+_COLUMNS = ["model", "gpu", "n_workers", "n_ps", "transient", "region", "speed_steps_per_s", "compute_time_h", "expected_revocations",
+            "revocation_overhead_h", "time_h", "worker_usd_per_h", "ps_usd_per_h", "cost_usd", "revocation_cost_usd", "price_date",
+            "feasible", "pareto"]
+
+
+class PlanInfeasibleError(ValueError):
+    """No candidate configuration meets the deadline or the budget."""
+
+
+def _startup_s(gpu: str, transient: bool) -> float:
+    v = ds.load_vm_startup()
+    sel = v[(v["transient"] == transient) & (v["gpu"].astype(str) == gpu)]
+    if sel.empty:
+        sel = v[v["transient"] == transient]  # no measurement for this GPU: the mean over the measured GPUs
+    return float(sel["total_s"].mean())
+
+
+def _check_prices(prices: pd.DataFrame | None) -> pd.DataFrame:
+    p = ds.load_prices() if prices is None else prices
+    need = {"server", "gpu", "on_demand_usd_per_h", "transient_usd_per_h"}
+    if not need <= set(p.columns):
+        raise ValueError(f"prices must have the columns {sorted(need)} (like perfmodel.datasets.load_prices()); got {list(p.columns)}.")
+    return p
+
+
+def _price_h(p: pd.DataFrame, gpu: str | None, transient: bool) -> float:
+    row = p[p["server"] == "parameter_server"] if gpu is None else p[(p["server"] == "worker") & (p["gpu"] == gpu)]
+    if row.empty:
+        have = sorted(p.loc[p["server"] == "worker", "gpu"].dropna())
+        what = "the parameter server" if gpu is None else f"{gpu} workers"
+        raise ValueError(f"No price for {what}: the price table has workers {have}. Pass prices= with a row for it "
+                         "(columns server, gpu, on_demand_usd_per_h, transient_usd_per_h).")
+    return float(row["transient_usd_per_h" if transient else "on_demand_usd_per_h"].iloc[0])
+
+
+def pareto_front(frame: pd.DataFrame, *, time: str = "time_h", cost: str = "cost_usd") -> pd.Series:
+    """Boolean Series: rows not dominated in (time, cost) — no other row is at least as fast and as cheap and
+    strictly better in one (ties kept)."""
+    t = frame[time].to_numpy(float)
+    c = frame[cost].to_numpy(float)
+    dominated = ((t[None, :] <= t[:, None]) & (c[None, :] <= c[:, None]) & ((t[None, :] < t[:, None]) | (c[None, :] < c[:, None]))).any(axis=1)
+    keep = ~dominated
+    return pd.Series(keep, index=frame.index, name="pareto")
+
+
+def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2), transient=(True, False), regions=None,
+         steps: int = 64000, deadline_h: float | None = None, budget_usd: float | None = None, prices: pd.DataFrame | None = None,
+         checkpoint_interval_steps: int = 4000, input_shape=(3, 32, 32)) -> pd.DataFrame:
+    """Candidate clusters with predicted time, cost and revocation overhead, and their Pareto front.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module or DataFrame
+        A zoo id, a module or a features row (:func:`perfmodel.models.model_features`).
+    gpus : sequence of str
+        Worker GPU types (each needs a price: K80, P100, V100 in the papers' table, or pass ``prices``).
+    max_workers : int
+        Clusters of 1..``max_workers`` workers.
+    ps : int or sequence of int
+        Parameter-server counts (on-demand).
+    transient : bool or sequence of bool
+        Transient (preemptible) and/or on-demand workers.
+    regions : sequence of str, optional
+        Transient lifetimes per region (CM-DARE's regions of the GPU); default pooled over the GPU's regions.
+    steps : int
+        Training steps (global steps of asynchronous training; ICAC'19 trains ResNet-32 for 64000).
+    deadline_h, budget_usd : float, optional
+        Constraints: rows meeting both get ``feasible=True``.
+    prices : DataFrame, optional
+        Price table like :func:`perfmodel.datasets.load_prices` (override the 2019 prices).
+    checkpoint_interval_steps : int
+        Checkpoint interval of the chief (CM-DARE used 4000 steps).
+
+    Returns
+    -------
+    DataFrame
+        One row per configuration: ``model``, ``gpu``, ``n_workers``, ``n_ps``, ``transient``, ``region``,
+        ``speed_steps_per_s``, ``compute_time_h``, ``expected_revocations``, ``revocation_overhead_h``, ``time_h``,
+        ``worker_usd_per_h``, ``ps_usd_per_h``, ``cost_usd``, ``revocation_cost_usd``, ``price_date``, ``feasible``,
+        ``pareto`` (time–cost front among the feasible rows).
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Unknown GPU or region.
+    ValueError
+        Bad counts, a non-positive budget or deadline, a GPU without a price or lifetime data for transient plans.
+    """
+    from perfmodel.models.cluster import predict_cluster_speed
+    from perfmodel.planning.revocation import expected_revocations, lifetime_distribution
+
+    gpus = [ds.canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
+    ps = [int(p) for p in ([ps] if np.isscalar(ps) else ps)]
+    transient = [bool(t) for t in ([transient] if isinstance(transient, (bool, np.bool_)) else transient)]
+    if not gpus or not ps or not transient:
+        raise ValueError("gpus, ps and transient must each name at least one option.")
+    if int(max_workers) < 1 or min(ps) < 1:
+        raise ValueError(f"max_workers and ps must be ≥ 1; got max_workers={max_workers}, ps={ps}.")
+    if int(steps) < 1:
+        raise ValueError(f"steps must be a positive number of training steps; got {steps}.")
+    if budget_usd is not None and not budget_usd > 0:
+        raise ValueError(f"budget_usd must be a positive amount of dollars; got {budget_usd}. (A zero budget rents nothing.)")
+    if deadline_h is not None and not deadline_h > 0:
+        raise ValueError(f"deadline_h must be a positive number of hours; got {deadline_h}.")
+    regions = [None] if regions is None else [ds.canonical_region(r) for r in ([regions] if isinstance(regions, str) else regions)]
+    p = _check_prices(prices)
+    date = str(p["price_date"].iloc[0]) if "price_date" in p.columns else ""
+    ps_price = _price_h(p, None, False)
+    rows = []
+    for g in gpus:
+        speeds = predict_cluster_speed(model, g, workers=range(1, int(max_workers) + 1), n_ps=ps, input_shape=input_shape)
+        name = str(speeds["model"].iloc[0])
+        for tr in transient:
+            price = _price_h(p, g, tr)
+            for reg in (regions if tr else [None]):
+                dist = None
+                if tr:
+                    try:
+                        dist = lifetime_distribution(g, reg)
+                    except ValueError as exc:
+                        raise ValueError(f"No transient lifetime data for {g}{' in ' + reg if reg else ''} ({exc}); plan it on-demand "
+                                         "(transient=False) or choose a GPU/region with CM-DARE lifetimes.") from None
+                replace_s = _startup_s(g, True) + TF_WARM_RESTART_S
+                for s in speeds.itertuples(index=False):
+                    n = int(s.n_workers)
+                    compute_h = steps / s.speed_steps_per_s / 3600
+                    if tr:
+                        rev = float(expected_revocations(compute_h, n, dist=dist)[0])
+                        lost_chief_s = 0.5 * checkpoint_interval_steps / s.speed_steps_per_s
+                        over_s = rev * (replace_s / n + (lost_chief_s + TF_WARM_RESTART_S) / n)
+                    else:
+                        rev, over_s = 0.0, 0.0
+                    time_h = compute_h + over_s / 3600
+                    rev_cost = rev * replace_s / 3600 * price
+                    cost = n * price * time_h + s.n_ps * ps_price * time_h + rev_cost
+                    rows.append(dict(model=name, gpu=g, n_workers=n, n_ps=int(s.n_ps), transient=tr, region=reg or "pooled",
+                                     speed_steps_per_s=float(s.speed_steps_per_s), compute_time_h=compute_h, expected_revocations=rev,
+                                     revocation_overhead_h=over_s / 3600, time_h=time_h, worker_usd_per_h=price, ps_usd_per_h=ps_price,
+                                     cost_usd=cost, revocation_cost_usd=rev_cost, price_date=date))
+    out = pd.DataFrame(rows)
+    ok = pd.Series(True, index=out.index)
+    if deadline_h is not None:
+        ok &= out["time_h"] <= deadline_h
+    if budget_usd is not None:
+        ok &= out["cost_usd"] <= budget_usd
+    out["feasible"] = ok
+    out["pareto"] = False
+    if ok.any():
+        out.loc[ok, "pareto"] = pareto_front(out[ok])
+    out.attrs.update(deadline_h=deadline_h, budget_usd=budget_usd, steps=int(steps))
+    return out[_COLUMNS].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
+
+
+def _closest(frame: pd.DataFrame, by: str, k: int = 3) -> str:
+    best = frame.nsmallest(k, by)
+    return "; ".join(f"{r.n_workers}×{r.gpu} {'transient' if r.transient else 'on-demand'} + {r.n_ps} PS: {r.time_h:.2f} h, ${r.cost_usd:.2f}"
+                     for r in best.itertuples(index=False))
+
+
+def cheapest_under_deadline(frame: pd.DataFrame, deadline_h: float) -> pd.Series:
+    """The cheapest configuration of a :func:`plan` frame that finishes within ``deadline_h`` hours.
+
+    Raises :class:`PlanInfeasibleError` naming the fastest configurations when none does.
+    """
+    if not deadline_h > 0:
+        raise ValueError(f"deadline_h must be a positive number of hours; got {deadline_h}.")
+    ok = frame[frame["time_h"] <= deadline_h]
+    if ok.empty:
+        raise PlanInfeasibleError(f"No configuration finishes within {deadline_h} h. The fastest: {_closest(frame, 'time_h')}. "
+                                  "Relax the deadline, allow more workers (max_workers) or faster GPUs.")
+    return ok.loc[ok["cost_usd"].idxmin()]
+
+
+def fastest_under_budget(frame: pd.DataFrame, budget_usd: float) -> pd.Series:
+    """The fastest configuration of a :func:`plan` frame that costs at most ``budget_usd``.
+
+    Raises :class:`PlanInfeasibleError` naming the cheapest configurations when none fits.
+    """
+    if not budget_usd > 0:
+        raise ValueError(f"budget_usd must be a positive amount of dollars; got {budget_usd}. (A zero budget rents nothing.)")
+    ok = frame[frame["cost_usd"] <= budget_usd]
+    if ok.empty:
+        raise PlanInfeasibleError(f"No configuration costs at most ${budget_usd}. The cheapest: {_closest(frame, 'cost_usd')}. "
+                                  "Raise the budget, or allow transient servers and cheaper GPUs.")
+    return ok.loc[ok["time_h"].idxmin()]
+
+
+def plot_pareto(frame: pd.DataFrame, *, chosen: pd.Series | None = None, ax=None):
+    """Time vs cost of every configuration (colour = GPU, marker = transient/on-demand), the Pareto front as a line and
+    the chosen configuration circled. Returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 3.2))
+    for (g, tr), d in frame.groupby(["gpu", "transient"], sort=True):
+        ax.scatter(d["time_h"], d["cost_usd"], s=12, marker="o" if tr else "s", alpha=0.6, label=f"{g} {'transient' if tr else 'on-demand'}")
+    front = frame[frame["pareto"]].sort_values("time_h")
+    ax.plot(front["time_h"], front["cost_usd"], color="black", lw=1, label="Pareto front")
+    if chosen is not None:
+        ax.scatter([chosen["time_h"]], [chosen["cost_usd"]], s=120, facecolors="none", edgecolors="red", lw=1.5, label="chosen")
+    ax.set(xlabel="Predicted training time (h)", ylabel="Predicted cost (USD)", xscale="log")
+    ax.legend(frameon=False, fontsize=6)
+    return ax
+
+
+def validate_against_icac() -> pd.DataFrame:
+    """Predict the measured ICAC'19 clusters (ResNet-32, 64000 steps) and compare time and cost.
+
+    Configurations: K80 transient 2/4/8 workers (``k80_spot``), K80 on-demand 1/2/4/8, one P100 and one V100
+    (transient, no PS), 4 P100 and 4 V100 (transient), and the three mixed clusters. Measured: the mean over the runs
+    (all runs, revoked or not; durations and costs from :func:`perfmodel.planning.cost.icac_run_costs`). Predicted:
+    :func:`plan` with the expected revocations (homogeneous), and ``ClusterSpeedModel.predict_heterogeneous`` on the
+    predicted worker speeds for the mixed clusters (no revocation term). Single-GPU runs have no PS: their PS cost is
+    dropped.
+
+    Returns
+    -------
+    DataFrame
+        ``config``, ``gpu``, ``n_workers``, ``transient``, ``n_runs``, ``measured_time_h``, ``predicted_time_h``,
+        ``time_ape_pct``, ``measured_cost_usd``, ``predicted_cost_usd``, ``cost_ape_pct``; ``attrs['mape']`` holds the
+        MAPE of time and cost.
+    """
+    from perfmodel.models.cluster import fit_cluster_speed_model
+    from perfmodel.planning.cost import icac_run_costs
+
+    runs = icac_run_costs()
+    specs = [("k80_spot", f"{n}-spot", "K80", n, True) for n in (2, 4, 8)]
+    specs += [("k80_on_demand", c, "K80", n, False) for c, n in (("k80-demand", 1), ("2-demand", 2), ("4-demand", 4), ("8-demand", 8))]
+    specs += [("p100_v100_spot", "p100", "P100", 1, True), ("p100_v100_spot", "v100", "V100", 1, True),
+              ("p100_v100_spot", "4p100", "P100", 4, True), ("p100_v100_spot", "4v100", "V100", 4, True)]
+    rows = []
+    prices = ds.load_prices()
+    for exp, cfg, g, n, tr in specs:
+        m = runs[(runs["experiment"] == exp) & (runs["config"] == cfg)]
+        if m.empty:
+            continue
+        pl = plan("resnet-32", gpus=[g], max_workers=n, ps=1, transient=tr, steps=64000)
+        r = pl[pl["n_workers"] == n].iloc[0]
+        cost = r["cost_usd"] - (r["ps_usd_per_h"] * r["time_h"] if int(m["n_ps"].iloc[0]) == 0 else 0.0)
+        rows.append(dict(config=f"{exp}/{cfg}", gpu=g, n_workers=n, transient=tr, n_runs=len(m), measured_time_h=m["duration_h"].mean(),
+                         predicted_time_h=r["time_h"], measured_cost_usd=m["cost_usd"].mean(), predicted_cost_usd=cost))
+    mixed = runs[runs["experiment"] == "experiment_mixed_gpu"]
+    ps_price = _price_h(prices, None, False)
+    for cfg, m in mixed.groupby("config"):
+        counts = {"K80": int(m["n_k80"].iloc[0]), "P100": int(m["n_p100"].iloc[0]), "V100": int(m["n_v100"].iloc[0])}
+        v = []
+        for g, k in counts.items():
+            if k:
+                one = plan("resnet-32", gpus=[g], max_workers=1, ps=1, transient=False, steps=64000)
+                v += [float(one["speed_steps_per_s"].iloc[0])] * k
+        speed = fit_cluster_speed_model(gpu="P100", model="resnet-32").predict_heterogeneous(v, n_ps=1)
+        t = 64000 / speed / 3600
+        cost = t * (sum(_price_h(prices, g, True) * k for g, k in counts.items()) + ps_price)
+        rows.append(dict(config=f"experiment_mixed_gpu/{cfg}", gpu="mixed", n_workers=sum(counts.values()), transient=True, n_runs=len(m),
+                         measured_time_h=m["duration_h"].mean(), predicted_time_h=t, measured_cost_usd=m["cost_usd"].mean(),
+                         predicted_cost_usd=cost))
+    out = pd.DataFrame(rows)
+    out["time_ape_pct"] = (out["predicted_time_h"] / out["measured_time_h"] - 1).abs() * 100
+    out["cost_ape_pct"] = (out["predicted_cost_usd"] / out["measured_cost_usd"] - 1).abs() * 100
+    out.attrs["mape"] = {"time_pct": float(out["time_ape_pct"].mean()), "cost_pct": float(out["cost_ape_pct"].mean())}
+    return out[["config", "gpu", "n_workers", "transient", "n_runs", "measured_time_h", "predicted_time_h", "time_ape_pct",
+                "measured_cost_usd", "predicted_cost_usd", "cost_ape_pct"]]

@@ -1,0 +1,54 @@
+"""Expected revocations (renewal function) vs Monte Carlo, and the Young/Daly checkpoint interval vs a simulated
+optimum (issue 6)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.planning import revocation as R
+
+
+def test_lifetime_distribution_from_the_cmdare_cdfs_and_from_user_lifetimes():
+    d = R.lifetime_distribution("K80")
+    assert len(d) == 25 and d["probability"].sum() == pytest.approx(1) and d["n_servers"].iloc[0] == 156
+    assert d.loc[d["kind"] == "revoked", "probability"].sum() == pytest.approx(72 / 156)  # CATALOG.md §1.4: 72 K80 revocations
+    u = R.lifetime_distribution(lifetimes_h=[0.2, 0.7, 5.5, 24, 24])
+    assert u.loc[0, "probability"] == pytest.approx(0.4) and u.iloc[-1]["probability"] == pytest.approx(0.4)
+    assert R.mean_time_between_failures_h(u) == pytest.approx((0.5 + 0.5 + 5.5 + 48) / 5)
+    with pytest.raises(ValueError, match="non-negative hours"):
+        R.lifetime_distribution(lifetimes_h=[1.0, -2.0])
+    with pytest.raises(ValueError, match="clip them to 24"):
+        R.lifetime_distribution(lifetimes_h=[30.0])
+
+
+@pytest.mark.parametrize("gpu, hours, n", [("K80", 0.25, 4), ("K80", 5, 4), ("P100", 24, 2), ("V100", 60, 3)])
+def test_expected_revocations_match_monte_carlo(gpu, hours, n):
+    d = R.lifetime_distribution(gpu)
+    e = R.expected_revocations(hours, n, dist=d)[0]
+    sim = R.simulate_revocations(hours, n, dist=d, trials=4000, random_state=1)
+    assert abs(e - sim.mean()) < 3.5 * sim.std(ddof=1) / np.sqrt(len(sim)) + 1e-3
+
+
+def test_exponential_lifetimes_give_a_linear_renewal_function():
+    """With exponential lifetimes (no 24-h cap reached) the renewal function is λt."""
+    rng = np.random.default_rng(0)
+    life = np.minimum(rng.exponential(3.0, 200000), 23.999)
+    d = R.lifetime_distribution(lifetimes_h=life)
+    m = R.expected_revocations([6.0, 12.0], 1, dist=d)
+    np.testing.assert_allclose(m, np.array([6.0, 12.0]) / R.mean_time_between_failures_h(d), rtol=0.03)
+
+
+def test_young_daly_interval_and_the_simulated_optimum():
+    C, M, restart = 60.0, 5 * 3600.0, 30.0
+    young, daly = R.young_daly_interval(C, M, method="young"), R.young_daly_interval(C, M)
+    assert young == pytest.approx(np.sqrt(2 * C * M)) and daly < young
+    grid = R.optimal_interval_by_simulation(10 * 3600, C, restart, M, [daly * f for f in (0.25, 0.5, 1, 2, 4)], trials=1500)
+    # analytic expectation within 3 standard errors of the simulation at every interval
+    assert ((grid["simulated_wall_s"] - grid["expected_wall_s"]).abs() < 3 * grid["stderr_s"]).all()
+    # the Young/Daly interval is the best of the grid, and its expected wall time is within 0.1 % of the grid optimum
+    assert grid.loc[grid["simulated_wall_s"].idxmin(), "interval_s"] == pytest.approx(daly)
+    with pytest.raises(ValueError, match="positive seconds"):
+        R.young_daly_interval(0, M)
+    with pytest.raises(ValueError, match="'daly' or 'young'"):
+        R.young_daly_interval(C, M, method="optimal")
