@@ -124,6 +124,12 @@ ITEMS: tuple[CatalogItem, ...] = (
     CatalogItem("icac_fig8", "ICAC'19", "Cross-region clusters normalized to single-region ones", "§2",
                 (_f("icac_fig8"),), (), _NB + "04-icac-clusters.ipynb", "tests/figures/test_icac_cluster_figures.py"),
     # ---------------------------------------------------------------- beyond the papers
+    CatalogItem("plan_validation", "perfmodel", "The planner vs the measured ICAC'19 clusters: predicted vs measured time and cost", "beyond §2",
+                (_f("plan_validation"),), (), _NB + "07-planner-and-revocations.ipynb", "tests/figures/test_plan_figures.py"),
+    CatalogItem("revocation_expectations", "perfmodel", "Expected revocations vs job length: renewal function vs Monte Carlo", "beyond §1.4",
+                (_f("revocation_expectations"),), (), _NB + "07-planner-and-revocations.ipynb", "tests/figures/test_plan_figures.py"),
+    CatalogItem("checkpoint_interval", "perfmodel", "Wall time vs checkpoint interval, Young/Daly optimum vs simulation", "beyond §1.6",
+                (_f("checkpoint_interval"),), (), _NB + "07-planner-and-revocations.ipynb", "tests/figures/test_plan_figures.py"),
     CatalogItem("speed_protocols", "perfmodel", "Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split", "beyond §1.7",
                 (_f("speed_protocols"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_protocols.py"),
 )

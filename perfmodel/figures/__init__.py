@@ -69,3 +69,16 @@ from perfmodel.figures.lifetime_cdf import lifetime_cdf, lifetime_cdf_data, life
 __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckpt_duration_size_correlation_data", "figure_12", "figure_12_data",
             "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data", "lifetime_numbers_data"]
 # -- end transient-server figures --
+
+# -- planner and revocations (issues 6, 7) --
+from perfmodel.figures.plan_validation import plan_validation, plan_validation_data
+from perfmodel.figures.revocation_overhead import (
+    checkpoint_interval,
+    checkpoint_interval_data,
+    revocation_expectations,
+    revocation_expectations_data,
+)
+
+__all__ += ["plan_validation", "plan_validation_data", "checkpoint_interval", "checkpoint_interval_data", "revocation_expectations",
+            "revocation_expectations_data"]
+# -- end planner and revocations --
