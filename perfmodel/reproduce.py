@@ -117,6 +117,13 @@ ITEMS: tuple[CatalogItem, ...] = (
                 (_f("prediction_error"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_figures.py"),
     # ---------------------------------------------------------------- ICAC'19
     CatalogItem("icac_fig2", "ICAC'19", "Architecture diagram", "§2", unavailable="a diagram, no data behind it (CATALOG.md §2: n/a)"),
+    CatalogItem("icac_fig1", "ICAC'19", "Heatmap: worker lifetime / cluster time of the 32 clusters of 4 transient K80", "§2",
+                (_f("icac_fig1"),), (), _NB + "08-icac-tables.ipynb", "tests/figures/test_icac_cost_tables.py"),
+    CatalogItem("icac_tables", "ICAC'19", "Tables I, II (savings potential), III, IV, V and the Fig. 1 / Fig. 4 annotations", "§2",
+                (), ("icac_table_numbers_data",), _NB + "08-icac-tables.ipynb", "tests/figures/test_icac_cost_tables.py"),
+    CatalogItem("icac_fig4", "ICAC'19", "Heatmaps of the clusters of 2 and 8 transient K80", "§2",
+                (_f("icac_heatmap", n_workers=2), _f("icac_heatmap", n_workers=8)), (), _NB + "08-icac-tables.ipynb",
+                "tests/figures/test_icac_cost_tables.py"),
     CatalogItem("icac_fig6", "ICAC'19", "Normalized runtime and cost vs cluster size, 1 vs 2 PS, K80 and V100", "§2",
                 (_f("icac_fig6"),), (), _NB + "04-icac-clusters.ipynb", "tests/figures/test_icac_cluster_figures.py"),
     CatalogItem("icac_fig7", "ICAC'19", "Mixed-GPU clusters normalized to homogeneous ones; headline numbers of Figs. 6–8", "§2",

@@ -70,6 +70,23 @@ __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckp
             "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data", "lifetime_numbers_data"]
 # -- end transient-server figures --
 
+# -- ICAC'19 tables and heatmaps (issue 6) --
+from perfmodel.figures.icac_cost_tables import (
+    icac_fig1,
+    icac_fig4,
+    icac_heatmap,
+    icac_heatmap_data,
+    icac_table_i_data,
+    icac_table_iii_data,
+    icac_table_iv_data,
+    icac_table_numbers_data,
+    icac_table_v_data,
+)
+
+__all__ += ["icac_fig1", "icac_fig4", "icac_heatmap", "icac_heatmap_data", "icac_table_i_data", "icac_table_iii_data", "icac_table_iv_data",
+            "icac_table_numbers_data", "icac_table_v_data"]
+# -- end ICAC'19 tables --
+
 # -- planner and revocations (issues 6, 7) --
 from perfmodel.figures.plan_validation import plan_validation, plan_validation_data
 from perfmodel.figures.revocation_overhead import (

@@ -12,7 +12,7 @@ __all__ = ["compare_with_paper", "COMPARISON_COLUMNS"]
 COMPARISON_COLUMNS = ["item", "quantity", "unit", "paper_value", "reproduced", "status", "rtol", "atol", "within_tolerance", "reason", "citation"]
 
 
-def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | None = None) -> pd.DataFrame:
+def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | None = None, extra_item: str | None = None) -> pd.DataFrame:
     """Join reproduced values with ``datasets/reference/paper_numbers/<area>.csv``.
 
     Parameters
@@ -22,7 +22,10 @@ def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | N
     reproduced : dict
         Quantity → value computed from the data.
     item : str, optional
-        Keep only the rows of this figure/table slug (an area may hold several items).
+        Keep only the rows of this figure/table slug (an area may hold several items); computed quantities of the
+        area's other items are dropped, and quantities without a paper value are kept only when ``extra_item`` is set.
+    extra_item : str, optional
+        Item slug given to the quantities without a paper value (default: ``item``, else the area's first item).
 
     Returns
     -------
@@ -39,8 +42,8 @@ def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | N
         ref = ref[ref["item"] == item].reset_index(drop=True)
     ref["reproduced"] = ref["quantity"].map(reproduced).astype(float)
     extra = sorted(set(reproduced) - known)  # quantities of other items of the area stay with them
-    if extra:
-        ref = pd.concat([ref, pd.DataFrame({"area": area, "item": item or ref["item"].iloc[0], "quantity": extra,
+    if extra and (item is None or extra_item is not None):
+        ref = pd.concat([ref, pd.DataFrame({"area": area, "item": extra_item or item or ref["item"].iloc[0], "quantity": extra,
                                             "reproduced": [float(reproduced[k]) for k in extra], "status": "NO-PAPER-VALUE"})],
                         ignore_index=True)
     close = np.isclose(ref["reproduced"], ref["paper_value"], rtol=ref["rtol"].fillna(0), atol=ref["atol"].fillna(0))
