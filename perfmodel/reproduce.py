@@ -104,6 +104,22 @@ ITEMS: tuple[CatalogItem, ...] = (
                 tuple(_f("lifetime_cdf", gpu=g) for g in ("K80", "P100", "V100")), ("lifetime_numbers_data",), _NB + "06-lifetimes.ipynb",
                 "tests/figures/test_transient_lifetime_cdf.py"),
     # ---------------------------------------------------------------- CM-DARE §1.6–1.7 checkpoint and prediction
+    CatalogItem("revocations_by_hour", "CM-DARE", "Revocations per hour since VM start and per hour of day, K80/P100/V100", "§1.4",
+                tuple(_f("revocations_by_hour", gpu=g, basis=b) for b in ("hours_since_start", "hour_of_day") for g in ("K80", "P100", "V100")),
+                (), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
+    # ---------------------------------------------------------------- CM-DARE §1.5 start-up, §1.6 restart
+    CatalogItem("startup_breakdown", "CM-DARE", "VM start-up: provisioning / staging / booting (s), preemptible vs on-demand", "§1.5",
+                (_f("startup_breakdown"),), ("transient_numbers_data",), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
+    CatalogItem("vm_startup_exp", "CM-DARE", "Time for a new server request: immediate vs delayed", "§1.5",
+                (_f("vm_startup_exp"),), (), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
+    CatalogItem("tf_restart", "CM-DARE", "TensorFlow cold vs warm start", "§1.6", (_f("tf_restart"),), (), _NB + "09-restart-startup.ipynb",
+                "tests/figures/test_transient_overheads.py"),
+    CatalogItem("restart_training_overhead", "CM-DARE", "Extra training time vs steps since the last checkpoint", "§1.6",
+                (_f("restart_training_overhead"),), (), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
+    CatalogItem("chief_rejoining", "CM-DARE", "Chief rejoining: training time and final accuracy of the raw runs", "§1.6",
+                (_f("chief_rejoining"),), (), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
+    CatalogItem("training_time_estimates", "CM-DARE", "Estimated vs actual training time of 11 runs with a revocation", "§1.7",
+                (_f("training_time_estimates"),), (), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
     CatalogItem("ckpt_duration_size_correlation", "CM-DARE", "Checkpoint time vs checkpoint size, bubble = CV", "§1.6",
                 (_f("ckpt_duration_size_correlation"),), (), _NB + "05-checkpoint-time.ipynb", "tests/figures/test_checkpoint_numbers.py"),
     CatalogItem("figure_12", "CM-DARE", "Checkpoint duration mean vs size, 20 CNNs", "§1.6", (_f("figure_12"),), (), _NB + "05-checkpoint-time.ipynb",
@@ -124,6 +140,10 @@ ITEMS: tuple[CatalogItem, ...] = (
     CatalogItem("icac_fig4", "ICAC'19", "Heatmaps of the clusters of 2 and 8 transient K80", "§2",
                 (_f("icac_heatmap", n_workers=2), _f("icac_heatmap", n_workers=8)), (), _NB + "08-icac-tables.ipynb",
                 "tests/figures/test_icac_cost_tables.py"),
+    CatalogItem("icac_fig3", "ICAC'19", "Lifetime CDF of preemptible PS (CPU), K80, P100, V100 servers", "§2",
+                (_f("icac_fig3"),), (), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
+    CatalogItem("icac_fig5", "ICAC'19", "Accuracy vs steps: static 1-K80 cluster vs a growing cluster with naive and adaptive LR", "§2",
+                (_f("icac_fig5"),), (), _NB + "09-restart-startup.ipynb", "tests/figures/test_transient_overheads.py"),
     CatalogItem("icac_fig6", "ICAC'19", "Normalized runtime and cost vs cluster size, 1 vs 2 PS, K80 and V100", "§2",
                 (_f("icac_fig6"),), (), _NB + "04-icac-clusters.ipynb", "tests/figures/test_icac_cluster_figures.py"),
     CatalogItem("icac_fig7", "ICAC'19", "Mixed-GPU clusters normalized to homogeneous ones; headline numbers of Figs. 6–8", "§2",
@@ -293,8 +313,11 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
         try:
             for fn in it.numbers:
                 df = getattr(pmf, fn)().copy()
-                df.insert(0, "paper", it.paper)
-                df.insert(0, "figure_table", it.id)
+                # a row belongs to the catalog item named in its `item` column when there is one (a numbers function
+                # may cover several figures/tables), else to the item that runs the function
+                owner = [i if i in _BY_ID else it.id for i in df["item"].fillna(it.id)]
+                df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
+                df.insert(0, "figure_table", owner)
                 frames.append(df)
             if figures:
                 stems = []

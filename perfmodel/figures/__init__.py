@@ -70,6 +70,33 @@ __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckp
             "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data", "lifetime_numbers_data"]
 # -- end transient-server figures --
 
+# -- restart, start-up, revocations by hour, ICAC'19 Figs. 3 and 5 (issue 6) --
+from perfmodel.figures.transient_overheads import (
+    chief_rejoining,
+    chief_rejoining_data,
+    estimate_time_after_revocation,
+    icac_fig3,
+    icac_fig3_data,
+    icac_fig5,
+    icac_fig5_data,
+    restart_training_overhead,
+    restart_training_overhead_data,
+    revocations_by_hour,
+    revocations_by_hour_data,
+    startup_breakdown,
+    startup_breakdown_data,
+    tf_restart,
+    tf_restart_data,
+    training_time_estimates,
+    training_time_estimates_data,
+    transient_numbers_data,
+    vm_startup_exp,
+    vm_startup_exp_data,
+)
+
+__all__ += ["startup_breakdown_data", "startup_breakdown", "vm_startup_exp_data", "vm_startup_exp", "tf_restart_data", "tf_restart", "restart_training_overhead_data", "restart_training_overhead", "chief_rejoining_data", "chief_rejoining", "revocations_by_hour_data", "revocations_by_hour", "estimate_time_after_revocation", "training_time_estimates_data", "training_time_estimates", "icac_fig3_data", "icac_fig3", "icac_fig5_data", "icac_fig5", "transient_numbers_data"]
+# -- end restart --
+
 # -- ICAC'19 tables and heatmaps (issue 6) --
 from perfmodel.figures.icac_cost_tables import (
     icac_fig1,
