@@ -151,6 +151,9 @@ ITEMS: tuple[CatalogItem, ...] = (
     CatalogItem("icac_fig8", "ICAC'19", "Cross-region clusters normalized to single-region ones", "§2",
                 (_f("icac_fig8"),), (), _NB + "04-icac-clusters.ipynb", "tests/figures/test_icac_cluster_figures.py"),
     # ---------------------------------------------------------------- beyond the papers
+    CatalogItem("lifetime_models", "perfmodel", "Lifetime models (KM, exponential, Weibull, bathtub) compared by AIC per GPU", "beyond §1.4",
+                tuple(_f("lifetime_models", gpu=g) for g in ("K80", "P100", "V100")), (), _NB + "06-lifetimes.ipynb",
+                "tests/models/test_bathtub.py"),
     CatalogItem("plan_validation", "perfmodel", "The planner vs the measured ICAC'19 clusters: predicted vs measured time and cost", "beyond §2",
                 (_f("plan_validation"),), (), _NB + "07-planner-and-revocations.ipynb", "tests/figures/test_plan_figures.py"),
     CatalogItem("revocation_expectations", "perfmodel", "Expected revocations vs job length: renewal function vs Monte Carlo", "beyond §1.4",

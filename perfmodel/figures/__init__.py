@@ -97,6 +97,12 @@ from perfmodel.figures.transient_overheads import (
 __all__ += ["startup_breakdown_data", "startup_breakdown", "vm_startup_exp_data", "vm_startup_exp", "tf_restart_data", "tf_restart", "restart_training_overhead_data", "restart_training_overhead", "chief_rejoining_data", "chief_rejoining", "revocations_by_hour_data", "revocations_by_hour", "estimate_time_after_revocation", "training_time_estimates_data", "training_time_estimates", "icac_fig3_data", "icac_fig3", "icac_fig5_data", "icac_fig5", "transient_numbers_data"]
 # -- end restart --
 
+# -- lifetime models (issue 6) --
+from perfmodel.figures.lifetime_models import lifetime_models, lifetime_models_data
+
+__all__ += ["lifetime_models", "lifetime_models_data"]
+# -- end lifetime models --
+
 # -- ICAC'19 tables and heatmaps (issue 6) --
 from perfmodel.figures.icac_cost_tables import (
     icac_fig1,

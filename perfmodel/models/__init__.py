@@ -42,8 +42,16 @@ __all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_spee
 # -- transient servers (issue 6) --
 from perfmodel.models.checkpoint import CHECKPOINT_FEATURE_SETS, PAPER_CKPT_SVR, CheckpointTimeRegressor, checkpoint_size_mb, predict_checkpoint_time
 
-from perfmodel.models.lifetimes import MAX_LIFETIME_H, fit_cdf_lifetimes, fit_lifetimes, lifetimes_from_cdf, time_between_failures_fit
+from perfmodel.models.bathtub import BathtubFitter
+from perfmodel.models.lifetimes import (
+    MAX_LIFETIME_H,
+    fit_cdf_lifetimes,
+    fit_icac_lifetimes,
+    fit_lifetimes,
+    lifetimes_from_cdf,
+    time_between_failures_fit,
+)
 
 __all__ += ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SVR", "checkpoint_size_mb", "predict_checkpoint_time",
-            "MAX_LIFETIME_H", "fit_lifetimes", "fit_cdf_lifetimes", "lifetimes_from_cdf", "time_between_failures_fit"]
+            "MAX_LIFETIME_H", "BathtubFitter", "fit_icac_lifetimes", "fit_lifetimes", "fit_cdf_lifetimes", "lifetimes_from_cdf", "time_between_failures_fit"]
 # -- end transient servers --
