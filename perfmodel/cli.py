@@ -93,6 +93,37 @@ def _cmd_reproduce(args) -> int:
     return 0 if res.ok else 1
 
 
+def _cmd_measure(args) -> int:
+    import pandas as pd
+
+    from perfmodel.measure import append_rows, measure_campaign, measure_checkpoint_time, measure_cluster_speed, measure_step_time
+
+    shape = tuple(int(x) for x in args.input_shape.split(","))
+    if args.measure_command == "step":
+        df = measure_step_time(args.model, shape, batch_size=args.batch_size, device=args.device, steps=args.steps, warmup=args.warmup,
+                               threads=args.threads)
+    elif args.measure_command == "checkpoint":
+        df = measure_checkpoint_time(args.model, args.path, repeats=args.repeats)
+    elif args.measure_command == "cluster":
+        df = measure_cluster_speed(args.model, shape, world_sizes=[int(w) for w in args.world_sizes.split(",")], batch_size=args.batch_size,
+                                   steps=args.steps, warmup=args.warmup, backend=args.backend, threads=args.threads or 1)
+    else:
+        if not args.out:
+            print("perfmodel measure campaign: --out FILE is required (the campaign appends to it and resumes from it)", file=sys.stderr)
+            return 2
+        res = measure_campaign(args.models.split(","), out=args.out, batch_sizes=[int(b) for b in args.batch_sizes.split(",")],
+                               threads=[int(t) for t in args.thread_counts.split(",")], input_shape=shape, budget_s=args.budget_s,
+                               progress=not args.quiet)
+        print(f"perfmodel measure campaign: {res['measured']} measured, {res['skipped']} already in {args.out}, {res['seconds']:.0f} s")
+        return 0
+    if args.out:
+        append_rows(df, args.out)
+        print(f"perfmodel measure {args.measure_command}: {len(df)} rows appended to {args.out}")
+    else:
+        _print_frame(pd.DataFrame(df))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="perfmodel", description="Training-performance models of deep networks on cloud GPU clusters.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -104,6 +135,38 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--list", action="store_true", help="list the items and exit")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.set_defaults(func=_cmd_reproduce)
+
+    meas = sub.add_parser("measure", help="time training steps, checkpoints or data-parallel clusters on this machine")
+    msub = meas.add_subparsers(dest="measure_command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--input-shape", default="3,32,32")
+    common.add_argument("--out", default=None, help="CSV file to append the rows to (atomically); default: print them")
+    st = msub.add_parser("step", parents=[common], help="per-step training time of one model")
+    st.add_argument("model", help="a zoo id")
+    st.add_argument("--batch-size", type=int, default=128)
+    st.add_argument("--device", default="cpu")
+    st.add_argument("--steps", type=int, default=20)
+    st.add_argument("--warmup", type=int, default=3)
+    st.add_argument("--threads", type=int, default=None)
+    ck = msub.add_parser("checkpoint", parents=[common], help="checkpoint (state dict + momentum) save time")
+    ck.add_argument("model")
+    ck.add_argument("--path", default="perfmodel-checkpoint.pt", help="file written (and removed) by each repetition")
+    ck.add_argument("--repeats", type=int, default=5)
+    cl = msub.add_parser("cluster", parents=[common], help="DDP speed vs number of local worker processes")
+    cl.add_argument("model")
+    cl.add_argument("--world-sizes", default="1,2")
+    cl.add_argument("--batch-size", type=int, default=32)
+    cl.add_argument("--steps", type=int, default=5)
+    cl.add_argument("--warmup", type=int, default=2)
+    cl.add_argument("--backend", default="gloo")
+    cl.add_argument("--threads", type=int, default=1)
+    ca = msub.add_parser("campaign", parents=[common], help="many models x batch sizes x threads, resumable")
+    ca.add_argument("models", help="comma-separated zoo ids")
+    ca.add_argument("--batch-sizes", default="32,128")
+    ca.add_argument("--thread-counts", default="1,2")
+    ca.add_argument("--budget-s", type=float, default=1800.0)
+    ca.add_argument("--quiet", action="store_true")
+    meas.set_defaults(func=_cmd_measure)
 
     data = sub.add_parser("data", help="the published measurements: verify, list, summarise")
     dsub = data.add_subparsers(dest="data_command", required=True)
@@ -134,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     errors: tuple = (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError)
+    if args.command == "measure":
+        from perfmodel.measure import MeasurementFileError
+
+        errors += (MeasurementFileError, ValueError)
     if args.command == "features":
         from perfmodel.features import FeatureExtractionError
 

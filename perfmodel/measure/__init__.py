@@ -1,1 +1,25 @@
-"""perfmodel.measure."""
+"""perfmodel.measure — time training steps, checkpoints and data-parallel clusters of your own models on your own
+devices, in the schemas of the published data, appended atomically to dataset files.
+
+* :func:`measure_step_time`, :func:`measure_checkpoint_time` — one device (CPU or GPU, synchronised timing);
+* :func:`measure_cluster_speed` — ``torch.distributed`` data parallelism (gloo on CPU, nccl on GPU; ``torchrun`` for
+  real clusters: ``python -m perfmodel.measure.ddp``);
+* :func:`measure_campaign` — many combinations, resumable, with a progress bar; :func:`append_rows` — atomic append;
+* ``perfmodel measure ...`` on the command line; ``python -m perfmodel.measure.bundle`` rebuilds the bundled CPU data.
+"""
+from __future__ import annotations
+
+from perfmodel.measure.campaign import measure_campaign
+from perfmodel.measure.ddp import CLUSTER_COLUMNS, measure_cluster_speed
+from perfmodel.measure.store import MeasurementFileError, append_rows, read_rows
+from perfmodel.measure.timing import (
+    CHECKPOINT_COLUMNS,
+    STEP_COLUMNS,
+    environment,
+    flag_outliers,
+    measure_checkpoint_time,
+    measure_step_time,
+)
+
+__all__ = ["measure_step_time", "measure_checkpoint_time", "measure_cluster_speed", "measure_campaign", "append_rows", "read_rows",
+           "MeasurementFileError", "environment", "flag_outliers", "STEP_COLUMNS", "CHECKPOINT_COLUMNS", "CLUSTER_COLUMNS"]

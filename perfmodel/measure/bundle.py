@@ -1,0 +1,58 @@
+"""Rebuild perfmodel's bundled CPU measurements: the twenty zoo CNNs on this machine's CPU, batch 32 and 128, 1 and 2
+threads, plus checkpoint times — ``python -m perfmodel.measure.bundle [--budget-s 1800]``.
+
+Appends to ``datasets/measurements/cpu_steps.csv`` and ``cpu_checkpoints.csv`` of a source checkout (resumable: done
+combinations are skipped) and appends a provenance entry (machine, command, wall time) to
+``datasets/measurements/README.md``. Measuring is a command, never a test.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def main(argv=None) -> int:
+    import os
+
+    import torch
+
+    from perfmodel.measure.campaign import measure_campaign
+    from perfmodel.measure.timing import _cpu_name
+    from perfmodel.zoo import list_models
+
+    ap = argparse.ArgumentParser(prog="python -m perfmodel.measure.bundle", description=__doc__.splitlines()[0])
+    ap.add_argument("--budget-s", type=float, default=1680.0, help="wall-time budget of the step-time campaign (default 1680 s: the
+                    "checkpoints and the last combinations keep the whole run under 30 min)")
+    ap.add_argument("--folder", default=str(Path(__file__).resolve().parents[2] / "datasets" / "measurements"))
+    ap.add_argument("--models", default="", help="comma-separated zoo ids (default: all twenty)")
+    a = ap.parse_args(argv)
+    folder = Path(a.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    models = [m for m in a.models.split(",") if m] or list(list_models())
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    res = measure_campaign(models, out=folder / "cpu_steps.csv", batch_sizes=(32, 128), threads=(1, 2), budget_s=a.budget_s,
+                           checkpoint_out=folder / "cpu_checkpoints.csv", checkpoint_repeats=3)
+    wall = time.perf_counter() - t0
+    load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    entry = (f"\n* {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC — `python -m perfmodel.measure.bundle --budget-s {a.budget_s:g}`: "
+             f"{res['measured']} combinations measured, {res['skipped']} already present, {wall / 60:.1f} min wall. CPU: {_cpu_name()}, "
+             f"{os.cpu_count()} logical cores; torch {torch.__version__}, Python {platform.python_version()}; load average "
+             f"{load0:.2f} at start, {load1:.2f} at the end.\n")
+    readme = folder / "README.md"
+    if not readme.exists():
+        readme.write_text("# perfmodel's own measurements\n\nProvenance of each campaign (appended by `python -m perfmodel.measure.bundle`):\n")
+    with open(readme, "a") as f:
+        f.write(entry)
+    print(entry.strip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
