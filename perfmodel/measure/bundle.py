@@ -27,8 +27,8 @@ def main(argv=None) -> int:
     from perfmodel.zoo import list_models
 
     ap = argparse.ArgumentParser(prog="python -m perfmodel.measure.bundle", description=__doc__.splitlines()[0])
-    ap.add_argument("--budget-s", type=float, default=1680.0, help="wall-time budget of the step-time campaign (default 1680 s: the
-                    "checkpoints and the last combinations keep the whole run under 30 min)")
+    ap.add_argument("--budget-s", type=float, default=1680.0,
+                    help="wall-time budget of the step-time campaign (default 1680 s, so the whole run stays under 30 min)")
     ap.add_argument("--folder", default=str(Path(__file__).resolve().parents[2] / "datasets" / "measurements"))
     ap.add_argument("--models", default="", help="comma-separated zoo ids (default: all twenty)")
     a = ap.parse_args(argv)
