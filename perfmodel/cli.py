@@ -1,4 +1,4 @@
-"""Command line: ``perfmodel reproduce``, ``perfmodel data {verify,list,summary,registry}`` and ``perfmodel features``.
+"""Command line: ``perfmodel reproduce | predict | plan | measure | features | data``.
 
 Exit status: 0 on success, 1 when a check fails (e.g. a file whose hash does not match), 2 on a usage error.
 """
@@ -93,6 +93,39 @@ def _cmd_reproduce(args) -> int:
     return 0 if res.ok else 1
 
 
+def _cmd_predict(args) -> int:
+    from perfmodel.models import predict_checkpoint_time, predict_cluster_speed, predict_step_time
+
+    gpus = [g for g in args.gpus.split(",") if g]
+    print("single-worker step time:")
+    _print_frame(predict_step_time(args.model, gpus))
+    print("\ncluster speed (steps/s):")
+    for g in gpus:
+        c = predict_cluster_speed(args.model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2))
+        print(f"{g} ({c['basis'].iloc[0]})")
+        _print_frame(c.pivot(index="n_workers", columns="n_ps", values="speed_steps_per_s").rename(columns=lambda p: f"{p} PS").reset_index())
+    print("\ncheckpoint:")
+    _print_frame(predict_checkpoint_time(args.model))
+    return 0
+
+
+def _cmd_plan(args) -> int:
+    from perfmodel.planning import cheapest_under_deadline, fastest_under_budget, plan
+
+    f = plan(args.model, gpus=args.gpus.split(","), max_workers=args.max_workers, steps=args.steps, deadline_h=args.deadline_h,
+             budget_usd=args.budget_usd)
+    cols = ["gpu", "n_workers", "n_ps", "transient", "time_h", "cost_usd", "expected_revocations", "feasible"]
+    print(f"Pareto front of {len(f)} configurations ({args.steps} steps, prices of {f['price_date'].iloc[0]}):")
+    _print_frame(f.loc[f["pareto"], cols])
+    if args.deadline_h is not None:
+        print("\ncheapest within the deadline:")
+        _print_frame(cheapest_under_deadline(f, args.deadline_h)[cols].to_frame().T)
+    if args.budget_usd is not None:
+        print("\nfastest within the budget:")
+        _print_frame(fastest_under_budget(f, args.budget_usd)[cols].to_frame().T)
+    return 0
+
+
 def _cmd_measure(args) -> int:
     import pandas as pd
 
@@ -135,6 +168,20 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--list", action="store_true", help="list the items and exit")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.set_defaults(func=_cmd_reproduce)
+
+    pred = sub.add_parser("predict", help="step time, cluster speed and checkpoint time of a model on GPUs")
+    pred.add_argument("model", help="a zoo id")
+    pred.add_argument("--gpus", default="K80,P100,V100")
+    pred.add_argument("--max-workers", type=int, default=8)
+    pred.set_defaults(func=_cmd_predict)
+    pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front")
+    pl.add_argument("model", help="a zoo id")
+    pl.add_argument("--gpus", default="K80,P100,V100")
+    pl.add_argument("--max-workers", type=int, default=8)
+    pl.add_argument("--steps", type=int, default=64000)
+    pl.add_argument("--deadline-h", type=float, default=None)
+    pl.add_argument("--budget-usd", type=float, default=None)
+    pl.set_defaults(func=_cmd_plan)
 
     meas = sub.add_parser("measure", help="time training steps, checkpoints or data-parallel clusters on this machine")
     msub = meas.add_subparsers(dest="measure_command", required=True)
@@ -197,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     errors: tuple = (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError)
+    if args.command in ("predict", "plan"):
+        errors += (ValueError,)
     if args.command == "measure":
         from perfmodel.measure import MeasurementFileError
 

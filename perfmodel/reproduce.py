@@ -160,6 +160,8 @@ ITEMS: tuple[CatalogItem, ...] = (
                 (_f("revocation_expectations"),), (), _NB + "07-planner-and-revocations.ipynb", "tests/figures/test_plan_figures.py"),
     CatalogItem("checkpoint_interval", "perfmodel", "Wall time vs checkpoint interval, Young/Daly optimum vs simulation", "beyond §1.6",
                 (_f("checkpoint_interval"),), (), _NB + "07-planner-and-revocations.ipynb", "tests/figures/test_plan_figures.py"),
+    CatalogItem("cpu_lomo", "perfmodel", "CM-DARE's step-time regressions on perfmodel's own CPU measurements, leave-one-model-out", "beyond §1.7",
+                (_f("cpu_lomo"),), (), _NB + "10-cpu-measurements.ipynb", "tests/figures/test_cpu_measurements.py"),
     CatalogItem("speed_protocols", "perfmodel", "Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split", "beyond §1.7",
                 (_f("speed_protocols"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_protocols.py"),
 )

@@ -126,3 +126,13 @@ def test_readme_table_lists_every_item():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- items-table -->\n", 1)[1].split("\n<!-- /items-table -->", 1)[0]
     assert block == items_markdown_table(), "regenerate with: python -m perfmodel.reproduce --readme-table"
+
+
+def test_predict_and_plan_commands(capsys):
+    assert main(["predict", "resnet-32", "--gpus", "P100,V100", "--max-workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "single-worker step time" in out and "PS model fitted on the" in out and "checkpoint_time_s" in out
+    assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "2", "--deadline-h", "3"]) == 0
+    assert "cheapest within the deadline" in capsys.readouterr().out
+    assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "1", "--deadline-h", "0.1"]) == 1
+    assert "No configuration finishes within 0.1 h" in capsys.readouterr().err

@@ -23,6 +23,7 @@ from perfmodel._errors import (
 )
 from perfmodel.datasets import cmdare as _cmdare
 from perfmodel.datasets import icac as _icac
+from perfmodel.datasets import measurements as _measurements
 from perfmodel.datasets import reference as _reference
 from perfmodel.datasets._registry import data_source, entry, read_bytes, read_csv, registry_entries, resolve
 from perfmodel.datasets._spec import DatasetSpec
@@ -64,6 +65,7 @@ from perfmodel.datasets.names import (
     model_info,
     region_of_zone,
 )
+from perfmodel.datasets.measurements import load_cpu_measurements
 from perfmodel.datasets.reference import (
     TRANSCRIBED,
     gpu_tflops,
@@ -74,7 +76,7 @@ from perfmodel.datasets.reference import (
     load_transcribed,
 )
 
-_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_reference.DATASETS)
+_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_reference.DATASETS, *_measurements.DATASETS)
 
 
 def _specs() -> dict[str, DatasetSpec]:
@@ -162,6 +164,8 @@ __all__ = [
     "DataFormatError", "DataIntegrityError", "DataNotAvailableError", "NotADataFileError", "UnknownNameError",
     # registry
     "registry", "verify", "data_source", "entry", "resolve", "read_bytes", "read_csv", "list_datasets", "load_dataset", "DatasetSpec",
+    # perfmodel's own measurements
+    "load_cpu_measurements",
     # names
     "MODELS", "MODEL_IDS", "HELD_OUT_MODEL_IDS", "GPU_IDS", "REGION_IDS", "canonical_model", "canonical_gpu", "canonical_region",
     "model_info", "region_of_zone",

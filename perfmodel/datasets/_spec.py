@@ -27,7 +27,8 @@ class DatasetSpec:
         Which paper items use it (``"ICDCS'20 §1.1"``, ``"ICAC'19 Table III"``...).
     kind : str
         ``"upstream"`` (measurements fetched and hash-checked), ``"reference"`` (reported numbers shipped with perfmodel),
-        ``"catalog"`` (perfmodel's own curated tables, e.g. GPU specs).
+        ``"catalog"`` (perfmodel's own curated tables, e.g. GPU specs), ``"measurements"`` (perfmodel's own
+        measurements, ``datasets/measurements/``).
     """
 
     name: str

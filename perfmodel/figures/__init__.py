@@ -132,3 +132,9 @@ from perfmodel.figures.revocation_overhead import (
 __all__ += ["plan_validation", "plan_validation_data", "checkpoint_interval", "checkpoint_interval_data", "revocation_expectations",
             "revocation_expectations_data"]
 # -- end planner and revocations --
+
+# -- CPU measurements (issue 8) --
+from perfmodel.figures.cpu_measurements import CPU_FEATURE_SETS, cpu_lomo, cpu_lomo_data, cpu_step_times
+
+__all__ += ["CPU_FEATURE_SETS", "cpu_lomo", "cpu_lomo_data", "cpu_step_times"]
+# -- end CPU measurements --

@@ -60,6 +60,12 @@ def append_rows(df: pd.DataFrame, path) -> Path:
     buf = io.StringIO()
     df.to_csv(buf, index=False, header=not old, lineterminator="\n")
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -67,6 +73,7 @@ def append_rows(df: pd.DataFrame, path) -> Path:
             f.write(buf.getvalue().encode("utf-8"))
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, mode)  # mkstemp creates 0600; keep the file's own mode (or the umask's default for a new file)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

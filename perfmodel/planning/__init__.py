@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from perfmodel.planning.cost import cluster_cost_usd, icac_run_costs, price_per_second
+from perfmodel.planning.efficiency import gradient_noise_scale, steps_multiplier
 from perfmodel.planning.plan import (
     PlanInfeasibleError,
     cheapest_under_deadline,
@@ -26,5 +27,5 @@ __all__ = [
     "cluster_cost_usd", "icac_run_costs", "price_per_second",
     "plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h", "young_daly_interval",
-    "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation",
+    "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation", "gradient_noise_scale", "steps_multiplier",
 ]

@@ -80,6 +80,7 @@ def test_list_datasets_offline_and_with_shapes():
     sizes = full.set_index("name")["rows"]
     assert sizes["speed_samples"] == 520 and sizes["cluster_runs"] == 4979 and sizes["checkpoint_samples"] == 100
     assert ds.load_dataset("vm_startup").shape == (100, 9)
+    assert set(full.loc[full["kind"] == "measurements", "name"]) == {"cpu_steps", "cpu_checkpoints"}
 
 
 def test_unknown_dataset_lists_valid_ones():

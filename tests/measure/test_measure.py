@@ -70,6 +70,9 @@ def test_append_is_atomic_and_refuses_other_columns(tmp_path):
     with pytest.raises(M.MeasurementFileError, match=r"has the columns \['x', 'y'\], the new rows have \['y', 'x'\]"):
         M.append_rows(a[["y", "x"]], f)
     assert [p.name for p in tmp_path.iterdir()] == ["m.csv"]  # no temporary file left behind
+    os.chmod(f, 0o640)
+    M.append_rows(a, f)
+    assert f.stat().st_mode & 0o777 == 0o640  # the file keeps its mode across appends
 
 
 def test_append_survives_a_killed_writer(tmp_path):
