@@ -1,0 +1,132 @@
+"""Every number the README quotes is computed here from the data and compared with the README's text.
+
+Each claim is a phrase template whose ``{}`` fields are filled with values computed by perfmodel from the data; the filled
+phrase must appear in the README (whitespace-insensitive). A guard then finds every number in the README's prose and code
+comments (outside the generated items table, the commands, file names, versions and commit ids): each must lie inside a
+verified phrase, so a number added to the README without a check here fails the suite.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    # the items table is generated and checked by tests/test_reproduce.py; the commands are run by CI
+    text = re.sub(r"<!-- items-table -->.*?<!-- /items-table -->", "", text, flags=re.S)
+    text = re.sub(r"<!-- (main|test)-command -->.*?<!-- /(main|test)-command -->", "", text, flags=re.S)
+    return re.sub(r"\s+", " ", text)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1f}"
+
+
+def _speed_claims():
+    from perfmodel import datasets as ds
+
+    s = ds.load_speed_samples()
+    per = s.groupby(["model", "gpu"], observed=True).size()
+    assert per.nunique() == 1, "the speed samples are not balanced; the README phrase assumes they are"
+    gpus = "/".join(sorted(s["gpu"].astype(str).unique()))
+    yield "{} single-worker samples ({} CNNs × {} × {})", (len(s), s["model"].nunique(), gpus, int(per.iloc[0]))
+    yield "a single-worker speed sample, {} CNNs × {} × {}", (s["model"].nunique(), gpus, int(per.iloc[0]))
+    h = ds.load_heldout_speed_samples()
+    yield "a K80 sample of the {} held-out CNNs ({})", (h["model"].nunique(), len(h))
+    yield "one of the {} CNNs: FLOPs", (len(ds.load_model_metadata()),)
+    yield "one of the {} speed CSVs", (sum(1 for n in ds.list_datasets(with_shape=False)["name"] if n.startswith("speed_file:")),)
+    tb = ds.load_speed_tensorboard()
+    exports = tb[["source_name", "gpu"]].drop_duplicates().shape[0]  # one TensorBoard export per (run, GPU)
+    yield "a raw TensorBoard sample behind the speed samples ({}) | `CM:speed_data/0lat_*/` ({} exports)", (len(tb), exports)
+    ts = ds.load_speed_timeseries()
+    yield "a single-worker sample over time, {} CNNs × {}", (ts["model"].nunique(), "/".join(sorted(ts["gpu"].astype(str).unique())))
+    st = ds.load_speed_supertable()
+    lat = sorted(float(v) for v in st["latency_ms"].unique())
+    yield "a sample with {} or {} ms latency ({})", (f"{lat[0]:g}", f"{lat[1]:g}", len(st))
+    yield "per-(GPU, model) prediction error ({})", (len(ds.load_speed_prediction_errors()),)
+
+
+def _data_claims():
+    from perfmodel import datasets as ds
+
+    runs = ds.load_cluster_runs()
+    n_runs = runs[["model", "gpu", "n_workers", "n_ps"]].drop_duplicates().shape[0]
+    yield "{} cluster-size runs ({}–{} workers, 1 or {} PS)", (n_runs, int(runs["n_workers"].min()), int(runs["n_workers"].max()),
+                                                             int(runs["n_ps"].max()))
+    yield "a cluster `global_step/sec` sample of one of {} runs", (n_runs,)
+    yield "a checkpoint ({} / {} / {}) / a per-model summary ({} / {})", (
+        len(ds.load_checkpoint_samples("whole")), len(ds.load_checkpoint_samples("training")), len(ds.load_checkpoint_samples("test")),
+        len(ds.load_checkpoint_summary("ckpt")), len(ds.load_checkpoint_summary("aggregated")))
+    yield "a VM start: provisioning, staging, booting **seconds** ({})", (len(ds.load_vm_startup()),)
+    yield "an accuracy evaluation of a chief-rejoining run ({})", (len(ds.load_chief_rejoining()),)
+    n_tr = sum(1 for n in ds.list_datasets(with_shape=False)["name"] if n.startswith("transcribed:"))
+    yield "a value the authors hard-coded in a notebook ({} arrays)", (n_tr,)
+    g = ds.load_gpu_catalog().set_index("gpu")
+    yield "K80 {} / P100 {} peak FP32 TFLOPS", (f"{g.loc['K80', 'fp32_peak_tflops']:.3f}", f"{g.loc['P100', 'fp32_peak_tflops']:.3f}")
+
+
+def _result_claims():
+    from perfmodel.figures.cpu_measurements import cpu_lomo_data
+    from perfmodel.planning import validate_against_icac
+
+    v = validate_against_icac()
+    yield "time MAPE {} %, cost MAPE {} %", (_pct(v["time_ape_pct"].mean()), _pct(v["cost_ape_pct"].mean()))
+    d = cpu_lomo_data()
+    paper = d[(d["features"] == "FLOPs (the paper's single feature)") & (d["fit"] == "linear")]["mape_pct"]
+    best = d.groupby(["batch_size", "threads"])["mape_pct"].min()
+    yield ("leave-one-model-out MAPE {}–{} % with CM-DARE's method (one linear fit on FLOPs), {}–{} % with the best of three "
+           "feature sets"), (_pct(paper.min()), _pct(paper.max()), _pct(best.min()), _pct(best.max()))
+    yield "over {} batch-size × thread configurations", (len(best),)
+
+
+def _claims():
+    for gen in (_speed_claims, _data_claims, _result_claims):
+        for template, values in gen():
+            yield template.format(*values)
+
+
+@pytest.fixture(scope="module")
+def verified() -> list[str]:
+    return list(_claims())
+
+
+def test_every_claim_is_in_the_readme(verified):
+    text = _readme()
+    missing = [c for c in verified if c not in text]
+    assert not missing, "README phrases whose numbers do not match the data (phrase as computed):\n" + "\n".join(missing)
+
+
+#: Numbers in the README that are not measurements, with the reason each is allowed.
+_NOT_MEASUREMENTS = [
+    (r"ICDCS 2020|ICAC 2019|2019 GCE|2018–19", "paper venues and years"),
+    (r"Python ≥ 3\.10|torch==2\.13\.0|torch>=2\.2|Apache-2\.0|sha256", "versions, licences, hash names"),
+    (r"`[^`]*`", "code spans: file names, commit ids, function names"),
+    (r"§\s?[0-9.]+", "section numbers of the papers"),
+    (r"ICAC'19|K80|P100|V100|H100|A100|L4\b|0lat_\w*", "names that contain digits"),
+    (r"NN-<slug>|notebooks/\d\d-[\w-]+|\b0[0-9]-[a-z-]+", "notebook names"),
+    (r"exits 1|exits? 0|exit status \d|≥ 1|1–8 workers|1–2 PS", "exit codes and CLI ranges"),
+    (r"\d+ min\b|under a minute|\d+(\.\d+)? s\b", "timings, measured by the benchmarks, not data"),
+    (r"--[a-z-]+ [0-9.,]+", "command-line examples"),
+    (r"(?<= )[1-9]\. (?=\S)", "numbered-list markers"),
+]
+
+
+def test_no_unverified_number_in_the_readme(verified):
+    text = _readme()
+    covered = np.zeros(len(text), dtype=bool)
+    for c in verified:
+        for m in re.finditer(re.escape(c), text):
+            covered[m.start():m.end()] = True
+    for pat, _ in _NOT_MEASUREMENTS:
+        for m in re.finditer(pat, text):
+            covered[m.start():m.end()] = True
+    loose = [(m.group(), text[max(0, m.start() - 50):m.end() + 30]) for m in re.finditer(r"\d+(?:[.,]\d+)*", text)
+             if not covered[m.start():m.end()].all()]
+    assert not loose, ("numbers in the README that no test checks (add the phrase to tests/test_readme.py, computed from the "
+                       "data, or remove it):\n" + "\n".join(f"{n!r} in …{ctx}…" for n, ctx in loose))
