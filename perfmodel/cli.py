@@ -10,6 +10,19 @@ import sys
 __all__ = ["main"]
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that ends each option with its default, except options whose default is 'none' (their help says so)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _UsageError(ValueError):
+    """A command-line value that cannot be used (exit status 2, one line)."""
+
+
 def _print_frame(df, *, max_colwidth: int = 60) -> None:
     import pandas as pd
 
@@ -93,27 +106,68 @@ def _cmd_reproduce(args) -> int:
     return 0 if res.ok else 1
 
 
+def _shape(text: str, option: str = "--input-shape") -> tuple[int, ...]:
+    """``"3,32,32"`` → ``(3, 32, 32)``, or a one-line usage error."""
+    try:
+        shape = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape or any(d <= 0 for d in shape):
+        raise _UsageError(f"{option} must be positive comma-separated integers like 3,32,32 (one sample, no batch dimension); "
+                          f"got {text!r}.")
+    return shape
+
+
+def _names(text: str, option: str) -> list[str]:
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    if not names:
+        raise _UsageError(f"{option} must name at least one item, comma-separated; got {text!r}.")
+    return names
+
+
+def _positive(value: float | None, option: str) -> None:
+    if value is not None and not value > 0:
+        raise _UsageError(f"{option} must be a positive number; got {value}.")
+
+
 def _cmd_predict(args) -> int:
     from perfmodel.models import predict_checkpoint_time, predict_cluster_speed, predict_step_time
+    from perfmodel.zoo import load_model
 
-    gpus = [g for g in args.gpus.split(",") if g]
-    print("single-worker step time:")
-    _print_frame(predict_step_time(args.model, gpus))
-    print("\ncluster speed (steps/s):")
+    gpus = _names(args.gpus, "--gpus")
+    shape = _shape(args.input_shape)
+    if args.max_workers < 1:
+        raise _UsageError(f"--max-workers must be ≥ 1; got {args.max_workers}.")
+    model = load_model(args.model)
+    step = predict_step_time(model, gpus, input_shape=shape)
+    print("single-worker step time (no parameter server, as CM-DARE's speed samples):")
+    _print_frame(step)
+    print("\ncluster speed (steps/s; asynchronous training with parameter servers):")
     for g in gpus:
-        c = predict_cluster_speed(args.model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2))
+        c = predict_cluster_speed(model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2), input_shape=shape)
         print(f"{g} ({c['basis'].iloc[0]})")
         _print_frame(c.pivot(index="n_workers", columns="n_ps", values="speed_steps_per_s").rename(columns=lambda p: f"{p} PS").reset_index())
-    print("\ncheckpoint:")
-    _print_frame(predict_checkpoint_time(args.model))
+    print("\ncheckpoint (size in MiB; CM-DARE's 'MB' columns are 2^20 bytes):")
+    ck = predict_checkpoint_time(model, input_shape=shape)
+    _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
     return 0
 
 
 def _cmd_plan(args) -> int:
     from perfmodel.planning import cheapest_under_deadline, fastest_under_budget, plan
+    from perfmodel.zoo import load_model
 
-    f = plan(args.model, gpus=args.gpus.split(","), max_workers=args.max_workers, steps=args.steps, deadline_h=args.deadline_h,
-             budget_usd=args.budget_usd)
+    _positive(args.deadline_h, "--deadline-h")
+    _positive(args.budget_usd, "--budget-usd")
+    if args.steps < 1 or args.max_workers < 1:
+        raise _UsageError(f"--steps and --max-workers must be ≥ 1; got {args.steps} and {args.max_workers}.")
+    prices = None
+    if args.prices:
+        from perfmodel.planning import read_prices
+
+        prices = read_prices(args.prices)
+    f = plan(load_model(args.model), gpus=_names(args.gpus, "--gpus"), max_workers=args.max_workers, steps=args.steps,
+             deadline_h=args.deadline_h, budget_usd=args.budget_usd, prices=prices, input_shape=_shape(args.input_shape))
     cols = ["gpu", "n_workers", "n_ps", "transient", "time_h", "cost_usd", "expected_revocations", "feasible"]
     print(f"Pareto front of {len(f)} configurations ({args.steps} steps, prices of {f['price_date'].iloc[0]}):")
     _print_frame(f.loc[f["pareto"], cols])
@@ -123,6 +177,24 @@ def _cmd_plan(args) -> int:
     if args.budget_usd is not None:
         print("\nfastest within the budget:")
         _print_frame(fastest_under_budget(f, args.budget_usd)[cols].to_frame().T)
+    return 0
+
+
+def _cmd_zoo(args) -> int:
+    import pandas as pd
+
+    from perfmodel.datasets.names import MODEL_IDS, model_info
+    from perfmodel.features import load_zoo_features
+
+    z = load_zoo_features().set_index("model")
+    rows = []
+    for m in MODEL_IDS:
+        info = model_info(m)
+        rows.append(dict(model=m, label=info.label, params_m=round(float(z.loc[m, "params"]) / 1e6, 3),
+                         train_step_gflops=round(float(z.loc[m, "train_step_flops"]) / 1e9, 3), held_out=info.held_out,
+                         also_accepted=", ".join(dict.fromkeys(a for a in info.aliases if a != m))))
+    _print_frame(pd.DataFrame(rows), max_colwidth=80)
+    print("\n(any of these, or 'package.module:ClassName' for your own torch module, is a MODEL for predict, plan, features, measure)")
     return 0
 
 
@@ -158,7 +230,11 @@ def _cmd_measure(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from perfmodel import __version__
+
+    fmt = _DefaultsFormatter
     p = argparse.ArgumentParser(prog="perfmodel", description="Training-performance models of deep networks on cloud GPU clusters.")
+    p.add_argument("--version", action="version", version=f"perfmodel {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     rep = sub.add_parser("reproduce", help="every figure and table of both papers, with a paper-vs-reproduced report")
@@ -169,19 +245,27 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.set_defaults(func=_cmd_reproduce)
 
-    pred = sub.add_parser("predict", help="step time, cluster speed and checkpoint time of a model on GPUs")
-    pred.add_argument("model", help="a zoo id")
-    pred.add_argument("--gpus", default="K80,P100,V100")
-    pred.add_argument("--max-workers", type=int, default=8)
+    model_help = ("a zoo id (see `perfmodel zoo`; any upstream spelling such as Res32) or package.module:ClassName, a torch "
+                  "module class importable from the current folder and built without arguments")
+    pred = sub.add_parser("predict", help="step time, cluster speed and checkpoint time of a model on GPUs", formatter_class=fmt)
+    pred.add_argument("model", help=model_help)
+    pred.add_argument("--gpus", default="K80,P100,V100", help="comma-separated GPU ids of the GPU catalog")
+    pred.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
+    pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in the cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
-    pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front")
-    pl.add_argument("model", help="a zoo id")
-    pl.add_argument("--gpus", default="K80,P100,V100")
-    pl.add_argument("--max-workers", type=int, default=8)
-    pl.add_argument("--steps", type=int, default=64000)
-    pl.add_argument("--deadline-h", type=float, default=None)
-    pl.add_argument("--budget-usd", type=float, default=None)
+    pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front", formatter_class=fmt)
+    pl.add_argument("model", help=model_help)
+    pl.add_argument("--gpus", default="K80,P100,V100", help="comma-separated worker GPU ids, each with a price")
+    pl.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
+    pl.add_argument("--max-workers", type=int, default=8, help="clusters of 1..N workers (measured: 1-8)")
+    pl.add_argument("--steps", type=int, default=64000, help="training steps (global steps; ICAC'19 trains ResNet-32 for 64000)")
+    pl.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
+    pl.add_argument("--budget-usd", type=float, default=None, help="budget in US dollars (none: unconstrained)")
+    pl.add_argument("--prices", default=None, metavar="FILE",
+                    help="CSV of prices in $/h with the columns of perfmodel.datasets.load_prices (none: ICAC'19's 2019 GCE prices)")
     pl.set_defaults(func=_cmd_plan)
+    zoo = sub.add_parser("zoo", help="list the zoo ids (the twenty CM-DARE CNNs) with their size and accepted spellings")
+    zoo.set_defaults(func=_cmd_zoo)
 
     meas = sub.add_parser("measure", help="time training steps, checkpoints or data-parallel clusters on this machine")
     msub = meas.add_subparsers(dest="measure_command", required=True)
@@ -224,10 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
     dsub.add_parser("summary", help="every dataset with its shape and the paper items using it").set_defaults(func=_cmd_data_summary)
     dsub.add_parser("registry", help="the registry of upstream files with their sha256").set_defaults(func=_cmd_data_registry)
 
-    feat = sub.add_parser("features", help="graph features of a zoo CNN or any torch module")
+    feat = sub.add_parser("features", help="graph features of a zoo CNN or any torch module", formatter_class=fmt)
     feat.add_argument("target", help="a zoo id (e.g. resnet-32) or package.module:ClassName (instantiated without arguments)")
-    feat.add_argument("--input-shape", default="3,32,32", help="input shape without the batch dimension (default 3,32,32)")
-    feat.add_argument("--batch-size", type=int, default=1)
+    feat.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
+    feat.add_argument("--batch-size", type=int, default=1, help="samples per step (counts scale with it)")
     feat.add_argument("--per-layer", action="store_true", help="one row per module")
     feat.set_defaults(func=_cmd_features)
     return p
@@ -256,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         errors += (FeatureExtractionError,)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # `perfmodel zoo | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return 0
+    except _UsageError as exc:
+        print(f"perfmodel {args.command}: {exc}", file=sys.stderr)
+        return 2
     except errors as exc:
         print(f"perfmodel: {exc}", file=sys.stderr)
         return 1

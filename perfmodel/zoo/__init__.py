@@ -4,18 +4,28 @@
 >>> net = zoo.build("resnet-32")          # any upstream spelling works too: zoo.build("Res32")
 
 Architectures: CATALOG.md §4 (derived by matching the data's parameter and tensor counts to tensor2tensor's code);
-inputs are 32×32×3 CIFAR-10 images. Importing this package imports torch.
+inputs are 32×32×3 CIFAR-10 images. Importing this package does not import torch; building a model does.
 """
 from __future__ import annotations
 
 from perfmodel.datasets.names import MODEL_IDS, model_info
-from perfmodel.zoo.resnet import CifarResNet
-from perfmodel.zoo.shake_shake import CifarShakeShake
 
-__all__ = ["build", "list_models", "CifarResNet", "CifarShakeShake", "INPUT_SHAPE"]
+__all__ = ["build", "list_models", "load_model", "CifarResNet", "CifarShakeShake", "INPUT_SHAPE"]
 
 #: Input shape of every zoo CNN (channels, height, width), without the batch dimension.
 INPUT_SHAPE = (3, 32, 32)
+
+
+def __getattr__(name: str):
+    if name == "CifarResNet":
+        from perfmodel.zoo.resnet import CifarResNet
+
+        return CifarResNet
+    if name == "CifarShakeShake":
+        from perfmodel.zoo.shake_shake import CifarShakeShake
+
+        return CifarShakeShake
+    raise AttributeError(f"module 'perfmodel.zoo' has no attribute {name!r}")
 
 
 def list_models() -> tuple[str, ...]:
@@ -40,7 +50,58 @@ def build(model_id: str, *, num_classes: int = 10, device=None, dtype=None):
     torch.nn.Module
         In training mode, freshly initialised.
     """
+    from perfmodel.zoo.resnet import CifarResNet
+    from perfmodel.zoo.shake_shake import CifarShakeShake
+
     info = model_info(model_id)  # raises UnknownNameError listing the valid ids
     if info.family == "resnet":
         return CifarResNet(info.layer_sizes, num_classes=num_classes, device=device, dtype=dtype)
     return CifarShakeShake(info.hidden_size, info.num_hidden_layers, num_classes=num_classes, device=device, dtype=dtype)
+
+
+def load_model(target: str):
+    """A model named on the command line: a zoo id (returned as its canonical id, so that predictors use the shipped
+    features) or ``"package.module:ClassName"`` (imported, with the current folder importable, and instantiated without
+    arguments).
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        ``target`` has no ``:`` and is not a zoo id (the message suggests the closest ids).
+    ValueError
+        ``target`` is malformed, cannot be imported, cannot be instantiated without arguments, or is not a
+        ``torch.nn.Module``.
+    """
+    import importlib
+    import os
+    import sys
+
+    from perfmodel.datasets.names import canonical_model
+
+    if not isinstance(target, str) or not target.strip():
+        raise ValueError(f"A model must be a zoo id (e.g. 'resnet-32') or 'package.module:ClassName'; got {target!r}.")
+    if ":" not in target:
+        return canonical_model(target)
+    mod_name, _, cls_name = target.partition(":")
+    if not mod_name or not all(p.isidentifier() for p in mod_name.split(".")) or not cls_name.isidentifier():
+        raise ValueError(f"Malformed model {target!r}: expected 'package.module:ClassName', e.g. 'mynets:Net' for class Net "
+                         "in mynets.py of the current folder.")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` does: a module of the current folder is importable
+    try:
+        cls = getattr(importlib.import_module(mod_name), cls_name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"Cannot import {target!r} ({type(exc).__name__}: {exc}). Expected a module importable from the "
+                         f"current folder ({cwd}) or the environment; install the package or fix the name.") from exc
+    try:
+        model = cls()
+    except Exception as exc:
+        raise ValueError(f"{target} could not be instantiated without arguments ({type(exc).__name__}: {exc}). Expected a class "
+                         "whose arguments all have defaults; wrap it in one that does, or call the Python API with an "
+                         "instance.") from exc
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"{target} built a {type(model).__name__}, not a torch.nn.Module.")
+    return model

@@ -1,0 +1,118 @@
+"""The command line as a new user meets it: --version, help for every option, the zoo list, models given as
+``package.module:Class`` from the current folder, user price files, and one-line errors with exit status 2."""
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+import pytest
+
+from perfmodel import __version__
+from perfmodel.cli import build_parser, main
+
+
+def _options(parser: argparse.ArgumentParser, path=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, path + (name,))
+        elif action.option_strings and not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield " ".join(path), action
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"perfmodel {__version__}"
+
+
+def test_every_option_has_help_with_its_default():
+    missing = [f"{cmd} {a.option_strings[0]}" for cmd, a in _options(build_parser()) if not (a.help or "").strip()]
+    assert not missing, f"options without help text: {missing}"
+    p = build_parser()
+    helps = {}
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {name: sub.format_help() for name, sub in action.choices.items()}
+    # a default that is not None is printed by the formatter; a None default is explained in the help itself
+    assert "(default: 64000)" in helps["plan"]
+    assert "(default: None)" not in "".join(helps.values())
+
+
+def test_zoo_lists_the_ids(capsys):
+    assert main(["zoo"]) == 0
+    out = capsys.readouterr().out
+    from perfmodel.zoo import list_models
+
+    assert all(m in out for m in list_models())
+    assert "Res32" in out  # an accepted upstream spelling
+
+
+def test_bad_input_shape_is_a_usage_error(capsys):
+    assert main(["plan", "resnet-32", "--input-shape", "3,x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--input-shape must be positive comma-separated integers" in err
+
+
+def test_unknown_model_suggests(capsys):
+    assert main(["predict", "resnet-33", "--gpus", "K80"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "resnet-33" in err
+
+
+def test_predict_takes_a_module_of_the_current_folder(tmp_path, monkeypatch, capsys):
+    (tmp_path / "mynets_cli.py").write_text(textwrap.dedent("""
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                          nn.Linear(16, 10))
+            def forward(self, x):
+                return self.body(x)
+    """))
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "mynets_cli:Net", "--gpus", "P100", "--max-workers", "2", "--input-shape", "3,32,32"]) == 0
+    out = capsys.readouterr().out
+    assert "Net" in out and "P100" in out
+
+
+def test_module_target_errors(tmp_path, monkeypatch):
+    from perfmodel.zoo import load_model
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="Malformed model 'a b:C'"):
+        load_model("a b:C")
+    with pytest.raises(ValueError, match="Cannot import 'no_such_module_xyz:Net'"):
+        load_model("no_such_module_xyz:Net")
+    (tmp_path / "needs_args.py").write_text("import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self, width):\n        super().__init__()\n")
+    with pytest.raises(ValueError, match="could not be instantiated without arguments"):
+        load_model("needs_args:Net")
+
+
+def test_plan_with_a_user_price_file(tmp_path, capsys):
+    prices = tmp_path / "prices.csv"
+    prices.write_text("server,gpu,on_demand_usd_per_h,transient_usd_per_h\nworker,Tesla K80,1.0,0.5\nparameter_server,,0.2,0.1\n")
+    assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "2", "--prices", str(prices)]) == 0
+    out = capsys.readouterr().out
+    assert "user prices (prices.csv)" in out
+
+
+@pytest.mark.parametrize("content, match", [
+    ("server,gpu,on_demand_usd_per_h\nworker,K80,1\n", r"lacks the columns \['transient_usd_per_h'\]"),
+    ("server,gpu,on_demand_usd_per_h,transient_usd_per_h\nworker,K80,-1,0.5\nparameter_server,,0.2,0.1\n", "must be a positive number"),
+    ("server,gpu,on_demand_usd_per_h,transient_usd_per_h\nworker,K80,1,0.5\n", "no parameter_server row"),
+    ("server,gpu,on_demand_usd_per_h,transient_usd_per_h\nworker,K80,1,0.5\nworker,k80,2,1\nparameter_server,,0.2,0.1\n",
+     "listed more than once"),
+    ("server,gpu,on_demand_usd_per_h,transient_usd_per_h\nvm,K80,1,0.5\n", "server must be 'worker' or 'parameter_server'"),
+])
+def test_bad_price_files(tmp_path, content, match):
+    from perfmodel.planning import read_prices
+
+    f = tmp_path / "p.csv"
+    f.write_text(content)
+    with pytest.raises(ValueError, match=match):
+        read_prices(f)
+    with pytest.raises(FileNotFoundError, match="not found"):
+        read_prices(tmp_path / "missing.csv")
