@@ -8,7 +8,7 @@ from perfmodel.diagnostics.metrics import mae, mape, r2, regression_report, rmse
 
 __all__: list[str] = ["mape", "mae", "rmse", "r2", "regression_report"]
 
-# -- evaluation protocols (issue 4) --
+# -- evaluation protocols --
 from perfmodel.diagnostics.evaluation import (
     cross_gpu,
     kfold_cv,
@@ -21,7 +21,7 @@ from perfmodel.diagnostics.evaluation import (
 __all__ += ["paper_split", "kfold_cv", "unseen_model_test", "leave_one_model_out", "cross_gpu", "predictions_frame"]
 # -- end evaluation protocols --
 
-# -- cluster diagnostics (issue 5) --
+# -- cluster diagnostics --
 from perfmodel.diagnostics.cluster import diagnose_cluster, diagnose_timeseries
 
 __all__ += ["diagnose_cluster", "diagnose_timeseries"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
-# -- speed prediction figures (issue 4) --
+# -- speed prediction figures --
 from perfmodel.figures.figure_4 import figure_4, figure_4_data
 from perfmodel.figures.prediction_error import prediction_error, prediction_error_data
 from perfmodel.figures.single_worker_timeseries import (
@@ -29,7 +29,7 @@ __all__ += [
 ]
 # -- end speed prediction figures --
 
-# -- cluster figures (issue 5) --
+# -- cluster figures --
 from perfmodel.figures.cluster_size_training_speed import (
     cluster_size_training_speed,
     cluster_size_training_speed_data,
@@ -54,7 +54,7 @@ __all__ += ["cluster_size_training_speed", "cluster_size_training_speed_data", "
             "ps_bot_p100", "ps_bot_p100_data", "icac_fig6", "icac_fig6_data", "icac_fig7", "icac_fig7_data", "icac_fig8", "icac_fig8_data"]
 # -- end cluster figures --
 
-# -- transient-server figures and ICAC'19 tables (issue 6) --
+# -- transient-server figures and ICAC'19 tables --
 from perfmodel.figures.checkpoint_prediction import (
     checkpoint_prediction_data,
     ckpt_duration_size_correlation,
@@ -70,7 +70,7 @@ __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckp
             "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data", "lifetime_numbers_data"]
 # -- end transient-server figures --
 
-# -- restart, start-up, revocations by hour, ICAC'19 Figs. 3 and 5 (issue 6) --
+# -- restart, start-up, revocations by hour, ICAC'19 Figs. 3 and 5 --
 from perfmodel.figures.transient_overheads import (
     chief_rejoining,
     chief_rejoining_data,
@@ -97,13 +97,13 @@ from perfmodel.figures.transient_overheads import (
 __all__ += ["startup_breakdown_data", "startup_breakdown", "vm_startup_exp_data", "vm_startup_exp", "tf_restart_data", "tf_restart", "restart_training_overhead_data", "restart_training_overhead", "chief_rejoining_data", "chief_rejoining", "revocations_by_hour_data", "revocations_by_hour", "estimate_time_after_revocation", "training_time_estimates_data", "training_time_estimates", "icac_fig3_data", "icac_fig3", "icac_fig5_data", "icac_fig5", "transient_numbers_data"]
 # -- end restart --
 
-# -- lifetime models (issue 6) --
+# -- lifetime models --
 from perfmodel.figures.lifetime_models import lifetime_models, lifetime_models_data
 
 __all__ += ["lifetime_models", "lifetime_models_data"]
 # -- end lifetime models --
 
-# -- ICAC'19 tables and heatmaps (issue 6) --
+# -- ICAC'19 tables and heatmaps --
 from perfmodel.figures.icac_cost_tables import (
     icac_fig1,
     icac_fig4,
@@ -133,7 +133,7 @@ __all__ += ["plan_validation", "plan_validation_data", "checkpoint_interval", "c
             "revocation_expectations_data"]
 # -- end planner and revocations --
 
-# -- CPU measurements (issue 8) --
+# -- CPU measurements --
 from perfmodel.figures.cpu_measurements import CPU_FEATURE_SETS, cpu_lomo, cpu_lomo_data, cpu_step_times
 
 __all__ += ["CPU_FEATURE_SETS", "cpu_lomo", "cpu_lomo_data", "cpu_step_times"]

@@ -1,6 +1,6 @@
 """The paper's method on a device it never saw: CM-DARE-style step-time regressions fitted on perfmodel's own CPU
 measurements of the twenty zoo CNNs (``datasets/measurements/``, :mod:`perfmodel.measure`), evaluated
-leave-one-model-out (issue 8)."""
+leave-one-model-out."""
 from __future__ import annotations
 
 import numpy as np

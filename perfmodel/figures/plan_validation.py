@@ -1,5 +1,5 @@
 """The planner against what was measured: ICAC'19 clusters (ResNet-32, 64000 steps) predicted from CM-DARE's
-measurements vs their measured time and cost (issue 7, beyond the papers)."""
+measurements vs their measured time and cost (beyond the papers)."""
 from __future__ import annotations
 
 import pandas as pd

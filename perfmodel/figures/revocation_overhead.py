@@ -1,5 +1,5 @@
 """Revocations and checkpointing of transient clusters: expected revocations vs job length (renewal function vs Monte
-Carlo) per GPU, and expected wall time vs checkpoint interval with the Young/Daly optimum (issue 6, beyond the
+Carlo) per GPU, and expected wall time vs checkpoint interval with the Young/Daly optimum (beyond the
 papers; lifetimes from CM-DARE's per-region CDFs, CATALOG.md §1.4; checkpoint time from the §1.7 model)."""
 from __future__ import annotations
 

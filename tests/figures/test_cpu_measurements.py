@@ -1,4 +1,4 @@
-"""Step-time regressions on CPU measurements (issue 8): the analysis on a synthetic measurement frame with a known
+"""Step-time regressions on CPU measurements: the analysis on a synthetic measurement frame with a known
 answer, and on the bundled measurements."""
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_bundled_cpu_measurements():
     assert (s["n_steps"] >= 1).all()
     d = pm.figures.cpu_lomo_data(steps)
     best = d.groupby(["batch_size", "threads"])["mape_pct"].min()
-    assert len(best) == 4 and (best < 10).all()  # 6.3–8.9 % measured (issue 8 note)
+    assert len(best) == 4 and (best < 10).all()  # 6.2–8.8 % measured (the README quotes it, checked by tests/test_readme.py)
     fig = pm.figures.cpu_lomo(steps)
     assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 80
     plt.close(fig)
