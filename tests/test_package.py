@@ -75,3 +75,25 @@ def test_cli_usage_error():
     with pytest.raises(SystemExit) as e:
         main(["data", "frobnicate"])
     assert e.value.code == 2
+
+
+def test_no_work_item_markers_in_the_project():
+    """Code, docstrings, notebooks and user-visible text speak about the project, not about the tracker's work items."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pat = re.compile(r"\bissues?[ -]?#?\d+\b", re.I)
+    hits = []
+    for folder in ("perfmodel", "tests", "notebooks", "benchmarks", "datasets"):
+        for f in sorted((root / folder).rglob("*")):
+            if f.suffix not in (".py", ".ipynb", ".md", ".csv", ".toml") or ".ipynb_checkpoints" in f.parts:
+                continue
+            for i, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                if pat.search(line) and "bissues?" not in line:
+                    hits.append(f"{f.relative_to(root)}:{i}: {line.strip()[:100]}")
+    for f in ("README.md", "pyproject.toml"):
+        for i, line in enumerate((root / f).read_text(encoding="utf-8").splitlines(), 1):
+            if pat.search(line):
+                hits.append(f"{f}:{i}: {line.strip()[:100]}")
+    assert not hits, "work-item markers:\n" + "\n".join(hits)

@@ -120,7 +120,7 @@ __all__ += ["icac_fig1", "icac_fig4", "icac_heatmap", "icac_heatmap_data", "icac
             "icac_table_numbers_data", "icac_table_v_data"]
 # -- end ICAC'19 tables --
 
-# -- planner and revocations (issues 6, 7) --
+# -- planner and revocations --
 from perfmodel.figures.plan_validation import plan_validation, plan_validation_data
 from perfmodel.figures.revocation_overhead import (
     checkpoint_interval,

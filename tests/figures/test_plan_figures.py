@@ -1,4 +1,4 @@
-"""Figures of the planner check and of revocations/checkpointing (issues 6, 7): numbers first, then artists."""
+"""Figures of the planner check and of revocations/checkpointing: numbers first, then artists."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
