@@ -64,6 +64,19 @@ def _remove_stale_tmp(path: Path) -> list[Path]:
     return removed
 
 
+def _quoting(df: pd.DataFrame) -> int:
+    """``csv.QUOTE_MINIMAL``, or ``csv.QUOTE_NONNUMERIC`` when a column name or text value holds a carriage return:
+    Python < 3.12's csv writer quotes only the characters of the line terminator ("\\n"), and an unquoted "\\r" would
+    end the record for every reader."""
+    def has_cr(values) -> bool:
+        return any(isinstance(v, str) and "\r" in v for v in values)
+
+    texts = (df.iloc[:, i] for i in range(df.shape[1]))
+    if has_cr(df.columns) or any(has_cr(c.array) for c in texts if c.dtype == object or pd.api.types.is_string_dtype(c.dtype)):
+        return csv.QUOTE_NONNUMERIC
+    return csv.QUOTE_MINIMAL
+
+
 def _header(path: Path) -> list[str]:
     """The column names of the CSV file ``path`` (its first record, parsed with :mod:`csv`: a name may hold commas,
     quotes or line breaks). Raises :class:`MeasurementFileError` when the file is not UTF-8 CSV."""
@@ -92,7 +105,7 @@ def _unsaved_name(path: Path) -> str:
 def _save_elsewhere(df: pd.DataFrame, path: Path) -> Path | None:
     """Write ``df`` (with a header) to a new file next to ``path``, or in the system's temporary folder when that
     fails; never overwrite anything (``open(..., 'x')``). None when no folder takes it."""
-    data = df.to_csv(index=False, lineterminator="\n")
+    data = df.to_csv(index=False, lineterminator="\n", quoting=_quoting(df))
     for folder in (path.parent, Path(tempfile.gettempdir())):
         for _ in range(3):
             target = folder / _unsaved_name(path)
@@ -141,7 +154,7 @@ def check_appendable(path, columns=None) -> Path:
         folder = folder.parent
     if not folder.is_dir():
         raise NotADirectoryError(20, "Not a directory (the measurement file's folder is a file)", str(folder))
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
         raise PermissionError(13, "Permission denied (the folder is not writable: appending writes a temporary file and "
                                   "a lock file next to the measurement file; choose a writable folder)", str(folder))
     if path.exists():
@@ -225,7 +238,7 @@ def _append_locked(df: pd.DataFrame, path: Path) -> None:
             if not old.endswith(b"\n"):
                 old += b"\n"
     buf = io.StringIO()
-    df.to_csv(buf, index=False, header=not old, lineterminator="\n")
+    df.to_csv(buf, index=False, header=not old, lineterminator="\n", quoting=_quoting(df))
     if path.exists():
         mode = path.stat().st_mode & 0o777
     else:

@@ -253,7 +253,7 @@ def check_checkpoint_path(path, *, overwrite: bool = False) -> str:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(2, "No such folder for the checkpoint file (create the folder first, or choose another path)", folder)
-    if not os.access(folder, os.W_OK | os.X_OK):
+    if not os.access(folder, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
         raise PermissionError(13, "Permission denied (the checkpoint's folder is not writable; choose another path)", folder)
     if os.path.lexists(path) and not overwrite:
         raise FileExistsError(17, "File exists (the checkpoint timer writes and then removes this file, so it refuses to replace a "
