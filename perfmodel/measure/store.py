@@ -219,7 +219,10 @@ def append_rows(df: pd.DataFrame, path, *, timeout_s: float | None = None) -> Pa
                 "released after each append; if no perfmodel process is running, the lock is not held (a killed writer's lock "
                 "is released by the kernel) and this is a file system without working locks: use a local folder.") from None
     except (MeasurementFileError, OSError) as exc:
-        raise _with_rescue(exc, df, path) from exc
+        new = _with_rescue(exc, df, path)
+        if new is exc:
+            raise
+        raise new from exc
     return path
 
 

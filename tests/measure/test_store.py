@@ -199,3 +199,16 @@ def test_numbers_round_trip_property(tmp_path_factory, cols, data):
     pd.testing.assert_frame_equal(back, expected, check_dtype=False)
     with open(f, encoding="utf-8", newline="") as fh:
         assert next(csv.reader(io.StringIO(fh.read()))) == cols
+
+
+def test_lock_timeout_names_the_lock_and_keeps_the_rows(tmp_path):
+    from filelock import FileLock
+
+    f = tmp_path / "t.csv"
+    with FileLock(tmp_path / ".t.csv.lock"):  # another writer holds the lock
+        with pytest.raises(TimeoutError, match=r"another process has held the lock .*\.t\.csv\.lock on .*t\.csv for more than 0\.2 s.*"
+                                               r"The 1 new rows were saved to .*t\.unsaved-.*\.csv instead\."):
+            M.append_rows(pd.DataFrame({"x": [1]}), f, timeout_s=0.2)
+    assert not f.exists() and len(_unsaved(tmp_path, "t")) == 1
+    M.append_rows(pd.DataFrame({"x": [2]}), f)  # released: appends again
+    assert M.read_rows(f)["x"].tolist() == [2]
