@@ -37,8 +37,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     import pandas as pd
 
-    print(f"python {platform.python_version()}, {os.cpu_count()} logical cores, {platform.machine()}, "
-          f"load average {os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "")
+    load = f", load average {os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else ""
+    print(f"python {platform.python_version()}, {os.cpu_count()} logical cores, {platform.machine()}{load}")
     with tempfile.TemporaryDirectory(prefix="perfmodel-bench-append-") as d:
         path = str(Path(d) / "rows.csv")
         ctx = mp.get_context("spawn")
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
         wall = time.perf_counter() - t0
         failed = [p.exitcode for p in procs if p.exitcode != 0]
         df = pd.read_csv(path)
-        leftovers = sorted(n for n in os.listdir(d) if n != "rows.csv")
+        leftovers = sorted(n for n in os.listdir(d) if n not in ("rows.csv", ".rows.csv.lock"))  # the lock file stays by design
     expected = a.processes * a.appends * a.rows
     batches = df.groupby(["worker", "batch"]).size()
     want = {(w, b) for w in range(a.processes) for b in range(a.appends)}
@@ -59,14 +59,14 @@ def main(argv=None) -> int:
     duplicated = sorted(batches.index[batches != a.rows])
     print(f"{a.processes} processes x {a.appends} appends x {a.rows} rows: {len(df)} rows kept / {expected} expected, "
           f"{len(batches)} batches / {len(want)}, {wall:.1f} s wall ({wall / (a.processes * a.appends) * 1e3:.1f} ms per append)")
-    print(f"files left in the folder besides rows.csv: {leftovers or 'none'}")
+    print(f"files left in the folder besides rows.csv and its lock file: {leftovers or 'none'}")
     if failed:
         print(f"FAILED: {len(failed)} writer processes exited with {failed}", file=sys.stderr)
     if missing or duplicated or len(df) != expected:
         print(f"FAILED: {len(missing)} batches missing (e.g. {missing[:5]}), {len(duplicated)} incomplete or duplicated "
               f"(e.g. {duplicated[:5]})", file=sys.stderr)
         return 1
-    return 1 if failed else 0
+    return 1 if failed or leftovers else 0
 
 
 if __name__ == "__main__":
