@@ -37,6 +37,8 @@ def test_input_shape_malformed_or_wrong_rank(capsys, tmp_path):
     assert main(["measure", "campaign", "Res15", "--input-shape", "3,32", "--out", str(tmp_path / "c.csv")]) == 1
     _one_line_error(capsys, "perfmodel: input_shape (3, 32) does not fit the zoo CNN 'resnet-15'")
     assert not (tmp_path / "c.csv").exists()
+    assert main(["measure", "cluster", "resnet-15", "--input-shape", "32,32", "--world-sizes", "1"]) == 1
+    _one_line_error(capsys, "perfmodel: input_shape (32, 32) does not fit the zoo CNN 'resnet-15'")
 
 
 def test_checkpoint_path_errors(capsys, tmp_path):
