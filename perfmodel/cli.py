@@ -201,31 +201,61 @@ def _cmd_zoo(args) -> int:
 def _cmd_measure(args) -> int:
     import pandas as pd
 
-    from perfmodel.measure import append_rows, measure_campaign, measure_checkpoint_time, measure_cluster_speed, measure_step_time
+    from perfmodel.measure import (
+        CHECKPOINT_COLUMNS,
+        CLUSTER_COLUMNS,
+        STEP_COLUMNS,
+        append_rows,
+        check_appendable,
+        check_checkpoint_path,
+        check_device,
+        measure_campaign,
+        measure_checkpoint_time,
+        measure_cluster_speed,
+        measure_step_time,
+        summarize_steps,
+    )
 
-    shape = tuple(int(x) for x in args.input_shape.split(","))
+    cmd = f"perfmodel measure {args.measure_command}"
+    try:
+        shape = tuple(int(x) for x in args.input_shape.split(","))
+    except ValueError:
+        print(f"{cmd}: --input-shape must be comma-separated integers without the batch dimension, like 3,32,32; got {args.input_shape!r}",
+              file=sys.stderr)
+        return 2
+    if args.out:  # refuse a folder, a read-only file or folder, other columns now, not after measuring
+        columns = {"step": STEP_COLUMNS, "campaign": STEP_COLUMNS, "checkpoint": CHECKPOINT_COLUMNS, "cluster": CLUSTER_COLUMNS}
+        check_appendable(args.out, columns[args.measure_command])
     if args.measure_command == "step":
+        check_device(args.device)
         df = measure_step_time(args.model, shape, batch_size=args.batch_size, device=args.device, steps=args.steps, warmup=args.warmup,
-                               threads=args.threads)
+                               threads=args.threads, progress=not args.quiet)
     elif args.measure_command == "checkpoint":
-        df = measure_checkpoint_time(args.model, args.path, repeats=args.repeats)
+        if args.path is not None:
+            check_checkpoint_path(args.path, overwrite=args.overwrite)
+        df = measure_checkpoint_time(args.model, args.path, repeats=args.repeats, overwrite=args.overwrite)
     elif args.measure_command == "cluster":
         df = measure_cluster_speed(args.model, shape, world_sizes=[int(w) for w in args.world_sizes.split(",")], batch_size=args.batch_size,
                                    steps=args.steps, warmup=args.warmup, backend=args.backend, threads=args.threads or 1)
     else:
         if not args.out:
-            print("perfmodel measure campaign: --out FILE is required (the campaign appends to it and resumes from it)", file=sys.stderr)
+            print(f"{cmd}: --out FILE is required (the campaign appends to it and resumes from it)", file=sys.stderr)
             return 2
         res = measure_campaign(args.models.split(","), out=args.out, batch_sizes=[int(b) for b in args.batch_sizes.split(",")],
                                threads=[int(t) for t in args.thread_counts.split(",")], input_shape=shape, budget_s=args.budget_s,
-                               progress=not args.quiet)
-        print(f"perfmodel measure campaign: {res['measured']} measured, {res['skipped']} already in {args.out}, {res['seconds']:.0f} s")
+                               device=args.device, progress=not args.quiet)
+        print(f"{cmd}: {res['measured']} measured, {res['skipped']} already in {args.out}, {res['seconds']:.0f} s")
         return 0
     if args.out:
         append_rows(df, args.out)
-        print(f"perfmodel measure {args.measure_command}: {len(df)} rows appended to {args.out}")
+        print(f"{cmd}: {len(df)} rows appended to {args.out}")
     else:
         _print_frame(pd.DataFrame(df))
+    if args.measure_command == "step":
+        summary = summarize_steps(df)
+        print(f"{cmd}: {df['model'].iloc[0]} batch {args.batch_size}: {summary}")
+        for w in summary.warnings:
+            print(f"perfmodel: warning: {w}", file=sys.stderr)
     return 0
 
 
@@ -270,19 +300,24 @@ def build_parser() -> argparse.ArgumentParser:
     meas = sub.add_parser("measure", help="time training steps, checkpoints or data-parallel clusters on this machine")
     msub = meas.add_subparsers(dest="measure_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--input-shape", default="3,32,32")
-    common.add_argument("--out", default=None, help="CSV file to append the rows to (atomically); default: print them")
-    st = msub.add_parser("step", parents=[common], help="per-step training time of one model")
+    common.add_argument("--input-shape", default="3,32,32", help="one sample's shape without the batch dimension (default 3,32,32)")
+    common.add_argument("--out", default=None, metavar="FILE",
+                        help="CSV file to append the rows to (atomically, locked: concurrent runs keep every row); default: print them")
+    st = msub.add_parser("step", parents=[common], help="per-step training time of one model, with a summary and busy-machine warnings")
     st.add_argument("model", help="a zoo id")
-    st.add_argument("--batch-size", type=int, default=128)
-    st.add_argument("--device", default="cpu")
-    st.add_argument("--steps", type=int, default=20)
-    st.add_argument("--warmup", type=int, default=3)
-    st.add_argument("--threads", type=int, default=None)
+    st.add_argument("--batch-size", type=int, default=128, help="images per step (default 128)")
+    st.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1 ... (default cpu)")
+    st.add_argument("--steps", type=int, default=20, help="timed steps (default 20)")
+    st.add_argument("--warmup", type=int, default=3, help="untimed warm-up steps before them (default 3)")
+    st.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's own setting)")
+    st.add_argument("--quiet", action="store_true", help="no progress bar")
     ck = msub.add_parser("checkpoint", parents=[common], help="checkpoint (state dict + momentum) save time")
     ck.add_argument("model")
-    ck.add_argument("--path", default="perfmodel-checkpoint.pt", help="file written (and removed) by each repetition")
-    ck.add_argument("--repeats", type=int, default=5)
+    ck.add_argument("--path", default=None, metavar="FILE",
+                    help="checkpoint file written by each repetition and removed at the end; must not exist (see --overwrite) and "
+                         "must not be a symbolic link (default: a private temporary folder)")
+    ck.add_argument("--overwrite", action="store_true", help="replace (and remove at the end) an existing --path file")
+    ck.add_argument("--repeats", type=int, default=5, help="repetitions (default 5)")
     cl = msub.add_parser("cluster", parents=[common], help="DDP speed vs number of local worker processes")
     cl.add_argument("model")
     cl.add_argument("--world-sizes", default="1,2")
@@ -292,11 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--backend", default="gloo")
     cl.add_argument("--threads", type=int, default=1)
     ca = msub.add_parser("campaign", parents=[common], help="many models x batch sizes x threads, resumable")
-    ca.add_argument("models", help="comma-separated zoo ids")
-    ca.add_argument("--batch-sizes", default="32,128")
-    ca.add_argument("--thread-counts", default="1,2")
-    ca.add_argument("--budget-s", type=float, default=1800.0)
-    ca.add_argument("--quiet", action="store_true")
+    ca.add_argument("models", help="comma-separated zoo ids (any upstream spelling)")
+    ca.add_argument("--batch-sizes", default="32,128", help="comma-separated (default 32,128)")
+    ca.add_argument("--thread-counts", default="1,2", help="comma-separated torch CPU threads (default 1,2)")
+    ca.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    ca.add_argument("--budget-s", type=float, default=1800.0, help="wall-time budget of the campaign, s (default 1800)")
+    ca.add_argument("--quiet", action="store_true", help="no progress bar")
     meas.set_defaults(func=_cmd_measure)
 
     data = sub.add_parser("data", help="the published measurements: verify, list, summarise")
@@ -333,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "measure":
         from perfmodel.measure import MeasurementFileError
 
-        errors += (MeasurementFileError, ValueError)
+        errors += (MeasurementFileError, ValueError, OSError)  # OSError: a file or folder that refuses (message names it)
     if args.command == "features":
         from perfmodel.features import FeatureExtractionError
 

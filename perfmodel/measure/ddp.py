@@ -112,6 +112,9 @@ def measure_cluster_speed(model="resnet-15", input_shape=(3, 32, 32), *, world_s
     sizes = [int(w) for w in world_sizes]
     if not sizes or min(sizes) < 1:
         raise ValueError(f"world_sizes must be positive process counts; got {list(world_sizes)}.")
+    from perfmodel.measure.timing import check_input_shape
+
+    input_shape = check_input_shape(model, input_shape)
     cfg = dict(model=model, input_shape=tuple(input_shape), batch_size=int(batch_size), steps=int(steps), warmup=int(warmup), backend=backend,
                threads=int(threads), random_state=int(random_state))
     frames = []
