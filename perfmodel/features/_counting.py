@@ -250,6 +250,8 @@ class ShapeOnlyMode(TorchDispatchMode):
         # torch._dynamo (1-1.6 s per process); nothing here is compiled, so the wrapper is not needed.
         return False
 
+    _SAME_DTYPE = frozenset({aten.convolution, aten._convolution, aten.mm, aten.addmm, aten.bmm, aten.baddbmm})
+
     def __init__(self, skip_compute: bool = True, count: bool = False, scoped: bool = False, memory_limit: int | None = None):
         super().__init__()
         self.seen_ops: set = set()
@@ -294,6 +296,12 @@ class ShapeOnlyMode(TorchDispatchMode):
         first = next((a for a in args if isinstance(a, torch.Tensor)), None)
         if first is None or first.device.type == "meta":
             return func(*args, **kwargs)
+        if packet in self._SAME_DTYPE:  # the zeros below would hide the error torch raises for mixed operands
+            dtypes = [a.dtype for a in args[:3] if isinstance(a, torch.Tensor)]
+            if len(set(dtypes)) > 1:
+                raise RuntimeError(
+                    f"{packet}: expected all operands to have the same dtype, got {', '.join(map(str, dtypes))}"
+                )
         if packet in (aten.convolution, aten._convolution) and args[0].dim() == args[1].dim():
             x, w = args[0], args[1]
             stride, padding, dilation, transposed, output_padding, groups = args[3:9]

@@ -19,7 +19,7 @@ class FeatureExtractionError(RuntimeError):
 
 
 class UnsupportedOpsWarning(UserWarning):
-    """Some matmul-like ops have no FLOP formula; their FLOPs are not in the totals."""
+    """Some ops that compute have no FLOP formula and are not known to be free; their FLOPs are not in the totals."""
 
 
 #: Columns of the one-row frame returned by :func:`extract` (units in names).
@@ -375,7 +375,8 @@ def extract(
         Count as if the floating-point parameters and buffers were cast to ``dtype`` (bytes follow); the module is
         not cast.
     input_dtype : torch.dtype, optional
-        Input dtype; an integer dtype draws token ids in ``[0, input_high)``.
+        Input dtype; an integer dtype draws token ids in ``[0, input_high)``. Default: ``dtype`` when given, else
+        torch's default dtype.
     input_high : int, default 2
         Exclusive upper bound of integer inputs (the vocabulary size for embeddings).
     skip_compute : bool, default True
@@ -383,6 +384,18 @@ def extract(
         everything (needed only when control flow depends on intermediate values).
     train : bool, default True
         Training mode for the step (BatchNorm batch statistics, dropout, Shake-Shake mixing); the mode is restored.
+    max_memory_bytes : int, optional
+        Memory the ``"cpu"`` step may use (parameter gradients, cloned buffers, the input and every op output, counted
+        as it runs). Default: three quarters of the available memory (``psutil``, else ``sysconf``). A model over the
+        limit is counted on the ``meta`` device instead — the counts agree — and ``attrs["device"]`` says ``"meta"``;
+        only a model that also cannot run on meta is refused, with the memory it would need.
+
+    Notes
+    -----
+    While it runs, ``extract`` uses one intra-op thread (the tensors are tiny; threads only add synchronisation), turns
+    oneDNN off (recurrent layers then run torch's cell-by-cell kernels, counted as on ``meta``) and restores both, and
+    the global random states (torch CPU, Python ``random``, NumPy), afterwards — also on error. Ops computed outside
+    torch (e.g. NumPy inside a custom ``autograd.Function``) are invisible to the counting and cannot be reported.
 
     Returns
     -------
@@ -401,19 +414,25 @@ def extract(
         * ``activation_bytes`` (sum of the outputs of leaf modules in the forward pass, at ``batch_size``);
         * ``n_conv``, ``n_linear``, ``n_norm``, ``n_weight_layers``, ``depth`` (longest chain of convolution / matmul
           ops from input to loss), ``batch_size``, ``input_shape`` (``"3x32x32"``), ``model``;
-        * ``unsupported_ops`` (``;``-joined compute ops without a FLOP formula; empty when none).
+        * ``unsupported_ops`` (``;``-joined ops without a FLOP formula that are not known to be free; empty when none).
+
+        ``attrs["device"]``: the device the step was counted on (``"meta"`` when a CPU model exceeded
+        ``max_memory_bytes``).
 
     Raises
     ------
     FeatureExtractionError
-        Bad input shape, batch size or device, not a module, or the model failed to run (its exception is chained).
+        Bad input shape, batch size, device or memory limit, not a module, or the model failed to run: the message
+        names the likely cause (input shape, input dtype, BatchNorm with a batch of one, token ids beyond the
+        vocabulary, out of memory) and the model's exception is chained.
     perfmodel.datasets.UnknownNameError
         ``model`` is a string that is not a zoo id.
 
     Warns
     -----
     UnsupportedOpsWarning
-        Once, listing the compute ops without a FLOP formula (their FLOPs are not in the totals).
+        Once, listing the ops without a FLOP formula that are not known to be free (their FLOPs are not in the totals);
+        see :data:`perfmodel.features._counting.KNOWN_FREE`.
     """
     shape = _check_shape(input_shape)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -571,6 +590,8 @@ def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high,
     from perfmodel.features._counting import MemoryLimitExceeded
 
     states: dict = {}
+    if input_dtype is None and dtype is not None and dtype.is_floating_point:
+        input_dtype = dtype  # parameters counted as ``dtype``: a floating input of the same dtype, as the cast model takes
     item = torch.empty((), dtype=input_dtype or torch.get_default_dtype()).element_size()
     fixed = static["buffer_bytes"] + 3 * item * int(np.prod(shape))  # buffer clones + the input
 
