@@ -1,4 +1,4 @@
-"""Benchmark of perfmodel.features.extract (issue 3 targets).
+"""Benchmark of perfmodel.features.extract.
 
 Run: ``python benchmarks/bench_features.py`` (prints a table; ``--quick`` skips the slow FlopCounterMode baseline).
 Peak memory is the process's maximum resident set size (``resource.getrusage``), read before the baseline runs.
@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import platform
 import resource
+import subprocess
+import sys
 import time
 
 import torch
@@ -81,6 +83,28 @@ def timed(fn):
     return time.perf_counter() - t, out
 
 
+_FIRST_CALL = """
+import sys, time, torch
+from perfmodel.features import extract
+t = time.perf_counter()
+extract("resnet-15", (3, 32, 32))
+print(time.perf_counter() - t, "torch._dynamo" in sys.modules)
+"""
+
+
+def first_extraction_fresh_process() -> tuple[float, bool]:
+    """Seconds of the first ``extract`` in a new process (imports excluded), and whether it imported torch._dynamo."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_CALL], capture_output=True, text=True, check=True).stdout.split()
+    return float(out[0]), out[1] == "True"
+
+
+def zoo_batch1_seconds() -> float:
+    t = time.perf_counter()
+    for m in zoo.list_models():
+        extract(m, zoo.INPUT_SHAPE)
+    return time.perf_counter() - t
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="skip the FlopCounterMode batch-128 baseline (minutes)")
@@ -92,8 +116,13 @@ def main():
         rows.append((what, seconds, note, target))
         print(f"{what:52s} {seconds:8.2f} s  {note:58s} {target}", flush=True)
 
+    firsts = [first_extraction_fresh_process() for _ in range(3)]
+    report("first extraction in a fresh process (median of 3)", sorted(f for f, _ in firsts)[1],
+           f"imports torch._dynamo: {firsts[0][1]}", "was 1.0-1.6 s")
     t_warm, _ = timed(lambda: extract("resnet-15", zoo.INPUT_SHAPE))  # first dispatch of every op
     report("warm-up (first call: resnet-15, batch 1)", t_warm)
+    report("all 20 zoo CNNs, batch 1 (extract pins 1 thread)", min(zoo_batch1_seconds() for _ in range(3)),
+           f"caller's setting: {torch.get_num_threads()} threads")
     for batch in (1, 128):
         per = {}
         t0 = time.perf_counter()

@@ -15,9 +15,13 @@ Conventions (stated because every FLOP counter differs):
   ``Model FLOPs`` (TensorFlow's profiler on the training graph, per image) also counts norms, activations, adds and
   the optimizer; the zoo's ``train_step_flops`` at batch 1 is 0.97–0.99 of it.
 * Deliberately not counted (as in FlopCounterMode and fvcore): elementwise ops and activations, reductions, norms
-  (BatchNorm, LayerNorm ...), pooling, softmax, embedding lookups, copies, views and indexing. Matmul-like ops
-  without a formula (e.g. the fused LSTM kernel ``mkldnn_rnn_layer``, ``mv``/``dot``, ``linalg_*``, FFTs, ``cdist``)
-  are listed in one :class:`UnsupportedOpsWarning` and in the ``unsupported_ops`` column — never a silent 0.
+  (BatchNorm, LayerNorm ...), pooling, softmax, dropout, embedding lookups, copies, views and indexing — the ops torch
+  tags ``pointwise`` / ``reduction`` / random, views, and the explicit list ``_counting.KNOWN_FREE``. Every other op
+  without a FLOP formula (``cdist``, ``sparse.mm``, ``mv``/``dot``, ``linalg_*``, FFTs, sorting, bilinear upsampling,
+  a custom operator ...) is listed in one :class:`UnsupportedOpsWarning` and in the ``unsupported_ops`` column — never
+  a silent 0. The ops inside a custom ``autograd.Function``'s forward and backward are counted or reported like any.
+  Recurrent layers (LSTM, GRU, RNN) are counted through torch's cell-by-cell kernels (oneDNN's fused kernel is
+  turned off while counting), so CPU and meta agree.
 * The numbers equal ``torch.utils.flop_counter.FlopCounterMode`` run on real tensors at the requested batch size
   (tested: convolutions of every kind, linear, matmul, bmm, einsum, attention, the zoo), with one deliberate
   difference: on CPU, FlopCounterMode counts 0 for the fused attention kernel
@@ -30,7 +34,9 @@ not computed — they return zero tensors of the right shape (:class:`~perfmodel
 Every op's FLOPs (and every module's output bytes) is recorded at both batches; when each is either unchanged or
 doubled (a parameter-only matmul; an op on the batch), the counts at any batch size follow exactly, so the cost does
 not grow with the batch. Otherwise (e.g. a B×B similarity matrix, batch-dependent control flow) the step is counted
-again at the real batch on the ``meta`` device. ``device="meta"`` analyses models too large to instantiate.
+again at the real batch on the ``meta`` device. ``device="meta"`` analyses models too large to instantiate; a CPU step
+that would need more than ``max_memory_bytes`` (default: three quarters of the available memory) moves to meta by
+itself, and is refused with the memory it needs only when the model cannot run on meta.
 
 The module passed in is never modified: it runs through ``torch.func.functional_call`` on stand-in tensors, so its
 weights, gradients and BatchNorm running statistics are left untouched, and ``dtype`` is applied to the stand-ins.

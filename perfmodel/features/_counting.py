@@ -16,7 +16,6 @@ control flow depends on the *values* of intermediate tensors need ``skip_compute
 from __future__ import annotations
 
 import math
-import re
 
 import torch
 from torch.utils import flop_counter as fc
@@ -24,7 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 aten = torch.ops.aten
 
-__all__ = ["ShapeOnlyMode", "EXTRA_FORMULAS", "formula_registry", "is_uncounted_compute"]
+__all__ = ["ShapeOnlyMode", "EXTRA_FORMULAS", "KNOWN_FREE", "formula_registry", "is_known_free", "is_uncounted_compute"]
 
 
 def _sdpa_cpu_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
@@ -47,19 +46,89 @@ def formula_registry() -> set:
     return set(fc.flop_registry) | set(EXTRA_FORMULAS)
 
 
-# Ops that do arithmetic proportional to a product of several dimensions (matmul-like) — counting them as 0 would
-# be wrong. Everything else (elementwise, reductions, norms, pooling, views, copies, indexing, embedding lookups) is
-# not counted, as in FlopCounterMode and fvcore (documented in perfmodel.features.extract).
-_COMPUTE = re.compile(r"conv|(^|_)mm|matmul|bmm|attention|linalg|fft|cdist|cholesky|triangular|lstm|gru|rnn|tensordot|bilinear|_cufft|einsum|addr$|addmv|^mv$|dot$|kron")
+# Ops known to be free under the counting convention (documented in perfmodel.features): besides the ones torch tags
+# ``pointwise`` (elementwise, bandwidth-bound), ``reduction`` or ``nondeterministic_seeded`` (random numbers), views and
+# in-place views, these are copies, factories, shape and indexing ops, norms, softmax, pooling, dropout, embedding
+# lookups, padding and losses. Every other op without a FLOP formula is reported — the list is of what is free, not
+# of what computes, so an op nobody thought of is reported rather than silently counted as 0.
+KNOWN_FREE = frozenset({
+    # factories, copies, metadata
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros", "ones",
+    "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor", "arange", "linspace", "fill", "fill_", "zero_",
+    "copy", "copy_", "_to_copy", "clone", "detach", "detach_", "alias", "lift_fresh", "lift_fresh_copy", "contiguous",
+    "_unsafe_view", "resize_", "set_", "_local_scalar_dense", "item", "is_nonzero", "equal", "_assert_async",
+    "_assert_tensor_metadata", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "_has_compatible_shallow_copy_type",
+    "_to_dense", "to_dense", "_to_sparse", "to_sparse", "_to_sparse_csr", "_to_sparse_csc", "_sparse_coo_tensor_with_dims_and_tensors", "_coalesce", "coalesce", "_indices", "_values", "indices", "values", "_nnz",
+    # shape and indexing
+    "cat", "stack", "split", "split_with_sizes", "unsafe_split", "unsafe_split_with_sizes", "unbind", "chunk", "narrow",
+    "select_backward", "slice_backward", "select_scatter", "slice_scatter", "diagonal_backward", "as_strided_scatter",
+    "index", "_unsafe_index", "index_select", "index_put", "index_put_", "_index_put_impl_", "index_add", "index_add_",
+    "index_copy", "index_fill", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+    "masked_fill", "masked_fill_", "masked_scatter", "masked_select", "flip", "roll", "repeat", "tile", "tril", "triu",
+    "tril_", "triu_", "one_hot", "nonzero", "where", "constant_pad_nd", "pad", "reflection_pad1d", "reflection_pad2d",
+    "reflection_pad3d", "replication_pad1d", "replication_pad2d", "replication_pad3d", "reflection_pad1d_backward",
+    "reflection_pad2d_backward", "replication_pad2d_backward", "im2col", "col2im", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_nearest1d_backward",
+    "upsample_nearest2d_backward", "upsample_nearest3d_backward", "_upsample_nearest_exact2d",
+    # embedding lookups
+    "embedding", "embedding_dense_backward", "embedding_backward", "embedding_renorm_", "_embedding_bag",
+    "_embedding_bag_backward", "_embedding_bag_dense_backward",
+    # norms
+    "native_batch_norm", "native_batch_norm_backward", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
+    "_native_batch_norm_legit_no_training", "batch_norm_backward", "_batch_norm_with_update", "_batch_norm_no_update",
+    "native_layer_norm", "native_layer_norm_backward", "native_group_norm", "native_group_norm_backward",
+    "_fused_rms_norm", "_fused_rms_norm_backward", "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats",
+    # softmax
+    "_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data", "_safe_softmax",
+    # pooling
+    "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+    "max_pool3d_with_indices", "max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "avg_pool2d_backward", "avg_pool3d_backward", "_adaptive_avg_pool2d",
+    "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward", "_adaptive_avg_pool3d_backward", "adaptive_max_pool2d",
+    "adaptive_max_pool3d", "adaptive_max_pool2d_backward", "adaptive_max_pool3d_backward", "max_unpool2d",
+    # dropout and random numbers
+    "native_dropout", "native_dropout_backward", "bernoulli", "bernoulli_", "rand", "rand_like", "randn", "randn_like",
+    "randint", "randint_like", "randperm", "normal", "normal_", "uniform_", "exponential_", "multinomial",
+    # losses (elementwise + reduction)
+    "nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",
+    "l1_loss", "smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss", "huber_loss_backward", "binary_cross_entropy",
+    "binary_cross_entropy_backward", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
+})
+_FREE_TAGS = frozenset({torch.Tag.pointwise, torch.Tag.reduction, torch.Tag.nondeterministic_seeded, torch.Tag.view_copy,
+                        torch.Tag.inplace_view})
 
 
-def is_uncounted_compute(packet, registry: set) -> bool:
-    """True for a matmul-like op without a FLOP formula (reported as unsupported)."""
-    if packet in registry:
+def _packet(op):
+    return getattr(op, "_overloadpacket", op)
+
+
+def _op_name(op) -> str:
+    name = getattr(_packet(op), "__name__", str(op))
+    return name.split(".")[-1]
+
+
+def is_known_free(op) -> bool:
+    """True for an op the counting convention leaves at 0 on purpose (views, elementwise, norms, copies ...).
+
+    ``op`` is an ``OpOverload`` (the tags and schema of the overload that ran are used) or an overload packet.
+    """
+    if _op_name(op) in KNOWN_FREE:
+        return True
+    overloads = [op] if hasattr(op, "_schema") else [getattr(op, o) for o in op.overloads()] if hasattr(op, "overloads") else []
+    for ov in overloads:
+        if _FREE_TAGS.intersection(ov.tags):
+            return True
+        returns = ov._schema.returns
+        if returns and all(r.alias_info is not None and not r.alias_info.is_write for r in returns):
+            return True  # a view of an input
+    return False
+
+
+def is_uncounted_compute(op, registry: set) -> bool:
+    """True for an op that has no FLOP formula and is not known to be free (reported as unsupported)."""
+    if _packet(op) in registry:
         return False
-    name = packet.__name__ if hasattr(packet, "__name__") else str(packet)
-    name = name.split(".")[-1]
-    return bool(_COMPUTE.search(name))
+    return not is_known_free(op)
 
 
 def _conv_out_shape(x, w, stride, padding, dilation, transposed, output_padding, groups) -> list[int]:
@@ -84,6 +153,41 @@ def _shapes(obj):
     if isinstance(obj, dict):
         return {k: (v.shape if isinstance(v, torch.Tensor) else v) for k, v in obj.items()}
     return obj
+
+
+class MemoryLimitExceeded(MemoryError):
+    """The CPU step would allocate more than the memory it may use (see ``ShapeOnlyMode.memory_limit``)."""
+
+    def __init__(self, allocated: int, limit: int):
+        super().__init__(f"the step allocated {allocated} bytes, over the limit of {limit} bytes")
+        self.allocated, self.limit = allocated, limit
+
+
+def _flat_tensors(out) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat_tensors(o)]
+    return []
+
+
+def _direct_out(packet, args):
+    """Zeros of the output of a matmul or CPU-attention op, shapes computed here (no meta kernel or decomposition,
+    which would import torch._dynamo). None when the arguments are not the plain case: the meta kernel then runs and
+    raises the same error as torch would."""
+    ts = [a for a in args[:3] if isinstance(a, torch.Tensor)]
+    if not ts or len({t.dtype for t in ts}) != 1 or len({t.device for t in ts}) != 1:
+        return None
+    dtype, device = ts[0].dtype, ts[0].device
+    if packet in (aten.mm, aten.addmm):
+        a, b = args[-2:] if packet is aten.addmm else args[:2]
+        if a.dim() == b.dim() == 2 and a.shape[1] == b.shape[0]:
+            return torch.zeros((a.shape[0], b.shape[1]), dtype=dtype, device=device)
+    elif packet in (aten.bmm, aten.baddbmm):
+        a, b = args[1:3] if packet is aten.baddbmm else args[:2]
+        if a.dim() == b.dim() == 3 and a.shape[0] == b.shape[0] and a.shape[2] == b.shape[1]:
+            return torch.zeros((a.shape[0], a.shape[1], b.shape[2]), dtype=dtype, device=device)
+    return None
 
 
 def _zeros_like_meta(out, like: torch.Tensor):
@@ -119,6 +223,13 @@ class ShapeOnlyMode(TorchDispatchMode):
     ----------
     seen : set
         Op overload packets executed.
+    seen_ops : set
+        The ``OpOverload`` s executed (their tags and schemas classify the uncounted ones).
+    memory_limit : int or None
+        When set, :class:`MemoryLimitExceeded` is raised before the bytes of the outputs allocated so far (views
+        excluded; an upper bound of the live memory) would exceed it.
+    allocated_bytes : int
+        Bytes of the op outputs allocated so far.
     flops : int
         Total FLOPs of the counted ops (when ``count``).
     records : list of (packet, int) or (packet, int, scope)
@@ -133,8 +244,19 @@ class ShapeOnlyMode(TorchDispatchMode):
         aten._scaled_dot_product_flash_attention_for_cpu, aten._scaled_dot_product_flash_attention_for_cpu_backward,
     })
 
-    def __init__(self, skip_compute: bool = True, count: bool = False, scoped: bool = False):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps every dispatch mode's __torch_dispatch__ in torch._dynamo.disable, whose first call imports
+        # torch._dynamo (1-1.6 s per process); nothing here is compiled, so the wrapper is not needed.
+        return False
+
+    _SAME_DTYPE = frozenset({aten.convolution, aten._convolution, aten.mm, aten.addmm, aten.bmm, aten.baddbmm})
+
+    def __init__(self, skip_compute: bool = True, count: bool = False, scoped: bool = False, memory_limit: int | None = None):
         super().__init__()
+        self.seen_ops: set = set()
+        self.memory_limit = memory_limit
+        self.allocated_bytes = 0
         self.skip_compute = skip_compute
         self.count = count
         self.scoped = scoped
@@ -151,7 +273,15 @@ class ShapeOnlyMode(TorchDispatchMode):
         kwargs = kwargs or {}
         packet = func._overloadpacket
         self.seen.add(packet)
-        out = self._fake(func, packet, args, kwargs) if self.skip_compute and packet in self._FAKE_ALL else func(*args, **kwargs)
+        self.seen_ops.add(func)
+        if self.skip_compute and packet in self._FAKE_ALL:
+            out = self._fake(func, packet, args, kwargs)
+        else:
+            out = func(*args, **kwargs)
+        if self.memory_limit is not None and not func.is_view:
+            self.allocated_bytes += sum(t.numel() * t.element_size() for t in _flat_tensors(out))
+            if self.allocated_bytes > self.memory_limit:
+                raise MemoryLimitExceeded(self.allocated_bytes, self.memory_limit)
         if self.count:
             formula = self._formulas.get(packet)
             if formula is not None:
@@ -166,6 +296,12 @@ class ShapeOnlyMode(TorchDispatchMode):
         first = next((a for a in args if isinstance(a, torch.Tensor)), None)
         if first is None or first.device.type == "meta":
             return func(*args, **kwargs)
+        if packet in self._SAME_DTYPE:  # the zeros below would hide the error torch raises for mixed operands
+            dtypes = [a.dtype for a in args[:3] if isinstance(a, torch.Tensor)]
+            if len(set(dtypes)) > 1:
+                raise RuntimeError(
+                    f"{packet}: expected all operands to have the same dtype, got {', '.join(map(str, dtypes))}"
+                )
         if packet in (aten.convolution, aten._convolution) and args[0].dim() == args[1].dim():
             x, w = args[0], args[1]
             stride, padding, dilation, transposed, output_padding, groups = args[3:9]
@@ -180,6 +316,9 @@ class ShapeOnlyMode(TorchDispatchMode):
                 torch.empty(w.shape, dtype=w.dtype, device=w.device) if mask[1] else None,
                 torch.empty(bias_sizes if bias_sizes is not None else [w.shape[0]], dtype=grad_out.dtype, device=grad_out.device) if mask[2] else None,
             )
+        direct = _direct_out(packet, args)
+        if direct is not None:
+            return direct
         meta_out = func(*_to_meta(args), **_to_meta(kwargs))
         return _zeros_like_meta(meta_out, first)
 

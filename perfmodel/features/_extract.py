@@ -19,7 +19,7 @@ class FeatureExtractionError(RuntimeError):
 
 
 class UnsupportedOpsWarning(UserWarning):
-    """Some matmul-like ops have no FLOP formula; their FLOPs are not in the totals."""
+    """Some ops that compute have no FLOP formula and are not known to be free; their FLOPs are not in the totals."""
 
 
 #: Columns of the one-row frame returned by :func:`extract` (units in names).
@@ -235,7 +235,7 @@ class _ScopeTracker:
         mode.scope = ()
 
 
-def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool = True) -> dict:
+def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool = True, memory_limit=None) -> dict:
     """Run forward + ``sum().backward()`` once on stand-in tensors; return the counts and per-op records."""
     import torch
     from torch.func import functional_call
@@ -244,7 +244,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
 
     names = {m: n for n, m in net.named_modules()}
     leaves = {m for m in names if not list(m.children())}
-    mode = ShapeOnlyMode(skip_compute=skip_compute, count=True, scoped=per_layer)
+    mode = ShapeOnlyMode(skip_compute=skip_compute, count=True, scoped=per_layer, memory_limit=memory_limit)
     act_records: list = []  # (module name, output bytes) of every leaf-module call, in order
     out_records: list = []  # the same for every module
 
@@ -294,6 +294,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
                     "module_output_bytes": out_records},
         "depth": _longest_weight_path(loss.grad_fn) if (loss is not None and depth) else 0,
         "seen": mode.seen,
+        "seen_ops": mode.seen_ops,
         "module_flops": module_flops,
         "module_out_bytes": out_bytes,
     }
@@ -344,6 +345,7 @@ def extract(
     input_high: int = 2,
     skip_compute: bool = True,
     train: bool = True,
+    max_memory_bytes: int | None = None,
 ) -> pd.DataFrame:
     """Graph features of a model for one training step at ``batch_size``, from shapes.
 
@@ -373,7 +375,8 @@ def extract(
         Count as if the floating-point parameters and buffers were cast to ``dtype`` (bytes follow); the module is
         not cast.
     input_dtype : torch.dtype, optional
-        Input dtype; an integer dtype draws token ids in ``[0, input_high)``.
+        Input dtype; an integer dtype draws token ids in ``[0, input_high)``. Default: ``dtype`` when given, else
+        torch's default dtype.
     input_high : int, default 2
         Exclusive upper bound of integer inputs (the vocabulary size for embeddings).
     skip_compute : bool, default True
@@ -381,6 +384,18 @@ def extract(
         everything (needed only when control flow depends on intermediate values).
     train : bool, default True
         Training mode for the step (BatchNorm batch statistics, dropout, Shake-Shake mixing); the mode is restored.
+    max_memory_bytes : int, optional
+        Memory the ``"cpu"`` step may use (parameter gradients, cloned buffers, the input and every op output, counted
+        as it runs). Default: three quarters of the available memory (``psutil``, else ``sysconf``). A model over the
+        limit is counted on the ``meta`` device instead — the counts agree — and ``attrs["device"]`` says ``"meta"``;
+        only a model that also cannot run on meta is refused, with the memory it would need.
+
+    Notes
+    -----
+    While it runs, ``extract`` uses one intra-op thread (the tensors are tiny; threads only add synchronisation), turns
+    oneDNN off (recurrent layers then run torch's cell-by-cell kernels, counted as on ``meta``) and restores both, and
+    the global random states (torch CPU, Python ``random``, NumPy), afterwards — also on error. Ops computed outside
+    torch (e.g. NumPy inside a custom ``autograd.Function``) are invisible to the counting and cannot be reported.
 
     Returns
     -------
@@ -399,48 +414,66 @@ def extract(
         * ``activation_bytes`` (sum of the outputs of leaf modules in the forward pass, at ``batch_size``);
         * ``n_conv``, ``n_linear``, ``n_norm``, ``n_weight_layers``, ``depth`` (longest chain of convolution / matmul
           ops from input to loss), ``batch_size``, ``input_shape`` (``"3x32x32"``), ``model``;
-        * ``unsupported_ops`` (``;``-joined compute ops without a FLOP formula; empty when none).
+        * ``unsupported_ops`` (``;``-joined ops without a FLOP formula that are not known to be free; empty when none).
+
+        ``attrs["device"]``: the device the step was counted on (``"meta"`` when a CPU model exceeded
+        ``max_memory_bytes``).
 
     Raises
     ------
     FeatureExtractionError
-        Bad input shape, batch size or device, not a module, or the model failed to run (its exception is chained).
+        Bad input shape, batch size, device or memory limit, not a module, or the model failed to run: the message
+        names the likely cause (input shape, input dtype, BatchNorm with a batch of one, token ids beyond the
+        vocabulary, out of memory) and the model's exception is chained.
     perfmodel.datasets.UnknownNameError
         ``model`` is a string that is not a zoo id.
 
     Warns
     -----
     UnsupportedOpsWarning
-        Once, listing the compute ops without a FLOP formula (their FLOPs are not in the totals).
+        Once, listing the ops without a FLOP formula that are not known to be free (their FLOPs are not in the totals);
+        see :data:`perfmodel.features._counting.KNOWN_FREE`.
     """
     shape = _check_shape(input_shape)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise FeatureExtractionError(f"batch_size must be a positive int; got {batch_size!r}.")
     if device not in ("cpu", "meta"):
         raise FeatureExtractionError(f"device must be 'cpu' or 'meta'; got {device!r}. (Counting never needs a GPU.)")
+    if max_memory_bytes is not None and (
+        isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, (int, np.integer)) or max_memory_bytes < 1
+    ):
+        raise FeatureExtractionError(
+            f"max_memory_bytes must be a positive int (bytes) or None for the available memory; got {max_memory_bytes!r}."
+        )
     batch_size = int(batch_size)
     net, name = _resolve_model(model)
     was_training = net.training
     net.train(train)
     try:
-        static = _static(net, dtype)
-        runs = _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer)
+        with _isolated():
+            static = _static(net, dtype)
+            limit = int(max_memory_bytes) if max_memory_bytes is not None else _available_memory_bytes()
+            runs, used = _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer,
+                                limit, static)
     finally:
         net.train(was_training)
 
     from perfmodel.features._counting import formula_registry, is_uncounted_compute
 
     reg = formula_registry()
-    unsupported = sorted({str(p) for _, r in runs for p in r["seen"] if is_uncounted_compute(p, reg)})
+    unsupported = sorted({str(op._overloadpacket) for _, r in runs for op in r["seen_ops"] if is_uncounted_compute(op, reg)})
     if unsupported:
         warnings.warn(
-            f"{name}: {len(unsupported)} matmul-like op(s) have no FLOP formula and are NOT in the FLOP totals: "
-            f"{', '.join(unsupported)}. Register a formula with torch.utils.flop_counter.register_flop_formula to count them.",
+            f"{name}: {len(unsupported)} op(s) that compute have no FLOP formula and are not known to be free, so they are "
+            f"NOT in the FLOP totals: {', '.join(unsupported)}. Register a formula with "
+            "torch.utils.flop_counter.register_flop_formula to count them.",
             UnsupportedOpsWarning,
             stacklevel=2,
         )
     if per_layer:
-        return _per_layer_frame(net, name, runs, batch_size, unsupported)
+        df = _per_layer_frame(net, name, runs, batch_size, unsupported)
+        df.attrs["device"] = used
+        return df
 
     def at_batch(key):
         return int(_affine([(b, r[key]) for b, r in runs], batch_size))
@@ -451,13 +484,116 @@ def extract(
         backward_flops=bwd, train_step_flops=fwd + bwd, **static, activation_bytes=at_batch("activation_bytes"),
         depth=int(runs[-1][1]["depth"]), unsupported_ops=";".join(unsupported),
     )
-    return pd.DataFrame([row], columns=list(FEATURE_COLUMNS))
+    df = pd.DataFrame([row], columns=list(FEATURE_COLUMNS))
+    df.attrs["device"] = used
+    return df
 
 
-def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer) -> list:
-    """[(batch, counts), ...]: one run at ``batch_size``, or two small runs whose counts extrapolate exactly."""
+@contextlib.contextmanager
+def _isolated():
+    """One intra-op thread, the native (non-oneDNN) CPU kernels, and the caller's RNG states restored afterwards.
+
+    Every tensor here is tiny (batch 1–3, counted ops faked), so threads only add synchronisation (3–16× slower on a busy
+    machine). oneDNN is off so that recurrent layers run torch's own cell-by-cell path, as on the meta device (the fused
+    ``mkldnn_rnn_layer`` has no FLOP formula). Dropout and stochastic layers draw from the global generators; their
+    states (torch CPU, Python ``random``, NumPy) are restored so that extraction does not change the caller's stream.
+    """
+    import random
+
+    import torch
+
+    threads, onednn = torch.get_num_threads(), torch.backends.mkldnn.enabled
+    py_state, np_state = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.set_num_threads(1)
+            torch.backends.mkldnn.enabled = False
+            yield
+    finally:
+        torch.backends.mkldnn.enabled = onednn
+        torch.set_num_threads(threads)
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+
+
+def _available_memory_bytes() -> int:
+    """Memory a CPU step may use: three quarters of the available memory (psutil, else ``sysconf``)."""
+    import os
+
+    try:
+        import psutil
+
+        avail = psutil.virtual_memory().available
+    except ImportError:  # pragma: no cover - psutil is a dependency of the test environment
+        avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    return int(avail * 3 // 4)
+
+
+def _mib(n: int) -> str:
+    return f"{n / _MIB:,.1f} MiB"
+
+
+_SHAPE_HINTS = ("shape", "size", "columns", "reduction dim", "mat1 and mat2", "channels", "dimension", "dims", "Expected input", "expected input")
+_DTYPE_HINTS = ("dtype", "scalar type", "Expected tensor for argument", "not implemented for", "but got torch.", "Long", "Float")
+_OOM_HINTS = ("can't allocate memory", "not enough memory", "out of memory", "DefaultCPUAllocator")
+
+
+def _explain(name, exc, x, shape, input_dtype) -> FeatureExtractionError:
+    """A FeatureExtractionError naming the likely cause of ``exc`` (raised by the model's training step on ``x``)."""
+    msg = str(exc)
+    head = f"{name} failed to run a training step on an input of shape {tuple(x.shape)} and dtype {x.dtype} ({type(exc).__name__}: {msg})."
+    tail = " The model's own exception is chained."
+    if isinstance(exc, MemoryError) or any(h in msg for h in _OOM_HINTS):
+        return FeatureExtractionError(
+            f"{head} It ran out of memory. Pass device='meta' (no parameter or activation memory is allocated), or a "
+            f"smaller max_memory_bytes so that extract() moves to the meta device by itself.{tail}"
+        )
+    if "Expected more than 1 value per channel when training" in msg:
+        return FeatureExtractionError(
+            f"{head} A BatchNorm layer in training mode cannot normalise a batch of one sample per channel. Expected "
+            f"batch_size >= 2 (got {x.shape[0]}); pass a larger batch_size, or train=False to use the running statistics.{tail}"
+        )
+    if "index out of range" in msg and not x.is_floating_point():
+        return FeatureExtractionError(
+            f"{head} The token ids drawn in [0, input_high) exceed an embedding table. Expected input_high to be at most "
+            f"the vocabulary size (num_embeddings); lower it.{tail}"
+        )
+    if any(h in msg for h in _DTYPE_HINTS) and not any(h in msg for h in ("mat1 and mat2 shapes",)):
+        want = "a floating-point dtype (input_dtype=None)" if not x.is_floating_point() else (
+            "an integer dtype (input_dtype=torch.long, with input_high = the vocabulary size) for token ids / embeddings")
+        return FeatureExtractionError(
+            f"{head} The input dtype does not suit the model's first layer. Expected {want}; got input_dtype={input_dtype!r}. "
+            f"Pass the dtype the model takes.{tail}"
+        )
+    if any(h in msg for h in _SHAPE_HINTS):
+        return FeatureExtractionError(
+            f"{name} failed to run a training step on an input of shape {tuple(x.shape)} ({type(exc).__name__}: {msg}). "
+            f"Expected input_shape to be the shape of one sample without the batch dimension (got {shape}; e.g. (3, 32, 32) "
+            "for a CIFAR CNN) and input_dtype to suit the first layer (torch.long for embeddings); fix them. The model's "
+            "own exception is chained."
+        )
+    return FeatureExtractionError(
+        f"{head} The model itself raised this error on zero-valued stand-in inputs; check that it runs on "
+        f"torch.zeros({tuple(x.shape)}, dtype={x.dtype}) in training mode.{tail}"
+    )
+
+
+def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer, limit, static):
+    """([(batch, counts), ...], device used): one run at ``batch_size``, or two small runs whose counts extrapolate exactly.
+
+    On ``"cpu"``, a step whose memory (parameter gradients, buffers, inputs, then every op output as it runs) would
+    exceed ``limit`` bytes is counted on the meta device instead — the counts agree — and is refused, with the memory
+    it would need, only when the model cannot run on meta either.
+    """
+    import torch
+
+    from perfmodel.features._counting import MemoryLimitExceeded
 
     states: dict = {}
+    if input_dtype is None and dtype is not None and dtype.is_floating_point:
+        input_dtype = dtype  # parameters counted as ``dtype``: a floating input of the same dtype, as the cast model takes
+    item = torch.empty((), dtype=input_dtype or torch.get_default_dtype()).element_size()
+    fixed = static["buffer_bytes"] + 3 * item * int(np.prod(shape))  # buffer clones + the input
 
     def run(b, dev, depth=True):
         x = _make_input(shape, b, dev, input_dtype, input_high)
@@ -466,15 +602,34 @@ def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high,
         for t in states[dev].values():
             t.grad = None
         try:
-            return _one_step(net, states[dev], x, skip_compute=skip_compute, per_layer=per_layer, depth=depth)
+            return _one_step(net, states[dev], x, skip_compute=skip_compute, per_layer=per_layer, depth=depth,
+                             memory_limit=None if dev == "meta" else max(limit - fixed, 0))
+        except MemoryLimitExceeded:
+            raise
         except Exception as exc:
-            raise FeatureExtractionError(
-                f"{name} failed to run a training step on an input of shape {tuple(x.shape)} ({type(exc).__name__}: {exc}). "
-                f"Expected input_shape to be the shape of one sample without the batch dimension (got {shape}; e.g. (3, 32, 32) "
-                "for a CIFAR CNN) and input_dtype to suit the first layer (torch.long for embeddings); fix them. The model's "
-                "own exception is chained."
-            ) from exc
+            raise _explain(name, exc, x, shape, input_dtype) from exc
 
+    def on_meta(need):
+        try:
+            return [(batch_size, run(batch_size, "meta"))], "meta"
+        except FeatureExtractionError as exc:
+            raise FeatureExtractionError(
+                f"{name} needs about {_mib(need)} for a training step on the CPU (parameter gradients, buffers, input and "
+                f"activations), more than the {_mib(limit)} it may use (three quarters of the available memory, or "
+                f"max_memory_bytes), and it cannot run on the meta device either ({exc.__cause__!r}). Free memory, raise "
+                "max_memory_bytes, or make the model's ops meta-compatible."
+            ) from exc.__cause__
+
+    static_need = static["optimizer_state_bytes"] + fixed  # a gradient per trainable parameter (= optimizer_state_bytes)
+    if device == "cpu" and static_need > limit:
+        return on_meta(static_need)
+    try:
+        return _count_on(run, batch_size, device), device
+    except MemoryLimitExceeded as exc:
+        return on_meta(exc.allocated + fixed)
+
+
+def _count_on(run, batch_size, device) -> list:
     if device == "meta" or batch_size == 1:
         return [(batch_size, run(batch_size, device))]
     try:

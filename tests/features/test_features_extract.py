@@ -203,10 +203,19 @@ def test_batch_extrapolation_is_exact_for_affine_counts():
 
 
 def test_unsupported_ops_are_warned_once_and_listed():
-    net = nn.LSTM(8, 16, batch_first=True)
-    with pytest.warns(UnsupportedOpsWarning, match=r"LSTM: 2 matmul-like op\(s\) have no FLOP formula and are NOT in the FLOP totals: aten.mkldnn_rnn_layer, aten.mkldnn_rnn_layer_backward"):
-        row = extract(net, (5, 8), batch_size=2, skip_compute=True).iloc[0]
-    assert row["unsupported_ops"] == "aten.mkldnn_rnn_layer;aten.mkldnn_rnn_layer_backward"
+    class Sparse(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(8, 4))
+
+        def forward(self, x):
+            y = torch.sparse.mm(x.to_sparse(), self.w)
+            return torch.cdist(y, y)
+
+    with pytest.warns(UnsupportedOpsWarning, match=r"Sparse: 3 op\(s\) that compute have no FLOP formula and are not known to be "
+                      r"free, so they are NOT in the FLOP totals: aten._cdist_backward, aten._cdist_forward, aten._sparse_addmm\."):
+        row = extract(Sparse(), (8,), batch_size=2).iloc[0]
+    assert row["unsupported_ops"] == "aten._cdist_backward;aten._cdist_forward;aten._sparse_addmm"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert extract(nn.Linear(3, 2), (3,)).iloc[0]["unsupported_ops"] == ""
