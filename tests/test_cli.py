@@ -82,7 +82,7 @@ def test_module_target_errors(tmp_path, monkeypatch):
     from perfmodel.zoo import load_model
 
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match="Malformed model 'a b:C'"):
+    with pytest.raises(ValueError, match="Malformed target 'a b:C'"):
         load_model("a b:C")
     with pytest.raises(ValueError, match="Cannot import 'no_such_module_xyz:Net'"):
         load_model("no_such_module_xyz:Net")

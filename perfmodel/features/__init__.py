@@ -43,7 +43,6 @@ weights, gradients and BatchNorm running statistics are left untouched, and ``dt
 """
 from __future__ import annotations
 
-import importlib
 from importlib import resources
 
 import pandas as pd
@@ -94,39 +93,19 @@ def features_table(target: str, input_shape, **kwargs) -> pd.DataFrame:
         ``target`` is malformed, cannot be imported or instantiated, is not a torch module or zoo id, or the model
         fails to run (the original exception is chained).
     """
+    from perfmodel._errors import UnknownNameError
     from perfmodel.datasets.names import MODEL_IDS
+    from perfmodel.zoo import load_model
 
-    expected = f"Expected a zoo id ({', '.join(MODEL_IDS[:3])}, ...) or 'package.module:ClassName'"
-    if not isinstance(target, str):
-        raise FeatureExtractionError(f"The target must be a string; got {type(target).__name__}. {expected}.")
-    if ":" not in target:
-        from perfmodel._errors import UnknownNameError
-        from perfmodel.datasets.names import canonical_model
-
-        try:
-            canonical_model(target)
-        except UnknownNameError as exc:
-            raise FeatureExtractionError(
-                f"Unknown target {target!r}. {expected}, e.g. 'torchvision.models:resnet18' or 'mypkg.nets:Net'."
-            ) from exc
-        return extract(target, input_shape, **kwargs)
-    mod_name, _, cls_name = target.partition(":")
-    if not mod_name or not all(p.isidentifier() for p in mod_name.split(".")) or not cls_name.isidentifier():
-        raise FeatureExtractionError(f"Malformed target {target!r}. {expected}, e.g. 'mypkg.nets:Net'.")
     try:
-        cls = getattr(importlib.import_module(mod_name), cls_name)
-    except (ImportError, AttributeError) as exc:
+        model = load_model(target)
+    except UnknownNameError as exc:
         raise FeatureExtractionError(
-            f"Cannot import {target!r} ({type(exc).__name__}: {exc}). {expected} importable from the current environment; "
-            "install the package or fix the name."
+            f"Unknown target {target!r}. Expected a zoo id ({', '.join(MODEL_IDS[:3])}, ...) or 'package.module:ClassName', "
+            f"e.g. 'torchvision.models:resnet18' or 'mypkg.nets:Net'. ({exc})"
         ) from exc
-    try:
-        model = cls()
-    except Exception as exc:
-        raise FeatureExtractionError(
-            f"{target} could not be instantiated without arguments ({type(exc).__name__}: {exc}). Expected a class whose "
-            "arguments all have defaults; wrap it in one that does, or call extract() with an instance."
-        ) from exc
+    except ValueError as exc:
+        raise FeatureExtractionError(str(exc)) from exc
     return extract(model, input_shape, **kwargs)
 
 

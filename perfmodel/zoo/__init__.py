@@ -69,8 +69,8 @@ def load_model(target: str):
     perfmodel.datasets.UnknownNameError
         ``target`` has no ``:`` and is not a zoo id (the message suggests the closest ids).
     ValueError
-        ``target`` is malformed, cannot be imported, cannot be instantiated without arguments, or is not a
-        ``torch.nn.Module``.
+        ``target`` is not a string, is malformed, cannot be imported, cannot be instantiated without arguments, or does
+        not build a ``torch.nn.Module``.
     """
     import importlib
     import os
@@ -78,22 +78,23 @@ def load_model(target: str):
 
     from perfmodel.datasets.names import canonical_model
 
-    if not isinstance(target, str) or not target.strip():
-        raise ValueError(f"A model must be a zoo id (e.g. 'resnet-32') or 'package.module:ClassName'; got {target!r}.")
+    expected = f"Expected a zoo id ({', '.join(MODEL_IDS[:3])}, ...) or 'package.module:ClassName'"
+    if not isinstance(target, str):
+        raise ValueError(f"The target must be a string; got {type(target).__name__}. {expected}.")
     if ":" not in target:
         return canonical_model(target)
     mod_name, _, cls_name = target.partition(":")
     if not mod_name or not all(p.isidentifier() for p in mod_name.split(".")) or not cls_name.isidentifier():
-        raise ValueError(f"Malformed model {target!r}: expected 'package.module:ClassName', e.g. 'mynets:Net' for class Net "
-                         "in mynets.py of the current folder.")
+        raise ValueError(f"Malformed target {target!r}. {expected}, e.g. 'mynets:Net' for class Net in mynets.py of the "
+                         "current folder.")
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)  # as `python -m` does: a module of the current folder is importable
     try:
         cls = getattr(importlib.import_module(mod_name), cls_name)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"Cannot import {target!r} ({type(exc).__name__}: {exc}). Expected a module importable from the "
-                         f"current folder ({cwd}) or the environment; install the package or fix the name.") from exc
+        raise ValueError(f"Cannot import {target!r} ({type(exc).__name__}: {exc}). {expected} importable from the current "
+                         f"folder ({cwd}) or the environment; install the package or fix the name.") from exc
     try:
         model = cls()
     except Exception as exc:
@@ -103,5 +104,5 @@ def load_model(target: str):
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"{target} built a {type(model).__name__}, not a torch.nn.Module.")
+        raise ValueError(f"{target} built a {type(model).__name__}, not a torch.nn.Module. {expected}.")
     return model

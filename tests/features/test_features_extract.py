@@ -288,7 +288,7 @@ def test_errors_say_what_and_how_to_fix():
 
 def test_features_table_errors():
     with pytest.raises(FeatureExtractionError, match=r"Cannot import 'nopkg.mod:Net' \(ModuleNotFoundError: .*\)\. Expected a zoo id "
-                       r"\(resnet-15, resnet-32, custom-resnet-1, \.\.\.\) or 'package.module:ClassName' importable"):
+                       r"\(resnet-15, resnet-32, custom-resnet-1, \.\.\.\) or 'package.module:ClassName' importable from the current folder"):
         features.features_table("nopkg.mod:Net", (3,))
     with pytest.raises(FeatureExtractionError, match=r"Cannot import 'torch.nn:NoSuchNet' \(AttributeError"):
         features.features_table("torch.nn:NoSuchNet", (3,))
@@ -303,7 +303,7 @@ def test_features_table_errors():
     with pytest.raises(FeatureExtractionError, match=r"torch.nn:Linear could not be instantiated without arguments \(TypeError: "
                        r".*\)\. Expected a class whose arguments all have defaults"):
         features.features_table("torch.nn:Linear", (3,))
-    with pytest.raises(FeatureExtractionError, match=r"extract\(\) needs a torch.nn.Module or a zoo id .*; got OrderedDict"):
+    with pytest.raises(FeatureExtractionError, match=r"collections:OrderedDict built a OrderedDict, not a torch.nn.Module"):
         features.features_table("collections:OrderedDict", (3,))
     with pytest.raises(FeatureExtractionError, match=r"The target must be a string; got int"):
         features.features_table(3, (3,))
