@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from perfmodel import datasets as ds
 
@@ -70,17 +70,37 @@ def cluster_speeds(min_step: int = 2000) -> pd.DataFrame:
     return out
 
 
+#: Columns of ``X`` by name (a DataFrame with these columns is read by name, in any order).
+NPS_COLUMNS = ["n_workers", "n_ps"]
+
+
 def _check_nps(X, name="X"):
     X = np.asarray(X, dtype=float)
+    if X.ndim == 2 and (X < 0).any():
+        raise ValueError(f"Negative values in data passed to ClusterSpeedModel ({name}): worker and PS counts are ≥ 1; got min "
+                         f"{np.nanmin(X):g}.")
     if X.ndim != 2 or X.shape[1] != 2:
-        raise ValueError(f"{name} must have two columns (n_workers, n_ps); got shape {X.shape}.")
+        got = f"{X.shape[1]} feature(s) (shape {X.shape})" if X.ndim == 2 else f"shape {X.shape}"
+        raise ValueError(f"{name} must have two columns (n_workers, n_ps); got {got}. Pass a DataFrame with columns "
+                         "'n_workers' and 'n_ps' or an array [[n_workers, n_ps], ...].")
     if not np.isfinite(X).all() or (X < 1).any():
-        raise ValueError(f"{name}: worker and PS counts must be finite and ≥ 1; got min {np.nanmin(X)}.")
+        raise ValueError(f"{name}: worker and PS counts must be finite and ≥ 1; got min {np.nanmin(X)}. A cluster has at "
+                         "least one worker and one parameter server.")
+    return X
+
+
+def _by_name(X, names=NPS_COLUMNS):
+    """The ``names`` columns of a DataFrame that has them all (in that order); anything else unchanged."""
+    if isinstance(X, pd.DataFrame) and set(names) <= set(X.columns):
+        return X[list(names)]
     return X
 
 
 class ClusterSpeedModel(RegressorMixin, BaseEstimator):
     """Cluster speed (steps/s) from ``X = [[n_workers, n_ps], ...]``.
+
+    ``X`` is a DataFrame with columns ``n_workers`` and ``n_ps`` (read by name, in any order; other columns are
+    ignored) or an array with those two columns in that order. Counts are ≥ 1; speeds ``y`` are positive.
 
     Parameters
     ----------
@@ -94,6 +114,8 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
     ----------
     coef_ : ndarray — the ``PS_TERMS`` coefficients (s/step) for ``kind='ps'``
     single_worker_speed_ : float — ``S(1)`` for ``kind='linear'`` (mean of the n = 1 rows, or fitted slope)
+    n_features_in_ : int — 2
+    feature_names_in_ : ndarray of str — the column names when fitted on a DataFrame
     """
 
     def __init__(self, kind="ps", n_bootstrap=200, random_state=None):
@@ -109,22 +131,30 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         """Fit on worker/PS counts ``X`` and measured cluster speeds ``y`` (steps/s, positive)."""
         if self.kind not in ("ps", "linear"):
             raise ValueError(f"The 'kind' parameter of ClusterSpeedModel must be one of {{'ps','linear'}}. Got {self.kind!r}.")
-        X = _check_nps(pd.DataFrame(X).to_numpy() if isinstance(X, pd.DataFrame) else X)
-        y = np.asarray(y, dtype=float).ravel()
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} speeds.")
+        if isinstance(self.n_bootstrap, bool) or not isinstance(self.n_bootstrap, (int, np.integer)) or self.n_bootstrap < 0:
+            raise ValueError(f"The 'n_bootstrap' parameter of ClusterSpeedModel must be an int ≥ 0. Got {self.n_bootstrap!r}.")
+        X, y = validate_data(self, _by_name(X), y, dtype=np.float64, y_numeric=True)
+        if self.kind == "ps" and X.shape[0] < 2:
+            raise ValueError(f"the PS model needs runs of at least two cluster sizes; got n_samples={X.shape[0]}.")
+        X = _check_nps(X)
         if not np.isfinite(y).all() or (y <= 0).any():
-            raise ValueError("cluster speeds must be positive steps/s (no zeros, negatives or NaN).")
+            raise ValueError(f"cluster speeds must be positive steps/s (no zeros, negatives or NaN); got {int(np.sum(~(y > 0)))} "
+                             "value(s) ≤ 0.")
         sizes = np.unique(X[:, 0])
         if self.kind == "ps" and len(sizes) < 2:
             raise ValueError(f"the PS model needs at least two cluster sizes; got n_workers = {sizes.tolist()}.")
-        self.n_features_in_ = 2
         if self.kind == "linear":
             self.single_worker_speed_ = float(np.sum(y * X[:, 0]) / np.sum(X[:, 0] ** 2))  # least squares through the origin
         else:
             self.coef_ = self._nnls(X, y)
         self._X, self._y = X, y
         return self
+
+    def _need_ps(self, what):
+        check_is_fitted(self, "_X")
+        if self.kind != "ps":
+            raise ValueError(f"ClusterSpeedModel.{what} needs the PS terms of kind='ps'; this model is kind={self.kind!r} "
+                             "(speed = n x single_worker_speed_, no PS saturation).")
 
     def _nnls(self, X, y):
         A = self._design(X)
@@ -137,7 +167,8 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
     def predict(self, X):
         """Predicted cluster speed (steps/s)."""
         check_is_fitted(self, "_X")
-        X = _check_nps(pd.DataFrame(X).to_numpy() if isinstance(X, pd.DataFrame) else X)
+        names = getattr(self, "feature_names_in_", None)
+        X = _check_nps(validate_data(self, _by_name(X, NPS_COLUMNS if names is None else list(names)), reset=False, dtype=np.float64))
         if self.kind == "linear":
             return self.single_worker_speed_ * X[:, 0]
         return 1 / (self._design(X) @ self.coef_)
@@ -149,7 +180,7 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         ``n / θ_c``; for mixed workers it becomes ``1 / Σ v_i`` with ``v_i`` each worker's own speed (steps/s, from the
         step-time model or a measurement). The PS terms are this model's, fitted on the same CNN: the PS caps the sum.
         """
-        check_is_fitted(self, "coef_")
+        self._need_ps("predict_heterogeneous")
         v = np.asarray(worker_speeds, dtype=float).ravel()
         if v.size == 0 or not np.isfinite(v).all() or (v <= 0).any():
             raise ValueError("worker_speeds must be one positive speed (steps/s) per worker.")
@@ -160,25 +191,48 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         return float(1 / (1 / v.sum() + t / p + q * n / p + o))
 
     def parameters(self, alpha: float = 0.05) -> pd.DataFrame:
-        """The PS-model terms with units, meaning, estimate and a bootstrap ``1 − alpha`` interval (resampling rows)."""
-        check_is_fitted(self, "coef_")
+        """The fitted terms with units, meaning, estimate and a bootstrap ``1 − alpha`` interval (resampling rows).
+
+        ``kind='ps'``: the :data:`PS_TERMS`; ``kind='linear'``: one term, ``single_worker_speed`` (steps/s). The
+        interval is NaN when ``n_bootstrap=0`` or no resample was usable; ``n_bootstrap`` says how many were used.
+        """
+        from perfmodel.models.step_time import _check_alpha
+
+        _check_alpha(alpha, "ClusterSpeedModel.parameters")
+        check_is_fitted(self, "_X")
         rng = np.random.default_rng(self.random_state)
         boots = []
         for _ in range(self.n_bootstrap):
             idx = rng.integers(0, len(self._y), len(self._y))
-            if len(np.unique(self._X[idx, 0])) < 2:
-                continue
-            boots.append(self._nnls(self._X[idx], self._y[idx]))
-        b = np.array(boots)
+            if self.kind == "ps":
+                if len(np.unique(self._X[idx, 0])) < 2:
+                    continue
+                boots.append(self._nnls(self._X[idx], self._y[idx]))
+            else:
+                xs, ys = self._X[idx, 0], self._y[idx]
+                boots.append([np.sum(ys * xs) / np.sum(xs**2)])
+        if self.kind == "ps":
+            terms = [(name, unit, meaning) for name, (_, unit, meaning) in PS_TERMS.items()]
+            est = self.coef_
+        else:
+            terms = [("single_worker_speed", "steps/s", "speed of one worker; the linear baseline is n times it")]
+            est = [self.single_worker_speed_]
+        b = np.array(boots, dtype=float).reshape(len(boots), len(terms))
         rows = []
-        for i, (name, (_, unit, meaning)) in enumerate(PS_TERMS.items()):
-            rows.append(dict(term=name, unit=unit, meaning=meaning, estimate=self.coef_[i],
-                             lower=float(np.quantile(b[:, i], alpha / 2)), upper=float(np.quantile(b[:, i], 1 - alpha / 2))))
+        for i, (name, unit, meaning) in enumerate(terms):
+            lo, hi = (float(np.quantile(b[:, i], alpha / 2)), float(np.quantile(b[:, i], 1 - alpha / 2))) if len(b) else (np.nan, np.nan)
+            rows.append(dict(term=name, unit=unit, meaning=meaning, estimate=float(est[i]), lower=lo, upper=hi, n_bootstrap=len(b)))
         return pd.DataFrame(rows)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True  # worker and PS counts (≥ 1)
+        tags.target_tags.positive_only = True  # speeds (steps/s > 0)
+        return tags
 
     def saturation_speed(self, n_ps: int) -> float:
         """Upper bound of speed as workers grow: ``p / θ_q`` (∞ when there is no contention term)."""
-        check_is_fitted(self, "coef_")
+        self._need_ps("saturation_speed")
         q = self.coef_[2]
         return float(n_ps / q) if q > 0 else float("inf")
 

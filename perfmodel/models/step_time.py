@@ -13,6 +13,8 @@ from scipy.optimize import curve_fit
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from perfmodel.models._extrapolation import ExtrapolationWarning, range_report
+
 __all__ = [
     "StepTimeRegressor",
     "FEATURE_SETS",
@@ -22,6 +24,7 @@ __all__ = [
     "PAPER_SVR_POLY",
     "model_features",
     "predict_step_time",
+    "PREDICTION_FLOOR_FRACTION",
 ]
 
 #: Feature sets by name (column lists of the frames of :mod:`perfmodel.datasets` / :func:`graph_feature_frame`).
@@ -38,6 +41,10 @@ FEATURE_SETS: dict[str, list[str]] = {
 PAPER_SVR_POLY = dict(kernel="poly", degree=2, C=100.0, gamma="auto", epsilon=0.01, coef0=1.0)
 
 _METHODS = ("linear", "svr", "gbm")
+
+#: A raw-scale prediction (or interval bound) ≤ 0 s is replaced by this fraction of the smallest fitted target
+#: (:attr:`StepTimeRegressor.prediction_floor_s_`), with an :class:`ExtrapolationWarning`.
+PREDICTION_FLOOR_FRACTION = 0.01
 
 
 class StepTimeRegressor(RegressorMixin, BaseEstimator):
@@ -64,6 +71,18 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
     feature_names_used_ : list of str or None
     n_features_in_ : int
     coef_, intercept_ : linear method only (on the transformed scale when ``log_transform``)
+    feature_min_, feature_max_ : ndarray
+        Range of each feature in the fitted data; a prediction outside it warns (:class:`ExtrapolationWarning`) and
+        says how far outside.
+    prediction_floor_s_ : float
+        :data:`PREDICTION_FLOOR_FRACTION` of the smallest fitted target (s).
+
+    Notes
+    -----
+    Predictions are times, hence positive. With ``log_transform=True`` they are by construction. On the raw scale (the
+    paper's regressors, kept for reproduction) a linear, SVR or GBM model can return a value ≤ 0 far from its data: such
+    a value (and an interval bound ≤ 0) is replaced by ``prediction_floor_s_`` and an :class:`ExtrapolationWarning`
+    says so. Fit with ``log_transform=True`` for predictions that are positive without truncation.
     """
 
     _feature_sets = FEATURE_SETS
@@ -135,38 +154,95 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
             self.intercept_ = self.estimator_.intercept_
         self._X_fit_ = self._transform_x(Xa)
         self._y_fit_ = yt
+        self.feature_min_ = Xa.min(axis=0)
+        self.feature_max_ = Xa.max(axis=0)
+        self.prediction_floor_s_ = float(PREDICTION_FLOOR_FRACTION * ya.min())
         return self
+
+    def _feature_labels(self):
+        names = getattr(self, "feature_names_in_", None)
+        return [str(c) for c in names] if names is not None else [f"feature {j}" for j in range(self.n_features_in_)]
+
+    def _warn_outside(self, Xa):
+        """Warn when rows of ``Xa`` lie outside the fitted feature range."""
+        far = range_report(self._feature_labels(), Xa, self.feature_min_, self.feature_max_)
+        if far:
+            import warnings
+
+            warnings.warn(f"{type(self).__name__} extrapolates: {'; '.join(far)} (fitted range). Its {self._target} there are "
+                          "not backed by data.", ExtrapolationWarning, stacklevel=3)
+
+    def _floor(self, values, what):
+        """Replace values ≤ 0 by the documented floor, with a warning saying how many and how negative."""
+        v = np.asarray(values, dtype=float)
+        bad = ~(v > 0)
+        if bad.any():
+            import warnings
+
+            warnings.warn(f"{type(self).__name__} (raw scale, method={self.method!r}) gives {int(bad.sum())} {what} ≤ 0 s "
+                          f"(min {np.nanmin(v):.3g} s): replaced by the floor {self.prediction_floor_s_:.3g} s "
+                          f"({PREDICTION_FLOOR_FRACTION:g} x the smallest fitted time). The input is far from the fitted data; "
+                          "fit with log_transform=True for positive predictions.", ExtrapolationWarning, stacklevel=3)
+            v = np.where(bad, self.prediction_floor_s_, v)
+        return v
 
     def predict(self, X):
         """Predicted step time (s)."""
         check_is_fitted(self, "estimator_")
         Xa = validate_data(self, self._columns(X), reset=False, dtype=np.float64)
+        self._warn_outside(Xa)
         p = self.estimator_.predict(self._transform_x(Xa))
-        return np.exp(p) if self.log_transform else p
+        return np.exp(p) if self.log_transform else self._floor(p, "prediction(s)")
 
     def predict_interval(self, X, alpha: float = 0.05) -> pd.DataFrame:
         """Prediction intervals of the linear method (statsmodels OLS), in seconds.
 
         Returns a frame with ``predicted_s``, ``lower_s``, ``upper_s`` (``1 − alpha`` prediction interval for a new
-        observation) and ``mean_lower_s`` / ``mean_upper_s`` (confidence interval of the mean).
+        observation) and ``mean_lower_s`` / ``mean_upper_s`` (confidence interval of the mean); every column is
+        positive and ``lower_s ≤ predicted_s ≤ upper_s``. With ``log_transform=True`` the interval is computed on the log
+        scale (exact for log-normal errors); on the raw scale values ≤ 0 are replaced by ``prediction_floor_s_`` with an
+        :class:`ExtrapolationWarning`.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default 0.05
+            Miss probability of the interval (0.05 → 95 % interval).
         """
+        _check_alpha(alpha, f"{type(self).__name__}.predict_interval")
         check_is_fitted(self, "estimator_")
         if self.method != "linear":
             raise ValueError(f"predict_interval needs method='linear' (OLS); this model uses {self.method!r}.")
         import statsmodels.api as sm
 
-        Xa = self._transform_x(validate_data(self, self._columns(X), reset=False, dtype=np.float64))
+        Xr = validate_data(self, self._columns(X), reset=False, dtype=np.float64)
+        self._warn_outside(Xr)
+        Xa = self._transform_x(Xr)
         ols = sm.OLS(self._y_fit_, sm.add_constant(self._X_fit_, has_constant="add")).fit()
         frame = ols.get_prediction(sm.add_constant(Xa, has_constant="add")).summary_frame(alpha=alpha)
         out = pd.DataFrame({"predicted_s": frame["mean"], "lower_s": frame["obs_ci_lower"], "upper_s": frame["obs_ci_upper"],
                             "mean_lower_s": frame["mean_ci_lower"], "mean_upper_s": frame["mean_ci_upper"]})
-        return np.exp(out) if self.log_transform else out
+        if self.log_transform:
+            return np.exp(out)
+        out = pd.DataFrame(self._floor(out.to_numpy(), "prediction or interval bound(s)"), columns=out.columns, index=out.index)
+        for lo, hi in (("lower_s", "upper_s"), ("mean_lower_s", "mean_upper_s")):  # a floored prediction stays inside its bounds
+            out[lo] = np.minimum(out[lo], out["predicted_s"])
+            out[hi] = np.maximum(out[hi], out["predicted_s"])
+        return out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.positive_only = True
         tags.input_tags.positive_only = bool(self.log_transform)
         return tags
+
+
+def _check_alpha(alpha, where):
+    """``alpha`` must be a real number strictly between 0 and 1."""
+    import numbers
+
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < float(alpha) < 1:
+        raise ValueError(f"{where}: alpha must be a number in (0, 1), the miss probability of the interval (0.05 gives a 95 % "
+                         f"interval); got {alpha!r}.")
 
 
 def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = None, gpus: pd.DataFrame | None = None) -> pd.DataFrame:
