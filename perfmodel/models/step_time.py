@@ -361,10 +361,23 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
 
     * A GPU with measurements (K80, P100 — or any GPU in ``samples``): linear :class:`StepTimeRegressor` on the
       ``graph`` features (ideal compute time of the training step at batch 128 on the GPU's peak FP32 rate, and
-      trainable tensors) fitted on that GPU's samples — leave-one-model-out MAPE 4.1 % (K80) and 7.5 % (P100).
-    * Any other GPU of the catalog: log-log linear regression on the ideal compute time, fitted on every GPU of the
-      samples, i.e. an extrapolation through the GPU's peak TFLOPS — 12 % MAPE on the V100 runs (cross-GPU
-      protocol; see ``figures.speed_protocols_data`` and ``figures.campaign_floor``).
+      trainable tensors) fitted on that GPU's samples — leave-one-model-out MAPE 4.1 % (K80) and 7.5 % (P100). Its
+      interval is the ``1 − alpha`` prediction interval of the log-log fit on the same features and samples, as a
+      ratio around the prediction: positive, and wider the farther the model is from the training CNNs.
+    * Any other GPU of the catalog: the prediction of the measured GPU with the nearest peak FP32 rate, scaled by
+      ``(TFLOPS_anchor / TFLOPS_gpu) ** b`` with ``b`` the exponent of a log-log regression of step time on the ideal
+      compute time fitted on every GPU of the samples (b ≈ 0.72) — an extrapolation through the GPU's peak TFLOPS:
+      10.4 % MAPE on the four CNNs CM-DARE ran on a V100 (the log-log fit alone: 11.9 %). Interval: the wider (as
+      ratios) of the anchor's and of the log-log fit's.
+    * Consistency across the catalog: a GPU with a higher peak FP32 rate is never predicted slower. The predictions
+      of every catalog GPU are made together; where the fits of two measured GPUs disagree they are made
+      non-increasing in peak TFLOPS by an isotonic regression of ``log(step_time_s)`` (measured GPUs weigh most); an
+      adjusted row's prediction and interval are scaled by the same factor, stated in ``basis``.
+
+    Every time is positive and ``lower_s ≤ step_time_s ≤ upper_s``. An :class:`ExtrapolationWarning` says how far
+    outside what the fits saw a prediction lies: the model's FLOPs or trainable tensors beyond the training CNNs, a
+    GPU without measurements (and its peak TFLOPS beyond the measured ones), a model without convolutions (the fits
+    saw CNNs only).
 
     Parameters
     ----------
@@ -376,41 +389,118 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
         Shape of one sample when ``model`` is a module.
     samples : DataFrame, optional
         Training samples (``model``, ``gpu``, ``step_time_s``); default the 520 CM-DARE single-worker samples.
-    alpha : float
-        Level of the prediction interval (``1 − alpha``, statsmodels OLS, on the fitted scale).
+    alpha : float in (0, 1)
+        Miss probability of the prediction interval (``1 − alpha`` interval, statsmodels OLS).
 
     Returns
     -------
     DataFrame
         ``model``, ``gpu``, ``step_time_s`` (predicted), ``lower_s`` / ``upper_s`` (prediction interval),
-        ``speed_steps_per_s``, ``basis`` (which fit made the prediction).
+        ``speed_steps_per_s``, ``basis`` (which fit made the prediction, and any consistency adjustment).
     """
-    from perfmodel.datasets import canonical_gpu, load_speed_samples
+    import warnings
 
+    from sklearn.isotonic import IsotonicRegression
+
+    from perfmodel.datasets import canonical_gpu, load_gpu_catalog, load_speed_samples
+    from perfmodel.features import load_zoo_features
+
+    _check_alpha(alpha, "predict_step_time")
     gpus = [canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
     if not gpus:
         raise ValueError("gpus must name at least one GPU, e.g. ('K80', 'P100').")
     feats = model_features(model, input_shape=input_shape)
     name = str(feats["model"].iloc[0])
     train = graph_feature_frame(load_speed_samples() if samples is None else samples)
-    measured = set(train["gpu"].astype(str))
-    rows = []
-    for g in gpus:
-        x = graph_feature_frame(pd.DataFrame({"model": [name], "gpu": [g]}), features=feats.assign(model=name))
-        if g in measured:
+    measured = sorted(set(train["gpu"].astype(str)))
+    catalog = load_gpu_catalog()
+    tflops = dict(zip(catalog["gpu"].astype(str), catalog["fp32_peak_tflops"].astype(float)))
+    every = list(dict.fromkeys([*catalog["gpu"].astype(str), *measured, *gpus]))  # the whole catalog, for consistency
+    x_all = graph_feature_frame(pd.DataFrame({"model": [name] * len(every), "gpu": every}), features=feats.assign(model=name))
+    rows = {}
+    with warnings.catch_warnings():  # the fits' own range warnings are summarised below, once
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        for i, g in enumerate(every):
+            if g not in measured:
+                continue
+            x = x_all.iloc[[i]]
             tr = train[train["gpu"].astype(str) == g]
-            est = StepTimeRegressor(features="graph").fit(tr, tr["step_time_s"])
-            basis = f"linear on graph features, fitted on {len(tr)} {g} samples"
-        else:
-            est = StepTimeRegressor(features=["ideal_compute_ms"], log_transform=True).fit(train, train["step_time_s"])
-            basis = f"log-log on ideal compute time, extrapolated from {'+'.join(sorted(measured))} through peak TFLOPS"
-        iv = est.predict_interval(x, alpha=alpha).iloc[0]
-        rows.append(dict(model=name, gpu=g, step_time_s=float(iv["predicted_s"]), lower_s=float(iv["lower_s"]), upper_s=float(iv["upper_s"]),
-                         basis=basis))
+            point = float(StepTimeRegressor(features="graph").fit(tr, tr["step_time_s"]).predict(x)[0])
+            iv = StepTimeRegressor(features="graph", log_transform=True).fit(tr, tr["step_time_s"]).predict_interval(x, alpha=alpha).iloc[0]
+            ratio = point / float(iv["predicted_s"])
+            rows[g] = dict(model=name, gpu=g, step_time_s=point, lower_s=float(iv["lower_s"]) * ratio, upper_s=float(iv["upper_s"]) * ratio,
+                           basis=f"linear on graph features, fitted on {len(tr)} {g} samples (interval: log-log fit on the same "
+                                 "features, as a ratio)")
+        cross = StepTimeRegressor(features=["ideal_compute_ms"], log_transform=True).fit(train, train["step_time_s"])
+        exponent = float(cross.coef_[0])
+        for i, g in enumerate(every):
+            if g in measured:
+                continue
+            # anchored on the measured GPU of the nearest peak rate, scaled by the cross-GPU power law of the ideal compute time
+            anchor = min(measured, key=lambda m: abs(np.log(tflops[m] / tflops[g])))
+            scale = (tflops[anchor] / tflops[g]) ** exponent
+            a = rows[anchor]
+            civ = cross.predict_interval(x_all.iloc[[i]], alpha=alpha).iloc[0]
+            lo_ratio = min(a["lower_s"] / a["step_time_s"], float(civ["lower_s"] / civ["predicted_s"]))
+            hi_ratio = max(a["upper_s"] / a["step_time_s"], float(civ["upper_s"] / civ["predicted_s"]))
+            point = a["step_time_s"] * scale
+            rows[g] = dict(model=name, gpu=g, step_time_s=point, lower_s=point * lo_ratio, upper_s=point * hi_ratio,
+                           basis=f"{anchor} prediction x (peak TFLOPS {anchor}/{g})^{exponent:.3g}, the exponent of a log-log fit "
+                                 f"on ideal compute time over {'+'.join(measured)} (interval: the wider of both)")
+    rows = [rows[g] for g in every]
     out = pd.DataFrame(rows)
-    if (out["step_time_s"] <= 0).any():
-        bad = out.loc[out["step_time_s"] <= 0, "gpu"].tolist()
-        raise ValueError(f"The step-time model extrapolates to a non-positive step time for {name} on {bad}: the model is far "
-                         "outside the 20 training CNNs. Measure it instead (perfmodel.measure).")
+    if not (out[["step_time_s", "lower_s", "upper_s"]].to_numpy() > 0).all():  # pragma: no cover - guarded by the fits
+        bad = out.loc[~(out["step_time_s"] > 0), "gpu"].tolist()
+        raise ValueError(f"The step-time model gives a non-positive step time for {name} on {bad}: the model is far outside "
+                         "the training CNNs. Measure it instead (perfmodel.measure).")
+    # consistency: non-increasing in peak TFLOPS (GPUs without a catalog rate are left as they are)
+    rated = out["gpu"].map(tflops).notna().to_numpy()
+    if rated.sum() > 1:
+        t = out.loc[rated, "gpu"].map(tflops).to_numpy(float)
+        w = np.where(out.loc[rated, "gpu"].isin(measured), 1e6, 1.0)
+        logt = np.log(out.loc[rated, "step_time_s"].to_numpy(float))
+        fitted = IsotonicRegression(increasing=False).fit(t, logt, sample_weight=w).predict(t)
+        factor = np.exp(fitted - logt)
+        idx = out.index[rated]
+        for j, f in zip(idx, factor):
+            if abs(f - 1) > 1e-6:
+                out.loc[j, ["step_time_s", "lower_s", "upper_s"]] *= f
+                out.loc[j, "basis"] += (f"; scaled x{f:.3g} so that no GPU with a higher peak TFLOPS is predicted slower "
+                                        "(isotonic in peak TFLOPS)")
+    out = out.set_index("gpu").loc[gpus].reset_index()
+    _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train)
     out["speed_steps_per_s"] = 1 / out["step_time_s"]
     return out[["model", "gpu", "step_time_s", "lower_s", "upper_s", "speed_steps_per_s", "basis"]]
+
+
+def _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train):
+    """One :class:`ExtrapolationWarning` listing how far the model and the GPUs lie outside the training data."""
+    import warnings
+
+    from perfmodel.features import load_zoo_features
+    from perfmodel.models._extrapolation import how_far_outside
+
+    z = load_zoo_features().set_index("model")
+    seen = z.loc[sorted(set(train["model"].astype(str)) & set(z.index))]
+    far = []
+    for col in ("train_step_flops", "trainable_tensors"):
+        if col in feats.columns and len(seen):
+            v = float(feats[col].iloc[0])
+            msg = how_far_outside(col, v, float(seen[col].min()), float(seen[col].max()), what="fitted model")
+            if msg:
+                far.append(msg + " (per sample)" if col == "train_step_flops" else msg)
+    if "n_conv" in feats.columns and float(feats["n_conv"].iloc[0]) == 0 and "n_conv" in seen.columns and (seen["n_conv"] > 0).all():
+        far.append(f"{name} has no convolution layers, the fits saw only CNNs ({len(seen)} of them)")
+    rates = [tflops[g] for g in measured if g in tflops]
+    for g in gpus:
+        if g in measured:
+            continue
+        where = ""
+        if g in tflops and rates:
+            where = how_far_outside("its peak TFLOPS", tflops[g], min(rates), max(rates), what="measured GPU") or \
+                f"its peak TFLOPS {tflops[g]:.3g} is within the measured {min(rates):.3g}-{max(rates):.3g}"
+            where = ": " + where
+        far.append(f"GPU {g} has no measurements, predicted through peak TFLOPS from {'+'.join(measured)}{where}")
+    if far:
+        warnings.warn(f"predict_step_time extrapolates for {name}: " + "; ".join(far) + ". Measure it to be sure (perfmodel.measure).",
+                      ExtrapolationWarning, stacklevel=3)
