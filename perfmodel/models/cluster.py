@@ -358,7 +358,13 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     -------
     DataFrame
         ``model``, ``gpu``, ``n_workers``, ``n_ps``, ``speed_steps_per_s``, ``step_time_s`` (per global step),
-        ``basis``.
+        ``single_worker_speed_steps_per_s`` (the single-worker speed of :func:`predict_step_time`, or of
+        ``single_worker_step_s``), ``measured_speed_steps_per_s`` (mean of the CM-DARE cluster run of that
+        configuration, NaN where there is none) and ``basis``. With the PS model fitted on a CNN's own runs, the
+        1 worker / 1 PS speed is that fit's and can differ from ``single_worker_speed_steps_per_s`` (e.g. ResNet-32 on
+        P100: the PS model gives 13.7 steps/s at 1 worker, its 1-worker run measured 11.5 and the single-worker
+        prediction is 11.3); ``basis`` says by how much. An :class:`~perfmodel.models.ExtrapolationWarning` is raised for worker or PS counts beyond the measured
+        ones (1–8 workers, 1–2 PS).
     """
     from perfmodel.models.step_time import model_features, predict_step_time
 
@@ -372,9 +378,18 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     grid = np.array([(w, q) for q in n_ps for w in workers], dtype=float)
     d = cluster_speeds() if speeds is None else speeds
     have = d[(d["gpu"].astype(str) == g) & (d["model"].astype(str) == name)]
+    _warn_beyond_measured(d, workers, n_ps, name, g)
     if len(have) and set(n_ps) <= set(have["n_ps"]) and single_worker_step_s is None:
         speed = fit_cluster_speed_model(d, gpu=g, model=name).predict(grid)
-        basis = f"PS model fitted on the {len(have)} CM-DARE cluster runs of {name} on {g}"
+        s1 = 1 / float(predict_step_time(feats, g)["step_time_s"].iloc[0])
+        own1 = float(speed[0]) if (grid[0] == 1).all() else float(fit_cluster_speed_model(d, gpu=g, model=name).predict([[1, 1]])[0])
+        run1 = have[(have["n_workers"] == 1) & (have["n_ps"] == 1)]["speed_mean_steps_per_s"]
+        meas = f"the 1-worker run measured {float(run1.iloc[0]):.4g} steps/s, " if len(run1) else ""
+        basis = (f"PS model fitted on the {len(have)} CM-DARE cluster runs of {name} on {g}; its 1 worker / 1 PS speed "
+                 f"({own1:.4g} steps/s) is that fit's over 1-{int(have['n_workers'].max())} workers ({meas}see "
+                 f"measured_speed_steps_per_s) and differs by {(own1 / s1 - 1) * 100:+.0f} % from the single-worker prediction "
+                 f"({s1:.4g} steps/s, single_worker_speed_steps_per_s; fitted on CM-DARE's single-worker samples)")
+        measured = have.groupby(["n_workers", "n_ps"])["speed_mean_steps_per_s"].mean()
     else:
         src = ps_terms_gpu or (g if g in set(d["gpu"].astype(str)) else "P100")
         terms = fit_shared_ps_terms(src, d)
@@ -382,16 +397,39 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
         t1 = float(predict_step_time(feats, g)["step_time_s"].iloc[0]) if single_worker_step_s is None else float(single_worker_step_s)
         if not np.isfinite(t1) or t1 <= 0:
             raise ValueError(f"single_worker_step_s must be a positive number of seconds; got {single_worker_step_s!r}.")
+        s1 = 1 / t1
+        measured = pd.Series(dtype=float)
         ps_part = terms["ps_transfer_s_per_mib"] * mib + terms["ps_contention_s_per_mib"] * mib + terms["overhead_s"]
         tc = max(t1 - ps_part, 0.5 * t1)
         n, p = grid[:, 0], grid[:, 1]
         speed = 1 / (tc / n + terms["ps_transfer_s_per_mib"] * mib / p + terms["ps_contention_s_per_mib"] * mib * n / p + terms["overhead_s"])
         basis = f"size-scaled PS terms of {src} ({mib:.1f} MiB of parameters) + single-worker step time {t1:.4g} s"
+        if tc > t1 - ps_part:
+            basis += " (PS terms above half the step time: compute floored at half of it, so 1 worker / 1 PS is slower than that)"
     out = pd.DataFrame({"model": name, "gpu": g, "n_workers": grid[:, 0].astype(int), "n_ps": grid[:, 1].astype(int),
                         "speed_steps_per_s": speed})
     out["step_time_s"] = 1 / out["speed_steps_per_s"]
+    out["single_worker_speed_steps_per_s"] = s1
+    out["measured_speed_steps_per_s"] = [float(measured.get((int(w), int(q)), np.nan)) for w, q in grid]
     out["basis"] = basis
     return out
+
+
+def _warn_beyond_measured(d, workers, n_ps, name, gpu):
+    """An :class:`ExtrapolationWarning` when worker or PS counts lie beyond those of the CM-DARE cluster runs."""
+    import warnings
+
+    from perfmodel.models._extrapolation import ExtrapolationWarning, how_far_outside
+
+    far = []
+    for label, asked, col in (("workers", workers, "n_workers"), ("parameter servers", n_ps, "n_ps")):
+        lo, hi = float(d[col].min()), float(d[col].max())
+        msg = how_far_outside(f"{max(asked)} {label}", float(max(asked)), lo, hi, what=f"measured count ({lo:g}-{hi:g})")
+        if msg:
+            far.append(msg)
+    if far:
+        warnings.warn(f"predict_cluster_speed extrapolates for {name} on {gpu}: {'; '.join(far)} in the CM-DARE cluster runs; "
+                      "the PS model there is not backed by measurements.", ExtrapolationWarning, stacklevel=3)
 
 
 def shared_ps_terms_errors(speeds: pd.DataFrame | None = None) -> pd.DataFrame:
