@@ -168,6 +168,8 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         """Predicted cluster speed (steps/s)."""
         check_is_fitted(self, "_X")
         names = getattr(self, "feature_names_in_", None)
+        if names is not None and list(names) == NPS_COLUMNS and not hasattr(X, "columns") and np.ndim(X) == 2 and np.shape(X)[1] == 2:
+            X = pd.DataFrame(np.asarray(X, dtype=float), columns=NPS_COLUMNS)  # the documented array order (n_workers, n_ps)
         X = _check_nps(validate_data(self, _by_name(X, NPS_COLUMNS if names is None else list(names)), reset=False, dtype=np.float64))
         if self.kind == "linear":
             return self.single_worker_speed_ * X[:, 0]
@@ -272,7 +274,7 @@ def fit_cluster_speed_model(speeds: pd.DataFrame | None = None, *, gpu: str, mod
     if rows.empty:
         raise ValueError(f"No cluster runs for {g} / {m}{f' / {n_ps} PS' if n_ps else ''}; available: "
                          f"{sorted(set(zip(d['gpu'].astype(str), d['model'].astype(str))))}.")
-    return ClusterSpeedModel(kind=kind, random_state=random_state).fit(rows[["n_workers", "n_ps"]].to_numpy(), rows["speed_mean_steps_per_s"].to_numpy())
+    return ClusterSpeedModel(kind=kind, random_state=random_state).fit(rows[NPS_COLUMNS].astype(float), rows["speed_mean_steps_per_s"].to_numpy())
 
 
 def cluster_model_errors(speeds: pd.DataFrame | None = None, *, train_sizes=(1, 2, 4, 8)) -> pd.DataFrame:
