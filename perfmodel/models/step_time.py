@@ -403,7 +403,6 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
     from sklearn.isotonic import IsotonicRegression
 
     from perfmodel.datasets import canonical_gpu, load_gpu_catalog, load_speed_samples
-    from perfmodel.features import load_zoo_features
 
     _check_alpha(alpha, "predict_step_time")
     gpus = [canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
@@ -425,12 +424,16 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
                 continue
             x = x_all.iloc[[i]]
             tr = train[train["gpu"].astype(str) == g]
-            point = float(StepTimeRegressor(features="graph").fit(tr, tr["step_time_s"]).predict(x)[0])
+            lin = StepTimeRegressor(features="graph").fit(tr, tr["step_time_s"])
+            point = float(lin.estimator_.predict(lin._columns(x).to_numpy(float))[0])  # raw, before any floor
             iv = StepTimeRegressor(features="graph", log_transform=True).fit(tr, tr["step_time_s"]).predict_interval(x, alpha=alpha).iloc[0]
+            basis = f"linear on graph features, fitted on {len(tr)} {g} samples (interval: log-log fit on the same features, as a ratio)"
+            if not point > 0:  # the line crosses zero this far from its data: the log-log fit alone
+                point = float(iv["predicted_s"])
+                basis = f"log-log on graph features, fitted on {len(tr)} {g} samples (the linear fit is ≤ 0 s for this model)"
             ratio = point / float(iv["predicted_s"])
             rows[g] = dict(model=name, gpu=g, step_time_s=point, lower_s=float(iv["lower_s"]) * ratio, upper_s=float(iv["upper_s"]) * ratio,
-                           basis=f"linear on graph features, fitted on {len(tr)} {g} samples (interval: log-log fit on the same "
-                                 "features, as a ratio)")
+                           basis=basis)
         cross = StepTimeRegressor(features=["ideal_compute_ms"], log_transform=True).fit(train, train["step_time_s"])
         exponent = float(cross.coef_[0])
         for i, g in enumerate(every):

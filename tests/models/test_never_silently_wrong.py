@@ -351,3 +351,14 @@ def test_bathtub_fitter_checks_its_data():
         warnings.simplefilter("ignore")
         f = BathtubFitter().fit([1.0, 2.0, 3.0, 24.0], ["False", "True", "True", "False"])
     assert list(f.event_observed) == [0, 1, 1, 0]
+
+
+def test_a_linear_fit_crossing_zero_falls_back_to_the_log_log_fit():
+    """Training samples whose per-GPU line has a negative intercept: a tiny model gets the log-log prediction, said so."""
+    s = pm.datasets.load_speed_samples()
+    s = s[s["gpu"].astype(str) == "K80"].copy()
+    s["step_time_s"] = s["step_time_s"] ** 2 * 5  # convex in the features: the fitted line's intercept is negative
+    with pytest.warns(ExtrapolationWarning, match="train_step_flops"):
+        out = pm.models.predict_step_time(_row(1e4, 1e4, 100, 2, 1), ["K80", "P100"], samples=s)
+    _check_prediction(out)
+    assert out.loc[0, "basis"].startswith("log-log on graph features, fitted on 260 K80 samples (the linear fit is ≤ 0 s")
