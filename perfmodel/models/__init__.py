@@ -6,6 +6,10 @@ from __future__ import annotations
 
 __all__: list[str] = []
 
+from perfmodel.models._extrapolation import ExtrapolationWarning
+
+__all__ += ["ExtrapolationWarning"]
+
 # -- step time (issue 4) --
 from perfmodel.models.step_time import (
     FEATURE_SETS,
@@ -45,6 +49,7 @@ from perfmodel.models.checkpoint import CHECKPOINT_FEATURE_SETS, PAPER_CKPT_SVR,
 from perfmodel.models.bathtub import BathtubFitter
 from perfmodel.models.lifetimes import (
     MAX_LIFETIME_H,
+    as_flags,
     fit_cdf_lifetimes,
     fit_icac_lifetimes,
     fit_lifetimes,
@@ -53,5 +58,6 @@ from perfmodel.models.lifetimes import (
 )
 
 __all__ += ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SVR", "checkpoint_size_mb", "predict_checkpoint_time",
-            "MAX_LIFETIME_H", "BathtubFitter", "fit_icac_lifetimes", "fit_lifetimes", "fit_cdf_lifetimes", "lifetimes_from_cdf", "time_between_failures_fit"]
+            "MAX_LIFETIME_H", "BathtubFitter", "fit_icac_lifetimes", "fit_lifetimes", "fit_cdf_lifetimes", "lifetimes_from_cdf", "time_between_failures_fit",
+            "as_flags"]
 # -- end transient servers --

@@ -43,6 +43,28 @@ class BathtubFitter(ParametricUnivariateFitter):
         self.deadline_h = float(deadline_h)
         super().__init__(*args, **kwargs)
 
+    def fit(self, durations, event_observed=None, *args, **kwargs):
+        """lifelines' ``fit``, after checking the data: lifetimes in hours, ≥ 0 and at most ``deadline_h`` (a VM is
+        terminated there: clip longer records and mark them censored), at least two distinct lifetimes, and
+        ``event_observed`` booleans (the strings ``"True"``/``"False"`` are read as such)."""
+        import numpy as np
+
+        from perfmodel.models.lifetimes import as_flags
+
+        t = np.asarray(durations, dtype=float).ravel()
+        if t.size == 0 or not np.isfinite(t).all() or (t < 0).any():
+            raise ValueError("BathtubFitter: durations must be a non-empty array of finite lifetimes ≥ 0 hours.")
+        if (t > self.deadline_h + 1e-9).any():
+            raise ValueError(f"BathtubFitter: {int((t > self.deadline_h + 1e-9).sum())} lifetime(s) above the deadline "
+                             f"{self.deadline_h:g} h (max {t.max():.4g} h); the model's CDF is defined below it. Clip them to "
+                             f"{self.deadline_h:g} h and mark them censored, or set deadline_h.")
+        if np.unique(t).size < 2:
+            raise ValueError(f"BathtubFitter: all {t.size} lifetime(s) equal {t[0]:.4g} h; its three parameters are not "
+                             "identifiable from fewer than two distinct lifetimes.")
+        if event_observed is not None:
+            event_observed = as_flags(event_observed, name="event_observed")
+        return super().fit(durations, event_observed, *args, **kwargs)
+
     def _create_initial_point(self, *args, **kwargs):
         return anp.array([0.3, 1.0, 1.0])
 

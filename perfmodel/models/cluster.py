@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from perfmodel import datasets as ds
 
@@ -70,17 +70,37 @@ def cluster_speeds(min_step: int = 2000) -> pd.DataFrame:
     return out
 
 
+#: Columns of ``X`` by name (a DataFrame with these columns is read by name, in any order).
+NPS_COLUMNS = ["n_workers", "n_ps"]
+
+
 def _check_nps(X, name="X"):
     X = np.asarray(X, dtype=float)
+    if X.ndim == 2 and (X < 0).any():
+        raise ValueError(f"Negative values in data passed to ClusterSpeedModel ({name}): worker and PS counts are ≥ 1; got min "
+                         f"{np.nanmin(X):g}.")
     if X.ndim != 2 or X.shape[1] != 2:
-        raise ValueError(f"{name} must have two columns (n_workers, n_ps); got shape {X.shape}.")
+        got = f"{X.shape[1]} feature(s) (shape {X.shape})" if X.ndim == 2 else f"shape {X.shape}"
+        raise ValueError(f"{name} must have two columns (n_workers, n_ps); got {got}. Pass a DataFrame with columns "
+                         "'n_workers' and 'n_ps' or an array [[n_workers, n_ps], ...].")
     if not np.isfinite(X).all() or (X < 1).any():
-        raise ValueError(f"{name}: worker and PS counts must be finite and ≥ 1; got min {np.nanmin(X)}.")
+        raise ValueError(f"{name}: worker and PS counts must be finite and ≥ 1; got min {np.nanmin(X)}. A cluster has at "
+                         "least one worker and one parameter server.")
+    return X
+
+
+def _by_name(X, names=NPS_COLUMNS):
+    """The ``names`` columns of a DataFrame that has them all (in that order); anything else unchanged."""
+    if isinstance(X, pd.DataFrame) and set(names) <= set(X.columns):
+        return X[list(names)]
     return X
 
 
 class ClusterSpeedModel(RegressorMixin, BaseEstimator):
     """Cluster speed (steps/s) from ``X = [[n_workers, n_ps], ...]``.
+
+    ``X`` is a DataFrame with columns ``n_workers`` and ``n_ps`` (read by name, in any order; other columns are
+    ignored) or an array with those two columns in that order. Counts are ≥ 1; speeds ``y`` are positive.
 
     Parameters
     ----------
@@ -94,6 +114,8 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
     ----------
     coef_ : ndarray — the ``PS_TERMS`` coefficients (s/step) for ``kind='ps'``
     single_worker_speed_ : float — ``S(1)`` for ``kind='linear'`` (mean of the n = 1 rows, or fitted slope)
+    n_features_in_ : int — 2
+    feature_names_in_ : ndarray of str — the column names when fitted on a DataFrame
     """
 
     def __init__(self, kind="ps", n_bootstrap=200, random_state=None):
@@ -109,22 +131,30 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         """Fit on worker/PS counts ``X`` and measured cluster speeds ``y`` (steps/s, positive)."""
         if self.kind not in ("ps", "linear"):
             raise ValueError(f"The 'kind' parameter of ClusterSpeedModel must be one of {{'ps','linear'}}. Got {self.kind!r}.")
-        X = _check_nps(pd.DataFrame(X).to_numpy() if isinstance(X, pd.DataFrame) else X)
-        y = np.asarray(y, dtype=float).ravel()
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} speeds.")
+        if isinstance(self.n_bootstrap, bool) or not isinstance(self.n_bootstrap, (int, np.integer)) or self.n_bootstrap < 0:
+            raise ValueError(f"The 'n_bootstrap' parameter of ClusterSpeedModel must be an int ≥ 0. Got {self.n_bootstrap!r}.")
+        X, y = validate_data(self, _by_name(X), y, dtype=np.float64, y_numeric=True)
+        if self.kind == "ps" and X.shape[0] < 2:
+            raise ValueError(f"the PS model needs runs of at least two cluster sizes; got n_samples={X.shape[0]}.")
+        X = _check_nps(X)
         if not np.isfinite(y).all() or (y <= 0).any():
-            raise ValueError("cluster speeds must be positive steps/s (no zeros, negatives or NaN).")
+            raise ValueError(f"cluster speeds must be positive steps/s (no zeros, negatives or NaN); got {int(np.sum(~(y > 0)))} "
+                             "value(s) ≤ 0.")
         sizes = np.unique(X[:, 0])
         if self.kind == "ps" and len(sizes) < 2:
             raise ValueError(f"the PS model needs at least two cluster sizes; got n_workers = {sizes.tolist()}.")
-        self.n_features_in_ = 2
         if self.kind == "linear":
             self.single_worker_speed_ = float(np.sum(y * X[:, 0]) / np.sum(X[:, 0] ** 2))  # least squares through the origin
         else:
             self.coef_ = self._nnls(X, y)
         self._X, self._y = X, y
         return self
+
+    def _need_ps(self, what):
+        check_is_fitted(self, "_X")
+        if self.kind != "ps":
+            raise ValueError(f"ClusterSpeedModel.{what} needs the PS terms of kind='ps'; this model is kind={self.kind!r} "
+                             "(speed = n x single_worker_speed_, no PS saturation).")
 
     def _nnls(self, X, y):
         A = self._design(X)
@@ -137,7 +167,10 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
     def predict(self, X):
         """Predicted cluster speed (steps/s)."""
         check_is_fitted(self, "_X")
-        X = _check_nps(pd.DataFrame(X).to_numpy() if isinstance(X, pd.DataFrame) else X)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and list(names) == NPS_COLUMNS and not hasattr(X, "columns") and np.ndim(X) == 2 and np.shape(X)[1] == 2:
+            X = pd.DataFrame(np.asarray(X, dtype=float), columns=NPS_COLUMNS)  # the documented array order (n_workers, n_ps)
+        X = _check_nps(validate_data(self, _by_name(X, NPS_COLUMNS if names is None else list(names)), reset=False, dtype=np.float64))
         if self.kind == "linear":
             return self.single_worker_speed_ * X[:, 0]
         return 1 / (self._design(X) @ self.coef_)
@@ -149,7 +182,7 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         ``n / θ_c``; for mixed workers it becomes ``1 / Σ v_i`` with ``v_i`` each worker's own speed (steps/s, from the
         step-time model or a measurement). The PS terms are this model's, fitted on the same CNN: the PS caps the sum.
         """
-        check_is_fitted(self, "coef_")
+        self._need_ps("predict_heterogeneous")
         v = np.asarray(worker_speeds, dtype=float).ravel()
         if v.size == 0 or not np.isfinite(v).all() or (v <= 0).any():
             raise ValueError("worker_speeds must be one positive speed (steps/s) per worker.")
@@ -160,25 +193,48 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
         return float(1 / (1 / v.sum() + t / p + q * n / p + o))
 
     def parameters(self, alpha: float = 0.05) -> pd.DataFrame:
-        """The PS-model terms with units, meaning, estimate and a bootstrap ``1 − alpha`` interval (resampling rows)."""
-        check_is_fitted(self, "coef_")
+        """The fitted terms with units, meaning, estimate and a bootstrap ``1 − alpha`` interval (resampling rows).
+
+        ``kind='ps'``: the :data:`PS_TERMS`; ``kind='linear'``: one term, ``single_worker_speed`` (steps/s). The
+        interval is NaN when ``n_bootstrap=0`` or no resample was usable; ``n_bootstrap`` says how many were used.
+        """
+        from perfmodel.models.step_time import _check_alpha
+
+        _check_alpha(alpha, "ClusterSpeedModel.parameters")
+        check_is_fitted(self, "_X")
         rng = np.random.default_rng(self.random_state)
         boots = []
         for _ in range(self.n_bootstrap):
             idx = rng.integers(0, len(self._y), len(self._y))
-            if len(np.unique(self._X[idx, 0])) < 2:
-                continue
-            boots.append(self._nnls(self._X[idx], self._y[idx]))
-        b = np.array(boots)
+            if self.kind == "ps":
+                if len(np.unique(self._X[idx, 0])) < 2:
+                    continue
+                boots.append(self._nnls(self._X[idx], self._y[idx]))
+            else:
+                xs, ys = self._X[idx, 0], self._y[idx]
+                boots.append([np.sum(ys * xs) / np.sum(xs**2)])
+        if self.kind == "ps":
+            terms = [(name, unit, meaning) for name, (_, unit, meaning) in PS_TERMS.items()]
+            est = self.coef_
+        else:
+            terms = [("single_worker_speed", "steps/s", "speed of one worker; the linear baseline is n times it")]
+            est = [self.single_worker_speed_]
+        b = np.array(boots, dtype=float).reshape(len(boots), len(terms))
         rows = []
-        for i, (name, (_, unit, meaning)) in enumerate(PS_TERMS.items()):
-            rows.append(dict(term=name, unit=unit, meaning=meaning, estimate=self.coef_[i],
-                             lower=float(np.quantile(b[:, i], alpha / 2)), upper=float(np.quantile(b[:, i], 1 - alpha / 2))))
+        for i, (name, unit, meaning) in enumerate(terms):
+            lo, hi = (float(np.quantile(b[:, i], alpha / 2)), float(np.quantile(b[:, i], 1 - alpha / 2))) if len(b) else (np.nan, np.nan)
+            rows.append(dict(term=name, unit=unit, meaning=meaning, estimate=float(est[i]), lower=lo, upper=hi, n_bootstrap=len(b)))
         return pd.DataFrame(rows)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True  # worker and PS counts (≥ 1)
+        tags.target_tags.positive_only = True  # speeds (steps/s > 0)
+        return tags
 
     def saturation_speed(self, n_ps: int) -> float:
         """Upper bound of speed as workers grow: ``p / θ_q`` (∞ when there is no contention term)."""
-        check_is_fitted(self, "coef_")
+        self._need_ps("saturation_speed")
         q = self.coef_[2]
         return float(n_ps / q) if q > 0 else float("inf")
 
@@ -218,7 +274,7 @@ def fit_cluster_speed_model(speeds: pd.DataFrame | None = None, *, gpu: str, mod
     if rows.empty:
         raise ValueError(f"No cluster runs for {g} / {m}{f' / {n_ps} PS' if n_ps else ''}; available: "
                          f"{sorted(set(zip(d['gpu'].astype(str), d['model'].astype(str))))}.")
-    return ClusterSpeedModel(kind=kind, random_state=random_state).fit(rows[["n_workers", "n_ps"]].to_numpy(), rows["speed_mean_steps_per_s"].to_numpy())
+    return ClusterSpeedModel(kind=kind, random_state=random_state).fit(rows[NPS_COLUMNS].astype(float), rows["speed_mean_steps_per_s"].to_numpy())
 
 
 def cluster_model_errors(speeds: pd.DataFrame | None = None, *, train_sizes=(1, 2, 4, 8)) -> pd.DataFrame:
@@ -304,7 +360,13 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     -------
     DataFrame
         ``model``, ``gpu``, ``n_workers``, ``n_ps``, ``speed_steps_per_s``, ``step_time_s`` (per global step),
-        ``basis``.
+        ``single_worker_speed_steps_per_s`` (the single-worker speed of :func:`predict_step_time`, or of
+        ``single_worker_step_s``), ``measured_speed_steps_per_s`` (mean of the CM-DARE cluster run of that
+        configuration, NaN where there is none) and ``basis``. With the PS model fitted on a CNN's own runs, the
+        1 worker / 1 PS speed is that fit's and can differ from ``single_worker_speed_steps_per_s`` (e.g. ResNet-32 on
+        P100: the PS model gives 13.7 steps/s at 1 worker, its 1-worker run measured 11.5 and the single-worker
+        prediction is 11.3); ``basis`` says by how much. An :class:`~perfmodel.models.ExtrapolationWarning` is raised for worker or PS counts beyond the measured
+        ones (1–8 workers, 1–2 PS).
     """
     from perfmodel.models.step_time import model_features, predict_step_time
 
@@ -318,9 +380,18 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     grid = np.array([(w, q) for q in n_ps for w in workers], dtype=float)
     d = cluster_speeds() if speeds is None else speeds
     have = d[(d["gpu"].astype(str) == g) & (d["model"].astype(str) == name)]
+    _warn_beyond_measured(d, workers, n_ps, name, g)
     if len(have) and set(n_ps) <= set(have["n_ps"]) and single_worker_step_s is None:
         speed = fit_cluster_speed_model(d, gpu=g, model=name).predict(grid)
-        basis = f"PS model fitted on the {len(have)} CM-DARE cluster runs of {name} on {g}"
+        s1 = 1 / float(predict_step_time(feats, g)["step_time_s"].iloc[0])
+        own1 = float(speed[0]) if (grid[0] == 1).all() else float(fit_cluster_speed_model(d, gpu=g, model=name).predict([[1, 1]])[0])
+        run1 = have[(have["n_workers"] == 1) & (have["n_ps"] == 1)]["speed_mean_steps_per_s"]
+        meas = f"the 1-worker run measured {float(run1.iloc[0]):.4g} steps/s, " if len(run1) else ""
+        basis = (f"PS model fitted on the {len(have)} CM-DARE cluster runs of {name} on {g}; its 1 worker / 1 PS speed "
+                 f"({own1:.4g} steps/s) is that fit's over 1-{int(have['n_workers'].max())} workers ({meas}see "
+                 f"measured_speed_steps_per_s) and differs by {(own1 / s1 - 1) * 100:+.0f} % from the single-worker prediction "
+                 f"({s1:.4g} steps/s, single_worker_speed_steps_per_s; fitted on CM-DARE's single-worker samples)")
+        measured = have.groupby(["n_workers", "n_ps"])["speed_mean_steps_per_s"].mean()
     else:
         src = ps_terms_gpu or (g if g in set(d["gpu"].astype(str)) else "P100")
         terms = fit_shared_ps_terms(src, d)
@@ -328,16 +399,39 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
         t1 = float(predict_step_time(feats, g)["step_time_s"].iloc[0]) if single_worker_step_s is None else float(single_worker_step_s)
         if not np.isfinite(t1) or t1 <= 0:
             raise ValueError(f"single_worker_step_s must be a positive number of seconds; got {single_worker_step_s!r}.")
+        s1 = 1 / t1
+        measured = pd.Series(dtype=float)
         ps_part = terms["ps_transfer_s_per_mib"] * mib + terms["ps_contention_s_per_mib"] * mib + terms["overhead_s"]
         tc = max(t1 - ps_part, 0.5 * t1)
         n, p = grid[:, 0], grid[:, 1]
         speed = 1 / (tc / n + terms["ps_transfer_s_per_mib"] * mib / p + terms["ps_contention_s_per_mib"] * mib * n / p + terms["overhead_s"])
         basis = f"size-scaled PS terms of {src} ({mib:.1f} MiB of parameters) + single-worker step time {t1:.4g} s"
+        if tc > t1 - ps_part:
+            basis += " (PS terms above half the step time: compute floored at half of it, so 1 worker / 1 PS is slower than that)"
     out = pd.DataFrame({"model": name, "gpu": g, "n_workers": grid[:, 0].astype(int), "n_ps": grid[:, 1].astype(int),
                         "speed_steps_per_s": speed})
     out["step_time_s"] = 1 / out["speed_steps_per_s"]
+    out["single_worker_speed_steps_per_s"] = s1
+    out["measured_speed_steps_per_s"] = [float(measured.get((int(w), int(q)), np.nan)) for w, q in grid]
     out["basis"] = basis
     return out
+
+
+def _warn_beyond_measured(d, workers, n_ps, name, gpu):
+    """An :class:`ExtrapolationWarning` when worker or PS counts lie beyond those of the CM-DARE cluster runs."""
+    import warnings
+
+    from perfmodel.models._extrapolation import ExtrapolationWarning, how_far_outside
+
+    far = []
+    for label, asked, col in (("workers", workers, "n_workers"), ("parameter servers", n_ps, "n_ps")):
+        lo, hi = float(d[col].min()), float(d[col].max())
+        msg = how_far_outside(f"{max(asked)} {label}", float(max(asked)), lo, hi, what=f"measured count ({lo:g}-{hi:g})")
+        if msg:
+            far.append(msg)
+    if far:
+        warnings.warn(f"predict_cluster_speed extrapolates for {name} on {gpu}: {'; '.join(far)} in the CM-DARE cluster runs; "
+                      "the PS model there is not backed by measurements.", ExtrapolationWarning, stacklevel=3)
 
 
 def shared_ps_terms_errors(speeds: pd.DataFrame | None = None) -> pd.DataFrame:

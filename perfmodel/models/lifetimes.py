@@ -11,10 +11,38 @@ from scipy.optimize import curve_fit
 
 from perfmodel import datasets as ds
 
-__all__ = ["fit_icac_lifetimes", "time_between_failures_fit", "lifetimes_from_cdf", "fit_lifetimes", "fit_cdf_lifetimes", "MAX_LIFETIME_H"]
+__all__ = ["fit_icac_lifetimes", "time_between_failures_fit", "lifetimes_from_cdf", "fit_lifetimes", "fit_cdf_lifetimes", "MAX_LIFETIME_H",
+           "as_flags"]
 
 #: Preemptible VMs are terminated after 24 hours.
 MAX_LIFETIME_H = 24.0
+
+_TRUE = {"true", "t", "yes", "y", "1", "1.0"}
+_FALSE = {"false", "f", "no", "n", "0", "0.0"}
+
+
+def as_flags(values, *, name: str = "revoked") -> np.ndarray:
+    """Boolean flags from booleans, 0/1 numbers or the strings ``"True"``/``"False"`` (any case; also yes/no, 1/0).
+
+    ``np.asarray(["False"], dtype=bool)`` is ``[True]`` (a non-empty string): a CSV column read as text would mark
+    every server revoked. Anything else (NaN, 2, "maybe") raises a ``ValueError`` naming the values.
+    """
+    a = np.asarray(values, dtype=object).ravel()
+    out = np.empty(a.size, dtype=bool)
+    bad = []
+    for i, v in enumerate(a):
+        if isinstance(v, (bool, np.bool_)):
+            out[i] = bool(v)
+        elif isinstance(v, (int, float, np.integer, np.floating)) and v in (0, 1):
+            out[i] = bool(v)
+        elif isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
+            out[i] = v.strip().lower() in _TRUE
+        else:
+            bad.append(v)
+    if bad:
+        raise ValueError(f"{name} must be booleans (True/False, 1/0 or the strings 'True'/'False'); got {len(bad)} other value(s), "
+                         f"e.g. {sorted(map(repr, set(map(str, bad))))[:3]}.")
+    return out
 
 
 def time_between_failures_fit(times_s=None, *, bins: int = 128) -> float:
@@ -29,6 +57,9 @@ def time_between_failures_fit(times_s=None, *, bins: int = 128) -> float:
     t = ds.load_transcribed("time_between_failures")["time_between_failures_s"].to_numpy(float) if times_s is None else np.asarray(times_s, float)
     if t.size < 2 or not np.isfinite(t).all() or (t < 0).any():
         raise ValueError("times_s must hold at least two finite, non-negative inter-failure times in seconds.")
+    if np.unique(t).size < 2:
+        raise ValueError(f"time_between_failures_fit: all {t.size} inter-failure times equal {t[0]:g} s; the cumulative histogram is a "
+                         "single step and the failure rate is not identifiable. Pass measured times that differ (in seconds).")
     counts, edges = np.histogram(t, bins=bins)
     cdf = np.cumsum(counts) / counts.sum()
     (a,), _ = curve_fit(lambda x, a: 1 - np.exp(-a * x), edges[1:] / 60, cdf, p0=0.001)
@@ -76,7 +107,7 @@ def lifetimes_from_cdf(gpu: str | None = None, region: str | None = None) -> pd.
     return pd.DataFrame(rows)
 
 
-def fit_lifetimes(durations_h, revoked=None, *, label: str = "") -> pd.DataFrame:
+def fit_lifetimes(durations_h, revoked=None, *, label: str = "", max_lifetime_h: float | None = MAX_LIFETIME_H) -> pd.DataFrame:
     """Fit lifetime models with right-censoring and compare them by likelihood (lifelines).
 
     Parameters
@@ -84,9 +115,25 @@ def fit_lifetimes(durations_h, revoked=None, *, label: str = "") -> pd.DataFrame
     durations_h : array-like
         Lifetimes in hours (≥ 0). Zero-length lifetimes are moved to 1e-6 h (parametric likelihoods need t > 0).
     revoked : array-like of bool, optional
-        True where the server was revoked (event observed); default: ``durations_h < 24``.
+        True where the server was revoked (event observed); default: ``durations_h < max_lifetime_h``. Booleans, 0/1
+        or the strings ``"True"``/``"False"`` (:func:`as_flags`).
     label : str
         Copied into the output.
+    max_lifetime_h : float or None, default 24
+        The cap of the servers' lifetime (GCE preemptible VMs: 24 h). A lifetime above it is an error (clip it and
+        mark it censored); ``None`` for servers without a cap.
+
+    Raises
+    ------
+    ValueError
+        Empty, non-finite, negative or all-zero lifetimes; lifetimes above ``max_lifetime_h``; flags that are not
+        booleans or of another length.
+
+    Notes
+    -----
+    A parametric model that cannot be fitted is kept as a row with NaN numbers and a ``params`` that says why:
+    ``"no revocation observed: rate 0"``, ``"not identifiable: ..."`` (fewer than two distinct lifetimes) or
+    ``"did not converge: <error>"``.
 
     Returns
     -------
@@ -108,28 +155,44 @@ def fit_lifetimes(durations_h, revoked=None, *, label: str = "") -> pd.DataFrame
         raise ValueError("durations_h must be a non-empty array of finite lifetimes in hours.")
     if (t < 0).any():
         raise ValueError(f"lifetimes must be ≥ 0 hours; got {int((t < 0).sum())} negative value(s) (min {t.min():.3g}).")
-    e = (t < MAX_LIFETIME_H) if revoked is None else np.asarray(revoked, dtype=bool).ravel()
+    if (t == 0).all():
+        raise ValueError(f"all {t.size} lifetimes are 0 h: nothing can be fitted. Check the unit (hours) and that the end times "
+                         "were recorded.")
+    cap = np.inf if max_lifetime_h is None else float(max_lifetime_h)
+    if (t > cap + 1e-9).any():
+        raise ValueError(f"{int((t > cap + 1e-9).sum())} lifetime(s) above the {cap:g} h cap of preemptible VMs (max {t.max():.4g} h): "
+                         f"a preemptible VM is terminated at {cap:g} h. Clip them to {cap:g} h and mark them censored "
+                         "(revoked=False), or pass max_lifetime_h=None for servers without a cap.")
+    e = (t < cap) if revoked is None else as_flags(revoked)
     if e.shape != t.shape:
         raise ValueError(f"revoked must have one flag per lifetime; got {e.size} flags for {t.size} lifetimes.")
     t = np.where(t <= 0, 1e-6, t)
+    distinct = np.unique(t)
     rows = []
     km = KaplanMeierFitter().fit(t, e)
     surv24 = float(km.survival_function_at_times(MAX_LIFETIME_H - 1e-9).iloc[0])
     rows.append(dict(model="kaplan_meier", params="", log_likelihood=np.nan, aic=np.nan, median_lifetime_h=float(km.median_survival_time_),
                      p_revoked_24h=1 - surv24))
-    if e.any():
+    if e.any() and distinct.size < 2:
+        why = (f"not identifiable: all {t.size} lifetime(s) equal {distinct[0]:.4g} h; a parametric fit needs at least two "
+               "distinct lifetimes")
+        for name in ("exponential", "weibull", "bathtub"):
+            rows.append(dict(model=name, params=why, log_likelihood=np.nan, aic=np.nan, median_lifetime_h=np.nan, p_revoked_24h=np.nan))
+    elif e.any():
         for name, fitter in (("exponential", ExponentialFitter()), ("weibull", WeibullFitter()), ("bathtub", BathtubFitter())):
             try:
                 with warnings.catch_warnings():  # the bathtub's variance matrix can be singular on hourly-binned data:
                     warnings.simplefilter("ignore", StatisticalWarning)  # only point estimates and likelihoods are reported
                     f = fitter.fit(t, e)
             except Exception as exc:  # lifelines raises ConvergenceError and friends; report, do not hide the other models
-                rows.append(dict(model=name, params=f"did not converge: {type(exc).__name__}", log_likelihood=np.nan, aic=np.nan,
+                rows.append(dict(model=name, params=f"did not converge: {type(exc).__name__}: {exc}"[:200], log_likelihood=np.nan, aic=np.nan,
                                  median_lifetime_h=np.nan, p_revoked_24h=np.nan))
                 continue
             params = ", ".join(f"{k}={v:.4g}" for k, v in f.params_.items())
+            median = f.median_survival_time_  # None (lifelines) when the model CDF never reaches 1/2
             rows.append(dict(model=name, params=params, log_likelihood=float(f.log_likelihood_), aic=float(f.AIC_),
-                             median_lifetime_h=float(f.median_survival_time_), p_revoked_24h=float(1 - f.survival_function_at_times(MAX_LIFETIME_H).iloc[0])))
+                             median_lifetime_h=np.inf if median is None else float(median),
+                             p_revoked_24h=float(1 - f.survival_function_at_times(MAX_LIFETIME_H).iloc[0])))
     else:  # no revocation at all: the MLE rate is 0; parametric fits are undefined
         for name in ("exponential", "weibull", "bathtub"):
             rows.append(dict(model=name, params="no revocation observed: rate 0", log_likelihood=0.0, aic=np.nan, median_lifetime_h=np.inf,

@@ -13,6 +13,8 @@ from scipy.optimize import curve_fit
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from perfmodel.models._extrapolation import ExtrapolationWarning, range_report
+
 __all__ = [
     "StepTimeRegressor",
     "FEATURE_SETS",
@@ -22,6 +24,7 @@ __all__ = [
     "PAPER_SVR_POLY",
     "model_features",
     "predict_step_time",
+    "PREDICTION_FLOOR_FRACTION",
 ]
 
 #: Feature sets by name (column lists of the frames of :mod:`perfmodel.datasets` / :func:`graph_feature_frame`).
@@ -38,6 +41,10 @@ FEATURE_SETS: dict[str, list[str]] = {
 PAPER_SVR_POLY = dict(kernel="poly", degree=2, C=100.0, gamma="auto", epsilon=0.01, coef0=1.0)
 
 _METHODS = ("linear", "svr", "gbm")
+
+#: A raw-scale prediction (or interval bound) ≤ 0 s is replaced by this fraction of the smallest fitted target
+#: (:attr:`StepTimeRegressor.prediction_floor_s_`), with an :class:`ExtrapolationWarning`.
+PREDICTION_FLOOR_FRACTION = 0.01
 
 
 class StepTimeRegressor(RegressorMixin, BaseEstimator):
@@ -64,6 +71,18 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
     feature_names_used_ : list of str or None
     n_features_in_ : int
     coef_, intercept_ : linear method only (on the transformed scale when ``log_transform``)
+    feature_min_, feature_max_ : ndarray
+        Range of each feature in the fitted data; a prediction outside it warns (:class:`ExtrapolationWarning`) and
+        says how far outside.
+    prediction_floor_s_ : float
+        :data:`PREDICTION_FLOOR_FRACTION` of the smallest fitted target (s).
+
+    Notes
+    -----
+    Predictions are times, hence positive. With ``log_transform=True`` they are by construction. On the raw scale (the
+    paper's regressors, kept for reproduction) a linear, SVR or GBM model can return a value ≤ 0 far from its data: such
+    a value (and an interval bound ≤ 0) is replaced by ``prediction_floor_s_`` and an :class:`ExtrapolationWarning`
+    says so. Fit with ``log_transform=True`` for predictions that are positive without truncation.
     """
 
     _feature_sets = FEATURE_SETS
@@ -135,38 +154,95 @@ class StepTimeRegressor(RegressorMixin, BaseEstimator):
             self.intercept_ = self.estimator_.intercept_
         self._X_fit_ = self._transform_x(Xa)
         self._y_fit_ = yt
+        self.feature_min_ = Xa.min(axis=0)
+        self.feature_max_ = Xa.max(axis=0)
+        self.prediction_floor_s_ = float(PREDICTION_FLOOR_FRACTION * ya.min())
         return self
+
+    def _feature_labels(self):
+        names = getattr(self, "feature_names_in_", None)
+        return [str(c) for c in names] if names is not None else [f"feature {j}" for j in range(self.n_features_in_)]
+
+    def _warn_outside(self, Xa):
+        """Warn when rows of ``Xa`` lie outside the fitted feature range."""
+        far = range_report(self._feature_labels(), Xa, self.feature_min_, self.feature_max_)
+        if far:
+            import warnings
+
+            warnings.warn(f"{type(self).__name__} extrapolates: {'; '.join(far)} (fitted range). Its {self._target} there are "
+                          "not backed by data.", ExtrapolationWarning, stacklevel=3)
+
+    def _floor(self, values, what):
+        """Replace values ≤ 0 by the documented floor, with a warning saying how many and how negative."""
+        v = np.asarray(values, dtype=float)
+        bad = ~(v > 0)
+        if bad.any():
+            import warnings
+
+            warnings.warn(f"{type(self).__name__} (raw scale, method={self.method!r}) gives {int(bad.sum())} {what} ≤ 0 s "
+                          f"(min {np.nanmin(v):.3g} s): replaced by the floor {self.prediction_floor_s_:.3g} s "
+                          f"({PREDICTION_FLOOR_FRACTION:g} x the smallest fitted time). The input is far from the fitted data; "
+                          "fit with log_transform=True for positive predictions.", ExtrapolationWarning, stacklevel=3)
+            v = np.where(bad, self.prediction_floor_s_, v)
+        return v
 
     def predict(self, X):
         """Predicted step time (s)."""
         check_is_fitted(self, "estimator_")
         Xa = validate_data(self, self._columns(X), reset=False, dtype=np.float64)
+        self._warn_outside(Xa)
         p = self.estimator_.predict(self._transform_x(Xa))
-        return np.exp(p) if self.log_transform else p
+        return np.exp(p) if self.log_transform else self._floor(p, "prediction(s)")
 
     def predict_interval(self, X, alpha: float = 0.05) -> pd.DataFrame:
         """Prediction intervals of the linear method (statsmodels OLS), in seconds.
 
         Returns a frame with ``predicted_s``, ``lower_s``, ``upper_s`` (``1 − alpha`` prediction interval for a new
-        observation) and ``mean_lower_s`` / ``mean_upper_s`` (confidence interval of the mean).
+        observation) and ``mean_lower_s`` / ``mean_upper_s`` (confidence interval of the mean); every column is
+        positive and ``lower_s ≤ predicted_s ≤ upper_s``. With ``log_transform=True`` the interval is computed on the log
+        scale (exact for log-normal errors); on the raw scale values ≤ 0 are replaced by ``prediction_floor_s_`` with an
+        :class:`ExtrapolationWarning`.
+
+        Parameters
+        ----------
+        alpha : float in (0, 1), default 0.05
+            Miss probability of the interval (0.05 → 95 % interval).
         """
+        _check_alpha(alpha, f"{type(self).__name__}.predict_interval")
         check_is_fitted(self, "estimator_")
         if self.method != "linear":
             raise ValueError(f"predict_interval needs method='linear' (OLS); this model uses {self.method!r}.")
         import statsmodels.api as sm
 
-        Xa = self._transform_x(validate_data(self, self._columns(X), reset=False, dtype=np.float64))
+        Xr = validate_data(self, self._columns(X), reset=False, dtype=np.float64)
+        self._warn_outside(Xr)
+        Xa = self._transform_x(Xr)
         ols = sm.OLS(self._y_fit_, sm.add_constant(self._X_fit_, has_constant="add")).fit()
         frame = ols.get_prediction(sm.add_constant(Xa, has_constant="add")).summary_frame(alpha=alpha)
         out = pd.DataFrame({"predicted_s": frame["mean"], "lower_s": frame["obs_ci_lower"], "upper_s": frame["obs_ci_upper"],
                             "mean_lower_s": frame["mean_ci_lower"], "mean_upper_s": frame["mean_ci_upper"]})
-        return np.exp(out) if self.log_transform else out
+        if self.log_transform:
+            return np.exp(out)
+        out = pd.DataFrame(self._floor(out.to_numpy(), "prediction or interval bound(s)"), columns=out.columns, index=out.index)
+        for lo, hi in (("lower_s", "upper_s"), ("mean_lower_s", "mean_upper_s")):  # a floored prediction stays inside its bounds
+            out[lo] = np.minimum(out[lo], out["predicted_s"])
+            out[hi] = np.maximum(out[hi], out["predicted_s"])
+        return out
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.positive_only = True
         tags.input_tags.positive_only = bool(self.log_transform)
         return tags
+
+
+def _check_alpha(alpha, where):
+    """``alpha`` must be a real number strictly between 0 and 1."""
+    import numbers
+
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < float(alpha) < 1:
+        raise ValueError(f"{where}: alpha must be a number in (0, 1), the miss probability of the interval (0.05 gives a 95 % "
+                         f"interval); got {alpha!r}.")
 
 
 def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = None, gpus: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -285,10 +361,23 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
 
     * A GPU with measurements (K80, P100 — or any GPU in ``samples``): linear :class:`StepTimeRegressor` on the
       ``graph`` features (ideal compute time of the training step at batch 128 on the GPU's peak FP32 rate, and
-      trainable tensors) fitted on that GPU's samples — leave-one-model-out MAPE 4.1 % (K80) and 7.5 % (P100).
-    * Any other GPU of the catalog: log-log linear regression on the ideal compute time, fitted on every GPU of the
-      samples, i.e. an extrapolation through the GPU's peak TFLOPS — 12 % MAPE on the V100 runs (cross-GPU
-      protocol; see ``figures.speed_protocols_data`` and ``figures.campaign_floor``).
+      trainable tensors) fitted on that GPU's samples — leave-one-model-out MAPE 4.1 % (K80) and 7.5 % (P100). Its
+      interval is the ``1 − alpha`` prediction interval of the log-log fit on the same features and samples, as a
+      ratio around the prediction: positive, and wider the farther the model is from the training CNNs.
+    * Any other GPU of the catalog: the prediction of the measured GPU with the nearest peak FP32 rate, scaled by
+      ``(TFLOPS_anchor / TFLOPS_gpu) ** b`` with ``b`` the exponent of a log-log regression of step time on the ideal
+      compute time fitted on every GPU of the samples (b ≈ 0.72) — an extrapolation through the GPU's peak TFLOPS:
+      10.4 % MAPE on the four CNNs CM-DARE ran on a V100 (the log-log fit alone: 11.9 %). Interval: the wider (as
+      ratios) of the anchor's and of the log-log fit's.
+    * Consistency across the catalog: a GPU with a higher peak FP32 rate is never predicted slower. The predictions
+      of every catalog GPU are made together; where the fits of two measured GPUs disagree they are made
+      non-increasing in peak TFLOPS by an isotonic regression of ``log(step_time_s)`` (measured GPUs weigh most); an
+      adjusted row's prediction and interval are scaled by the same factor, stated in ``basis``.
+
+    Every time is positive and ``lower_s ≤ step_time_s ≤ upper_s``. An :class:`ExtrapolationWarning` says how far
+    outside what the fits saw a prediction lies: the model's FLOPs or trainable tensors beyond the training CNNs, a
+    GPU without measurements (and its peak TFLOPS beyond the measured ones), a model without convolutions (the fits
+    saw CNNs only).
 
     Parameters
     ----------
@@ -300,41 +389,121 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
         Shape of one sample when ``model`` is a module.
     samples : DataFrame, optional
         Training samples (``model``, ``gpu``, ``step_time_s``); default the 520 CM-DARE single-worker samples.
-    alpha : float
-        Level of the prediction interval (``1 − alpha``, statsmodels OLS, on the fitted scale).
+    alpha : float in (0, 1)
+        Miss probability of the prediction interval (``1 − alpha`` interval, statsmodels OLS).
 
     Returns
     -------
     DataFrame
         ``model``, ``gpu``, ``step_time_s`` (predicted), ``lower_s`` / ``upper_s`` (prediction interval),
-        ``speed_steps_per_s``, ``basis`` (which fit made the prediction).
+        ``speed_steps_per_s``, ``basis`` (which fit made the prediction, and any consistency adjustment).
     """
-    from perfmodel.datasets import canonical_gpu, load_speed_samples
+    import warnings
 
+    from sklearn.isotonic import IsotonicRegression
+
+    from perfmodel.datasets import canonical_gpu, load_gpu_catalog, load_speed_samples
+
+    _check_alpha(alpha, "predict_step_time")
     gpus = [canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
     if not gpus:
         raise ValueError("gpus must name at least one GPU, e.g. ('K80', 'P100').")
     feats = model_features(model, input_shape=input_shape)
     name = str(feats["model"].iloc[0])
     train = graph_feature_frame(load_speed_samples() if samples is None else samples)
-    measured = set(train["gpu"].astype(str))
-    rows = []
-    for g in gpus:
-        x = graph_feature_frame(pd.DataFrame({"model": [name], "gpu": [g]}), features=feats.assign(model=name))
-        if g in measured:
+    measured = sorted(set(train["gpu"].astype(str)))
+    catalog = load_gpu_catalog()
+    tflops = dict(zip(catalog["gpu"].astype(str), catalog["fp32_peak_tflops"].astype(float)))
+    every = list(dict.fromkeys([*catalog["gpu"].astype(str), *measured, *gpus]))  # the whole catalog, for consistency
+    x_all = graph_feature_frame(pd.DataFrame({"model": [name] * len(every), "gpu": every}), features=feats.assign(model=name))
+    rows = {}
+    with warnings.catch_warnings():  # the fits' own range warnings are summarised below, once
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        for i, g in enumerate(every):
+            if g not in measured:
+                continue
+            x = x_all.iloc[[i]]
             tr = train[train["gpu"].astype(str) == g]
-            est = StepTimeRegressor(features="graph").fit(tr, tr["step_time_s"])
-            basis = f"linear on graph features, fitted on {len(tr)} {g} samples"
-        else:
-            est = StepTimeRegressor(features=["ideal_compute_ms"], log_transform=True).fit(train, train["step_time_s"])
-            basis = f"log-log on ideal compute time, extrapolated from {'+'.join(sorted(measured))} through peak TFLOPS"
-        iv = est.predict_interval(x, alpha=alpha).iloc[0]
-        rows.append(dict(model=name, gpu=g, step_time_s=float(iv["predicted_s"]), lower_s=float(iv["lower_s"]), upper_s=float(iv["upper_s"]),
-                         basis=basis))
+            lin = StepTimeRegressor(features="graph").fit(tr, tr["step_time_s"])
+            point = float(lin.estimator_.predict(lin._columns(x).to_numpy(float))[0])  # raw, before any floor
+            iv = StepTimeRegressor(features="graph", log_transform=True).fit(tr, tr["step_time_s"]).predict_interval(x, alpha=alpha).iloc[0]
+            basis = f"linear on graph features, fitted on {len(tr)} {g} samples (interval: log-log fit on the same features, as a ratio)"
+            if not point > 0:  # the line crosses zero this far from its data: the log-log fit alone
+                point = float(iv["predicted_s"])
+                basis = f"log-log on graph features, fitted on {len(tr)} {g} samples (the linear fit is ≤ 0 s for this model)"
+            ratio = point / float(iv["predicted_s"])
+            rows[g] = dict(model=name, gpu=g, step_time_s=point, lower_s=float(iv["lower_s"]) * ratio, upper_s=float(iv["upper_s"]) * ratio,
+                           basis=basis)
+        cross = StepTimeRegressor(features=["ideal_compute_ms"], log_transform=True).fit(train, train["step_time_s"])
+        exponent = float(cross.coef_[0])
+        for i, g in enumerate(every):
+            if g in measured:
+                continue
+            # anchored on the measured GPU of the nearest peak rate, scaled by the cross-GPU power law of the ideal compute time
+            anchor = min(measured, key=lambda m: abs(np.log(tflops[m] / tflops[g])))
+            scale = (tflops[anchor] / tflops[g]) ** exponent
+            a = rows[anchor]
+            civ = cross.predict_interval(x_all.iloc[[i]], alpha=alpha).iloc[0]
+            lo_ratio = min(a["lower_s"] / a["step_time_s"], float(civ["lower_s"] / civ["predicted_s"]))
+            hi_ratio = max(a["upper_s"] / a["step_time_s"], float(civ["upper_s"] / civ["predicted_s"]))
+            point = a["step_time_s"] * scale
+            rows[g] = dict(model=name, gpu=g, step_time_s=point, lower_s=point * lo_ratio, upper_s=point * hi_ratio,
+                           basis=f"{anchor} prediction x (peak TFLOPS {anchor}/{g})^{exponent:.3g}, the exponent of a log-log fit "
+                                 f"on ideal compute time over {'+'.join(measured)} (interval: the wider of both)")
+    rows = [rows[g] for g in every]
     out = pd.DataFrame(rows)
-    if (out["step_time_s"] <= 0).any():
-        bad = out.loc[out["step_time_s"] <= 0, "gpu"].tolist()
-        raise ValueError(f"The step-time model extrapolates to a non-positive step time for {name} on {bad}: the model is far "
-                         "outside the 20 training CNNs. Measure it instead (perfmodel.measure).")
+    if not (out[["step_time_s", "lower_s", "upper_s"]].to_numpy() > 0).all():  # pragma: no cover - guarded by the fits
+        bad = out.loc[~(out["step_time_s"] > 0), "gpu"].tolist()
+        raise ValueError(f"The step-time model gives a non-positive step time for {name} on {bad}: the model is far outside "
+                         "the training CNNs. Measure it instead (perfmodel.measure).")
+    # consistency: non-increasing in peak TFLOPS (GPUs without a catalog rate are left as they are)
+    rated = out["gpu"].map(tflops).notna().to_numpy()
+    if rated.sum() > 1:
+        t = out.loc[rated, "gpu"].map(tflops).to_numpy(float)
+        w = np.where(out.loc[rated, "gpu"].isin(measured), 1e6, 1.0)
+        logt = np.log(out.loc[rated, "step_time_s"].to_numpy(float))
+        fitted = IsotonicRegression(increasing=False).fit(t, logt, sample_weight=w).predict(t)
+        factor = np.exp(fitted - logt)
+        idx = out.index[rated]
+        for j, f in zip(idx, factor):
+            if abs(f - 1) > 1e-6:
+                out.loc[j, ["step_time_s", "lower_s", "upper_s"]] *= f
+                out.loc[j, "basis"] += (f"; scaled x{f:.3g} so that no GPU with a higher peak TFLOPS is predicted slower "
+                                        "(isotonic in peak TFLOPS)")
+    out = out.set_index("gpu").loc[gpus].reset_index()
+    _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train)
     out["speed_steps_per_s"] = 1 / out["step_time_s"]
     return out[["model", "gpu", "step_time_s", "lower_s", "upper_s", "speed_steps_per_s", "basis"]]
+
+
+def _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train):
+    """One :class:`ExtrapolationWarning` listing how far the model and the GPUs lie outside the training data."""
+    import warnings
+
+    from perfmodel.features import load_zoo_features
+    from perfmodel.models._extrapolation import how_far_outside
+
+    z = load_zoo_features().set_index("model")
+    seen = z.loc[sorted(set(train["model"].astype(str)) & set(z.index))]
+    far = []
+    for col in ("train_step_flops", "trainable_tensors"):
+        if col in feats.columns and len(seen):
+            v = float(feats[col].iloc[0])
+            msg = how_far_outside(col, v, float(seen[col].min()), float(seen[col].max()), what="fitted model")
+            if msg:
+                far.append(msg + " (per sample)" if col == "train_step_flops" else msg)
+    if "n_conv" in feats.columns and float(feats["n_conv"].iloc[0]) == 0 and "n_conv" in seen.columns and (seen["n_conv"] > 0).all():
+        far.append(f"{name} has no convolution layers, the fits saw only CNNs ({len(seen)} of them)")
+    rates = [tflops[g] for g in measured if g in tflops]
+    for g in gpus:
+        if g in measured:
+            continue
+        where = ""
+        if g in tflops and rates:
+            where = how_far_outside("its peak TFLOPS", tflops[g], min(rates), max(rates), what="measured GPU") or \
+                f"its peak TFLOPS {tflops[g]:.3g} is within the measured {min(rates):.3g}-{max(rates):.3g}"
+            where = ": " + where
+        far.append(f"GPU {g} has no measurements, predicted through peak TFLOPS from {'+'.join(measured)}{where}")
+    if far:
+        warnings.warn(f"predict_step_time extrapolates for {name}: " + "; ".join(far) + ". Measure it to be sure (perfmodel.measure).",
+                      ExtrapolationWarning, stacklevel=3)

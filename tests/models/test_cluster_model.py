@@ -83,7 +83,7 @@ def test_bad_input():
         ClusterSpeedModel().fit([[4, 1], [4, 1]], [1.0, 1.1])
     with pytest.raises(ValueError, match=r"cluster speeds must be positive steps/s"):
         ClusterSpeedModel().fit([[1, 1], [2, 1]], [1.0, 0.0])
-    with pytest.raises(ValueError, match=r"X must have two columns \(n_workers, n_ps\); got shape \(2, 1\)"):
+    with pytest.raises(ValueError, match=r"X must have two columns \(n_workers, n_ps\); got 1 feature\(s\) \(shape \(2, 1\)\)"):
         ClusterSpeedModel().fit([[1], [2]], [1.0, 2.0])
     with pytest.raises(ValueError, match=r"worker and PS counts must be finite and ≥ 1"):
         ClusterSpeedModel().fit([[0, 1], [2, 1]], [1.0, 2.0])
