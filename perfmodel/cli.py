@@ -374,8 +374,20 @@ def main(argv: list[str] | None = None) -> int:
         from perfmodel.features import FeatureExtractionError
 
         errors += (FeatureExtractionError,)
+    import warnings
+
+    seen: set = set()
+
+    def one_line(message, category, filename, lineno, file=None, line=None):
+        text = f"perfmodel: warning ({category.__name__}): {message}"
+        if text not in seen:  # the same warning from several call sites once
+            seen.add(text)
+            print(text, file=sys.stderr)
+
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = one_line
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # `perfmodel zoo | head`: the reader left; not an error of ours
         sys.stderr.close()
         return 0
