@@ -235,9 +235,12 @@ def resolve(name: str) -> Path:
     if target.is_file():
         return target
     created = [d for d in (target.parent, *target.parent.parents) if not d.exists()]  # deepest first
-    try:
-        import pooch
+    import pooch
 
+    logger = pooch.get_logger()
+    level = logger.level
+    logger.setLevel("WARNING")  # pooch announces every download on stderr; a failure is reported below instead
+    try:
         fetched = pooch.retrieve(
             url=e.url,
             known_hash=f"sha256:{e.sha256}",
@@ -255,6 +258,8 @@ def resolve(name: str) -> Path:
             "out as <owner>/<repo>/<path> (e.g. PERFMODEL_DATA=../shared/datasets).",
             key=e.key, url=e.url, cause=cause,
         ) from exc
+    finally:
+        logger.setLevel(level)
     return Path(fetched)
 
 
