@@ -82,20 +82,32 @@ def _cmd_features(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
-    from perfmodel.reproduce import list_items, reproduce
+    from perfmodel.reproduce import ReproduceOutputError, list_items, reproduce
 
     if args.list:
         _print_frame(list_items()[["id", "paper", "section", "title"]])
         return 0
-    res = reproduce(args.out, only=args.only, figures=not args.no_figures, progress=not args.quiet)
+    try:
+        res = reproduce(args.out, only=args.only, figures=not args.no_figures, progress=not args.quiet)
+    except ReproduceOutputError as exc:
+        print(f"perfmodel: {exc}", file=sys.stderr)
+        return 1
     counts = res.numbers["report_status"].value_counts() if len(res.numbers) else {}
     print(f"perfmodel reproduce: {len(res.seconds)} items, {len(res.numbers)} numbers -> {res.out}/ (report.md, report.html, numbers.json, figures/)")
     for status in ("reproduced", "within tolerance", "differs", "not reproducible", "computed"):
         print(f"  {status:17s} {int(counts.get(status, 0))}")
+    # missing upstream data (offline, empty cache): one message per folder of files, not one per item
+    for group, g in sorted(res.missing_data.items()):
+        print(f"MISSING DATA {group}/ (needed by {', '.join(sorted(g['items']))}): not cached and the download failed ({g['cause']}). "
+              "Connect once to fill the cache, or set PERFMODEL_DATA to a local copy of the data.", file=sys.stderr)
+    offline_only = {i for g in res.missing_data.values() for i in g["items"]}
     for item, msg in res.errors.items():
-        print(f"FAILED item {item}: {msg}", file=sys.stderr)
-    for r in res.failed.itertuples(index=False):
-        print(f"FAILED number {r.figure_table}/{r.quantity}: paper {r.paper_value}, reproduced {r.reproduced} ({r.status})", file=sys.stderr)
+        if item not in offline_only:
+            print(f"FAILED item {item}: {msg}", file=sys.stderr)
+    for r in res.failed.itertuples(index=False):  # numbers lost with a failed function are counted, their item is listed above
+        if not str(r.reason).startswith("not computed:"):
+            print(f"FAILED number {r.figure_table}/{r.quantity}: paper {r.paper_value}, reproduced {r.reproduced} ({r.status})", file=sys.stderr)
+    print(res.summary())
     return 0 if res.ok else 1
 
 

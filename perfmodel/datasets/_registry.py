@@ -184,14 +184,14 @@ READ_TIMEOUT_S = 60.0
 class DownloadError(DataNotAvailableError):
     """A file is not cached and its download failed (network down, proxy, HTTP error).
 
-    Attributes ``key`` (the file), ``group`` (its folder: files of one upstream folder fail together), ``url``,
-    ``cause`` (one line: what the network said).
+    Attributes ``key`` (the file), ``group`` (its upstream dataset folder, ``<owner>/<repo>/data/<area>/<dataset>``:
+    the files of one dataset fail together), ``url``, ``cause`` (one line: what the network said).
     """
 
     def __init__(self, message: str, *, key: str, url: str, cause: str):
         super().__init__(message)
         self.key, self.url, self.cause = key, url, cause
-        self.group = key.rsplit("/", 1)[0]
+        self.group = "/".join(key.split("/")[:-1][:5])
 
 
 def _downloader():

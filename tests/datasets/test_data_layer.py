@@ -130,6 +130,9 @@ def test_offline_error_is_short_and_leaves_no_empty_cache_folders(offline, tmp_p
         datasets.load_checkpoint_summary()
     assert len(str(info.value)) < 800, len(str(info.value))  # was 1.5 KB, mostly the network library's retry trace
     assert info.value.group == "cake-lab/CM-DARE/data/processed_data/checkpoint"
+    with pytest.raises(DataNotAvailableError) as info:
+        datasets.load_cluster_runs()
+    assert info.value.group == "cake-lab/CM-DARE/data/processed_data/speed_and_cluster_size"  # the dataset, not the run's folder
     cache = tmp_path / "cache"
     assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_dir()], sorted(cache.rglob("*"))
 
