@@ -98,7 +98,7 @@ def pareto_front(frame: pd.DataFrame, *, time: str = "time_h", cost: str = "cost
         group_min = cs[starts]  # sorted by cost within a group
         # minimum cost over all strictly faster groups (inf for the fastest group)
         faster_min = np.r_[np.inf, np.minimum.accumulate(group_min)[:-1]]
-        dominated = (faster_min[group] <= cs) | (cs > group_min[group])
+        dominated = ((group > 0) & (faster_min[group] <= cs)) | (cs > group_min[group])
         keep[order] = ~dominated
     return pd.Series(keep, index=frame.index, name="pareto")
 
