@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("reproduce", help="every figure and table of both papers, with a paper-vs-reproduced report")
     rep.add_argument("--only", action="append", metavar="IDS", help="comma-separated item ids (see --list); repeatable")
-    rep.add_argument("--out", default="reproduction", metavar="DIR", help="output folder (default ./reproduction)")
+    rep.add_argument("--out", default="reproduction", metavar="DIR",
+                     help="output folder, created if needed; its report and figures are replaced (default ./reproduction)")
     rep.add_argument("--no-figures", action="store_true", help="numbers only")
     rep.add_argument("--list", action="store_true", help="list the items and exit")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -235,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="the published measurements: verify, list, summarise")
     dsub = data.add_subparsers(dest="data_command", required=True)
-    dsub.add_parser("verify", help="check every registered upstream file (presence, sha256)").set_defaults(func=_cmd_data_verify)
+    dsub.add_parser("verify", help="check every registered upstream file (presence, sha256); offline, stops at the first failed "
+                    "download (5 s connect timeout)").set_defaults(func=_cmd_data_verify)
     lst = dsub.add_parser("list", help="list the loadable datasets")
     lst.add_argument("--offline", action="store_true", help="do not load the data (no shapes)")
     lst.set_defaults(func=_cmd_data_list)

@@ -186,7 +186,7 @@ def verify(*, kinds: tuple[str, ...] = ("csv", "text", "image", "sqlite"), stop_
             status, detail = "hash-mismatch", str(exc)
         except DownloadError as exc:
             status, detail = "missing", str(exc)
-            if stop_on_network_error:
+            if stop_on_network_error and exc.network:
                 network_failed = exc
         except DataNotAvailableError as exc:
             status, detail = "missing", str(exc)

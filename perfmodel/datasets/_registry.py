@@ -185,12 +185,13 @@ class DownloadError(DataNotAvailableError):
     """A file is not cached and its download failed (network down, proxy, HTTP error).
 
     Attributes ``key`` (the file), ``group`` (its upstream dataset folder, ``<owner>/<repo>/data/<area>/<dataset>``:
-    the files of one dataset fail together), ``url``, ``cause`` (one line: what the network said).
+    the files of one dataset fail together), ``url``, ``cause`` (one line: what the network said), ``network``
+    (False when the server answered with the wrong content: pooch's hash check of the download failed).
     """
 
-    def __init__(self, message: str, *, key: str, url: str, cause: str):
+    def __init__(self, message: str, *, key: str, url: str, cause: str, network: bool = True):
         super().__init__(message)
-        self.key, self.url, self.cause = key, url, cause
+        self.key, self.url, self.cause, self.network = key, url, cause, network
         self.group = "/".join(key.split("/")[:-1][:5])
 
 
@@ -256,7 +257,7 @@ def resolve(name: str) -> Path:
             f"Could not get {e.key}: it is not cached at {target} and the download from {e.url} failed ({cause}). Either "
             "connect to the internet once so perfmodel can fill its cache, or set PERFMODEL_DATA to a local copy of the data laid "
             "out as <owner>/<repo>/<path> (e.g. PERFMODEL_DATA=../shared/datasets).",
-            key=e.key, url=e.url, cause=cause,
+            key=e.key, url=e.url, cause=cause, network=not isinstance(exc, ValueError),
         ) from exc
     finally:
         logger.setLevel(level)

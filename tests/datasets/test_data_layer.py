@@ -188,3 +188,19 @@ def test_heavy_dependencies_are_not_imported_with_the_data_layer_or_the_planner(
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_data_verify_keeps_going_when_the_server_answers_with_wrong_content(tmp_path, monkeypatch):
+    """A download that arrives but fails its hash is not a network failure: the other files are still checked."""
+    monkeypatch.delenv("PERFMODEL_DATA", raising=False)
+    monkeypatch.setenv("PERFMODEL_CACHE", str(tmp_path / "cache"))
+    calls = []
+
+    def wrong_content(url, output_file, pooch, check_only=False):
+        calls.append(url)
+        Path(output_file).write_bytes(b"a,b\n1,2\n")
+
+    monkeypatch.setattr(_registry, "_downloader", lambda: wrong_content)
+    res = datasets.verify(kinds=("csv",))
+    assert len(calls) == len(res) > 100 and set(res["status"]) == {"missing"}
+    assert res["detail"].str.contains(r"failed \(ValueError: .*hash", regex=True).all()
