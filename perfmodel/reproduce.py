@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["CatalogItem", "ITEMS", "list_items", "items_markdown_table", "reproduce", "ReproductionResult", "number_status"]
+__all__ = ["CatalogItem", "ITEMS", "NUMBERS_AREAS", "list_items", "items_markdown_table", "reproduce", "ReproductionResult", "number_status",
+           "ReproduceOutputError"]
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,24 @@ ITEMS: tuple[CatalogItem, ...] = (
 _BY_ID = {it.id: it for it in ITEMS}
 assert len(_BY_ID) == len(ITEMS), "duplicate item ids"
 
+#: The ``datasets/reference/paper_numbers`` area each numbers function compares with. When a function fails, the
+#: quantities of its area are reported as not reproduced, and every catalog item owning some of them as failed (a test
+#: checks on clean data that each function returns exactly the quantities of its area).
+NUMBERS_AREAS: dict[str, str] = {
+    "single_worker_numbers_data": "timeseries",
+    "cluster_speed_numbers_data": "cluster",
+    "lifetime_numbers_data": "lifetimes",
+    "transient_numbers_data": "transient",
+    "speed_prediction_data": "speed",
+    "checkpoint_prediction_data": "checkpoint",
+    "icac_table_numbers_data": "icac_tables",
+    "icac_cluster_numbers_data": "icac_clusters",
+}
+
+
+class ReproduceOutputError(OSError):
+    """The output folder of :func:`reproduce` cannot be used (an existing file, no permission)."""
+
 
 def list_items() -> pd.DataFrame:
     """The catalog of items: ``id``, ``paper``, ``title``, ``section``, ``figures`` (output stems), ``numbers``,
@@ -241,6 +260,7 @@ class ReproductionResult:
     figures: dict = field(default_factory=dict)  # item id -> [stems]
     errors: dict = field(default_factory=dict)  # item id -> message
     seconds: dict = field(default_factory=dict)  # item id -> wall time
+    missing_data: dict = field(default_factory=dict)  # upstream dataset folder -> {"items": [ids], "cause": network's reason}
 
     @property
     def failed(self) -> pd.DataFrame:
@@ -250,6 +270,69 @@ class ReproductionResult:
     @property
     def ok(self) -> bool:
         return not self.errors and self.failed.empty
+
+    def summary(self) -> str:
+        """One closing line: OK, or how many items failed and how many numbers should reproduce and do not."""
+        n_fail = len(self.failed)
+        if self.ok:
+            return f"perfmodel reproduce: OK: {len(self.seconds)} items ran, every number that should reproduce does."
+        items = f"{len(self.errors)} item(s) failed ({', '.join(sorted(self.errors))})" if self.errors else "0 items failed"
+        return f"perfmodel reproduce: FAILED: {items}; {n_fail} number(s) that should reproduce do not."
+
+
+def _owner(item, runner: str) -> str:
+    """Catalog item that owns a comparison row: the one named in its ``item`` column, else the item running the function."""
+    return item if isinstance(item, str) and item in _BY_ID else runner
+
+
+def _lost_numbers(fn: str, runner: str, why: str) -> pd.DataFrame:
+    """The paper numbers a failed numbers function should have compared, with no reproduced value."""
+    from perfmodel import datasets as ds
+    from perfmodel.figures._numbers import COMPARISON_COLUMNS
+
+    area = NUMBERS_AREAS.get(fn)
+    if area is None:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    ref = ds.load_paper_numbers(area)
+    ref["reproduced"] = float("nan")
+    ref["within_tolerance"] = pd.array([None] * len(ref), dtype="boolean")
+    ref["reason"] = f"not computed: {why}"
+    return ref[COMPARISON_COLUMNS]
+
+
+def _add_error(res: "ReproductionResult", item: str, msg: str) -> None:
+    res.errors[item] = f"{res.errors[item]}; {msg}" if item in res.errors else msg
+
+
+def _error_text(exc: BaseException) -> str:
+    """``Type: message`` of an item's exception; a download failure in one line (the folder and the network's reason)."""
+    from perfmodel.datasets._registry import DownloadError
+
+    if isinstance(exc, DownloadError):
+        return f"{type(exc).__name__}: data not available offline: {exc.group}/ (download failed: {exc.cause})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _note_missing(res: "ReproductionResult", exc: BaseException, item: str) -> None:
+    from perfmodel.datasets._registry import DownloadError
+
+    if isinstance(exc, DownloadError):
+        g = res.missing_data.setdefault(exc.group, {"items": [], "cause": exc.cause})
+        if item not in g["items"]:
+            g["items"].append(item)
+
+
+def _prepare_out(out: Path) -> Path:
+    """Create the output folders, or say in one line why they cannot be used."""
+    if out.exists() and not out.is_dir():
+        raise ReproduceOutputError(f"The output path {out} is an existing file, not a folder: reproduce writes figures/, numbers.json, "
+                                   "report.md and report.html into a folder. Pass another --out (a new or existing folder).")
+    try:
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReproduceOutputError(f"Cannot create the output folder {out / 'figures'}: {exc.strerror or exc}. Pass an --out folder "
+                                   "you can write to.") from None
+    return out / "figures"
 
 
 def _select(only) -> list[CatalogItem]:
@@ -296,6 +379,15 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     ------
     perfmodel.datasets.UnknownNameError
         An id in ``only`` is not in the catalog.
+    ReproduceOutputError
+        ``out`` is an existing file, or the folder cannot be created.
+    perfmodel.datasets.DataNotAvailableError
+        ``PERFMODEL_DATA`` names a folder that does not exist.
+
+    Notes
+    -----
+    Nothing is lost silently: when a numbers function fails, the paper numbers it compares are reported as not
+    reproduced (failed where they should reproduce), and every item owning some of them is listed in ``errors``.
     """
     import matplotlib
 
@@ -305,35 +397,47 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
 
     from perfmodel import figures as pmf
 
+    from perfmodel.datasets import data_root
+
     items = _select(only)
     out = Path(out)
-    figdir = out / "figures"
-    figdir.mkdir(parents=True, exist_ok=True)
+    data_root()  # a PERFMODEL_DATA naming no folder is one error, not one per item
+    figdir = _prepare_out(out)
     res = ReproductionResult(out=out, numbers=pd.DataFrame())
     frames = []
     bar = tqdm(items, desc="perfmodel reproduce", unit="item", disable=not progress)
     for it in bar:
         bar.set_postfix_str(it.id)
         t0 = time.perf_counter()
-        try:
-            for fn in it.numbers:
+        for fn in it.numbers:
+            try:
                 df = getattr(pmf, fn)().copy()
-                # a row belongs to the catalog item named in its `item` column when there is one (a numbers function
-                # may cover several figures/tables), else to the item that runs the function
-                owner = [i if i in _BY_ID else it.id for i in df["item"].fillna(it.id)]
-                df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
-                df.insert(0, "figure_table", owner)
-                frames.append(df)
-            if figures:
-                stems = []
-                with plt.rc_context({"svg.hashsalt": "perfmodel", "pdf.compression": 6}):
-                    for (fn, kw), stem in zip(it.figures, it.stems()):
+            except Exception as exc:  # its numbers are lost: every item owning some of them fails, with them listed
+                why = f"{fn}() failed with {_error_text(exc)}"
+                df = _lost_numbers(fn, it.id, why)
+                owners = list(dict.fromkeys([it.id, *(_owner(i, it.id) for i in df["item"])]))
+                for o in owners:
+                    _add_error(res, o, why if o == it.id else f"its numbers come from {fn}() (run by item {it.id}), which failed: "
+                                                              f"{_error_text(exc)}")
+                    _note_missing(res, exc, o)
+            # a row belongs to the catalog item named in its `item` column when there is one (a numbers function
+            # may cover several figures/tables), else to the item that runs the function
+            owner = [_owner(i, it.id) for i in df["item"]]
+            df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
+            df.insert(0, "figure_table", owner)
+            frames.append(df)
+        if figures:
+            stems = []
+            with plt.rc_context({"svg.hashsalt": "perfmodel", "pdf.compression": 6}):
+                for (fn, kw), stem in zip(it.figures, it.stems()):
+                    try:
                         _save(getattr(pmf, fn)(**kw), figdir, stem)
                         stems.append(stem)
-                res.figures[it.id] = stems
-        except Exception as exc:  # one broken item must not hide the others; it is reported and fails the run
-            res.errors[it.id] = f"{type(exc).__name__}: {exc}"
-            plt.close("all")
+                    except Exception as exc:  # one broken figure must not hide the others; it is reported and fails the run
+                        _add_error(res, it.id, _error_text(exc))
+                        _note_missing(res, exc, it.id)
+                        plt.close("all")
+            res.figures[it.id] = stems
         res.seconds[it.id] = time.perf_counter() - t0
     bar.close()
     nums = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
@@ -397,6 +501,8 @@ def _report(res: ReproductionResult, items: list[CatalogItem]) -> tuple[str, str
     head += [f"| {_BADGE[s]} | {int(counts.get(s, 0))} |" for s in _BADGE]
     n_fail = int(nums["failed"].sum()) if len(nums) else 0
     head += ["", f"Numbers that should reproduce and do not: **{n_fail}**. Items that failed to run: **{len(res.errors)}**.", ""]
+    if res.errors:
+        head += ["Failed items:", ""] + [f"- `{k}`: {res.errors[k]}" for k in sorted(res.errors)] + [""]
     md, hb = list(head), []
     hb.append(_md_table_to_html(head))
     for paper in ("CM-DARE", "ICAC'19", "perfmodel"):

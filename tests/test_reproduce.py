@@ -136,3 +136,120 @@ def test_predict_and_plan_commands(capsys):
     assert "cheapest within the deadline" in capsys.readouterr().out
     assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "1", "--deadline-h", "0.1"]) == 1
     assert "No configuration finishes within 0.1 h" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ nothing lost silently
+def test_numbers_areas_match_what_each_function_computes_on_clean_data():
+    """NUMBERS_AREAS (used to list what a failed function loses) is exactly what each function compares on clean data."""
+    from perfmodel import datasets as ds
+    from perfmodel.reproduce import NUMBERS_AREAS
+
+    assert set(NUMBERS_AREAS) == {fn for it in ITEMS for fn in it.numbers}
+    for fn, area in NUMBERS_AREAS.items():
+        df = getattr(pmf, fn)()
+        ref = ds.load_paper_numbers(area)
+        assert set(df.loc[df["status"] != "NO-PAPER-VALUE", "quantity"]) == set(ref["quantity"]), fn
+
+
+def _boom(*a, **k):
+    raise RuntimeError("solver exploded")
+
+
+def test_a_shared_numbers_function_that_fails_fails_every_item_it_feeds(tmp_path, monkeypatch, capsys):
+    """transient_numbers_data (run by startup_breakdown) also computes the numbers of chief_rejoining, icac_fig3, ...:
+    when it raises, all of them are failed items, and their numbers count as should-reproduce-and-do-not."""
+    from perfmodel import datasets as ds
+
+    monkeypatch.setattr(pmf, "transient_numbers_data", _boom)
+    only = ["startup_breakdown", "chief_rejoining", "icac_fig3"]
+    res = reproduce(tmp_path / "r", only=only, figures=False, progress=False)
+    fed = {"startup_breakdown", "chief_rejoining", "icac_fig3", "icac_fig5", "restart_training_overhead", "revocations_by_hour",
+           "training_time_estimates"}
+    assert set(res.errors) == fed and not res.ok
+    assert res.errors["startup_breakdown"] == "transient_numbers_data() failed with RuntimeError: solver exploded"
+    assert res.errors["chief_rejoining"] == ("its numbers come from transient_numbers_data() (run by item startup_breakdown), which failed: "
+                                             "RuntimeError: solver exploded")
+    ref = ds.load_paper_numbers("transient")
+    should = ref["status"].isin(["EXACT", "APPROX"]).sum()
+    assert len(res.failed) == should > 0
+    # numbers.json: the errors and every lost number, flagged
+    doc = json.loads((tmp_path / "r" / "numbers.json").read_text())
+    assert set(doc["errors"]) == fed
+    lost = [r for r in doc["numbers"] if r["reproduced_value"] is None and r["reason"].startswith("not computed: transient_numbers_data()")]
+    assert len(lost) == len(ref) and sum(r["should_reproduce_but_does_not"] for r in doc["numbers"]) == should
+    # the report says so (md and html)
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert f"Numbers that should reproduce and do not: **{should}**. Items that failed to run: **{len(fed)}**." in md
+    assert "- `icac_fig5`: its numbers come from transient_numbers_data()" in md
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert f"Numbers that should reproduce and do not: <b>{should}</b>" in page and "<code>icac_fig3</code>: its numbers come from" in page
+    # the CLI: exit 1, and the closing summary line counts them
+    assert main(["reproduce", "--only", ",".join(only), "--out", str(tmp_path / "c"), "--no-figures", "--quiet"]) == 1
+    cap = capsys.readouterr()
+    last = cap.out.strip().splitlines()[-1]
+    assert last == (f"perfmodel reproduce: FAILED: {len(fed)} item(s) failed ({', '.join(sorted(fed))}); "
+                    f"{should} number(s) that should reproduce do not.")
+    assert "FAILED item chief_rejoining: its numbers come from transient_numbers_data()" in cap.err
+
+
+def test_a_failing_figure_does_not_hide_the_next_one(tmp_path, monkeypatch):
+    good = pmf.lifetime_cdf
+    monkeypatch.setattr(pmf, "lifetime_cdf", lambda gpu: _boom() if gpu == "K80" else good(gpu=gpu))
+    res = reproduce(tmp_path, only="lifetime_cdf", progress=False)
+    assert res.errors == {"lifetime_cdf": "RuntimeError: solver exploded"}
+    assert res.figures["lifetime_cdf"] == ["lifetime_cdf_p100", "lifetime_cdf_v100"]
+    assert len(res.numbers) and not res.ok
+
+
+def test_summary_line_when_everything_reproduces(tmp_path, capsys):
+    assert main(["reproduce", "--only", "single_worker_timeseries", "--out", str(tmp_path), "--no-figures", "--quiet"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "perfmodel reproduce: OK: 1 items ran, every number that should reproduce does."
+
+
+def test_out_is_an_existing_file_is_one_line(tmp_path, capsys):
+    f = tmp_path / "report.txt"
+    f.write_text("mine")
+    assert main(["reproduce", "--only", "figure_4", "--out", str(f), "--quiet"]) == 1
+    cap = capsys.readouterr()
+    assert cap.err.count("\n") == 1 and cap.err.startswith(f"perfmodel: The output path {f} is an existing file, not a folder")
+    assert f.read_text() == "mine"
+
+
+def test_missing_mirror_folder_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PERFMODEL_DATA", str(tmp_path / "gone"))
+    assert main(["reproduce", "--out", str(tmp_path / "out"), "--no-figures", "--quiet"]) == 1
+    cap = capsys.readouterr()
+    assert cap.err.count("\n") == 1 and "does not name an existing folder" in cap.err and "gone" in cap.err
+
+
+def test_offline_one_concise_message_per_missing_file_group_and_no_empty_cache_folders(tmp_path, monkeypatch, capsys):
+    """No PERFMODEL_DATA, an empty cache and no network (a downloader that fails at once)."""
+    from perfmodel import datasets as ds
+    from perfmodel.datasets import _registry
+
+    calls = []
+
+    def dead(url, output_file, pooch, check_only=False):
+        calls.append(url)
+        raise ConnectionError("HTTPSConnectionPool(host='raw.githubusercontent.com', port=443): Max retries exceeded\n" + "trace " * 200)
+
+    monkeypatch.delenv("PERFMODEL_DATA", raising=False)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PERFMODEL_CACHE", str(cache))
+    monkeypatch.setattr(_registry, "_downloader", lambda: dead)
+    ds.clear_cache()
+    only = "single_worker_timeseries,figure_5,cluster_size_training_speed,startup_breakdown"
+    assert main(["reproduce", "--only", only, "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    cap = capsys.readouterr()
+    lines = [ln for ln in cap.err.splitlines() if ln.strip()]
+    missing = [ln for ln in lines if ln.startswith("MISSING DATA ")]
+    assert missing and len(missing) == len(lines)  # nothing but one line per folder of missing files
+    groups = [ln.split()[2] for ln in missing]
+    assert len(groups) == len(set(groups))
+    assert all(len(ln) < 500 for ln in missing), max(map(len, missing))
+    assert "cake-lab/CM-DARE/data/processed_data/speed_and_cluster_size/" in groups  # one line for the 96 cluster-run files
+    startup = next(ln for g, ln in zip(groups, missing) if g.endswith("/startup_time/"))
+    assert "startup_breakdown" in startup and "chief_rejoining" in startup  # the items fed by the shared numbers function too
+    assert "FAILED:" in cap.out.strip().splitlines()[-1]
+    assert calls  # the downloader was tried
+    assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_dir()], sorted(cache.rglob("*"))

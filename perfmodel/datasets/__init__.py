@@ -25,10 +25,21 @@ from perfmodel.datasets import cmdare as _cmdare
 from perfmodel.datasets import icac as _icac
 from perfmodel.datasets import measurements as _measurements
 from perfmodel.datasets import reference as _reference
-from perfmodel.datasets._registry import data_source, entry, read_bytes, read_csv, registry_entries, resolve
+from perfmodel.datasets._registry import (
+    DownloadError,
+    data_root,
+    data_source,
+    entry,
+    read_bytes,
+    read_csv,
+    registry_entries,
+    resolve,
+)
+from perfmodel.datasets._cache import clear_cache
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.cmdare import (
     SPEED_FILES,
+    NoSamplesError,
     load_checkpoint_samples,
     load_checkpoint_summary,
     load_chief_rejoining,
@@ -135,35 +146,59 @@ def registry() -> pd.DataFrame:
     )
 
 
-def verify(*, kinds: tuple[str, ...] = ("csv", "text", "image", "sqlite")) -> pd.DataFrame:
+def verify(*, kinds: tuple[str, ...] = ("csv", "text", "image", "sqlite"), stop_on_network_error: bool = True) -> pd.DataFrame:
     """Check every registered upstream file: present (or downloadable) and sha256 as registered.
+
+    Parameters
+    ----------
+    kinds : tuple of str
+        Registry kinds to check.
+    stop_on_network_error : bool, default True
+        After the first failed download (network down or dropping packets) the remaining files are not tried: they
+        get status ``not-checked`` instead of each waiting for the network.
 
     Returns
     -------
     DataFrame
-        ``key``, ``kind``, ``status`` (``ok``, ``hash-mismatch``, ``missing``), ``detail``, one row per file. Files the
-        registry marks as not data (HTML pages, empty) are not checked. Nothing is raised: inspect ``status``.
+        ``key``, ``kind``, ``status`` (``ok``, ``hash-mismatch``, ``missing``, ``not-checked``), ``detail``, one row per
+        file. Files the registry marks as not data (HTML pages, empty) are not checked. Nothing is raised for a
+        file: inspect ``status``.
+
+    Raises
+    ------
+    DataNotAvailableError
+        ``PERFMODEL_DATA`` names a folder that does not exist (one error instead of one per file).
     """
+    data_root()  # a missing mirror folder is one error, not one per file
     rows = []
+    network_failed = None
     for e in registry_entries().values():
         if e.kind not in kinds:
+            continue
+        if network_failed is not None:
+            rows.append(dict(key=e.key, kind=e.kind, status="not-checked",
+                             detail=f"not checked: the download of {network_failed.key} failed ({network_failed.cause})"))
             continue
         try:
             read_bytes(e.key)
             status, detail = "ok", ""
         except DataIntegrityError as exc:
             status, detail = "hash-mismatch", str(exc)
+        except DownloadError as exc:
+            status, detail = "missing", str(exc)
+            if stop_on_network_error and exc.network:
+                network_failed = exc
         except DataNotAvailableError as exc:
             status, detail = "missing", str(exc)
         rows.append(dict(key=e.key, kind=e.kind, status=status, detail=detail))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["key", "kind", "status", "detail"])
 
 
 __all__ = [
     # errors
-    "DataFormatError", "DataIntegrityError", "DataNotAvailableError", "NotADataFileError", "UnknownNameError",
+    "DataFormatError", "DataIntegrityError", "DataNotAvailableError", "NotADataFileError", "UnknownNameError", "NoSamplesError",
     # registry
-    "registry", "verify", "data_source", "entry", "resolve", "read_bytes", "read_csv", "list_datasets", "load_dataset", "DatasetSpec",
+    "registry", "verify", "data_source", "data_root", "DownloadError", "clear_cache", "entry", "resolve", "read_bytes", "read_csv", "list_datasets", "load_dataset", "DatasetSpec",
     # perfmodel's own measurements
     "load_cpu_measurements",
     # names

@@ -14,10 +14,12 @@ import pandas as pd
 
 from perfmodel._errors import DataFormatError, UnknownNameError
 from perfmodel.datasets._registry import keys_under, read_csv
+from perfmodel.datasets._cache import cached_frame
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import MODELS, canonical_gpu, canonical_model, model_info
 
 __all__ = [
+    "NoSamplesError",
     "SPEED_FILES",
     "load_speed_file",
     "load_speed_samples",
@@ -78,6 +80,10 @@ _COMMON_RENAME = {
 }
 
 
+class NoSamplesError(ValueError):
+    """A known name (e.g. a catalog GPU) for which the data hold no measurements."""
+
+
 def _unknown_choice(what: str, got, valid) -> UnknownNameError:
     return UnknownNameError(f"Unknown {what} {got!r}. Expected one of: {', '.join(map(str, valid))}.")
 
@@ -109,6 +115,7 @@ def _categorical_ids(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+@cached_frame
 def load_speed_file(name: str = "norm_computation") -> pd.DataFrame:
     """One of the twelve single-worker speed-sample CSVs of CM-DARE, tidy, in file order.
 
@@ -180,6 +187,7 @@ def _derived_max_tensor_mib(model: str) -> float:
     return 3 * 3 * width * width * 4 / 2**20
 
 
+@cached_frame
 def load_model_metadata() -> pd.DataFrame:
     """Per-model metadata of the twenty CM-DARE CNNs, complete for all twenty (20 rows).
 
@@ -242,6 +250,7 @@ _METADATA_COLS = [
 ]
 
 
+@cached_frame
 def load_speed_samples(gpu: str | None = None) -> pd.DataFrame:
     """Single-worker training-speed samples of all twenty CNNs on K80 and P100, with per-model metadata joined.
 
@@ -273,9 +282,11 @@ def load_speed_samples(gpu: str | None = None) -> pd.DataFrame:
     # every sample is a "0lat" run in one zone; the file leaves Latency empty for the 4 held-out CNNs
     df["latency_ms"] = df["latency_ms"].fillna(0.3)
     if gpu is not None:
-        g = canonical_gpu(gpu)
+        g = canonical_gpu(gpu)  # an unknown name is an UnknownNameError with suggestions
         if g not in ("K80", "P100"):
-            raise _unknown_choice("GPU for the single-worker speed samples", gpu, ["K80", "P100"])
+            raise NoSamplesError(f"no speed samples for {g} (samples exist for K80, P100): CM-DARE measured single-worker speed on "
+                                 f"K80 and P100 only. Predict {g} with perfmodel.models.predict_step_time, which extrapolates "
+                                 "through peak TFLOPS.")
         df = df[df["gpu"] == g].reset_index(drop=True)
     meta = load_model_metadata()[["model", *_METADATA_COLS]]
     meta["model"] = meta["model"].astype(str)
@@ -285,6 +296,7 @@ def load_speed_samples(gpu: str | None = None) -> pd.DataFrame:
     return _categorical_ids(out)
 
 
+@cached_frame
 def load_heldout_speed_samples() -> pd.DataFrame:
     """K80 speed samples of the 4 CNNs held out in CM-DARE's unseen-model test (72 rows = 4 × 18).
 
@@ -308,6 +320,7 @@ def _tb_frame(key: str, **ids) -> pd.DataFrame:
     return out
 
 
+@cached_frame
 def load_speed_tensorboard() -> pd.DataFrame:
     """The raw TensorBoard exports behind the speed samples (40 files ``speed_data/0lat_<gpu>_<model>/``).
 
@@ -344,6 +357,7 @@ def _base_files():
             yield key, _BASE_MODELS[m.group(1)], canonical_gpu(m.group(2)), f"{m.group(1)}{m.group(2)}"
 
 
+@cached_frame
 def load_speed_timeseries() -> pd.DataFrame:
     """Single-worker speed time series of 4 CNNs on K80, P100 and V100 (``speed_data_base``, 12 files).
 
@@ -384,6 +398,7 @@ def load_speed_timeseries() -> pd.DataFrame:
     return _categorical_ids(pd.concat(frames, ignore_index=True))
 
 
+@cached_frame
 def load_speed_timeseries_summary() -> pd.DataFrame:
     """The summary rows of the ``speed_data_base`` files: 12 rows, one per (model, GPU).
 
@@ -407,6 +422,7 @@ def load_speed_timeseries_summary() -> pd.DataFrame:
     return _categorical_ids(pd.DataFrame(rows))
 
 
+@cached_frame
 def load_speed_supertable() -> pd.DataFrame:
     """Speed samples with and without injected latency (``speed_data_supertable.csv``, 208 rows).
 
@@ -440,6 +456,7 @@ def _reference_params() -> dict[str, int]:
     return {str(m): int(p) for m, p in k.items()}
 
 
+@cached_frame
 def load_speed_prediction_errors() -> pd.DataFrame:
     """Per-(GPU, model) step-time prediction errors of the single-feature ``Model/GPU`` LR (``sigmetrics_figure5_comb.csv``).
 
@@ -462,6 +479,7 @@ def load_speed_prediction_errors() -> pd.DataFrame:
 _CLUSTER = "CM:processed_data/speed_and_cluster_size"
 
 
+@cached_frame
 def load_cluster_runs() -> pd.DataFrame:
     """Cluster training speed vs number of GPU workers: the 96 TensorBoard exports of ``speed_and_cluster_size``.
 
@@ -506,6 +524,7 @@ _CKPT_RENAME = {
 }
 
 
+@cached_frame
 def load_checkpoint_samples(source: str = "whole") -> pd.DataFrame:
     """Checkpoint-time measurements, one row per checkpoint (TF Saver, 1 K80 worker + 1 PS).
 
@@ -532,6 +551,7 @@ def load_checkpoint_samples(source: str = "whole") -> pd.DataFrame:
     return _categorical_ids(d)
 
 
+@cached_frame
 def load_checkpoint_summary(source: str = "ckpt") -> pd.DataFrame:
     """Per-model checkpoint-time summaries.
 
@@ -587,6 +607,7 @@ def load_checkpoint_summary(source: str = "ckpt") -> pd.DataFrame:
 _STARTUP = "CM:processed_data/startup_time"
 
 
+@cached_frame
 def load_vm_startup() -> pd.DataFrame:
     """VM startup-time phases for GPU servers (``startup_time/``, 8 files, 100 rows).
 
@@ -624,6 +645,7 @@ def load_vm_startup() -> pd.DataFrame:
 _CHIEF = "CM:processed_data/chief_rejoining"
 
 
+@cached_frame
 def load_chief_rejoining() -> pd.DataFrame:
     """Accuracy curves of runs in which the chief (master) worker rejoins training (``chief_rejoining/``, 9 files × 7 rows).
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from perfmodel._errors import DataFormatError, UnknownNameError
 from perfmodel.datasets._registry import entry, keys_under, read_bytes, read_csv
+from perfmodel.datasets._cache import cached_frame
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import REGION_IDS, region_of_zone
 
@@ -221,6 +222,7 @@ def _curves(experiment: str, config: str) -> pd.DataFrame:
 _RUN_KEYS = ["experiment", "config", "zone", "run"]
 
 
+@cached_frame
 def load_icac_accuracy_curves(experiment: str | None = None, config: str | None = None) -> pd.DataFrame:
     """Top-1 test accuracy evaluated during training, for every ICAC'19 training run (one row per evaluation).
 
@@ -306,6 +308,7 @@ def _vms(experiment: str, config: str) -> pd.DataFrame | None:
     })
 
 
+@cached_frame
 def load_icac_vms(experiment: str | None = None, config: str | None = None) -> pd.DataFrame:
     """One row per worker VM of the ICAC'19 clusters that recorded VM data (``vm_data.csv``).
 
@@ -370,6 +373,7 @@ def _costs(experiment: str, config: str) -> pd.DataFrame | None:
                          "cost_usd": d["Cost"], "source_name": src})
 
 
+@cached_frame
 def load_icac_costs(experiment: str | None = None, config: str | None = None) -> pd.DataFrame:
     """The run costs the authors computed (every ``cost.csv``), tidy: one row per run.
 
@@ -455,6 +459,7 @@ _RUN_DTYPES = {
 }
 
 
+@cached_frame
 def load_icac_runs(experiment: str | None = None, config: str | None = None, *, include_unprocessed: bool = False) -> pd.DataFrame:
     """One row per ICAC'19 training run (cluster), over every experiment.
 
@@ -586,6 +591,7 @@ def load_icac_runs(experiment: str | None = None, config: str | None = None, *, 
 _AL = {"baseline": "lr_baseline.csv", "naive_lr": "lr_case1.csv", "adaptive_lr": "lr_case2.csv"}
 
 
+@cached_frame
 def load_adaptive_lr() -> pd.DataFrame:
     """Accuracy curves of ICAC'19 Fig. 5: a static 1 K80 + 1 PS cluster vs a cluster growing by one K80 every 16k steps.
 
@@ -655,6 +661,7 @@ def _offset_in_day_block(text: str, block: pd.Timestamp, where: str) -> pd.Timed
     return offset
 
 
+@cached_frame
 def load_vm_lifetimes() -> pd.DataFrame:
     """Lifetimes of transient (preemptible) GCE VMs, one row per VM: ``lifetime/lifetime.csv`` parsed from its sections.
 

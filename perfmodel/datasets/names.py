@@ -10,6 +10,7 @@ Shake-Shakes by ``hidden_size`` and ``num_hidden_layers`` (``shakeshake_small`` 
 """
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -147,9 +148,21 @@ _GPU_ALIASES = {_norm(g): g for g in GPU_IDS}
 _GPU_ALIASES.update({"teslak80": "K80", "teslap100": "P100", "teslav100": "V100", "k": "K80", "p": "P100", "v": "V100"})
 
 
-def _unknown(kind: str, name, valid: Iterable[str], hint: str = "") -> UnknownNameError:
+def _suggest(name, aliases: dict[str, str], valid: Iterable[str]) -> list[str]:
+    """Canonical ids closest to ``name`` (difflib), matched on the ids and on every accepted spelling."""
+    key = _norm(name)
+    pool = {_norm(v): v for v in valid}
+    pool.update(aliases)
+    close = difflib.get_close_matches(key, list(pool), n=6, cutoff=0.6)
+    return list(dict.fromkeys(pool[c] for c in close))[:3]
+
+
+def _unknown(kind: str, name, valid: Iterable[str], hint: str = "", aliases: dict[str, str] | None = None) -> UnknownNameError:
+    valid = list(valid)
+    close = _suggest(name, aliases or {}, valid)
+    mean = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return UnknownNameError(
-        f"Unknown {kind} {name!r}. Expected one of: {', '.join(valid)}.{(' ' + hint) if hint else ''}"
+        f"Unknown {kind} {name!r}. Expected one of: {', '.join(valid)}.{(' ' + hint) if hint else ''}{mean}"
     )
 
 
@@ -162,7 +175,7 @@ def canonical_model(name: str) -> str:
     key = _norm(name)
     if key in _MODEL_ALIASES:
         return _MODEL_ALIASES[key]
-    raise _unknown("model", name, MODEL_IDS, "Spellings used upstream (e.g. 'Res15', 'Shake Large') are accepted too.")
+    raise _unknown("model", name, MODEL_IDS, "Spellings used upstream (e.g. 'Res15', 'Shake Large') are accepted too.", _MODEL_ALIASES)
 
 
 def model_info(name: str) -> ModelInfo:
@@ -176,7 +189,7 @@ def canonical_gpu(name: str) -> str:
     key = _norm(name)
     if key in _GPU_ALIASES:
         return _GPU_ALIASES[key]
-    raise _unknown("GPU", name, GPU_IDS)
+    raise _unknown("GPU", name, GPU_IDS, aliases=_GPU_ALIASES)
 
 
 def region_of_zone(zone: str) -> str:
@@ -187,14 +200,29 @@ def region_of_zone(zone: str) -> str:
     return m.group(1)
 
 
+#: AWS region names (``us-east-1``, ``eu-west-2``, ``ap-southeast-1`` ...): a dash before the number, unlike GCE's ``us-east1``.
+_AWS_REGION = re.compile(r"(us|eu|ap|sa|ca|me|af|il|mx|cn|us-gov)-(east|west|north|south|central|northeast|northwest|southeast|"
+                         r"southwest|northcentral|southcentral)-\d+[a-z]?", re.IGNORECASE)
+
+
 def canonical_region(name: str) -> str:
-    """Return the canonical GCE region id from a region, a zone or a notebook variable name (``euwest4``)."""
+    """Return the canonical GCE region id from a region, a zone or a notebook variable name (``euwest4``).
+
+    AWS region names (``us-east-1``) are refused: the data are from Google Compute Engine, and an AWS region is not
+    the GCE region of a similar name.
+    """
     s = str(name).strip()
     if s in REGION_IDS:
         return s
+    if _AWS_REGION.fullmatch(s):
+        raise UnknownNameError(
+            f"{s!r} is an AWS region name; perfmodel's lifetimes and prices are from Google Compute Engine regions "
+            f"({', '.join(REGION_IDS)}), and AWS regions are not mapped to GCE regions (their revocation behaviour differs). "
+            "Pass one of the GCE regions."
+        )
     if re.fullmatch(r"[a-z]+-[a-z]+\d+-[a-z]", s):
         return region_of_zone(s)
     key = _norm(s)
     if key in _REGION_ALIASES:
         return _REGION_ALIASES[key]
-    raise _unknown("region", name, REGION_IDS)
+    raise _unknown("region", name, REGION_IDS, aliases=_REGION_ALIASES)

@@ -26,6 +26,8 @@ without measurements are extrapolated through peak TFLOPS; prices are those of t
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -36,6 +38,9 @@ __all__ = ["plan", "pareto_front", "cheapest_under_deadline", "fastest_under_bud
 
 #: TensorFlow warm restart of a worker joining a running cluster (CM-DARE ``tf_restart.pdf``, CATALOG.md §1.6).
 TF_WARM_RESTART_S = 11.872541
+
+#: Largest cluster CM-DARE measured (1–8 workers, ``load_cluster_runs``); beyond it speeds are extrapolated.
+MEASURED_MAX_WORKERS = 8
 
 _COLUMNS = ["model", "gpu", "n_workers", "n_ps", "transient", "region", "speed_steps_per_s", "compute_time_h", "expected_revocations",
             "revocation_overhead_h", "time_h", "worker_usd_per_h", "ps_usd_per_h", "cost_usd", "revocation_cost_usd", "price_date",
@@ -74,11 +79,27 @@ def _price_h(p: pd.DataFrame, gpu: str | None, transient: bool) -> float:
 
 def pareto_front(frame: pd.DataFrame, *, time: str = "time_h", cost: str = "cost_usd") -> pd.Series:
     """Boolean Series: rows not dominated in (time, cost) — no other row is at least as fast and as cheap and
-    strictly better in one (ties kept)."""
+    strictly better in one (ties kept).
+
+    O(n log n) time and O(n) memory: rows sorted by time then cost; a row is dominated when a strictly faster row is
+    at least as cheap (running minimum of the cost over the faster rows) or an equally fast row is strictly cheaper.
+    A row with a NaN time or cost is neither dominated nor dominating (no comparison with NaN holds).
+    """
     t = frame[time].to_numpy(float)
     c = frame[cost].to_numpy(float)
-    dominated = ((t[None, :] <= t[:, None]) & (c[None, :] <= c[:, None]) & ((t[None, :] < t[:, None]) | (c[None, :] < c[:, None]))).any(axis=1)
-    keep = ~dominated
+    keep = np.ones(len(t), dtype=bool)
+    valid = np.flatnonzero(~(np.isnan(t) | np.isnan(c)))
+    if valid.size:
+        order = valid[np.lexsort((c[valid], t[valid]))]
+        ts, cs = t[order], c[order]
+        # groups of equal time (sorted): first index of each group, the group's minimum cost
+        starts = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
+        group = np.cumsum(np.r_[True, ts[1:] != ts[:-1]]) - 1
+        group_min = cs[starts]  # sorted by cost within a group
+        # minimum cost over all strictly faster groups (inf for the fastest group)
+        faster_min = np.r_[np.inf, np.minimum.accumulate(group_min)[:-1]]
+        dominated = ((group > 0) & (faster_min[group] <= cs)) | (cs > group_min[group])
+        keep[order] = ~dominated
     return pd.Series(keep, index=frame.index, name="pareto")
 
 
@@ -137,6 +158,10 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
         raise ValueError(f"max_workers and ps must be ≥ 1; got max_workers={max_workers}, ps={ps}.")
     if int(steps) < 1:
         raise ValueError(f"steps must be a positive number of training steps; got {steps}.")
+    if int(max_workers) > MEASURED_MAX_WORKERS:
+        warnings.warn(f"max_workers={int(max_workers)} is beyond the measured 1–{MEASURED_MAX_WORKERS} workers of CM-DARE's cluster runs: "
+                      f"the speeds (and times, costs) of clusters above {MEASURED_MAX_WORKERS} workers are extrapolated by the "
+                      "parameter-server model, not validated against measurements.", UserWarning, stacklevel=2)
     if budget_usd is not None and not budget_usd > 0:
         raise ValueError(f"budget_usd must be a positive amount of dollars; got {budget_usd}. (A zero budget rents nothing.)")
     if deadline_h is not None and not deadline_h > 0:
@@ -160,23 +185,25 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
                         raise ValueError(f"No transient lifetime data for {g}{' in ' + reg if reg else ''} ({exc}); plan it on-demand "
                                          "(transient=False) or choose a GPU/region with CM-DARE lifetimes.") from None
                 replace_s = _startup_s(g, True) + TF_WARM_RESTART_S
-                for s in speeds.itertuples(index=False):
-                    n = int(s.n_workers)
-                    compute_h = steps / s.speed_steps_per_s / 3600
-                    if tr:
-                        rev = float(expected_revocations(compute_h, n, dist=dist)[0])
-                        lost_chief_s = 0.5 * checkpoint_interval_steps / s.speed_steps_per_s
-                        over_s = rev * (replace_s / n + (lost_chief_s + TF_WARM_RESTART_S) / n)
-                    else:
-                        rev, over_s = 0.0, 0.0
-                    time_h = compute_h + over_s / 3600
-                    rev_cost = rev * replace_s / 3600 * price
-                    cost = n * price * time_h + s.n_ps * ps_price * time_h + rev_cost
-                    rows.append(dict(model=name, gpu=g, n_workers=n, n_ps=int(s.n_ps), transient=tr, region=reg or "pooled",
-                                     speed_steps_per_s=float(s.speed_steps_per_s), compute_time_h=compute_h, expected_revocations=rev,
-                                     revocation_overhead_h=over_s / 3600, time_h=time_h, worker_usd_per_h=price, ps_usd_per_h=ps_price,
-                                     cost_usd=cost, revocation_cost_usd=rev_cost, price_date=date))
-    out = pd.DataFrame(rows)
+                n = speeds["n_workers"].to_numpy(int)
+                speed = speeds["speed_steps_per_s"].to_numpy(float)
+                n_ps = speeds["n_ps"].to_numpy(int)
+                compute_h = steps / speed / 3600
+                if tr:
+                    # one renewal function for all rows (vectorised over the horizons), times the worker slots
+                    rev = n * expected_revocations(compute_h, 1, dist=dist)
+                    lost_chief_s = 0.5 * checkpoint_interval_steps / speed
+                    over_s = rev * (replace_s / n + (lost_chief_s + TF_WARM_RESTART_S) / n)
+                else:
+                    rev, over_s = np.zeros(len(n)), np.zeros(len(n))
+                time_h = compute_h + over_s / 3600
+                rev_cost = rev * replace_s / 3600 * price
+                cost = n * price * time_h + n_ps * ps_price * time_h + rev_cost
+                rows.append(pd.DataFrame(dict(model=name, gpu=g, n_workers=n, n_ps=n_ps, transient=tr, region=reg or "pooled",
+                                              speed_steps_per_s=speed, compute_time_h=compute_h, expected_revocations=rev,
+                                              revocation_overhead_h=over_s / 3600, time_h=time_h, worker_usd_per_h=price,
+                                              ps_usd_per_h=ps_price, cost_usd=cost, revocation_cost_usd=rev_cost, price_date=date)))
+    out = pd.concat(rows, ignore_index=True)
     ok = pd.Series(True, index=out.index)
     if deadline_h is not None:
         ok &= out["time_h"] <= deadline_h

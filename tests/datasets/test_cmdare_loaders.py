@@ -47,10 +47,14 @@ def test_speed_samples_per_model_means_match_catalog_table(speed):
 
 
 def test_unknown_gpu_for_speed_samples():
-    with pytest.raises(UnknownNameError, match=r"Unknown GPU for the single-worker speed samples 'V100'. Expected one of: K80, P100"):
-        ds.load_speed_samples("V100")
+    # a catalog GPU without samples is not an unknown GPU
+    with pytest.raises(ds.NoSamplesError, match=r"^no speed samples for V100 \(samples exist for K80, P100\)") as info:
+        ds.load_speed_samples(gpu="V100")
+    assert not isinstance(info.value, UnknownNameError) and isinstance(info.value, ValueError)
     with pytest.raises(UnknownNameError, match=r"Unknown GPU 'X9'. Expected one of: K80, P100, V100, T4, L4, A100, H100"):
         ds.load_speed_samples("X9")
+    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'P10'\. .* Did you mean 'P100'"):
+        ds.load_speed_samples("P10")
 
 
 def test_model_metadata_complete_and_defined(meta):

@@ -45,3 +45,31 @@ def test_gpus_and_regions():
         ds.canonical_region("mars-1")
     with pytest.raises(UnknownNameError, match=r"Unknown zone 'us-south9-a'"):
         ds.region_of_zone("us-south9-a")
+
+
+@pytest.mark.parametrize("fn, name, suggestion", [
+    (ds.canonical_gpu, "V10", "'V100'"),
+    (ds.canonical_gpu, "A1000", "'A100'"),
+    (ds.canonical_model, "resnet-23", "'resnet-32'"),
+    (ds.canonical_model, "shake-shake-bigg", "'shake-shake-big'"),
+    (ds.canonical_model, "Shake Larg", "'shake-shake-big'"),  # matched through an upstream spelling, suggested by its id
+    (ds.canonical_region, "us-est1", "'us-east1'"),
+    (ds.canonical_region, "europe-west5", "'europe-west4'"),
+])
+def test_unknown_names_suggest_the_closest(fn, name, suggestion):
+    with pytest.raises(UnknownNameError, match=rf"Unknown \w+ '{name}'\. Expected one of: .*\. Did you mean [^?]*{suggestion}"):
+        fn(name)
+
+
+def test_a_name_far_from_every_id_gets_no_suggestion():
+    with pytest.raises(UnknownNameError) as info:
+        ds.canonical_gpu("Radeon")
+    assert "Did you mean" not in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["us-east-1", "eu-west-2", "ap-southeast-1", "us-west-2b", "US-EAST-1"])
+def test_aws_region_names_are_refused_not_mapped_to_gce(name):
+    with pytest.raises(UnknownNameError, match=rf"^'{name}' is an AWS region name; .*Google Compute Engine regions \(us-east1, .*"
+                                               r"AWS regions are not mapped to GCE regions"):
+        ds.canonical_region(name)
+    assert ds.canonical_region("us-east1") == "us-east1" and ds.canonical_region("useast1") == "us-east1"
