@@ -19,10 +19,16 @@ CKPT_KEY = "cake-lab/CM-DARE/data/processed_data/checkpoint/ckpt.csv"
 
 
 def test_registry_matches_the_mirror_sha256sums(mirror):
-    """Every mirrored data file is registered with the mirror's sha256 and pinned commit."""
+    """Every mirrored file of the registered repositories is registered with the mirror's sha256 and pinned commit.
+
+    The mirror also holds repositories perfmodel does not read yet (sitar-lab/NeuSight, skypilot-org/spot-traces); their
+    files are not part of this registry until they are registered."""
     sums = dict(reversed(line.split(None, 1)) for line in (mirror / "SHA256SUMS").read_text().splitlines())
     sums = {k.strip(): v for k, v in sums.items()}
     reg = datasets.registry()
+    repos = set(reg["repo"])
+    sums = {k: v for k, v in sums.items() if "/".join(k.split("/")[:2]) in repos}
+    assert repos == {"cake-lab/CM-DARE", "cake-lab/transient-deep-learning"}
     data = reg[reg["kind"].isin(["csv", "text", "image", "sqlite"])]
     assert dict(zip(data["key"], data["sha256"])) == sums
     assert set(reg["commit"]) == {"263b7f14951c0645cacdfeadbef8546d4a742632", "87c6717e4026801623cf0327e78ad57f51cb1461"}
