@@ -1,4 +1,4 @@
-"""`perfmodel reproduce` (issue 7): every catalog item runs, the report puts paper and reproduced numbers side by side,
+"""`perfmodel reproduce`: every catalog item runs, the report puts paper and reproduced numbers side by side,
 `numbers.json` is deterministic, and a number that should reproduce but does not fails the command."""
 from __future__ import annotations
 

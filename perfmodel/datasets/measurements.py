@@ -37,7 +37,7 @@ def load_cpu_measurements(kind: str = "steps") -> pd.DataFrame:
 
 DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("cpu_steps", lambda: load_cpu_measurements("steps"), "one timed training step of a zoo CNN on a CPU (perfmodel.measure)",
-                ("measurements/cpu_steps.csv",), "issue 8: the paper's method on a device it never saw", kind="measurements"),
+                ("measurements/cpu_steps.csv",), "perfmodel (beyond the papers): the paper's method on a device it never saw", kind="measurements"),
     DatasetSpec("cpu_checkpoints", lambda: load_cpu_measurements("checkpoints"), "one local checkpoint of a zoo CNN (perfmodel.measure)",
-                ("measurements/cpu_checkpoints.csv",), "issue 8", kind="measurements"),
+                ("measurements/cpu_checkpoints.csv",), "perfmodel (beyond the papers): checkpoint time on a CPU", kind="measurements"),
 )

@@ -10,7 +10,7 @@ from perfmodel.models._extrapolation import ExtrapolationWarning
 
 __all__ += ["ExtrapolationWarning"]
 
-# -- step time (issue 4) --
+# -- step time --
 from perfmodel.models.step_time import (
     FEATURE_SETS,
     PAPER_SVR_POLY,
@@ -26,7 +26,7 @@ __all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_featur
             "model_features", "predict_step_time"]
 # -- end step time --
 
-# -- cluster speed (issue 5) --
+# -- cluster speed --
 from perfmodel.models.cluster import (
     PS_TERMS,
     SHARED_PS_TERMS,
@@ -43,7 +43,7 @@ __all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_spee
             "SHARED_PS_TERMS", "fit_shared_ps_terms", "predict_cluster_speed", "shared_ps_terms_errors"]
 # -- end cluster speed --
 
-# -- transient servers (issue 6) --
+# -- transient servers --
 from perfmodel.models.checkpoint import CHECKPOINT_FEATURE_SETS, PAPER_CKPT_SVR, CheckpointTimeRegressor, checkpoint_size_mb, predict_checkpoint_time
 
 from perfmodel.models.bathtub import BathtubFitter

@@ -1,5 +1,5 @@
 """The bathtub lifetime model of Kadupitiya, Jadhao & Sharma (HPDC'20) as a lifelines fitter, and the AIC comparison
-of lifetime models per GPU and region (issue 6)."""
+of lifetime models per GPU and region."""
 from __future__ import annotations
 
 import warnings

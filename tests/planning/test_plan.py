@@ -1,4 +1,4 @@
-"""The cost/time planner (issue 7): candidates, Pareto front, constraints and errors, and its check against the
+"""The cost/time planner: candidates, Pareto front, constraints and errors, and its check against the
 measured ICAC'19 clusters (CATALOG.md §2)."""
 from __future__ import annotations
 

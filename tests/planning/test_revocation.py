@@ -1,5 +1,5 @@
 """Expected revocations (renewal function) vs Monte Carlo, and the Young/Daly checkpoint interval vs a simulated
-optimum (issue 6)."""
+optimum."""
 from __future__ import annotations
 
 import numpy as np
