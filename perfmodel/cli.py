@@ -154,15 +154,16 @@ def _cmd_predict(args) -> int:
 
     gpus = _names(args.gpus, "--gpus")
     shape = _shape(args.input_shape)
-    if args.max_workers < 1:
-        raise _UsageError(f"--max-workers must be ≥ 1; got {args.max_workers}.")
+    if args.max_workers < 1 or args.batch_size < 1:
+        raise _UsageError(f"--max-workers and --batch-size must be ≥ 1; got {args.max_workers} and {args.batch_size}.")
     model = load_model(args.model)
-    step = predict_step_time(model, gpus, input_shape=shape)
+    step = predict_step_time(model, gpus, input_shape=shape, batch_size=args.batch_size)
     print("single-worker step time (no parameter server, as CM-DARE's speed samples):")
     _print_frame(step)
     print("\ncluster speed (steps/s; asynchronous training with parameter servers):")
     for g in gpus:
-        c = predict_cluster_speed(model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2), input_shape=shape)
+        c = predict_cluster_speed(model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2), input_shape=shape,
+                                  batch_size=args.batch_size)
         print(f"{g} ({c['basis'].iloc[0]})")
         _print_frame(c.pivot(index="n_workers", columns="n_ps", values="speed_steps_per_s").rename(columns=lambda p: f"{p} PS").reset_index())
     print("\ncheckpoint (size in MiB; CM-DARE's 'MB' columns are 2^20 bytes):")
@@ -177,15 +178,17 @@ def _cmd_plan(args) -> int:
 
     _positive(args.deadline_h, "--deadline-h")
     _positive(args.budget_usd, "--budget-usd")
-    if args.steps < 1 or args.max_workers < 1:
-        raise _UsageError(f"--steps and --max-workers must be ≥ 1; got {args.steps} and {args.max_workers}.")
+    if args.steps < 1 or args.max_workers < 1 or args.batch_size < 1:
+        raise _UsageError(f"--steps, --max-workers and --batch-size must be ≥ 1; got {args.steps}, {args.max_workers} and "
+                          f"{args.batch_size}.")
     prices = None
     if args.prices:
         from perfmodel.planning import read_prices
 
         prices = read_prices(args.prices)
     f = plan(load_model(args.model), gpus=_names(args.gpus, "--gpus"), max_workers=args.max_workers, steps=args.steps,
-             deadline_h=args.deadline_h, budget_usd=args.budget_usd, prices=prices, input_shape=_shape(args.input_shape))
+             deadline_h=args.deadline_h, budget_usd=args.budget_usd, prices=prices, input_shape=_shape(args.input_shape),
+             batch_size=args.batch_size)
     cols = ["gpu", "n_workers", "n_ps", "transient", "time_h", "cost_usd", "expected_revocations", "feasible"]
     print(f"Pareto front of {len(f)} configurations ({args.steps} steps, prices of {f['price_date'].iloc[0]}):")
     _print_frame(f.loc[f["pareto"], cols])
@@ -300,12 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     pred.add_argument("model", help=model_help)
     pred.add_argument("--gpus", default="K80,P100,V100", help="comma-separated GPU ids of the GPU catalog")
     pred.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
+    pred.add_argument("--batch-size", type=int, default=128, help="samples per step and worker (CM-DARE measured 128 only)")
     pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in the cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
     pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front", formatter_class=fmt)
     pl.add_argument("model", help=model_help)
     pl.add_argument("--gpus", default="K80,P100,V100", help="comma-separated worker GPU ids, each with a price")
     pl.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
+    pl.add_argument("--batch-size", type=int, default=128, help="samples per step and worker (CM-DARE measured 128 only)")
     pl.add_argument("--max-workers", type=int, default=8, help="clusters of 1..N workers (measured: 1-8)")
     pl.add_argument("--steps", type=int, default=64000, help="training steps (global steps; ICAC'19 trains ResNet-32 for 64000)")
     pl.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")

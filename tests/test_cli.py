@@ -116,3 +116,25 @@ def test_bad_price_files(tmp_path, content, match):
         read_prices(f)
     with pytest.raises(FileNotFoundError, match="not found"):
         read_prices(tmp_path / "missing.csv")
+
+
+def test_predict_and_plan_take_a_batch_size(capsys):
+    import warnings
+
+    from perfmodel.models import ExtrapolationWarning, predict_cluster_speed, predict_step_time
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        t128 = predict_step_time("resnet-32", "P100")["step_time_s"].iloc[0]
+    with pytest.warns(ExtrapolationWarning, match=r"batch size 256 \(the fits saw batch 128 only"):
+        t256 = predict_step_time("resnet-32", "P100", batch_size=256)["step_time_s"].iloc[0]
+    assert t256 > t128 > 0  # twice the work per step takes longer
+    with pytest.warns(ExtrapolationWarning):
+        c = predict_cluster_speed("resnet-32", "P100", workers=[1, 2], n_ps=1, batch_size=256)
+    assert c["basis"].iloc[0].endswith("at batch 256")
+    assert c["speed_steps_per_s"].iloc[0] < 1 / t128
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        predict_step_time("resnet-32", "P100", batch_size=0)
+    assert main(["predict", "resnet-32", "--gpus", "P100", "--max-workers", "1", "--batch-size", "64"]) == 0
+    assert "batch size 64" in capsys.readouterr().err
+    assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "1", "--batch-size", "0"]) == 2

@@ -46,7 +46,6 @@ __all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_spee
 # -- transient servers --
 from perfmodel.models.checkpoint import CHECKPOINT_FEATURE_SETS, PAPER_CKPT_SVR, CheckpointTimeRegressor, checkpoint_size_mb, predict_checkpoint_time
 
-from perfmodel.models.bathtub import BathtubFitter
 from perfmodel.models.lifetimes import (
     MAX_LIFETIME_H,
     as_flags,
@@ -61,3 +60,11 @@ __all__ += ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SV
             "MAX_LIFETIME_H", "BathtubFitter", "fit_icac_lifetimes", "fit_lifetimes", "fit_cdf_lifetimes", "lifetimes_from_cdf", "time_between_failures_fit",
             "as_flags"]
 # -- end transient servers --
+
+
+def __getattr__(name: str):
+    if name == "BathtubFitter":  # lifelines' fitters take 0.1-0.2 s to import: only when asked for
+        from perfmodel.models.bathtub import BathtubFitter
+
+        return BathtubFitter
+    raise AttributeError(f"module 'perfmodel.models' has no attribute {name!r}")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -158,6 +157,8 @@ class ClusterSpeedModel(RegressorMixin, BaseEstimator):
 
     def _nnls(self, X, y):
         A = self._design(X)
+        from scipy.optimize import nnls
+
         w = y  # weights → relative errors of 1/S
         coef, _ = nnls(A * w[:, None], np.ones_like(y))  # (1/y)·y = 1
         if not np.any(coef > 0):  # pragma: no cover - degenerate data
@@ -318,6 +319,8 @@ def fit_shared_ps_terms(gpu: str, speeds: pd.DataFrame | None = None) -> pd.Seri
         ``ps_transfer_s_per_mib``, ``ps_contention_s_per_mib``, ``overhead_s``, plus ``mape_pct`` of the joint fit
         and ``n_runs``.
     """
+    from scipy.optimize import nnls
+
     from perfmodel.features import load_zoo_features
 
     d = cluster_speeds() if speeds is None else speeds
@@ -340,20 +343,21 @@ def fit_shared_ps_terms(gpu: str, speeds: pd.DataFrame | None = None) -> pd.Seri
     return out
 
 
-def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), input_shape=(3, 32, 32),
+def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), input_shape=(3, 32, 32), batch_size: int = 128,
                           single_worker_step_s: float | None = None, ps_terms_gpu: str | None = None,
                           speeds: pd.DataFrame | None = None) -> pd.DataFrame:
     """Predicted cluster speed (steps/s) of a CNN on ``n`` workers of one GPU type with ``p`` parameter servers.
 
-    * A CNN and GPU with cluster runs in CM-DARE (ResNet-15/32, Shake-Shake small/big on K80/P100): the PS model
-      fitted on its own runs (:func:`fit_cluster_speed_model`).
+    * A CNN and GPU with cluster runs in CM-DARE (ResNet-15/32, Shake-Shake small/big on K80/P100) at CM-DARE's
+      batch of 128: the PS model fitted on its own runs (:func:`fit_cluster_speed_model`).
     * Otherwise: ``1/S = t₁ / n + a_t · M / p + a_q · M · n / p + a_o`` with the shared, size-scaled PS terms of
       :func:`fit_shared_ps_terms` (of ``ps_terms_gpu``: the GPU itself when it has cluster runs, else P100 — the PS
       and network, not the worker GPU, set these terms; an assumption) and the compute term ``t₁`` from the
       single-worker step time (``single_worker_step_s`` or :func:`perfmodel.models.predict_step_time`) minus the PS
       terms at ``n = p = 1`` (floored at half the step time).
 
-    ``speeds`` (default :func:`cluster_speeds`) are the runs both fits use. Leave-one-CNN-out accuracy of the
+    ``batch_size`` is per worker and step (default 128, CM-DARE's); another batch uses the second form with the
+    single-worker step time at that batch. ``speeds`` (default :func:`cluster_speeds`) are the runs both fits use. Leave-one-CNN-out accuracy of the
     size-scaled terms: :func:`shared_ps_terms_errors`.
 
     Returns
@@ -381,7 +385,7 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     d = cluster_speeds() if speeds is None else speeds
     have = d[(d["gpu"].astype(str) == g) & (d["model"].astype(str) == name)]
     _warn_beyond_measured(d, workers, n_ps, name, g)
-    if len(have) and set(n_ps) <= set(have["n_ps"]) and single_worker_step_s is None:
+    if len(have) and set(n_ps) <= set(have["n_ps"]) and single_worker_step_s is None and batch_size == 128:
         speed = fit_cluster_speed_model(d, gpu=g, model=name).predict(grid)
         s1 = 1 / float(predict_step_time(feats, g)["step_time_s"].iloc[0])
         own1 = float(speed[0]) if (grid[0] == 1).all() else float(fit_cluster_speed_model(d, gpu=g, model=name).predict([[1, 1]])[0])
@@ -396,7 +400,8 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
         src = ps_terms_gpu or (g if g in set(d["gpu"].astype(str)) else "P100")
         terms = fit_shared_ps_terms(src, d)
         mib = float(feats["param_bytes"].iloc[0]) / 2**20 if "param_bytes" in feats.columns else float(feats["params"].iloc[0]) * 4 / 2**20
-        t1 = float(predict_step_time(feats, g)["step_time_s"].iloc[0]) if single_worker_step_s is None else float(single_worker_step_s)
+        t1 = (float(predict_step_time(feats, g, batch_size=batch_size)["step_time_s"].iloc[0]) if single_worker_step_s is None
+              else float(single_worker_step_s))
         if not np.isfinite(t1) or t1 <= 0:
             raise ValueError(f"single_worker_step_s must be a positive number of seconds; got {single_worker_step_s!r}.")
         s1 = 1 / t1
@@ -406,6 +411,8 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
         n, p = grid[:, 0], grid[:, 1]
         speed = 1 / (tc / n + terms["ps_transfer_s_per_mib"] * mib / p + terms["ps_contention_s_per_mib"] * mib * n / p + terms["overhead_s"])
         basis = f"size-scaled PS terms of {src} ({mib:.1f} MiB of parameters) + single-worker step time {t1:.4g} s"
+        if batch_size != 128:
+            basis += f" at batch {batch_size}"
         if tc > t1 - ps_part:
             basis += " (PS terms above half the step time: compute floored at half of it, so 1 worker / 1 PS is slower than that)"
     out = pd.DataFrame({"model": name, "gpu": g, "n_workers": grid[:, 0].astype(int), "n_ps": grid[:, 1].astype(int),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import curve_fit
 
 from perfmodel import datasets as ds
 
@@ -54,6 +53,8 @@ def time_between_failures_fit(times_s=None, *, bins: int = 128) -> float:
 
     Returns ``a`` per minute (paper: 0.00033254, i.e. a mean time between failures ≈ 50 h).
     """
+    from scipy.optimize import curve_fit
+
     t = ds.load_transcribed("time_between_failures")["time_between_failures_s"].to_numpy(float) if times_s is None else np.asarray(times_s, float)
     if t.size < 2 or not np.isfinite(t).all() or (t < 0).any():
         raise ValueError("times_s must hold at least two finite, non-negative inter-failure times in seconds.")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import curve_fit
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -245,7 +244,12 @@ def _check_alpha(alpha, where):
                          f"interval); got {alpha!r}.")
 
 
-def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = None, gpus: pd.DataFrame | None = None) -> pd.DataFrame:
+#: The batch size of every CM-DARE measurement (tensor2tensor's image_cifar10 setting).
+PAPER_BATCH_SIZE = 128
+
+
+def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = None, gpus: pd.DataFrame | None = None, *,
+                        batch_size: int = PAPER_BATCH_SIZE) -> pd.DataFrame:
     """Join per-sample rows (``model``, ``gpu``) with graph features of the model and specs of the GPU.
 
     Parameters
@@ -257,11 +261,13 @@ def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = N
         counts at batch 1 are scaled to CM-DARE's batch of 128 where they grow with the batch).
     gpus : DataFrame, optional
         GPU catalog (default :func:`perfmodel.datasets.load_gpu_catalog`).
+    batch_size : int
+        Samples per training step the counts are scaled to (default CM-DARE's 128).
 
     Returns
     -------
     DataFrame
-        ``samples`` plus the columns of ``FEATURE_SETS['graph_full']``: ``train_step_gflops`` (at batch 128),
+        ``samples`` plus the columns of ``FEATURE_SETS['graph_full']``: ``train_step_gflops`` (at ``batch_size``),
         ``gpu_tflops``, ``params_m``, ``activation_mib``, ``trainable_tensors``, ``gpu_bandwidth_gb_per_s``,
         ``ideal_compute_ms`` (step FLOPs / peak FLOP/s) and ``activation_mib_per_gb_s`` (activation traffic time, ms).
     """
@@ -280,7 +286,9 @@ def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = N
     missing = sorted(set(m) - set(f.index))
     if missing:
         raise ValueError(f"graph_feature_frame: no graph features for model(s) {missing}; pass features= with a row per model.")
-    batch = 128  # CM-DARE trains every CNN with batch 128 (tensor2tensor image_cifar10)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int (samples per step); got {batch_size!r}.")
+    batch = int(batch_size)
     out = samples.copy()
     flops = f.loc[m, "train_step_flops"].to_numpy(float) * batch
     tflops = cat.loc[g, "fp32_peak_tflops"].to_numpy(float)
@@ -292,7 +300,7 @@ def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = N
     out["activation_mib"] = act
     out["trainable_tensors"] = f.loc[m, "trainable_tensors"].to_numpy(float)
     out["gpu_bandwidth_gb_per_s"] = bw
-    out["ideal_compute_ms"] = flops / (tflops * 1e12) * 1e3  # step FLOPs at batch 128 / peak FLOP/s
+    out["ideal_compute_ms"] = flops / (tflops * 1e12) * 1e3  # step FLOPs at the batch / peak FLOP/s
     out["activation_mib_per_gb_s"] = act / bw  # ≈ ms to stream the activations once through GPU memory
     return out
 
@@ -300,6 +308,8 @@ def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = N
 def quadratic_fit(x, y) -> np.ndarray:
     """CM-DARE's quadratic ``a + b·x + c·x²`` (scipy ``curve_fit``, sp2 cell 7); returns ``[a, b, c]``."""
     x, y = _xy(x, y)
+    from scipy.optimize import curve_fit
+
     popt, _ = curve_fit(lambda x, a, b, c: a + b * x + c * x**2, x, y)
     return popt
 
@@ -307,6 +317,8 @@ def quadratic_fit(x, y) -> np.ndarray:
 def exponential_speed_fit(x, speed) -> np.ndarray:
     """CM-DARE's speed model ``speed = a + j·exp(−k·x)`` (scipy ``curve_fit``, maxfev 1e5, sp2 cell 5); returns ``[a, j, k]``."""
     x, y = _xy(x, speed)
+    from scipy.optimize import curve_fit
+
     popt, _ = curve_fit(lambda x, a, j, k: a + j * np.exp(-k * x), x, y, maxfev=100000)
     return popt
 
@@ -355,8 +367,8 @@ def model_features(model, *, input_shape=(3, 32, 32)) -> pd.DataFrame:
     return extract(model, input_shape, batch_size=1)
 
 
-def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), samples: pd.DataFrame | None = None,
-                      alpha: float = 0.05) -> pd.DataFrame:
+def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), batch_size: int = PAPER_BATCH_SIZE,
+                      samples: pd.DataFrame | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Predicted single-worker step time (s) of a model on GPUs, from regressors fitted on CM-DARE's measurements.
 
     * A GPU with measurements (K80, P100 — or any GPU in ``samples``): linear :class:`StepTimeRegressor` on the
@@ -387,6 +399,9 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
         GPU ids of the GPU catalog (``perfmodel.datasets.load_gpu_catalog``).
     input_shape : tuple of int
         Shape of one sample when ``model`` is a module.
+    batch_size : int
+        Samples per training step (default 128, the batch of every CM-DARE sample). The model's graph features are
+        scaled to it; any other batch is an extrapolation of fits made at 128 and says so (ExtrapolationWarning).
     samples : DataFrame, optional
         Training samples (``model``, ``gpu``, ``step_time_s``); default the 520 CM-DARE single-worker samples.
     alpha : float in (0, 1)
@@ -415,7 +430,8 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
     catalog = load_gpu_catalog()
     tflops = dict(zip(catalog["gpu"].astype(str), catalog["fp32_peak_tflops"].astype(float)))
     every = list(dict.fromkeys([*catalog["gpu"].astype(str), *measured, *gpus]))  # the whole catalog, for consistency
-    x_all = graph_feature_frame(pd.DataFrame({"model": [name] * len(every), "gpu": every}), features=feats.assign(model=name))
+    x_all = graph_feature_frame(pd.DataFrame({"model": [name] * len(every), "gpu": every}), features=feats.assign(model=name),
+                                batch_size=batch_size)
     rows = {}
     with warnings.catch_warnings():  # the fits' own range warnings are summarised below, once
         warnings.simplefilter("ignore", ExtrapolationWarning)
@@ -471,12 +487,12 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), s
                 out.loc[j, "basis"] += (f"; scaled x{f:.3g} so that no GPU with a higher peak TFLOPS is predicted slower "
                                         "(isotonic in peak TFLOPS)")
     out = out.set_index("gpu").loc[gpus].reset_index()
-    _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train)
+    _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train, batch_size)
     out["speed_steps_per_s"] = 1 / out["step_time_s"]
     return out[["model", "gpu", "step_time_s", "lower_s", "upper_s", "speed_steps_per_s", "basis"]]
 
 
-def _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train):
+def _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train, batch_size=PAPER_BATCH_SIZE):
     """One :class:`ExtrapolationWarning` listing how far the model and the GPUs lie outside the training data."""
     import warnings
 
@@ -494,6 +510,9 @@ def _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train):
                 far.append(msg + " (per sample)" if col == "train_step_flops" else msg)
     if "n_conv" in feats.columns and float(feats["n_conv"].iloc[0]) == 0 and "n_conv" in seen.columns and (seen["n_conv"] > 0).all():
         far.append(f"{name} has no convolution layers, the fits saw only CNNs ({len(seen)} of them)")
+    if int(batch_size) != PAPER_BATCH_SIZE:
+        far.append(f"batch size {int(batch_size)} (the fits saw batch {PAPER_BATCH_SIZE} only; the model's counts are scaled to "
+                   f"{int(batch_size)}, a {int(batch_size) / PAPER_BATCH_SIZE:.3g}x change)")
     rates = [tflops[g] for g in measured if g in tflops]
     for g in gpus:
         if g in measured:

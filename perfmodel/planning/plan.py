@@ -105,7 +105,7 @@ def pareto_front(frame: pd.DataFrame, *, time: str = "time_h", cost: str = "cost
 
 def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2), transient=(True, False), regions=None,
          steps: int = 64000, deadline_h: float | None = None, budget_usd: float | None = None, prices: pd.DataFrame | None = None,
-         checkpoint_interval_steps: int = 4000, input_shape=(3, 32, 32)) -> pd.DataFrame:
+         checkpoint_interval_steps: int = 4000, input_shape=(3, 32, 32), batch_size: int = 128) -> pd.DataFrame:
     """Candidate clusters with predicted time, cost and revocation overhead, and their Pareto front.
 
     Parameters
@@ -130,6 +130,10 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
         Price table like :func:`perfmodel.datasets.load_prices` (override the 2019 prices).
     checkpoint_interval_steps : int
         Checkpoint interval of the chief (CM-DARE used 4000 steps).
+    input_shape : tuple of int
+        Shape of one sample when ``model`` is a module.
+    batch_size : int
+        Samples per worker and step (default CM-DARE's 128; see :func:`perfmodel.models.predict_cluster_speed`).
 
     Returns
     -------
@@ -172,7 +176,8 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
     ps_price = _price_h(p, None, False)
     rows = []
     for g in gpus:
-        speeds = predict_cluster_speed(model, g, workers=range(1, int(max_workers) + 1), n_ps=ps, input_shape=input_shape)
+        speeds = predict_cluster_speed(model, g, workers=range(1, int(max_workers) + 1), n_ps=ps, input_shape=input_shape,
+                                       batch_size=batch_size)
         name = str(speeds["model"].iloc[0])
         for tr in transient:
             price = _price_h(p, g, tr)
