@@ -1,9 +1,9 @@
-"""perfmodel.datasets — every published measurement of CM-DARE (ICDCS'20) and ICAC'19 as a tidy, hash-pinned frame.
+"""perfmodel.datasets — every published measurement of CM-DARE (ICDCS'20), ICAC'19 and NeuSight (ASPLOS'25) as a tidy, hash-pinned frame.
 
 Where the data comes from
 -------------------------
-Upstream files (cake-lab/CM-DARE @ 263b7f1, cake-lab/transient-deep-learning @ 87c6717, Apache-2.0) are listed in the
-registry ``datasets/registry.csv`` with their sha256. They are read from ``$PERFMODEL_DATA/<owner>/<repo>/<path>`` when
+Upstream files (cake-lab/CM-DARE @ 263b7f1, cake-lab/transient-deep-learning @ 87c6717, Apache-2.0;
+sitar-lab/NeuSight @ 6945927, MIT) are listed in the registry ``datasets/registry.csv`` with their sha256. They are read from ``$PERFMODEL_DATA/<owner>/<repo>/<path>`` when
 ``PERFMODEL_DATA`` is set (a local mirror, e.g. ``../shared/datasets``), otherwise from a user cache filled by pooch from
 the pinned commits. The hash is checked on every load. Numbers the papers report (and the arrays hard-coded in the
 authors' notebooks) ship with perfmodel under ``reference/``.
@@ -24,6 +24,7 @@ from perfmodel._errors import (
 from perfmodel.datasets import cmdare as _cmdare
 from perfmodel.datasets import icac as _icac
 from perfmodel.datasets import measurements as _measurements
+from perfmodel.datasets import neusight as _neusight
 from perfmodel.datasets import reference as _reference
 from perfmodel.datasets._registry import (
     DownloadError,
@@ -77,6 +78,15 @@ from perfmodel.datasets.names import (
     region_of_zone,
 )
 from perfmodel.datasets.measurements import load_cpu_measurements
+from perfmodel.datasets.neusight import (
+    load_neusight_devices,
+    load_neusight_errors,
+    load_neusight_labels,
+    load_neusight_microbenchmarks,
+    load_neusight_model_configs,
+    load_neusight_traces,
+    neusight_model_config,
+)
 from perfmodel.datasets.reference import (
     TRANSCRIBED,
     gpu_tflops,
@@ -87,7 +97,7 @@ from perfmodel.datasets.reference import (
     load_transcribed,
 )
 
-_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_reference.DATASETS, *_measurements.DATASETS)
+_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_neusight.DATASETS, *_reference.DATASETS, *_measurements.DATASETS)
 
 
 def _specs() -> dict[str, DatasetSpec]:
@@ -118,7 +128,8 @@ def list_datasets(*, with_shape: bool = True) -> pd.DataFrame:
         numbers shipped with perfmodel, ``catalog``), ``loader`` (the ``perfmodel.datasets`` function),
         ``description`` (what one row is), ``rows``, ``columns`` (with ``with_shape``), ``paper`` (figures/tables
         using it), ``sources`` (upstream files, ``CM:`` = cake-lab/CM-DARE ``data/``, ``TDL:`` =
-        cake-lab/transient-deep-learning ``data/``, or the shipped reference file).
+        cake-lab/transient-deep-learning ``data/``, ``NS:`` = sitar-lab/NeuSight ``scripts/asplos/``, or the shipped
+        reference file).
     """
     rows = []
     for s in _SPECS:
@@ -146,7 +157,7 @@ def registry() -> pd.DataFrame:
     )
 
 
-def verify(*, kinds: tuple[str, ...] = ("csv", "text", "image", "sqlite"), stop_on_network_error: bool = True) -> pd.DataFrame:
+def verify(*, kinds: tuple[str, ...] = ("csv", "json", "text", "image", "sqlite"), stop_on_network_error: bool = True) -> pd.DataFrame:
     """Check every registered upstream file: present (or downloadable) and sha256 as registered.
 
     Parameters
@@ -208,6 +219,9 @@ __all__ = [
     "SPEED_FILES", "load_speed_file", "load_speed_samples", "load_heldout_speed_samples", "load_model_metadata", "load_speed_tensorboard",
     "load_speed_timeseries", "load_speed_timeseries_summary", "load_speed_supertable", "load_speed_prediction_errors", "load_cluster_runs",
     "load_checkpoint_samples", "load_checkpoint_summary", "load_vm_startup", "load_chief_rejoining",
+    # NeuSight (ASPLOS'25)
+    "load_neusight_labels", "load_neusight_traces", "load_neusight_microbenchmarks", "load_neusight_devices", "load_neusight_model_configs",
+    "neusight_model_config", "load_neusight_errors",
     # ICAC'19
     "ICAC_EXPERIMENTS", "load_vm_lifetimes", "load_icac_runs", "load_icac_vms", "load_icac_costs", "load_icac_accuracy_curves", "load_adaptive_lr",
     # reference and catalogs

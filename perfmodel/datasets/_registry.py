@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from urllib.parse import quote
 
 from perfmodel._errors import DataIntegrityError, DataNotAvailableError, NotADataFileError, UnknownNameError
 
@@ -31,7 +32,11 @@ ENV_CACHE = "PERFMODEL_CACHE"
 REPOS = {
     "CM": "cake-lab/CM-DARE",
     "TDL": "cake-lab/transient-deep-learning",
+    "NS": "sitar-lab/NeuSight",
 }
+
+#: Folder of each repository that a short key (``CM:...``) is relative to.
+_SHORT_ROOT = {"CM": "data", "TDL": "data", "NS": "scripts/asplos"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,8 @@ class RegistryEntry:
 
     @property
     def url(self) -> str:
-        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.path}"
+        """Raw download URL at the pinned commit; the path is percent-encoded (NeuSight's file names hold spaces)."""
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{quote(self.path, safe='/')}"
 
 
 @lru_cache(maxsize=1)
@@ -69,10 +75,13 @@ def registry_entries() -> dict[str, RegistryEntry]:
 
 
 def _key(name: str) -> str:
-    """Accept ``CM:processed_data/...`` / ``TDL:...`` (the catalog's short form) or a full key."""
+    """Accept ``CM:processed_data/...`` / ``TDL:...`` / ``NS:label/...`` (the catalog's short form) or a full key.
+
+    ``CM:`` and ``TDL:`` are relative to the cake-lab repositories' ``data/``, ``NS:`` to NeuSight's ``scripts/asplos/``.
+    """
     if ":" in name and name.split(":", 1)[0] in REPOS:
         prefix, rest = name.split(":", 1)
-        return f"{REPOS[prefix]}/data/{rest.lstrip('/')}"
+        return f"{REPOS[prefix]}/{_SHORT_ROOT[prefix]}/{rest.lstrip('/')}"
     return name.strip("/")
 
 
@@ -82,7 +91,8 @@ def entry(name: str) -> RegistryEntry:
     Parameters
     ----------
     name : str
-        ``"CM:processed_data/checkpoint/ckpt.csv"``, ``"TDL:lifetime/lifetime.csv"`` or a full key
+        ``"CM:processed_data/checkpoint/ckpt.csv"``, ``"TDL:lifetime/lifetime.csv"``,
+        ``"NS:label/Tesla_T4/bert_large-inf-512-8.json"`` or a full key
         ``"cake-lab/CM-DARE/data/processed_data/checkpoint/ckpt.csv"``.
     """
     key = _key(name)
