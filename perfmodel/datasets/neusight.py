@@ -77,7 +77,7 @@ MICROBENCHMARK_OPS = {
 }
 
 #: Test-split files of ``dataset/test/`` read by :func:`load_neusight_microbenchmarks`. ``vec.csv`` is byte-identical
-#: to ``habitat.csv`` (layer norm and softmax rows, the same as ``ln.csv`` + ``softmax.csv``) and is not read twice.
+#: to ``habitat.csv``, and both hold exactly the rows of ``elem.csv`` + ``ln.csv`` + ``softmax.csv``: neither is read.
 _TEST_FILES = ("bmm.csv", "linear.csv", "elem.csv", "ln.csv", "softmax.csv")
 
 _SHAPE_COLUMNS = {
@@ -186,10 +186,15 @@ def _last_module(meta: str) -> tuple[str, str]:
 
 @cached_frame
 def _trace_file(key: str) -> pd.DataFrame:
-    need = ["op", "target", "_args", "_kwargs", "meta", "input_shapes", "output_shape", "dtype", "Name",
-            "latency", "fw_latency", "bw_latency", "acc_latency"]
-    d = read_csv(key, required_columns=need, numeric_columns=["latency", "fw_latency", "bw_latency", "acc_latency"],
-                 keep_default_na=False, na_values=[""], dtype={c: "string" for c in need[:9]})
+    text = ["op", "target", "_args", "_kwargs", "meta", "input_shapes", "output_shape", "dtype", "Name"]
+    d = read_csv(key, required_columns=[*text, "fw_latency", "bw_latency", "acc_latency"], keep_default_na=False, na_values=[""],
+                 dtype={c: "string" for c in text})
+    if "latency" not in d and "e2e_latency" in d:  # the one older-format trace (switch4 on L4) names the node total e2e_latency
+        d = d.rename(columns={"e2e_latency": "latency"})
+    if "latency" not in d:
+        raise DataFormatError(f"{entry(key).key} has no per-node 'latency' (or 'e2e_latency') column; found {list(d.columns)}.")
+    for c in ("latency", "fw_latency", "bw_latency", "acc_latency"):
+        d[c] = pd.to_numeric(d[c], errors="raise").astype(float)
     scope = [_last_module(m) for m in d["meta"].fillna("")]
     out = pd.DataFrame({
         "node_index": np.arange(len(d), dtype="int64"),
@@ -216,6 +221,9 @@ def load_neusight_traces(device: str | None = None, model: str | None = None, mo
     bw_latency_ms + acc_latency_ms``, each the mean of the 5 fastest of 25 runs, FP32 without TF32. Twelve Switch-XL
     label runs have no trace upstream (on V100, A100-40GB, A100-80GB and H100; their ``.json`` is there), nor have
     fused or 4-GPU runs: those labels have ``has_trace == False`` in :func:`load_neusight_labels` and are skipped.
+    Upstream quirks: 43 traces (AMD, and some NVIDIA runs) carry an extra fx ``_sort_key`` column (dropped); the
+    ``switch4`` trace on L4 is in an older format whose node total is named ``e2e_latency`` (read as
+    ``latency_ms``).
 
     Parameters
     ----------
@@ -314,10 +322,11 @@ def load_neusight_microbenchmarks(op: str | None = None, device: str | None = No
     """NeuSight's per-operator microbenchmarks: one row per (op, shape, GPU) measurement.
 
     ``split="train"``: ``scripts/asplos/data/dataset/train/collect/<op>/p2.1.0/<GPU>.csv`` — 16 ops on NeuSight's five
-    training GPUs (Tesla P4, P100-PCIE-16GB, T4, V100-PCIE-32GB, A100-PCIE-40GB), 256,573 rows.
+    training GPUs (Tesla P4, P100-PCIE-16GB, T4, V100-PCIE-32GB, A100-PCIE-40GB), 256,509 rows.
     ``split="test"``: ``dataset/test/{bmm,linear,elem,ln,softmax}.csv`` — the out-of-distribution shapes (``dims/test_*``)
-    on the training GPUs and the test GPUs (L4, A100-80GB-PCIe, H100). ``test/vec.csv`` is byte-identical to
-    ``test/habitat.csv`` and holds the rows of ``ln.csv`` and ``softmax.csv``; neither is read again. How NeuSight
+    on the training GPUs and the test GPUs (L4, A100-80GB-PCIe, H100). 27,339 rows; H100 has only bmm and linear.
+    ``test/vec.csv`` is byte-identical to ``test/habitat.csv``; both hold exactly the rows of ``elem.csv``, ``ln.csv``
+    and ``softmax.csv`` and are not read again. How NeuSight
     measured: FP32 tensors, forward only, CUDA events, mean of the 5 fastest of 25 runs (module docstring).
 
     Parameters
@@ -393,7 +402,8 @@ def load_neusight_devices() -> pd.DataFrame:
         ``vendor`` (``NVIDIA``/``AMD``), ``memory_gb`` (``Dev_Mem``), ``memory_bandwidth_gb_per_s`` (``Mem_Bw``),
         ``n_sms`` (``Num_Sm``; compute units on AMD), ``cores_per_sm`` (``Core_Per_SM``), ``clock_mhz``
         (``Freq``: NeuSight's README says GHz but the values are MHz, e.g. 1113 for the P4), ``fp32_gflops``
-        (``SingleFLOPs``, = 2 × SMs × cores × clock on NVIDIA; NaN on AMD), ``fp32_matrix_gflops`` and
+        (``SingleFLOPs``, = 2 × SMs × cores × clock on NVIDIA within 0.2 %, except P100-PCIE-16GB: 9519 is the PCIe card's
+        rate at 1329 MHz while its ``Freq`` 1380 is the SXM2 card's; NaN on AMD), ``fp32_matrix_gflops`` and
         ``fp32_vector_gflops`` (AMD's ``SingleFLOPsMM``/``SingleFLOPsVEC``; NaN on NVIDIA), ``l2_cache_mb``
         (``L2Cache``), ``train_gpu`` (in ``dataset/train/device_configs/``: the five GPUs NeuSight trained on),
         ``test_gpu`` (in ``dataset/test/device_configs/``), ``source_file``.
@@ -489,7 +499,7 @@ def load_neusight_model_configs() -> pd.DataFrame:
         rows.append(r)
     df = pd.DataFrame(rows)
     for c in _CONFIG_FIELDS:
-        df[c] = pd.array([pd.NA if v is None else int(v) for v in df[c]], dtype="Int64")
+        df[c] = pd.array([pd.NA if pd.isna(v) else int(v) for v in df[c]], dtype="Int64")
     for c in ("model_type", "architecture", "activation", "torch_dtype"):
         df[c] = df[c].astype("string")
     return df
@@ -504,7 +514,8 @@ _OP_CLASSES = {"all": "", "BMM": "bmm", "Linear": "linear", "VEC": "vec", "VECso
 def load_neusight_errors() -> pd.DataFrame:
     """NeuSight's published predictions and errors per label run and method (``scripts/asplos/summary/summary.csv``).
 
-    One row per label run × method (146 runs; ``neusight``, ``li_et_al`` — Li et al.'s per-operator regression,
+    One row per label run × method (146 of the 149 label runs: the A100-40GB Switch-XL inference runs at sequence
+    length 2048 and ``switch4`` on L4 have no summary row; ``neusight``, ``li_et_al`` — Li et al.'s per-operator regression,
     ``micro`` upstream —, ``roofline``, ``habitat``). The paper's Tables/Figures (``summary/nvidia_train.csv`` …)
     round these. The 4-GPU runs have NeuSight predictions only; methods without a prediction for a run are
     left out (no row), never zero.
@@ -514,7 +525,8 @@ def load_neusight_errors() -> pd.DataFrame:
     DataFrame
         ``device``, ``model``, ``mode``, ``seq_len``, ``batch_size``, ``parallel`` (``none``/``dp4``/``tp4``/``pp4_1``),
         ``fused`` — the label key of :func:`load_neusight_labels` —, ``method``, ``measured_e2e_latency_ms``,
-        ``measured_fw_latency_ms``, ``measured_bwall_latency_ms`` (the label as summarised upstream),
+        ``measured_fw_latency_ms``, ``measured_bwall_latency_ms`` (the label as summarised upstream; forward and
+        backward NaN for the 4-GPU runs, which upstream writes as 0),
         ``predicted_e2e_latency_ms``, ``predicted_fw_latency_ms``, ``predicted_bwall_latency_ms``, ``e2e_error_pct``
         (upstream ``<method>_all_e2e_err``: ``|predicted − measured| / measured × 100``), ``fw_error_pct``,
         ``bwall_error_pct``, ``e2e_error_<op class>_pct`` for ``bmm``, ``linear``, ``vec``, ``softmax``, ``ln``
@@ -543,6 +555,9 @@ def load_neusight_errors() -> pd.DataFrame:
             "predicted_fw_latency_ms": d[f"{prefix}_all_fw_latency"].astype(float),
             "predicted_bwall_latency_ms": d[f"{prefix}_all_bwall_latency"].astype(float),
         })
+        multi = ~f["parallel"].eq("none")  # the 4-GPU runs record only the end-to-end time (0 upstream for the others)
+        for c in ("measured_fw_latency_ms", "measured_bwall_latency_ms", "predicted_fw_latency_ms", "predicted_bwall_latency_ms"):
+            f.loc[multi, c] = np.nan
         for cls, col in _OP_CLASSES.items():
             for part in (("e2e", "fw", "bwall") if cls == "all" else ("e2e",)):
                 src = f"{prefix}_{cls}_{part}_err"

@@ -21,18 +21,21 @@ CKPT_KEY = "cake-lab/CM-DARE/data/processed_data/checkpoint/ckpt.csv"
 def test_registry_matches_the_mirror_sha256sums(mirror):
     """Every mirrored file of the registered repositories is registered with the mirror's sha256 and pinned commit.
 
-    The mirror also holds repositories perfmodel does not read yet (sitar-lab/NeuSight, skypilot-org/spot-traces); their
-    files are not part of this registry until they are registered."""
+    The mirror also holds a repository perfmodel does not read (skypilot-org/spot-traces, no licence stated upstream);
+    its files are not part of this registry."""
     sums = dict(reversed(line.split(None, 1)) for line in (mirror / "SHA256SUMS").read_text().splitlines())
     sums = {k.strip(): v for k, v in sums.items()}
     reg = datasets.registry()
     repos = set(reg["repo"])
+    assert repos == {"cake-lab/CM-DARE", "cake-lab/transient-deep-learning", "sitar-lab/NeuSight"}
+    assert {"/".join(k.split("/")[:2]) for k in sums} - repos == {"skypilot-org/spot-traces"}
     sums = {k: v for k, v in sums.items() if "/".join(k.split("/")[:2]) in repos}
-    assert repos == {"cake-lab/CM-DARE", "cake-lab/transient-deep-learning"}
-    data = reg[reg["kind"].isin(["csv", "text", "image", "sqlite"])]
+    data = reg[reg["kind"].isin(["csv", "json", "text", "image", "sqlite"])]
     assert dict(zip(data["key"], data["sha256"])) == sums
-    assert set(reg["commit"]) == {"263b7f14951c0645cacdfeadbef8546d4a742632", "87c6717e4026801623cf0327e78ad57f51cb1461"}
-    assert set(reg["licence"]) == {"Apache-2.0"}
+    assert set(reg["commit"]) == {"263b7f14951c0645cacdfeadbef8546d4a742632", "87c6717e4026801623cf0327e78ad57f51cb1461",
+                                  "6945927d9afcca2b9daf021f8395e53edc5b4eef"}
+    assert reg.groupby("repo")["licence"].unique().map(list).to_dict() == {
+        "cake-lab/CM-DARE": ["Apache-2.0"], "cake-lab/transient-deep-learning": ["Apache-2.0"], "sitar-lab/NeuSight": ["MIT"]}
     assert reg.loc[reg["key"] == CKPT_KEY, "url"].item() == (
         "https://raw.githubusercontent.com/cake-lab/CM-DARE/263b7f14951c0645cacdfeadbef8546d4a742632/data/processed_data/checkpoint/ckpt.csv"
     )
@@ -40,7 +43,9 @@ def test_registry_matches_the_mirror_sha256sums(mirror):
 
 def test_verify_all_ok():
     res = datasets.verify()
-    assert len(res) == 350
+    assert len(res) == 350 + 409
+    assert res.groupby(res["key"].str.split("/").str[:2].str.join("/")).size().to_dict() == {
+        "cake-lab/CM-DARE": 187, "cake-lab/transient-deep-learning": 163, "sitar-lab/NeuSight": 409}
     assert set(res["status"]) == {"ok"}
 
 
