@@ -49,7 +49,10 @@ import pandas as pd
 
 from perfmodel.features._extract import (
     FEATURE_COLUMNS,
+    OPTIMIZERS,
     PER_LAYER_COLUMNS,
+    PER_OP_COLUMNS,
+    DataDependentOpsError,
     FeatureExtractionError,
     UnsupportedOpsWarning,
     extract,
@@ -61,9 +64,12 @@ __all__ = [
     "compare_with_published",
     "load_zoo_features",
     "FeatureExtractionError",
+    "DataDependentOpsError",
     "UnsupportedOpsWarning",
     "FEATURE_COLUMNS",
     "PER_LAYER_COLUMNS",
+    "PER_OP_COLUMNS",
+    "OPTIMIZERS",
 ]
 
 _MIB = 2**20
