@@ -5,7 +5,9 @@ Peak memory is the process's maximum resident set size (``resource.getrusage``),
 
 Targets: all twenty zoo CNNs (forward + backward features) in < 5 s wall in one warm process; ≥ 10× faster than
 torch's FlopCounterMode on a real batch of 128; peak memory < 1 GB. Also: a ResNet-50-sized model at 224×224 and the
-meta-device mode on a model too large for this machine's memory.
+meta-device mode on a model too large for this machine's memory, and GPT-2-large (774 M parameters, built on meta from
+its config by ``perfmodel.zoo.hf``) counted op by op at batch 1 and 32 in a fresh process: target a few seconds and
+< 1 GB peak RSS (the CPU path took 36 s and 10.5 GiB at batch 1).
 """
 from __future__ import annotations
 
@@ -92,6 +94,33 @@ print(time.perf_counter() - t, "torch._dynamo" in sys.modules)
 """
 
 
+_GPT2_LARGE = """
+import resource, sys, time, warnings
+t0 = time.perf_counter()
+import torch, transformers
+from perfmodel.features import extract
+from perfmodel.zoo import hf
+warnings.simplefilter("ignore")
+t1 = time.perf_counter()
+step = hf.build(transformers.GPT2Config(n_layer=36, n_embd=1280, n_head=20))
+t2 = time.perf_counter()
+batch = int(sys.argv[1])
+kw = dict(batch_size=batch, input_dtype=torch.long, input_high=50257)
+ops = extract(step, (1024,), per_op=True, optimizer="adam", **kw)
+t3 = time.perf_counter()
+row = extract(step, (1024,), **kw).iloc[0]
+assert ops.loc[ops["phase"] != "optimizer", "flops"].sum() == row["train_step_flops"]
+print(t1 - t0, t2 - t1, t3 - t2, len(ops), ops.attrs["device"], row["train_step_flops"],
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def gpt2_large_fresh_process(batch: int):
+    """(import s, build s, per-op extraction s, rows, device, train-step FLOPs, peak RSS MiB) of GPT-2-large, new process."""
+    out = subprocess.run([sys.executable, "-c", _GPT2_LARGE, str(batch)], capture_output=True, text=True, check=True).stdout.split()
+    return float(out[0]), float(out[1]), float(out[2]), int(out[3]), out[4], int(out[5]), float(out[6])
+
+
 def first_extraction_fresh_process() -> tuple[float, bool]:
     """Seconds of the first ``extract`` in a new process (imports excluded), and whether it imported torch._dynamo."""
     out = subprocess.run([sys.executable, "-c", _FIRST_CALL], capture_output=True, text=True, check=True).stdout.split()
@@ -141,6 +170,15 @@ def main():
            f"{row['params'] / 1e9:.1f} G params = {row['param_bytes'] / 1e9:.0f} GB fp32, {row['train_step_flops'] / 1e15:.2f} PFLOP/step")
     t, _ = timed(lambda: extract("shake-shake-big", zoo.INPUT_SHAPE, batch_size=128, device="meta"))
     report("meta: shake-shake-big, batch 128", t)
+    try:
+        import transformers  # noqa: F401  (the optional extra perfmodel[hf])
+    except ImportError:
+        print("GPT-2-large: skipped (pip install 'perfmodel[hf]')")
+    else:
+        for batch in (1, 32):
+            imp, build, t, n, dev, flops, rss = gpt2_large_fresh_process(batch)
+            report(f"GPT-2-large per op + Adam, batch {batch} ({dev}, fresh process)", t,
+                   f"build {build:.1f} s, {n} ops, {flops / 1e12:.1f} TFLOP, peak RSS {rss:.0f} MiB", "target few s, < 1 GB")
     ours_peak = peak_rss_mib()
     print(f"peak RSS after all of the above: {ours_peak:.0f} MiB (target < 1 GB)", flush=True)
 

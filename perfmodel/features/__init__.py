@@ -38,6 +38,15 @@ again at the real batch on the ``meta`` device. ``device="meta"`` analyses model
 that would need more than ``max_memory_bytes`` (default: three quarters of the available memory) moves to meta by
 itself, and is refused with the memory it needs only when the model cannot run on meta.
 
+Per operator (``per_op=True``): one row per aten op of the training step — phase (forward incl. the loss, backward,
+and with ``optimizer="sgd-momentum"`` / ``"adam"`` one steady-state optimizer step in torch's ``foreach`` form), op and
+op class, module scope, FLOPs (same convention; the rows sum to the totals), bytes read and written, dtype, shapes —
+counted once at the real batch, on ``meta`` unless the model cannot run there. Token models take
+``input_dtype=torch.long`` and ``input_high`` (the vocabulary size); modules built on meta (e.g. Hugging Face configs
+via :func:`perfmodel.zoo.hf.build`) are counted on meta by default. Ops whose output shapes depend on values
+(``nonzero``, ``masked_select``, ``unique`` ...) are refused with :class:`DataDependentOpsError` on stand-in values,
+never counted from all-zero data.
+
 The module passed in is never modified: it runs through ``torch.func.functional_call`` on stand-in tensors, so its
 weights, gradients and BatchNorm running statistics are left untouched, and ``dtype`` is applied to the stand-ins.
 """
@@ -49,7 +58,10 @@ import pandas as pd
 
 from perfmodel.features._extract import (
     FEATURE_COLUMNS,
+    OPTIMIZERS,
     PER_LAYER_COLUMNS,
+    PER_OP_COLUMNS,
+    DataDependentOpsError,
     FeatureExtractionError,
     UnsupportedOpsWarning,
     extract,
@@ -61,9 +73,12 @@ __all__ = [
     "compare_with_published",
     "load_zoo_features",
     "FeatureExtractionError",
+    "DataDependentOpsError",
     "UnsupportedOpsWarning",
     "FEATURE_COLUMNS",
     "PER_LAYER_COLUMNS",
+    "PER_OP_COLUMNS",
+    "OPTIMIZERS",
 ]
 
 _MIB = 2**20

@@ -23,7 +23,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 aten = torch.ops.aten
 
-__all__ = ["ShapeOnlyMode", "EXTRA_FORMULAS", "KNOWN_FREE", "formula_registry", "is_known_free", "is_uncounted_compute"]
+__all__ = [
+    "ShapeOnlyMode", "EXTRA_FORMULAS", "KNOWN_FREE", "DATA_DEPENDENT", "formula_registry", "is_known_free",
+    "is_uncounted_compute", "op_class",
+]
 
 
 def _sdpa_cpu_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
@@ -93,6 +96,17 @@ KNOWN_FREE = frozenset({
     "nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward", "mse_loss", "mse_loss_backward",
     "l1_loss", "smooth_l1_loss", "smooth_l1_loss_backward", "huber_loss", "huber_loss_backward", "binary_cross_entropy",
     "binary_cross_entropy_backward", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
+    # scans (one pass over the tensor, like a reduction)
+    "cumsum", "cumsum_", "cumprod", "cumprod_", "logcumsumexp", "cummax", "cummin",
+})
+
+#: Ops whose output *shape* depends on the values of their inputs. On zero-valued stand-ins (``skip_compute``) their
+#: shapes — and the counts of every op downstream (e.g. the tokens a mixture-of-experts router sends to each expert)
+#: — would be those of all-zero data, and on ``meta`` they cannot run at all; :func:`perfmodel.features.extract`
+#: refuses them with a message naming the fix rather than undercounting silently.
+DATA_DEPENDENT = frozenset({
+    "nonzero", "argwhere", "masked_select", "unique", "_unique", "_unique2", "unique_dim", "unique_consecutive",
+    "unique_dim_consecutive", "repeat_interleave",
 })
 _FREE_TAGS = frozenset({torch.Tag.pointwise, torch.Tag.reduction, torch.Tag.nondeterministic_seeded, torch.Tag.view_copy,
                         torch.Tag.inplace_view})
@@ -112,7 +126,10 @@ def is_known_free(op) -> bool:
 
     ``op`` is an ``OpOverload`` (the tags and schema of the overload that ran are used) or an overload packet.
     """
-    if _op_name(op) in KNOWN_FREE:
+    name = _op_name(op)
+    if name in KNOWN_FREE or name.startswith("_foreach_"):  # multi-tensor elementwise (optimizer steps)
+        return True
+    if str(_packet(op)).startswith("profiler."):  # record_function markers (optimizer steps), no computation
         return True
     overloads = [op] if hasattr(op, "_schema") else [getattr(op, o) for o in op.overloads()] if hasattr(op, "overloads") else []
     for ov in overloads:
@@ -129,6 +146,63 @@ def is_uncounted_compute(op, registry: set) -> bool:
     if _packet(op) in registry:
         return False
     return not is_known_free(op)
+
+
+def _is_view(func) -> bool:
+    """True for an op that only makes a view of an input (no data moved)."""
+    if func.is_view:
+        return True
+    returns = func._schema.returns
+    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+
+
+_COPY_OPS = frozenset({
+    "copy", "copy_", "_to_copy", "clone", "contiguous", "cat", "stack", "index", "_unsafe_index", "index_select", "gather",
+    "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_", "index_put", "index_put_",
+    "_index_put_impl_", "index_copy", "constant_pad_nd", "repeat", "flip", "roll", "select_backward", "slice_backward",
+    "select_scatter", "slice_scatter", "masked_fill", "masked_fill_", "one_hot", "tril", "triu", "where",
+})
+_FACTORY_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros", "ones",
+    "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor", "arange", "linspace", "fill", "fill_",
+    "zero_", "lift_fresh", "lift_fresh_copy", "_local_scalar_dense", "item",
+})
+
+
+def op_class(func, view: bool | None = None) -> str:
+    """Coarse class of an aten op, for per-operator latency models.
+
+    One of ``"matmul"`` (mm, addmm, bmm, baddbmm), ``"conv"``, ``"attention"`` (fused scaled-dot-product kernels),
+    ``"embedding"``, ``"norm"``, ``"softmax"``, ``"pool"``, ``"loss"``, ``"elementwise"`` (torch's ``pointwise`` tag,
+    and the multi-tensor ``_foreach_*`` ops of optimizer steps), ``"reduction"`` (incl. scans), ``"copy"`` (copies,
+    concatenation, indexing, padding), ``"factory"`` (allocation, fills, host scalars), ``"view"`` (no data moved),
+    ``"other"``.
+    """
+    name = _op_name(func)
+    if _packet(func) in formula_registry():
+        return "conv" if "convolution" in name else "attention" if "attention" in name else "matmul"
+    if view if view is not None else _is_view(func):
+        return "view"
+    if "embedding" in name:
+        return "embedding"
+    if "norm" in name:
+        return "norm"
+    if "softmax" in name:
+        return "softmax"
+    if "pool" in name:
+        return "pool"
+    if "loss" in name:
+        return "loss"
+    if name in _COPY_OPS:
+        return "copy"
+    if name in _FACTORY_OPS:
+        return "factory"
+    tags = set(getattr(func, "tags", ()))
+    if name.startswith("_foreach_") or torch.Tag.pointwise in tags or "dropout" in name:
+        return "elementwise"
+    if torch.Tag.reduction in tags or name.startswith("cum") or name == "logcumsumexp":
+        return "reduction"
+    return "other"
 
 
 def _conv_out_shape(x, w, stride, padding, dilation, transposed, output_padding, groups) -> list[int]:
@@ -252,8 +326,13 @@ class ShapeOnlyMode(TorchDispatchMode):
 
     _SAME_DTYPE = frozenset({aten.convolution, aten._convolution, aten.mm, aten.addmm, aten.bmm, aten.baddbmm})
 
-    def __init__(self, skip_compute: bool = True, count: bool = False, scoped: bool = False, memory_limit: int | None = None):
+    def __init__(self, skip_compute: bool = True, count: bool = False, scoped: bool = False, memory_limit: int | None = None,
+                 trace: bool = False):
         super().__init__()
+        self.trace = trace
+        self.host_only_skipped = False  # set while tracing an optimizer step on meta tensors
+        self.trace_records: list = []
+        self._views: dict = {}
         self.seen_ops: set = set()
         self.memory_limit = memory_limit
         self.allocated_bytes = 0
@@ -282,6 +361,7 @@ class ShapeOnlyMode(TorchDispatchMode):
             self.allocated_bytes += sum(t.numel() * t.element_size() for t in _flat_tensors(out))
             if self.allocated_bytes > self.memory_limit:
                 raise MemoryLimitExceeded(self.allocated_bytes, self.memory_limit)
+        n = 0
         if self.count:
             formula = self._formulas.get(packet)
             if formula is not None:
@@ -289,7 +369,38 @@ class ShapeOnlyMode(TorchDispatchMode):
                 self.flops += n
                 self.flops_by_op[packet] = self.flops_by_op.get(packet, 0) + n
                 self.records.append((packet, n, self.scope) if self.scoped else (packet, n))
+        if self.trace and func.namespace == "aten":
+            self._trace(func, n, args, kwargs, out)
         return out
+
+    def _trace(self, func, flops, args, kwargs, out) -> None:
+        """Record one op: (op, flops, bytes read, bytes written, dtype, input shapes, output shapes, scope, is view)."""
+        info = self._views.get(func)
+        if info is None:
+            schema = func._schema
+            written = tuple(a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write)
+            info = self._views[func] = (_is_view(func), written, all(r.alias_info is None for r in schema.returns))
+        view, written, fresh = info
+        ins = _flat_tensors(list(args) + list(kwargs.values()))
+        outs = _flat_tensors(out)
+        if self.host_only_skipped and not any(t.device.type == "meta" for t in (*ins, *outs)):
+            return  # host-side bookkeeping of a step traced on meta (e.g. Adam's step counters stay on the CPU)
+        first = outs[0] if outs else ins[0] if ins else None
+        nwritten = 0
+        if not view:
+            # an in-place or out= op writes the arguments it mutates (``_foreach_add_`` returns nothing); fresh outputs too
+            if written:
+                named = dict(zip((a.name for a in func._schema.arguments), args)) | kwargs
+                nwritten = sum(t.numel() * t.element_size() for n in written for t in _flat_tensors(named.get(n)))
+            if fresh:
+                nwritten += sum(t.numel() * t.element_size() for t in outs)
+        self.trace_records.append((
+            func, flops,
+            0 if view else sum(t.numel() * t.element_size() for t in ins),
+            nwritten,
+            str(first.dtype).replace("torch.", "") if first is not None else "",
+            tuple(tuple(t.shape) for t in ins), tuple(tuple(t.shape) for t in outs), self.scope, view,
+        ))
 
     def _fake(self, func, packet, args, kwargs):
         """Zeros of the output shape of a counted op (computed for real on meta tensors)."""

@@ -9,13 +9,20 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["extract", "FeatureExtractionError", "UnsupportedOpsWarning", "FEATURE_COLUMNS", "PER_LAYER_COLUMNS"]
+__all__ = [
+    "extract", "FeatureExtractionError", "DataDependentOpsError", "UnsupportedOpsWarning", "FEATURE_COLUMNS",
+    "PER_LAYER_COLUMNS", "PER_OP_COLUMNS", "OPTIMIZERS",
+]
 
 _MIB = 2**20
 
 
 class FeatureExtractionError(RuntimeError):
     """The model could not be analysed (bad input shape, the model raised, unknown target)."""
+
+
+class DataDependentOpsError(FeatureExtractionError, ValueError):
+    """The model runs ops whose output shapes depend on tensor values, which stand-in or meta tensors do not have."""
 
 
 class UnsupportedOpsWarning(UserWarning):
@@ -36,6 +43,11 @@ PER_LAYER_COLUMNS = (
     "train_step_flops", "output_bytes", "batch_size",
 )
 
+#: Columns of the frame returned by :func:`extract` with ``per_op=True`` (one row per aten op of the training step).
+PER_OP_COLUMNS = (
+    "model", "batch_size", "phase", "index", "op", "op_class", "module", "flops", "bytes_read", "bytes_written", "dtype",
+    "input_shapes", "output_shapes",
+)
 
 # ----------------------------------------------------------------------------------------------------------- inputs
 @functools.lru_cache(maxsize=64)
@@ -235,8 +247,9 @@ class _ScopeTracker:
         mode.scope = ()
 
 
-def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool = True, memory_limit=None) -> dict:
-    """Run forward + ``sum().backward()`` once on stand-in tensors; return the counts and per-op records."""
+def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool = True, memory_limit=None,
+              per_op: bool = False, optimizer=None) -> dict:
+    """Run forward + ``sum().backward()`` (+ the optimizer step) once on stand-in tensors; return the counts and records."""
     import torch
     from torch.func import functional_call
 
@@ -244,7 +257,8 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
 
     names = {m: n for n, m in net.named_modules()}
     leaves = {m for m in names if not list(m.children())}
-    mode = ShapeOnlyMode(skip_compute=skip_compute, count=True, scoped=per_layer, memory_limit=memory_limit)
+    scoped = per_layer or per_op
+    mode = ShapeOnlyMode(skip_compute=skip_compute, count=True, scoped=scoped, memory_limit=memory_limit, trace=per_op)
     act_records: list = []  # (module name, output bytes) of every leaf-module call, in order
     out_records: list = []  # the same for every module
 
@@ -255,7 +269,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
             act_records.append(rec)
 
     handles = [m.register_forward_hook(bytes_hook) for m in names]
-    tracker = _ScopeTracker(net, mode, names) if per_layer else None
+    tracker = _ScopeTracker(net, mode, names) if scoped else None
     if tracker is not None:
         handles += [m.register_forward_pre_hook(tracker.pre) for m in names]
         handles += [m.register_forward_hook(tracker.post) for m in names]
@@ -269,12 +283,20 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
                 h.remove()
         n_fwd = len(mode.records)
         outs = [t for t in _tensors(out) if isinstance(t, torch.Tensor) and t.requires_grad]
+        n_trace = [0, 0]
         if outs:
             if tracker is not None:
                 tracker.arm_backward(outs)
             loss = sum(t.float().sum() for t in outs)
+            n_trace[0] = len(mode.trace_records)
             loss.backward()
+        else:
+            n_trace[0] = len(mode.trace_records)
+        n_trace[1] = len(mode.trace_records)
+    _check_data_dependent(mode, skip_compute and x.device.type != "meta")
     fwd_rec, bwd_rec = mode.records[:n_fwd], mode.records[n_fwd:]
+    if optimizer is not None:
+        _optimizer_step(mode, state, optimizer)
     module_flops: tuple = ({}, {})
     if per_layer:
         for i, recs in enumerate((fwd_rec, bwd_rec)):
@@ -297,7 +319,60 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
         "seen_ops": mode.seen_ops,
         "module_flops": module_flops,
         "module_out_bytes": out_bytes,
+        "trace": mode.trace_records,
+        "trace_phases": n_trace,
     }
+
+
+def _check_data_dependent(mode, fake_values: bool) -> None:
+    """Refuse ops whose output shapes depend on values when the values are stand-in zeros (never undercount silently)."""
+    from perfmodel.features._counting import DATA_DEPENDENT, _op_name
+
+    bad = sorted({str(op._overloadpacket) for op in mode.seen_ops if _op_name(op) in DATA_DEPENDENT})
+    if fake_values and bad:
+        raise DataDependentOpsError(
+            f"The model runs op(s) whose output shape depends on the values of its tensors ({', '.join(bad)}; e.g. a "
+            "mixture-of-experts router choosing tokens per expert). extract() runs the step on zero-valued stand-ins "
+            "(skip_compute=True), so the counts downstream of them would be those of all-zero data, not of a real "
+            "step. Expected a model whose shapes do not depend on values; replace the data-dependent part by a static "
+            "one (perfmodel.zoo.hf.build gives Switch Transformers uniform routing), or pass skip_compute=False to count "
+            "one step on the module's own weights and random inputs."
+        )
+
+
+#: Optimizer steps ``extract(..., per_op=True, optimizer=...)`` can add (torch's default multi-tensor implementation).
+OPTIMIZERS = ("sgd-momentum", "adam")
+
+
+def _optimizer_step(mode, state: dict, optimizer: str) -> None:
+    """Record one steady-state optimizer step (after a first step that creates the state) on meta tensors.
+
+    The parameters that received a gradient are mirrored on the meta device (the stand-ins on the CPU may share memory
+    with the module's own weights, which must stay untouched); torch's ``foreach`` implementation is used, the default
+    on GPUs. The ops are appended to ``mode.trace_records``.
+    """
+    import torch
+
+    params = []
+    for t in state.values():
+        if isinstance(t, torch.Tensor) and t.requires_grad and t.grad is not None:
+            p = torch.empty(t.shape, dtype=t.dtype, device="meta", requires_grad=True)
+            p.grad = torch.empty(t.grad.shape, dtype=t.grad.dtype, device="meta")
+            params.append(p)
+    if not params:
+        return
+    if optimizer == "adam":
+        opt = torch.optim.Adam(params, lr=1e-3, foreach=True)
+    else:
+        opt = torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=True)
+    opt.step()  # creates the momentum / moment buffers: not part of a steady-state step
+    mode.scope = ()
+    mode.host_only_skipped = True  # the step counters of torch's default (non-capturable) Adam live on the host
+    try:
+        with mode:
+            opt.step()
+    finally:
+        mode.host_only_skipped = False
 
 
 # -------------------------------------------------------------------------------------------------- extrapolation
@@ -339,7 +414,9 @@ def extract(
     *,
     batch_size: int = 1,
     per_layer: bool = False,
-    device: str = "cpu",
+    per_op: bool = False,
+    optimizer: str | None = None,
+    device: str | None = None,
     dtype=None,
     input_dtype=None,
     input_high: int = 2,
@@ -368,9 +445,34 @@ def extract(
         ``forward_macs``, ``forward_flops``, ``backward_flops``, ``train_step_flops`` (a parent's include its
         children's), ``output_bytes`` (bytes of the module's outputs, summed over calls)) instead of the one-row
         summary; the frame's ``attrs["unsupported_ops"]`` lists the uncounted ops.
-    device : {"cpu", "meta"}, default "cpu"
+    per_op : bool, default False
+        One row per aten op of the training step (:data:`PER_OP_COLUMNS`), counted at ``batch_size``:
+
+        * ``phase``: ``"forward"`` (incl. the loss), ``"backward"`` or ``"optimizer"``; ``index``: order of execution;
+        * ``op`` (``"aten.addmm"``), ``op_class`` (``"matmul"``, ``"conv"``, ``"attention"``, ``"elementwise"``,
+          ``"reduction"``, ``"norm"``, ``"softmax"``, ``"embedding"``, ``"copy"``, ``"view"`` ... see
+          :func:`perfmodel.features._counting.op_class`);
+        * ``module``: the module path the op ran in (``"(root)"`` for the model's own forward, ``""`` for ops outside
+          the model: the summed loss, the optimizer); backward ops are attributed to the module of the forward op they
+          differentiate, as with ``per_layer``;
+        * ``flops``: torch's formulas, **2 FLOPs per multiply–add** (FlopCounterMode's convention; fvcore counts 1),
+          0 for the ops the convention leaves out (elementwise, norms ...); the forward and backward rows sum to
+          ``forward_flops`` and ``backward_flops`` of the one-row summary;
+        * ``bytes_read`` / ``bytes_written``: sizes of the op's tensor inputs / outputs (an in-place op's output is the
+          tensor it writes); 0 for views (no data moves); ``dtype`` of the first output (else input);
+        * ``input_shapes`` / ``output_shapes``: the tensors' shapes, ``"8x3x32x32;16x3x3x3"`` (``"-"`` for a 0-d tensor).
+
+        Runs once at the real ``batch_size`` (no extrapolation: every shape is the real one).
+    optimizer : {None, "sgd-momentum", "adam"}, default None
+        With ``per_op=True``: also the ops of one steady-state optimizer step (``phase="optimizer"``; momentum 0.9, or
+        Adam), in torch's multi-tensor ``foreach`` implementation, the default on GPUs. ``None``: forward + backward
+        only. The optimizer's elementwise ops count 0 FLOPs by the convention above; their bytes are what they move.
+    device : {None, "cpu", "meta"}, default None
         ``"meta"``: no parameter or activation memory is allocated (models too large for memory; zoo ids are built on
         meta), and the step runs once at ``batch_size``. Slower per op than ``"cpu"``, independent of model size.
+        ``None`` (default): ``"meta"`` for a module whose parameters or buffers are on the meta device (e.g.
+        :func:`perfmodel.zoo.hf.build`), else ``"cpu"`` — which moves to meta by itself when the step would not fit in
+        memory (``max_memory_bytes``).
     dtype : torch.dtype, optional
         Count as if the floating-point parameters and buffers were cast to ``dtype`` (bytes follow); the module is
         not cast.
@@ -435,6 +537,34 @@ def extract(
         see :data:`perfmodel.features._counting.KNOWN_FREE`.
     """
     shape = _check_shape(input_shape)
+    if per_op and per_layer:
+        raise FeatureExtractionError("per_layer and per_op cannot both be True: pass one (per-op rows carry the module).")
+    if optimizer is not None and optimizer not in OPTIMIZERS:
+        raise FeatureExtractionError(
+            f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))} or None (forward + backward only); got {optimizer!r}."
+        )
+    if optimizer is not None and not per_op:
+        raise FeatureExtractionError(
+            f"optimizer={optimizer!r} adds the optimizer step's ops to the per-op rows; pass per_op=True as well (the "
+            "one-row summary counts forward + backward only)."
+        )
+    if device is None and per_op:
+        # per-op rows are counted at the real batch: on meta (no memory, no arithmetic) unless the model cannot run there
+        kwargs = dict(batch_size=batch_size, per_op=True, optimizer=optimizer, dtype=dtype, input_dtype=input_dtype,
+                      input_high=input_high, skip_compute=skip_compute, train=train, max_memory_bytes=max_memory_bytes)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                df = extract(model, input_shape, device="meta", **kwargs)
+        except DataDependentOpsError:
+            raise
+        except FeatureExtractionError:
+            return extract(model, input_shape, device="cpu", **kwargs)
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return df
+    if device is None:
+        device = _default_device(model)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise FeatureExtractionError(f"batch_size must be a positive int; got {batch_size!r}.")
     if device not in ("cpu", "meta"):
@@ -454,7 +584,7 @@ def extract(
             static = _static(net, dtype)
             limit = int(max_memory_bytes) if max_memory_bytes is not None else _available_memory_bytes()
             runs, used = _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer,
-                                limit, static)
+                                limit, static, per_op=per_op, optimizer=optimizer)
     finally:
         net.train(was_training)
 
@@ -470,8 +600,8 @@ def extract(
             UnsupportedOpsWarning,
             stacklevel=2,
         )
-    if per_layer:
-        df = _per_layer_frame(net, name, runs, batch_size, unsupported)
+    if per_layer or per_op:
+        df = (_per_op_frame if per_op else _per_layer_frame)(net, name, runs, batch_size, unsupported)
         df.attrs["device"] = used
         return df
 
@@ -535,6 +665,7 @@ def _mib(n: int) -> str:
 
 _SHAPE_HINTS = ("shape", "size", "columns", "reduction dim", "mat1 and mat2", "channels", "dimension", "dims", "Expected input", "expected input")
 _DTYPE_HINTS = ("dtype", "scalar type", "Expected tensor for argument", "not implemented for", "but got torch.", "Long", "Float")
+_DATA_HINTS = ("nonzero", "data-dependent", "data dependent", "cannot be called on meta tensors", "masked_select", "unique")
 _OOM_HINTS = ("can't allocate memory", "not enough memory", "out of memory", "DefaultCPUAllocator")
 
 
@@ -547,6 +678,14 @@ def _explain(name, exc, x, shape, input_dtype) -> FeatureExtractionError:
         return FeatureExtractionError(
             f"{head} It ran out of memory. Pass device='meta' (no parameter or activation memory is allocated), or a "
             f"smaller max_memory_bytes so that extract() moves to the meta device by itself.{tail}"
+        )
+    if x.device.type == "meta" and any(h in msg for h in _DATA_HINTS):
+        return FeatureExtractionError(
+            f"{head} The model needs the values of a tensor (an op whose output shape depends on data, such as "
+            "nonzero in a mixture-of-experts router, or .item() in control flow), which the meta device does not have. "
+            "Expected a model whose shapes do not depend on values on device='meta'; use device='cpu' (with "
+            "skip_compute=False where shapes depend on values), or give the data-dependent part a static form "
+            f"(perfmodel.zoo.hf.build routes Switch Transformers' tokens uniformly).{tail}"
         )
     if "Expected more than 1 value per channel when training" in msg:
         return FeatureExtractionError(
@@ -578,7 +717,8 @@ def _explain(name, exc, x, shape, input_dtype) -> FeatureExtractionError:
     )
 
 
-def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer, limit, static):
+def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high, skip_compute, per_layer, limit, static,
+           per_op=False, optimizer=None):
     """([(batch, counts), ...], device used): one run at ``batch_size``, or two small runs whose counts extrapolate exactly.
 
     On ``"cpu"``, a step whose memory (parameter gradients, buffers, inputs, then every op output as it runs) would
@@ -603,8 +743,9 @@ def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high,
             t.grad = None
         try:
             return _one_step(net, states[dev], x, skip_compute=skip_compute, per_layer=per_layer, depth=depth,
-                             memory_limit=None if dev == "meta" else max(limit - fixed, 0))
-        except MemoryLimitExceeded:
+                             memory_limit=None if dev == "meta" else max(limit - fixed, 0), per_op=per_op,
+                             optimizer=optimizer)
+        except (MemoryLimitExceeded, DataDependentOpsError):
             raise
         except Exception as exc:
             raise _explain(name, exc, x, shape, input_dtype) from exc
@@ -624,6 +765,8 @@ def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high,
     if device == "cpu" and static_need > limit:
         return on_meta(static_need)
     try:
+        if per_op:  # every op's shapes at the real batch: one run, no extrapolation
+            return [(batch_size, run(batch_size, device))], device
         return _count_on(run, batch_size, device), device
     except MemoryLimitExceeded as exc:
         return on_meta(exc.allocated + fixed)
@@ -661,5 +804,42 @@ def _per_layer_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
             batch_size=batch_size,
         ))
     df = pd.DataFrame(rows, columns=list(PER_LAYER_COLUMNS))
+    df.attrs["unsupported_ops"] = unsupported
+    return df
+
+
+def _default_device(model) -> str:
+    """``"meta"`` for a module with parameters or buffers on the meta device, else ``"cpu"``."""
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        for t in (*model.parameters(), *model.buffers()):
+            if t.device.type == "meta":
+                return "meta"
+    return "cpu"
+
+
+def _shape_text(shapes) -> str:
+    return ";".join("x".join(map(str, sh)) if sh else "-" for sh in shapes)
+
+
+def _per_op_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
+    from perfmodel.features._counting import op_class
+
+    (_, run), = runs
+    trace, (n_fwd, n_bwd) = run["trace"], run["trace_phases"]
+    classes: dict = {}
+    rows = []
+    for i, (func, flops, nread, nwritten, dt, ins, outs, scope, view) in enumerate(trace):
+        cls = classes.get(func)
+        if cls is None:
+            cls = classes[func] = op_class(func, view)
+        rows.append((
+            name, batch_size, "forward" if i < n_fwd else "backward" if i < n_bwd else "optimizer", i,
+            str(func._overloadpacket), cls, (scope[-1] or "(root)") if scope else "", flops, nread, nwritten, dt,
+            _shape_text(ins), _shape_text(outs),
+        ))
+    df = pd.DataFrame(rows, columns=list(PER_OP_COLUMNS))
+    df["phase"] = pd.Categorical(df["phase"], categories=["forward", "backward", "optimizer"])
     df.attrs["unsupported_ops"] = unsupported
     return df
