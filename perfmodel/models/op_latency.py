@@ -1,0 +1,298 @@
+"""Per-operator latency on any GPU from its spec sheet: a roofline bound scaled by an efficiency learned from measured
+microbenchmarks.
+
+For an operator of class *c* (matmul, conv, layer norm, softmax, elementwise) with ``flops`` floating-point operations
+(2 per multiply-add) and ``bytes`` of compulsory memory traffic (every input read once, every output written once), on a
+GPU with peak rate *P* (FLOP/s at the precision) and memory bandwidth *B* (byte/s)::
+
+    t_roofline = max(flops / P, bytes / B)
+    t = t_roofline · 10 ** f_c(x)
+
+where ``f_c`` is a gradient-boosted regression (scikit-learn's ``HistGradientBoostingRegressor``) of
+``log10(t_measured / t_roofline)`` on features that describe the operator *relative to the GPU* — the roofline time
+itself (the launch-overhead regime of small operators), arithmetic intensity over the GPU's ridge point, waves of output
+tiles over the SMs and their quantisation, working set over L2, the operator's shape — so that what is learned on some
+GPUs transfers to a GPU that was never measured: only its spec sheet (catalog row) is needed.
+
+The default model (:func:`default_op_model`) is fitted on NeuSight's microbenchmarks (ASPLOS'25, ``load_neusight_microbenchmarks``)
+of its five *training* GPUs only — Tesla P4, P100, T4, V100 and A100-PCIe-40GB — never on an end-to-end label and never
+on a measurement of a GPU NeuSight tests on (A100-80GB, L4, H100); the estimator records this provenance in
+``training_devices_`` and ``provenance_``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
+           "neusight_op_frame", "default_op_model"]
+
+#: Operator classes of the latency model.
+OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
+
+#: NeuSight's microbenchmark names → operator class (``*u`` are the in-place / one-input variants of a binary op).
+NEUSIGHT_OP_CLASS = {"bmm": "matmul", "linear": "matmul", "conv": "conv", "ln": "layernorm", "softmax": "softmax",
+                     **{op: "elementwise" for op in ("add", "mul", "div", "pow", "addu", "mulu", "divu", "powu", "relu",
+                                                     "gelu", "tanh")}}
+
+#: NeuSight's training GPUs (catalog ids): the only GPUs the default model is fitted on.
+TRAINING_GPUS = ("P4", "P100", "T4", "V100-PCIe-32GB", "A100-PCIe-40GB")
+
+_TILE = 128  # output tile edge of the large GEMM kernels (cuBLAS sgemm 128x128, cuDNN implicit GEMM)
+_BLOCK = 512  # elements per thread block of PyTorch's vectorised elementwise kernels (128 threads x 4)
+
+#: Work columns of :func:`op_work`.
+WORK_COLUMNS = ["op_class", "flops", "bytes", "tiles", "dim_m", "dim_n", "dim_k", "dim_b"]
+#: GPU columns of :func:`gpu_columns`.
+GPU_COLUMNS = ["peak_flops_per_s", "bandwidth_bytes_per_s", "sm_count", "l2_bytes"]
+
+
+def _num(frame: pd.DataFrame, col: str) -> np.ndarray:
+    return pd.to_numeric(frame[col], errors="coerce").to_numpy(float)
+
+
+def op_work(ops: pd.DataFrame, *, itemsize: int = 4) -> pd.DataFrame:
+    """FLOPs, compulsory bytes and output tiles of operators given by class and shape.
+
+    Parameters
+    ----------
+    ops : DataFrame
+        ``op_class`` (one of :data:`OP_CLASSES`) and its shape columns: matmul ``b, m, n, k`` — ``b`` batched products of an
+        ``m × n`` by an ``n × k`` matrix (``n`` is the reduction dimension, NeuSight's convention); conv ``b, in_channels,
+        out_channels, kernel_size, input_size, stride, padding`` (square images and kernels); layernorm / softmax ``b``
+        rows of ``h``; elementwise ``b × h`` elements and ``n_inputs`` (1 or 2 tensors read; default 2).
+    itemsize : int
+        Bytes per element (4 for FP32).
+
+    Returns
+    -------
+    DataFrame
+        :data:`WORK_COLUMNS`: ``flops`` (2 per multiply-add), ``bytes`` (inputs read once, output written once), ``tiles``
+        (128 × 128 output tiles of a GEMM; rows for norms; 512-element blocks for elementwise), ``dim_*`` (the shape as
+        a GEMM ``b × (m × n) · (n × k)``).
+
+    Raises
+    ------
+    ValueError
+        An unknown class, or a missing, non-positive or non-finite dimension.
+    """
+    if "op_class" not in ops.columns:
+        raise ValueError(f"ops needs an 'op_class' column (one of {OP_CLASSES}); it has {list(ops.columns)}.")
+    cls = ops["op_class"].astype(str).to_numpy()
+    bad = sorted(set(cls) - set(OP_CLASSES))
+    if bad:
+        raise ValueError(f"Unknown op_class {bad}; expected one of {OP_CLASSES}.")
+    n = len(ops)
+    out = {c: np.full(n, np.nan) for c in WORK_COLUMNS[1:]}
+
+    def need(mask, cols):
+        missing = [c for c in cols if c not in ops.columns]
+        if missing:
+            raise ValueError(f"{sorted(set(cls[mask]))} operators need the columns {cols}; missing {missing}.")
+        vals = {c: _num(ops, c)[mask] for c in cols}
+        for c, v in vals.items():
+            if not (np.isfinite(v) & (v >= (0 if c == "padding" else 1))).all():
+                raise ValueError(f"column {c!r} must be a positive number for {sorted(set(cls[mask]))} operators.")
+        return vals
+
+    mm = cls == "matmul"
+    if mm.any():
+        v = need(mm, ["b", "m", "n", "k"])
+        b, m, r, k = v["b"], v["m"], v["n"], v["k"]
+        out["flops"][mm] = 2 * b * m * r * k
+        out["bytes"][mm] = itemsize * b * (m * r + r * k + m * k)
+        out["tiles"][mm] = b * np.ceil(m / _TILE) * np.ceil(k / _TILE)
+        out["dim_b"][mm], out["dim_m"][mm], out["dim_n"][mm], out["dim_k"][mm] = b, m, r, k
+    cv = cls == "conv"
+    if cv.any():
+        v = need(cv, ["b", "in_channels", "out_channels", "kernel_size", "input_size", "stride", "padding"])
+        b, ci, co, r, h = v["b"], v["in_channels"], v["out_channels"], v["kernel_size"], v["input_size"]
+        ho = np.floor((h + 2 * v["padding"] - r) / v["stride"]) + 1
+        if (ho < 1).any():
+            raise ValueError("conv operators with a kernel larger than the padded input (no output pixel).")
+        gm, gk, gn = b * ho * ho, co, ci * r * r  # implicit GEMM: (b·Ho²) × (Ci·R²) by (Ci·R²) × Co
+        out["flops"][cv] = 2 * gm * gk * gn
+        out["bytes"][cv] = itemsize * (b * ci * h * h + co * ci * r * r + b * co * ho * ho)
+        out["tiles"][cv] = np.ceil(gm / _TILE) * np.ceil(gk / _TILE)
+        out["dim_b"][cv], out["dim_m"][cv], out["dim_n"][cv], out["dim_k"][cv] = 1, gm, gn, gk
+    rows = np.isin(cls, ["layernorm", "softmax"])
+    if rows.any():
+        v = need(rows, ["b", "h"])
+        numel = v["b"] * v["h"]
+        out["flops"][rows] = np.where(cls[rows] == "layernorm", 8, 5) * numel  # mean, variance, scale, shift / max, exp, sum, divide
+        out["bytes"][rows] = itemsize * (2 * numel + np.where(cls[rows] == "layernorm", 2 * v["h"], 0))
+        out["tiles"][rows] = v["b"]
+        out["dim_b"][rows], out["dim_m"][rows], out["dim_n"][rows], out["dim_k"][rows] = 1, v["b"], 1, v["h"]
+    ew = cls == "elementwise"
+    if ew.any():
+        v = need(ew, ["b", "h"])
+        numel = v["b"] * v["h"]
+        n_in = _num(ops, "n_inputs")[ew] if "n_inputs" in ops.columns else np.full(ew.sum(), 2.0)
+        if not np.isin(n_in, [1, 2]).all():
+            raise ValueError("n_inputs of an elementwise operator must be 1 or 2.")
+        out["flops"][ew] = numel
+        out["bytes"][ew] = itemsize * numel * (n_in + 1)
+        out["tiles"][ew] = np.ceil(numel / _BLOCK)
+        out["dim_b"][ew], out["dim_m"][ew], out["dim_n"][ew], out["dim_k"][ew] = 1, v["b"], 1, v["h"]
+    return pd.DataFrame({"op_class": cls, **out}, index=ops.index)
+
+
+def gpu_columns(gpus, *, precision: str = "fp32") -> pd.DataFrame:
+    """The spec-sheet columns the model needs, one row per entry of ``gpus`` (catalog ids, device names or specs).
+
+    Returns ``gpu`` (canonical id) and :data:`GPU_COLUMNS`: peak FLOP/s at ``precision``, memory bandwidth (byte/s),
+    SM count, L2 (bytes).
+    """
+    from perfmodel.datasets import gpu_spec, peak_tflops
+
+    rows = []
+    cache: dict = {}
+    for g in gpus:
+        key = g if isinstance(g, str) else id(g)
+        if key not in cache:
+            s = gpu_spec(g)
+            cache[key] = dict(gpu=s.gpu, peak_flops_per_s=peak_tflops(s, precision) * 1e12,
+                              bandwidth_bytes_per_s=float(s.memory_bandwidth_gb_per_s) * 1e9, sm_count=float(s.sm_count),
+                              l2_bytes=float(s.l2_mib) * 2**20)
+        rows.append(cache[key])
+    return pd.DataFrame(rows)
+
+
+def op_design(work: pd.DataFrame, gpu: pd.DataFrame) -> pd.DataFrame:
+    """Model inputs: :func:`op_work` columns and :func:`gpu_columns` columns side by side (same length), plus ``gpu``."""
+    if len(work) != len(gpu):
+        raise ValueError(f"work and gpu must have one row each per operator; got {len(work)} and {len(gpu)}.")
+    return pd.concat([work.reset_index(drop=True), gpu.reset_index(drop=True)], axis=1)
+
+
+def _roofline_s(X: pd.DataFrame) -> np.ndarray:
+    return np.maximum(X["flops"].to_numpy(float) / X["peak_flops_per_s"].to_numpy(float),
+                      X["bytes"].to_numpy(float) / X["bandwidth_bytes_per_s"].to_numpy(float))
+
+
+def _features(X: pd.DataFrame) -> np.ndarray:
+    f = {c: X[c].to_numpy(float) for c in ("flops", "bytes", "tiles", "dim_m", "dim_n", "dim_k", "dim_b", *GPU_COLUMNS)}
+    t = _roofline_s(X)
+    ridge = f["peak_flops_per_s"] / f["bandwidth_bytes_per_s"]
+    waves = f["tiles"] / f["sm_count"]
+    quant = f["tiles"] / (np.ceil(waves) * f["sm_count"])
+    return np.column_stack([
+        np.log10(t), np.log10(f["flops"] / f["bytes"] / ridge), np.log10(waves), quant, np.log10(f["bytes"] / f["l2_bytes"]),
+        np.log10(f["dim_m"]), np.log10(f["dim_n"]), np.log10(f["dim_k"]), np.log10(f["dim_b"]), np.log10(ridge),
+    ])
+
+
+class OpLatencyModel(RegressorMixin, BaseEstimator):
+    """Operator latency (s) = roofline time × a learned efficiency factor per operator class.
+
+    Parameters
+    ----------
+    max_iter, learning_rate, max_leaf_nodes : 
+        Of each class's ``HistGradientBoostingRegressor``.
+    random_state : int
+        Seed of the boosting (its early-stopping split).
+
+    Attributes
+    ----------
+    classes_ : list of str
+        Operator classes seen in training (a class never seen cannot be predicted).
+    training_devices_ : list of str
+        GPUs of the training rows (the ``gpu`` column of ``X``): the provenance test reads it.
+    provenance_ : str
+        What the model was fitted on (set by :func:`default_op_model`; "user data" otherwise).
+    """
+
+    def __init__(self, max_iter=300, learning_rate=0.1, max_leaf_nodes=31, random_state=0):
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.random_state = random_state
+
+    def _check_X(self, X) -> pd.DataFrame:
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"OpLatencyModel takes the DataFrame of perfmodel.models.op_latency.op_design; got {type(X).__name__}.")
+        need = ["op_class", *WORK_COLUMNS[1:], *GPU_COLUMNS]
+        missing = [c for c in need if c not in X.columns]
+        if missing:
+            raise ValueError(f"X lacks the columns {missing} (build it with op_design(op_work(...), gpu_columns(...))).")
+        num = X[need[1:]].to_numpy(float)
+        if not (np.isfinite(num).all() and (num > 0).all()):
+            raise ValueError("X's work and GPU columns must be positive and finite (an operator with no work has no latency).")
+        return X
+
+    def fit(self, X, y):
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        X = self._check_X(X)
+        y = np.asarray(y, dtype=float).ravel()
+        if y.shape[0] != len(X) or not (np.isfinite(y).all() and (y > 0).all()):
+            raise ValueError("y must hold one positive, finite latency in seconds per row of X.")
+        target = np.log10(y / _roofline_s(X))
+        feats = _features(X)
+        cls = X["op_class"].astype(str).to_numpy()
+        self.models_ = {}
+        for c in sorted(set(cls)):
+            m = cls == c
+            self.models_[c] = HistGradientBoostingRegressor(max_iter=self.max_iter, learning_rate=self.learning_rate,
+                                                            max_leaf_nodes=self.max_leaf_nodes,
+                                                            random_state=self.random_state).fit(feats[m], target[m])
+        self.classes_ = sorted(self.models_)
+        self.training_devices_ = sorted(set(X["gpu"].astype(str))) if "gpu" in X.columns else []
+        self.n_training_rows_ = {c: int((cls == c).sum()) for c in self.classes_}
+        self.provenance_ = "user data"
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        check_is_fitted(self, "models_")
+        X = self._check_X(X)
+        cls = X["op_class"].astype(str).to_numpy()
+        unseen = sorted(set(cls) - set(self.classes_))
+        if unseen:
+            raise ValueError(f"OpLatencyModel was not fitted on the operator class(es) {unseen}; it knows {self.classes_}.")
+        feats = _features(X)
+        out = _roofline_s(X)
+        for c in self.classes_:
+            m = cls == c
+            if m.any():
+                out[m] = out[m] * 10 ** self.models_[c].predict(feats[m])
+        return out
+
+
+def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame:
+    """NeuSight's microbenchmarks as model rows: :func:`op_design` columns, ``gpu`` (catalog id), ``device`` (NeuSight's
+    name), ``op``, ``split`` and the measured ``latency_s``."""
+    from perfmodel.datasets import canonical_gpu, load_neusight_microbenchmarks
+
+    m = load_neusight_microbenchmarks(split=split)
+    if devices is not None:
+        want = {canonical_gpu(d) for d in devices}
+        m = m[[canonical_gpu(d) in want for d in m["device"]]]
+    m = m[m["op"].isin(list(NEUSIGHT_OP_CLASS))].reset_index(drop=True)
+    ops = m.assign(op_class=m["op"].map(NEUSIGHT_OP_CLASS),
+                   n_inputs=np.where(m["op"].isin(["add", "mul", "div", "pow"]), 2, 1))
+    work = op_work(ops)
+    gpus = gpu_columns(m["device"].tolist())
+    X = op_design(work, gpus)
+    X["device"], X["op"], X["split"] = m["device"].to_numpy(), m["op"].to_numpy(), m["split"].to_numpy()
+    X["latency_s"] = pd.to_numeric(m["latency_ms"]).to_numpy(float) / 1e3
+    return X
+
+
+_DEFAULT: dict = {}
+
+
+def default_op_model() -> OpLatencyModel:
+    """The operator model perfmodel ships: fitted on NeuSight's microbenchmarks of its five training GPUs
+    (:data:`TRAINING_GPUS`, ``train`` split) and nothing else; fitted once per process."""
+    from perfmodel.datasets import data_source
+
+    key = data_source()
+    if key not in _DEFAULT:
+        X = neusight_op_frame("train", devices=TRAINING_GPUS)
+        model = OpLatencyModel().fit(X, X["latency_s"])
+        model.provenance_ = (f"NeuSight microbenchmarks (sitar-lab/NeuSight @ 6945927, scripts/asplos/data/dataset/train), "
+                             f"{len(X)} rows of {', '.join(TRAINING_GPUS)}; no end-to-end label, no test GPU")
+        _DEFAULT[key] = model
+    return _DEFAULT[key]
