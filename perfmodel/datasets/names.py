@@ -218,6 +218,13 @@ def _gpu_from_tokens(name) -> str | None:
     return None
 
 
+def _chip_of(name) -> str | None:
+    """The one chip token a name mentions (for the suggestions when its form factor or memory matches no part)."""
+    text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", str(name).lower())
+    chips = {t for t in re.split(r"[^a-z0-9]+", text) if t in _GPU_CHIPS}
+    return chips.pop() if len(chips) == 1 else None
+
+
 def _suggest(name, aliases: dict[str, str], valid: Iterable[str]) -> list[str]:
     """Canonical ids closest to ``name`` (difflib), matched on the ids and on every accepted spelling."""
     key = _norm(name)
@@ -282,9 +289,16 @@ def canonical_gpu(name: str) -> str:
     found = _gpu_from_tokens(name)
     if found is not None:
         return found
-    raise _unknown("GPU", name, CATALOG_GPU_IDS, "Device names ('NVIDIA A100 80GB PCIe', 'Tesla V100-SXM2-16GB') and spellings such as "
+    err = _unknown("GPU", name, CATALOG_GPU_IDS, "Device names ('NVIDIA A100 80GB PCIe', 'Tesla V100-SXM2-16GB') and spellings such as "
                    "'H100 80GB SXM5' are accepted too; a GPU that is not in the catalog can be passed as a "
                    "perfmodel.datasets.GPUSpec.", aliases=_GPU_ALIASES)
+    chip = _chip_of(name)
+    if chip is not None:  # the chip is known, its form factor / memory / extra words are not: suggest that chip's parts
+        parts = [g.id for g in _GPU_NAMES if g.chip == chip]
+        msg = str(err).split(" Did you mean")[0]
+        err = UnknownNameError(f"{msg} The catalog's {chip.upper()} parts are {' or '.join(repr(p) for p in parts)}; "
+                               f"did you mean one of them?")
+    raise err
 
 
 def region_of_zone(zone: str) -> str:
