@@ -65,7 +65,16 @@ from perfmodel.datasets.icac import (
     load_icac_vms,
     load_vm_lifetimes,
 )
+from perfmodel.datasets.gpus import (
+    PRECISIONS,
+    GPUSpec,
+    InvalidGPUSpecError,
+    UnsupportedPrecisionError,
+    gpu_spec,
+    peak_tflops,
+)
 from perfmodel.datasets.names import (
+    CATALOG_GPU_IDS,
     GPU_IDS,
     HELD_OUT_MODEL_IDS,
     MODEL_IDS,
@@ -226,4 +235,6 @@ __all__ = [
     "ICAC_EXPERIMENTS", "load_vm_lifetimes", "load_icac_runs", "load_icac_vms", "load_icac_costs", "load_icac_accuracy_curves", "load_adaptive_lr",
     # reference and catalogs
     "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "load_paper_numbers",
+    # GPU specs and precisions
+    "CATALOG_GPU_IDS", "GPUSpec", "gpu_spec", "peak_tflops", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "MODEL_IDS",
     "HELD_OUT_MODEL_IDS",
     "GPU_IDS",
+    "CATALOG_GPU_IDS",
     "REGION_IDS",
     "canonical_model",
     "canonical_gpu",
@@ -116,8 +117,52 @@ MODELS: tuple[ModelInfo, ...] = (
 MODEL_IDS: tuple[str, ...] = tuple(m.id for m in MODELS)
 HELD_OUT_MODEL_IDS: tuple[str, ...] = tuple(m.id for m in MODELS if m.held_out)
 
-#: GPU ids known to perfmodel (the GPU catalog, :func:`perfmodel.datasets.load_gpu_catalog`, has their specs).
+#: The GPU ids of CM-DARE's data and of the paper-era predictors (the categories of the CM-DARE frames' ``gpu`` column).
+#: ``V100`` is the SXM2 16 GB part (GCE's), ``A100`` the SXM4 40 GB, ``H100`` the SXM5 80 GB; every id of the GPU catalog
+#: is in :data:`CATALOG_GPU_IDS`.
 GPU_IDS: tuple[str, ...] = ("K80", "P100", "V100", "T4", "L4", "A100", "H100")
+
+
+@dataclass(frozen=True)
+class _GPUName:
+    """How a catalog GPU is spelled: its chip token, the form-factor tokens and memory sizes that pick it among its chip's parts."""
+
+    id: str
+    chip: str
+    forms: tuple[str, ...]
+    memory: tuple[str, ...]
+
+
+#: Every GPU of the catalog (``datasets/reference/gpus.csv``, in its row order), with the tokens that name it. Parts of one
+#: chip are listed default first: a name that omits the form factor or the memory size gets the first part that matches
+#: the tokens it does give (``"A100"`` → the SXM4 40 GB, ``"A100 80GB"`` → the SXM4 80 GB, ``"A100 PCIe"`` → the PCIe 40 GB).
+_GPU_NAMES: tuple[_GPUName, ...] = (
+    _GPUName("K80", "k80", (), ("12gb", "24gb")),
+    _GPUName("P4", "p4", ("pcie",), ("8gb",)),
+    _GPUName("P100", "p100", ("pcie",), ("16gb",)),
+    _GPUName("P100-SXM2", "p100", ("sxm", "sxm2"), ("16gb",)),
+    _GPUName("V100", "v100", ("sxm", "sxm2"), ("16gb",)),
+    _GPUName("V100-SXM2-32GB", "v100", ("sxm", "sxm2"), ("32gb",)),
+    _GPUName("V100-PCIe-16GB", "v100", ("pcie",), ("16gb",)),
+    _GPUName("V100-PCIe-32GB", "v100", ("pcie",), ("32gb",)),
+    _GPUName("T4", "t4", ("pcie",), ("16gb", "15gb")),
+    _GPUName("A100", "a100", ("sxm", "sxm4"), ("40gb",)),
+    _GPUName("A100-SXM4-80GB", "a100", ("sxm", "sxm4"), ("80gb",)),
+    _GPUName("A100-PCIe-40GB", "a100", ("pcie",), ("40gb",)),
+    _GPUName("A100-PCIe-80GB", "a100", ("pcie",), ("80gb",)),
+    _GPUName("A10", "a10", ("pcie",), ("24gb",)),
+    _GPUName("L4", "l4", ("pcie",), ("24gb",)),
+    _GPUName("L40S", "l40s", ("pcie",), ("48gb",)),
+    _GPUName("H100", "h100", ("sxm", "sxm5", "hbm3"), ("80gb",)),
+    _GPUName("H100-PCIe", "h100", ("pcie", "hbm2e"), ("80gb",)),
+    _GPUName("H200", "h200", ("sxm", "sxm5", "hbm3e"), ("141gb",)),
+    _GPUName("MI100", "mi100", ("pcie",), ("32gb",)),
+    _GPUName("MI210", "mi210", ("pcie",), ("64gb",)),
+    _GPUName("MI250", "mi250", ("oam",), ("64gb", "128gb")),
+)
+
+#: Every GPU id of the GPU catalog (:func:`perfmodel.datasets.load_gpu_catalog`), in its row order.
+CATALOG_GPU_IDS: tuple[str, ...] = tuple(g.id for g in _GPU_NAMES)
 
 #: Google Compute Engine regions that appear in the data.
 REGION_IDS: tuple[str, ...] = ("us-east1", "us-central1", "us-west1", "europe-west1", "europe-west4", "asia-east1")
@@ -144,8 +189,40 @@ for _m in MODELS:
             raise RuntimeError(f"alias {_a!r} is ambiguous")
         _MODEL_ALIASES[_key] = _m.id
 
-_GPU_ALIASES = {_norm(g): g for g in GPU_IDS}
+_GPU_ALIASES = {_norm(g): g for g in CATALOG_GPU_IDS}
 _GPU_ALIASES.update({"teslak80": "K80", "teslap100": "P100", "teslav100": "V100", "k": "K80", "p": "P100", "v": "V100"})
+
+#: Words that do not help to tell GPUs apart (vendor and product-line names, "GPU", a memory type shared by every part).
+_GPU_NOISE = frozenset({"nvidia", "tesla", "amd", "instinct", "tensor", "core", "gpu", "gddr5", "gddr6", "hbm2"})
+_GPU_CHIPS = frozenset(g.chip for g in _GPU_NAMES)
+_GPU_FORMS = frozenset(f for g in _GPU_NAMES for f in g.forms)
+_GPU_MEMORY = re.compile(r"(\d+)\s*gi?b\b")
+
+
+def _gpu_from_tokens(name) -> str | None:
+    """Match a device name by its tokens: one chip, at most one form factor, at most one memory size, nothing else.
+
+    ``"NVIDIA_A100_80GB_PCIe"``, ``"Tesla V100-PCIE-32GB"``, ``"H100 80GB SXM5"``, ``"h100-sxm"``, ``"nvidia-l4"`` all
+    split into such tokens. ``None`` when a token is not understood or the tokens pick no catalog part.
+    """
+    text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", str(name).lower())
+    tokens = [t for t in re.split(r"[^a-z0-9]+", text) if t and t not in _GPU_NOISE]
+    chips = [t for t in tokens if t in _GPU_CHIPS]
+    forms = [t for t in tokens if t in _GPU_FORMS]
+    sizes = [t for t in tokens if re.fullmatch(r"\d+gb", t)]
+    if len(chips) != 1 or len(forms) > 1 or len(sizes) > 1 or len(chips) + len(forms) + len(sizes) != len(tokens):
+        return None
+    for g in _GPU_NAMES:  # default part first
+        if g.chip == chips[0] and (not forms or forms[0] in g.forms) and (not sizes or sizes[0] in g.memory):
+            return g.id
+    return None
+
+
+def _chip_of(name) -> str | None:
+    """The one chip token a name mentions (for the suggestions when its form factor or memory matches no part)."""
+    text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", str(name).lower())
+    chips = {t for t in re.split(r"[^a-z0-9]+", text) if t in _GPU_CHIPS}
+    return chips.pop() if len(chips) == 1 else None
 
 
 def _suggest(name, aliases: dict[str, str], valid: Iterable[str]) -> list[str]:
@@ -185,11 +262,43 @@ def model_info(name: str) -> ModelInfo:
 
 
 def canonical_gpu(name: str) -> str:
-    """Return the canonical GPU id (``"K80"``, ``"P100"``, ...), case-insensitively."""
+    """Return the catalog id of a GPU from its id, its device name or an everyday spelling.
+
+    Accepted: the ids of :data:`CATALOG_GPU_IDS` (case, spaces, hyphens and underscores ignored); device names as
+    ``nvidia-smi``, ``torch.cuda.get_device_name`` and NeuSight's files spell them (``"NVIDIA H100 80GB HBM3"``,
+    ``"Tesla_V100-PCIE-32GB"``, ``"NVIDIA_A100_80GB_PCIe"``, ``"Tesla P4"``, ``"AMD_Instinct_MI250"``); everyday spellings
+    made of a chip, a form factor and a memory size in any order (``"A100 80GB PCIe"``, ``"H100 80GB SXM5"``,
+    ``"h100-sxm"``, ``"nvidia-l4"``).
+
+    A name that omits the form factor or the memory size gets the chip's first part in the catalog that fits what it
+    does say: SXM before PCIe (``"A100"`` is the SXM4 40 GB, ``"H100"`` the SXM5, ``"V100"`` the SXM2 16 GB, as GCE
+    attaches them), the smaller memory first (``"A100 PCIe"`` is the 40 GB card). Give both to be exact.
+
+    Raises
+    ------
+    UnknownNameError
+        For any other name, listing the catalog ids and the closest ones. A GPU that is not in the catalog can be
+        passed as a :class:`perfmodel.datasets.GPUSpec` wherever a GPU is expected.
+
+    >>> canonical_gpu("NVIDIA A100 80GB PCIe")
+    'A100-PCIe-80GB'
+    """
     key = _norm(name)
     if key in _GPU_ALIASES:
         return _GPU_ALIASES[key]
-    raise _unknown("GPU", name, GPU_IDS, aliases=_GPU_ALIASES)
+    found = _gpu_from_tokens(name)
+    if found is not None:
+        return found
+    err = _unknown("GPU", name, CATALOG_GPU_IDS, "Device names ('NVIDIA A100 80GB PCIe', 'Tesla V100-SXM2-16GB') and spellings such as "
+                   "'H100 80GB SXM5' are accepted too; a GPU that is not in the catalog can be passed as a "
+                   "perfmodel.datasets.GPUSpec.", aliases=_GPU_ALIASES)
+    chip = _chip_of(name)
+    if chip is not None:  # the chip is known, its form factor / memory / extra words are not: suggest that chip's parts
+        parts = [g.id for g in _GPU_NAMES if g.chip == chip]
+        msg = str(err).split(" Did you mean")[0]
+        err = UnknownNameError(f"{msg} The catalog's {chip.upper()} parts are {' or '.join(repr(p) for p in parts)}; "
+                               f"did you mean one of them?")
+    raise err
 
 
 def region_of_zone(zone: str) -> str:

@@ -5,7 +5,8 @@
   source file, cell, variable and index of every value (see ``reference/transcribed/README.md``). They are reported
   figures, not measurements: for several of them no data file exists.
 * ``reference/cmdare_cnns.csv`` — the twenty CNNs with their published features (CATALOG.md §4).
-* ``reference/gpus.csv`` — GPU catalog (peak FP32 TFLOPS, memory bandwidth), each value with its source.
+* ``reference/gpus.csv`` — GPU catalog (peak FP32/TF32/FP16/BF16 rates, memory, SMs, L2, interconnect), each group of
+  values with its source.
 * ``reference/icac19_prices.csv`` — GCE prices of ICAC'19 Table II (2019).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pandas as pd
 from perfmodel._errors import UnknownNameError
 from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
-from perfmodel.datasets.names import GPU_IDS, canonical_gpu
+from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
 __all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "DATASETS"]
 
@@ -86,20 +87,41 @@ def load_reported_cnns() -> pd.DataFrame:
 
 
 def load_gpu_catalog() -> pd.DataFrame:
-    """GPU catalog: one row per GPU (K80, P100, V100, T4, L4, A100, H100).
+    """GPU catalog: one row per real device (22 rows), PCIe and SXM parts apart, each group of values with its source.
+
+    The ids ``K80``, ``P100``, ``V100``, ``T4``, ``L4``, ``A100``, ``H100`` are the paper-era ids
+    (:data:`perfmodel.datasets.GPU_IDS`): ``K80`` is one die of the board (FP32 4.113 and ``P100`` 9.526 TFLOPS are the
+    values CM-DARE's data uses), ``V100`` the SXM2 16 GB, ``A100`` the SXM4 40 GB, ``H100`` the SXM5 80 GB. The other
+    parts have ids of their own (``V100-PCIe-32GB``, ``A100-PCIe-80GB``, ``H100-PCIe``, ``H200``, ``MI250`` ...; all in
+    :data:`perfmodel.datasets.CATALOG_GPU_IDS`); :func:`perfmodel.datasets.canonical_gpu` maps device names such as
+    ``"NVIDIA A100 80GB PCIe"`` to them.
 
     Returns
     -------
     DataFrame
-        ``gpu``, ``architecture``, ``form_factor``, ``fp32_peak_tflops`` (peak FP32, one GPU as attached to a VM),
-        ``fp32_tflops_source``, ``memory_gib``, ``memory_bandwidth_gb_per_s``, ``bandwidth_source``, ``cuda_cores``,
-        ``clock_ghz``, ``in_paper_data`` (the value is the one the CM-DARE data uses: K80 4.113, P100 9.526),
-        ``note``.
+        One row per GPU, in :data:`~perfmodel.datasets.CATALOG_GPU_IDS` order:
+
+        * ``gpu``, ``vendor`` (NVIDIA, AMD), ``architecture``, ``form_factor``, ``device_name`` (as ``nvidia-smi`` /
+          ``torch.cuda.get_device_name`` report it, the spelling of NeuSight's files);
+        * ``fp32_peak_tflops`` (CUDA cores / vector units) with ``fp32_tflops_source``;
+        * ``tf32_peak_tflops``, ``fp16_peak_tflops``, ``bf16_peak_tflops`` (dense tensor/matrix-core rates, no sparsity;
+          P100's FP16 is its CUDA cores' double rate; NaN where the GPU has no such units), ``fp32_matrix_tflops`` (AMD
+          matrix cores; NaN for NVIDIA) with ``tensor_tflops_source``;
+        * ``memory_gib``, ``memory_bandwidth_gb_per_s`` with ``bandwidth_source``;
+        * ``sm_count`` (compute units on AMD), ``cuda_cores`` (stream processors on AMD), ``clock_ghz`` (boost clock the FP32
+          peak is computed at), ``l2_mib`` with ``architecture_source``;
+        * ``pcie_generation``, ``nvlink_gb_per_s`` (per GPU, all links, both directions; 0 = none, with a bridge for PCIe
+          cards), ``tdp_w`` with ``interconnect_source``;
+        * ``in_paper_data`` (the row's value is the one the CM-DARE data uses: K80, P100), ``note`` (caveats: values that
+          are uncertain or derived say so here).
+
+        Vendor datasheets and architecture whitepapers are cited by name in the source columns; NeuSight's device configs
+        were used to cross-check only (their disagreements are in ``note``).
     """
     df = _read_packaged("reference/gpus.csv")
     df["in_paper_data"] = df["in_paper_data"].astype(bool)
-    if list(df["gpu"]) != list(GPU_IDS):  # pragma: no cover - packaging guard
-        raise RuntimeError("gpus.csv does not list the GPU ids of perfmodel.datasets.names")
+    if list(df["gpu"]) != list(CATALOG_GPU_IDS):  # pragma: no cover - packaging guard
+        raise RuntimeError("gpus.csv does not list the GPU ids of perfmodel.datasets.names.CATALOG_GPU_IDS")
     return df
 
 
@@ -153,6 +175,6 @@ DATASETS: tuple[DatasetSpec, ...] = (
         for k, v in TRANSCRIBED.items()
     ),
     DatasetSpec("reported_cnns", load_reported_cnns, "one of the twenty CNNs with its published features", ("reference/cmdare_cnns.csv",), "ICDCS'20 §4", kind="reference"),
-    DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32 TFLOPS, memory bandwidth, sources", ("reference/gpus.csv",), "CATALOG.md §6", kind="catalog"),
+    DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32/TF32/FP16/BF16 TFLOPS, memory, SMs, L2, interconnect, sources", ("reference/gpus.csv",), "CATALOG.md §6", kind="catalog"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

@@ -1,0 +1,274 @@
+"""GPU specifications: a catalog row, or a GPU the catalog does not have, as one validated :class:`GPUSpec`.
+
+Everything that takes a GPU can take either a catalog GPU by any of its names (``"H100"``, ``"NVIDIA A100 80GB PCIe"``,
+see :func:`perfmodel.datasets.canonical_gpu`) or a :class:`GPUSpec` (or a dict, Series or one-row frame with the
+catalog's columns) for a GPU that is not in the catalog; :func:`gpu_spec` turns any of them into a :class:`GPUSpec`.
+
+Precisions are those of a training step: ``"fp32"`` (CUDA cores / vector units), ``"tf32"`` (tensor cores on FP32
+tensors, Ampere and later), ``"fp16"`` and ``"bf16"`` (tensor or matrix cores where the GPU has them). Rates are dense
+(no structured sparsity). A precision a GPU has no units for is an :class:`UnsupportedPrecisionError` naming the ones
+it has.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from perfmodel._errors import UnknownNameError
+
+__all__ = ["GPUSpec", "gpu_spec", "peak_tflops", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError"]
+
+#: Precisions perfmodel predicts for, each with the catalog column of its dense peak rate.
+PRECISIONS: dict[str, str] = {
+    "fp32": "fp32_peak_tflops",
+    "tf32": "tf32_peak_tflops",
+    "fp16": "fp16_peak_tflops",
+    "bf16": "bf16_peak_tflops",
+}
+
+_PRECISION_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+
+#: What a GPU needs for each precision (said when it lacks it).
+_NEEDS = {
+    "tf32": "TF32 tensor cores (NVIDIA Ampere and later: A100, A10, L4, L40S, H100, H200)",
+    "fp16": "FP16 tensor/matrix cores or fast FP16 arithmetic (NVIDIA P100 and Volta onwards, AMD MI100 onwards)",
+    "bf16": "BF16 tensor/matrix cores (NVIDIA Ampere and later, AMD MI100 onwards)",
+}
+
+
+class UnsupportedPrecisionError(ValueError):
+    """A GPU has no units for the precision asked for (BF16 on a V100, TF32 on a T4); the message lists what it runs."""
+
+
+class InvalidGPUSpecError(ValueError):
+    """A GPU spec lacks a required field, has a field the spec does not know, or a value that is not a valid number."""
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """The specification of one GPU, as perfmodel's predictors use it.
+
+    Required are the name and the numbers a roofline needs; the rest are optional. A precision rate left ``NaN`` means
+    the GPU has no units for it (it is then refused by :func:`peak_tflops`). Rates are dense peaks from the vendor's
+    datasheet (no structured sparsity).
+
+    Parameters
+    ----------
+    gpu : str
+        Name (a catalog id for catalog rows; any label for your own GPU).
+    fp32_peak_tflops : float
+        Peak FP32 rate on the CUDA cores / vector units, TFLOPS.
+    memory_bandwidth_gb_per_s : float
+        Peak memory bandwidth, GB/s (10^9 bytes per second).
+    memory_gib : float
+        Memory size, GiB.
+    sm_count : int
+        Streaming multiprocessors (compute units on AMD).
+    tf32_peak_tflops, fp16_peak_tflops, bf16_peak_tflops : float, optional
+        Dense TF32/FP16/BF16 tensor-core rates, TFLOPS; ``NaN`` (default) where the GPU has no such units.
+    fp32_matrix_tflops : float, optional
+        FP32 on matrix units (AMD CDNA), TFLOPS; ``NaN`` for NVIDIA.
+    l2_mib : float, optional
+        L2 cache, MiB.
+    clock_ghz : float, optional
+        Boost clock the FP32 peak is computed at, GHz.
+    pcie_generation : int, optional
+        Host link PCIe generation.
+    nvlink_gb_per_s : float, optional
+        NVLink bandwidth per GPU, all links, both directions, GB/s (0: none).
+    tdp_w : float, optional
+        Board power, W.
+    vendor, architecture, form_factor : str, optional
+        Descriptive.
+
+    Examples
+    --------
+    >>> GPUSpec("my-gpu", fp32_peak_tflops=40.0, memory_bandwidth_gb_per_s=1000.0, memory_gib=48, sm_count=100,
+    ...         bf16_peak_tflops=300.0).precisions
+    ('fp32', 'bf16')
+    """
+
+    gpu: str
+    fp32_peak_tflops: float
+    memory_bandwidth_gb_per_s: float
+    memory_gib: float
+    sm_count: int
+    tf32_peak_tflops: float = math.nan
+    fp16_peak_tflops: float = math.nan
+    bf16_peak_tflops: float = math.nan
+    fp32_matrix_tflops: float = math.nan
+    l2_mib: float = math.nan
+    clock_ghz: float = math.nan
+    pcie_generation: float = math.nan
+    nvlink_gb_per_s: float = math.nan
+    tdp_w: float = math.nan
+    vendor: str = ""
+    architecture: str = ""
+    form_factor: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.gpu, str) or not self.gpu.strip():
+            raise InvalidGPUSpecError(f"GPUSpec.gpu must be a non-empty name; got {self.gpu!r}.")
+        for f in dataclasses.fields(self):
+            if f.name == "gpu":
+                continue
+            v = getattr(self, f.name)
+            if f.type == "str":
+                if not isinstance(v, str):
+                    raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: {f.name} must be a string; got {v!r}.")
+                continue
+            required = f.default is dataclasses.MISSING
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: {f.name} must be a number ({_unit(f.name)}); got {v!r}.")
+            v = float(v)
+            ok = (math.isfinite(v) and v > 0) or (not required and (math.isnan(v) or (f.name == "nvlink_gb_per_s" and v == 0)))
+            if not ok:
+                want = "a positive finite number" + ("" if required else " or NaN (unknown / no such unit)")
+                raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: {f.name} must be {want} ({_unit(f.name)}); got {v!r}.")
+            if f.name == "sm_count" and v != int(v):
+                raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: sm_count must be a whole number of SMs; got {v!r}.")
+            object.__setattr__(self, f.name, int(v) if f.name == "sm_count" else v)
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """The precisions this GPU has units for, in :data:`PRECISIONS` order."""
+        return tuple(p for p, col in PRECISIONS.items() if math.isfinite(getattr(self, col)))
+
+    def peak_tflops(self, precision: str = "fp32") -> float:
+        """Dense peak rate at ``precision`` in TFLOPS (see :func:`peak_tflops`)."""
+        p = _canonical_precision(precision)
+        rate = getattr(self, PRECISIONS[p])
+        if not math.isfinite(rate):
+            raise UnsupportedPrecisionError(
+                f"GPU {self.gpu!r} cannot run {p}: it has no {_NEEDS[p]}. {self.gpu} supports {', '.join(self.precisions)}; "
+                f"pick one of these, or a GPU that has {p}."
+            )
+        return float(rate)
+
+    def to_dict(self) -> dict:
+        """The spec as a plain dict (the catalog's column names)."""
+        return dataclasses.asdict(self)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(GPUSpec)}
+_REQUIRED = [n for n, f in _FIELDS.items() if f.default is dataclasses.MISSING]
+#: Catalog columns that describe a value's provenance, not the GPU: dropped when a catalog row becomes a spec.
+_PROVENANCE = {"device_name", "fp32_tflops_source", "tensor_tflops_source", "bandwidth_source", "architecture_source",
+               "interconnect_source", "in_paper_data", "note", "cuda_cores"}
+
+
+def _unit(name: str) -> str:
+    for suffix, unit in (("_tflops", "TFLOPS"), ("_gb_per_s", "GB/s"), ("_gib", "GiB"), ("_mib", "MiB"), ("_ghz", "GHz"), ("_w", "W")):
+        if name.endswith(suffix):
+            return unit
+    return "a count" if name in ("sm_count", "pcie_generation") else "text"
+
+
+def _canonical_precision(precision) -> str:
+    key = str(precision).strip().lower().removeprefix("torch.")
+    key = _PRECISION_ALIASES.get(key, key)
+    if key not in PRECISIONS:
+        raise UnknownNameError(f"Unknown precision {precision!r}. Expected one of: {', '.join(PRECISIONS)}.")
+    return key
+
+
+def _from_mapping(d: Mapping, what: str) -> GPUSpec:
+    d = {k: v for k, v in d.items() if k not in _PROVENANCE}
+    name = d.get("gpu")
+    label = f"{what} for {name!r}" if name is not None else what
+    missing = [k for k in _REQUIRED if k not in d or (k != "gpu" and _isna(d[k]))]
+    if missing:
+        raise InvalidGPUSpecError(f"The GPU spec {label} lacks the required field(s) {missing}; a spec needs {_REQUIRED}. "
+                                  "Add them (see perfmodel.datasets.GPUSpec for units).")
+    unknown = sorted(set(d) - set(_FIELDS))
+    if unknown:
+        raise InvalidGPUSpecError(f"The GPU spec {label} has unknown field(s) {unknown}; known fields: {list(_FIELDS)}.")
+    clean = {}
+    for k, v in d.items():
+        if _FIELDS[k].type == "str":
+            clean[k] = "" if _isna(v) else v
+        else:
+            clean[k] = math.nan if _isna(v) else v
+    return GPUSpec(**clean)
+
+
+def _isna(v) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def gpu_spec(gpu) -> GPUSpec:
+    """The :class:`GPUSpec` of a GPU: a catalog GPU by any name, or a spec of your own, validated.
+
+    Parameters
+    ----------
+    gpu : str, GPUSpec, dict, Series or one-row DataFrame
+        A name :func:`perfmodel.datasets.canonical_gpu` accepts (``"V100"``, ``"Tesla_V100-PCIE-32GB"``,
+        ``"H100 80GB SXM5"``), a :class:`GPUSpec`, or a mapping / row with :class:`GPUSpec`'s fields (the GPU catalog's
+        column names; its source and note columns are ignored).
+
+    Returns
+    -------
+    GPUSpec
+
+    Raises
+    ------
+    UnknownNameError
+        An unknown GPU name (with the closest catalog ids).
+    InvalidGPUSpecError
+        A spec that lacks a required field, has an unknown field or an invalid value.
+    TypeError
+        Anything else.
+    """
+    if isinstance(gpu, GPUSpec):
+        return gpu
+    if isinstance(gpu, str):
+        from perfmodel.datasets.names import canonical_gpu
+        from perfmodel.datasets.reference import load_gpu_catalog
+
+        gid = canonical_gpu(gpu)
+        row = load_gpu_catalog().set_index("gpu").loc[gid]
+        return _from_mapping({"gpu": gid, **row.to_dict()}, "catalog row")
+    if isinstance(gpu, pd.DataFrame):
+        if len(gpu) != 1:
+            raise InvalidGPUSpecError(f"A GPU spec frame must have exactly one row; got {len(gpu)}. Pass one row (df.iloc[[i]]) "
+                                      "or a list of GPUs.")
+        return _from_mapping(gpu.iloc[0].to_dict(), "frame row")
+    if isinstance(gpu, pd.Series):
+        return _from_mapping(gpu.to_dict(), "Series")
+    if isinstance(gpu, Mapping):
+        return _from_mapping(gpu, "dict")
+    raise TypeError(f"A GPU must be a name (str), a GPUSpec, a dict or a one-row DataFrame of GPU specs; got {type(gpu).__name__} {gpu!r}.")
+
+
+def peak_tflops(gpu, precision: str = "fp32") -> float:
+    """Dense peak rate of a GPU at a precision, TFLOPS.
+
+    Parameters
+    ----------
+    gpu : str, GPUSpec, dict, Series or one-row DataFrame
+        See :func:`gpu_spec`.
+    precision : {"fp32", "tf32", "fp16", "bf16"}
+        ``"fp32"`` is the CUDA-core (vector) rate; ``"tf32"``, ``"fp16"``, ``"bf16"`` the dense tensor-core (matrix-core)
+        rates (P100's FP16 runs on its CUDA cores at twice the FP32 rate). ``torch`` dtype names (``"float32"``,
+        ``"bfloat16"``, ``"float16"``) are accepted too.
+
+    Raises
+    ------
+    UnsupportedPrecisionError
+        The GPU has no units for ``precision`` (BF16 on V100/T4/P100, TF32 before Ampere); the message lists the
+        precisions it supports.
+    UnknownNameError
+        ``precision`` is none of the four, or the GPU name is unknown.
+
+    >>> peak_tflops("A100", "bf16")
+    312.0
+    """
+    return gpu_spec(gpu).peak_tflops(precision)

@@ -1,0 +1,295 @@
+"""The GPU catalog (one row per device, sourced), GPU names (NeuSight's and everyday spellings), GPU specs and precisions."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import perfmodel.datasets as ds
+from perfmodel._errors import UnknownNameError
+from perfmodel.datasets import GPUSpec, InvalidGPUSpecError, UnsupportedPrecisionError, canonical_gpu, gpu_spec, peak_tflops
+
+NEUSIGHT = "sitar-lab/NeuSight/scripts/asplos"
+RATES = ["fp32_peak_tflops", "tf32_peak_tflops", "fp16_peak_tflops", "bf16_peak_tflops"]
+
+
+@pytest.fixture(scope="module")
+def cat() -> pd.DataFrame:
+    return ds.load_gpu_catalog().set_index("gpu")
+
+
+# --- the catalog -------------------------------------------------------------------------------------------------------
+
+def test_one_row_per_device_with_every_column(cat):
+    assert list(cat.index) == list(ds.CATALOG_GPU_IDS) and cat.index.is_unique and len(cat) == 22
+    assert cat["device_name"].is_unique
+    for col in ["fp32_peak_tflops", "memory_gib", "memory_bandwidth_gb_per_s", "sm_count", "cuda_cores", "clock_ghz", "l2_mib",
+                "pcie_generation", "tdp_w"]:
+        assert (cat[col] > 0).all(), col
+    assert (cat["nvlink_gb_per_s"] >= 0).all() and set(cat["pcie_generation"]) == {3, 4, 5}
+    for src in ["fp32_tflops_source", "tensor_tflops_source", "bandwidth_source", "architecture_source", "interconnect_source"]:
+        assert cat[src].str.len().gt(20).all(), src  # every group of values names where it comes from
+    # a vendor document is cited for every value group (the paper-era K80/P100 FP32 rates cite CM-DARE's data, as before)
+    vendor = cat["vendor"].map({"NVIDIA": "NVIDIA", "AMD": "AMD"})
+    for src in ["tensor_tflops_source", "bandwidth_source", "architecture_source", "interconnect_source"]:
+        assert all(v in s for v, s in zip(vendor, cat[src])), src
+
+
+def test_paper_era_ids_keep_their_device_and_values(cat):
+    """K80/P100 as CM-DARE's data; V100 = GCE's SXM2 16 GB; A100 = SXM4 40 GB; H100 = SXM5 80 GB (values of the first catalog)."""
+    want = {  # gpu: fp32_peak_tflops, memory_gib, memory_bandwidth_gb_per_s, cuda_cores, clock_ghz, form factor
+        "K80": (4.113, 12, 240, 2496, 0.824, "one of the two GK210 dies"),
+        "P100": (9.526, 16, 732, 3584, 1.329, "PCIe 16 GB"),
+        "V100": (15.667, 16, 900, 5120, 1.53, "SXM2 16 GB"),
+        "T4": (8.1, 16, 320, 2560, 1.59, "PCIe 16 GB"),
+        "L4": (30.3, 24, 300, 7424, 2.04, "PCIe 24 GB"),
+        "A100": (19.5, 40, 1555, 6912, 1.41, "SXM4 40 GB"),
+        "H100": (66.9, 80, 3350, 16896, 1.98, "SXM5 80 GB"),
+    }
+    assert set(want) == set(ds.GPU_IDS)
+    for g, (tf, mem, bw, cores, clock, form) in want.items():
+        r = cat.loc[g]
+        assert (r["fp32_peak_tflops"], r["memory_gib"], r["memory_bandwidth_gb_per_s"], r["cuda_cores"], r["clock_ghz"]) == \
+            (tf, mem, bw, cores, clock), g
+        assert r["form_factor"].startswith(form), g
+    assert cat.loc["V100", "device_name"] == "Tesla V100-SXM2-16GB" and cat.loc["A100", "device_name"] == "NVIDIA A100-SXM4-40GB"
+    assert cat.loc["H100", "device_name"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_precision_units_exist_where_the_hardware_has_them(cat):
+    no_bf16 = ["K80", "P4", "P100", "P100-SXM2", "V100", "V100-SXM2-32GB", "V100-PCIe-16GB", "V100-PCIe-32GB", "T4"]
+    assert cat.loc[no_bf16, "bf16_peak_tflops"].isna().all() and cat.loc[no_bf16, "tf32_peak_tflops"].isna().all()
+    assert cat.loc[["K80", "P4"], "fp16_peak_tflops"].isna().all()
+    assert cat.loc[["MI100", "MI210", "MI250"], "tf32_peak_tflops"].isna().all()  # CDNA/CDNA2: no TF32
+    assert cat.loc[cat["vendor"] == "NVIDIA", "fp32_matrix_tflops"].isna().all()
+    has = cat[RATES[1:]].notna()
+    assert has.loc[~cat.index.isin(no_bf16 + ["MI100", "MI210", "MI250"])].all().all()  # every Ampere/Ada/Hopper part has all three
+    # tensor rates are above FP32 where present; TF32 is half of FP16 on Ampere/Ada/Hopper (dense, no sparsity)
+    for col in RATES[1:]:
+        sub = cat[cat[col].notna()]
+        assert (sub[col] > sub["fp32_peak_tflops"]).all(), col
+    tc = cat[cat["tf32_peak_tflops"].notna()]
+    np.testing.assert_allclose(tc["fp16_peak_tflops"] / tc["tf32_peak_tflops"], 2, rtol=0.02)
+    # datasheet known answers (dense)
+    assert cat.loc["A100-PCIe-80GB", RATES].tolist() == [19.5, 156, 312, 312]
+    assert cat.loc["H100", RATES].tolist() == [66.9, 494.7, 989.4, 989.4]
+    assert cat.loc["L4", RATES].tolist() == [30.3, 60, 121, 121]
+    assert cat.loc["V100-PCIe-32GB", ["fp32_peak_tflops", "fp16_peak_tflops"]].tolist() == [14, 112]
+    assert cat.loc["T4", "fp16_peak_tflops"] == 65 and cat.loc["P100", "fp16_peak_tflops"] == 18.7
+
+
+def test_pcie_and_sxm_parts_are_apart_where_they_differ(cat):
+    pairs = [("A100-PCIe-80GB", "A100-SXM4-80GB"), ("H100-PCIe", "H100"), ("V100-PCIe-16GB", "V100"), ("P100", "P100-SXM2")]
+    for pcie, sxm in pairs:
+        a, b = cat.loc[pcie], cat.loc[sxm]
+        assert a["form_factor"].startswith("PCIe") and b["form_factor"].startswith("SXM")
+        assert a["fp32_peak_tflops"] < b["fp32_peak_tflops"] or a["memory_bandwidth_gb_per_s"] < b["memory_bandwidth_gb_per_s"]
+        assert a["tdp_w"] < b["tdp_w"]
+    assert cat.loc["A100-PCIe-80GB", "memory_bandwidth_gb_per_s"] == 1935 and cat.loc["A100-SXM4-80GB", "memory_bandwidth_gb_per_s"] == 2039
+    assert cat.loc["H100-PCIe", ["sm_count", "memory_bandwidth_gb_per_s"]].tolist() == [114, 2000]
+    assert cat.loc[["T4", "L4", "L40S", "A10", "P4", "K80"], "nvlink_gb_per_s"].eq(0).all()
+    assert cat.loc[["V100", "A100", "H100", "H200"], "nvlink_gb_per_s"].tolist() == [300, 600, 900, 900]
+
+
+def test_neusight_device_configs_agree_or_the_note_says_why(cat, mirror):
+    """NeuSight's device configs (cross-check only): bandwidth within 3 %, FP32 within 4 %, SMs equal or explained."""
+    folder = mirror / NEUSIGHT / "data" / "device_configs"
+    files = sorted(p for p in folder.glob("*.json") if not p.stem.endswith("_TP"))  # _TP: two H100s summed, not a device
+    assert len(files) == 12
+    for p in files:
+        conf = json.loads(p.read_text())
+        g = canonical_gpu(p.stem)
+        assert canonical_gpu(conf["Device"]) == g
+        row = cat.loc[g]
+        assert conf["Mem_Bw"] == pytest.approx(row["memory_bandwidth_gb_per_s"], rel=0.03), g
+        fp32 = conf.get("SingleFLOPs", conf.get("SingleFLOPsVEC")) / 1000
+        assert fp32 == pytest.approx(row["fp32_peak_tflops"], rel=0.04), g
+        if conf["Num_Sm"] != row["sm_count"]:
+            assert g in ("P4", "L4") and "SMs" in row["note"], g
+
+
+# --- names -------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, gpu", [
+    # NeuSight's label folders and device configs
+    ("NVIDIA_H100_80GB_HBM3", "H100"), ("Tesla_V100-PCIE-32GB", "V100-PCIe-32GB"), ("NVIDIA_A100-SXM4-40GB", "A100"),
+    ("NVIDIA_A100-PCIE-40GB", "A100-PCIe-40GB"), ("NVIDIA_A100_80GB_PCIe", "A100-PCIe-80GB"), ("NVIDIA_L4", "L4"),
+    ("Tesla_P4", "P4"), ("Tesla_T4", "T4"), ("Tesla_P100-PCIE-16GB", "P100"), ("AMD_Instinct_MI100", "MI100"),
+    ("AMD_Instinct_MI210", "MI210"), ("AMD_Instinct_MI250", "MI250"),
+    # NeuSight's microbenchmark file stems
+    ("Tesla P4", "P4"), ("Tesla P100-PCIE-16GB", "P100"), ("Tesla T4", "T4"), ("Tesla V100-PCIE-32GB", "V100-PCIe-32GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB"), ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"),
+    # everyday spellings
+    ("A100 80GB PCIe", "A100-PCIe-80GB"), ("H100 80GB SXM5", "H100"), ("h100-sxm", "H100"), ("Tesla V100-SXM2-16GB", "V100"),
+    ("nvidia-l4", "L4"), ("H100 PCIe", "H100-PCIe"), ("a100 sxm4 80 GB", "A100-SXM4-80GB"), ("V100 32GB", "V100-SXM2-32GB"),
+    ("v100-pcie", "V100-PCIe-16GB"), ("A100 PCIe", "A100-PCIe-40GB"), ("A100 80GB", "A100-SXM4-80GB"), ("NVIDIA H200", "H200"),
+    ("l40s", "L40S"), ("NVIDIA A10", "A10"), ("MI250", "MI250"),
+    # the ids and the paper-era spellings
+    ("A100", "A100"), ("h100", "H100"), ("v100", "V100"), ("p100", "P100"), ("Tesla K80", "K80"), ("k", "K80"),
+    ("a100_pcie_80gb", "A100-PCIe-80GB"),
+])
+def test_canonical_gpu_accepts_device_names_and_everyday_spellings(name, gpu):
+    assert canonical_gpu(name) == gpu
+
+
+def test_every_catalog_id_and_device_name_round_trips(cat):
+    for g, row in cat.iterrows():
+        assert canonical_gpu(g) == g and canonical_gpu(row["device_name"]) == g
+        assert canonical_gpu(row["device_name"].replace(" ", "_")) == g  # NeuSight's folder spelling
+
+
+def test_every_neusight_device_name_in_the_mirror_resolves(mirror):
+    root = mirror / NEUSIGHT
+    labels = [p.name for p in (root / "label").iterdir() if p.is_dir()]
+    stems = {p.stem for d in ("train", "test") for p in (root / "data" / "dataset" / d).glob("collect/*/p2.1.0/*.csv")}
+    assert len(labels) == 12 and len(stems) >= 6
+    resolved = {n: canonical_gpu(n) for n in [*labels, *stems]}
+    assert {resolved[n] for n in stems} >= {"P4", "P100", "T4", "V100-PCIe-32GB", "A100-PCIe-40GB"}  # NeuSight's training GPUs
+    assert {resolved[n] for n in labels} >= {"H100", "L4", "A100-PCIe-80GB", "V100-PCIe-32GB"}
+
+
+@pytest.mark.parametrize("name, close", [
+    # a part the catalog does not have, a memory size no part has, two form factors, extra words: refused, never mapped
+    # to a near part; the chip's catalogued parts are suggested
+    ("H100 NVL", "The catalog's H100 parts are 'H100' or 'H100-PCIe'; did you mean one of them?"),
+    ("V100 48GB", "The catalog's V100 parts are 'V100' or 'V100-SXM2-32GB' or 'V100-PCIe-16GB' or 'V100-PCIe-32GB'; did you mean"),
+    ("A100 SXM4 PCIe", "The catalog's A100 parts are 'A100' or 'A100-SXM4-80GB' or 'A100-PCIe-40GB' or 'A100-PCIe-80GB'"),
+    ("NVIDIA_H100_80GB_HBM3_TP", "The catalog's H100 parts are"),  # NeuSight's two-GPU tensor-parallel config, not a device
+    ("H10", "Did you mean 'H100'"),  # no chip named: the closest ids
+    ("RTX 4090", None),
+])
+def test_unknown_gpu_names_are_refused_with_suggestions(name, close):
+    with pytest.raises(UnknownNameError, match=rf"^Unknown GPU '{name}'\. Expected one of: K80, P4, .*, MI250\. Device names .* a GPU "
+                                               r"that is not in the catalog can be passed as a perfmodel\.datasets\.GPUSpec\.") as info:
+        canonical_gpu(name)
+    msg = str(info.value)
+    assert (close in msg) if close else ("Did you mean" not in msg and "did you mean" not in msg)
+
+
+# --- specs -------------------------------------------------------------------------------------------------------------
+
+def test_gpu_spec_of_a_catalog_gpu_by_any_name(cat):
+    s = gpu_spec("Tesla_V100-PCIE-32GB")
+    assert isinstance(s, GPUSpec) and s.gpu == "V100-PCIe-32GB"
+    assert (s.fp32_peak_tflops, s.fp16_peak_tflops, s.memory_gib, s.memory_bandwidth_gb_per_s, s.sm_count, s.l2_mib) == \
+        (14.0, 112.0, 32.0, 900.0, 80, 6.0)
+    assert math.isnan(s.bf16_peak_tflops) and s.precisions == ("fp32", "fp16") and s.pcie_generation == 3
+    assert gpu_spec(s) is s
+    for g in cat.index:  # the catalog row as a Series, as a one-row frame and as a dict give the same spec
+        want = gpu_spec(g)
+        assert gpu_spec(cat.loc[g].rename(None).to_frame().T.assign(gpu=g)) == want
+        assert gpu_spec({"gpu": g, **cat.loc[g].to_dict()}) == want
+        assert gpu_spec(want.to_dict()) == want
+
+
+def test_a_gpu_outside_the_catalog_as_a_spec():
+    spec = {"gpu": "B200", "fp32_peak_tflops": 80.0, "memory_bandwidth_gb_per_s": 8000, "memory_gib": 180, "sm_count": 148,
+            "bf16_peak_tflops": 2250.0, "fp16_peak_tflops": 2250.0, "tf32_peak_tflops": 1100.0}
+    s = gpu_spec(spec)
+    assert s.gpu == "B200" and s.precisions == ("fp32", "tf32", "fp16", "bf16") and peak_tflops(spec, "bf16") == 2250.0
+    assert math.isnan(s.l2_mib) and math.isnan(s.nvlink_gb_per_s)
+    assert peak_tflops(GPUSpec("x", 10, 500, 16, 40), "fp32") == 10.0
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"gpu": "B200", "fp32_peak_tflops": 80.0}, r"The GPU spec dict for 'B200' lacks the required field\(s\) \['memory_bandwidth_gb_per_s', "
+                                                r"'memory_gib', 'sm_count'\]; a spec needs \['gpu', 'fp32_peak_tflops', "),
+    ({"fp32_peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": 1}, r"The GPU spec dict lacks the required field\(s\) \['gpu'\]"),
+    ({"gpu": "x", "fp32_peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": 1, "fp32_tflops": 3},
+     r"The GPU spec dict for 'x' has unknown field\(s\) \['fp32_tflops'\]; known fields: \['gpu', 'fp32_peak_tflops'"),
+    ({"gpu": "x", "fp32_peak_tflops": -1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": 1},
+     r"GPUSpec 'x': fp32_peak_tflops must be a positive finite number \(TFLOPS\); got -1\.0\."),
+    ({"gpu": "x", "fp32_peak_tflops": 1, "memory_bandwidth_gb_per_s": "fast", "memory_gib": 1, "sm_count": 1},
+     r"GPUSpec 'x': memory_bandwidth_gb_per_s must be a number \(GB/s\); got 'fast'\."),
+    ({"gpu": "x", "fp32_peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": 1.5},
+     r"GPUSpec 'x': sm_count must be a whole number of SMs; got 1\.5\."),
+    ({"gpu": "x", "fp32_peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": True},
+     r"GPUSpec 'x': sm_count must be a number \(a count\); got True\."),
+    ({"gpu": "x", "fp32_peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": 1, "bf16_peak_tflops": 0},
+     r"GPUSpec 'x': bf16_peak_tflops must be a positive finite number or NaN \(unknown / no such unit\) \(TFLOPS\); got 0\.0\."),
+    ({"gpu": "", "fp32_peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": 1}, r"GPUSpec\.gpu must be a non-empty name; got ''\."),
+    ({"gpu": "x", "fp32_peak_tflops": math.nan, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1, "sm_count": 1},
+     r"The GPU spec dict for 'x' lacks the required field\(s\) \['fp32_peak_tflops'\]"),
+])
+def test_invalid_specs_name_the_field(bad, message):
+    with pytest.raises(InvalidGPUSpecError, match=message) as info:
+        gpu_spec(bad)
+    assert isinstance(info.value, ValueError)
+
+
+def test_other_gpu_inputs_are_refused():
+    with pytest.raises(InvalidGPUSpecError, match=r"A GPU spec frame must have exactly one row; got 22\."):
+        gpu_spec(ds.load_gpu_catalog())
+    with pytest.raises(TypeError, match=r"A GPU must be a name \(str\), a GPUSpec, a dict or a one-row DataFrame of GPU specs; got int 100\."):
+        gpu_spec(100)
+    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A6000'"):
+        gpu_spec("A6000")
+
+
+_positive = st.floats(min_value=1e-3, max_value=1e5, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(fp32=_positive, bw=_positive, mem=_positive, sms=st.integers(1, 1000), bf16=st.none() | _positive, tf32=st.none() | _positive)
+def test_any_valid_spec_round_trips_and_supports_exactly_its_rates(fp32, bw, mem, sms, bf16, tf32):
+    d = {"gpu": "mine", "fp32_peak_tflops": fp32, "memory_bandwidth_gb_per_s": bw, "memory_gib": mem, "sm_count": sms}
+    if bf16 is not None:
+        d["bf16_peak_tflops"] = bf16
+    if tf32 is not None:
+        d["tf32_peak_tflops"] = tf32
+    s = gpu_spec(d)
+    assert gpu_spec(s.to_dict()) == s and gpu_spec(pd.DataFrame([d])) == s
+    assert s.precisions == tuple(p for p, v in [("fp32", fp32), ("tf32", tf32), ("fp16", None), ("bf16", bf16)] if v is not None)
+    assert peak_tflops(s, "fp32") == fp32
+    with pytest.raises(UnsupportedPrecisionError, match=r"GPU 'mine' cannot run fp16"):
+        peak_tflops(s, "fp16")
+
+
+# --- precisions --------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("gpu, precision, tflops", [
+    ("A100", "bf16", 312.0), ("A100", "tf32", 156.0), ("H100", "tf32", 494.7), ("H100 80GB SXM5", "fp16", 989.4),
+    ("NVIDIA_L4", "bf16", 121.0), ("V100", "fp32", 15.667), ("V100", "fp16", 125.0), ("Tesla T4", "fp16", 65.0),
+    ("P100", "fp16", 18.7), ("K80", "fp32", 4.113), ("MI250", "bf16", 181.05), ("MI100", "bf16", 92.3),
+    ("A100", "bfloat16", 312.0), ("A100", "torch.float16", 312.0), ("L4", "FP32", 30.3), ("L4", "float32", 30.3),
+])
+def test_peak_tflops_known_answers(gpu, precision, tflops):
+    assert peak_tflops(gpu, precision) == tflops
+
+
+def test_peak_tflops_matches_the_catalog_or_refuses(cat):
+    for g in cat.index:
+        for p, col in ds.PRECISIONS.items():
+            if np.isfinite(cat.loc[g, col]):
+                assert peak_tflops(g, p) == cat.loc[g, col]
+            else:
+                with pytest.raises(UnsupportedPrecisionError, match=rf"^GPU '{g}' cannot run {p}: it has no "):
+                    peak_tflops(g, p)
+
+
+@pytest.mark.parametrize("gpu, precision, supported, needs", [
+    ("V100", "bf16", "fp32, fp16", r"BF16 tensor/matrix cores \(NVIDIA Ampere and later, AMD MI100 onwards\)"),
+    ("Tesla_V100-PCIE-32GB", "tf32", "fp32, fp16", r"TF32 tensor cores \(NVIDIA Ampere and later: A100, A10, L4, L40S, H100, H200\)"),
+    ("T4", "tf32", "fp32, fp16", "TF32 tensor cores"),
+    ("P100", "bf16", "fp32, fp16", "BF16 tensor/matrix cores"),
+    ("K80", "fp16", "fp32", "FP16 tensor/matrix cores or fast FP16 arithmetic"),
+    ("MI210", "tf32", "fp32, fp16, bf16", "TF32 tensor cores"),
+])
+def test_a_precision_the_gpu_cannot_run_is_a_clear_error(gpu, precision, supported, needs):
+    g = canonical_gpu(gpu)
+    with pytest.raises(UnsupportedPrecisionError, match=rf"^GPU '{g}' cannot run {precision}: it has no {needs}[^.]*\. {g} supports "
+                                                        rf"{supported}; pick one of these, or a GPU that has {precision}\.$") as info:
+        peak_tflops(gpu, precision)
+    assert isinstance(info.value, ValueError)
+
+
+def test_an_unknown_precision_lists_the_valid_ones():
+    with pytest.raises(UnknownNameError, match=r"^Unknown precision 'int8'\. Expected one of: fp32, tf32, fp16, bf16\.$"):
+        peak_tflops("H100", "int8")
+    with pytest.raises(UnknownNameError, match=r"^Unknown precision 'fp8'"):
+        gpu_spec("H100").peak_tflops("fp8")
