@@ -26,3 +26,9 @@ from perfmodel.diagnostics.cluster import diagnose_cluster, diagnose_timeseries
 
 __all__ += ["diagnose_cluster", "diagnose_timeseries"]
 # -- end cluster diagnostics --
+
+# -- operator latency model --
+from perfmodel.diagnostics.op_model import op_model_errors
+
+__all__ += ["op_model_errors"]
+# -- end operator latency model --
