@@ -23,6 +23,8 @@ _LAZY = {
     "canonical_model": "perfmodel.datasets",
     "canonical_gpu": "perfmodel.datasets",
     "canonical_region": "perfmodel.datasets",
+    # prediction for any model and GPU
+    "predict_step_time": "perfmodel.models.op_step_time",
 }
 
 __all__ = ["__version__", *_SUBMODULES, *_LAZY]

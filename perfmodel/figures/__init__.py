@@ -138,3 +138,13 @@ from perfmodel.figures.cpu_measurements import CPU_FEATURE_SETS, cpu_lomo, cpu_l
 
 __all__ += ["CPU_FEATURE_SETS", "cpu_lomo", "cpu_lomo_data", "cpu_step_times"]
 # -- end CPU measurements --
+
+# -- external benchmark: NeuSight's labels --
+from perfmodel.figures.neusight_benchmark import (
+    BENCHMARK_GPUS,
+    neusight_benchmark,
+    neusight_benchmark_data,
+    neusight_benchmark_summary,
+)
+
+__all__ += ["BENCHMARK_GPUS", "neusight_benchmark", "neusight_benchmark_data", "neusight_benchmark_summary"]

@@ -1,0 +1,125 @@
+"""An external benchmark, not a paper reproduction: perfmodel's per-operator step-time predictor on NeuSight's published
+training labels (Lee et al., ASPLOS'25; sitar-lab/NeuSight @ 6945927), next to the errors NeuSight publishes for its
+own predictor, Li et al.'s per-operator regression, a roofline and Habitat on the same rows.
+
+The labels are single-GPU FP32 training steps (TF32 off), forward + backward without the optimizer step, on the GPUs
+NeuSight tests on: V100-PCIe-32GB, A100-PCIe-80GB, L4 and H100 (``perfmodel.datasets.load_neusight_labels``). The
+predictor never saw a label, nor any measurement of A100-80GB, L4 or H100: its operator model is fitted on the
+microbenchmarks of NeuSight's five training GPUs only (``perfmodel.models.op_latency``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["BENCHMARK_GPUS", "neusight_benchmark_data", "neusight_benchmark_summary", "neusight_benchmark"]
+
+#: NeuSight's NVIDIA test GPUs with single-GPU training labels (catalog ids).
+BENCHMARK_GPUS = ("V100-PCIe-32GB", "A100-PCIe-80GB", "L4", "H100")
+
+_METHODS = {"neusight": "NeuSight", "li_et_al": "Li et al.", "roofline": "roofline", "habitat": "Habitat"}
+_CACHE: dict = {}
+
+
+def neusight_benchmark_data() -> pd.DataFrame:
+    """One row per single-GPU training label of the benchmark GPUs.
+
+    Returns
+    -------
+    DataFrame
+        ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``, ``batch_size``, ``measured_ms``,
+        ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``error_pct`` (signed, ``(predicted − measured) / measured``),
+        ``abs_error_pct``, ``covered`` (measured inside the interval), ``status`` (``predicted``, or why not), and the
+        published absolute errors ``<method>_error_pct`` of NeuSight, Li et al., roofline and Habitat (NaN where NeuSight
+        publishes none).
+    """
+    from perfmodel.datasets import canonical_gpu, data_source, load_neusight_errors, load_neusight_labels, neusight_model_config
+    from perfmodel.models.op_step_time import predict_step_time
+
+    key = data_source()
+    if key in _CACHE:
+        return _CACHE[key].copy()
+    import warnings
+
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+
+    lab = load_neusight_labels()
+    lab = lab[(lab["mode"] == "train") & (lab["parallel"] == "none") & ~lab["fused"]].copy()
+    lab["gpu"] = [canonical_gpu(d) for d in lab["device"]]
+    lab = lab[lab["gpu"].isin(BENCHMARK_GPUS)].sort_values(["gpu", "model", "seq_len", "batch_size"]).reset_index(drop=True)
+    rows = []
+    for (model, seq, batch), grp in lab.groupby(["model", "seq_len", "batch_size"], sort=True):
+        try:
+            cfg = neusight_model_config(model)
+        except Exception as exc:  # noqa: BLE001 - reported per row, never silently dropped
+            pred, status = None, f"not predicted: no model config upstream ({type(exc).__name__})"
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ExtrapolationWarning)  # every benchmark GPU but V100 is outside by design
+                pred = predict_step_time(cfg, list(grp["gpu"]), input_shape=(int(seq),), batch_size=int(batch), optimizer=None)
+            status = "predicted"
+        for i, r in enumerate(grp.itertuples(index=False)):
+            row = dict(device=r.device, gpu=r.gpu, model=model, seq_len=int(seq), batch_size=int(batch),
+                       measured_ms=float(r.e2e_latency_ms), status=status)
+            if pred is not None:
+                p = pred.iloc[i]
+                row.update(predicted_ms=p["step_time_s"] * 1e3, lower_ms=p["lower_s"] * 1e3, upper_ms=p["upper_s"] * 1e3)
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    for c in ("predicted_ms", "lower_ms", "upper_ms"):
+        if c not in out:
+            out[c] = np.nan
+    out["error_pct"] = (out["predicted_ms"] - out["measured_ms"]) / out["measured_ms"] * 100
+    out["abs_error_pct"] = out["error_pct"].abs()
+    out["covered"] = (out["lower_ms"] <= out["measured_ms"]) & (out["measured_ms"] <= out["upper_ms"])
+    err = load_neusight_errors()
+    err = err[(err["mode"] == "train") & (err["parallel"] == "none") & ~err["fused"]]
+    wide = err.pivot_table(index=["device", "model", "seq_len", "batch_size"], columns="method", values="e2e_error_pct")
+    wide = wide.rename(columns={m: f"{m}_error_pct" for m in wide.columns}).reset_index()
+    out = out.merge(wide, on=["device", "model", "seq_len", "batch_size"], how="left")
+    for m in _METHODS:
+        if f"{m}_error_pct" not in out:
+            out[f"{m}_error_pct"] = np.nan
+    _CACHE[key] = out
+    return out.copy()
+
+
+def neusight_benchmark_summary(data: pd.DataFrame | None = None) -> pd.DataFrame:
+    """MAPE per GPU and overall of perfmodel and of each published method, on the rows perfmodel predicted.
+
+    Returns ``gpu`` (``all`` last), ``n_labels``, ``perfmodel_mape_pct``, ``interval_coverage`` and
+    ``<method>_mape_pct`` for NeuSight, Li et al., roofline and Habitat.
+    """
+    d = neusight_benchmark_data() if data is None else data
+    d = d[d["status"] == "predicted"]
+    rows = []
+    for g, grp in [*d.groupby("gpu", sort=True), ("all", d)]:
+        row = dict(gpu=g, n_labels=len(grp), perfmodel_mape_pct=float(grp["abs_error_pct"].mean()),
+                   interval_coverage=float(grp["covered"].mean()))
+        for m in _METHODS:
+            row[f"{m}_mape_pct"] = float(grp[f"{m}_error_pct"].mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def neusight_benchmark(data: pd.DataFrame | None = None):
+    """Predicted vs measured step time of every benchmark label, one colour per GPU, with perfmodel's and NeuSight's
+    MAPE per GPU in the legend."""
+    import matplotlib.pyplot as plt
+
+    d = neusight_benchmark_data() if data is None else data
+    s = neusight_benchmark_summary(d).set_index("gpu")
+    d = d[d["status"] == "predicted"]
+    fig, ax = plt.subplots(figsize=(3.6, 3.3))
+    for g, grp in d.groupby("gpu", sort=True):
+        ax.errorbar(grp["measured_ms"], grp["predicted_ms"],
+                    yerr=[grp["predicted_ms"] - grp["lower_ms"], grp["upper_ms"] - grp["predicted_ms"]], fmt="o", ms=3,
+                    elinewidth=0.5, capsize=0,
+                    label=f"{g}: {s.loc[g, 'perfmodel_mape_pct']:.1f} % (NeuSight {s.loc[g, 'neusight_mape_pct']:.1f} %)")
+    lo, hi = float(d[["measured_ms", "lower_ms"]].min().min()) / 1.3, float(d[["measured_ms", "upper_ms"]].max().max()) * 1.3
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+    ax.set(xscale="log", yscale="log", xlabel="Measured step (ms, NeuSight labels)", ylabel="perfmodel prediction (ms)",
+           title=f"MAPE {s.loc['all', 'perfmodel_mape_pct']:.1f} % (NeuSight {s.loc['all', 'neusight_mape_pct']:.1f} %)")
+    ax.legend(frameon=False, fontsize=5, loc="upper left")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,257 @@
+"""One training step of any PyTorch model on any GPU: the per-operator model summed over the step's operators.
+
+:func:`predict_step_time` extracts the aten operators of one training step (forward, backward and, when asked for, the
+optimizer step) from shapes alone (:func:`perfmodel.features.extract` with ``per_op=True``, on the meta device for
+large models), maps each to an operator class with its shape (:func:`work_from_ops`), predicts each operator's latency
+on the GPU from the GPU's spec sheet (:func:`perfmodel.models.op_latency.default_op_model`: roofline × efficiency
+learned on NeuSight's microbenchmarks of its five training GPUs) and sums them — kernels of one eager training step run
+back to back on one stream.
+
+Prediction interval: split-conformal over GPUs. Each of the five training GPUs is held out in turn, its microbenchmarks
+predicted by a model fitted on the other four, and the nonconformity of that GPU is ``|log(Σ predicted / Σ measured)|``
+over all its operators (what a sum of operators feels). The interval is ``[t·e^{−q}, t·e^{q}]`` with ``q`` the
+``⌈(1−alpha)(n+1)⌉``-th smallest of the ``n = 5`` scores (the largest when that rank exceeds ``n``, and the row's
+``interval`` says so): it covers ``1 − alpha`` of new GPUs if a new GPU behaves like one more draw of the training GPUs.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["work_from_ops", "predict_step_time", "PRECISION_DTYPES", "conformal_scores"]
+
+#: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
+PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+_FREE = {"view", "factory"}
+_SHAPE = re.compile(r"[0-9]+(x[0-9]+)*")
+
+
+def _dims(text) -> list[tuple[int, ...]]:
+    out = []
+    for part in str(text).split(";"):
+        out.append(tuple(int(v) for v in part.split("x")) if _SHAPE.fullmatch(part) else ())
+    return out
+
+
+def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Operator-model rows (:data:`perfmodel.models.op_latency.WORK_COLUMNS`) of the per-op rows of
+    :func:`perfmodel.features.extract` (``per_op=True``).
+
+    * ``aten.mm`` / ``addmm`` / ``bmm`` → ``matmul`` with their ``b, m, n, k`` (``n`` the reduction dimension);
+      other matmul, attention and convolution kernels → ``matmul`` / ``conv`` with the counted FLOPs and the implicit
+      GEMM's output rows and columns;
+    * layer norms (and their backward) → ``layernorm``; softmax kinds → ``softmax``;
+    * every other operator that moves data (elementwise, reductions, embeddings, copies, losses) → ``elementwise`` with
+      its counted bytes;
+    * views and allocations (``op_class`` ``view`` / ``factory``) launch no kernel and are dropped.
+
+    Returns the work frame plus ``op`` and ``phase`` of each kept row.
+    """
+    need = {"op", "op_class", "phase", "flops", "bytes_read", "bytes_written", "input_shapes", "output_shapes"}
+    missing = sorted(need - set(ops.columns))
+    if missing:
+        raise ValueError(f"work_from_ops needs the per-op rows of perfmodel.features.extract(per_op=True); missing {missing}.")
+    d = ops[~ops["op_class"].isin(_FREE)]
+    moved = d["bytes_read"].to_numpy(float) + d["bytes_written"].to_numpy(float)
+    d = d[(moved > 0) | (d["flops"].to_numpy(float) > 0)]
+    rows = []
+    for r in d.itertuples(index=False):
+        nbytes = max(float(r.bytes_read) + float(r.bytes_written), 1.0)
+        flops = float(r.flops)
+        ins, outs = _dims(r.input_shapes), _dims(r.output_shapes)
+        out = outs[0] if outs else ()
+        numel = float(np.prod(out)) if out else max(nbytes / 4, 1.0)
+        last = float(out[-1]) if out else 1.0
+        lines = max(numel / last, 1.0)
+        if r.op in ("aten.mm", "aten.addmm", "aten.bmm") and len(ins) >= 2:
+            a, b_ = (ins[1], ins[2]) if r.op == "aten.addmm" else (ins[0], ins[1])
+            if r.op == "aten.bmm" and len(a) == 3 and len(b_) == 3:
+                bb, m, n, k = a[0], a[1], a[2], b_[2]
+            elif len(a) == 2 and len(b_) == 2:
+                bb, m, n, k = 1, a[0], a[1], b_[1]
+            else:
+                bb = m = n = k = 0
+            if min(bb, m, n, k) > 0:
+                rows.append(("matmul", 2.0 * bb * m * n * k, nbytes, bb * np.ceil(m / 128) * np.ceil(k / 128), m, n, k, bb, r.op, r.phase))
+                continue
+        if r.op_class in ("matmul", "conv", "attention") and flops > 0:
+            cls = "conv" if r.op_class == "conv" else "matmul"
+            red = max(flops / (2 * lines * last), 1.0)
+            rows.append((cls, flops, nbytes, np.ceil(lines / 128) * np.ceil(last / 128), lines, red, last, 1.0, r.op, r.phase))
+        elif r.op_class == "norm":
+            rows.append(("layernorm", 8 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase))
+        elif r.op_class == "softmax":
+            rows.append(("softmax", 5 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase))
+        else:
+            rows.append(("elementwise", max(numel, 1.0), nbytes, np.ceil(max(numel, 1.0) / 512), lines, 1.0, last, 1.0, r.op, r.phase))
+    from perfmodel.models.op_latency import WORK_COLUMNS
+
+    return pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase"])
+
+
+def conformal_scores() -> pd.Series:
+    """Nonconformity ``|log(Σ predicted / Σ measured)|`` of each training GPU held out (leave-one-GPU-out on NeuSight's
+    microbenchmarks), fitted once and cached with the default model
+    (:func:`perfmodel.models.op_latency.fitted_bundle`)."""
+    from perfmodel.models.op_latency import fitted_bundle
+
+    return fitted_bundle()["scores"].copy()
+
+
+def _model_input(model, input_shape, input_dtype):
+    """(module, input_shape, input_dtype, input_high, name) for a zoo id, a module or a Hugging Face config."""
+    import torch
+
+    if isinstance(model, str):
+        from perfmodel.zoo import INPUT_SHAPE, load_model
+
+        m = load_model(model)
+        if isinstance(m, str):
+            return m, tuple(input_shape or INPUT_SHAPE), input_dtype, 2, m
+        model = m
+    if isinstance(model, torch.nn.Module):
+        if input_shape is None:
+            raise ValueError(f"input_shape is required for a torch module ({type(model).__name__}): the shape of one sample "
+                             "without the batch dimension, e.g. (3, 224, 224) for images or (seq_len,) for tokens.")
+        return model, tuple(input_shape), input_dtype, 2, type(model).__name__
+    is_config = isinstance(model, dict) or type(model).__name__.endswith("Config")
+    if is_config:
+        from perfmodel.zoo import hf
+
+        cfg = dict(model) if isinstance(model, dict) else model.to_dict()
+        if input_shape is None:
+            raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
+        name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")
+        net = hf.build(model, attn_implementation="eager")
+        vocab = int(cfg.get("vocab_size") or 2)
+        return net, tuple(input_shape), input_dtype or torch.long, vocab, name
+    raise TypeError(f"model must be a zoo id, 'package.module:Class', a torch.nn.Module or a Hugging Face config (dict or "
+                    f"PretrainedConfig); got {type(model).__name__}.")
+
+
+def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
+                      precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2) -> pd.DataFrame:
+    """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module, dict or transformers.PretrainedConfig
+        A zoo id, ``"package.module:Class"``, a module (built on ``meta`` is fine), or a Hugging Face config (built on
+        meta from the config, never downloaded; token inputs and the causal-LM / MLM loss on labels = inputs).
+    gpus : str, GPUSpec or sequence of them
+        Catalog ids or device names (``"H100"``, ``"NVIDIA_H100_80GB_HBM3"``, ``"A100 80GB PCIe"``), or
+        :class:`perfmodel.datasets.GPUSpec` for a GPU that is not in the catalog.
+    input_shape : tuple of int
+        One sample without the batch dimension (``(3, 32, 32)`` default for zoo CNNs; ``(seq_len,)`` for token models).
+    batch_size : int
+        Samples per step.
+    input_dtype : torch.dtype, optional
+        ``torch.long`` for token models (set for Hugging Face configs); default float inputs.
+    input_high : int, optional
+        Exclusive upper bound of token ids (default: the config's vocabulary size).
+    precision : {"fp32", "tf32", "bf16", "fp16"}
+        Tensor precision; TF32/BF16/FP16 run matmuls and convolutions at the GPU's tensor-core rate (an error where the
+        GPU has none). The efficiencies were learned on FP32 microbenchmarks: other precisions extrapolate, with a
+        warning.
+    optimizer : {"sgd-momentum", "adam", None}
+        Include one optimizer step (PyTorch's ``foreach`` implementation); ``None`` is forward + backward only (the
+        step NeuSight's labels time).
+    alpha : float in (0, 1)
+        Miss rate of the interval (see the module docstring; with five calibration GPUs, ``alpha < 1/6`` gives the
+        widest score).
+
+    Returns
+    -------
+    DataFrame
+        One row per GPU: ``model``, ``gpu``, ``batch_size``, ``precision``, ``optimizer``, ``step_time_s``,
+        ``lower_s``, ``upper_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``n_kernels``, ``flops``,
+        ``basis`` (what the prediction rests on).
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Unknown GPU (with suggestions) or precision.
+    perfmodel.datasets.UnsupportedPrecisionError
+        The GPU has no units for ``precision`` (BF16 on a V100).
+    ValueError, TypeError
+        Bad arguments; a token model without ``input_dtype`` fails in the extraction with the cause named.
+    """
+    import warnings
+
+    import torch
+
+    from perfmodel.datasets import gpu_spec, peak_tflops
+    from perfmodel.features import extract
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel.models.op_latency import TRAINING_GPUS, default_op_model, gpu_columns, op_design
+
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+    if optimizer not in ("sgd-momentum", "adam", None):
+        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only); got {optimizer!r}.")
+    prec = str(precision).lower()
+    if prec not in PRECISION_DTYPES:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown precision {precision!r}. Expected one of: {', '.join(PRECISION_DTYPES)}.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}.")
+    gpu_list = [gpus] if isinstance(gpus, str) or not hasattr(gpus, "__iter__") else list(gpus)
+    if not gpu_list:
+        raise ValueError("gpus must name at least one GPU, e.g. 'H100'.")
+    specs = [gpu_spec(g) for g in gpu_list]
+    for s in specs:
+        peak_tflops(s, prec)  # UnsupportedPrecisionError before any work
+
+    net, shape, in_dtype, vocab, name = _model_input(model, input_shape, input_dtype)
+    high = int(input_high) if input_high is not None else vocab
+    dtype = getattr(torch, PRECISION_DTYPES[prec])
+    ops = extract(net, shape, batch_size=int(batch_size), per_op=True, optimizer=optimizer, input_dtype=in_dtype, input_high=high,
+                  dtype=None if dtype == torch.float32 else dtype)
+    work = work_from_ops(ops)
+    if work.empty:
+        raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
+    op_model = default_op_model()
+    scores = np.sort(conformal_scores().to_numpy())
+    rank = int(np.ceil((1 - alpha) * (len(scores) + 1)))
+    q = float(scores[min(rank, len(scores)) - 1])
+    interval = (f"split-conformal over the {len(scores)} training GPUs held out, 1-alpha = {1 - alpha:g}"
+                + (" (rank beyond the scores: the widest one)" if rank > len(scores) else ""))
+    train_peaks = [peak_tflops(g, "fp32") for g in TRAINING_GPUS]
+    train_bw = [gpu_spec(g).memory_bandwidth_gb_per_s for g in TRAINING_GPUS]
+    rows, far = [], []
+    for s in specs:
+        cols = gpu_columns([s] * len(work), precision="fp32")
+        if prec != "fp32":  # tensor-core rate for the matmul units only; the rest stays on the CUDA cores
+            mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
+            cols.loc[mm, "peak_flops_per_s"] = peak_tflops(s, prec) * 1e12
+        X = op_design(work.drop(columns=["op", "phase"]), cols)
+        t = op_model.predict(X)
+        by_phase = pd.Series(t).groupby(work["phase"].to_numpy()).sum()
+        total = float(t.sum())
+        g = s.gpu
+        where = []
+        if s.fp32_peak_tflops > max(train_peaks) or s.fp32_peak_tflops < min(train_peaks):
+            where.append(f"peak FP32 {s.fp32_peak_tflops:.3g} TFLOPS outside the training GPUs' {min(train_peaks):.3g}-"
+                         f"{max(train_peaks):.3g}")
+        if s.memory_bandwidth_gb_per_s > max(train_bw) or s.memory_bandwidth_gb_per_s < min(train_bw):
+            where.append(f"memory bandwidth {s.memory_bandwidth_gb_per_s:.4g} GB/s outside their {min(train_bw):.4g}-"
+                         f"{max(train_bw):.4g}")
+        if where:
+            far.append(f"{g}: " + ", ".join(where))
+        rows.append(dict(model=name, gpu=g, batch_size=int(batch_size), precision=prec, optimizer=optimizer or "none",
+                         step_time_s=total, lower_s=total * np.exp(-q), upper_s=total * np.exp(q),
+                         forward_s=float(by_phase.get("forward", 0.0)), backward_s=float(by_phase.get("backward", 0.0)),
+                         optimizer_s=float(by_phase.get("optimizer", 0.0)), n_kernels=len(work),
+                         flops=float(ops["flops"].sum()),
+                         basis=f"sum of {len(work)} operators, each roofline x efficiency learned on NeuSight microbenchmarks of "
+                               f"{', '.join(TRAINING_GPUS)} (FP32); interval: {interval}"))
+    if prec != "fp32":
+        far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
+                   "matmuls are scaled by the tensor-core peak")
+    if far:
+        warnings.warn("predict_step_time extrapolates: " + "; ".join(far) + ".", ExtrapolationWarning, stacklevel=2)
+    return pd.DataFrame(rows)

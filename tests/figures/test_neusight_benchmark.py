@@ -1,0 +1,48 @@
+"""The external benchmark on NeuSight's labels: every single-GPU training label of the four test GPUs predicted, the
+published errors of the other methods read from NeuSight's own summary, the MAPEs computed from the rows."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+import perfmodel as pm
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return pm.figures.neusight_benchmark_data()
+
+
+def test_every_label_is_predicted(bench):
+    assert len(bench) == 26 and (bench["status"] == "predicted").all()
+    assert bench.groupby("gpu").size().to_dict() == {"A100-PCIe-80GB": 10, "H100": 10, "L4": 3, "V100-PCIe-32GB": 3}
+    assert (bench["predicted_ms"] > 0).all() and (bench["lower_ms"] < bench["predicted_ms"]).all()
+    assert (bench["predicted_ms"] < bench["upper_ms"]).all()
+    np.testing.assert_allclose(bench["error_pct"], (bench["predicted_ms"] / bench["measured_ms"] - 1) * 100)
+
+
+def test_published_errors_are_neusights_own(bench):
+    """NeuSight's paper: 7.3 % for NeuSight on these rows, 58 % Li et al., 32 % roofline, 726 % Habitat."""
+    s = pm.figures.neusight_benchmark_summary(bench).set_index("gpu")
+    assert s.loc["all", "neusight_mape_pct"] == pytest.approx(7.3, abs=0.05)
+    assert s.loc["all", "li_et_al_mape_pct"] == pytest.approx(58.3, abs=0.05)
+    assert s.loc["all", "roofline_mape_pct"] == pytest.approx(31.9, abs=0.05)
+    assert s.loc["all", "habitat_mape_pct"] == pytest.approx(725.8, abs=0.05)
+    assert s.loc["all", "perfmodel_mape_pct"] == pytest.approx(bench["abs_error_pct"].mean())
+    assert s["n_labels"].to_dict() == {"A100-PCIe-80GB": 10, "H100": 10, "L4": 3, "V100-PCIe-32GB": 3, "all": 26}
+    assert ((s["interval_coverage"] >= 0) & (s["interval_coverage"] <= 1)).all()
+
+
+def test_the_predictor_never_saw_a_benchmark_gpu():
+    from perfmodel.models.op_latency import default_op_model
+
+    assert not set(pm.figures.BENCHMARK_GPUS) - {"V100-PCIe-32GB"} & set(default_op_model().training_devices_)
+
+
+def test_figure_plots_every_label(bench):
+    fig = pm.figures.neusight_benchmark(bench)
+    ax = fig.axes[0]
+    pts = sum(len(line.get_xdata()) for line in ax.lines if line.get_linestyle() == "None")
+    assert pts == 26 and ax.get_title().startswith("MAPE ")
+    plt.close(fig)

@@ -1,0 +1,73 @@
+"""The public step-time contract for any model and GPU: zoo ids, modules and Hugging Face configs; precisions,
+optimizers, specs of GPUs outside the catalog; errors for bad input."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import perfmodel as pm
+from perfmodel.datasets import GPUSpec, UnsupportedPrecisionError
+from perfmodel.models import ExtrapolationWarning
+
+TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128)
+
+
+def _quiet(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        return pm.predict_step_time(*args, **kwargs)
+
+
+def test_contract_columns_and_order():
+    r = _quiet(TINY_GPT2, ["A100-PCIe-40GB", "T4"], input_shape=(64,), batch_size=4)
+    assert list(r["gpu"]) == ["A100-PCIe-40GB", "T4"]
+    assert {"step_time_s", "lower_s", "upper_s", "basis"} <= set(r.columns)
+    assert ((r["lower_s"] < r["step_time_s"]) & (r["step_time_s"] < r["upper_s"]) & (r["lower_s"] > 0)).all()
+    assert (r["optimizer_s"] > 0).all()  # sgd-momentum by default
+    assert r["step_time_s"].iloc[0] < r["step_time_s"].iloc[1]  # an A100 outruns a T4
+    none = _quiet(TINY_GPT2, "T4", input_shape=(64,), batch_size=4, optimizer=None)
+    assert none["optimizer_s"].iloc[0] == 0 and none["step_time_s"].iloc[0] < r["step_time_s"].iloc[1]
+
+
+def test_zoo_id_and_module_and_device_names():
+    z = _quiet("resnet-32", "Tesla_T4", batch_size=32)
+    assert z["model"].iloc[0] == "resnet-32" and z["gpu"].iloc[0] == "T4"
+    net = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    m = _quiet(net, "NVIDIA A100-PCIE-40GB", input_shape=(256,), batch_size=64)
+    assert m["step_time_s"].iloc[0] > 0
+
+
+def test_a_gpu_outside_the_catalog_as_a_spec():
+    spec = GPUSpec("my-gpu", fp32_peak_tflops=12.0, memory_bandwidth_gb_per_s=800.0, memory_gib=24, sm_count=60, l2_mib=6)
+    r = _quiet(TINY_GPT2, spec, input_shape=(32,), batch_size=2)
+    assert r["gpu"].iloc[0] == "my-gpu" and r["step_time_s"].iloc[0] > 0
+
+
+def test_extrapolation_and_precision_warn():
+    with pytest.warns(ExtrapolationWarning, match=r"H100: peak FP32 66.9 TFLOPS outside the training GPUs"):
+        pm.predict_step_time(TINY_GPT2, "H100", input_shape=(32,), batch_size=2)
+    with pytest.warns(ExtrapolationWarning, match="precision bf16: the efficiencies were learned on FP32"):
+        b = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="bf16")
+    assert b["precision"].iloc[0] == "bf16"
+
+
+def test_bad_input():
+    with pytest.raises(UnsupportedPrecisionError, match="bf16"):
+        pm.predict_step_time(TINY_GPT2, "V100", input_shape=(32,), precision="bf16")
+    with pytest.raises(pm.datasets.UnknownNameError, match=r"Unknown GPU 'H1000'.*Did you mean"):
+        pm.predict_step_time(TINY_GPT2, "H1000", input_shape=(32,))
+    with pytest.raises(pm.datasets.UnknownNameError, match="Unknown precision 'int8'"):
+        pm.predict_step_time(TINY_GPT2, "T4", input_shape=(32,), precision="int8")
+    with pytest.raises(ValueError, match="optimizer must be 'sgd-momentum', 'adam' or None"):
+        pm.predict_step_time(TINY_GPT2, "T4", input_shape=(32,), optimizer="lamb")
+    with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\)"):
+        pm.predict_step_time(TINY_GPT2, "T4", input_shape=(32,), alpha=2)
+    with pytest.raises(ValueError, match="input_shape is required for a Hugging Face config"):
+        pm.predict_step_time(TINY_GPT2, "T4")
+    with pytest.raises(TypeError, match="model must be a zoo id"):
+        pm.predict_step_time(3.0, "T4", input_shape=(3,))
+    emb = torch.nn.Sequential(torch.nn.Embedding(100, 16), torch.nn.Flatten(), torch.nn.Linear(16 * 8, 2))
+    with pytest.raises(Exception, match="(?i)embedding"):  # a token model without input_dtype: the cause is named
+        pm.predict_step_time(emb, "T4", input_shape=(8,))
