@@ -165,7 +165,7 @@ ITEMS: tuple[CatalogItem, ...] = (
                 (_f("cpu_lomo"),), (), _NB + "10-cpu-measurements.ipynb", "tests/figures/test_cpu_measurements.py"),
     CatalogItem("speed_protocols", "perfmodel", "Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split", "beyond §1.7",
                 (_f("speed_protocols"),), (), _NB + "02-speed-prediction.ipynb", "tests/figures/test_speed_protocols.py"),
-    CatalogItem("neusight_benchmark", "perfmodel", "Per-operator step-time predictor on NeuSight's 26 single-GPU training labels "
+    CatalogItem("neusight_benchmark", "perfmodel", "Per-operator step-time predictor on NeuSight's single-GPU training and inference labels "
                 "(V100, A100-80GB, L4, H100) vs NeuSight, Li et al., roofline, Habitat", "external benchmark",
                 (_f("neusight_benchmark"),), (), _NB + "11-neusight-benchmark.ipynb", "tests/figures/test_neusight_benchmark.py"),
 )

@@ -94,6 +94,9 @@ def _result_claims():
         int(b.loc["all", "n_labels"]), *(_pct(b.loc[g, "perfmodel_mape_pct"]) for g in ("all", "A100-PCIe-80GB", "H100", "L4",
                                                                                       "V100-PCIe-32GB")),
         _pct(b.loc["all", "neusight_mape_pct"]), _pct(b.loc["all", "roofline_mape_pct"]))
+    i = neusight_benchmark_summary(mode="inf").set_index("gpu")
+    yield "on its {} inference labels (`inference=True`) {} % against NeuSight's {} %", (
+        int(i.loc["all", "n_labels"]), _pct(i.loc["all", "perfmodel_mape_pct"]), _pct(i.loc["all", "neusight_mape_pct"]))
     from perfmodel.models.op_latency import TRAINING_GPUS
 
     words = {4: "four", 5: "five", 6: "six"}

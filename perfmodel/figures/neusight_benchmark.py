@@ -2,8 +2,9 @@
 training labels (Lee et al., ASPLOS'25; sitar-lab/NeuSight @ 6945927), next to the errors NeuSight publishes for its
 own predictor, Li et al.'s per-operator regression, a roofline and Habitat on the same rows.
 
-The labels are single-GPU FP32 training steps (TF32 off), forward + backward without the optimizer step, on the GPUs
-NeuSight tests on: V100-PCIe-32GB, A100-PCIe-80GB, L4 and H100 (``perfmodel.datasets.load_neusight_labels``). The
+The labels are single-GPU FP32 training steps (TF32 off), forward + backward without the optimizer step, and
+inference forward passes (eager, not the ``torch.compile`` runs), on the GPUs NeuSight tests on: V100-PCIe-32GB,
+A100-PCIe-80GB, L4 and H100 (``perfmodel.datasets.load_neusight_labels``). The
 predictor never saw a label, nor any measurement of A100-80GB, L4 or H100: its operator model is fitted on the
 microbenchmarks of NeuSight's five training GPUs only (``perfmodel.models.op_latency``).
 """
@@ -22,12 +23,13 @@ _CACHE: dict = {}
 
 
 def neusight_benchmark_data() -> pd.DataFrame:
-    """One row per single-GPU training label of the benchmark GPUs.
+    """One row per single-GPU label (training and inference, eager) of the benchmark GPUs.
 
     Returns
     -------
     DataFrame
-        ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``, ``batch_size``, ``measured_ms``,
+        ``mode`` (``train``/``inf``), ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``,
+        ``batch_size``, ``measured_ms``,
         ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``error_pct`` (signed, ``(predicted − measured) / measured``),
         ``abs_error_pct``, ``covered`` (measured inside the interval), ``status`` (``predicted``, or why not), and the
         published absolute errors ``<method>_error_pct`` of NeuSight, Li et al., roofline and Habitat (NaN where NeuSight
@@ -44,11 +46,11 @@ def neusight_benchmark_data() -> pd.DataFrame:
     from perfmodel.models._extrapolation import ExtrapolationWarning
 
     lab = load_neusight_labels()
-    lab = lab[(lab["mode"] == "train") & (lab["parallel"] == "none") & ~lab["fused"]].copy()
+    lab = lab[(lab["parallel"] == "none") & ~lab["fused"]].copy()
     lab["gpu"] = [canonical_gpu(d) for d in lab["device"]]
-    lab = lab[lab["gpu"].isin(BENCHMARK_GPUS)].sort_values(["gpu", "model", "seq_len", "batch_size"]).reset_index(drop=True)
+    lab = lab[lab["gpu"].isin(BENCHMARK_GPUS)].sort_values(["mode", "gpu", "model", "seq_len", "batch_size"]).reset_index(drop=True)
     rows = []
-    for (model, seq, batch), grp in lab.groupby(["model", "seq_len", "batch_size"], sort=True):
+    for (mode, model, seq, batch), grp in lab.groupby(["mode", "model", "seq_len", "batch_size"], sort=False):
         try:
             cfg = neusight_model_config(model)
         except Exception as exc:  # noqa: BLE001 - reported per row, never silently dropped
@@ -56,10 +58,11 @@ def neusight_benchmark_data() -> pd.DataFrame:
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExtrapolationWarning)  # every benchmark GPU but V100 is outside by design
-                pred = predict_step_time(cfg, list(grp["gpu"]), input_shape=(int(seq),), batch_size=int(batch), optimizer=None)
+                pred = predict_step_time(cfg, list(grp["gpu"]), input_shape=(int(seq),), batch_size=int(batch), optimizer=None,
+                                         inference=mode == "inf")
             status = "predicted"
         for i, r in enumerate(grp.itertuples(index=False)):
-            row = dict(device=r.device, gpu=r.gpu, model=model, seq_len=int(seq), batch_size=int(batch),
+            row = dict(mode=mode, device=r.device, gpu=r.gpu, model=model, seq_len=int(seq), batch_size=int(batch),
                        measured_ms=float(r.e2e_latency_ms), status=status)
             if pred is not None:
                 p = pred.iloc[i]
@@ -73,10 +76,11 @@ def neusight_benchmark_data() -> pd.DataFrame:
     out["abs_error_pct"] = out["error_pct"].abs()
     out["covered"] = (out["lower_ms"] <= out["measured_ms"]) & (out["measured_ms"] <= out["upper_ms"])
     err = load_neusight_errors()
-    err = err[(err["mode"] == "train") & (err["parallel"] == "none") & ~err["fused"]]
-    wide = err.pivot_table(index=["device", "model", "seq_len", "batch_size"], columns="method", values="e2e_error_pct")
+    err = err[(err["parallel"] == "none") & ~err["fused"]]
+    wide = err.pivot_table(index=["mode", "device", "model", "seq_len", "batch_size"], columns="method", values="e2e_error_pct")
     wide = wide.rename(columns={m: f"{m}_error_pct" for m in wide.columns}).reset_index()
-    out = out.merge(wide, on=["device", "model", "seq_len", "batch_size"], how="left")
+    out = out.merge(wide, on=["mode", "device", "model", "seq_len", "batch_size"], how="left")
+    out = out.sort_values(["mode", "gpu", "model", "seq_len", "batch_size"], ascending=[False, True, True, True, True]).reset_index(drop=True)
     for m in _METHODS:
         if f"{m}_error_pct" not in out:
             out[f"{m}_error_pct"] = np.nan
@@ -84,14 +88,21 @@ def neusight_benchmark_data() -> pd.DataFrame:
     return out.copy()
 
 
-def neusight_benchmark_summary(data: pd.DataFrame | None = None) -> pd.DataFrame:
+def neusight_benchmark_summary(data: pd.DataFrame | None = None, *, mode: str = "train") -> pd.DataFrame:
     """MAPE per GPU and overall of perfmodel and of each published method, on the rows perfmodel predicted.
+
+    Parameters
+    ----------
+    mode : {"train", "inf"}
+        Training steps or inference passes.
 
     Returns ``gpu`` (``all`` last), ``n_labels``, ``perfmodel_mape_pct``, ``interval_coverage`` and
     ``<method>_mape_pct`` for NeuSight, Li et al., roofline and Habitat.
     """
+    if mode not in ("train", "inf"):
+        raise ValueError(f"mode must be 'train' or 'inf'; got {mode!r}.")
     d = neusight_benchmark_data() if data is None else data
-    d = d[d["status"] == "predicted"]
+    d = d[(d["status"] == "predicted") & (d["mode"] == mode)]
     rows = []
     for g, grp in [*d.groupby("gpu", sort=True), ("all", d)]:
         row = dict(gpu=g, n_labels=len(grp), perfmodel_mape_pct=float(grp["abs_error_pct"].mean()),
@@ -103,13 +114,13 @@ def neusight_benchmark_summary(data: pd.DataFrame | None = None) -> pd.DataFrame
 
 
 def neusight_benchmark(data: pd.DataFrame | None = None):
-    """Predicted vs measured step time of every benchmark label, one colour per GPU, with perfmodel's and NeuSight's
+    """Predicted vs measured step time of every training label, one colour per GPU, with perfmodel's and NeuSight's
     MAPE per GPU in the legend."""
     import matplotlib.pyplot as plt
 
     d = neusight_benchmark_data() if data is None else data
     s = neusight_benchmark_summary(d).set_index("gpu")
-    d = d[d["status"] == "predicted"]
+    d = d[(d["status"] == "predicted") & (d["mode"] == "train")]
     fig, ax = plt.subplots(figsize=(3.6, 3.3))
     for g, grp in d.groupby("gpu", sort=True):
         ax.errorbar(grp["measured_ms"], grp["predicted_ms"],

@@ -133,7 +133,8 @@ def _model_input(model, input_shape, input_dtype):
 
 
 def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
-                      precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2) -> pd.DataFrame:
+                      precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
+                      inference: bool = False) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -162,6 +163,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     alpha : float in (0, 1)
         Miss rate of the interval (see the module docstring; with five calibration GPUs, ``alpha < 1/6`` gives the
         widest score).
+    inference : bool
+        Predict one forward pass in evaluation mode (dropout off) instead of a training step; needs ``optimizer=None``.
 
     Returns
     -------
@@ -192,6 +195,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
     if optimizer not in ("sgd-momentum", "adam", None):
         raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only); got {optimizer!r}.")
+    if inference and optimizer is not None:
+        raise ValueError(f"inference=True predicts a forward pass: pass optimizer=None (got optimizer={optimizer!r}).")
     prec = str(precision).lower()
     if prec not in PRECISION_DTYPES:
         from perfmodel._errors import UnknownNameError
@@ -210,7 +215,9 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     high = int(input_high) if input_high is not None else vocab
     dtype = getattr(torch, PRECISION_DTYPES[prec])
     ops = extract(net, shape, batch_size=int(batch_size), per_op=True, optimizer=optimizer, input_dtype=in_dtype, input_high=high,
-                  dtype=None if dtype == torch.float32 else dtype)
+                  dtype=None if dtype == torch.float32 else dtype, train=not inference)
+    if inference:
+        ops = ops[ops["phase"] == "forward"]
     work = work_from_ops(ops)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
@@ -242,7 +249,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                          f"{max(train_bw):.4g}")
         if where:
             far.append(f"{g}: " + ", ".join(where))
-        rows.append(dict(model=name, gpu=g, batch_size=int(batch_size), precision=prec, optimizer=optimizer or "none",
+        rows.append(dict(model=name, gpu=g, batch_size=int(batch_size), precision=prec,
+                         optimizer="inference" if inference else (optimizer or "none"),
                          step_time_s=total, lower_s=total * np.exp(-q), upper_s=total * np.exp(q),
                          forward_s=float(by_phase.get("forward", 0.0)), backward_s=float(by_phase.get("backward", 0.0)),
                          optimizer_s=float(by_phase.get("optimizer", 0.0)), n_kernels=len(work),

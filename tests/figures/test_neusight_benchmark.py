@@ -15,11 +15,16 @@ def bench():
 
 
 def test_every_label_is_predicted(bench):
-    assert len(bench) == 26 and (bench["status"] == "predicted").all()
-    assert bench.groupby("gpu").size().to_dict() == {"A100-PCIe-80GB": 10, "H100": 10, "L4": 3, "V100-PCIe-32GB": 3}
-    assert (bench["predicted_ms"] > 0).all() and (bench["lower_ms"] < bench["predicted_ms"]).all()
-    assert (bench["predicted_ms"] < bench["upper_ms"]).all()
-    np.testing.assert_allclose(bench["error_pct"], (bench["predicted_ms"] / bench["measured_ms"] - 1) * 100)
+    train, inf = bench[bench["mode"] == "train"], bench[bench["mode"] == "inf"]
+    assert len(train) == 26 and (train["status"] == "predicted").all()
+    assert train.groupby("gpu").size().to_dict() == {"A100-PCIe-80GB": 10, "H100": 10, "L4": 3, "V100-PCIe-32GB": 3}
+    # one inference label (switch4 on L4) has no model config upstream: kept, with the reason, never predicted from nothing
+    assert len(inf) == 30 and (inf["status"] != "predicted").sum() == 1
+    assert inf.loc[inf["status"] != "predicted", "status"].item().startswith("not predicted: no model config upstream")
+    p = bench[bench["status"] == "predicted"]
+    assert (p["predicted_ms"] > 0).all() and (p["lower_ms"] < p["predicted_ms"]).all()
+    assert (p["predicted_ms"] < p["upper_ms"]).all()
+    np.testing.assert_allclose(p["error_pct"], (p["predicted_ms"] / p["measured_ms"] - 1) * 100)
 
 
 def test_published_errors_are_neusights_own(bench):
@@ -29,9 +34,14 @@ def test_published_errors_are_neusights_own(bench):
     assert s.loc["all", "li_et_al_mape_pct"] == pytest.approx(58.3, abs=0.05)
     assert s.loc["all", "roofline_mape_pct"] == pytest.approx(31.9, abs=0.05)
     assert s.loc["all", "habitat_mape_pct"] == pytest.approx(725.8, abs=0.05)
-    assert s.loc["all", "perfmodel_mape_pct"] == pytest.approx(bench["abs_error_pct"].mean())
+    train = bench[bench["mode"] == "train"]
+    assert s.loc["all", "perfmodel_mape_pct"] == pytest.approx(train["abs_error_pct"].mean())
     assert s["n_labels"].to_dict() == {"A100-PCIe-80GB": 10, "H100": 10, "L4": 3, "V100-PCIe-32GB": 3, "all": 26}
     assert ((s["interval_coverage"] >= 0) & (s["interval_coverage"] <= 1)).all()
+    i = pm.figures.neusight_benchmark_summary(bench, mode="inf").set_index("gpu")
+    assert i.loc["all", "n_labels"] == 29 and i.loc["all", "neusight_mape_pct"] == pytest.approx(8.07, abs=0.01)
+    with pytest.raises(ValueError, match="mode must be 'train' or 'inf'"):
+        pm.figures.neusight_benchmark_summary(bench, mode="both")
 
 
 def test_the_predictor_never_saw_a_benchmark_gpu():

@@ -29,6 +29,8 @@ def test_contract_columns_and_order():
     assert r["step_time_s"].iloc[0] < r["step_time_s"].iloc[1]  # an A100 outruns a T4
     none = _quiet(TINY_GPT2, "T4", input_shape=(64,), batch_size=4, optimizer=None)
     assert none["optimizer_s"].iloc[0] == 0 and none["step_time_s"].iloc[0] < r["step_time_s"].iloc[1]
+    inf = _quiet(TINY_GPT2, "T4", input_shape=(64,), batch_size=4, optimizer=None, inference=True)
+    assert inf["backward_s"].iloc[0] == 0 and 0 < inf["step_time_s"].iloc[0] < none["step_time_s"].iloc[0]
 
 
 def test_zoo_id_and_module_and_device_names():
@@ -62,6 +64,8 @@ def test_bad_input():
         pm.predict_step_time(TINY_GPT2, "T4", input_shape=(32,), precision="int8")
     with pytest.raises(ValueError, match="optimizer must be 'sgd-momentum', 'adam' or None"):
         pm.predict_step_time(TINY_GPT2, "T4", input_shape=(32,), optimizer="lamb")
+    with pytest.raises(ValueError, match="inference=True predicts a forward pass: pass optimizer=None"):
+        pm.predict_step_time(TINY_GPT2, "T4", input_shape=(32,), inference=True)
     with pytest.raises(ValueError, match=r"alpha must be in \(0, 1\)"):
         pm.predict_step_time(TINY_GPT2, "T4", input_shape=(32,), alpha=2)
     with pytest.raises(ValueError, match="input_shape is required for a Hugging Face config"):
