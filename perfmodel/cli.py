@@ -297,20 +297,21 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.set_defaults(func=_cmd_reproduce)
 
-    model_help = ("a zoo id (see `perfmodel zoo`; any upstream spelling such as Res32) or package.module:ClassName, a torch "
-                  "module class importable from the current folder and built without arguments")
+    def model_arguments(parser, gpus_help: str) -> None:
+        """The arguments predict and plan share: the model, the GPUs, one sample's shape, the batch."""
+        parser.add_argument("model", help="a zoo id (see `perfmodel zoo`; any upstream spelling such as Res32) or "
+                                          "package.module:ClassName, a torch module class importable from the current folder "
+                                          "and built without arguments")
+        parser.add_argument("--gpus", default="K80,P100,V100", help=gpus_help)
+        parser.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
+        parser.add_argument("--batch-size", type=int, default=128, help="samples per step and worker (CM-DARE measured 128 only)")
+
     pred = sub.add_parser("predict", help="step time, cluster speed and checkpoint time of a model on GPUs", formatter_class=fmt)
-    pred.add_argument("model", help=model_help)
-    pred.add_argument("--gpus", default="K80,P100,V100", help="comma-separated GPU ids of the GPU catalog")
-    pred.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
-    pred.add_argument("--batch-size", type=int, default=128, help="samples per step and worker (CM-DARE measured 128 only)")
+    model_arguments(pred, "comma-separated GPU ids of the GPU catalog")
     pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in the cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
     pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front", formatter_class=fmt)
-    pl.add_argument("model", help=model_help)
-    pl.add_argument("--gpus", default="K80,P100,V100", help="comma-separated worker GPU ids, each with a price")
-    pl.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
-    pl.add_argument("--batch-size", type=int, default=128, help="samples per step and worker (CM-DARE measured 128 only)")
+    model_arguments(pl, "comma-separated worker GPU ids, each with a price")
     pl.add_argument("--max-workers", type=int, default=8, help="clusters of 1..N workers (measured: 1-8)")
     pl.add_argument("--steps", type=int, default=64000, help="training steps (global steps; ICAC'19 trains ResNet-32 for 64000)")
     pl.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
