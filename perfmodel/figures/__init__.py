@@ -142,9 +142,10 @@ __all__ += ["CPU_FEATURE_SETS", "cpu_lomo", "cpu_lomo_data", "cpu_step_times"]
 # -- external benchmark: NeuSight's labels --
 from perfmodel.figures.neusight_benchmark import (
     BENCHMARK_GPUS,
+    cmdare_op_model_data,
     neusight_benchmark,
     neusight_benchmark_data,
     neusight_benchmark_summary,
 )
 
-__all__ += ["BENCHMARK_GPUS", "neusight_benchmark", "neusight_benchmark_data", "neusight_benchmark_summary"]
+__all__ += ["BENCHMARK_GPUS", "cmdare_op_model_data", "neusight_benchmark", "neusight_benchmark_data", "neusight_benchmark_summary"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["BENCHMARK_GPUS", "neusight_benchmark_data", "neusight_benchmark_summary", "neusight_benchmark"]
+__all__ = ["BENCHMARK_GPUS", "neusight_benchmark_data", "neusight_benchmark_summary", "neusight_benchmark", "cmdare_op_model_data"]
 
 #: NeuSight's NVIDIA test GPUs with single-GPU training labels (catalog ids).
 BENCHMARK_GPUS = ("V100-PCIe-32GB", "A100-PCIe-80GB", "L4", "H100")
@@ -134,3 +134,40 @@ def neusight_benchmark(data: pd.DataFrame | None = None):
     ax.legend(frameon=False, fontsize=5, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+def cmdare_op_model_data() -> pd.DataFrame:
+    """The per-operator predictor on CM-DARE's world: the twenty CIFAR CNNs at batch 128 on K80 and P100, a training
+    step with SGD-momentum, against the mean measured step time of CM-DARE's single-worker speed samples
+    (``load_speed_samples``; TensorFlow 1 on GCE, a worker with its parameter server — what the PyTorch operator sum
+    does not model).
+
+    Returns
+    -------
+    DataFrame
+        ``model``, ``gpu``, ``measured_s`` (mean over the samples), ``n_samples``, ``predicted_s``, ``lower_s``,
+        ``upper_s``, ``error_pct`` (signed); ``attrs["mape_pct"]`` per GPU and ``"all"``.
+    """
+    import warnings
+
+    from perfmodel.datasets import load_speed_samples
+    from perfmodel.diagnostics.metrics import mape
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel.models.op_step_time import predict_step_time
+
+    s = load_speed_samples()
+    m = s.groupby(["model", "gpu"], observed=True)["step_time_s"].agg(measured_s="mean", n_samples="size").reset_index()
+    m["model"], m["gpu"] = m["model"].astype(str), m["gpu"].astype(str)
+    rows = []
+    for model, grp in m.groupby("model", sort=False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)  # K80 lies below the training GPUs' peak rates
+            p = predict_step_time(model, list(grp["gpu"]), batch_size=128, optimizer="sgd-momentum")
+        for r, q in zip(grp.itertuples(index=False), p.itertuples(index=False)):
+            rows.append(dict(model=model, gpu=r.gpu, measured_s=r.measured_s, n_samples=int(r.n_samples),
+                             predicted_s=q.step_time_s, lower_s=q.lower_s, upper_s=q.upper_s))
+    out = pd.DataFrame(rows)
+    out["error_pct"] = (out["predicted_s"] / out["measured_s"] - 1) * 100
+    out.attrs["mape_pct"] = {**{g: mape(d["measured_s"], d["predicted_s"]) for g, d in out.groupby("gpu")},
+                             "all": mape(out["measured_s"], out["predicted_s"])}
+    return out

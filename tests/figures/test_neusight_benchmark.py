@@ -56,3 +56,13 @@ def test_figure_plots_every_label(bench):
     pts = sum(len(line.get_xdata()) for line in ax.lines if line.get_linestyle() == "None")
     assert pts == 26 and ax.get_title().startswith("MAPE ")
     plt.close(fig)
+
+
+def test_the_per_operator_predictor_on_cmdares_cnns():
+    """Twenty CNNs x K80/P100 at batch 128: one row each, positive predictions, the MAPE computed from the rows."""
+    d = pm.figures.cmdare_op_model_data()
+    assert len(d) == 40 and set(d["gpu"]) == {"K80", "P100"} and (d["n_samples"] == 13).all()
+    assert (d["predicted_s"] > 0).all() and ((d["lower_s"] < d["predicted_s"]) & (d["predicted_s"] < d["upper_s"])).all()
+    mape = d.attrs["mape_pct"]
+    assert mape["all"] == pytest.approx(((d["predicted_s"] / d["measured_s"] - 1).abs() * 100).mean())
+    assert set(mape) == {"K80", "P100", "all"}
