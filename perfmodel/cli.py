@@ -84,12 +84,7 @@ def _cmd_data_registry(args) -> int:
 def _cmd_features(args) -> int:
     from perfmodel.features import features_table
 
-    try:
-        shape = tuple(int(x) for x in args.input_shape.split(","))
-    except ValueError:
-        print(f"perfmodel features: --input-shape must be comma-separated integers like 3,32,32; got {args.input_shape!r}", file=sys.stderr)
-        return 2
-    df = features_table(args.target, shape, batch_size=args.batch_size, per_layer=args.per_layer)
+    df = features_table(args.target, _shape(args.input_shape), batch_size=args.batch_size, per_layer=args.per_layer)
     _print_frame(df.T.reset_index().rename(columns={"index": "feature", 0: "value"}) if not args.per_layer else df)
     return 0
 
@@ -125,14 +120,15 @@ def _cmd_reproduce(args) -> int:
 
 
 def _shape(text: str, option: str = "--input-shape") -> tuple[int, ...]:
-    """``"3,32,32"`` → ``(3, 32, 32)``, or a one-line usage error."""
+    """``"3,32,32"`` → ``(3, 32, 32)``, or a one-line usage error. Only the syntax is checked here; the values (positive,
+    the rank a model needs) are checked by the library functions that use them."""
     try:
         shape = tuple(int(x) for x in text.split(","))
     except ValueError:
         shape = ()
-    if not shape or any(d <= 0 for d in shape):
-        raise _UsageError(f"{option} must be positive comma-separated integers like 3,32,32 (one sample, no batch dimension); "
-                          f"got {text!r}.")
+    if not shape:
+        raise _UsageError(f"{option} must be comma-separated integers like 3,32,32 (one sample, without the batch "
+                          f"dimension); got {text!r}.")
     return shape
 
 
@@ -238,12 +234,7 @@ def _cmd_measure(args) -> int:
     )
 
     cmd = f"perfmodel measure {args.measure_command}"
-    try:
-        shape = tuple(int(x) for x in args.input_shape.split(","))
-    except ValueError:
-        print(f"{cmd}: --input-shape must be comma-separated integers without the batch dimension, like 3,32,32; got {args.input_shape!r}",
-              file=sys.stderr)
-        return 2
+    shape = _shape(args.input_shape)
     if args.out:  # refuse a folder, a read-only file or folder, other columns now, not after measuring
         columns = {"step": STEP_COLUMNS, "campaign": STEP_COLUMNS, "checkpoint": CHECKPOINT_COLUMNS, "cluster": CLUSTER_COLUMNS}
         check_appendable(args.out, columns[args.measure_command])
@@ -418,7 +409,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except _UsageError as exc:
-        print(f"perfmodel {args.command}: {exc}", file=sys.stderr)
+        sub = getattr(args, f"{args.command}_command", None)  # measure step, data verify ...
+        print(f"perfmodel {args.command}{' ' + sub if sub else ''}: {exc}", file=sys.stderr)
         return 2
     except errors as exc:
         print(f"perfmodel: {exc}", file=sys.stderr)

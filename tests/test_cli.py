@@ -52,7 +52,7 @@ def test_zoo_lists_the_ids(capsys):
 def test_bad_input_shape_is_a_usage_error(capsys):
     assert main(["plan", "resnet-32", "--input-shape", "3,x"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--input-shape must be positive comma-separated integers" in err
+    assert err.count("\n") == 1 and "perfmodel plan: --input-shape must be comma-separated integers like 3,32,32" in err
 
 
 def test_unknown_model_suggests(capsys):
