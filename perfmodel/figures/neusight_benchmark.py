@@ -13,15 +13,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perfmodel.datasets._cache import cached_frame  # computed once per data source; callers get copies
+
 __all__ = ["BENCHMARK_GPUS", "neusight_benchmark_data", "neusight_benchmark_summary", "neusight_benchmark", "cmdare_op_model_data"]
 
 #: NeuSight's NVIDIA test GPUs with single-GPU training labels (catalog ids).
 BENCHMARK_GPUS = ("V100-PCIe-32GB", "A100-PCIe-80GB", "L4", "H100")
 
 _METHODS = {"neusight": "NeuSight", "li_et_al": "Li et al.", "roofline": "roofline", "habitat": "Habitat"}
-_CACHE: dict = {}
 
 
+@cached_frame
 def neusight_benchmark_data() -> pd.DataFrame:
     """One row per single-GPU label (training and inference, eager) of the benchmark GPUs.
 
@@ -35,13 +37,10 @@ def neusight_benchmark_data() -> pd.DataFrame:
         published absolute errors ``<method>_error_pct`` of NeuSight, Li et al., roofline and Habitat (NaN where NeuSight
         publishes none).
     """
-    from perfmodel.datasets import canonical_gpu, data_source, load_neusight_errors, load_neusight_labels, neusight_model_config
-    from perfmodel.models.op_step_time import predict_step_time
-
-    key = data_source()
-    if key in _CACHE:
-        return _CACHE[key].copy()
     import warnings
+
+    from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_model_config
+    from perfmodel.models.op_step_time import predict_step_time
 
     from perfmodel.models._extrapolation import ExtrapolationWarning
 
@@ -84,8 +83,7 @@ def neusight_benchmark_data() -> pd.DataFrame:
     for m in _METHODS:
         if f"{m}_error_pct" not in out:
             out[f"{m}_error_pct"] = np.nan
-    _CACHE[key] = out
-    return out.copy()
+    return out
 
 
 def neusight_benchmark_summary(data: pd.DataFrame | None = None, *, mode: str = "train") -> pd.DataFrame:

@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
-           "neusight_op_frame", "default_op_model", "fitted_bundle"]
+           "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out"]
 
 #: Operator classes of the latency model.
 OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
@@ -286,7 +286,19 @@ def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame
 _DEFAULT: dict = {}
 
 #: Version of the fitting code: part of the key of the fitted model cached on disk (bump when the model changes).
-MODEL_VERSION = "1"
+MODEL_VERSION = "2"
+
+
+def leave_one_gpu_out(X: pd.DataFrame) -> np.ndarray:
+    """Latency (s) of every row of ``X`` (:func:`neusight_op_frame` rows) predicted by a model fitted on the rows of
+    the other GPUs. Each operator class is fitted on its own rows, so the predictions of a class do not depend on
+    which other classes ``X`` holds."""
+    out = np.empty(len(X))
+    gpus = X["gpu"].to_numpy()
+    for g in sorted(set(gpus)):
+        held = gpus == g
+        out[held] = OpLatencyModel().fit(X[~held], X.loc[~held, "latency_s"]).predict(X[held])
+    return out
 
 
 def _cache_key() -> str:
@@ -310,8 +322,9 @@ def fitted_bundle() -> dict:
     """The default operator model and its leave-one-GPU-out calibration scores, fitted once and cached: in the process,
     and on disk under the cache folder (``$PERFMODEL_CACHE``/fitted, keyed by :func:`_cache_key`; written atomically).
 
-    Returns ``{"model": OpLatencyModel, "scores": Series}`` (scores: ``|log(Σ predicted / Σ measured)|`` of each
-    training GPU held out).
+    Returns ``{"model": OpLatencyModel, "scores": Series, "logo_predictions": ndarray}``: the leave-one-GPU-out
+    predictions of every row of ``neusight_op_frame("train", devices=TRAINING_GPUS)`` (:func:`leave_one_gpu_out`) and
+    from them the scores ``|log(Σ predicted / Σ measured)|`` of each training GPU held out.
     """
     import os
     import pickle
@@ -337,12 +350,10 @@ def fitted_bundle() -> dict:
         model = OpLatencyModel().fit(X, X["latency_s"])
         model.provenance_ = (f"NeuSight microbenchmarks (sitar-lab/NeuSight @ 6945927, scripts/asplos/data/dataset/train), "
                              f"{len(X)} rows of {', '.join(TRAINING_GPUS)}; no end-to-end label, no test GPU")
-        scores = {}
-        for g in TRAINING_GPUS:
-            held = (X["gpu"] == g).to_numpy()
-            p = OpLatencyModel().fit(X[~held], X.loc[~held, "latency_s"]).predict(X[held])
-            scores[g] = abs(float(np.log(p.sum() / X.loc[held, "latency_s"].sum())))
-        bundle = {"model": model, "scores": pd.Series(scores, name="abs_log_ratio"), "key": key}
+        logo = leave_one_gpu_out(X)
+        t = X["latency_s"].to_numpy(float)
+        scores = {g: abs(float(np.log(logo[m].sum() / t[m].sum()))) for g in TRAINING_GPUS for m in [(X["gpu"] == g).to_numpy()]}
+        bundle = {"model": model, "scores": pd.Series(scores, name="abs_log_ratio"), "logo_predictions": logo, "key": key}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
