@@ -155,6 +155,7 @@ _GPU_NAMES: tuple[_GPUName, ...] = (
     _GPUName("L40S", "l40s", ("pcie",), ("48gb",)),
     _GPUName("H100", "h100", ("sxm", "sxm5", "hbm3"), ("80gb",)),
     _GPUName("H100-PCIe", "h100", ("pcie", "hbm2e"), ("80gb",)),
+    _GPUName("H100-NVL", "h100", ("nvl",), ("94gb",)),
     _GPUName("H200", "h200", ("sxm", "sxm5", "hbm3e"), ("141gb",)),
     _GPUName("MI100", "mi100", ("pcie",), ("32gb",)),
     _GPUName("MI210", "mi210", ("pcie",), ("64gb",)),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -26,7 +27,7 @@ def cat() -> pd.DataFrame:
 # --- the catalog -------------------------------------------------------------------------------------------------------
 
 def test_one_row_per_device_with_every_column(cat):
-    assert list(cat.index) == list(ds.CATALOG_GPU_IDS) and cat.index.is_unique and len(cat) == 22
+    assert list(cat.index) == list(ds.CATALOG_GPU_IDS) and cat.index.is_unique and len(cat) == 23
     assert cat["device_name"].is_unique
     for col in ["fp32_peak_tflops", "memory_gib", "memory_bandwidth_gb_per_s", "sm_count", "cuda_cores", "clock_ghz", "l2_mib",
                 "pcie_generation", "tdp_w"]:
@@ -83,6 +84,87 @@ def test_precision_units_exist_where_the_hardware_has_them(cat):
     assert cat.loc["T4", "fp16_peak_tflops"] == 65 and cat.loc["P100", "fp16_peak_tflops"] == 18.7
 
 
+SOURCES = ["fp32_tflops_source", "tensor_tflops_source", "bandwidth_source", "architecture_source", "interconnect_source"]
+VENDOR_SITE = {"NVIDIA": r"https://([a-z]+\.)*nvidia\.com/", "AMD": r"https://www\.amd\.com/"}
+#: Parts with no tensor/matrix units for TF32 or BF16: Kepler, Pascal, Volta, Turing (NVIDIA before Ampere).
+PRE_AMPERE = ("Kepler", "Pascal", "Volta", "Turing")
+
+
+def test_every_value_group_cites_a_vendor_document_with_its_url(cat):
+    """Each group of values names the vendor's datasheet or whitepaper and where to get it (the vendor's own site)."""
+    for g, row in cat.iterrows():
+        site = VENDOR_SITE[row["vendor"]]
+        for col in SOURCES:
+            src = row[col]
+            assert re.search(r"(datasheet|whitepaper|brochure)", src), (g, col)
+            assert re.search(site, src), (g, col, src)
+    # the paper-era FP32 rates keep CM-DARE's values and quote the datasheet's figures beside them
+    assert "CM-DARE data" in cat.loc["K80", "fp32_tflops_source"] and "8.73 TFLOPS per two-die board" in cat.loc["K80", "fp32_tflops_source"]
+    assert "CM-DARE data" in cat.loc["P100", "fp32_tflops_source"] and "single precision 9.3 TFLOPS" in cat.loc["P100", "fp32_tflops_source"]
+
+
+def test_values_no_vendor_document_states_are_marked_unverified(cat):
+    """Where NVIDIA publishes no SM count, clock or L2 for a part, the note says 'unverified' and names the values."""
+    unverified = set(cat.index[cat["note"].fillna("").str.contains("unverified")])
+    assert unverified == {"P4", "V100-PCIe-16GB", "V100-PCIe-32GB", "T4", "A10", "L4", "L40S", "H100-NVL", "H200"}
+    for g in ["A10", "L4", "L40S", "H100-NVL", "H200"]:
+        assert "l2_mib" in cat.loc[g, "note"], g
+
+
+def test_dense_rates_are_ordered_and_exist_exactly_where_the_hardware_has_them(cat):
+    """fp16 >= tf32 >= fp32 (dense, no sparsity); TF32/BF16 units from NVIDIA Ampere on; AMD CDNA has BF16 but no TF32."""
+    for g, r in cat.iterrows():
+        rates = [r[c] for c in ("fp16_peak_tflops", "tf32_peak_tflops", "fp32_peak_tflops") if np.isfinite(r[c])]
+        assert rates == sorted(rates, reverse=True), g
+    old = cat["architecture"].str.startswith(PRE_AMPERE)
+    amd = cat["vendor"] == "AMD"
+    assert (cat["bf16_peak_tflops"].isna() == old).all()
+    assert (cat["tf32_peak_tflops"].isna() == (old | amd)).all()
+    assert (cat["fp32_matrix_tflops"].notna() == amd).all()
+    # Ampere, Ada and Hopper tensor cores: BF16 at the FP16 rate, TF32 at half of it
+    new = cat[~old & ~amd]
+    assert (new["bf16_peak_tflops"] == new["fp16_peak_tflops"]).all()
+    np.testing.assert_allclose(new["fp16_peak_tflops"] / new["tf32_peak_tflops"], 2, rtol=0.02)  # L4 121/60, L40S 362.05/183: vendor rounding
+
+
+@pytest.mark.parametrize("gpu, column, value", [
+    # NVIDIA H100 Tensor Core GPU datasheet (2024), p. 2, H100 NVL column (tensor figures with sparsity, halved)
+    ("H100-NVL", "fp32_peak_tflops", 60), ("H100-NVL", "tf32_peak_tflops", 417.5), ("H100-NVL", "bf16_peak_tflops", 835.5),
+    ("H100-NVL", "memory_gib", 94), ("H100-NVL", "memory_bandwidth_gb_per_s", 3900), ("H100-NVL", "nvlink_gb_per_s", 600),
+    ("H100-NVL", "pcie_generation", 5),
+    # NVIDIA H100 Tensor Core GPU Architecture whitepaper v1.04, Table 3 (dense): H100 SXM5 and H100 PCIe
+    ("H100", "tf32_peak_tflops", 494.7), ("H100", "fp16_peak_tflops", 989.4), ("H100", "sm_count", 132), ("H100", "l2_mib", 50),
+    ("H100-PCIe", "sm_count", 114), ("H100-PCIe", "tf32_peak_tflops", 378), ("H100-PCIe", "fp16_peak_tflops", 756),
+    # NVIDIA H200 datasheet, H200 SXM column
+    ("H200", "memory_bandwidth_gb_per_s", 4800), ("H200", "memory_gib", 141), ("H200", "tdp_w", 700),
+    # NVIDIA A100 Tensor Core GPU datasheet: 80GB SXM 2039 GB/s, 80GB PCIe 1935 GB/s, 40GB PCIe 250 W; whitepaper: 40 MB L2
+    ("A100-SXM4-80GB", "memory_bandwidth_gb_per_s", 2039), ("A100-PCIe-80GB", "memory_bandwidth_gb_per_s", 1935),
+    ("A100-PCIe-40GB", "tdp_w", 250), ("A100", "tf32_peak_tflops", 156), ("A100", "l2_mib", 40),
+    # NVIDIA L40S datasheet; NVIDIA L4 datasheet; NVIDIA A10 datasheet
+    ("L40S", "fp32_peak_tflops", 91.6), ("L40S", "fp16_peak_tflops", 362.05), ("L40S", "memory_bandwidth_gb_per_s", 864),
+    ("L4", "memory_bandwidth_gb_per_s", 300), ("L4", "tdp_w", 72), ("A10", "tf32_peak_tflops", 62.5), ("A10", "tdp_w", 150),
+    # NVIDIA Tesla V100 datasheet (SXM2 / PCIe columns); V100 whitepaper Table 1: 6144 KB L2
+    ("V100-SXM2-32GB", "fp32_peak_tflops", 15.7), ("V100-PCIe-16GB", "fp16_peak_tflops", 112), ("V100", "nvlink_gb_per_s", 300),
+    ("V100", "l2_mib", 6),
+    # NVIDIA Tesla P100 datasheets (NVLink and PCIe); NVIDIA Tesla P4 and T4 datasheets; NVIDIA Tesla K80 datasheet (per die)
+    ("P100-SXM2", "fp16_peak_tflops", 21.2), ("P100-SXM2", "nvlink_gb_per_s", 160), ("P100", "tdp_w", 250),
+    ("P4", "fp32_peak_tflops", 5.5), ("P4", "memory_bandwidth_gb_per_s", 192), ("T4", "fp16_peak_tflops", 65), ("T4", "tdp_w", 70),
+    ("K80", "memory_bandwidth_gb_per_s", 240), ("K80", "tdp_w", 300),
+    # AMD Instinct MI100 / MI210 datasheets; MI200 series datasheet (MI250 module, halved per die)
+    ("MI100", "bf16_peak_tflops", 92.3), ("MI100", "memory_bandwidth_gb_per_s", 1228.8), ("MI210", "fp32_matrix_tflops", 45.3),
+    ("MI210", "fp16_peak_tflops", 181), ("MI250", "fp32_peak_tflops", 22.65), ("MI250", "memory_bandwidth_gb_per_s", 1638.4),
+])
+def test_datasheet_known_answers(cat, gpu, column, value):
+    assert cat.loc[gpu, column] == value
+
+
+def test_the_h100_nvl_is_its_own_part():
+    s = gpu_spec("NVIDIA H100 NVL")
+    assert s.gpu == "H100-NVL" and s.precisions == ("fp32", "tf32", "fp16", "bf16")
+    assert (s.memory_gib, s.memory_bandwidth_gb_per_s, s.sm_count, s.pcie_generation) == (94.0, 3900.0, 132, 5)
+    assert canonical_gpu("H100") == "H100" and canonical_gpu("H100 PCIe") == "H100-PCIe"  # the NVL takes no one's name
+
+
 def test_pcie_and_sxm_parts_are_apart_where_they_differ(cat):
     pairs = [("A100-PCIe-80GB", "A100-SXM4-80GB"), ("H100-PCIe", "H100"), ("V100-PCIe-16GB", "V100"), ("P100", "P100-SXM2")]
     for pcie, sxm in pairs:
@@ -128,7 +210,8 @@ def test_neusight_device_configs_agree_or_the_note_says_why(cat, mirror):
     ("A100 80GB PCIe", "A100-PCIe-80GB"), ("H100 80GB SXM5", "H100"), ("h100-sxm", "H100"), ("Tesla V100-SXM2-16GB", "V100"),
     ("nvidia-l4", "L4"), ("H100 PCIe", "H100-PCIe"), ("a100 sxm4 80 GB", "A100-SXM4-80GB"), ("V100 32GB", "V100-SXM2-32GB"),
     ("v100-pcie", "V100-PCIe-16GB"), ("A100 PCIe", "A100-PCIe-40GB"), ("A100 80GB", "A100-SXM4-80GB"), ("NVIDIA H200", "H200"),
-    ("l40s", "L40S"), ("NVIDIA A10", "A10"), ("MI250", "MI250"),
+    ("l40s", "L40S"), ("NVIDIA A10", "A10"), ("MI250", "MI250"), ("NVIDIA H100 NVL", "H100-NVL"), ("H100 NVL", "H100-NVL"),
+    ("h100-nvl-94gb", "H100-NVL"),
     # the ids and the paper-era spellings
     ("A100", "A100"), ("h100", "H100"), ("v100", "V100"), ("p100", "P100"), ("Tesla K80", "K80"), ("k", "K80"),
     ("a100_pcie_80gb", "A100-PCIe-80GB"),
@@ -156,7 +239,7 @@ def test_every_neusight_device_name_in_the_mirror_resolves(mirror):
 @pytest.mark.parametrize("name, close", [
     # a part the catalog does not have, a memory size no part has, two form factors, extra words: refused, never mapped
     # to a near part; the chip's catalogued parts are suggested
-    ("H100 NVL", "The catalog's H100 parts are 'H100' or 'H100-PCIe'; did you mean one of them?"),
+    ("H100 SXM 94GB", "The catalog's H100 parts are 'H100' or 'H100-PCIe' or 'H100-NVL'; did you mean one of them?"),
     ("V100 48GB", "The catalog's V100 parts are 'V100' or 'V100-SXM2-32GB' or 'V100-PCIe-16GB' or 'V100-PCIe-32GB'; did you mean"),
     ("A100 SXM4 PCIe", "The catalog's A100 parts are 'A100' or 'A100-SXM4-80GB' or 'A100-PCIe-40GB' or 'A100-PCIe-80GB'"),
     ("NVIDIA_H100_80GB_HBM3_TP", "The catalog's H100 parts are"),  # NeuSight's two-GPU tensor-parallel config, not a device
@@ -223,7 +306,7 @@ def test_invalid_specs_name_the_field(bad, message):
 
 
 def test_other_gpu_inputs_are_refused():
-    with pytest.raises(InvalidGPUSpecError, match=r"A GPU spec frame must have exactly one row; got 22\."):
+    with pytest.raises(InvalidGPUSpecError, match=r"A GPU spec frame must have exactly one row; got 23\."):
         gpu_spec(ds.load_gpu_catalog())
     with pytest.raises(TypeError, match=r"A GPU must be a name \(str\), a GPUSpec, a dict or a one-row DataFrame of GPU specs; got int 100\."):
         gpu_spec(100)
@@ -256,6 +339,7 @@ def test_any_valid_spec_round_trips_and_supports_exactly_its_rates(fp32, bw, mem
     ("A100", "bf16", 312.0), ("A100", "tf32", 156.0), ("H100", "tf32", 494.7), ("H100 80GB SXM5", "fp16", 989.4),
     ("NVIDIA_L4", "bf16", 121.0), ("V100", "fp32", 15.667), ("V100", "fp16", 125.0), ("Tesla T4", "fp16", 65.0),
     ("P100", "fp16", 18.7), ("K80", "fp32", 4.113), ("MI250", "bf16", 181.05), ("MI100", "bf16", 92.3),
+    ("H100 NVL", "bf16", 835.5), ("L40S", "tf32", 183.0), ("A10", "fp16", 125.0), ("H200", "tf32", 494.5),
     ("A100", "bfloat16", 312.0), ("A100", "torch.float16", 312.0), ("L4", "FP32", 30.3), ("L4", "float32", 30.3),
 ])
 def test_peak_tflops_known_answers(gpu, precision, tflops):

@@ -39,7 +39,7 @@ def test_gpus_and_regions():
     assert ds.canonical_region("us-east1-c") == "us-east1" and ds.canonical_region("euwest4") == "europe-west4"
     assert ds.canonical_region("euro") == "europe-west1" and ds.canonical_region("asia") == "asia-east1"
     assert ds.region_of_zone("europe-west1-b") == "europe-west1"
-    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A6000'. Expected one of: K80, P4, P100, P100-SXM2, V100, .*, H100, H100-PCIe, H200, MI100, MI210, MI250\. Device names .* are accepted too; a GPU that is not in the catalog can be passed as a perfmodel.datasets.GPUSpec\. Did you mean 'A100'"):
+    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A6000'. Expected one of: K80, P4, P100, P100-SXM2, V100, .*, H100, H100-PCIe, H100-NVL, H200, MI100, MI210, MI250\. Device names .* are accepted too; a GPU that is not in the catalog can be passed as a perfmodel.datasets.GPUSpec\. Did you mean 'A100'"):
         ds.canonical_gpu("A6000")
     with pytest.raises(UnknownNameError, match=r"Unknown region 'mars-1'. Expected one of: us-east1, us-central1, us-west1, europe-west1, europe-west4, asia-east1"):
         ds.canonical_region("mars-1")
