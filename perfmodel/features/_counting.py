@@ -296,6 +296,25 @@ def _functional(func) -> bool:
     return ok
 
 
+_INPLACE_FOREACH: dict = {}
+
+
+def _inplace_foreach(func) -> bool:
+    """True for an in-place ``_foreach_*_`` op that returns nothing (it only writes its list arguments)."""
+    ok = _INPLACE_FOREACH.get(func)
+    if ok is None:
+        schema = func._schema
+        ok = _INPLACE_FOREACH[func] = func._overloadpacket.__name__.startswith("_foreach_") and not schema.returns and any(
+            a.alias_info is not None and a.alias_info.is_write for a in schema.arguments
+        )
+    return ok
+
+
+def _all_meta(args, kwargs) -> bool:
+    ts = _flat_tensors(list(args) + list(kwargs.values()))
+    return bool(ts) and all(t.device.type == "meta" for t in ts)
+
+
 def _arg_key(a):
     if isinstance(a, torch.Tensor):
         if a.device.type != "meta":
@@ -418,6 +437,8 @@ class ShapeOnlyMode(TorchDispatchMode):
         spec = self._meta_outputs.get(key) if key is not None else None
         if spec is not None:
             out = _from_spec(spec)
+        elif _inplace_foreach(func) and _all_meta(args, kwargs):
+            out = None  # an in-place multi-tensor op (optimizer steps) changes no metadata of meta tensors
         elif self.skip_compute and packet in self._FAKE_ALL:
             out = self._fake(func, packet, args, kwargs)
         else:

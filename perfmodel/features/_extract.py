@@ -383,7 +383,10 @@ def _optimizer_step(mode, state: dict, optimizer: str) -> None:
         opt = torch.optim.Adam(params, lr=1e-3, foreach=True)
     else:
         opt = torch.optim.SGD(params, lr=0.1, momentum=0.9, foreach=True)
-    opt.step()  # creates the momentum / moment buffers: not part of a steady-state step
+    from perfmodel.features._counting import ShapeOnlyMode
+
+    with ShapeOnlyMode():  # (its fast paths for meta tensors; nothing recorded)
+        opt.step()  # creates the momentum / moment buffers: not part of a steady-state step
     mode.scope = ()
     mode.host_only_skipped = True  # the step counters of torch's default (non-capturable) Adam live on the host
     try:
@@ -924,16 +927,21 @@ def _per_op_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
 
     (_, run), = runs
     trace, (n_fwd, n_bwd) = run["trace"], run["trace_phases"]
-    classes: dict = {}
+    ops: dict = {}  # per (op, is view): (name, class); the rows of repeated layers share their shape tuples
+    texts: dict = {}
     rows = []
     for i, (func, flops, nread, nwritten, dt, ins, outs, scope, view) in enumerate(trace):
-        cls = classes.get(func)
-        if cls is None:
-            cls = classes[func] = op_class(func, view)
+        op = ops.get((func, view))
+        if op is None:
+            op = ops[(func, view)] = (str(func._overloadpacket), op_class(func, view))
+        tin, tout = texts.get(ins), texts.get(outs)
+        if tin is None:
+            tin = texts[ins] = _shape_text(ins)
+        if tout is None:
+            tout = texts[outs] = _shape_text(outs)
         rows.append((
             name, batch_size, "forward" if i < n_fwd else "backward" if i < n_bwd else "optimizer", i,
-            str(func._overloadpacket), cls, (scope[-1] or "(root)") if scope else "", flops, nread, nwritten, dt,
-            _shape_text(ins), _shape_text(outs),
+            op[0], op[1], (scope[-1] or "(root)") if scope else "", flops, nread, nwritten, dt, tin, tout,
         ))
     df = pd.DataFrame(rows, columns=list(PER_OP_COLUMNS))
     df["phase"] = pd.Categorical(df["phase"], categories=["forward", "backward", "optimizer"])

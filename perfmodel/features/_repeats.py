@@ -74,29 +74,45 @@ class Stack:
 
 
 def _attr_key(value):
-    if isinstance(value, _SIMPLE):
+    import torch
+
+    if isinstance(value, (*_SIMPLE, torch.dtype, torch.device)):
         return value
     if isinstance(value, (tuple, list)) and all(isinstance(v, _SIMPLE) for v in value):
         return (type(value).__name__, tuple(value))
     return ("object", id(value))  # anything else (a config, a function): the very same object in every layer
 
 
-def _signature(layer) -> tuple:
-    """What a layer runs, up to its position: module types, parameters, buffers and plain attributes of every module."""
+def _describe(layer) -> list:
+    """(module path, type, plain attributes, parameters, buffers, hook counts) of every module of a layer."""
     import torch
 
-    sig = []
+    out = []
     for rel, m in layer.named_modules():
-        attrs = tuple(sorted(
-            (k, _attr_key(v)) for k, v in vars(m).items()
-            if not k.startswith("_") and k != "training" and k not in _INDEX_ATTRS and not isinstance(v, torch.nn.Module)
-        ))
+        attrs = {k: _attr_key(v) for k, v in vars(m).items()
+                 if not k.startswith("_") and k != "training" and k not in _INDEX_ATTRS and not isinstance(v, torch.nn.Module)}
         params = tuple((n, None if p is None else (tuple(p.shape), p.dtype, p.requires_grad)) for n, p in m._parameters.items())
         bufs = tuple((n, None if b is None else (tuple(b.shape), b.dtype)) for n, b in m._buffers.items())
         hooks = tuple(len(getattr(m, h, ())) for h in ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
                                                         "_backward_pre_hooks"))
-        sig.append((rel, type(m), attrs, params, bufs, hooks))
-    return tuple(sig)
+        out.append((rel, type(m), attrs, params, bufs, hooks))
+    return out
+
+
+def _signatures(layers) -> list[tuple]:
+    """What each layer runs, up to its position: module types, parameters, buffers and plain attributes of every
+    module. Attributes that only some layers have are left out: modules may cache state on themselves as they run
+    (Switch Transformers' router keeps the dtype of its last input), and a layer that has not run yet lacks it."""
+    described = [_describe(layer) for layer in layers]
+    common: dict = {}
+    for d in described:
+        for rel, _, attrs, *_ in d:
+            common[rel] = common[rel] & attrs.keys() if rel in common else set(attrs)
+    return [
+        tuple((rel, t, tuple(sorted((k, v) for k, v in attrs.items() if k in common[rel])), params, bufs, hooks)
+              for rel, t, attrs, params, bufs, hooks in d)
+        for d in described
+    ]
 
 
 def _split(sigs: list, max_period: int = 4, max_head: int = 3):
@@ -137,7 +153,7 @@ def find_stacks(net) -> list[Stack]:
         ) and all(par_uses[id(p)] == 1 for layer in layers for p in layer.parameters())
         if not owned:
             continue
-        split = _split([_signature(layer) for layer in layers])
+        split = _split(_signatures(layers))
         if split is not None:
             stacks.append(Stack(name, len(layers), *split))
     return stacks

@@ -228,3 +228,23 @@ def test_input_dtype_errors_say_what_and_how(bad):
         extract(net, (5,), input_dtype=bad)
     with pytest.raises(FeatureExtractionError, match="dtype must be a torch.dtype .* got 'float33'"):
         extract(net, (5,), dtype="float33")
+
+
+class CachingBlock(Block):
+    """A layer that keeps state of its last call on itself (as Switch Transformers' router keeps its input dtype)."""
+
+    def forward(self, x):
+        self.last_dtype = x.dtype
+        return super().forward(x)
+
+
+def test_state_cached_by_layers_as_they_run_does_not_hide_the_stack():
+    net = _meta("plain")
+    with torch.device("meta"):
+        net.blocks = nn.ModuleList(CachingBlock(8) for _ in range(7))
+    first = _quiet(extract, net, (8,), batch_size=2, per_op=True, device="meta")
+    # only the kept layers ran: layers 4-6 lack the attribute the others now have; still the same stack
+    assert [hasattr(b, "last_dtype") for b in net.blocks] == [True] * 4 + [False] * 3
+    second, full = _both(net, (8,), batch_size=2)
+    assert first.attrs["repeated_stacks"] == second.attrs["repeated_stacks"] == ["blocks: 7 layers = 0 + 7 x 1 + 0, traced 4"]
+    _assert_same(second, full)
