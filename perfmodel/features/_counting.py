@@ -281,6 +281,85 @@ def _to_meta(a):
     return a
 
 
+_FUNCTIONAL: dict = {}
+_PLAIN = (bool, int, float, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+def _functional(func) -> bool:
+    """True for an op that neither mutates nor aliases its arguments (fresh outputs only); cached per overload."""
+    ok = _FUNCTIONAL.get(func)
+    if ok is None:
+        schema = func._schema
+        ok = _FUNCTIONAL[func] = bool(schema.returns) and not func.is_view and all(
+            a.alias_info is None for a in (*schema.arguments, *schema.returns)
+        )
+    return ok
+
+
+_INPLACE_FOREACH: dict = {}
+
+
+def _inplace_foreach(func) -> bool:
+    """True for an in-place ``_foreach_*_`` op that returns nothing (it only writes its list arguments)."""
+    ok = _INPLACE_FOREACH.get(func)
+    if ok is None:
+        schema = func._schema
+        ok = _INPLACE_FOREACH[func] = func._overloadpacket.__name__.startswith("_foreach_") and not schema.returns and any(
+            a.alias_info is not None and a.alias_info.is_write for a in schema.arguments
+        )
+    return ok
+
+
+def _all_meta(args, kwargs) -> bool:
+    ts = _flat_tensors(list(args) + list(kwargs.values()))
+    return bool(ts) and all(t.device.type == "meta" for t in ts)
+
+
+def _arg_key(a):
+    if isinstance(a, torch.Tensor):
+        if a.device.type != "meta":
+            raise TypeError  # values exist: not memoised
+        return (tuple(a.shape), a.stride(), a.dtype, a.storage_offset())
+    if isinstance(a, (list, tuple)):
+        return (type(a).__name__, *map(_arg_key, a))
+    if isinstance(a, _PLAIN):
+        return (type(a).__name__, a)  # 1 and 1.0 and True differ
+    raise TypeError
+
+
+def _meta_key(func, args, kwargs):
+    """Hashable metadata of a call whose tensors are all on meta (their shapes, strides, dtypes: all a meta kernel
+    sees), or None. A meta kernel's outputs are a function of it, so their metadata can be reused."""
+    try:
+        key = (func, tuple(map(_arg_key, args)), tuple((k, _arg_key(v)) for k, v in kwargs.items()))
+    except TypeError:
+        return None
+    if not any(isinstance(a, torch.Tensor) for a in (*args, *kwargs.values())) and not any(
+            isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor) for a in (*args, *kwargs.values())):
+        return None  # factories: their dtype may come from the global default
+    return key
+
+
+def _spec(out):
+    """Metadata of the fresh meta outputs of an op (tensors, None, lists/tuples of them), or None."""
+    if isinstance(out, torch.Tensor):
+        return ("T", tuple(out.shape), out.stride(), out.dtype) if out.device.type == "meta" else None
+    if out is None:
+        return ("N",)
+    if isinstance(out, (list, tuple)):
+        parts = [_spec(o) for o in out]
+        return None if any(p is None for p in parts) else (type(out), parts)
+    return None
+
+
+def _from_spec(spec):
+    if spec[0] == "T":
+        return torch.empty_strided(spec[1], spec[2], dtype=spec[3], device="meta")
+    if spec[0] == "N":
+        return None
+    return spec[0](_from_spec(p) for p in spec[1])
+
+
 class ShapeOnlyMode(TorchDispatchMode):
     """Run a model with the expensive formula-counted ops replaced by zero tensors of the right shape.
 
@@ -347,16 +426,27 @@ class ShapeOnlyMode(TorchDispatchMode):
         # raw formulas take shapes; unwrap torch's shape_wrapper (pytree) and pass shapes directly (much faster)
         self._formulas = {k: getattr(v, "__wrapped__", v) for k, v in fc.flop_registry.items()}
         self._formulas.update(EXTRA_FORMULAS)
+        self._meta_outputs: dict = {}  # (op, argument metadata) -> output metadata, for ops on meta tensors only
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         packet = func._overloadpacket
         self.seen.add(packet)
         self.seen_ops.add(func)
-        if self.skip_compute and packet in self._FAKE_ALL:
+        key = _meta_key(func, args, kwargs) if _functional(func) else None
+        spec = self._meta_outputs.get(key) if key is not None else None
+        if spec is not None:
+            out = _from_spec(spec)
+        elif _inplace_foreach(func) and _all_meta(args, kwargs):
+            out = None  # an in-place multi-tensor op (optimizer steps) changes no metadata of meta tensors
+        elif self.skip_compute and packet in self._FAKE_ALL:
             out = self._fake(func, packet, args, kwargs)
         else:
             out = func(*args, **kwargs)
+        if key is not None and spec is None:
+            spec = _spec(out)
+            if spec is not None:
+                self._meta_outputs[key] = spec
         if self.memory_limit is not None and not func.is_view:
             self.allocated_bytes += sum(t.numel() * t.element_size() for t in _flat_tensors(out))
             if self.allocated_bytes > self.memory_limit:

@@ -177,13 +177,44 @@ def build(config, *, moe_routing: str = "uniform", attn_implementation: str | No
         cfg.decoder_start_token_id = cfg.pad_token_id if cfg.pad_token_id is not None else 0  # T5's convention
     cls = _model_class(cfg)
     kwargs = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
-    with torch.device("meta"):
+    with torch.device("meta"), _SkipMetaInit():
         model = cls._from_config(cfg, **kwargs)
     if moe_routing == "uniform":
         _static_routing(model)
     step = TrainingStep(model)
     step.train()
     return step
+
+
+class _SkipMetaInit(torch.overrides.TorchFunctionMode):
+    """Skip the value-only in-place ops of weight initialisation (``normal_``, ``uniform_``, ``fill_`` …) on meta tensors.
+
+    A meta tensor has no values, yet torch runs these ops through its Python reference kernels to check their shapes:
+    ~1 s for GPT-2-large's 146 ``Conv1D.__init__`` calls to ``nn.init.normal_``. Only ops on meta tensors under
+    ``no_grad`` (as ``torch.nn.init`` and transformers' ``_init_weights`` run them) are skipped, and only while the
+    model is built (the mode is thread-local); parameters, buffers, shapes, dtypes and weight tying are unchanged.
+    """
+
+    #: torch.nn.init functions (they run under no_grad themselves) and Tensor methods (skipped under no_grad only)
+    _INIT = frozenset({
+        "normal_", "uniform_", "zeros_", "ones_", "constant_", "trunc_normal_", "xavier_uniform_", "xavier_normal_",
+        "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "eye_", "dirac_", "sparse_",
+    })
+    _VALUE_ONLY = frozenset({
+        "normal_", "uniform_", "fill_", "zero_", "erfinv_", "mul_", "add_", "clamp_", "exponential_", "copy_",
+    })
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        first = args[0] if args else kwargs.get("tensor")  # torch.nn.init passes it by keyword
+        if isinstance(first, torch.Tensor) and first.device.type == "meta":
+            name = getattr(func, "__name__", None)
+            if name in self._INIT and getattr(func, "__module__", None) == "torch.nn.init":
+                return first
+            if name in self._VALUE_ONLY and args and not torch.is_grad_enabled() and all(
+                    not isinstance(a, torch.Tensor) or a.device.type == "meta" for a in (*args[1:], *kwargs.values())):
+                return first
+        return func(*args, **kwargs)
 
 
 def _static_routing(model) -> None:

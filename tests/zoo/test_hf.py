@@ -104,3 +104,46 @@ def test_bad_configs_say_what_and_how():
         hf.build("gpt2")
     with pytest.raises(ValueError, match=r"moe_routing must be one of 'uniform', 'model'; got 'random'"):
         hf.build(tiny("gpt2"), moe_routing="random")
+
+
+class _InitOps(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the weight-initialisation kernels run while a model is built."""
+
+    INIT = ("normal_", "uniform_", "fill_", "zero_", "erfinv_")
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.n += func._overloadpacket.__name__ in self.INIT
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert", "opt", "switch"])
+def test_build_skips_initialising_meta_weights_and_builds_the_same_model(kind, monkeypatch):
+    with _InitOps() as counted:
+        step = hf.build(tiny(kind))
+    assert counted.n == 0  # no normal_ / uniform_ / fill_ kernels on tensors without values
+
+    class Plain:  # the same build with every initialisation kernel run
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(hf, "_SkipMetaInit", Plain)
+    with _InitOps() as counted:
+        ref = hf.build(tiny(kind))
+    assert counted.n > 0
+
+    def layout(net):
+        params = [(n, tuple(p.shape), p.dtype, p.requires_grad, p.device.type) for n, p in net.named_parameters()]
+        buffers = [(n, tuple(b.shape), b.dtype, b.device.type) for n, b in net.named_buffers()]
+        return params, buffers, [type(m).__name__ for m in net.modules()]
+
+    assert layout(step) == layout(ref)
+    if kind == "gpt2":  # weight tying survives
+        assert step.model.lm_head.weight is step.model.transformer.wte.weight
+    assert step_ops(step, 2).equals(step_ops(ref, 2))
