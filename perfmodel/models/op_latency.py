@@ -254,12 +254,17 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
         unseen = sorted(set(cls) - set(self.classes_))
         if unseen:
             raise ValueError(f"OpLatencyModel was not fitted on the operator class(es) {unseen}; it knows {self.classes_}.")
+        from threadpoolctl import threadpool_limits
+
         feats = _features(X)
         out = _roofline_s(X)
-        for c in self.classes_:
-            m = cls == c
-            if m.any():
-                out[m] = out[m] * 10 ** self.models_[c].predict(feats[m])
+        # One thread: a step has a few thousand operators, and OpenMP's thread start-up per call costs more than the
+        # trees (seconds on a loaded machine); scikit-learn's predictions do not depend on the thread count.
+        with threadpool_limits(1, user_api="openmp"):
+            for c in self.classes_:
+                m = cls == c
+                if m.any():
+                    out[m] = out[m] * 10 ** self.models_[c].predict(feats[m])
         return out
 
 
