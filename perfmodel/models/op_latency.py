@@ -6,16 +6,27 @@ For an operator of class *c* (matmul, conv, layer norm, softmax, elementwise) wi
 GPU with peak rate *P* (FLOP/s at the precision) and memory bandwidth *B* (byte/s)::
 
     t_roofline = max(flops / P, bytes / B)
-    t = t_roofline · 10 ** f_c(x)
+    t_kernel   = max(t_roofline · 10 ** f_c(x), KERNEL_MIN_S)     # back to back in a training step
+    t_alone    = δ_c + t_kernel                                    # one call timed alone, as a microbenchmark is
 
-where ``f_c`` is a gradient-boosted regression (scikit-learn's ``HistGradientBoostingRegressor``) of
-``log10(t_measured / t_roofline)`` on features that describe the operator *relative to the GPU* — the roofline time
+A microbenchmark times one call between two CUDA events on an idle GPU (NeuSight's ``collect.py``), so it includes
+the host's launch latency δ — Python, dispatcher, ``cudaLaunchKernel`` — which in a training step overlaps the
+kernels before it. δ of a class on a training GPU is its fastest measurement less ``KERNEL_MIN_S`` (22-55 µs on
+NeuSight's host); for any other GPU, the median over the training GPUs. ``KERNEL_MIN_S`` (5 µs) is the shortest
+time a kernel occupies an eager step, where the host issues kernels no faster than that.
+
+``f_c`` is a gradient-boosted regression (scikit-learn's ``HistGradientBoostingRegressor``) of
+``log10((t_measured - δ) / t_roofline)`` on features that describe the operator *relative to the GPU* — the roofline time
 itself (the launch-overhead regime of small operators), arithmetic intensity over the GPU's ridge point, waves of output
 tiles over the SMs and their quantisation, working set over L2, the operator's shape — so that what is learned on some
 GPUs transfers to a GPU that was never measured: only its spec sheet (catalog row) is needed. No feature identifies a
 GPU by itself: with five training GPUs, a GPU-level feature (the ridge point, or board power per peak FLOP/s) let the
 trees memorise the GPUs, and leave-one-GPU-out on the training GPUs chose the feature set without one (time-weighted
 matmul error 27–68 % against 42–80 % with the ridge point; :func:`perfmodel.diagnostics.op_model_errors`).
+
+A GPU measured in training also gets a model of its own per class (``per_gpu``): the pooled trees average GPUs that
+look alike in the relative features, which put the V100's large GEMMs (84-87 % of peak) at 63-70 % in-sample; every
+other GPU is predicted by the pooled model.
 
 The default model (:func:`default_op_model`) is fitted on NeuSight's microbenchmarks (ASPLOS'25, ``load_neusight_microbenchmarks``)
 of its five *training* GPUs only — Tesla P4, P100, T4, V100 and A100-PCIe-40GB — never on an end-to-end label and never
@@ -42,6 +53,10 @@ NEUSIGHT_OP_CLASS = {"bmm": "matmul", "linear": "matmul", "conv": "conv", "ln": 
 
 #: NeuSight's training GPUs (catalog ids): the only GPUs the default model is fitted on.
 TRAINING_GPUS = ("P4", "P100", "T4", "V100-PCIe-32GB", "A100-PCIe-40GB")
+
+#: Shortest time (s) a kernel occupies a training step's stream: an eager PyTorch step issues kernels no faster than
+#: its host launches them (a few µs each); also the floor of a measured kernel once its launch overhead is removed.
+KERNEL_MIN_S = 5e-6
 
 _TILE = 128  # output tile edge of the large GEMM kernels (cuBLAS sgemm 128x128, cuDNN implicit GEMM)
 _BLOCK = 512  # elements per thread block of PyTorch's vectorised elementwise kernels (128 threads x 4)
@@ -196,6 +211,15 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
         Of each class's ``HistGradientBoostingRegressor``.
     random_state : int
         Seed of the boosting (its early-stopping split).
+    per_gpu : bool
+        Also fit one model per training GPU and class (when ``X`` has a ``gpu`` column and the GPU has at least
+        ``min_gpu_rows`` rows of the class), used for that GPU — identified by its id *and* its spec columns — at
+        prediction. A GPU measured in training is then predicted from its own measurements, as accurately as they
+        allow; every other GPU from the pooled model, which transfers through the GPU-relative features. The pooled
+        model alone would average the efficiencies of GPUs that look alike in those features: in-sample, the V100's
+        large GEMMs (84-87 % of peak) came out at 63-70 %.
+    min_gpu_rows : int
+        Fewest rows of a class for a GPU's own model.
 
     Attributes
     ----------
@@ -207,11 +231,26 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
         What the model was fitted on (set by :func:`default_op_model`; "user data" otherwise).
     """
 
-    def __init__(self, max_iter=300, learning_rate=0.1, max_leaf_nodes=31, random_state=0):
+    def __init__(self, max_iter=300, learning_rate=0.1, max_leaf_nodes=31, random_state=0, per_gpu=True, min_gpu_rows=200):
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.max_leaf_nodes = max_leaf_nodes
         self.random_state = random_state
+        self.per_gpu = per_gpu
+        self.min_gpu_rows = min_gpu_rows
+
+    def _boost(self):
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        return HistGradientBoostingRegressor(max_iter=self.max_iter, learning_rate=self.learning_rate,
+                                             max_leaf_nodes=self.max_leaf_nodes, random_state=self.random_state)
+
+    @staticmethod
+    def _gpu_keys(X: pd.DataFrame) -> np.ndarray:
+        """One key per row: the GPU id with its spec columns (a spec that differs from the measured GPU's is another GPU)."""
+        ids = X["gpu"].astype(str).to_numpy() if "gpu" in X.columns else np.full(len(X), "", dtype=object)
+        spec = X[GPU_COLUMNS].to_numpy(float)
+        return np.array([f"{g}|" + ",".join(f"{v:.6g}" for v in row) for g, row in zip(ids, spec)], dtype=object)
 
     def _check_X(self, X) -> pd.DataFrame:
         if not isinstance(X, pd.DataFrame):
@@ -226,46 +265,106 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
         return X
 
     def fit(self, X, y):
-        from sklearn.ensemble import HistGradientBoostingRegressor
-
         X = self._check_X(X)
         y = np.asarray(y, dtype=float).ravel()
         if y.shape[0] != len(X) or not (np.isfinite(y).all() and (y > 0).all()):
             raise ValueError("y must hold one positive, finite latency in seconds per row of X.")
-        target = np.log10(y / _roofline_s(X))
-        feats = _features(X)
         cls = X["op_class"].astype(str).to_numpy()
-        self.models_ = {}
-        for c in sorted(set(cls)):
-            m = cls == c
-            self.models_[c] = HistGradientBoostingRegressor(max_iter=self.max_iter, learning_rate=self.learning_rate,
-                                                            max_leaf_nodes=self.max_leaf_nodes,
-                                                            random_state=self.random_state).fit(feats[m], target[m])
-        self.classes_ = sorted(self.models_)
+        keys = self._gpu_keys(X)
+        self.classes_ = sorted(set(cls))
+        # Launch overhead inside each measurement: NeuSight times one call between two CUDA events on an idle GPU, so a
+        # measured latency is the host's launch latency (Python, dispatcher, cudaLaunchKernel) plus the kernel. Its floor
+        # (the fastest measurement of a class on a GPU, less the shortest kernel) estimates that overhead.
+        self.launch_overhead_s_ = {}
+        for c in self.classes_:
+            for k in sorted(set(keys[cls == c])):
+                m = (keys == k) & (cls == c)
+                if m.sum() >= self.min_gpu_rows:
+                    self.launch_overhead_s_[(k, c)] = max(float(y[m].min()) - KERNEL_MIN_S, 0.0)
+        pooled = {c: float(np.median([v for (_, cc), v in self.launch_overhead_s_.items() if cc == c] or [0.0]))
+                  for c in self.classes_}
+        # convolutions are measured from their smallest realistic shape, not from an empty one: their floor is a
+        # kernel, so they take the matmul's overhead (both are module calls of one kernel)
+        if "conv" in pooled and "matmul" in pooled:
+            pooled["conv"] = pooled["matmul"]
+            for (k, c) in list(self.launch_overhead_s_):
+                if c == "conv":
+                    self.launch_overhead_s_[(k, c)] = self.launch_overhead_s_.get((k, "matmul"), pooled["matmul"])
+        self.launch_overhead_pooled_s_ = pooled
+        # what is learned is the kernel's time (the latency less that overhead) relative to the roofline
+        kernel = np.maximum(y - self._overhead(keys, cls), KERNEL_MIN_S)
+        target = np.log10(kernel / _roofline_s(X))
+        feats = _features(X)
+        self.models_ = {c: self._boost().fit(feats[cls == c], target[cls == c]) for c in self.classes_}
+        self.gpu_models_ = {}
+        if self.per_gpu and "gpu" in X.columns:
+            for k in sorted(set(keys)):
+                if k.startswith("|"):
+                    continue
+                for c in self.classes_:
+                    m = (keys == k) & (cls == c)
+                    if m.sum() >= self.min_gpu_rows:
+                        self.gpu_models_[(k, c)] = self._boost().fit(feats[m], target[m])
         self.training_devices_ = sorted(set(X["gpu"].astype(str))) if "gpu" in X.columns else []
         self.n_training_rows_ = {c: int((cls == c).sum()) for c in self.classes_}
         self.provenance_ = "user data"
         return self
 
-    def predict(self, X) -> np.ndarray:
+    def _overhead(self, keys, cls) -> np.ndarray:
+        own = getattr(self, "launch_overhead_s_", {})
+        pooled = getattr(self, "launch_overhead_pooled_s_", {})
+        return np.array([own.get((k, c), pooled.get(c, 0.0)) for k, c in zip(keys, cls)], dtype=float)
+
+    def _kernel_s(self, X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(kernel time, keys, classes) of each row: roofline x the learned factor."""
+        from threadpoolctl import threadpool_limits
+
         check_is_fitted(self, "models_")
         X = self._check_X(X)
         cls = X["op_class"].astype(str).to_numpy()
         unseen = sorted(set(cls) - set(self.classes_))
         if unseen:
             raise ValueError(f"OpLatencyModel was not fitted on the operator class(es) {unseen}; it knows {self.classes_}.")
-        from threadpoolctl import threadpool_limits
-
         feats = _features(X)
         out = _roofline_s(X)
+        own = getattr(self, "gpu_models_", {})
+        keys = self._gpu_keys(X)
         # One thread: a step has a few thousand operators, and OpenMP's thread start-up per call costs more than the
         # trees (seconds on a loaded machine); scikit-learn's predictions do not depend on the thread count.
         with threadpool_limits(1, user_api="openmp"):
             for c in self.classes_:
                 m = cls == c
-                if m.any():
-                    out[m] = out[m] * 10 ** self.models_[c].predict(feats[m])
-        return out
+                if not m.any():
+                    continue
+                pooled = m.copy()
+                for k in set(keys[m]) if own else ():
+                    if (k, c) in own:
+                        mk = m & (keys == k)
+                        out[mk] = out[mk] * 10 ** own[(k, c)].predict(feats[mk])
+                        pooled &= ~mk
+                if pooled.any():
+                    out[pooled] = out[pooled] * 10 ** self.models_[c].predict(feats[pooled])
+        return np.maximum(out, KERNEL_MIN_S), keys, cls
+
+    def predict(self, X) -> np.ndarray:
+        """Latency (s) of each operator measured alone, as a microbenchmark times it: the launch overhead of a call
+        (``launch_overhead_s_`` of a measured GPU and class; the median over the training GPUs for any other GPU) plus
+        the kernel (:meth:`predict_in_stream`)."""
+        k, keys, cls = self._kernel_s(X)
+        return k + self._overhead(keys, cls)
+
+    def predict_in_stream(self, X) -> np.ndarray:
+        """Kernel time (s) of each operator when it runs back to back with others on a busy GPU, as in a training step:
+        roofline x the learned factor, without the launch overhead an isolated measurement carries, never below
+        :data:`KERNEL_MIN_S`."""
+        return self._kernel_s(X)[0]
+
+    def measured_gpus(self, X) -> np.ndarray:
+        """For each row of ``X``, whether its GPU (id and spec) has its own model (was measured in training)."""
+        check_is_fitted(self, "models_")
+        X = self._check_X(X)
+        own = {k for k, _ in getattr(self, "gpu_models_", {})}
+        return np.array([k in own for k in self._gpu_keys(X)], dtype=bool)
 
 
 def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame:
@@ -291,7 +390,7 @@ def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame
 _DEFAULT: dict = {}
 
 #: Version of the fitting code: part of the key of the fitted model cached on disk (bump when the model changes).
-MODEL_VERSION = "2"
+MODEL_VERSION = "5"
 
 
 def leave_one_gpu_out(X: pd.DataFrame) -> np.ndarray:
@@ -302,7 +401,8 @@ def leave_one_gpu_out(X: pd.DataFrame) -> np.ndarray:
     gpus = X["gpu"].to_numpy()
     for g in sorted(set(gpus)):
         held = gpus == g
-        out[held] = OpLatencyModel().fit(X[~held], X.loc[~held, "latency_s"]).predict(X[held])
+        # the held-out GPU is predicted by the pooled model (it has no model of its own): no per-GPU fits needed
+        out[held] = OpLatencyModel(per_gpu=False).fit(X[~held], X.loc[~held, "latency_s"]).predict(X[held])
     return out
 
 

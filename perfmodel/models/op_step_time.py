@@ -4,8 +4,9 @@
 optimizer step) from shapes alone (:func:`perfmodel.features.extract` with ``per_op=True``, on the meta device for
 large models), maps each to an operator class with its shape (:func:`work_from_ops`), predicts each operator's latency
 on the GPU from the GPU's spec sheet (:func:`perfmodel.models.op_latency.default_op_model`: roofline × efficiency
-learned on NeuSight's microbenchmarks of its five training GPUs) and sums them — kernels of one eager training step run
-back to back on one stream.
+learned on NeuSight's microbenchmarks of its five training GPUs) and sums the kernel times — kernels of one eager
+training step run back to back on one stream, so the launch overhead each isolated microbenchmark carries is left out
+(:meth:`perfmodel.models.op_latency.OpLatencyModel.predict_in_stream`).
 
 Prediction interval: split-conformal over GPUs. Each of the five training GPUs is held out in turn, its microbenchmarks
 predicted by a model fitted on the other four, and the nonconformity of that GPU is ``|log(Σ predicted / Σ measured)|``
@@ -45,7 +46,9 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
       GEMM's output rows and columns;
     * layer norms (and their backward) → ``layernorm``; softmax kinds → ``softmax``;
     * every other operator that moves data (elementwise, reductions, embeddings, copies, losses) → ``elementwise`` with
-      its counted bytes;
+      its counted bytes, as the microbenchmarked FP32 op that moves them: its output elements when it moves 8-12 bytes
+      per output element (one or two inputs read, one output written), otherwise ``bytes / 12`` elements (a reduction
+      reads far more than it writes; its cost is its traffic);
     * views and allocations (``op_class`` ``view`` / ``factory``) launch no kernel and are dropped.
 
     Returns the work frame plus ``op`` and ``phase`` of each kept row.
@@ -86,7 +89,14 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
         elif r.op_class == "softmax":
             rows.append(("softmax", 5 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase))
         else:
-            rows.append(("elementwise", max(numel, 1.0), nbytes, np.ceil(max(numel, 1.0) / 512), lines, 1.0, last, 1.0, r.op, r.phase))
+            # described as the microbenchmarked op that moves the same bytes: an FP32 elementwise op reads one or two
+            # tensors and writes one (8-12 bytes per output element); a reduction, a pad, a gather or another dtype
+            # moves a different number, and is mapped to the binary op over bytes / 12 elements
+            n_el = max(numel, 1.0)
+            if not 8.0 <= nbytes / n_el <= 12.0:
+                n_el = max(nbytes / 12.0, 1.0)
+            w_last = min(last, n_el)
+            rows.append(("elementwise", n_el, nbytes, np.ceil(n_el / 512), n_el / w_last, 1.0, w_last, 1.0, r.op, r.phase))
     from perfmodel.models.op_latency import WORK_COLUMNS
 
     return pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase"])
@@ -236,7 +246,7 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
             mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
             cols.loc[mm, "peak_flops_per_s"] = peak_tflops(s, prec) * 1e12
         X = op_design(work.drop(columns=["op", "phase"]), cols)
-        t = op_model.predict(X)
+        t = op_model.predict_in_stream(X)
         by_phase = pd.Series(t).groupby(work["phase"].to_numpy()).sum()
         total = float(t.sum())
         g = s.gpu

@@ -98,3 +98,55 @@ def test_leave_one_gpu_out_errors_are_reported_per_class():
     assert (e["mape_pct"] > 0).all() and (e["n_ops"] == 1750).all()
     with pytest.raises(ValueError, match="No microbenchmarks of the operator classes"):
         op_model_errors(["attention"])
+
+
+def _synthetic(gpu: str, scale: float, n: int = 240, seed: int = 0):
+    """Elementwise ops of many sizes on one GPU, measured as ``scale`` x roofline plus a 20 µs launch overhead."""
+    rng = np.random.default_rng(seed)
+    ops = pd.DataFrame(dict(op_class="elementwise", b=rng.integers(1, 4096, n), h=rng.integers(1, 4096, n), n_inputs=2))
+    X = ol.op_design(ol.op_work(ops), ol.gpu_columns([gpu] * n))
+    y = scale * ol._roofline_s(X) + 20e-6
+    return X, y
+
+
+def test_a_measured_gpu_is_predicted_by_its_own_model_and_another_by_the_pooled_one():
+    """Two GPUs that look alike to the pooled features but differ 3x in efficiency: each measured GPU keeps its own
+    efficiency; a GPU with another spec (even under the same id) gets the pooled model."""
+    Xa, ya = _synthetic("V100-PCIe-32GB", 1.0)
+    Xb, yb = _synthetic("V100-PCIe-32GB", 3.0, seed=1)
+    Xb["gpu"] = "P100"  # same spec columns, another id: another GPU
+    X, y = pd.concat([Xa, Xb], ignore_index=True), np.concatenate([ya, yb])
+    m = ol.OpLatencyModel(max_iter=50, min_gpu_rows=100).fit(X, y)
+    assert {k.split("|")[0] for k, _ in m.gpu_models_} == {"V100-PCIe-32GB", "P100"}
+    assert m.measured_gpus(X).all()
+    err_a = np.median(np.abs(m.predict(Xa) / ya - 1))
+    err_b = np.median(np.abs(m.predict(Xb) / yb - 1))
+    pooled = ol.OpLatencyModel(max_iter=50, per_gpu=False).fit(X, y)
+    assert err_a < 0.1 and err_b < 0.1
+    assert np.median(np.abs(pooled.predict(Xa) / ya - 1)) > max(0.2, 2 * err_a)  # the pooled model averages the two
+    other = Xa.assign(bandwidth_bytes_per_s=Xa["bandwidth_bytes_per_s"] * 2)  # same id, another spec
+    assert not m.measured_gpus(other).any()
+    np.testing.assert_allclose(m.predict(other), pooled.predict(other))
+
+
+def test_in_stream_time_removes_the_measured_launch_overhead():
+    """Isolated measurements carry the host's launch latency (their floor): the model learns the kernel (latency less
+    that overhead); alone, an operator takes overhead + kernel; back to back on a busy GPU, the kernel only, never less
+    than the shortest kernel."""
+    X, y = _synthetic("T4", 1.0)
+    m = ol.OpLatencyModel(max_iter=50, min_gpu_rows=100).fit(X, y)
+    delta = m.launch_overhead_s_[(m._gpu_keys(X)[0], "elementwise")]
+    assert delta == pytest.approx(y.min() - ol.KERNEL_MIN_S)
+    s = m.predict_in_stream(X)
+    assert (s >= ol.KERNEL_MIN_S).all()
+    np.testing.assert_allclose(m.predict(X), s + delta)
+    assert np.median(np.abs(m.predict(X) / y - 1)) < 0.1
+    other = X.assign(gpu="L4", peak_flops_per_s=X["peak_flops_per_s"] * 2)  # not measured: the pooled overhead
+    np.testing.assert_allclose(m.predict(other) - m.predict_in_stream(other), m.launch_overhead_pooled_s_["elementwise"])
+
+
+def test_default_model_overheads_come_from_the_training_gpus():
+    m = ol.default_op_model()
+    assert {k.split("|")[0] for k, _ in m.launch_overhead_s_} == set(ol.TRAINING_GPUS)
+    assert {k.split("|")[0] for k, _ in m.gpu_models_} == set(ol.TRAINING_GPUS)
+    assert all(10e-6 < v < 100e-6 for v in m.launch_overhead_pooled_s_.values())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -75,3 +77,12 @@ def test_bad_input():
     emb = torch.nn.Sequential(torch.nn.Embedding(100, 16), torch.nn.Flatten(), torch.nn.Linear(16 * 8, 2))
     with pytest.raises(Exception, match="(?i)embedding"):  # a token model without input_dtype: the cause is named
         pm.predict_step_time(emb, "T4", input_shape=(8,))
+
+
+def test_a_bigger_batch_is_never_predicted_faster():
+    """Small steps are launch-bound: the launch overhead of isolated measurements is removed and each kernel keeps the
+    stream's shortest time, so more work never comes out faster (a multiplicative floor once predicted batch 4 slower
+    than batch 32)."""
+    times = [_quiet(TINY_GPT2, ["A100-PCIe-40GB", "T4", "H100"], input_shape=(64,), batch_size=b)["step_time_s"].to_numpy()
+             for b in (1, 4, 32, 128)]
+    assert (np.diff(np.vstack(times), axis=0) > 0).all()
