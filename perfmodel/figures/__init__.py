@@ -1,7 +1,10 @@
-"""perfmodel.figures — one module per paper figure or table: ``<slug>_data()`` → tidy frame, ``<slug>()`` → Figure.
+"""perfmodel.figures — a thin alias of :mod:`perfmodel.papers` under the names notebooks and users already call.
 
-Only the CLI, notebooks and tests import this package. Each section below is owned by one work item; add exports only
-inside your section.
+``<slug>_data()`` → tidy frame, ``<slug>()`` → Figure, ``*_numbers_data()`` → paper-vs-reproduced table: each name is
+re-exported from the private module of the paper package that implements it. New code uses the item modules of
+:mod:`perfmodel.papers` (one per figure or table, with ``data()``, ``numbers()``, ``figure()``). This alias is the one
+exception to "nothing imports papers but the runner, the CLI, notebooks and tests" (DESIGN.md): it imports them so
+that ``pm.figures.*`` keeps working.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What a revocation costs: CM-DARE's VM start-up, restart and chief-rejoining figures, revocations by hour, the
-estimated-vs-actual training time under revocations (CATALOG.md §1.4–§1.7), and ICAC'19 Figs. 3 and 5 (§2).
+estimated-vs-actual training time under revocations, and ICAC'19 Figs. 3 and 5 (§2).
 
 * ``startup_breakdown`` (EXACT-DATA): provisioning / staging / booting means per file, **seconds** (the source axis
   says ms; the measuring code divided by 1000).
@@ -272,7 +272,7 @@ def icac_fig5(data: pd.DataFrame | None = None, *, ax=None):
 
 
 def transient_numbers_data() -> pd.DataFrame:
-    """The numbers of CATALOG.md §1.4–§1.7 (revocations by hour, start-up, restart, chief rejoining, training-time
+    """The numbers quoted by the paper (revocations by hour, start-up, restart, chief rejoining, training-time
     estimates) and ICAC'19 Figs. 3 and 5, next to their reproduced values (``paper_numbers/transient.csv``)."""
     rep: dict[str, float] = {}
     s = startup_breakdown_data().set_index("source_name")

@@ -1,5 +1,5 @@
 """Which lifetime model fits transient GPU servers? Kaplan–Meier, exponential, Weibull and the bathtub model of
-Kadupitiya et al. compared by AIC per GPU and region, on CM-DARE's reconstructed lifetimes (CATALOG.md §1.4) and on
+Kadupitiya et al. compared by AIC per GPU and region, on CM-DARE's reconstructed lifetimes and on
 ICAC'19's per-VM lifetimes of February 2019 (§2, §3.2), beyond the papers."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Revocations and checkpointing of transient clusters: expected revocations vs job length (renewal function vs Monte
 Carlo) per GPU, and expected wall time vs checkpoint interval with the Young/Daly optimum (beyond the
-papers; lifetimes from CM-DARE's per-region CDFs, CATALOG.md §1.4; checkpoint time from the §1.7 model)."""
+papers; lifetimes from CM-DARE's per-region CDFs; checkpoint time from CM-DARE's checkpoint model)."""
 from __future__ import annotations
 
 from perfmodel.plotting import subplots

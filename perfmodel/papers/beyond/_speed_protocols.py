@@ -1,9 +1,9 @@
 """Step-time prediction under honest protocols: the paper's row split vs leave-one-model-out vs cross-GPU, with the
-paper's feature (normalized model FLOPs) and with perfmodel's graph features (CATALOG.md §1.7; issue "beyond the paper").
+paper's feature (normalized model FLOPs) and with perfmodel's graph features (beyond the paper).
 
 The paper's random 80/20 row split puts samples of every CNN in training, so its test error measures interpolation
 between repeated measurements of known CNNs. Leave-one-model-out holds each CNN out entirely; cross-GPU trains on K80
-and P100 and predicts the V100 single-worker runs (the only V100 speed data: 4 CNNs, CATALOG.md §1.2).
+and P100 and predicts the V100 single-worker runs (the only V100 speed data: 4 CNNs).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ CONFIGS = (
      dict(method="linear", log_transform=True)),
 )
 
-_F_MIN, _F_MAX = 630989589, 22864820174  # CATALOG.md §1.1: min-max constants of the normalisation
+_F_MIN, _F_MAX = 630989589, 22864820174  # the paper's min-max constants of the normalisation
 
 
 def _cols(feats):

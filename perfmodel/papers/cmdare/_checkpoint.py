@@ -1,4 +1,4 @@
-"""CM-DARE's checkpoint-time results (CATALOG.md §1.6, §1.7) recomputed from the data, and the checkpoint figures.
+"""CM-DARE's checkpoint-time results recomputed from the data, and the checkpoint figures.
 
 * ``checkpoint_prediction_data()`` — paper value next to reproduced value for every checkpoint number;
 * ``ckpt_duration_size_correlation()`` — upload-time mean vs checkpoint size, bubble area = 800 × coefficient of variation
@@ -29,7 +29,7 @@ __all__ = ["reproduce_checkpoint_numbers", "checkpoint_prediction_data", "ckpt_d
 
 
 def reproduce_checkpoint_numbers() -> dict[str, float]:
-    """Recompute every checkpoint number of CATALOG.md §1.7 (keys = ``quantity`` of ``paper_numbers/checkpoint.csv``)."""
+    """Recompute every checkpoint number quoted by the paper (keys = ``quantity`` of ``paper_numbers/checkpoint.csv``)."""
     out: dict[str, float] = {}
     ck = ds.load_checkpoint_summary()
     lr = LinearRegression().fit(ck[["checkpoint_mb"]], ck["duration_mean_s"])
@@ -78,7 +78,7 @@ def reproduce_checkpoint_numbers() -> dict[str, float]:
 
 
 def checkpoint_prediction_data() -> pd.DataFrame:
-    """Paper value, reproduced value, status and tolerance of every checkpoint number (CATALOG.md §1.7)."""
+    """Paper value, reproduced value, status and tolerance of every checkpoint number."""
     return compare_with_paper("checkpoint", reproduce_checkpoint_numbers())
 
 

@@ -1,4 +1,4 @@
-"""Cluster-speed series shared by the CM-DARE cluster figures (CATALOG.md §1.3)."""
+"""Cluster-speed series shared by the CM-DARE cluster figures."""
 from __future__ import annotations
 
 import pandas as pd

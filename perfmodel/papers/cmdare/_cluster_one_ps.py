@@ -1,5 +1,5 @@
 """CM-DARE ``figure_5.pdf`` (SIGMETRICS-draft numbering; save commented out upstream): steps/s vs number of K80 and
-P100 workers with one parameter server, 4 CNNs (redraws cells 2–3; CATALOG.md §1.3)."""
+P100 workers with one parameter server, 4 CNNs (redraws cells 2–3)."""
 from __future__ import annotations
 
 from perfmodel.plotting import subplots

@@ -1,5 +1,5 @@
 """CM-DARE ``cluster_size_training_speed.pdf``: steps/s vs number of P100 workers (1–8) with 2 parameter servers, 4 CNNs
-(redraws cell 4; CATALOG.md §1.3)."""
+(redraws cell 4)."""
 from __future__ import annotations
 
 from perfmodel.plotting import subplots
@@ -32,7 +32,7 @@ def cluster_size_training_speed(source: str = "reported", *, data: pd.DataFrame 
 
 
 def cluster_speed_observations(series: pd.DataFrame) -> dict[str, float]:
-    """The scaling observations of CATALOG.md §1.3 computed from a :func:`cluster_series` frame.
+    """The scaling observations quoted by the paper computed from a :func:`cluster_series` frame.
 
     8-worker efficiency ``v8 / (8 v1)`` (K80 and P100, 1 PS); MAPE (%) of linear scaling ``speed(n) = n speed(1)``
     over n = 2..8 (K80, 1 PS) and its mean over the four CNNs; the speed-up of a second PS (P100, ResNet-15 with 8
@@ -56,7 +56,7 @@ def cluster_speed_observations(series: pd.DataFrame) -> dict[str, float]:
 
 
 def cluster_speed_numbers_data() -> pd.DataFrame:
-    """CATALOG.md §1.3 side by side: the 96 plotted means (paper) vs their recomputation from the runs (Step ≥ 2000
+    """The paper's numbers side by side: the 96 plotted means (paper) vs their recomputation from the runs (Step ≥ 2000
     rule; 4 configurations known to differ, with the reason), and the scaling observations computed from the
     paper's arrays — the same observations from the recomputed runs are added as ``*_data`` rows."""
     d = cluster_series("data")

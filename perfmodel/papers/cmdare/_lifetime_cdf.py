@@ -1,5 +1,5 @@
 """CM-DARE ``k80_cdf.pdf`` (README "Fig 2"), ``p100_cdf.pdf``, ``v100_cdf.pdf``: lifetime CDF of transient GPU servers per
-region (redraws cells 13–15, CATALOG.md §1.4), with the Kaplan–Meier estimate of the reconstructed per-server
+region (redraws cells 13–15), with the Kaplan–Meier estimate of the reconstructed per-server
 lifetimes (censored at 24 h) overlaid as a check."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def lifetime_cdf(gpu: str = "K80", *, data: pd.DataFrame | None = None, ax=None)
 
 
 def lifetime_numbers_data() -> pd.DataFrame:
-    """CATALOG.md §1.4 side by side: the time-between-failures exponential fit (rate per minute and its mean), and
+    """The paper's numbers side by side: the time-between-failures exponential fit (rate per minute and its mean), and
     per GPU the number of servers and of revocations in the per-server lifetimes reconstructed from the CDF arrays."""
     from perfmodel.models.lifetimes import lifetimes_from_cdf, time_between_failures_fit
 

@@ -1,6 +1,6 @@
 """CM-DARE per-model step-time prediction error (``sigmetrics_figure5_comb.csv``): mean signed % error of the
 single-feature ``Model/GPU`` linear model per (GPU, CNN), with its std. The CSV is the data of the figure: no notebook
-regenerates it, and re-fitting does not reproduce its predictions (CATALOG.md §1.7)."""
+regenerates it, and re-fitting does not reproduce its predictions."""
 from __future__ import annotations
 
 from perfmodel.plotting import subplots

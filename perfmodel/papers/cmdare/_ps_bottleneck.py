@@ -1,5 +1,5 @@
 """CM-DARE ``ps_bot_p100_{1,2,3,4}.pdf`` (README "Fig 3" = ``_1``) and ``ps_bot_k80_{1,2}.pdf``: the parameter-server
-bottleneck (redraws cells 5–11; CATALOG.md §1.3).
+bottleneck (redraws cells 5–11).
 
 ``ps_bot_p100(k)``: 1 PS vs 2 PS speed vs number of P100 workers for CNN k (1 = ResNet-15, 2 = ResNet-32, 3 = Shake-Shake
 small, 4 = Shake-Shake big), error bars = std arrays, 2×2 in, y-limits 205 / auto / 42 / 8.1 as in the notebook.

@@ -1,5 +1,5 @@
 """CM-DARE ``one_k80_cluster_training_speed_time_series.pdf`` and its P100/V100 panels: steps/s vs step, one worker,
-4 CNNs. Source: ``speed_data_base/*/data.csv``, ``sigmetrics2020_figure3`` cells 1–2 (CATALOG.md §1.2)."""
+4 CNNs. Source: ``speed_data_base/*/data.csv``, ``sigmetrics2020_figure3`` cells 1–2."""
 from __future__ import annotations
 
 from perfmodel.plotting import subplots
@@ -28,7 +28,7 @@ def single_worker_timeseries_data(gpu: str = "K80") -> pd.DataFrame:
 
 
 def single_worker_mean_speeds() -> pd.DataFrame:
-    """Mean speed (steps/s) per (model, GPU) over the plotted samples, without the K80 origin row (CATALOG.md §1.2)."""
+    """Mean speed (steps/s) per (model, GPU) over the plotted samples, without the K80 origin row."""
     frames = [single_worker_timeseries_data(g) for g in ("K80", "P100", "V100")]
     d = pd.concat(frames)
     d = d[~d["origin_row"]]
@@ -36,7 +36,7 @@ def single_worker_mean_speeds() -> pd.DataFrame:
 
 
 def single_worker_numbers_data() -> pd.DataFrame:
-    """The 12 mean speeds of CATALOG.md §1.2 (paper) next to :func:`single_worker_mean_speeds` (reproduced)."""
+    """The 12 mean speeds quoted by the paper (paper) next to :func:`single_worker_mean_speeds` (reproduced)."""
     m = single_worker_mean_speeds()
     return compare_with_paper("timeseries", {f"{g.lower()}_{mod}_mean_speed_steps_per_s": float(v)
                                              for mod, g, v in m[["model", "gpu", "speed_mean_steps_per_s"]].itertuples(index=False)})

@@ -1,6 +1,6 @@
 """CM-DARE ``speed_complexity_correlation.pdf`` (README "Fig 1"): step time vs normalized model GFLOPs, K80 and P100, 20 CNNs.
 
-Source: ``0latency_k80_new.csv`` + ``0latency_p100_new2.csv`` (260 rows each), sp2 cells 31–32 (CATALOG.md §1.1).
+Source: ``0latency_k80_new.csv`` + ``0latency_p100_new2.csv`` (260 rows each), sp2 cells 31–32.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """CM-DARE ``speed_computation_correlation.pdf``: step time vs normalized computation (model FLOPs / GPU TFLOPS, min-max over
-both GPUs), K80 and P100 pooled. Source: ``0latency_norm_computation.csv`` (520 rows), sp2 cells 33–34 (CATALOG.md §1.1)."""
+both GPUs), K80 and P100 pooled. Source: ``0latency_norm_computation.csv`` (520 rows), sp2 cells 33–34."""
 from __future__ import annotations
 
 import pandas as pd

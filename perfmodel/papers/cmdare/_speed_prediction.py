@@ -1,4 +1,4 @@
-"""CM-DARE's step-time prediction results (CATALOG.md §1.7, §5): every number recomputed from the data.
+"""CM-DARE's step-time prediction results: every number recomputed from the data.
 
 ``speed_prediction_data()`` → one row per reported quantity with the paper's value, the reproduced value, the
 tolerance and a status; ``speed_prediction()`` → predicted vs measured step time of the paper's per-GPU models.
@@ -47,7 +47,7 @@ def _sp1(name: str, col: str):
 
 
 def reproduce_speed_numbers() -> dict[str, float]:
-    """Recompute every speed-prediction number of CATALOG.md §1.7 from the data (keys = ``quantity`` of ``speed.csv``)."""
+    """Recompute every speed-prediction number quoted by the paper from the data (keys = ``quantity`` of ``speed.csv``)."""
     out: dict[str, float] = {}
     svr = SVR(**PAPER_SVR_POLY)
     k80, p100 = ds.load_speed_file("k80_new"), ds.load_speed_file("p100_new2")
@@ -114,7 +114,7 @@ def reproduce_speed_numbers() -> dict[str, float]:
 
 
 def speed_prediction_data() -> pd.DataFrame:
-    """Paper value next to reproduced value for every speed-prediction number (CATALOG.md §1.7).
+    """Paper value next to reproduced value for every speed-prediction number.
 
     Returns
     -------

@@ -1,5 +1,5 @@
 """CM-DARE ``figure_4.pdf`` (SIGMETRICS-draft numbering): step time vs normalized model GFLOPs of the 16 training CNNs,
-K80 and P100. Source: ``0latency_data.csv`` (416 rows), sp2 cell 6 (CATALOG.md §1.1)."""
+K80 and P100. Source: ``0latency_data.csv`` (416 rows), sp2 cell 6."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,5 +1,5 @@
 """ICAC'19 Figs. 6, 7, 8: parameter servers, mixed GPUs and cross-region clusters, computed from the run data
-(CATALOG.md §2) with perfmodel's cost model (:mod:`perfmodel.planning.cost`).
+with perfmodel's cost model (:mod:`perfmodel.planning.cost`).
 
 * Fig. 6 (``icac_fig6``): normalized runtime and cost (%) vs cluster size 2–8 for K80 and V100 workers with 1 or 2
   PS. **Normalization (assumption, the catalog does not state it):** each GPU's 2-worker, 1-PS cluster = 100 %. The
@@ -80,7 +80,7 @@ def icac_fig8_data() -> pd.DataFrame:
 
 
 def icac_cluster_numbers_data() -> pd.DataFrame:
-    """The numbers quoted for ICAC'19 Figs. 6–8 (CATALOG.md §2) next to their values recomputed from the runs: the
+    """The numbers quoted for ICAC'19 Figs. 6–8 next to their values recomputed from the runs: the
     K80 1-PS durations of Fig. 6, the mixed-GPU headlines of Fig. 7 (recorded costs, as the paper) and the
     cross-region baselines and largest slowdown of Fig. 8."""
     f6 = icac_fig6_data()

@@ -1,7 +1,7 @@
 """ICAC'19 Tables I, III, IV, V and the cluster heatmaps of Figs. 1 and 4, computed from the run data with perfmodel's
-cost model (:func:`perfmodel.planning.icac_run_costs`; CATALOG.md §2).
+cost model (:func:`perfmodel.planning.icac_run_costs`).
 
-Conventions (CATALOG.md §2): tuples are (mean, sample std with ddof = 1); time in hours, cost in USD, accuracy in %
+Conventions: tuples are (mean, sample std with ddof = 1); time in hours, cost in USD, accuracy in %
 (the data store fractions). Table I and the heatmap annotations charge the parameter server at the **transient**
 price (0.041 $/h) — Table III, IV and V at the on-demand price (0.143 $/h), which is what the recorded costs use.
 Costs are recomputed with the cost model (a revoked worker billed by its uptime), which fixes the 2-K80 ``agg_data``

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfmodel.figures.speed_prediction import speed_prediction_data
+from perfmodel.figures import speed_prediction_data
 
 
 @pytest.fixture(scope="module")
