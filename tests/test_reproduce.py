@@ -128,8 +128,10 @@ def test_full_reproduction_is_green(tmp_path, capsys):
     assert doc["items"] == sorted(it.id for it in ITEMS) and doc["errors"] == {}
     statuses = pd.Series([r["status"] for r in doc["numbers"]]).value_counts()
     assert statuses["reproduced"] > 100 and statuses["within tolerance"] > 90
-    # every difference carries the catalog's reason
+    # every difference carries the reference's reason; nothing cites a document outside the project
     assert all(r["reason"] for r in doc["numbers"] if r["status"] in ("differs", "not reproducible"))
+    for name in ("numbers.json", "report.md", "report.html"):
+        assert "CATALOG" not in (tmp_path / name).read_text(encoding="utf-8"), name
 
 
 def test_readme_table_lists_every_item():
