@@ -111,7 +111,7 @@ def test_an_item_that_raises_is_reported_and_fails(tmp_path, monkeypatch, capsys
 def test_unknown_item_id_is_a_clear_error(capsys):
     assert main(["reproduce", "--only", "figure_99", "--no-figures"]) == 1
     err = capsys.readouterr().err
-    assert "Unknown item id(s) figure_99. Expected ids from `perfmodel reproduce --list`: step_time_vs_computation," in err
+    assert "Unknown item id(s) figure_99. Expected ids from `perfmodel reproduce --list`: checkpoint_time_per_cnn," in err
     assert "(or a former id: " in err and "figure_4" in err
 
 
