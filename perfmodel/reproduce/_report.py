@@ -88,7 +88,7 @@ def write_report(res: ReproductionResult, items: list[Item], out: Path) -> None:
 def _docstring_lines(it: Item) -> list[str]:
     """The item module's docstring without its title line, as Markdown paragraphs (numpydoc headings in bold)."""
     doc = inspect.getdoc(it.module) or ""
-    paras = [p for p in doc.split("\n\n")[1:] if p.strip()]
+    paras = [p for p in doc.split("\n\n")[1:] if p.strip() and not p.startswith("Paper: ")]  # the metadata line says it
     out = []
     for p in paras:
         lines = p.splitlines()
