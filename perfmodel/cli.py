@@ -93,7 +93,7 @@ def _cmd_reproduce(args) -> int:
     from perfmodel.reproduce import ReproduceOutputError, list_items, reproduce
 
     if args.list:
-        _print_frame(list_items()[["id", "paper", "section", "title"]])
+        _print_frame(list_items()[["id", "paper", "number", "title"]])
         return 0
     try:
         res = reproduce(args.out, only=args.only, figures=not args.no_figures, progress=not args.quiet)

@@ -75,7 +75,7 @@ def _data_claims():
 
 
 def _result_claims():
-    from perfmodel.figures.cpu_measurements import cpu_lomo_data
+    from perfmodel.figures import cpu_lomo_data
     from perfmodel.planning import validate_against_icac
 
     v = validate_against_icac()
@@ -86,7 +86,7 @@ def _result_claims():
     yield ("leave-one-model-out MAPE {}–{} % with CM-DARE's method (one linear fit on FLOPs), {}–{} % with the best of three "
            "feature sets"), (_pct(paper.min()), _pct(paper.max()), _pct(best.min()), _pct(best.max()))
     yield "over {} batch-size × thread configurations", (len(best),)
-    from perfmodel.figures.neusight_benchmark import neusight_benchmark_summary
+    from perfmodel.figures import neusight_benchmark_summary
 
     b = neusight_benchmark_summary().set_index("gpu")
     yield ("On NeuSight's {} single-GPU training labels, which it never saw, it errs by {} % MAPE (A100-80GB {} %, H100 {} %, "

@@ -1,4 +1,4 @@
-"""`perfmodel reproduce`: every catalog item runs, the report puts paper and reproduced numbers side by side,
+"""`perfmodel reproduce`: every item (discovered from perfmodel.papers) runs, the report puts paper and reproduced numbers side by side,
 `numbers.json` is deterministic, and a number that should reproduce but does not fails the command."""
 from __future__ import annotations
 
@@ -9,27 +9,29 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import perfmodel.figures as pmf
 from perfmodel.cli import main
-from perfmodel.reproduce import ITEMS, list_items, number_status, reproduce
+from perfmodel.papers.cmdare import (
+    server_lifetime_cdf,
+    single_worker_speed_timeseries,
+    step_time_vs_model_gflops_training_cnns,
+    vm_startup_breakdown,
+)
+from perfmodel.reproduce import ALIASES, ITEMS, list_items, number_status, reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_item_points_at_existing_functions_notebooks_and_tests():
+def test_every_item_points_at_existing_notebooks_and_tests():
     for it in ITEMS:
-        for fn, _ in it.figures:
-            assert callable(getattr(pmf, fn)), (it.id, fn)
-        for fn in it.numbers:
-            assert callable(getattr(pmf, fn)), (it.id, fn)
         if it.unavailable:
-            assert not it.figures and not it.numbers
+            assert not it.has_figure and not it.numbers_area and not it.numbers_from
         else:
-            assert it.figures or it.numbers, it.id
+            assert it.has_figure or it.numbers_area or it.numbers_from, it.id
             assert (ROOT / it.notebook).is_file(), it.notebook
             assert (ROOT / it.test).is_file(), it.test
     items = list_items()
     assert items["id"].is_unique and set(items["paper"]) <= {"CM-DARE", "ICAC'19", "perfmodel"}
+    assert len(items) == 37 and items["legacy_id"].is_unique
 
 
 @pytest.mark.parametrize("row, expected", [
@@ -48,30 +50,39 @@ def test_number_status(row, expected):
 
 
 def test_subset_writes_figures_numbers_and_report_deterministically(tmp_path):
-    only = ["single_worker_timeseries", "icac_fig2", "figure_4"]
+    only = ["single_worker_timeseries", "icac_fig2", "figure_4"]  # former ids are accepted
+    new = ["single_worker_speed_timeseries", "architecture_diagram", "step_time_vs_model_gflops_training_cnns"]
+    assert [ALIASES[i] for i in only] == new
     a = reproduce(tmp_path / "a", only=only, progress=False)
-    b = reproduce(tmp_path / "b", only=",".join(only), progress=False, figures=False)
+    b = reproduce(tmp_path / "b", only=",".join(new), progress=False, figures=False)
     assert a.ok and not a.errors
     assert (tmp_path / "a" / "numbers.json").read_bytes() == (tmp_path / "b" / "numbers.json").read_bytes()
-    for stem in ("single_worker_timeseries_k80", "single_worker_timeseries_v100", "figure_4"):
+    for stem in ("single_worker_speed_timeseries_k80", "single_worker_speed_timeseries_v100", "step_time_vs_model_gflops_training_cnns"):
         for ext in ("png", "pdf"):
             assert (tmp_path / "a" / "figures" / f"{stem}.{ext}").stat().st_size > 1000
     doc = json.loads((tmp_path / "a" / "numbers.json").read_text())
-    assert doc["items"] == sorted(only) and doc["errors"] == {}
+    assert doc["items"] == sorted(new) and doc["errors"] == {}
     rec = {r["quantity"]: r for r in doc["numbers"]}
-    r = rec["k80_resnet-15_mean_speed_steps_per_s"]  # CATALOG.md §1.2: 9.4527 steps/s
+    r = rec["k80_resnet-15_mean_speed_steps_per_s"]  # CM-DARE's single-worker K80 ResNet-15 mean: 9.4527 steps/s
     assert r["paper_value"] == 9.4527 and r["reproduced_value"] == pytest.approx(9.4527, abs=5e-5)
-    assert r["status"] == "reproduced" and r["tolerance"] == {"rtol": 0, "atol": 5e-05} and "§1.2" in r["citation"]
+    assert r["status"] == "reproduced" and r["tolerance"] == {"rtol": 0, "atol": 5e-05} and r["id"] == "single_worker_speed_timeseries"
+    assert r["citation"].endswith("; procedure in perfmodel.papers.cmdare.single_worker_speed_timeseries")
     assert set(r) >= {"id", "quantity", "unit", "paper_value", "reproduced_value", "tolerance", "status", "citation"}
     md = (tmp_path / "a" / "report.md").read_text()
     assert "| `k80_resnet-15_mean_speed_steps_per_s` | steps_per_s | 9.4527 |" in md
     assert "not reproducible**" not in md and "a diagram, no data behind it" in md
+    # the report cites the item's module and quotes its docstring (procedure, sources, quirks)
+    assert "Module: `perfmodel.papers.cmdare.single_worker_speed_timeseries` (former id `single_worker_timeseries`)" in md
+    assert "These are the only V100 speed measurements in the data." in md and "**Procedure**" in md
+    # nothing cites a document outside the project
+    for text in (md, (tmp_path / "a" / "numbers.json").read_text(), (tmp_path / "a" / "report.html").read_text()):
+        assert "CATALOG" not in text
     page = (tmp_path / "a" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 4 and "<table>" in page and "src=\"figures/" not in page
 
 
 def test_a_number_that_should_reproduce_and_does_not_fails_the_command(tmp_path, monkeypatch, capsys):
-    good = pmf.single_worker_numbers_data
+    good = single_worker_speed_timeseries.numbers
 
     def broken():
         d = good()
@@ -79,10 +90,10 @@ def test_a_number_that_should_reproduce_and_does_not_fails_the_command(tmp_path,
         d.loc[0, "within_tolerance"] = False
         return d
 
-    monkeypatch.setattr(pmf, "single_worker_numbers_data", broken)
-    assert main(["reproduce", "--only", "single_worker_timeseries", "--out", str(tmp_path), "--no-figures", "--quiet"]) == 1
+    monkeypatch.setattr(single_worker_speed_timeseries, "numbers", broken)
+    assert main(["reproduce", "--only", "single_worker_speed_timeseries", "--out", str(tmp_path), "--no-figures", "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "FAILED number single_worker_timeseries/" in err
+    assert "FAILED number single_worker_speed_timeseries/" in err
     doc = json.loads((tmp_path / "numbers.json").read_text())
     assert sum(r["should_reproduce_but_does_not"] for r in doc["numbers"]) == 1
 
@@ -91,15 +102,17 @@ def test_an_item_that_raises_is_reported_and_fails(tmp_path, monkeypatch, capsys
     def boom(**kw):
         raise RuntimeError("no data")
 
-    monkeypatch.setattr(pmf, "figure_4", boom)
+    monkeypatch.setattr(step_time_vs_model_gflops_training_cnns, "figure", boom)
     assert main(["reproduce", "--only", "figure_4", "--out", str(tmp_path), "--quiet"]) == 1
-    assert "FAILED item figure_4: RuntimeError: no data" in capsys.readouterr().err
+    assert "FAILED item step_time_vs_model_gflops_training_cnns: RuntimeError: no data" in capsys.readouterr().err
     assert "**ERROR**: `RuntimeError: no data`" in (tmp_path / "report.md").read_text()
 
 
 def test_unknown_item_id_is_a_clear_error(capsys):
     assert main(["reproduce", "--only", "figure_99", "--no-figures"]) == 1
-    assert "Unknown item id(s) figure_99. Expected ids from `perfmodel reproduce --list`" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Unknown item id(s) figure_99. Expected ids from `perfmodel reproduce --list`: checkpoint_time_per_cnn," in err
+    assert "(or a former id: " in err and "figure_4" in err
 
 
 def test_list(capsys):
@@ -115,8 +128,10 @@ def test_full_reproduction_is_green(tmp_path, capsys):
     assert doc["items"] == sorted(it.id for it in ITEMS) and doc["errors"] == {}
     statuses = pd.Series([r["status"] for r in doc["numbers"]]).value_counts()
     assert statuses["reproduced"] > 100 and statuses["within tolerance"] > 90
-    # every difference carries the catalog's reason
+    # every difference carries the reference's reason; nothing cites a document outside the project
     assert all(r["reason"] for r in doc["numbers"] if r["status"] in ("differs", "not reproducible"))
+    for name in ("numbers.json", "report.md", "report.html"):
+        assert "CATALOG" not in (tmp_path / name).read_text(encoding="utf-8"), name
 
 
 def test_readme_table_lists_every_item():
@@ -140,15 +155,17 @@ def test_predict_and_plan_commands(capsys):
 
 # ------------------------------------------------------------------------------------------ nothing lost silently
 def test_numbers_areas_match_what_each_function_computes_on_clean_data():
-    """NUMBERS_AREAS (used to list what a failed function loses) is exactly what each function compares on clean data."""
+    """NUMBERS_AREAS (used to list what a failed numbers() loses) is exactly what each item's numbers() compares on clean data."""
     from perfmodel import datasets as ds
     from perfmodel.reproduce import NUMBERS_AREAS
 
-    assert set(NUMBERS_AREAS) == {fn for it in ITEMS for fn in it.numbers}
-    for fn, area in NUMBERS_AREAS.items():
-        df = getattr(pmf, fn)()
+    assert set(NUMBERS_AREAS) == {it.id for it in ITEMS if it.numbers_area}
+    assert sorted(NUMBERS_AREAS.values()) == sorted(p.stem for p in (ROOT / "datasets/reference/paper_numbers").glob("*.csv"))
+    by_id = {it.id: it for it in ITEMS}
+    for item_id, area in NUMBERS_AREAS.items():
+        df = by_id[item_id].module.numbers()
         ref = ds.load_paper_numbers(area)
-        assert set(df.loc[df["status"] != "NO-PAPER-VALUE", "quantity"]) == set(ref["quantity"]), fn
+        assert set(df.loc[df["status"] != "NO-PAPER-VALUE", "quantity"]) == set(ref["quantity"]), item_id
 
 
 def _boom(*a, **k):
@@ -156,18 +173,18 @@ def _boom(*a, **k):
 
 
 def test_a_shared_numbers_function_that_fails_fails_every_item_it_feeds(tmp_path, monkeypatch, capsys):
-    """transient_numbers_data (run by startup_breakdown) also computes the numbers of chief_rejoining, icac_fig3, ...:
-    when it raises, all of them are failed items, and their numbers count as should-reproduce-and-do-not."""
+    """vm_startup_breakdown's numbers() also computes the numbers of chief_rejoining, ICAC'19 Fig. 3, ...: when it
+    raises, all of them are failed items, and their numbers count as should-reproduce-and-do-not."""
     from perfmodel import datasets as ds
 
-    monkeypatch.setattr(pmf, "transient_numbers_data", _boom)
-    only = ["startup_breakdown", "chief_rejoining", "icac_fig3"]
+    monkeypatch.setattr(vm_startup_breakdown, "numbers", _boom)
+    only = ["vm_startup_breakdown", "chief_rejoining", "server_lifetime_cdf_by_type"]
     res = reproduce(tmp_path / "r", only=only, figures=False, progress=False)
-    fed = {"startup_breakdown", "chief_rejoining", "icac_fig3", "icac_fig5", "restart_training_overhead", "revocations_by_hour",
-           "training_time_estimates"}
+    fed = {"vm_startup_breakdown", "chief_rejoining", "server_lifetime_cdf_by_type", "accuracy_growing_cluster", "restart_training_overhead",
+           "revocations_by_hour", "training_time_after_revocation"}
     assert set(res.errors) == fed and not res.ok
-    assert res.errors["startup_breakdown"] == "transient_numbers_data() failed with RuntimeError: solver exploded"
-    assert res.errors["chief_rejoining"] == ("its numbers come from transient_numbers_data() (run by item startup_breakdown), which failed: "
+    assert res.errors["vm_startup_breakdown"] == "numbers() of vm_startup_breakdown failed with RuntimeError: solver exploded"
+    assert res.errors["chief_rejoining"] == ("its numbers come from numbers() of item vm_startup_breakdown, which failed: "
                                              "RuntimeError: solver exploded")
     ref = ds.load_paper_numbers("transient")
     should = ref["status"].isin(["EXACT", "APPROX"]).sum()
@@ -175,29 +192,30 @@ def test_a_shared_numbers_function_that_fails_fails_every_item_it_feeds(tmp_path
     # numbers.json: the errors and every lost number, flagged
     doc = json.loads((tmp_path / "r" / "numbers.json").read_text())
     assert set(doc["errors"]) == fed
-    lost = [r for r in doc["numbers"] if r["reproduced_value"] is None and r["reason"].startswith("not computed: transient_numbers_data()")]
+    lost = [r for r in doc["numbers"] if r["reproduced_value"] is None and r["reason"].startswith("not computed: numbers() of vm_startup_breakdown")]
     assert len(lost) == len(ref) and sum(r["should_reproduce_but_does_not"] for r in doc["numbers"]) == should
     # the report says so (md and html)
     md = (tmp_path / "r" / "report.md").read_text()
     assert f"Numbers that should reproduce and do not: **{should}**. Items that failed to run: **{len(fed)}**." in md
-    assert "- `icac_fig5`: its numbers come from transient_numbers_data()" in md
+    assert "- `accuracy_growing_cluster`: its numbers come from numbers() of item vm_startup_breakdown" in md
     page = (tmp_path / "r" / "report.html").read_text()
-    assert f"Numbers that should reproduce and do not: <b>{should}</b>" in page and "<code>icac_fig3</code>: its numbers come from" in page
+    assert f"Numbers that should reproduce and do not: <b>{should}</b>" in page
+    assert "<code>server_lifetime_cdf_by_type</code>: its numbers come from" in page
     # the CLI: exit 1, and the closing summary line counts them
     assert main(["reproduce", "--only", ",".join(only), "--out", str(tmp_path / "c"), "--no-figures", "--quiet"]) == 1
     cap = capsys.readouterr()
     last = cap.out.strip().splitlines()[-1]
     assert last == (f"perfmodel reproduce: FAILED: {len(fed)} item(s) failed ({', '.join(sorted(fed))}); "
                     f"{should} number(s) that should reproduce do not.")
-    assert "FAILED item chief_rejoining: its numbers come from transient_numbers_data()" in cap.err
+    assert "FAILED item chief_rejoining: its numbers come from numbers() of item vm_startup_breakdown" in cap.err
 
 
 def test_a_failing_figure_does_not_hide_the_next_one(tmp_path, monkeypatch):
-    good = pmf.lifetime_cdf
-    monkeypatch.setattr(pmf, "lifetime_cdf", lambda gpu: _boom() if gpu == "K80" else good(gpu=gpu))
+    good = server_lifetime_cdf.figure
+    monkeypatch.setattr(server_lifetime_cdf, "figure", lambda gpu: _boom() if gpu == "K80" else good(gpu=gpu))
     res = reproduce(tmp_path, only="lifetime_cdf", progress=False)
-    assert res.errors == {"lifetime_cdf": "RuntimeError: solver exploded"}
-    assert res.figures["lifetime_cdf"] == ["lifetime_cdf_p100", "lifetime_cdf_v100"]
+    assert res.errors == {"server_lifetime_cdf": "RuntimeError: solver exploded"}
+    assert res.figures["server_lifetime_cdf"] == ["server_lifetime_cdf_p100", "server_lifetime_cdf_v100"]
     assert len(res.numbers) and not res.ok
 
 
@@ -249,7 +267,7 @@ def test_offline_one_concise_message_per_missing_file_group_and_no_empty_cache_f
     assert all(len(ln) < 500 for ln in missing), max(map(len, missing))
     assert "cake-lab/CM-DARE/data/processed_data/speed_and_cluster_size/" in groups  # one line for the 96 cluster-run files
     startup = next(ln for g, ln in zip(groups, missing) if g.endswith("/startup_time/"))
-    assert "startup_breakdown" in startup and "chief_rejoining" in startup  # the items fed by the shared numbers function too
+    assert "vm_startup_breakdown" in startup and "chief_rejoining" in startup  # the items fed by the shared numbers function too
     assert "FAILED:" in cap.out.strip().splitlines()[-1]
     assert calls  # the downloader was tried
     assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_dir()], sorted(cache.rglob("*"))

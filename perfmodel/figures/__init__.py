@@ -1,25 +1,28 @@
-"""perfmodel.figures — one module per paper figure or table: ``<slug>_data()`` → tidy frame, ``<slug>()`` → Figure.
+"""perfmodel.figures — a thin alias of :mod:`perfmodel.papers` under the names notebooks and users already call.
 
-Only the CLI, notebooks and tests import this package. Each section below is owned by one work item; add exports only
-inside your section.
+``<slug>_data()`` → tidy frame, ``<slug>()`` → Figure, ``*_numbers_data()`` → paper-vs-reproduced table: each name is
+re-exported from the private module of the paper package that implements it. New code uses the item modules of
+:mod:`perfmodel.papers` (one per figure or table, with ``data()``, ``numbers()``, ``figure()``). This alias is the one
+exception to "nothing imports papers but the runner, the CLI, notebooks and tests" (DESIGN.md): it imports them so
+that ``pm.figures.*`` keeps working.
 """
 from __future__ import annotations
 
 __all__: list[str] = []
 
 # -- speed prediction figures --
-from perfmodel.figures.figure_4 import figure_4, figure_4_data
-from perfmodel.figures.prediction_error import prediction_error, prediction_error_data
-from perfmodel.figures.single_worker_timeseries import (
+from perfmodel.papers.cmdare._speed_training_cnns import figure_4, figure_4_data
+from perfmodel.papers.cmdare._prediction_error import prediction_error, prediction_error_data
+from perfmodel.papers.cmdare._single_worker import (
     single_worker_mean_speeds,
     single_worker_numbers_data,
     single_worker_timeseries,
     single_worker_timeseries_data,
 )
-from perfmodel.figures.speed_complexity_correlation import speed_complexity_correlation, speed_complexity_correlation_data
-from perfmodel.figures.speed_computation_correlation import speed_computation_correlation, speed_computation_correlation_data
-from perfmodel.figures.speed_prediction import reproduce_speed_numbers, speed_prediction, speed_prediction_data
-from perfmodel.figures.speed_protocols import campaign_floor, speed_protocols, speed_protocols_data, v100_samples
+from perfmodel.papers.cmdare._speed_complexity import speed_complexity_correlation, speed_complexity_correlation_data
+from perfmodel.papers.cmdare._speed_computation import speed_computation_correlation, speed_computation_correlation_data
+from perfmodel.papers.cmdare._speed_prediction import reproduce_speed_numbers, speed_prediction, speed_prediction_data
+from perfmodel.papers.beyond._speed_protocols import campaign_floor, speed_protocols, speed_protocols_data, v100_samples
 
 __all__ += [
     "figure_4", "figure_4_data", "prediction_error", "prediction_error_data", "single_worker_mean_speeds", "single_worker_numbers_data", "single_worker_timeseries",
@@ -30,16 +33,16 @@ __all__ += [
 # -- end speed prediction figures --
 
 # -- cluster figures --
-from perfmodel.figures.cluster_size_training_speed import (
+from perfmodel.papers.cmdare._cluster_size import (
     cluster_size_training_speed,
     cluster_size_training_speed_data,
     cluster_speed_numbers_data,
     cluster_speed_observations,
 )
-from perfmodel.figures.figure_5 import figure_5, figure_5_data
-from perfmodel.figures.ps_bot import ps_bot_k80, ps_bot_k80_data, ps_bot_p100, ps_bot_p100_data
+from perfmodel.papers.cmdare._cluster_one_ps import figure_5, figure_5_data
+from perfmodel.papers.cmdare._ps_bottleneck import ps_bot_k80, ps_bot_k80_data, ps_bot_p100, ps_bot_p100_data
 
-from perfmodel.figures.icac_clusters import (
+from perfmodel.papers.icac19._clusters import (
     icac_cluster_numbers_data,
     icac_fig6,
     icac_fig6_data,
@@ -55,7 +58,7 @@ __all__ += ["cluster_size_training_speed", "cluster_size_training_speed_data", "
 # -- end cluster figures --
 
 # -- transient-server figures and ICAC'19 tables --
-from perfmodel.figures.checkpoint_prediction import (
+from perfmodel.papers.cmdare._checkpoint import (
     checkpoint_prediction_data,
     ckpt_duration_size_correlation,
     ckpt_duration_size_correlation_data,
@@ -64,14 +67,14 @@ from perfmodel.figures.checkpoint_prediction import (
     reproduce_checkpoint_numbers,
 )
 
-from perfmodel.figures.lifetime_cdf import lifetime_cdf, lifetime_cdf_data, lifetime_numbers_data
+from perfmodel.papers.cmdare._lifetime_cdf import lifetime_cdf, lifetime_cdf_data, lifetime_numbers_data
 
 __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckpt_duration_size_correlation_data", "figure_12", "figure_12_data",
             "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data", "lifetime_numbers_data"]
 # -- end transient-server figures --
 
 # -- restart, start-up, revocations by hour, ICAC'19 Figs. 3 and 5 --
-from perfmodel.figures.transient_overheads import (
+from perfmodel.papers._transient import (
     chief_rejoining,
     chief_rejoining_data,
     estimate_time_after_revocation,
@@ -98,13 +101,13 @@ __all__ += ["startup_breakdown_data", "startup_breakdown", "vm_startup_exp_data"
 # -- end restart --
 
 # -- lifetime models --
-from perfmodel.figures.lifetime_models import lifetime_models, lifetime_models_data
+from perfmodel.papers.beyond._lifetime_models import lifetime_models, lifetime_models_data
 
 __all__ += ["lifetime_models", "lifetime_models_data"]
 # -- end lifetime models --
 
 # -- ICAC'19 tables and heatmaps --
-from perfmodel.figures.icac_cost_tables import (
+from perfmodel.papers.icac19._cost_tables import (
     icac_fig1,
     icac_fig4,
     icac_heatmap,
@@ -121,8 +124,8 @@ __all__ += ["icac_fig1", "icac_fig4", "icac_heatmap", "icac_heatmap_data", "icac
 # -- end ICAC'19 tables --
 
 # -- planner and revocations --
-from perfmodel.figures.plan_validation import plan_validation, plan_validation_data
-from perfmodel.figures.revocation_overhead import (
+from perfmodel.papers.beyond._plan_validation import plan_validation, plan_validation_data
+from perfmodel.papers.beyond._revocation_overhead import (
     checkpoint_interval,
     checkpoint_interval_data,
     revocation_expectations,
@@ -134,13 +137,13 @@ __all__ += ["plan_validation", "plan_validation_data", "checkpoint_interval", "c
 # -- end planner and revocations --
 
 # -- CPU measurements --
-from perfmodel.figures.cpu_measurements import CPU_FEATURE_SETS, cpu_lomo, cpu_lomo_data, cpu_step_times
+from perfmodel.papers.beyond._cpu_measurements import CPU_FEATURE_SETS, cpu_lomo, cpu_lomo_data, cpu_step_times
 
 __all__ += ["CPU_FEATURE_SETS", "cpu_lomo", "cpu_lomo_data", "cpu_step_times"]
 # -- end CPU measurements --
 
 # -- external benchmark: NeuSight's labels --
-from perfmodel.figures.neusight_benchmark import (
+from perfmodel.papers.external._neusight import (
     BENCHMARK_GPUS,
     cmdare_op_model_data,
     neusight_benchmark,

@@ -1,0 +1,32 @@
+"""perfmodel.papers — every figure and table of the reproduced papers, one module per item.
+
+Packages
+--------
+* :mod:`perfmodel.papers.cmdare` — CM-DARE (Li, Walls, Guo, ICDCS 2020), from ``cake-lab/CM-DARE``.
+* :mod:`perfmodel.papers.icac19` — "Speeding up Deep Learning with Transient Servers" (ICAC 2019), from
+  ``cake-lab/transient-deep-learning``.
+* :mod:`perfmodel.papers.beyond` — perfmodel's own analyses beyond the papers (honest protocols, lifetime models,
+  the planner's validation, the CPU measurements).
+* :mod:`perfmodel.papers.external` — benchmarks on measurements nobody here made (NeuSight's labels).
+
+Every public module of these packages is one item with the same shape:
+
+* metadata: ``PAPER``, ``NUMBER`` (figure/table number as the paper prints it), ``TITLE``, ``UPSTREAM`` (the upstream file
+  or notebook cell), ``SOURCES``, ``PROCEDURE``, ``TOLERANCE``, ``STATUS``, ``UNAVAILABLE``, ``NO_FIGURE``, ``NO_NUMBERS``,
+  ``NUMBERS_AREA``, ``NUMBERS_FROM``, ``LEGACY_ID``, ``VARIANTS``, ``NOTEBOOK``, ``TEST``; the module docstring holds the
+  procedure, sources and quirks a reviewer needs;
+* ``data()`` → tidy frame, ``numbers()`` → the quoted numbers with paper value and tolerance
+  (:data:`COMPARISON_COLUMNS`), ``figure(data=None, ax=None)`` → matplotlib Figure.
+
+The item id is the module name (unique over the packages). :mod:`perfmodel.reproduce` discovers the items with
+:mod:`pkgutil`; nothing else in the library imports this package except the :mod:`perfmodel.figures` alias. Private
+modules (``_name``) hold the code an item shares with others.
+"""
+from __future__ import annotations
+
+from perfmodel.papers._item import COMPARISON_COLUMNS, ITEM_METADATA, NoFigureError
+
+__all__ = ["COMPARISON_COLUMNS", "ITEM_METADATA", "NoFigureError", "PACKAGES"]
+
+#: The item packages, in report order.
+PACKAGES = ("cmdare", "icac19", "beyond", "external")

@@ -1,0 +1,81 @@
+"""Heatmap: worker lifetime / cluster time of the 32 clusters of 4 transient K80.
+
+13 of 128 servers were revoked in 11 of the 32 clusters (12 worker revocations and 1 master). The per-cluster annotations of the
+paper (accuracy / time / cost) charge the PS at the transient price (0.041 $/h), like Table I. Its numbers are the Fig. 1 rows of the
+``icac_tables`` area, computed by ``cost_and_savings_tables``.
+
+Paper: ICAC'19, Fig. 1. Upstream: cluster_4_spots_heatmap.pdf (training/code/heatmap.py).
+
+Sources
+-------
+* cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/vm_data.csv
+* cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/train_data_processed.csv
+
+Procedure
+---------
+One column per cluster, one row per worker; cell = worker lifetime / cluster training time (capped at 1); clusters sorted by
+number of revocations, workers by lifetime.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from perfmodel.papers import _item
+from perfmodel.papers.icac19 import _cost_tables as _impl
+
+#: paper the item belongs to ("perfmodel": beyond the papers)
+PAPER = "ICAC'19"
+#: figure/table number as the paper prints it
+NUMBER = "Fig. 1"
+#: title
+TITLE = "Heatmap: worker lifetime / cluster time of the 32 clusters of 4 transient K80"
+#: the upstream file / notebook cell it redraws
+UPSTREAM = "cluster_4_spots_heatmap.pdf (training/code/heatmap.py)"
+#: upstream data files
+SOURCES = (
+    "cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/vm_data.csv",
+    "cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/train_data_processed.csv",
+)
+#: procedure
+PROCEDURE = "One column per cluster, one row per worker; cell = worker lifetime / cluster training time (capped at 1); clusters sorted by number of revocations, workers by lifetime."
+#: tolerance rule of its numbers
+TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
+#: reproduction status of the data behind it
+STATUS = "EXACT-DATA (group means verified)"
+#: non-empty: why the item cannot be reproduced at all
+UNAVAILABLE = ""
+#: non-empty: why figure() draws nothing
+NO_FIGURE = ""
+#: non-empty: why numbers() is empty
+NO_NUMBERS = ""
+#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
+NUMBERS_AREA = ""
+#: item whose numbers() computes this item's numbers
+NUMBERS_FROM = "cost_and_savings_tables"
+#: the id before the papers were packages (still accepted by --only)
+LEGACY_ID = "icac_fig1"
+#: keyword arguments of each figure the runner draws
+VARIANTS = ({"n_workers": 4},)
+#: notebook showing it
+NOTEBOOK = "notebooks/08-icac-tables.ipynb"
+#: test checking it
+TEST = "tests/papers/test_icac_cost_tables.py"
+
+__all__ = ["data", "numbers", "figure"]
+
+
+def data(n_workers=4) -> pd.DataFrame:
+    """The tidy frame the figure draws (``perfmodel.figures.icac_heatmap_data``)."""
+    return _impl.icac_heatmap_data(n_workers=n_workers)
+
+
+def numbers() -> pd.DataFrame:
+    """This item's rows of the comparison table that ``cost_and_savings_tables`` computes (``COMPARISON_COLUMNS``)."""
+    return _item.numbers_from(__name__)
+
+
+def figure(data: pd.DataFrame | None = None, ax=None, *, n_workers=4):
+    """The figure as a matplotlib Figure (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into,
+    one per panel, default a new figure of the paper's size)."""
+    return _impl.icac_heatmap(n_workers=n_workers, data=data, ax=ax)

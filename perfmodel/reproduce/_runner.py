@@ -1,0 +1,305 @@
+"""The runner of ``perfmodel reproduce``: discover the items, draw their figures, collect their numbers.
+
+The items are the modules of :mod:`perfmodel.papers` (discovered, see :func:`discover_items`). For each item the
+runner draws its figures (``figure(**variant)`` for each of its ``VARIANTS``; PNG and PDF) and, for an item that owns
+a ``datasets/reference/paper_numbers`` area (``NUMBERS_AREA``), collects its ``numbers()`` (paper value, reproduced
+value, tolerance, status, reason, citation). A row of such a table belongs to the item its ``item`` column names (the
+name ``datasets/reference`` uses is the item's ``LEGACY_ID``), else to the item that computed it.
+
+Statuses of a number: ``reproduced`` (within the EXACT tolerance), ``within tolerance`` (within an APPROX rule),
+``differs`` (outside tolerance; expected when the reference gives a reason — stale output, solver version,
+unrecoverable row selection), ``not reproducible`` (data missing), ``computed`` (no paper value; shown for
+context). A number that should reproduce but does not makes :func:`reproduce` report a failure (the CLI exits 1).
+:mod:`perfmodel.reproduce._report` writes ``numbers.json`` and the report.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from perfmodel.reproduce._items import Item, discover_items
+
+__all__ = ["CatalogItem", "ITEMS", "ALIASES", "NUMBERS_AREAS", "reproduce", "ReproductionResult", "number_status", "ReproduceOutputError",
+           "select_items"]
+
+#: Every item, discovered from :mod:`perfmodel.papers` (report order).
+ITEMS: tuple[Item, ...] = discover_items()
+#: Former name of :class:`Item`.
+CatalogItem = Item
+_BY_ID = {it.id: it for it in ITEMS}
+if len(_BY_ID) != len(ITEMS):  # pragma: no cover - a test checks the ids are unique
+    raise RuntimeError(f"duplicate item ids in perfmodel.papers: {sorted(i.id for i in ITEMS if sum(j.id == i.id for j in ITEMS) > 1)}")
+#: Former item ids (before the papers were packages) -> item id; ``--only`` accepts both.
+ALIASES: dict[str, str] = {it.legacy_id: it.id for it in ITEMS if it.legacy_id and it.legacy_id != it.id}
+#: The name ``datasets/reference/paper_numbers`` gives an item (its ``item`` column) -> item id.
+_BY_REFERENCE = {it.legacy_id or it.id: it.id for it in ITEMS}
+#: Item id -> the ``datasets/reference/paper_numbers`` area its ``numbers()`` compares. When ``numbers()`` fails, the
+#: quantities of its area are reported as not reproduced, and every item owning some of them as failed.
+NUMBERS_AREAS: dict[str, str] = {it.id: it.numbers_area for it in ITEMS if it.numbers_area}
+
+
+class ReproduceOutputError(OSError):
+    """The output folder of :func:`reproduce` cannot be used (an existing file, no permission)."""
+
+
+# --------------------------------------------------------------------------------------------------- statuses
+def number_status(row) -> tuple[str, bool]:
+    """(status, failed) of one comparison row (a mapping with ``paper_value``, ``reproduced``, ``status``,
+    ``within_tolerance``).
+
+    ``failed`` is True only for a number the catalog says should reproduce (EXACT or APPROX) that does not.
+    """
+    cat = row["status"]
+    has_paper = not _isnan(row["paper_value"])
+    has_rep = not _isnan(row["reproduced"])
+    if cat == "NO-PAPER-VALUE":
+        return "computed", False
+    if cat == "MISSING" or (has_paper and not has_rep):
+        return "not reproducible", cat in ("EXACT", "APPROX")
+    ok = row["within_tolerance"]
+    ok = bool(ok) if ok is not None and not (isinstance(ok, float) and math.isnan(ok)) and ok is not pd.NA else False
+    if ok:
+        return ("reproduced" if cat == "EXACT" else "within tolerance"), False
+    return "differs", cat in ("EXACT", "APPROX")
+
+
+def _isnan(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
+def _str(v):
+    return None if _isnan(v) else str(v)
+
+
+def _num(v):
+    """JSON value of a number: None for NaN, int when integral and small, else the float."""
+    if _isnan(v):
+        return None
+    v = float(v)
+    return int(v) if v.is_integer() and abs(v) < 2**53 else v
+
+
+# ------------------------------------------------------------------------------------------------------ runner
+@dataclass
+class ReproductionResult:
+    """What :func:`reproduce` did: the numbers, the figures written, failures, and timings."""
+
+    out: Path
+    numbers: pd.DataFrame
+    figures: dict = field(default_factory=dict)  # item id -> [stems]
+    errors: dict = field(default_factory=dict)  # item id -> message
+    seconds: dict = field(default_factory=dict)  # item id -> wall time
+    missing_data: dict = field(default_factory=dict)  # upstream dataset folder -> {"items": [ids], "cause": network's reason}
+
+    @property
+    def failed(self) -> pd.DataFrame:
+        """Numbers that should reproduce and do not."""
+        return self.numbers[self.numbers["failed"]] if len(self.numbers) else self.numbers
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.failed.empty
+
+    def summary(self) -> str:
+        """One closing line: OK, or how many items failed and how many numbers should reproduce and do not."""
+        n_fail = len(self.failed)
+        if self.ok:
+            return f"perfmodel reproduce: OK: {len(self.seconds)} items ran, every number that should reproduce does."
+        items = f"{len(self.errors)} item(s) failed ({', '.join(sorted(self.errors))})" if self.errors else "0 items failed"
+        return f"perfmodel reproduce: FAILED: {items}; {n_fail} number(s) that should reproduce do not."
+
+
+def _owner(item, runner: str) -> str:
+    """Item that owns a comparison row: the one named in its ``item`` column, else the item that computed it."""
+    return _BY_REFERENCE.get(item, runner) if isinstance(item, str) else runner
+
+
+def _lost_numbers(item_id: str, why: str) -> pd.DataFrame:
+    """The paper numbers a failed ``numbers()`` should have compared, with no reproduced value."""
+    from perfmodel import datasets as ds
+    from perfmodel.papers import COMPARISON_COLUMNS
+
+    area = NUMBERS_AREAS.get(item_id)
+    if area is None:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    ref = ds.load_paper_numbers(area)
+    ref["reproduced"] = float("nan")
+    ref["within_tolerance"] = pd.array([None] * len(ref), dtype="boolean")
+    ref["reason"] = f"not computed: {why}"
+    return ref[COMPARISON_COLUMNS]
+
+
+def _add_error(res: "ReproductionResult", item: str, msg: str) -> None:
+    res.errors[item] = f"{res.errors[item]}; {msg}" if item in res.errors else msg
+
+
+def _error_text(exc: BaseException) -> str:
+    """``Type: message`` of an item's exception; a download failure in one line (the folder and the network's reason)."""
+    from perfmodel.datasets._registry import DownloadError
+
+    if isinstance(exc, DownloadError):
+        return f"{type(exc).__name__}: data not available offline: {exc.group}/ (download failed: {exc.cause})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _note_missing(res: "ReproductionResult", exc: BaseException, item: str) -> None:
+    from perfmodel.datasets._registry import DownloadError
+
+    if isinstance(exc, DownloadError):
+        g = res.missing_data.setdefault(exc.group, {"items": [], "cause": exc.cause})
+        if item not in g["items"]:
+            g["items"].append(item)
+
+
+def _prepare_out(out: Path) -> Path:
+    """Create the output folders, or say in one line why they cannot be used."""
+    if out.exists() and not out.is_dir():
+        raise ReproduceOutputError(f"The output path {out} is an existing file, not a folder: reproduce writes figures/, numbers.json, "
+                                   "report.md and report.html into a folder. Pass another --out (a new or existing folder).")
+    try:
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReproduceOutputError(f"Cannot create the output folder {out / 'figures'}: {exc.strerror or exc}. Pass an --out folder "
+                                   "you can write to.") from None
+    return out / "figures"
+
+
+def select_items(only=None) -> list[Item]:
+    """The items ``only`` names (ids or former ids, comma-separated or a list), all of them when None."""
+    if not only:
+        return list(ITEMS)
+    ids = [s.strip() for part in ([only] if isinstance(only, str) else only) for s in str(part).split(",") if s.strip()]
+    unknown = [i for i in ids if i not in _BY_ID and i not in ALIASES]
+    if unknown:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown item id(s) {', '.join(unknown)}. Expected ids from `perfmodel reproduce --list`: "
+                               f"{', '.join(_BY_ID)} (or a former id: {', '.join(ALIASES)}).")
+    return [_BY_ID[i] for i in dict.fromkeys(ALIASES.get(i, i) for i in ids)]
+
+
+def _save(fig, folder: Path, stem: str) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(folder / f"{stem}.png", dpi=150, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(folder / f"{stem}.pdf", bbox_inches="tight", metadata={"Creator": None, "Producer": None, "CreationDate": None})
+    plt.close(fig)
+
+
+def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: bool = True) -> ReproductionResult:
+    """Run every catalog item (or ``only`` those), write figures, ``numbers.json`` and the report into ``out``.
+
+    Parameters
+    ----------
+    out : path-like, default ``"reproduction"``
+        Output folder (created; files in it are replaced).
+    only : str or sequence of str, optional
+        Item ids (comma-separated or a list); :func:`list_items` lists them.
+    figures : bool, default True
+        Draw the figures (False: numbers only, faster).
+    progress : bool, default True
+        A tqdm progress bar on stderr.
+
+    Returns
+    -------
+    ReproductionResult
+        ``numbers`` (one row per quantity with ``report_status`` and ``failed``), figures written, item errors.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An id in ``only`` is not in the catalog.
+    ReproduceOutputError
+        ``out`` is an existing file, or the folder cannot be created.
+    perfmodel.datasets.DataNotAvailableError
+        ``PERFMODEL_DATA`` names a folder that does not exist.
+
+    Notes
+    -----
+    Nothing is lost silently: when a numbers function fails, the paper numbers it compares are reported as not
+    reproduced (failed where they should reproduce), and every item owning some of them is listed in ``errors``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from tqdm.auto import tqdm
+
+    from perfmodel.datasets import data_root
+    from perfmodel.reproduce._report import write_numbers_json, write_report
+
+    items = select_items(only)
+    out = Path(out)
+    data_root()  # a PERFMODEL_DATA naming no folder is one error, not one per item
+    figdir = _prepare_out(out)
+    res = ReproductionResult(out=out, numbers=pd.DataFrame())
+    frames = []
+    bar = tqdm(items, desc="perfmodel reproduce", unit="item", disable=not progress)
+    for it in bar:
+        bar.set_postfix_str(it.id)
+        t0 = time.perf_counter()
+        if it.numbers_area:
+            try:
+                df = it.module.numbers().copy()
+            except Exception as exc:  # its numbers are lost: every item owning some of them fails, with them listed
+                why = f"numbers() of {it.id} failed with {_error_text(exc)}"
+                df = _lost_numbers(it.id, why)
+                owners = list(dict.fromkeys([it.id, *(_owner(i, it.id) for i in df["item"])]))
+                for o in owners:
+                    _add_error(res, o, why if o == it.id else f"its numbers come from numbers() of item {it.id}, which failed: "
+                                                              f"{_error_text(exc)}")
+                    _note_missing(res, exc, o)
+            # a row belongs to the item named in its `item` column when there is one (one numbers() may cover
+            # several figures/tables), else to the item that computed it
+            owner = [_owner(i, it.id) for i in df["item"]]
+            df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
+            df.insert(0, "figure_table", owner)
+            df["citation"] = [_citation(c, _BY_ID[o]) for c, o in zip(df["citation"], owner)]
+            df["reason"] = [_without_outside_refs(r) for r in df["reason"]]
+            frames.append(df)
+        if figures:
+            stems = []
+            with plt.rc_context({"svg.hashsalt": "perfmodel", "pdf.compression": 6}):
+                for kw, stem in zip(it.variants if it.has_figure else (), it.stems()):
+                    try:
+                        _save(it.module.figure(**kw), figdir, stem)
+                        stems.append(stem)
+                    except Exception as exc:  # one broken figure must not hide the others; it is reported and fails the run
+                        _add_error(res, it.id, _error_text(exc))
+                        _note_missing(res, exc, it.id)
+                        plt.close("all")
+            res.figures[it.id] = stems
+        res.seconds[it.id] = time.perf_counter() - t0
+    bar.close()
+    nums = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["figure_table", "paper", "item", "quantity", "unit", "paper_value", "reproduced", "status", "rtol", "atol",
+                 "within_tolerance", "reason", "citation"])
+    st = [number_status(r) for r in nums.to_dict("records")]
+    nums["report_status"] = [s for s, _ in st]
+    nums["failed"] = [f for _, f in st]
+    res.numbers = nums
+    write_numbers_json(res, items, out / "numbers.json")
+    write_report(res, items, out)
+    return res
+
+
+def _without_outside_refs(text):
+    """``text`` without its references to sections of a document outside the project (the reference CSVs were
+    written against one); the item modules' docstrings hold that text now."""
+    if _isnan(text):
+        return text
+    text = re.sub(r"\s*\(CATALOG\.md[^)]*\)", "", str(text))
+    return re.sub(r"CATALOG\.md\s*(§[\d.]+)?", "", text).strip(" ;,")
+
+
+def _citation(text, item: Item):
+    """The reference's citation, pointing at the item module (which holds the procedure)."""
+    if _isnan(text):
+        return text
+    text = _without_outside_refs(text)
+    return f"{text}; procedure in {item.module_name}" if text else f"procedure in {item.module_name}"
