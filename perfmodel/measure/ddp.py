@@ -80,6 +80,12 @@ def _worker(rank: int, world: int, cfg: dict, out_file: str | None) -> pd.DataFr
             df.to_pickle(out_file)
         return df
     finally:
+        # Tear down together: a rank that destroys its group while a peer still talks to it can abort in gloo's
+        # background threads ("terminate called without an active exception").
+        try:
+            dist.barrier()
+        except Exception:  # noqa: BLE001 - a peer already failed; its error is the one to report
+            pass
         dist.destroy_process_group()
 
 
