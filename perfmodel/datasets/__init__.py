@@ -22,6 +22,7 @@ from perfmodel._errors import (
     UnknownNameError,
 )
 from perfmodel.datasets import cmdare as _cmdare
+from perfmodel.datasets import derived as _derived
 from perfmodel.datasets import icac as _icac
 from perfmodel.datasets import measurements as _measurements
 from perfmodel.datasets import neusight as _neusight
@@ -86,6 +87,7 @@ from perfmodel.datasets.names import (
     model_info,
     region_of_zone,
 )
+from perfmodel.datasets.derived import cluster_speeds, load_zoo_features, v100_samples
 from perfmodel.datasets.measurements import load_cpu_measurements
 from perfmodel.datasets.neusight import (
     load_neusight_devices,
@@ -106,7 +108,7 @@ from perfmodel.datasets.reference import (
     load_transcribed,
 )
 
-_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_neusight.DATASETS, *_reference.DATASETS, *_measurements.DATASETS)
+_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_neusight.DATASETS, *_reference.DATASETS, *_measurements.DATASETS, *_derived.DATASETS)
 
 
 def _specs() -> dict[str, DatasetSpec]:
@@ -134,7 +136,8 @@ def list_datasets(*, with_shape: bool = True) -> pd.DataFrame:
     -------
     DataFrame
         ``name`` (for :func:`load_dataset`), ``kind`` (``upstream`` = fetched measurements, ``reference`` = reported
-        numbers shipped with perfmodel, ``catalog``), ``loader`` (the ``perfmodel.datasets`` function),
+        numbers shipped with perfmodel, ``catalog``, ``measurements`` = perfmodel's own, ``derived`` = computed from
+        the others by a fixed rule), ``loader`` (the ``perfmodel.datasets`` function),
         ``description`` (what one row is), ``rows``, ``columns`` (with ``with_shape``), ``paper`` (figures/tables
         using it), ``sources`` (upstream files, ``CM:`` = cake-lab/CM-DARE ``data/``, ``TDL:`` =
         cake-lab/transient-deep-learning ``data/``, ``NS:`` = sitar-lab/NeuSight ``scripts/asplos/``, or the shipped
@@ -221,6 +224,8 @@ __all__ = [
     "registry", "verify", "data_source", "data_root", "DownloadError", "clear_cache", "entry", "resolve", "read_bytes", "read_csv", "list_datasets", "load_dataset", "DatasetSpec",
     # perfmodel's own measurements
     "load_cpu_measurements",
+    # derived by a fixed rule
+    "cluster_speeds", "v100_samples", "load_zoo_features",
     # names
     "MODELS", "MODEL_IDS", "HELD_OUT_MODEL_IDS", "GPU_IDS", "REGION_IDS", "canonical_model", "canonical_gpu", "canonical_region",
     "model_info", "region_of_zone",

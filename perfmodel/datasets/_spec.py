@@ -28,7 +28,8 @@ class DatasetSpec:
     kind : str
         ``"upstream"`` (measurements fetched and hash-checked), ``"reference"`` (reported numbers shipped with perfmodel),
         ``"catalog"`` (perfmodel's own curated tables, e.g. GPU specs), ``"measurements"`` (perfmodel's own
-        measurements, ``datasets/measurements/``).
+        measurements, ``datasets/measurements/``), ``"derived"`` (computed from the others by the fixed rule its loader
+        documents, :mod:`perfmodel.datasets.derived`).
     """
 
     name: str

@@ -4,9 +4,9 @@ Each section below is owned by one work item; add exports only inside your secti
 """
 from __future__ import annotations
 
-from perfmodel.diagnostics.metrics import mae, mape, r2, regression_report, rmse
+from perfmodel.diagnostics.metrics import ape, mae, mape, percent_error, r2, regression_report, rmse
 
-__all__: list[str] = ["mape", "mae", "rmse", "r2", "regression_report"]
+__all__: list[str] = ["mape", "mae", "rmse", "r2", "regression_report", "ape", "percent_error"]
 
 # -- evaluation protocols --
 from perfmodel.diagnostics.evaluation import (
@@ -25,6 +25,10 @@ __all__ += ["paper_split", "kfold_cv", "unseen_model_test", "leave_one_model_out
 from perfmodel.diagnostics.cluster import diagnose_cluster, diagnose_timeseries
 
 __all__ += ["diagnose_cluster", "diagnose_timeseries"]
+
+from perfmodel.diagnostics.cluster_errors import cluster_model_errors, shared_ps_terms_errors
+
+__all__ += ["cluster_model_errors", "shared_ps_terms_errors"]
 # -- end cluster diagnostics --
 
 # -- operator latency model --

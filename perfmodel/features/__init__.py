@@ -52,9 +52,9 @@ weights, gradients and BatchNorm running statistics are left untouched, and ``dt
 """
 from __future__ import annotations
 
-from importlib import resources
-
 import pandas as pd
+
+from perfmodel.datasets.derived import load_zoo_features
 
 from perfmodel.features._extract import (
     FEATURE_COLUMNS,
@@ -72,6 +72,8 @@ __all__ = [
     "features_table",
     "compare_with_published",
     "load_zoo_features",
+    "scale_to_batch",
+    "BATCH_SCALED_COLUMNS",
     "FeatureExtractionError",
     "DataDependentOpsError",
     "UnsupportedOpsWarning",
@@ -124,15 +126,50 @@ def features_table(target: str, input_shape, **kwargs) -> pd.DataFrame:
     return extract(model, input_shape, **kwargs)
 
 
-def load_zoo_features() -> pd.DataFrame:
-    """The precomputed features of the twenty zoo CNNs (batch 1, 3×32×32), shipped as ``datasets/features/zoo_features.csv``.
+#: Feature columns that grow in proportion to the batch (counted at batch 1, scaled by :func:`scale_to_batch`).
+BATCH_SCALED_COLUMNS = ("forward_macs", "forward_flops", "backward_flops", "train_step_flops", "activation_bytes")
 
-    No torch needed. Regenerate with ``python -m perfmodel.features.zoo_table``.
+
+def scale_to_batch(features: pd.DataFrame, batch_size) -> pd.DataFrame:
+    """Features counted at batch 1 (e.g. :func:`load_zoo_features`), scaled to ``batch_size`` samples per step.
+
+    The columns of :data:`BATCH_SCALED_COLUMNS` present in ``features`` are multiplied by ``batch_size``; parameters,
+    tensors and layer counts do not depend on the batch and are kept. This is exact for networks whose every
+    computing op works on the batch (the zoo CNNs: convolutions, linear layers, norms on a batch of images); for a
+    model with batch-independent ops (an optimizer step counted in ``train_step_flops``, a B×B similarity) count
+    it at the batch instead: ``perfmodel.features.extract(model, shape, batch_size=B)``.
+
+    Parameters
+    ----------
+    features : DataFrame
+        Rows counted at batch 1; a ``batch_size`` column, if any, must be 1 everywhere.
+    batch_size : int or array-like of int
+        Samples per step: one for all rows, or one per row.
+
+    Returns
+    -------
+    DataFrame
+        A copy with the scaled columns (float) and ``batch_size`` set.
     """
-    from perfmodel.datasets._io import parse_csv
+    import numpy as np
 
-    res = resources.files("perfmodel._data") / "features" / "zoo_features.csv"
-    return parse_csv(res.read_bytes(), source="perfmodel datasets/features/zoo_features.csv", keep_default_na=False)
+    if not isinstance(features, pd.DataFrame):
+        raise TypeError(f"scale_to_batch needs a DataFrame of features at batch 1; got {type(features).__name__}.")
+    b = np.asarray(batch_size)
+    if b.dtype == bool or not np.issubdtype(b.dtype, np.integer) or (b < 1).any() or b.ndim > 1 or (b.ndim == 1 and len(b) != len(features)):
+        raise ValueError(f"batch_size must be a positive int or one positive int per row ({len(features)} rows); got {batch_size!r}.")
+    if "batch_size" in features.columns and (pd.to_numeric(features["batch_size"], errors="coerce") != 1).any():
+        bad = sorted(set(features["batch_size"].tolist()) - {1})
+        raise ValueError(f"scale_to_batch scales counts made at batch 1; these rows were counted at batch {bad}. Count them at "
+                         "batch 1 (perfmodel.features.extract(..., batch_size=1)) or at the batch you need.")
+    present = [c for c in BATCH_SCALED_COLUMNS if c in features.columns]
+    if not present:
+        raise ValueError(f"scale_to_batch found none of the batch-dependent columns {list(BATCH_SCALED_COLUMNS)} in {list(features.columns)}.")
+    out = features.copy()
+    for c in present:
+        out[c] = out[c].to_numpy(float) * b
+    out["batch_size"] = b if b.ndim else int(b)
+    return out
 
 
 def compare_with_published() -> pd.DataFrame:

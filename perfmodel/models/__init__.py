@@ -31,16 +31,14 @@ from perfmodel.models.cluster import (
     PS_TERMS,
     SHARED_PS_TERMS,
     ClusterSpeedModel,
-    cluster_model_errors,
     cluster_speeds,
     fit_cluster_speed_model,
     fit_shared_ps_terms,
     predict_cluster_speed,
-    shared_ps_terms_errors,
 )
 
-__all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors",
-            "SHARED_PS_TERMS", "fit_shared_ps_terms", "predict_cluster_speed", "shared_ps_terms_errors"]
+__all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_speed_model",
+            "SHARED_PS_TERMS", "fit_shared_ps_terms", "predict_cluster_speed"]
 # -- end cluster speed --
 
 # -- transient servers --

@@ -1,7 +1,7 @@
 """Cluster speed of asynchronous parameter-server (PS) training as a function of workers and parameter servers.
 
-Per-run cluster speeds (:func:`cluster_speeds`) come from the 96 TensorBoard exports with the catalog's rule (mean of
-the samples with ``step >= 2000``; CATALOG.md §1.3). :class:`ClusterSpeedModel` predicts speed (steps/s) from the
+Per-run cluster speeds (:func:`perfmodel.datasets.cluster_speeds`) come from the 96 TensorBoard exports (mean of the
+samples with ``step >= 2000``). :class:`ClusterSpeedModel` predicts speed (steps/s) from the
 number of workers ``n`` and of parameter servers ``p``:
 
 * ``kind="linear"`` — the paper's baseline ``S(n) = n · S(1)``;
@@ -25,9 +25,10 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from perfmodel import datasets as ds
+from perfmodel.datasets.derived import cluster_speeds
 
-__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS", "fit_cluster_speed_model", "cluster_model_errors", "SHARED_PS_TERMS",
-           "fit_shared_ps_terms", "predict_cluster_speed", "shared_ps_terms_errors"]
+__all__ = ["cluster_speeds", "ClusterSpeedModel", "PS_TERMS", "fit_cluster_speed_model", "SHARED_PS_TERMS",
+           "fit_shared_ps_terms", "predict_cluster_speed"]
 
 #: Terms of the PS model: name → (feature of (n, p), unit of the coefficient, meaning).
 PS_TERMS = {
@@ -36,37 +37,6 @@ PS_TERMS = {
     "ps_contention_s": (lambda n, p: n / p, "s/step per worker/PS", "queueing at the PS, growing with workers per server"),
     "overhead_s": (lambda n, p: np.ones_like(n), "s/step", "fixed per-step overhead"),
 }
-
-
-def cluster_speeds(min_step: int = 2000) -> pd.DataFrame:
-    """Mean and std of cluster speed per run of ``speed_and_cluster_size`` (96 runs), next to the reported means.
-
-    Parameters
-    ----------
-    min_step : int, default 2000
-        Samples with ``step >= min_step`` are averaged (CATALOG.md §1.3: reproduces 92 of the 96 reported means within 1 %).
-
-    Returns
-    -------
-    DataFrame
-        ``gpu``, ``n_ps``, ``model``, ``n_workers``, ``speed_mean_steps_per_s``, ``speed_std_steps_per_s`` (ddof=1),
-        ``n_samples``, ``reported_mean_steps_per_s``, ``reported_std_steps_per_s`` (redraws cell 1), ``rel_diff_pct``
-        (ours vs reported) and ``within_1pct``.
-    """
-    runs = ds.load_cluster_runs()
-    keep = runs[runs["step"] >= min_step]
-    g = keep.groupby(["gpu", "n_ps", "model", "n_workers"], observed=True)["speed_steps_per_s"]
-    out = g.agg(speed_mean_steps_per_s="mean", speed_std_steps_per_s="std", n_samples="size").reset_index()
-    rep = ds.load_transcribed("cluster_speed")
-    rep["model"] = rep["model"].map(ds.canonical_model)
-    rep = rep.rename(columns={"speed_mean_steps_per_s": "reported_mean_steps_per_s", "speed_std_steps_per_s": "reported_std_steps_per_s"})
-    out["model"] = out["model"].astype(str)
-    out = out.merge(rep[["gpu", "n_ps", "model", "n_workers", "reported_mean_steps_per_s", "reported_std_steps_per_s"]],
-                    on=["gpu", "n_ps", "model", "n_workers"], how="left", validate="one_to_one")
-    out["rel_diff_pct"] = (out["speed_mean_steps_per_s"] / out["reported_mean_steps_per_s"] - 1) * 100
-    out["within_1pct"] = out["rel_diff_pct"].abs() <= 1
-    out["gpu"] = out["gpu"].astype(str)
-    return out
 
 
 #: Columns of ``X`` by name (a DataFrame with these columns is read by name, in any order).
@@ -278,29 +248,6 @@ def fit_cluster_speed_model(speeds: pd.DataFrame | None = None, *, gpu: str, mod
     return ClusterSpeedModel(kind=kind, random_state=random_state).fit(rows[NPS_COLUMNS].astype(float), rows["speed_mean_steps_per_s"].to_numpy())
 
 
-def cluster_model_errors(speeds: pd.DataFrame | None = None, *, train_sizes=(1, 2, 4, 8)) -> pd.DataFrame:
-    """Errors of the PS model and of the linear baseline per configuration (gpu, n_ps, model), by protocol.
-
-    Protocols: ``fit_sizes`` — fitted on ``train_sizes`` workers, MAPE over all sizes 1..8; ``leave_one_size_out`` —
-    each size predicted from the others, MAPE over the held-out predictions; ``linear_baseline`` — ``n · S(1)`` from the
-    1-worker run. Returns ``gpu``, ``n_ps``, ``model``, ``protocol``, ``mape_pct``, ``max_ape_pct``.
-    """
-    d = cluster_speeds() if speeds is None else speeds
-    rows = []
-    for (gpu, ps, model), g in d.groupby(["gpu", "n_ps", "model"]):
-        X = g[["n_workers", "n_ps"]].to_numpy(float)
-        y = g["speed_mean_steps_per_s"].to_numpy(float)
-        tr = np.isin(X[:, 0], list(train_sizes))
-        e_fit = np.abs(ClusterSpeedModel().fit(X[tr], y[tr]).predict(X) / y - 1) * 100
-        e_lo = np.array([abs(ClusterSpeedModel().fit(X[X[:, 0] != n], y[X[:, 0] != n]).predict(X[X[:, 0] == n])[0] / y[X[:, 0] == n][0] - 1) * 100
-                         for n in X[:, 0]])
-        one = X[:, 0] == X[:, 0].min()
-        e_lin = np.abs(ClusterSpeedModel(kind="linear").fit(X[one], y[one]).predict(X) / y - 1) * 100
-        for proto, e in (("fit_sizes", e_fit), ("leave_one_size_out", e_lo), ("linear_baseline", e_lin)):
-            rows.append(dict(gpu=gpu, n_ps=ps, model=model, protocol=proto, mape_pct=float(e.mean()), max_ape_pct=float(e.max())))
-    return pd.DataFrame(rows)
-
-
 #: Shared PS terms of :func:`fit_shared_ps_terms`, per MiB of trainable parameters (pull + push traffic).
 SHARED_PS_TERMS = ("ps_transfer_s_per_mib", "ps_contention_s_per_mib", "overhead_s")
 
@@ -338,7 +285,7 @@ def fit_shared_ps_terms(gpu: str, speeds: pd.DataFrame | None = None) -> pd.Seri
     coef, _ = nnls(A * y[:, None], np.ones_like(y))
     pred = 1 / (A @ coef)
     out = pd.Series(dict(zip(SHARED_PS_TERMS, coef[-3:])), name=g)
-    out["mape_pct"] = float(np.mean(np.abs(pred / y - 1)) * 100)
+    out["mape_pct"] = float(np.mean(np.abs(pred / y - 1)) * 100)  # the fit's own training error (models do not import diagnostics)
     out["n_runs"] = len(y)
     return out
 
@@ -358,7 +305,7 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
 
     ``batch_size`` is per worker and step (default 128, CM-DARE's); another batch uses the second form with the
     single-worker step time at that batch. ``speeds`` (default :func:`cluster_speeds`) are the runs both fits use. Leave-one-CNN-out accuracy of the
-    size-scaled terms: :func:`shared_ps_terms_errors`.
+    size-scaled terms: :func:`perfmodel.diagnostics.shared_ps_terms_errors`.
 
     Returns
     -------
@@ -439,20 +386,3 @@ def _warn_beyond_measured(d, workers, n_ps, name, gpu):
     if far:
         warnings.warn(f"predict_cluster_speed extrapolates for {name} on {gpu}: {'; '.join(far)} in the CM-DARE cluster runs; "
                       "the PS model there is not backed by measurements.", ExtrapolationWarning, stacklevel=3)
-
-
-def shared_ps_terms_errors(speeds: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Leave-one-CNN-out check of the size-scaled PS terms: each CNN's cluster speeds (all sizes and PS counts of a
-    GPU) predicted by :func:`predict_cluster_speed` from the other CNNs' runs and its own measured 1-worker, 1-PS step
-    time. Returns ``gpu``, ``model``, ``mape_pct``, ``max_ape_pct``, ``n_runs``."""
-    d = cluster_speeds() if speeds is None else speeds
-    rows = []
-    for (g, m), te in d.groupby([d["gpu"].astype(str), d["model"].astype(str)]):
-        tr = d[~((d["gpu"].astype(str) == g) & (d["model"].astype(str) == m))]
-        one = te[(te["n_workers"] == 1) & (te["n_ps"] == 1)]
-        pred = predict_cluster_speed(m, g, workers=sorted(set(te["n_workers"])), n_ps=sorted(set(te["n_ps"])),
-                                     single_worker_step_s=1 / float(one["speed_mean_steps_per_s"].iloc[0]), speeds=tr)
-        mm = pred.merge(te, on=["n_workers", "n_ps"])
-        ape = np.abs(mm["speed_steps_per_s"] / mm["speed_mean_steps_per_s"] - 1) * 100
-        rows.append(dict(gpu=g, model=m, mape_pct=float(ape.mean()), max_ape_pct=float(ape.max()), n_runs=len(mm)))
-    return pd.DataFrame(rows)

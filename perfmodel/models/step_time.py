@@ -273,7 +273,7 @@ def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = N
         ``ideal_compute_ms`` (step FLOPs / peak FLOP/s) and ``activation_mib_per_gb_s`` (activation traffic time, ms).
     """
     from perfmodel.datasets import canonical_gpu, load_gpu_catalog
-    from perfmodel.features import load_zoo_features
+    from perfmodel.features import load_zoo_features, scale_to_batch
 
     feats = load_zoo_features() if features is None else features
     cat = (load_gpu_catalog() if gpus is None else gpus).set_index("gpu")
@@ -291,10 +291,11 @@ def graph_feature_frame(samples: pd.DataFrame, features: pd.DataFrame | None = N
         raise ValueError(f"batch_size must be a positive int (samples per step); got {batch_size!r}.")
     batch = int(batch_size)
     out = samples.copy()
-    flops = f.loc[m, "train_step_flops"].to_numpy(float) * batch
+    scaled = scale_to_batch(f.loc[m, ["train_step_flops", "activation_bytes"]], batch)
+    flops = scaled["train_step_flops"].to_numpy(float)
     tflops = cat.loc[g, "fp32_peak_tflops"].to_numpy(float)
     bw = cat.loc[g, "memory_bandwidth_gb_per_s"].to_numpy(float)
-    act = f.loc[m, "activation_bytes"].to_numpy(float) * batch / 2**20
+    act = scaled["activation_bytes"].to_numpy(float) / 2**20
     out["train_step_gflops"] = flops / 1e9
     out["gpu_tflops"] = tflops
     out["params_m"] = f.loc[m, "params"].to_numpy(float) / 1e6

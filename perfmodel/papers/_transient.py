@@ -6,7 +6,7 @@ estimated-vs-actual training time under revocations, and ICAC'19 Figs. 3 and 5 (
 * ``vm_startup_exp``, ``tf_restart``, ``restart_training_overhead``, ``chief_rejoining``, revocations by hour: the
   authors' inline arrays (``datasets/reference/transcribed``), with the raw chief-rejoining runs beside them.
 * ``training_time_estimates``: the 11 (estimated, actual) training times of runs with a revocation. The authors' way
-  of estimating is not in the notebook; perfmodel's estimator (:func:`estimate_time_after_revocation`) predicts the
+  of estimating is not in the notebook; perfmodel's estimator (:func:`perfmodel.planning.estimate_time_after_revocation`) predicts the
   time from the revocation to the end of training as a TensorFlow cold start (55.08 s, ``tf_restart``) plus the
   remaining steps at the CM-DARE speed of a 4-K80 ResNet-32 cluster — an inference: the actual times fall on a line
   of slope 1 / 18.3 steps/s against the remaining steps, the speed of that cluster (18.13 steps/s, §1.3).
@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import datasets as ds
+from perfmodel.diagnostics.metrics import mae, mape
 from perfmodel.papers._numbers import compare_with_paper
+from perfmodel.planning.revocation import estimate_time_after_revocation
 
 __all__ = [
     "startup_breakdown_data", "startup_breakdown", "vm_startup_exp_data", "vm_startup_exp", "tf_restart_data", "tf_restart",
@@ -183,27 +185,6 @@ def revocations_by_hour(gpu: str = "K80", basis: str = "hours_since_start", *, d
     return fig
 
 
-def estimate_time_after_revocation(rev_step, *, total_steps: int = 64000, speed_steps_per_s: float | None = None,
-                                   recovery_s: float | None = None) -> np.ndarray:
-    """Training time (s) from a revocation at ``rev_step`` to the end of training: ``recovery_s`` + remaining steps /
-    cluster speed.
-
-    Defaults: the CM-DARE PS-model speed of a 4-K80 ResNet-32 cluster with 1 PS
-    (:func:`perfmodel.models.predict_cluster_speed`) and a TensorFlow cold start (``tf_restart`` overall cold mean).
-    """
-    steps = np.asarray(rev_step, dtype=float)
-    if (steps < 0).any() or (steps > total_steps).any():
-        raise ValueError(f"rev_step must lie in [0, total_steps={total_steps}].")
-    if speed_steps_per_s is None:
-        from perfmodel.models.cluster import predict_cluster_speed
-
-        speed_steps_per_s = float(predict_cluster_speed("resnet-32", "K80", workers=[4], n_ps=1)["speed_steps_per_s"].iloc[0])
-    if recovery_s is None:
-        t = tf_restart_data()
-        recovery_s = float(t[(t["scope"] == "overall") & (t["start_type"] == "cold")]["time_s"].iloc[0])
-    return recovery_s + (total_steps - steps) / speed_steps_per_s
-
-
 def training_time_estimates_data() -> pd.DataFrame:
     """The 11 runs: ``rev_step``, ``act_time_s``, the authors' ``est_time_s`` and perfmodel's ``perfmodel_est_s``."""
     t = ds.load_transcribed("training_time_estimates")[["rev_step", "rec_delta", "est_time_s", "act_time_s"]].copy()
@@ -300,11 +281,11 @@ def transient_numbers_data() -> pd.DataFrame:
         rep[f"chief_{run}_final_accuracy_pct"] = float(r["final_accuracy_pct"])
     t = training_time_estimates_data()
     err = (t["est_time_s"] - t["act_time_s"]).abs()
-    rep["tte_authors_mape_pct"] = float((err / t["act_time_s"]).mean() * 100)
-    rep["tte_authors_mae_s"] = float(err.mean())
+    rep["tte_authors_mape_pct"] = mape(t["act_time_s"], t["est_time_s"])
+    rep["tte_authors_mae_s"] = mae(t["act_time_s"], t["est_time_s"])
     rep["tte_authors_max_abs_error_s"] = float(err.max())
-    rep["tte_perfmodel_mape_pct"] = float(((t["perfmodel_est_s"] - t["act_time_s"]).abs() / t["act_time_s"]).mean() * 100)
-    rep["tte_perfmodel_mae_s"] = float((t["perfmodel_est_s"] - t["act_time_s"]).abs().mean())
+    rep["tte_perfmodel_mape_pct"] = mape(t["act_time_s"], t["perfmodel_est_s"])
+    rep["tte_perfmodel_mae_s"] = mae(t["act_time_s"], t["perfmodel_est_s"])
     f3 = icac_fig3_data()
     for st, sub in f3.groupby("server_type"):
         sub = sub.sort_values("lifetime_lt_hours")

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import datasets as ds
+from perfmodel.diagnostics.metrics import ape
 
 __all__ = ["plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
            "validate_against_icac", "TF_WARM_RESTART_S"]
@@ -326,8 +327,8 @@ def validate_against_icac() -> pd.DataFrame:
                          measured_time_h=m["duration_h"].mean(), predicted_time_h=t, measured_cost_usd=m["cost_usd"].mean(),
                          predicted_cost_usd=cost))
     out = pd.DataFrame(rows)
-    out["time_ape_pct"] = (out["predicted_time_h"] / out["measured_time_h"] - 1).abs() * 100
-    out["cost_ape_pct"] = (out["predicted_cost_usd"] / out["measured_cost_usd"] - 1).abs() * 100
+    out["time_ape_pct"] = ape(out["measured_time_h"], out["predicted_time_h"])
+    out["cost_ape_pct"] = ape(out["measured_cost_usd"], out["predicted_cost_usd"])
     out.attrs["mape"] = {"time_pct": float(out["time_ape_pct"].mean()), "cost_pct": float(out["cost_ape_pct"].mean())}
     return out[["config", "gpu", "n_workers", "transient", "n_runs", "measured_time_h", "predicted_time_h", "time_ape_pct",
                 "measured_cost_usd", "predicted_cost_usd", "cost_ape_pct"]]

@@ -11,6 +11,8 @@ bins), pooled per GPU or per region, or from any lifetime sample.
 * :func:`young_daly_interval` — the checkpoint interval minimising expected lost work: Young's ``√(2 C M)`` and
   Daly's higher-order ``√(2 C M)·[1 + ⅓√(C/2M) + (C/2M)/9] − C`` (for ``C < 2M``), with ``C`` the checkpoint time and
   ``M`` the mean time between failures seen by the job.
+* :func:`estimate_time_after_revocation` — training time from a revocation to the end of training: a TensorFlow
+  restart plus the remaining steps at the cluster's speed.
 * :func:`expected_job_overhead` / :func:`simulate_job` — expected wall time of a job of ``W`` hours of work that
   checkpoints every ``τ`` and loses the work since the last checkpoint plus a restart at each failure, analytic
   (exponential failures) and Monte Carlo; :func:`optimal_interval_by_simulation` scans ``τ``.
@@ -25,6 +27,7 @@ from perfmodel import datasets as ds
 __all__ = [
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h",
     "young_daly_interval", "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation",
+    "estimate_time_after_revocation",
 ]
 
 _H = 24  # preemptible VMs live at most 24 h
@@ -226,3 +229,43 @@ def optimal_interval_by_simulation(work_s: float, checkpoint_s: float, restart_s
                          stderr_s=float(sim["wall_s"].std(ddof=1) / np.sqrt(trials)),
                          expected_wall_s=expected_job_overhead(work_s, float(tau), checkpoint_s, restart_s, mtbf_s)["wall_s"]))
     return pd.DataFrame(rows)
+
+
+def estimate_time_after_revocation(rev_step, *, total_steps: int = 64000, speed_steps_per_s: float | None = None,
+                                   recovery_s: float | None = None) -> np.ndarray:
+    """Training time (s) from a revocation at ``rev_step`` to the end of training: ``recovery_s`` + remaining steps /
+    cluster speed.
+
+    Parameters
+    ----------
+    rev_step : int or array-like of int
+        Global step at which the server was revoked, in ``[0, total_steps]``.
+    total_steps : int, default 64000
+        Steps of the whole training (CM-DARE's ResNet-32 runs: 64K).
+    speed_steps_per_s : float, optional
+        Cluster speed after the restart. Default: the PS model's speed of a 4-K80 ResNet-32 cluster with 1 PS
+        (:func:`perfmodel.models.predict_cluster_speed`, fitted on CM-DARE's cluster runs).
+    recovery_s : float, optional
+        Time to restart training. Default: the TensorFlow cold start CM-DARE reports (its overall cold-start bar,
+        ``datasets/reference/transcribed/tf_restart.csv``).
+
+    Returns
+    -------
+    ndarray
+        Seconds, one per ``rev_step``.
+    """
+    steps = np.asarray(rev_step, dtype=float)
+    if not np.isfinite(steps).all() or (steps < 0).any() or (steps > total_steps).any():
+        raise ValueError(f"rev_step must lie in [0, total_steps={total_steps}]; got values from {np.nanmin(steps)} to {np.nanmax(steps)}.")
+    if speed_steps_per_s is None:
+        from perfmodel.models.cluster import predict_cluster_speed
+
+        speed_steps_per_s = float(predict_cluster_speed("resnet-32", "K80", workers=[4], n_ps=1)["speed_steps_per_s"].iloc[0])
+    if not np.isfinite(speed_steps_per_s) or speed_steps_per_s <= 0:
+        raise ValueError(f"speed_steps_per_s must be a positive speed (steps/s); got {speed_steps_per_s!r}.")
+    if recovery_s is None:
+        t = ds.load_transcribed("tf_restart")
+        recovery_s = float(t[(t["scope"] == "overall") & (t["start_type"] == "cold")]["time_s"].iloc[0])
+    if not np.isfinite(recovery_s) or recovery_s < 0:
+        raise ValueError(f"recovery_s must be a non-negative time (s); got {recovery_s!r}.")
+    return recovery_s + (total_steps - steps) / speed_steps_per_s

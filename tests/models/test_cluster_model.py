@@ -1,4 +1,4 @@
-"""Cluster speeds from the 96 runs and the parameter-server throughput model (CATALOG.md §1.3, §5)."""
+"""Cluster speeds from the 96 runs (perfmodel.datasets.cluster_speeds) and the parameter-server throughput model."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from perfmodel.models.cluster import ClusterSpeedModel, cluster_speeds
+from perfmodel.datasets import cluster_speeds
+from perfmodel.models.cluster import ClusterSpeedModel
 
 
 @pytest.fixture(scope="module")
@@ -15,13 +16,13 @@ def speeds():
 
 
 def test_step_2000_rule_reproduces_92_of_96(speeds):
-    """CATALOG.md §1.3: 92/96 within 1 % of the reported means; the four that are not: P100 Shake-Shake big 7 workers
+    """The step-2000 rule: 92/96 within 1 % of the reported means; the four that are not: P100 Shake-Shake big 7 workers
     (−15.3 %), 2 PS Shake-Shake big 7 (−3.1 %), P100 ResNet-15 8 (+3.2 %), P100 ResNet-32 1 (+1.1 %)."""
     assert len(speeds) == 96 and speeds["within_1pct"].sum() == 92
     off = speeds[~speeds["within_1pct"]].set_index(["gpu", "n_ps", "model", "n_workers"])["rel_diff_pct"].round(1).to_dict()
     assert off == {("P100", 1, "resnet-15", 8): 3.2, ("P100", 1, "resnet-32", 1): 1.1, ("P100", 1, "shake-shake-big", 7): -15.3,
                    ("P100", 2, "shake-shake-big", 7): -3.1}
-    assert speeds["n_samples"].min() == 19  # K80 ResNet-32 with 5 workers ends at step ~3900 (CATALOG.md §3.1)
+    assert speeds["n_samples"].min() == 19  # K80 ResNet-32 with 5 workers ends at step ~3900
 
 
 def _fit_eval(g, train_sizes):
@@ -125,7 +126,7 @@ def test_heterogeneous_prediction_of_the_icac_mixed_gpu_clusters():
 
 
 def test_cluster_model_errors_table(speeds):
-    e = __import__("perfmodel").models.cluster_model_errors(speeds)
+    e = __import__("perfmodel").diagnostics.cluster_model_errors(speeds)
     assert len(e) == 36 and set(e["protocol"]) == {"fit_sizes", "leave_one_size_out", "linear_baseline"}
     fit = e[e.protocol == "fit_sizes"].groupby(["gpu", "n_ps"])["mape_pct"].mean()
     assert (fit <= 5).all()
@@ -135,12 +136,12 @@ def test_cluster_model_errors_table(speeds):
 
 def test_shared_ps_terms_and_prediction_for_a_cnn_never_run_on_a_cluster():
     """Size-scaled PS terms (one compute term per CNN, PS terms shared per MiB of parameters): leave-one-CNN-out
-    MAPE 0.7–2.9 % on K80 and 6.6–12.8 % on P100 (CATALOG.md §1.3 data)."""
+    MAPE 0.7–2.9 % on K80 and 6.6–12.8 % on P100."""
     import perfmodel as pm
 
     t = pm.models.fit_shared_ps_terms("P100")
     assert t["n_runs"] == 64 and t["mape_pct"] < 9 and (t[list(pm.models.SHARED_PS_TERMS)] >= 0).all()
-    e = pm.models.shared_ps_terms_errors().set_index(["gpu", "model"])["mape_pct"]
+    e = pm.diagnostics.shared_ps_terms_errors().set_index(["gpu", "model"])["mape_pct"]
     assert e.loc["K80"].max() < 3 and e.loc["P100"].max() < 13 and len(e) == 8
     own = pm.models.predict_cluster_speed("resnet-32", "P100")
     assert own["basis"].iloc[0].startswith("PS model fitted on the 16 CM-DARE cluster runs")
@@ -154,3 +155,27 @@ def test_shared_ps_terms_and_prediction_for_a_cnn_never_run_on_a_cluster():
         pm.models.predict_cluster_speed("resnet-32", "P100", workers=[0])
     with pytest.raises(ValueError, match="single_worker_step_s must be a positive"):
         pm.models.predict_cluster_speed("resnet-32", "T4", single_worker_step_s=-1.0)
+
+
+def test_cluster_protocols_refuse_frames_without_the_run_columns():
+    import perfmodel as pm
+
+    bad = pd.DataFrame({"gpu": ["K80"], "n_workers": [1]})
+    with pytest.raises(ValueError, match=r"cluster_model_errors: speeds lacks \['n_ps', 'model', 'speed_mean_steps_per_s'\]"):
+        pm.diagnostics.cluster_model_errors(bad)
+    with pytest.raises(ValueError, match="shared_ps_terms_errors: speeds lacks"):
+        pm.diagnostics.shared_ps_terms_errors(bad)
+    assert not hasattr(pm.models, "cluster_model_errors")  # protocols live in diagnostics
+
+
+def test_cluster_speeds_is_a_listed_derived_dataset():
+    import perfmodel as pm
+
+    listed = pm.datasets.list_datasets(with_shape=False).set_index("name")
+    assert {"cluster_speeds", "v100_samples", "zoo_features"} <= set(listed.index)
+    assert set(listed.loc[["cluster_speeds", "v100_samples", "zoo_features"], "kind"]) == {"derived"}
+    assert pm.models.cluster_speeds is pm.datasets.cluster_speeds
+    with pytest.raises(ValueError, match="min_step must be a non-negative int"):
+        pm.datasets.cluster_speeds(min_step=-1)
+    with pytest.raises(ValueError, match="No cluster sample has step >= 1000000"):
+        pm.datasets.cluster_speeds(min_step=10**6)

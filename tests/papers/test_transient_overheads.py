@@ -26,14 +26,19 @@ def test_startup_is_in_seconds_and_preemptible_staging_is_longer():
 
 def test_training_time_estimator():
     """perfmodel's estimator (cold start + remaining steps at the CM-DARE 4-K80 ResNet-32 speed) reaches 0.91 % MAPE on
-    the 11 runs; the authors' estimates 0.835 % (CATALOG.md §1.7)."""
+    the 11 runs; the authors' estimates 0.835 %."""
     t = pm.figures.training_time_estimates_data()
     mape = (t["perfmodel_est_s"] - t["act_time_s"]).abs().div(t["act_time_s"]).mean() * 100
     assert mape == pytest.approx(0.909, abs=0.005)
-    est = pm.figures.estimate_time_after_revocation([0, 64000], speed_steps_per_s=20.0, recovery_s=50.0)
+    est = pm.planning.estimate_time_after_revocation([0, 64000], speed_steps_per_s=20.0, recovery_s=50.0)
     np.testing.assert_allclose(est, [50 + 3200, 50])
-    with pytest.raises(ValueError, match="rev_step must lie in"):
-        pm.figures.estimate_time_after_revocation([70000])
+    assert pm.figures.estimate_time_after_revocation is pm.planning.estimate_time_after_revocation
+    with pytest.raises(ValueError, match=r"rev_step must lie in \[0, total_steps=64000\]; got values from 70000"):
+        pm.planning.estimate_time_after_revocation([70000])
+    with pytest.raises(ValueError, match="speed_steps_per_s must be a positive speed"):
+        pm.planning.estimate_time_after_revocation([0], speed_steps_per_s=0.0)
+    with pytest.raises(ValueError, match="recovery_s must be a non-negative time"):
+        pm.planning.estimate_time_after_revocation([0], speed_steps_per_s=1.0, recovery_s=-5.0)
 
 
 def test_figures_draw_the_data():

@@ -39,7 +39,7 @@ def cpu_step_times(steps: pd.DataFrame | None = None) -> pd.DataFrame:
         ``model``, ``batch_size``, ``threads``, ``step_time_s``, ``n_steps``, ``train_step_gflops``,
         ``activation_mib``, ``trainable_tensors``, ``params_m``.
     """
-    from perfmodel.features import load_zoo_features
+    from perfmodel.features import load_zoo_features, scale_to_batch
 
     if steps is None:
         from perfmodel.datasets import load_cpu_measurements
@@ -55,10 +55,10 @@ def cpu_step_times(steps: pd.DataFrame | None = None) -> pd.DataFrame:
     unknown = sorted(set(g["model"]) - set(z.index))
     if unknown:
         raise ValueError(f"No graph features for {unknown}: cpu_step_times joins the zoo table; measure zoo CNNs or pass their features.")
-    b = g["batch_size"].to_numpy(float)
     f = z.loc[g["model"]]
-    g["train_step_gflops"] = f["train_step_flops"].to_numpy(float) * b / 1e9
-    g["activation_mib"] = f["activation_bytes"].to_numpy(float) * b / 2**20
+    scaled = scale_to_batch(f[["train_step_flops", "activation_bytes"]], g["batch_size"].to_numpy(int))
+    g["train_step_gflops"] = scaled["train_step_flops"].to_numpy(float) / 1e9
+    g["activation_mib"] = scaled["activation_bytes"].to_numpy(float) / 2**20
     g["trainable_tensors"] = f["trainable_tensors"].to_numpy(float)
     g["params_m"] = f["params"].to_numpy(float) / 1e6
     return g

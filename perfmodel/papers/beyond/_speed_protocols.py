@@ -12,6 +12,8 @@ from perfmodel.plotting import subplots
 import pandas as pd
 
 from perfmodel import datasets as ds
+from perfmodel.datasets import v100_samples
+from perfmodel.diagnostics.metrics import ape
 from perfmodel.diagnostics.evaluation import cross_gpu, leave_one_model_out, paper_split, predictions_frame
 from perfmodel.models.step_time import FEATURE_SETS, StepTimeRegressor, graph_feature_frame
 
@@ -31,8 +33,6 @@ CONFIGS = (
      dict(method="linear", log_transform=True)),
 )
 
-_F_MIN, _F_MAX = 630989589, 22864820174  # the paper's min-max constants of the normalisation
-
 
 def _cols(feats):
     if feats is None:
@@ -44,20 +44,6 @@ def _with_reference(train: pd.DataFrame, test: pd.DataFrame):
     """Add ``k80_step_time_s``: each CNN's mean measured K80 step time, taken from the training frame only."""
     ref = train[train["gpu"].astype(str) == "K80"].groupby(train["model"].astype(str))["step_time_s"].mean()
     return (train.assign(k80_step_time_s=train["model"].astype(str).map(ref)), test.assign(k80_step_time_s=test["model"].astype(str).map(ref)))
-
-
-def v100_samples() -> pd.DataFrame:
-    """V100 single-worker samples (first sample dropped as in the paper's plots) with ``step_time_s`` = 1 / speed, the
-    model's ``normalized_model`` and the paper's ``normalized_computation`` with V100's 15.667 TFLOPS (GPU catalog; not
-    from the data — the normalisation may exceed [0, 1])."""
-    ts = ds.load_speed_timeseries()
-    v = ts[(ts["gpu"] == "V100") & ~ts["first_sample"] & ~ts["origin_row"]].copy()
-    v["step_time_s"] = 1 / v["speed_steps_per_s"]
-    meta = ds.load_model_metadata()[["model", "normalized_model", "model_flops"]].assign(model=lambda m: m["model"].astype(str))
-    v = v.assign(model=v["model"].astype(str)).merge(meta, on="model", how="left")
-    v["gpu_tflops"] = ds.gpu_tflops("V100")
-    v["normalized_computation"] = (v["model_flops"] / v["gpu_tflops"] - _F_MIN / 9.526) / (_F_MAX / 4.113 - _F_MIN / 9.526)
-    return v
 
 
 def campaign_floor() -> pd.DataFrame:
@@ -81,7 +67,7 @@ def campaign_floor() -> pd.DataFrame:
     smp = ds.load_speed_samples()
     m = smp.groupby([smp["gpu"].astype(str), smp["model"].astype(str)])["step_time_s"].mean().rename("samples_step_time_s")
     d = pd.concat([m, t], axis=1, join="inner").reset_index().rename(columns={"level_0": "gpu", "level_1": "model"})
-    d["ape_pct"] = (d["samples_step_time_s"] - d["timeseries_step_time_s"]).abs() / d["timeseries_step_time_s"] * 100
+    d["ape_pct"] = ape(d["timeseries_step_time_s"], d["samples_step_time_s"])
     allrows = d.groupby("gpu", as_index=False)["ape_pct"].mean().assign(model="all")
     return pd.concat([d, allrows], ignore_index=True)[["gpu", "model", "samples_step_time_s", "timeseries_step_time_s", "ape_pct"]]
 

@@ -1,7 +1,7 @@
 """Estimated vs actual training time of 11 runs with a revocation.
 
 MAPE 0.835 %, MAE 10.09 s, max |error| 22 s. How the authors produced the estimates is not in the notebook;
-``perfmodel.figures.estimate_time_after_revocation`` rebuilds them from the cluster model.
+``perfmodel.planning.estimate_time_after_revocation`` rebuilds them from the cluster model.
 
 Paper: CM-DARE, not numbered in the upstream sources. Upstream: S2020 cells 38-40 (not saved).
 
