@@ -75,7 +75,7 @@ def registry_entries() -> dict[str, RegistryEntry]:
 
 
 def _key(name: str) -> str:
-    """Accept ``CM:processed_data/...`` / ``TDL:...`` / ``NS:label/...`` (the catalog's short form) or a full key.
+    """Accept ``CM:processed_data/...`` / ``TDL:...`` / ``NS:label/...`` (the short form the dataset specs use) or a full key.
 
     ``CM:`` and ``TDL:`` are relative to the cake-lab repositories' ``data/``, ``NS:`` to NeuSight's ``scripts/asplos/``.
     """

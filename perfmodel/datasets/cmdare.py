@@ -45,7 +45,7 @@ _SPEED = "CM:processed_data/speed_data"
 #: ``global`` = min-max of Model FLOPs / GPU TFLOPS over both GPUs (ResNet-15 P100 → 0, Shake-Shake big K80 → 1);
 #: ``normalized_model`` = a copy of ``Normalized Model``; ``subset`` = min-max within the ResNet (10) or Shake-Shake (6)
 #: subset over both GPUs, on the alternative FLOPs. ``flops``: ``main`` (≈ training-step FLOPs per image) or ``alt``
-#: (≈ 7 × parameters; convolutions not counted — not a compute measure, CATALOG.md §4).
+#: (≈ 7 × parameters; convolutions not counted — not a compute measure).
 SPEED_FILES: dict[str, dict] = {
     "data": dict(file="0latency_data.csv", rows=416, model_per_gpu="global", gpu_per_model="global", flops="main"),
     "k80": dict(file="0latency_k80.csv", rows=208, model_per_gpu="normalized_model", gpu_per_model="within_file", flops="main"),
@@ -145,12 +145,12 @@ def load_speed_file(name: str = "norm_computation") -> pd.DataFrame:
         ``model_per_gpu_copy`` (a copy of ``Normalized Model``), ``normalized_computation_subset`` (min-max within
         the ResNet or Shake-Shake subset), and ``gpu_per_model_global`` / ``gpu_per_model_within_file`` /
         ``gpu_per_model_subset`` — the same upstream column name means different things in different files
-        (CATALOG.md §1.1, §7.1).
+       .
 
     Notes
     -----
     Quirks kept as data: in ``data`` Shake-Shake small's ``avg_tensor_mib`` (0.052934) is a copy of ResNet-15's
-    (correct 0.051692, as in ``*_new``); in ``resnet``/``shake`` it is 0.040375 (CATALOG.md §3.1).
+    (correct 0.051692, as in ``*_new``); in ``resnet``/``shake`` it is 0.040375.
     :func:`load_speed_samples` gives one consistent, complete version.
     """
     if name not in SPEED_FILES:
@@ -158,7 +158,7 @@ def load_speed_file(name: str = "norm_computation") -> pd.DataFrame:
     spec = SPEED_FILES[name]
     raw = read_csv(f"{_SPEED}/{spec['file']}", required_columns=["GPU TFLOPS", "Speed (steps/sec)", "Step Time (s)", "GPU (temp)", "Model (temp)"])
     if len(raw) != spec["rows"]:
-        raise DataFormatError(f"{spec['file']} has {len(raw)} rows, expected {spec['rows']} (CATALOG.md §3.1).")
+        raise DataFormatError(f"{spec['file']} has {len(raw)} rows, expected {spec['rows']}.")
     rename = dict(_COMMON_RENAME)
     rename["Model FLOPs"] = "model_flops" if spec["flops"] == "main" else "model_flops_alt"
     rename["Model/GPU"] = {"global": "normalized_computation", "normalized_model": "model_per_gpu_copy", "subset": "normalized_computation_subset"}[spec["model_per_gpu"]]
@@ -195,7 +195,7 @@ def load_model_metadata() -> pd.DataFrame:
     -------
     DataFrame
         ``model``, ``label``, ``family``, ``held_out`` (one of the 4 CNNs held out in the unseen-model test),
-        ``layer_sizes`` / ``hidden_size`` / ``num_hidden_layers`` (architecture, CATALOG.md §4),
+        ``layer_sizes`` / ``hidden_size`` / ``num_hidden_layers`` (architecture),
         ``model_flops`` (≈ training-step FLOPs per 32×32×3 image, TF profiler), ``normalized_model`` (min-max of
         ``model_flops``: ResNet-15 0, Shake-Shake big 1), ``model_flops_alt`` (≈ 7 × params; NaN for the 4 held-out
         CNNs, which no alt file has), ``n_params`` (trainable), ``n_trainable_tensors``, ``avg_tensor_mib``
@@ -273,7 +273,7 @@ def load_speed_samples(gpu: str | None = None) -> pd.DataFrame:
     Notes
     -----
     One sample = one TensorBoard ``global_step/sec`` value logged every 100 steps; the 13 samples are the
-    exports' rows minus the first (step 101), with the exceptions of CATALOG.md §3.1 (P100 ResNet-32 drops the last;
+    exports' rows minus the first (step 101), with three exceptions (P100 ResNet-32 drops the last;
     K80 Custom ResNet 1 and 3 drop one low outlier each) — the selection is the authors'.
     """
     df = load_speed_file("norm_computation")
@@ -361,7 +361,7 @@ def _base_files():
 def load_speed_timeseries() -> pd.DataFrame:
     """Single-worker speed time series of 4 CNNs on K80, P100 and V100 (``speed_data_base``, 12 files).
 
-    These are the only V100 speed measurements in the data (CATALOG.md §1.2, §6).
+    These are the only V100 speed measurements in the data.
 
     Returns
     -------
@@ -463,7 +463,7 @@ def load_speed_prediction_errors() -> pd.DataFrame:
     31 rows (K80 Custom ResNet 1 is absent upstream: it has no row in the unshuffled test split). Columns: ``gpu``,
     ``model``, ``source_name``, ``step_time_mean_s``, ``step_time_std_s`` (NaN when one test row),
     ``predicted_step_time_s``, ``error_mean_pct``, ``error_std_pct`` (signed % error). No notebook regenerates it;
-    it is the data of the per-model error figure (CATALOG.md §1.7).
+    it is the data of the per-model error figure.
     """
     d = read_csv(
         f"{_SPEED}/sigmetrics_figure5_comb.csv",
@@ -491,13 +491,13 @@ def load_cluster_runs() -> pd.DataFrame:
     DataFrame
         ``model``, ``source_name`` (upstream configuration folder prefix, e.g. ``shakesbigp100ps2`` (sic)), ``gpu``,
         ``n_ps``, ``n_workers``, ``wall_time_s``, ``step``, ``speed_steps_per_s`` (cluster ``global_step/sec``).
-        Typically 45–49 samples per run (steps ≈100–5000); exceptions in CATALOG.md §3.1 (e.g. ``res15k80worker6``
+        Typically 45–49 samples per run (steps ≈100–5000); exceptions (e.g. ``res15k80worker6``
         141 rows to step 14911; ``shakesbigp100ps2worker3`` starts at step 351).
 
     Notes
     -----
     Early samples are warm-up (low). The per-run means the paper plots are approximated by the mean over
-    ``step >= 2000`` (92 of 96 within 1 %, CATALOG.md §1.3); their row selection is not recoverable.
+    ``step >= 2000`` (92 of 96 within 1 %); their row selection is not recoverable.
     """
     frames = []
     for key in keys_under(_CLUSTER):
@@ -567,7 +567,7 @@ def load_checkpoint_summary(source: str = "ckpt") -> pd.DataFrame:
 
         * ``ckpt``: ``duration_mean_s``, ``duration_std_s`` (of total Duration);
         * ``aggregated``: ``upload_duration_mean_s``, ``upload_duration_std_s`` (the file's "Duration mean/std (s)"
-          are of **Diff** = Duration − Local duration, CATALOG.md §1.6, §7.1 — except Shake Large's std, 0.53, which is
+          are of **Diff** = Duration − Local duration — except Shake Large's std, 0.53, which is
           the std of Duration) and ``upload_duration_cv`` (std/mean);
 
         ``checkpoint_mb``, ``throughput_mean_mb_per_s``, ``throughput_std_mb_per_s`` (the constant quoted string
@@ -622,7 +622,7 @@ def load_vm_startup() -> pd.DataFrame:
     Notes
     -----
     **Seconds**, although the paper's plot says ms: the measuring code recorded ms and the CSVs were divided by 1000
-    (CATALOG.md §1.5, §7.4). Rows: pre_east K80/P100 12/15, pre_west 10/8, on_demand_east 14/17, on_demand_west 15/9.
+   . Rows: pre_east K80/P100 12/15, pre_west 10/8, on_demand_east 14/17, on_demand_west 15/9.
     """
     frames = []
     for key in keys_under(_STARTUP):

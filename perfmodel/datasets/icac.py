@@ -6,7 +6,7 @@ Every loader returns a tidy frame (one row per observation, units in column name
 columns as pandas ``string``) and keeps the upstream spelling where it differs (``vm_name``, ``source_name``,
 ``status_source``). Nothing is read at import time; every file goes through the hash-checked registry.
 
-The experiment folders (``training/<experiment>/<config>/``) and what their names mean (CATALOG.md §3.2):
+The experiment folders (``training/<experiment>/<config>/``) and what their names mean:
 
 * ``k80_spot/{2,4,8}-spot`` — N transient K80 workers + 1 on-demand PS, 32 runs over 4 zones;
 * ``k80_on_demand/{k80,2,4,8}-demand`` — on-demand K80 (``k80-demand``: one K80, no PS), 10 runs in us-east1-c;
@@ -113,7 +113,7 @@ def _files(experiment: str, config: str) -> dict[str, str]:
 
 
 def _config_shape(experiment: str, config: str) -> dict:
-    """Cluster composition encoded in an ICAC'19 configuration folder name (CATALOG.md §3.2, training/README.md)."""
+    """Cluster composition encoded in an ICAC'19 configuration folder name (training/README.md)."""
     n = dict(n_k80=0, n_p100=0, n_v100=0, n_ps=1, transient=True, region_mix=None)
     bad = DataFormatError(f"ICAC'19 configuration folder {experiment}/{config} has a name perfmodel cannot decode.")
     if experiment == "k80_spot":
@@ -345,7 +345,7 @@ def load_icac_vms(experiment: str | None = None, config: str | None = None) -> p
     ``Revoked`` column; zone prefixes differ per folder (``spot2-``, ``spot8-``, ``demand2-``, ``p100-spot-``,
     ``v100-spot-``; none in 4-spot). The single-GPU files list the runs that failed (their only VM, the master, was
     revoked) although ``train_data_processed.csv`` does not. ICAC'19 counts a cluster's revocations r as its
-    revoked *workers* (status ``revoked``; CATALOG.md §2, §7.8); the 28 revoked K80 servers of Table III are the
+    revoked *workers* (status ``revoked``); the 28 revoked K80 servers of Table III are the
     24 ``revoked`` VMs plus the 4 revoked masters.
     """
     df = pd.concat([_vms(e, c) for e, c in _pairs_with("vm_data.csv", experiment, config, "VM data")], ignore_index=True)
@@ -393,12 +393,12 @@ def load_icac_costs(experiment: str | None = None, config: str | None = None) ->
     -----
     Provenance: ``training/*/*/cost.csv`` (k80_spot, k80_on_demand, p100_v100_spot, experiment_1ps_vs_2ps except
     ``1ps_k80``, experiment_mixed_gpu; cross-region runs have no cost). Costs as ``data_processor.py::process_cost``
-    computed them (per-second prices; the PS billed at the on-demand price; CATALOG.md §2).
+    computed them (per-second prices; the PS billed at the on-demand price).
 
     Quirks handled: the ``Zone`` cell carries a folder prefix in 2-spot (``spot2-``), 8-spot (``spot8-``) and
     2-demand (``demand2-``): stripped into ``zone``, kept in ``source_name``. The cost files also cover the failed
     runs (e.g. 2-spot us-east1-c run 1, $0.215). Kept as recorded: ``cost.csv`` of 2-spot charges the 5 revoked
-    workers for the full run (data bug, CATALOG.md §2, §7.6) — recompute with :mod:`perfmodel.planning.cost`.
+    workers for the full run (data bug) — recompute with :mod:`perfmodel.planning.cost`.
     """
     df = pd.concat([_costs(e, c) for e, c in _pairs_with("cost.csv", experiment, config, "recorded cost")], ignore_index=True)
     df["experiment"] = df["experiment"].astype("string")
@@ -475,7 +475,7 @@ def load_icac_runs(experiment: str | None = None, config: str | None = None, *, 
         Also return the 21 single P100 / V100 runs whose VM was revoked before 64 000 steps: they are in the accuracy
         curves and ``vm_data.csv`` but not in ``train_data_processed.csv`` (``failed`` True, NaN duration, accuracy
         and cost). Needed for failure counts: the data hold 2 failed of 35 P100 runs and 19 of 43 V100 runs, where
-        ICAC'19 Table III reports 2 of 32 and 14 of 32 (CATALOG.md §7.5).
+        ICAC'19 Table III reports 2 of 32 and 14 of 32.
 
     Returns
     -------
@@ -509,9 +509,9 @@ def load_icac_runs(experiment: str | None = None, config: str | None = None, *, 
     Durations and accuracies are ``train_data_processed.csv``'s: wall time of the first row with Step ≥ 64 000 minus
     that of the (last) Step-0 row (``data_processor.py::train_data_processor``; checked against the curves to < 1e-5 s).
     ``1ps_k80`` has one run per size without a processed file: duration = last − first wall time, accuracy = last
-    evaluation (1.9337 … 0.4927 h for N = 2 … 8, CATALOG.md §2).
+    evaluation (1.9337 … 0.4927 h for N = 2 … 8).
 
-    Quirks handled or kept (CATALOG.md §2, §3.2, §7):
+    Quirks handled or kept:
 
     * failed runs: 2-spot us-east1-c run 1 (master revoked at step 8 002) and 4-spot us-east1-c run 7 (master revoked
       at step 60 061) are in the processed files with duration = last evaluation − Step-0 and are dropped from
@@ -540,7 +540,7 @@ def load_icac_runs(experiment: str | None = None, config: str | None = None, *, 
         r = runs[runs["_merge"] == "right_only"].iloc[0]
         raise DataFormatError(f"ICAC'19 {r['experiment']}/{r['config']}: processed run {r['zone']} {r['run']} has no accuracy curve.")
     runs["in_processed_data"] = runs.pop("_merge").eq("both")
-    one = runs["config"] == "1ps_k80"  # one run per size, no processed file: duration = last − first wall time (CATALOG.md §2)
+    one = runs["config"] == "1ps_k80"  # one run per size, no processed file: duration = last − first wall time
     runs.loc[one, "duration_s"] = runs.loc[one, "_last"] - runs.loc[one, "_first"]
     runs.loc[one, "accuracy"] = runs.loc[one, "_acc_last"]
     vms = _concat([_vms(e, c) for e, c in pairs], k + ["role", "status"])
@@ -609,7 +609,7 @@ def load_adaptive_lr() -> pd.DataFrame:
     Provenance: ``adaptive_lr/lr_{baseline,case1,case2}.csv`` (TensorBoard exports: ``Wall time``, ``Step``,
     ``Value``). Quirk: step 32 002 (case1) and 48 003 (case2) appear twice with the same accuracy and a later wall
     time (493 s / 553 s later, when a worker joined): both rows kept, the second flagged ``duplicate_step``. The
-    paper's 2.28 h for the dynamic run and its costs are not reproducible from these files (CATALOG.md §2 Fig. 5).
+    paper's 2.28 h for the dynamic run and its costs are not reproducible from these files.
     """
     frames = []
     for case, fname in _AL.items():
@@ -686,7 +686,7 @@ def load_vm_lifetimes() -> pd.DataFrame:
 
     Notes
     -----
-    Provenance: ``lifetime/lifetime.csv`` (593 lines; CATALOG.md §3.2). Structure handled: section rows ``K80,,``
+    Provenance: ``lifetime/lifetime.csv`` (593 lines). Structure handled: section rows ``K80,,``
     (followed by a ``VM name,Start,Terminate`` header), ``P100,,`` (header), ``V100,,`` (**no** header row), times
     ``m/d/yy H:MM`` (minute resolution); then ``Previous experiments,,`` with day blocks (``8-May,created,terminated``,
     ``9-May,,`` …) holding ``name,HH:MM:SS,HH:MM:SS`` rows without dates, and in June zone sub-blocks
@@ -695,7 +695,7 @@ def load_vm_lifetimes() -> pd.DataFrame:
     The catalog counts 63 ``gpu*`` VMs; the file has 64 (4 June days × 16, none duplicated).
 
     The 64 Feb-2019 K80 and 40 P100 rows reproduce ``plot.py``'s ``cdf_1`` / ``cdf_2`` with CDF[i] = fraction with
-    lifetime < i + 1 h (CATALOG.md §3.2). Feb-2019 lifetimes reach 24.72 h, beyond GCE's 24 h limit: kept as recorded.
+    lifetime < i + 1 h. Feb-2019 lifetimes reach 24.72 h, beyond GCE's 24 h limit: kept as recorded.
     """
     key = "TDL:lifetime/lifetime.csv"
     fname = entry(key).key

@@ -4,7 +4,7 @@ The upstream files spell the same model many ways ("Shake Large", "Shake large",
 "shakebig80", ...). Every loader maps them to one canonical id with :func:`canonical_model` and keeps the upstream
 spelling in a ``source_name`` column. Lookups ignore case, spaces, hyphens and underscores.
 
-Architectures are those derived in CATALOG.md §4 by matching the data's ``Number of Parameters`` and
+Architectures are derived by matching the data's ``Number of Parameters`` and
 ``Number of Tensors`` to the tensor2tensor code of CM-DARE: ResNets by ``layer_sizes`` (``resnet_cifar_15`` base),
 Shake-Shakes by ``hidden_size`` and ``num_hidden_layers`` (``shakeshake_small`` base).
 """
@@ -86,7 +86,7 @@ def _shake(id_, label, hidden, layers, speed, folder, ckpt, held_out=False, extr
     return ModelInfo(id_, label, "shake_shake", None, hidden, layers, held_out, speed, folder, ckpt, extra)
 
 
-#: The twenty CNNs in CATALOG.md §4 order (16 training CNNs interleaved with the 4 held-out ones as the catalog lists them).
+#: The twenty CNNs in the order of the published CNN table (``datasets/reference/cmdare_cnns.csv``: 16 training CNNs interleaved with the 4 held-out ones).
 MODELS: tuple[ModelInfo, ...] = (
     _resnet("resnet-15", "ResNet-15", (2, 2, 2), "Res15", "res15", ("ResNet-15",), extra=("resnet_cifar_15", "res15k80", "res15p100", "res15p100ps2")),
     _resnet("resnet-32", "ResNet-32", (5, 5, 5), "Res32", "res32", ("ResNet-32",), extra=("resnet_cifar_32", "res32k80", "res32p100", "res32p100ps2")),

@@ -4,7 +4,7 @@
   (CM-DARE ``Sigmetrics2020*.ipynb``, transient-deep-learning ``lifetime/plot.py``), transcribed verbatim with the
   source file, cell, variable and index of every value (see ``reference/transcribed/README.md``). They are reported
   figures, not measurements: for several of them no data file exists.
-* ``reference/cmdare_cnns.csv`` — the twenty CNNs with their published features (CATALOG.md §4).
+* ``reference/cmdare_cnns.csv`` — the twenty CNNs with their published features.
 * ``reference/gpus.csv`` — GPU catalog (peak FP32/TF32/FP16/BF16 rates, memory, SMs, L2, interconnect), each group of
   values with its source.
 * ``reference/icac19_prices.csv`` — GCE prices of ICAC'19 Table II (2019).
@@ -76,7 +76,7 @@ def load_transcribed(name: str) -> pd.DataFrame:
 
 
 def load_reported_cnns() -> pd.DataFrame:
-    """The twenty CNNs with their published features (20 rows; CATALOG.md §4 table), each row cited.
+    """The twenty CNNs with their published features (20 rows table), each row cited.
 
     Columns: ``model``, ``source_name``, ``architecture``, ``n_params``, ``n_trainable_tensors``, ``model_flops``,
     ``normalized_model``, ``alt_model_flops``, ``max_tensor_mib``, ``checkpoint_mb``, ``weight_file_mb``,
@@ -175,6 +175,6 @@ DATASETS: tuple[DatasetSpec, ...] = (
         for k, v in TRANSCRIBED.items()
     ),
     DatasetSpec("reported_cnns", load_reported_cnns, "one of the twenty CNNs with its published features", ("reference/cmdare_cnns.csv",), "ICDCS'20 §4", kind="reference"),
-    DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32/TF32/FP16/BF16 TFLOPS, memory, SMs, L2, interconnect, sources", ("reference/gpus.csv",), "CATALOG.md §6", kind="catalog"),
+    DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32/TF32/FP16/BF16 TFLOPS, memory, SMs, L2, interconnect, sources", ("reference/gpus.csv",), "ICDCS'20 §6 (GPU TFLOPS); every current GPU", kind="catalog"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

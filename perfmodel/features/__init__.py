@@ -173,7 +173,7 @@ def scale_to_batch(features: pd.DataFrame, batch_size) -> pd.DataFrame:
 
 
 def compare_with_published() -> pd.DataFrame:
-    """Zoo features next to the published CM-DARE values (CATALOG.md §4), one row per CNN.
+    """Zoo features next to the published CM-DARE values, one row per CNN.
 
     Columns: ``model``, ``n_params`` / ``params`` (published / ours), ``n_trainable_tensors`` / ``trainable_tensors``,
     ``max_tensor_mib`` (published) / ``max_tensor_mib_ours``, ``model_flops`` (published, TF profiler) /

@@ -1,4 +1,4 @@
-"""Checkpoint time: CM-DARE's regressions of checkpoint duration on checkpoint size (CATALOG.md §1.6, §1.7, §5).
+"""Checkpoint time: CM-DARE's regressions of checkpoint duration on checkpoint size.
 
 :class:`CheckpointTimeRegressor` is :class:`~perfmodel.models.step_time.StepTimeRegressor`'s estimator with the
 checkpoint feature sets and CM-DARE's checkpoint SVR (rbf, C = 10, γ = 'auto', ε = 0.14) as the SVR default.
@@ -63,8 +63,8 @@ def predict_checkpoint_time(model, *, method: str = "linear", input_shape=(3, 32
     """Predicted checkpoint duration (s) of a model, CM-DARE's final checkpoint model applied to its estimated size.
 
     Fits :class:`CheckpointTimeRegressor` (``method``; ``'linear'`` = the paper's Duration ~ Size, ``'svr'`` = its
-    SVR) on the 100 checkpoints of ``whole_data.csv`` (TensorFlow Saver to remote storage from a K80 worker, CATALOG.md
-    §1.7) or ``samples``, and predicts at :func:`checkpoint_size_mb` of the model's graph features.
+    SVR) on the 100 checkpoints of ``whole_data.csv`` (TensorFlow Saver to remote storage from a K80 worker)
+    or ``samples``, and predicts at :func:`checkpoint_size_mb` of the model's graph features.
 
     Parameters
     ----------

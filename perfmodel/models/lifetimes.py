@@ -1,5 +1,5 @@
 """Transient-server lifetimes: the paper's time-between-failures fit, per-server lifetimes behind published CDFs, and
-censoring-aware fitters (lifelines) compared by likelihood (CATALOG.md §1.4, §5).
+censoring-aware fitters (lifelines) compared by likelihood.
 
 Preemptible GCE VMs end at 24 h: a server alive at 24 h was not revoked — its lifetime is right-censored there.
 """
@@ -70,8 +70,8 @@ def time_between_failures_fit(times_s=None, *, bins: int = 128) -> float:
 def lifetimes_from_cdf(gpu: str | None = None, region: str | None = None) -> pd.DataFrame:
     """Per-server lifetimes implied by CM-DARE's lifetime CDF arrays (``k80_cdf``/``p100_cdf``/``v100_cdf``).
 
-    Each array gives the fraction of ``n`` servers revoked within 1, 2, … 24 hours (n from the denominators, CATALOG.md
-    §1.4). Server counts per hour bin are the differences × n (rounded; the test checks they are integers); a server
+    Each array gives the fraction of ``n`` servers revoked within 1, 2, … 24 hours (n from the denominators
+    of the fractions). Server counts per hour bin are the differences × n (rounded; the test checks they are integers); a server
     revoked in (h − 1, h] gets lifetime ``h − 0.5`` hours (bin midpoint: the arrays are interval-censored to the hour);
     servers alive at 24 h are right-censored at 24 h.
 

@@ -36,7 +36,7 @@ FEATURE_SETS: dict[str, list[str]] = {
                    "ideal_compute_ms", "activation_mib_per_gb_s"],
 }
 
-#: CM-DARE's SVR (sp2 cells 22–29, CATALOG.md §1.7): SVR(kernel='poly', degree=2, C=100, gamma='auto', epsilon=0.01, coef0=1).
+#: CM-DARE's SVR (sp2 cells 22–29): SVR(kernel='poly', degree=2, C=100, gamma='auto', epsilon=0.01, coef0=1).
 PAPER_SVR_POLY = dict(kernel="poly", degree=2, C=100.0, gamma="auto", epsilon=0.01, coef0=1.0)
 
 _METHODS = ("linear", "svr", "gbm")

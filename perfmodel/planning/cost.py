@@ -4,7 +4,7 @@
 was revoked (then its uptime). Prices are ICAC'19 Table II (2019, :func:`perfmodel.datasets.load_prices`); the authors'
 cost code used per-second rates for some of them (K80 transient 0.000071 $/s, K80 on-demand 0.00020083 $/s, PS
 0.0000397 $/s), which reproduce the recorded costs exactly — ``rates="code"`` (default) uses them where they exist,
-``rates="table"`` uses the hourly prices / 3600 throughout (CATALOG.md §2).
+``rates="table"`` uses the hourly prices / 3600 throughout.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ and a number of training steps, and predicts for each:
   in both papers;
 * **overhead per revocation** (asynchronous PS training, as in the papers: the cluster keeps training) — the
   replacement server's start-up (mean measured preemptible VM start-up, ``load_vm_startup``) plus TensorFlow's warm
-  restart (11.87 s, CATALOG.md §1.6), during which the cluster runs one worker short (``/ n`` of the throughput); a
+  restart (11.87 s), during which the cluster runs one worker short (``/ n`` of the throughput); a
   revoked chief (one revocation in ``n``) also loses half a checkpoint interval of progress;
 * **cost** — per-second billing (:func:`perfmodel.planning.cost.price_per_second`, ICAC'19 Table II prices of 2019
   and the authors' per-second rates): workers for the run and the replacement start-ups, PS on-demand for the run.
@@ -32,12 +32,11 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import datasets as ds
-from perfmodel.diagnostics.metrics import ape
 
 __all__ = ["plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
            "validate_against_icac", "TF_WARM_RESTART_S"]
 
-#: TensorFlow warm restart of a worker joining a running cluster (CM-DARE ``tf_restart.pdf``, CATALOG.md §1.6).
+#: TensorFlow warm restart of a worker joining a running cluster (CM-DARE ``tf_restart.pdf``).
 TF_WARM_RESTART_S = 11.872541
 
 #: Largest cluster CM-DARE measured (1–8 workers, ``load_cluster_runs``); beyond it speeds are extrapolated.
@@ -326,6 +325,8 @@ def validate_against_icac() -> pd.DataFrame:
         rows.append(dict(config=f"experiment_mixed_gpu/{cfg}", gpu="mixed", n_workers=sum(counts.values()), transient=True, n_runs=len(m),
                          measured_time_h=m["duration_h"].mean(), predicted_time_h=t, measured_cost_usd=m["cost_usd"].mean(),
                          predicted_cost_usd=cost))
+    from perfmodel.diagnostics.metrics import ape  # imported here: the planner itself does not load scikit-learn
+
     out = pd.DataFrame(rows)
     out["time_ape_pct"] = ape(out["measured_time_h"], out["predicted_time_h"])
     out["cost_ape_pct"] = ape(out["measured_cost_usd"], out["predicted_cost_usd"])

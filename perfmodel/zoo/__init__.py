@@ -3,7 +3,7 @@
 >>> from perfmodel import zoo
 >>> net = zoo.build("resnet-32")          # any upstream spelling works too: zoo.build("Res32")
 
-Architectures: CATALOG.md §4 (derived by matching the data's parameter and tensor counts to tensor2tensor's code);
+Architectures: :mod:`perfmodel.datasets.names` (derived by matching the data's parameter and tensor counts to tensor2tensor's code);
 inputs are 32×32×3 CIFAR-10 images. Importing this package does not import torch; building a model does.
 """
 from __future__ import annotations

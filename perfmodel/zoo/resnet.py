@@ -1,6 +1,6 @@
 """CIFAR ResNets of CM-DARE (tensor2tensor ``Resnet`` with ``resnet_cifar_15`` hyper-parameters).
 
-Re-implemented in PyTorch from the architecture description (CATALOG.md §4): pre-activation residual blocks
+Re-implemented in PyTorch from the architecture description: pre-activation residual blocks
 (BN-ReLU-conv3×3, BN-ReLU-conv3×3), ``filter_sizes = [16, 32, 64, 128]``: an initial 7×7 stride-1 convolution with 16
 filters and no bias followed by BN-ReLU, three block layers with 32/64/128 filters and strides 1/2/2 whose first block
 has a 1×1 projection shortcut (+ BN) applied to the block's pre-activated input, no final BN, global average pooling

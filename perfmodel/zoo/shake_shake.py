@@ -1,7 +1,7 @@
 """CIFAR Shake-Shake networks of CM-DARE (tensor2tensor ``ShakeShake`` with ``shakeshake_small`` hyper-parameters).
 
-Re-implemented in PyTorch from tensor2tensor's description (``models/shake_shake.py`` of CM-DARE's fork; CATALOG.md
-§4); the code is our own:
+Re-implemented in PyTorch from tensor2tensor's description (``models/shake_shake.py`` of CM-DARE's fork, matched to the
+published parameter and tensor counts); the code is our own:
 
 * an initial 3×3 convolution with 16 filters (with bias) + BN;
 * three stages of n = (num_hidden_layers − 2)/6 blocks with ``hidden_size`` × (1, 2, 4) filters and strides 1/2/2;

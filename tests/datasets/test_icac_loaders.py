@@ -36,7 +36,7 @@ def lifetimes():
 
 
 def _mean_std(s: pd.Series, scale: float = 1.0) -> tuple[float, float]:
-    """(mean, sample std ddof=1) — the tuples of ICAC'19 tables (CATALOG.md §2)."""
+    """(mean, sample std ddof=1) — the tuples of ICAC'19 tables."""
     return float(s.mean() * scale), float(s.std(ddof=1) * scale)
 
 
@@ -356,7 +356,7 @@ def test_adaptive_lr():
     assert (g["elapsed_s"].min() == 0).all()
     dup = a[a["duplicate_step"]]
     assert sorted(zip(dup["case"], dup["step"])) == [("adaptive_lr", 48003), ("naive_lr", 32002)]
-    # paper's 91.84 (naive) and 92.83 (adaptive) are intermediate evaluations (CATALOG.md §2 Fig. 5)
+    # paper's 91.84 (naive) and 92.83 (adaptive) are intermediate evaluations
     assert a.loc[(a["case"] == "naive_lr") & a["step"].isin([56014, 60018]), "accuracy"].round(4).eq(0.9184).all()
     assert a.loc[(a["case"] == "adaptive_lr") & (a["step"] == 60013), "accuracy"].round(4).item() == 0.9283
 

@@ -1,5 +1,5 @@
 """perfmodel.features on the twenty zoo CNNs: equality with FlopCounterMode on real tensors, and the published CM-DARE
-features (CATALOG.md §4)."""
+features."""
 from __future__ import annotations
 
 import numpy as np

@@ -48,7 +48,7 @@ def test_checkpoint_size_estimate_from_graph_features():
 
 def test_predict_checkpoint_time_uses_the_paper_model_at_the_estimated_size():
     """ResNet-32's estimated checkpoint (≈ 16 MB) through the paper's LR refitted on all 100 rows of whole_data.csv
-    gives ≈ 3.97 s, within 0.3 % of the paper's prediction at 15.99 MB (3.96029145 s from its 80 % split; CATALOG.md §1.7)."""
+    gives ≈ 3.97 s, within 0.3 % of the paper's prediction at 15.99 MB (3.96029145 s from its 80 % split)."""
     import perfmodel as pm
 
     r = pm.models.predict_checkpoint_time("resnet-32").iloc[0]

@@ -1,5 +1,5 @@
 """The cost/time planner: candidates, Pareto front, constraints and errors, and its check against the
-measured ICAC'19 clusters (CATALOG.md §2)."""
+measured ICAC'19 clusters."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The twenty CM-DARE CNNs rebuilt in torch: exact trainable parameter and tensor counts (CATALOG.md §4)."""
+"""The twenty CM-DARE CNNs rebuilt in torch: exact trainable parameter and tensor counts."""
 from __future__ import annotations
 
 import pytest
