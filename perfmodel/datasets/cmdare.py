@@ -443,9 +443,13 @@ def load_speed_supertable() -> pd.DataFrame:
     if unknown:
         raise DataFormatError(f"speed_data_supertable.csv: parameter counts {unknown} match none of the twenty CNNs.")
     d.insert(0, "model", d["n_params"].astype("int64").map(by_params))
-    d.insert(1, "gpu", d["gpu_tflops"].map({4.113: "K80", 9.526: "P100"}))
+    from perfmodel.datasets.reference import gpu_tflops
+
+    by_tflops = {gpu_tflops(g): g for g in ("K80", "P100")}  # the GPU catalog's values are the data's (4.113, 9.526)
+    d.insert(1, "gpu", d["gpu_tflops"].map(by_tflops))
     if d["gpu"].isna().any():
-        raise DataFormatError("speed_data_supertable.csv: GPU TFLOPS other than 4.113 (K80) / 9.526 (P100).")
+        raise DataFormatError(f"speed_data_supertable.csv: GPU TFLOPS {sorted(set(d.loc[d['gpu'].isna(), 'gpu_tflops']))} match neither "
+                              f"K80 nor P100 of the GPU catalog ({by_tflops}).")
     d["n_params"] = d["n_params"].astype("int64")
     d.insert(0, "row", np.arange(len(d)))
     return _categorical_ids(d)

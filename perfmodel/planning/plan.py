@@ -36,8 +36,17 @@ from perfmodel import datasets as ds
 __all__ = ["plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
            "validate_against_icac", "TF_WARM_RESTART_S"]
 
-#: TensorFlow warm restart of a worker joining a running cluster (CM-DARE ``tf_restart.pdf``).
-TF_WARM_RESTART_S = 11.872541
+
+
+def __getattr__(name):
+    # TF_WARM_RESTART_S: TensorFlow warm restart of a worker joining a running cluster (CM-DARE ``tf_restart.pdf``),
+    # read from the reference data when first asked for (nothing is read at import time).
+    if name == "TF_WARM_RESTART_S":
+        from perfmodel.planning.revocation import tf_restart_s
+
+        return tf_restart_s("warm")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Largest cluster CM-DARE measured (1–8 workers, ``load_cluster_runs``); beyond it speeds are extrapolated.
 MEASURED_MAX_WORKERS = 8
@@ -151,7 +160,7 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
         Bad counts, a non-positive budget or deadline, a GPU without a price or lifetime data for transient plans.
     """
     from perfmodel.models.cluster import predict_cluster_speed
-    from perfmodel.planning.revocation import expected_revocations, lifetime_distribution
+    from perfmodel.planning.revocation import expected_revocations, lifetime_distribution, tf_restart_s
 
     gpus = [ds.canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
     ps = [int(p) for p in ([ps] if np.isscalar(ps) else ps)]
@@ -174,6 +183,7 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
     p = _check_prices(prices)
     date = str(p["price_date"].iloc[0]) if "price_date" in p.columns else ""
     ps_price = _price_h(p, None, False)
+    warm_s = tf_restart_s("warm")
     rows = []
     for g in gpus:
         speeds = predict_cluster_speed(model, g, workers=range(1, int(max_workers) + 1), n_ps=ps, input_shape=input_shape,
@@ -189,7 +199,7 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
                     except ValueError as exc:
                         raise ValueError(f"No transient lifetime data for {g}{' in ' + reg if reg else ''} ({exc}); plan it on-demand "
                                          "(transient=False) or choose a GPU/region with CM-DARE lifetimes.") from None
-                replace_s = _startup_s(g, True) + TF_WARM_RESTART_S
+                replace_s = _startup_s(g, True) + warm_s
                 n = speeds["n_workers"].to_numpy(int)
                 speed = speeds["speed_steps_per_s"].to_numpy(float)
                 n_ps = speeds["n_ps"].to_numpy(int)
@@ -198,7 +208,7 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
                     # one renewal function for all rows (vectorised over the horizons), times the worker slots
                     rev = n * expected_revocations(compute_h, 1, dist=dist)
                     lost_chief_s = 0.5 * checkpoint_interval_steps / speed
-                    over_s = rev * (replace_s / n + (lost_chief_s + TF_WARM_RESTART_S) / n)
+                    over_s = rev * (replace_s / n + (lost_chief_s + warm_s) / n)
                 else:
                     rev, over_s = np.zeros(len(n)), np.zeros(len(n))
                 time_h = compute_h + over_s / 3600

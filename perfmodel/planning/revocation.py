@@ -27,7 +27,7 @@ from perfmodel import datasets as ds
 __all__ = [
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h",
     "young_daly_interval", "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation",
-    "estimate_time_after_revocation",
+    "estimate_time_after_revocation", "tf_restart_s",
 ]
 
 _H = 24  # preemptible VMs live at most 24 h
@@ -231,6 +231,15 @@ def optimal_interval_by_simulation(work_s: float, checkpoint_s: float, restart_s
     return pd.DataFrame(rows)
 
 
+def tf_restart_s(start_type: str = "warm") -> float:
+    """TensorFlow restart time CM-DARE reports (its overall bars, ``datasets/reference/transcribed/tf_restart.csv``):
+    ``"warm"`` — a worker joining a running cluster (11.87 s); ``"cold"`` — a cluster starting from a checkpoint (55.08 s)."""
+    if start_type not in ("warm", "cold"):
+        raise ValueError(f"start_type must be 'warm' (a worker joins a running cluster) or 'cold' (training restarts); got {start_type!r}.")
+    t = ds.load_transcribed("tf_restart")
+    return float(t[(t["scope"] == "overall") & (t["start_type"] == start_type)]["time_s"].iloc[0])
+
+
 def estimate_time_after_revocation(rev_step, *, total_steps: int = 64000, speed_steps_per_s: float | None = None,
                                    recovery_s: float | None = None) -> np.ndarray:
     """Training time (s) from a revocation at ``rev_step`` to the end of training: ``recovery_s`` + remaining steps /
@@ -264,8 +273,7 @@ def estimate_time_after_revocation(rev_step, *, total_steps: int = 64000, speed_
     if not np.isfinite(speed_steps_per_s) or speed_steps_per_s <= 0:
         raise ValueError(f"speed_steps_per_s must be a positive speed (steps/s); got {speed_steps_per_s!r}.")
     if recovery_s is None:
-        t = ds.load_transcribed("tf_restart")
-        recovery_s = float(t[(t["scope"] == "overall") & (t["start_type"] == "cold")]["time_s"].iloc[0])
+        recovery_s = tf_restart_s("cold")
     if not np.isfinite(recovery_s) or recovery_s < 0:
         raise ValueError(f"recovery_s must be a non-negative time (s); got {recovery_s!r}.")
     return recovery_s + (total_steps - steps) / speed_steps_per_s

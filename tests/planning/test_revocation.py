@@ -52,3 +52,16 @@ def test_young_daly_interval_and_the_simulated_optimum():
         R.young_daly_interval(0, M)
     with pytest.raises(ValueError, match="'daly' or 'young'"):
         R.young_daly_interval(C, M, method="optimal")
+
+
+def test_restart_times_are_read_from_the_reference_data():
+    import perfmodel as pm
+    import importlib
+
+    plan_module = importlib.import_module("perfmodel.planning.plan")
+
+    t = pm.datasets.load_transcribed("tf_restart").query("scope == 'overall'").set_index("start_type")["time_s"]
+    assert pm.planning.tf_restart_s("warm") == t["warm"] == plan_module.TF_WARM_RESTART_S
+    assert pm.planning.tf_restart_s("cold") == t["cold"]
+    with pytest.raises(ValueError, match="start_type must be 'warm'"):
+        pm.planning.tf_restart_s("hot")

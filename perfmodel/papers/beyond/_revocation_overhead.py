@@ -44,11 +44,15 @@ def revocation_expectations(data: pd.DataFrame | None = None, *, ax=None):
 
 
 def checkpoint_interval_data(model: str = "resnet-32", gpu: str = "K80", n_servers: int = 4, work_h: float = 10.0,
-                             restart_s: float = 11.872541, trials: int = 1500, random_state: int = 0) -> pd.DataFrame:
+                             restart_s: float | None = None, trials: int = 1500, random_state: int = 0) -> pd.DataFrame:
     """Expected and simulated wall time of ``work_h`` hours of work vs checkpoint interval, for a job that any of
     ``n_servers`` transient ``gpu`` servers interrupts (MTBF = slot MTBF / n, exponential approximation), with the
-    model's predicted checkpoint time. ``attrs`` hold ``young_s``, ``daly_s``, ``checkpoint_s``, ``mtbf_s``."""
+    model's predicted checkpoint time. ``restart_s`` defaults to CM-DARE's TensorFlow warm restart
+    (:func:`perfmodel.planning.tf_restart_s`). ``attrs`` hold ``young_s``, ``daly_s``, ``checkpoint_s``, ``mtbf_s``."""
     from perfmodel.models.checkpoint import predict_checkpoint_time
+
+    if restart_s is None:
+        restart_s = R.tf_restart_s("warm")
 
     c = float(predict_checkpoint_time(model)["checkpoint_time_s"].iloc[0])
     mtbf = R.mean_time_between_failures_h(R.lifetime_distribution(gpu)) * 3600 / n_servers
