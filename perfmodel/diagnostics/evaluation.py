@@ -21,7 +21,7 @@ from sklearn.base import clone
 from sklearn.model_selection import KFold, cross_val_score, train_test_split
 from sklearn.utils import shuffle
 
-from perfmodel.diagnostics.metrics import regression_report
+from perfmodel.diagnostics.metrics import percent_error, regression_report
 
 
 def _protocol(func):
@@ -73,7 +73,7 @@ def predictions_frame(data, estimator, features, *, target="step_time_s", train_
     est = clone(estimator).fit(train[cols], train[target])
     out = test.copy()
     out["predicted"] = est.predict(test[cols])
-    out["error_pct"] = (out["predicted"] - out[target]) / out[target] * 100
+    out["error_pct"] = percent_error(out[target], out["predicted"])
     return out
 
 

@@ -15,6 +15,7 @@ from perfmodel.plotting import subplots
 import numpy as np
 import pandas as pd
 
+from perfmodel.diagnostics.metrics import percent_error
 from perfmodel.datasets._cache import cached_frame  # computed once per data source; callers get copies
 
 __all__ = ["BENCHMARK_GPUS", "neusight_benchmark_data", "neusight_benchmark_summary", "neusight_benchmark", "cmdare_op_model_data"]
@@ -73,7 +74,10 @@ def neusight_benchmark_data() -> pd.DataFrame:
     for c in ("predicted_ms", "lower_ms", "upper_ms"):
         if c not in out:
             out[c] = np.nan
-    out["error_pct"] = (out["predicted_ms"] - out["measured_ms"]) / out["measured_ms"] * 100
+    done = out["predicted_ms"].notna()  # a label without a model config is reported, not predicted
+    out["error_pct"] = np.nan
+    if done.any():
+        out.loc[done, "error_pct"] = percent_error(out.loc[done, "measured_ms"], out.loc[done, "predicted_ms"])
     out["abs_error_pct"] = out["error_pct"].abs()
     out["covered"] = (out["lower_ms"] <= out["measured_ms"]) & (out["measured_ms"] <= out["upper_ms"])
     err = load_neusight_errors()
@@ -168,7 +172,7 @@ def cmdare_op_model_data() -> pd.DataFrame:
             rows.append(dict(model=model, gpu=r.gpu, measured_s=r.measured_s, n_samples=int(r.n_samples),
                              predicted_s=q.step_time_s, lower_s=q.lower_s, upper_s=q.upper_s))
     out = pd.DataFrame(rows)
-    out["error_pct"] = (out["predicted_s"] / out["measured_s"] - 1) * 100
+    out["error_pct"] = percent_error(out["measured_s"], out["predicted_s"])
     out.attrs["mape_pct"] = {**{g: mape(d["measured_s"], d["predicted_s"]) for g, d in out.groupby("gpu")},
                              "all": mape(out["measured_s"], out["predicted_s"])}
     return out
