@@ -23,6 +23,7 @@ from perfmodel._errors import (
 )
 from perfmodel.datasets import cmdare as _cmdare
 from perfmodel.datasets import derived as _derived
+from perfmodel.datasets import spot_traces as _spot_traces
 from perfmodel.datasets import icac as _icac
 from perfmodel.datasets import measurements as _measurements
 from perfmodel.datasets import neusight as _neusight
@@ -89,6 +90,7 @@ from perfmodel.datasets.names import (
 )
 from perfmodel.datasets.derived import cluster_speeds, load_zoo_features, v100_samples
 from perfmodel.datasets.measurements import load_cpu_measurements
+from perfmodel.datasets.spot_traces import load_spot_traces, spot_availability, spot_lifetimes
 from perfmodel.datasets.neusight import (
     load_neusight_devices,
     load_neusight_errors,
@@ -108,7 +110,7 @@ from perfmodel.datasets.reference import (
     load_transcribed,
 )
 
-_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_neusight.DATASETS, *_reference.DATASETS, *_measurements.DATASETS, *_derived.DATASETS)
+_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_neusight.DATASETS, *_reference.DATASETS, *_measurements.DATASETS, *_derived.DATASETS, *_spot_traces.DATASETS)
 
 
 def _specs() -> dict[str, DatasetSpec]:
@@ -226,6 +228,8 @@ __all__ = [
     "load_cpu_measurements",
     # derived by a fixed rule
     "cluster_speeds", "v100_samples", "load_zoo_features",
+    # spot traces (skypilot-org/spot-traces)
+    "load_spot_traces", "spot_lifetimes", "spot_availability",
     # names
     "MODELS", "MODEL_IDS", "HELD_OUT_MODEL_IDS", "GPU_IDS", "REGION_IDS", "canonical_model", "canonical_gpu", "canonical_region",
     "model_info", "region_of_zone",

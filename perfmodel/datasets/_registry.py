@@ -33,10 +33,11 @@ REPOS = {
     "CM": "cake-lab/CM-DARE",
     "TDL": "cake-lab/transient-deep-learning",
     "NS": "sitar-lab/NeuSight",
+    "ST": "skypilot-org/spot-traces",
 }
 
 #: Folder of each repository that a short key (``CM:...``) is relative to.
-_SHORT_ROOT = {"CM": "data", "TDL": "data", "NS": "scripts/asplos"}
+_SHORT_ROOT = {"CM": "data", "TDL": "data", "NS": "scripts/asplos", "ST": ""}
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,12 @@ def registry_entries() -> dict[str, RegistryEntry]:
 def _key(name: str) -> str:
     """Accept ``CM:processed_data/...`` / ``TDL:...`` / ``NS:label/...`` (the short form the dataset specs use) or a full key.
 
-    ``CM:`` and ``TDL:`` are relative to the cake-lab repositories' ``data/``, ``NS:`` to NeuSight's ``scripts/asplos/``.
+    ``CM:`` and ``TDL:`` are relative to the cake-lab repositories' ``data/``, ``NS:`` to NeuSight's ``scripts/asplos/``,
+    ``ST:`` to the root of skypilot-org/spot-traces.
     """
     if ":" in name and name.split(":", 1)[0] in REPOS:
         prefix, rest = name.split(":", 1)
-        return f"{REPOS[prefix]}/{_SHORT_ROOT[prefix]}/{rest.lstrip('/')}"
+        return "/".join(p for p in (REPOS[prefix], _SHORT_ROOT[prefix], rest.strip("/")) if p)
     return name.strip("/")
 
 

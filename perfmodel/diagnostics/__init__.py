@@ -29,6 +29,10 @@ __all__ += ["diagnose_cluster", "diagnose_timeseries"]
 from perfmodel.diagnostics.cluster_errors import cluster_model_errors, shared_ps_terms_errors
 
 __all__ += ["cluster_model_errors", "shared_ps_terms_errors"]
+
+from perfmodel.diagnostics.lifetime_protocols import spot_lifetime_heldout
+
+__all__ += ["spot_lifetime_heldout"]
 # -- end cluster diagnostics --
 
 # -- operator latency model --

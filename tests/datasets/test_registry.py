@@ -19,23 +19,22 @@ CKPT_KEY = "cake-lab/CM-DARE/data/processed_data/checkpoint/ckpt.csv"
 
 
 def test_registry_matches_the_mirror_sha256sums(mirror):
-    """Every mirrored file of the registered repositories is registered with the mirror's sha256 and pinned commit.
-
-    The mirror also holds a repository perfmodel does not read (skypilot-org/spot-traces, no licence stated upstream);
-    its files are not part of this registry."""
+    """Every mirrored file is registered with the mirror's sha256 and pinned commit; the spot traces (no licence stated
+    upstream) are registered as fetched, never redistributed."""
     sums = dict(reversed(line.split(None, 1)) for line in (mirror / "SHA256SUMS").read_text().splitlines())
     sums = {k.strip(): v for k, v in sums.items()}
     reg = datasets.registry()
     repos = set(reg["repo"])
-    assert repos == {"cake-lab/CM-DARE", "cake-lab/transient-deep-learning", "sitar-lab/NeuSight"}
-    assert {"/".join(k.split("/")[:2]) for k in sums} - repos == {"skypilot-org/spot-traces"}
+    assert repos == {"cake-lab/CM-DARE", "cake-lab/transient-deep-learning", "sitar-lab/NeuSight", "skypilot-org/spot-traces"}
+    assert {"/".join(k.split("/")[:2]) for k in sums} == repos
     sums = {k: v for k, v in sums.items() if "/".join(k.split("/")[:2]) in repos}
     data = reg[reg["kind"].isin(["csv", "json", "text", "image", "sqlite"])]
     assert dict(zip(data["key"], data["sha256"])) == sums
     assert set(reg["commit"]) == {"263b7f14951c0645cacdfeadbef8546d4a742632", "87c6717e4026801623cf0327e78ad57f51cb1461",
-                                  "6945927d9afcca2b9daf021f8395e53edc5b4eef"}
+                                  "6945927d9afcca2b9daf021f8395e53edc5b4eef", "221da1ab9bdfe7966da296265d7694d52dc0c5a6"}
     assert reg.groupby("repo")["licence"].unique().map(list).to_dict() == {
-        "cake-lab/CM-DARE": ["Apache-2.0"], "cake-lab/transient-deep-learning": ["Apache-2.0"], "sitar-lab/NeuSight": ["MIT"]}
+        "cake-lab/CM-DARE": ["Apache-2.0"], "cake-lab/transient-deep-learning": ["Apache-2.0"], "sitar-lab/NeuSight": ["MIT"],
+        "skypilot-org/spot-traces": ["none stated upstream (fetched; never redistributed)"]}
     assert reg.loc[reg["key"] == CKPT_KEY, "url"].item() == (
         "https://raw.githubusercontent.com/cake-lab/CM-DARE/263b7f14951c0645cacdfeadbef8546d4a742632/data/processed_data/checkpoint/ckpt.csv"
     )
@@ -43,9 +42,9 @@ def test_registry_matches_the_mirror_sha256sums(mirror):
 
 def test_verify_all_ok():
     res = datasets.verify()
-    assert len(res) == 350 + 409
+    assert len(res) == 350 + 409 + 35
     assert res.groupby(res["key"].str.split("/").str[:2].str.join("/")).size().to_dict() == {
-        "cake-lab/CM-DARE": 187, "cake-lab/transient-deep-learning": 163, "sitar-lab/NeuSight": 409}
+        "cake-lab/CM-DARE": 187, "cake-lab/transient-deep-learning": 163, "sitar-lab/NeuSight": 409, "skypilot-org/spot-traces": 35}
     assert set(res["status"]) == {"ok"}
 
 
