@@ -136,7 +136,8 @@ def load_prices() -> pd.DataFrame:
     """GCE instance shapes and hourly prices of ICAC'19 Table II (2019): 4 rows (K80, P100, V100 workers; parameter server).
 
     Columns: ``server`` (``worker``/``parameter_server``), ``gpu``, ``vcpus``, ``memory_gb``, ``on_demand_usd_per_h``,
-    ``transient_usd_per_h``, ``per_second_usd_in_code`` (the rates the authors' cost code used), ``price_date``,
+    ``transient_usd_per_h``, ``on_demand_usd_per_s_in_code`` / ``transient_usd_per_s_in_code`` (the per-second rates the
+    authors' cost code used, where it used one: K80 both, the PS on-demand only), ``price_date``,
     ``citation``.
     """
     return _read_packaged("reference/icac19_prices.csv")

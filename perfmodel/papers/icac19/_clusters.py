@@ -1,9 +1,12 @@
 """ICAC'19 Figs. 6, 7, 8: parameter servers, mixed GPUs and cross-region clusters, computed from the run data
 with perfmodel's cost model (:mod:`perfmodel.planning.cost`).
 
-* Fig. 6 (``icac_fig6``): normalized runtime and cost (%) vs cluster size 2–8 for K80 and V100 workers with 1 or 2
-  PS. **Normalization (assumption, the catalog does not state it):** each GPU's 2-worker, 1-PS cluster = 100 %. The
-  K80 1-PS runs (``1ps_k80``, one run per size) have no recorded cost: it is computed with the cost model.
+* Fig. 6 (``icac_fig6``): runtime and cost (%) vs cluster size 2–8 for K80 and V100 workers with 1 or 2 PS,
+  "normalized to the single K80 training" (the caption): the mean of the 10 single-K80 on-demand runs, 3.91 h and
+  $2.83 (Table I). The points drawn in the paper's PDF imply a baseline of 3.854 h and $2.786 (= 3.854 h x 0.723 $/h,
+  the K80 on-demand price without a PS), 1.5 % below that mean and below each of the 10 runs (3.874–3.975 h); the
+  reproduced percentages are therefore 1.5 % lower than the drawn ones. The K80 1-PS runs (``1ps_k80``, one run per
+  size) have no recorded cost: it is computed with the cost model.
 * Fig. 7 (``icac_fig7``): clusters of 4 mixed workers (N_K80, N_P100, N_V100) = (2,1,1), (1,2,1), (1,1,2) — time,
   cost and accuracy normalized to the homogeneous 4-worker clusters (4 K80 transient with no revocation, 4 P100,
   4 V100). The paper's headlines: (1,1,2) up to 50 % faster than 4 K80 for 17 % more cost; (2,1,1) 28 % slower and
@@ -25,6 +28,7 @@ __all__ = ["icac_fig6_data", "icac_fig6", "icac_fig7_data", "icac_fig7", "icac_f
 
 _MIXED = {"1v1p2k": "(2,1,1)", "1v2p1k": "(1,2,1)", "2v1p1k": "(1,1,2)"}
 _REGIONS = {"3e1c": "(3,1)", "2e2c": "(2,2)", "2e1c1w": "(2,1,1)"}
+_BASE_SLUG = {"4 K80 (r=0)": "4k80", "4 P100": "4p100", "4 V100": "4v100"}
 
 
 def _four_k80_r0(c: pd.DataFrame) -> pd.DataFrame:
@@ -32,16 +36,25 @@ def _four_k80_r0(c: pd.DataFrame) -> pd.DataFrame:
     return f[f["n_revoked_workers"] == 0]
 
 
+def _single_k80() -> pd.DataFrame:
+    """The single-K80 on-demand trainings (``k80_on_demand/k80-demand``, 10 runs; Table I's "1 K80 on-demand")."""
+    c = icac_run_costs()
+    return c[c["config"] == "k80-demand"]
+
+
 def icac_fig6_data() -> pd.DataFrame:
-    """Per (GPU, #PS, #workers): mean ``duration_h``, ``cost_usd`` (cost model), and both normalized to the GPU's
-    2-worker 1-PS cluster (``runtime_pct``, ``cost_pct``)."""
+    """Per (GPU, #PS, #workers): mean ``duration_h``, ``cost_usd`` (cost model), and both normalized as the paper's caption
+    states — "normalized to the single K80 training" — to the mean time and recorded cost of the 10 single-K80 on-demand
+    runs (``runtime_pct``, ``cost_pct``; baseline in ``baseline_duration_h``, ``baseline_cost_usd``)."""
     c = icac_run_costs()
     e = c[c["experiment"] == "experiment_1ps_vs_2ps"].copy()
     e["gpu"] = e["n_v100"].gt(0).map({True: "V100", False: "K80"})
     g = e.groupby(["gpu", "n_ps", "n_workers"], as_index=False).agg(duration_h=("duration_h", "mean"), cost_usd=("cost_usd", "mean"), n_runs=("run", "size"))
-    base = g[(g["n_ps"] == 1) & (g["n_workers"] == 2)].set_index("gpu")
-    g["runtime_pct"] = g["duration_h"] / g["gpu"].map(base["duration_h"]) * 100
-    g["cost_pct"] = g["cost_usd"] / g["gpu"].map(base["cost_usd"]) * 100
+    one = _single_k80()
+    g["baseline_duration_h"] = one["duration_h"].mean()
+    g["baseline_cost_usd"] = one["cost_usd_file"].mean()
+    g["runtime_pct"] = g["duration_h"] / g["baseline_duration_h"] * 100
+    g["cost_pct"] = g["cost_usd"] / g["baseline_cost_usd"] * 100
     return g
 
 
@@ -97,6 +110,17 @@ def icac_cluster_numbers_data() -> pd.DataFrame:
         rep[f"{g.lower()}_baseline_duration_h"] = float(base.loc[g, "baseline_duration_h"])
         rep[f"{g.lower()}_baseline_accuracy_pct"] = float(base.loc[g, "baseline_accuracy"] * 100)
     rep["max_slowdown_pct"] = float(f8["time_pct"].max() - 100)
+    for r in f6.to_dict("records"):
+        p = f"fig6_{r['gpu'].lower()}_{int(r['n_ps'])}ps_w{int(r['n_workers'])}"
+        rep[f"{p}_runtime_pct"], rep[f"{p}_cost_pct"] = r["runtime_pct"], r["cost_pct"]
+    v = f6[f6["gpu"] == "V100"].pivot(index="n_workers", columns="n_ps", values="duration_h")
+    rep["fig6_v100_2ps_max_speedup_x"] = float((v[1] / v[2]).max())
+    for r in f7.reset_index().to_dict("records"):
+        p = f"fig7_{r['config']}_vs_{_BASE_SLUG[r['baseline']]}"
+        rep[f"{p}_time_ratio"], rep[f"{p}_cost_ratio"], rep[f"{p}_accuracy_ratio"] = r["time_pct"] / 100, r["cost_pct"] / 100, r["accuracy_pct"] / 100
+    for r in f8.to_dict("records"):
+        p = f"fig8_{r['gpu'].lower()}_{r['config'].replace('-p100', '')}"
+        rep[f"{p}_time_ratio"], rep[f"{p}_accuracy_ratio"] = r["time_pct"] / 100, r["accuracy_pct"] / 100
     frames = [compare_with_paper("icac_clusters", rep, item=i) for i in ("icac_fig6", "icac_fig7", "icac_fig8")]
     return pd.concat([f[f["paper_value"].notna()] for f in frames], ignore_index=True)
 

@@ -13,8 +13,10 @@ Sources
 
 Procedure
 ---------
-One column per cluster, one row per worker; cell = worker lifetime / cluster training time (capped at 1); clusters sorted by
-number of revocations, workers by lifetime.
+Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1;
+servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv
+order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole
+uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ SOURCES = (
     "cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/train_data_processed.csv",
 )
 #: procedure
-PROCEDURE = "One column per cluster, one row per worker; cell = worker lifetime / cluster training time (capped at 1); clusters sorted by number of revocations, workers by lifetime."
+PROCEDURE = "Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1; servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server."
 #: tolerance rule of its numbers
 TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
 #: reproduction status of the data behind it

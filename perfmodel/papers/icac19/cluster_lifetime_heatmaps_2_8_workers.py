@@ -11,7 +11,11 @@ Sources
 
 Procedure
 ---------
-As Fig. 1, for the clusters of 2 and of 8 K80 workers (two figures).
+Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1;
+servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv
+order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole
+uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server. Two panels: 2 K80
+left, 8 K80 right.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ SOURCES = (
     "cake-lab/transient-deep-learning: data/training/k80_spot/8-spot/",
 )
 #: procedure
-PROCEDURE = "As Fig. 1, for the clusters of 2 and of 8 K80 workers (two figures)."
+PROCEDURE = "Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1; servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server. Two panels: 2 K80 left, 8 K80 right."
 #: tolerance rule of its numbers
 TOLERANCE = "no quoted numbers"
 #: reproduction status of the data behind it
@@ -45,15 +49,15 @@ UNAVAILABLE = ""
 #: non-empty: why figure() draws nothing
 NO_FIGURE = ""
 #: non-empty: why numbers() is empty
-NO_NUMBERS = "Its annotations' group means are checked in its test; the papers' quoted numbers for these clusters are in Tables III-V (cost_and_savings_tables)."
+NO_NUMBERS = ""
 #: datasets/reference/paper_numbers area its numbers() compares (the whole area)
 NUMBERS_AREA = ""
 #: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
+NUMBERS_FROM = "cost_and_savings_tables"
 #: the id before the papers were packages (still accepted by --only)
 LEGACY_ID = "icac_fig4"
 #: keyword arguments of each figure the runner draws
-VARIANTS = ({"n_workers": 2}, {"n_workers": 8})
+VARIANTS = ({},)
 #: notebook showing it
 NOTEBOOK = "notebooks/08-icac-tables.ipynb"
 #: test checking it
@@ -62,17 +66,17 @@ TEST = "tests/papers/test_icac_cost_tables.py"
 __all__ = ["data", "numbers", "figure"]
 
 
-def data(n_workers=2) -> pd.DataFrame:
-    """The tidy frame the figure draws (``perfmodel.figures.icac_heatmap_data``)."""
-    return _impl.icac_heatmap_data(n_workers=n_workers)
+def data() -> pd.DataFrame:
+    """The tidy frame the figure draws: :func:`perfmodel.figures.icac_heatmap_data` for 2 and for 8 workers, with an
+    ``n_workers`` column."""
+    return pd.concat([_impl.icac_heatmap_data(n_workers=n).assign(n_workers=n) for n in (2, 8)], ignore_index=True)
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
-    return _item.no_numbers(__name__)
+    """This item's rows of the comparison table that ``cost_and_savings_tables`` computes (``COMPARISON_COLUMNS``)."""
+    return _item.numbers_from(__name__)
 
 
-def figure(data: pd.DataFrame | None = None, ax=None, *, n_workers=2):
-    """The figure as a matplotlib Figure (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into,
-    one per panel, default a new figure of the paper's size)."""
-    return _impl.icac_heatmap(n_workers=n_workers, data=data, ax=ax)
+def figure(data: pd.DataFrame | None = None, ax=None):
+    """The figure as the paper prints it: the 2-K80 panel left, the 8-K80 panel right (``ax``: two Axes)."""
+    return _impl.icac_heatmaps_2_8(data=data, ax=ax)
