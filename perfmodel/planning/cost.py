@@ -3,7 +3,8 @@
 ``cost = Σ_workers price_w · t_w + Σ_PS price_PS · T`` with ``T`` the run's duration and ``t_w = T`` unless the worker
 was revoked (then its uptime). Prices are ICAC'19 Table II (2019, :func:`perfmodel.datasets.load_prices`); the authors'
 cost code used per-second rates for some of them (K80 transient 0.000071 $/s, K80 on-demand 0.00020083 $/s, PS
-0.0000397 $/s), which reproduce the recorded costs exactly — ``rates="code"`` (default) uses them where they exist,
+on-demand 0.0000397 $/s; the price table's ``*_usd_per_s_in_code`` columns), which reproduce the recorded costs
+exactly — ``rates="code"`` (default) uses them where they exist,
 ``rates="table"`` uses the hourly prices / 3600 throughout.
 """
 from __future__ import annotations
@@ -15,7 +16,16 @@ from perfmodel import datasets as ds
 
 __all__ = ["price_per_second", "cluster_cost_usd", "icac_run_costs"]
 
-_CODE_RATES = {("K80", True): 0.000071, ("K80", False): 0.00020083, ("PS", False): 0.0000397}
+
+def _code_rate(prices: pd.DataFrame, key: str, transient: bool) -> float | None:
+    """The authors' per-second rate of a server (``*_usd_per_s_in_code`` columns of the price table), or None."""
+    col = "transient_usd_per_s_in_code" if transient else "on_demand_usd_per_s_in_code"
+    if col not in prices.columns:
+        return None
+    row = prices[prices["server"] == "parameter_server"] if key == "PS" else prices[(prices["server"] == "worker") & (prices["gpu"] == key)]
+    if row.empty or pd.isna(row[col].iloc[0]):
+        return None
+    return float(row[col].iloc[0])
 
 
 def price_per_second(server: str, *, transient: bool, rates: str = "code", prices: pd.DataFrame | None = None) -> float:
@@ -23,9 +33,11 @@ def price_per_second(server: str, *, transient: bool, rates: str = "code", price
     if rates not in ("code", "table"):
         raise ValueError(f"rates must be 'code' (the authors' per-second rates) or 'table' (Table II hourly / 3600); got {rates!r}.")
     key = "PS" if str(server).upper() == "PS" else ds.canonical_gpu(server)
-    if rates == "code" and (key, transient) in _CODE_RATES:
-        return _CODE_RATES[(key, transient)]
     p = ds.load_prices() if prices is None else prices
+    if rates == "code":
+        rate = _code_rate(p, key, transient)
+        if rate is not None:
+            return rate
     row = p[p["server"] == "parameter_server"] if key == "PS" else p[(p["server"] == "worker") & (p["gpu"] == key)]
     if row.empty:
         raise ValueError(f"No price for {key}; the price table has {sorted(p['gpu'].dropna())} workers and a parameter server.")
