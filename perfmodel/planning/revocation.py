@@ -5,7 +5,8 @@ GCE terminates preemptible VMs at 24 h, which counts as a revocation here: the s
 and is replaced. Lifetimes come from the CM-DARE per-region CDFs (:func:`perfmodel.models.lifetimes_from_cdf`, hourly
 bins), pooled per GPU or per region, or from any lifetime sample.
 
-* :func:`lifetime_distribution` — the hourly probability mass of ``L`` (bin midpoints; censored servers end at 24 h).
+* :func:`lifetime_distribution` — the probability mass of ``L`` per bin (hourly for CM-DARE's GCE data, whose censored
+  servers end at 24 h; any bin and no cap for Spot VMs, e.g. the lives of :func:`perfmodel.datasets.spot_lifetimes`).
 * :func:`expected_revocations` — the renewal function ``m(t) = F(t) + Σ_k f(k) m(t − k)`` (expected revocations of
   one slot by time ``t``) times the number of slots; checked against :func:`simulate_revocations` (Monte Carlo).
 * :func:`young_daly_interval` — the checkpoint interval minimising expected lost work: Young's ``√(2 C M)`` and
@@ -33,44 +34,119 @@ __all__ = [
 _H = 24  # preemptible VMs live at most 24 h
 
 
-def lifetime_distribution(gpu: str | None = None, region: str | None = None, *, lifetimes_h=None) -> pd.DataFrame:
-    """Probability mass of a transient server's lifetime: revoked within hour ``h``, or terminated at 24 h.
+def lifetime_distribution(gpu: str | None = None, region: str | None = None, *, lifetimes_h=None, revoked=None,
+                          max_lifetime_h: float | None = _H, bin_h: float = 1.0) -> pd.DataFrame:
+    """Probability mass of a transient server's lifetime: revoked within each bin, or terminated at the cap.
 
     Parameters
     ----------
     gpu, region : str, optional
-        Pool the CM-DARE reconstructed lifetimes of a GPU (all its regions) or of one region.
+        Pool the CM-DARE reconstructed lifetimes of a GPU (all its regions) or of one region (GCE preemptible VMs,
+        2018–19: hourly bins, 24-hour cap).
     lifetimes_h : array-like, optional
-        Your own lifetimes in hours instead (values of exactly 24 are the forced termination; none may exceed 24).
+        Your own lifetimes in hours instead (e.g. :func:`perfmodel.datasets.spot_lifetimes`).
+    revoked : array-like of bool, optional
+        With ``lifetimes_h``: True where the server was revoked; False where its life was cut short by the end of the
+        observation (right-censored; the mass is then estimated by Kaplan–Meier). Default: revoked below the cap.
+    max_lifetime_h : float or None, default 24
+        The forced termination of legacy preemptible VMs (24 h on GCE): lives at the cap are terminations. ``None`` for
+        Spot VMs without a cap: the mass beyond the longest observed life follows an exponential tail with the
+        lives' maximum-likelihood rate (revocations / total observed hours).
+    bin_h : float, default 1
+        Width of the lifetime bins in hours (the CM-DARE data are hourly; spot traces resolve about 30 s).
 
     Returns
     -------
     DataFrame
-        25 rows: ``kind`` (``"revoked"`` for hours 1..24 — lifetime uniform in ``(hour − 1, hour]``, the resolution of
-        the CDF arrays — and ``"terminated_24h"``), ``hour``, ``lifetime_h`` (mean lifetime of the row: ``hour − 0.5``
-        or 24), ``probability`` (sums to 1), ``n_servers``.
+        One row per bin: ``kind`` (``"revoked"``; the last row ``"terminated_24h"`` — the cap — when there is one),
+        ``hour`` (end of the bin), ``start_h``, ``end_h``, ``lifetime_h`` (mean lifetime of the row: the bin midpoint,
+        or the cap), ``probability`` (sums to 1), ``n_servers``.
     """
     if lifetimes_h is None:
+        if revoked is not None or max_lifetime_h != _H or bin_h != 1.0:
+            raise ValueError("The CM-DARE lifetimes are hourly and capped at 24 h: revoked, max_lifetime_h and bin_h apply to your "
+                             "own lifetimes_h only.")
         from perfmodel.models.lifetimes import lifetimes_from_cdf
 
         lt = lifetimes_from_cdf(gpu, region)
-        life, revoked = lt["lifetime_h"].to_numpy(float), lt["revoked"].to_numpy(bool)
+        life, flags = lt["lifetime_h"].to_numpy(float), lt["revoked"].to_numpy(bool)
+        cap = float(_H)
     else:
         life = np.asarray(lifetimes_h, dtype=float).ravel()
         if life.size == 0 or not np.isfinite(life).all() or (life < 0).any():
             raise ValueError("lifetimes_h must be finite, non-negative hours (at least one); got "
                              f"{life.size} value(s), min {np.nanmin(life) if life.size else 'n/a'}.")
-        if (life > _H).any():
-            raise ValueError(f"lifetimes_h above {_H} h: preemptible servers are terminated at 24 h; clip them to 24.")
-        revoked = life < _H
-    hours = np.clip(np.ceil(life[revoked]), 1, _H).astype(int)
-    counts = np.bincount(hours, minlength=_H + 1)[1:].astype(float)
+        cap = np.inf if max_lifetime_h is None else float(max_lifetime_h)
+        if not cap > 0:
+            raise ValueError(f"max_lifetime_h must be a positive number of hours or None (no cap); got {max_lifetime_h!r}.")
+        if (life > cap).any():
+            raise ValueError(f"lifetimes_h above {cap:g} h: preemptible servers are terminated at {cap:g} h; clip them to {cap:g}, "
+                             "or pass max_lifetime_h=None for Spot VMs without a cap.")
+        if revoked is None:
+            flags = life < cap
+        else:
+            from perfmodel.models.lifetimes import as_flags
+
+            flags = as_flags(revoked)
+            if flags.shape != life.shape:
+                raise ValueError(f"revoked must have one flag per lifetime; got {flags.size} flags for {life.size} lifetimes.")
+            flags = flags & (life < cap)  # a life at the cap is the forced termination
+    if not (np.isfinite(bin_h) and bin_h > 0) or (np.isfinite(cap) and abs(cap / bin_h - round(cap / bin_h)) > 1e-9):
+        raise ValueError(f"bin_h must be a positive number of hours that divides the cap ({cap:g} h); got {bin_h!r}.")
     n = len(life)
-    return pd.DataFrame({
-        "kind": ["revoked"] * _H + ["terminated_24h"], "hour": list(range(1, _H + 1)) + [_H],
-        "lifetime_h": list(np.arange(1, _H + 1) - 0.5) + [float(_H)],
-        "probability": list(counts / n) + [float((~revoked).sum()) / n], "n_servers": n,
-    })
+    censored_early = ~flags & (life < cap)
+    if np.isfinite(cap) and not censored_early.any():  # every life ends in a revocation or at the cap: counts per bin
+        nb = int(round(cap / bin_h))
+        idx = np.clip(np.ceil(life[flags] / bin_h - 1e-9), 1, nb).astype(int)
+        mass = np.bincount(idx, minlength=nb + 1)[1:].astype(float) / n
+        tail = float((~flags).sum()) / n
+    else:
+        mass, tail, nb = _km_mass(life, flags, cap, bin_h)
+    ends = np.arange(1, nb + 1) * bin_h
+    kinds = ["revoked"] * nb
+    out = pd.DataFrame({"kind": kinds, "hour": ends, "start_h": ends - bin_h, "end_h": ends, "lifetime_h": ends - bin_h / 2,
+                        "probability": mass, "n_servers": n})
+    if np.isfinite(cap):
+        out = pd.concat([out, pd.DataFrame({"kind": ["terminated_24h" if cap == _H else f"terminated_{cap:g}h"], "hour": [cap],
+                                            "start_h": [cap], "end_h": [cap], "lifetime_h": [cap], "probability": [tail],
+                                            "n_servers": [n]})], ignore_index=True)
+    if bin_h == 1.0 and np.isfinite(cap):
+        out["hour"] = out["hour"].round().astype(int)
+    return out
+
+
+def _km_mass(life: np.ndarray, flags: np.ndarray, cap: float, bin_h: float) -> tuple[np.ndarray, float, int]:
+    """Kaplan–Meier mass per bin of lives with early censoring; beyond the longest life, the cap's termination or an
+    exponential tail with the lives' maximum-likelihood rate."""
+    from lifelines import KaplanMeierFitter
+
+    if not flags.any():
+        raise ValueError("No revocation among the lifetimes: the revocation rate is 0 and no distribution can be estimated.")
+    km = KaplanMeierFitter().fit(np.maximum(life, 1e-9), flags)
+    last = float(life.max())
+    nb_obs = max(int(np.ceil(last / bin_h - 1e-9)), 1)
+    grid = np.arange(nb_obs + 1) * bin_h
+    surv = km.survival_function_at_times(grid).to_numpy(float)
+    surv[0] = 1.0
+    mass = -np.diff(surv)
+    left = float(surv[-1])
+    if np.isfinite(cap):
+        nb = int(round(cap / bin_h))
+        mass = np.concatenate([mass, np.zeros(nb - nb_obs)])[:nb]
+        return mass, left, nb
+    rate = flags.sum() / life.sum()  # revocations per observed hour
+    extra = []
+    s = left
+    while s > 1e-9 and len(extra) < 100000:
+        nxt = s * np.exp(-rate * bin_h)
+        extra.append(s - nxt)
+        s = nxt
+    if extra:
+        extra[-1] += s
+    elif left > 0:
+        extra = [left]
+    mass = np.concatenate([mass, extra])
+    return mass, 0.0, len(mass)
 
 
 def mean_time_between_failures_h(dist: pd.DataFrame) -> float:
@@ -84,17 +160,29 @@ _STEP = 0.05  # h: the renewal grid (3 minutes)
 def _density(dist: pd.DataFrame, horizon: int) -> np.ndarray:
     """Lifetime mass on the grid: revoked mass spread evenly over its hour, termination mass at 24 h."""
     f = np.zeros(horizon + 1)
-    per_h = int(round(1 / _STEP))
-    for kind, h, pr in dist[["kind", "hour", "probability"]].itertuples(index=False):
+    start, end = _bounds(dist)
+    for kind, a, b, pr in zip(dist["kind"], start, end, dist["probability"]):
         if pr == 0:
             continue
         if kind == "revoked":
-            idx = np.arange((h - 1) * per_h + 1, h * per_h + 1)
+            lo, hi = int(round(a / _STEP)), max(int(np.ceil(b / _STEP - 1e-9)), int(round(a / _STEP)) + 1)
+            idx = np.arange(lo + 1, hi + 1)
             idx = idx[idx <= horizon]
-            f[idx] += pr / per_h
-        elif _H * per_h <= horizon:
-            f[_H * per_h] += pr
+            f[idx] += pr / (hi - lo)
+        else:
+            cell = int(round(b / _STEP))
+            if cell <= horizon:
+                f[cell] += pr
     return f
+
+
+def _bounds(dist: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (h) of each row's lifetime bin (distributions of older versions have only the hourly ``hour``)."""
+    if "start_h" in dist.columns and "end_h" in dist.columns:
+        return dist["start_h"].to_numpy(float), dist["end_h"].to_numpy(float)
+    h = dist["hour"].to_numpy(float)
+    rev = (dist["kind"] == "revoked").to_numpy()
+    return np.where(rev, h - 1, h), h
 
 
 def expected_revocations(hours, n_servers: int = 1, *, dist: pd.DataFrame | None = None, gpu: str | None = None,
@@ -127,8 +215,8 @@ def _sample_lifetimes(rng, d: pd.DataFrame, size: int) -> np.ndarray:
     p = d["probability"].to_numpy(float)
     row = rng.choice(len(d), size=size, p=p / p.sum())
     kind = d["kind"].to_numpy()[row]
-    hour = d["hour"].to_numpy(float)[row]
-    return np.where(kind == "revoked", hour - 1 + rng.random(size), float(_H))
+    start, end = (b[row] for b in _bounds(d))
+    return np.where(kind == "revoked", start + (end - start) * rng.random(size), end)
 
 
 def simulate_revocations(hours: float, n_servers: int = 1, *, dist: pd.DataFrame | None = None, gpu: str | None = None,

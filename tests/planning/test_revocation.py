@@ -65,3 +65,41 @@ def test_restart_times_are_read_from_the_reference_data():
     assert pm.planning.tf_restart_s("cold") == t["cold"]
     with pytest.raises(ValueError, match="start_type must be 'warm'"):
         pm.planning.tf_restart_s("hot")
+
+
+def test_spot_lifetimes_without_a_cap_and_with_censored_lives():
+    """Spot VMs (no 24-h cap), lives cut short by the end of a trace (censored): Kaplan–Meier mass per bin, an
+    exponential tail beyond the longest life; the renewal function still matches Monte Carlo."""
+    import perfmodel as pm
+
+    lt = pm.datasets.spot_lifetimes(cloud="aws", gpu="V100")
+    d = R.lifetime_distribution(lifetimes_h=lt["lifetime_h"], revoked=lt["preempted"], max_lifetime_h=None, bin_h=0.1)
+    assert d["probability"].sum() == pytest.approx(1) and (d["probability"] >= 0).all() and set(d["kind"]) == {"revoked"}
+    assert d["end_h"].max() > lt["lifetime_h"].max()  # the tail goes beyond the longest observed life
+    from lifelines import KaplanMeierFitter
+
+    km = KaplanMeierFitter().fit(lt["lifetime_h"], lt["preempted"])
+    cdf_2h = d.loc[d["end_h"] <= 2.0 + 1e-9, "probability"].sum()
+    assert cdf_2h == pytest.approx(1 - float(km.survival_function_at_times(2.0).iloc[0]), abs=1e-9)
+    e = R.expected_revocations(6.0, 2, dist=d)[0]
+    sim = R.simulate_revocations(6.0, 2, dist=d, trials=3000, random_state=2)
+    assert abs(e - sim.mean()) < 3.5 * sim.std(ddof=1) / np.sqrt(len(sim)) + 0.05
+    # far more revocations than CM-DARE's 2018-19 GCE V100 servers over the same hours
+    assert e > 3 * R.expected_revocations(6.0, 2, gpu="V100")[0]
+
+
+def test_lifetime_distribution_options_are_checked():
+    with pytest.raises(ValueError, match="revoked, max_lifetime_h and bin_h apply to your own lifetimes_h only"):
+        R.lifetime_distribution("K80", bin_h=0.5)
+    with pytest.raises(ValueError, match="bin_h must be a positive number of hours that divides the cap"):
+        R.lifetime_distribution(lifetimes_h=[1.0, 2.0], bin_h=0.7)
+    with pytest.raises(ValueError, match="revoked must have one flag per lifetime"):
+        R.lifetime_distribution(lifetimes_h=[1.0, 2.0], revoked=[True])
+    with pytest.raises(ValueError, match="No revocation among the lifetimes"):
+        R.lifetime_distribution(lifetimes_h=[1.0, 2.0], revoked=[False, False], max_lifetime_h=None)
+    with pytest.raises(ValueError, match="max_lifetime_h must be a positive number of hours or None"):
+        R.lifetime_distribution(lifetimes_h=[1.0], max_lifetime_h=0)
+    # a censored life below the cap is estimated by Kaplan–Meier, not counted as a revocation
+    c = R.lifetime_distribution(lifetimes_h=[1.5, 2.5, 24.0], revoked=[True, False, False])
+    assert c.loc[c["hour"] == 2, "probability"].item() == pytest.approx(1 / 3)
+    assert c.loc[c["hour"] == 3, "probability"].item() == 0 and c.iloc[-1]["probability"] == pytest.approx(2 / 3)
