@@ -215,6 +215,27 @@ def _cmd_zoo(args) -> int:
     return 0
 
 
+def _measure_noise(args, cmd: str) -> int:
+    import torch
+
+    from perfmodel.measure import measure_gradient_noise
+
+    try:
+        data = torch.load(args.data, weights_only=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        print(f"{cmd}: cannot read --data {args.data!r} ({exc}); expected a file written by torch.save({{'x': inputs, 'y': targets}}).",
+              file=sys.stderr)
+        return 2
+    df = measure_gradient_noise(args.model, data, batch_small=args.batch_small, batch_big=args.batch_big, draws=args.draws,
+                                device=args.device, random_state=args.seed, out=args.out)
+    ns = df.attrs["noise_scale"]
+    if args.out:
+        print(f"{cmd}: {len(df)} rows appended to {args.out}")
+    print(f"{cmd}: B_simple = {ns['b_simple']:.4g} samples (|G|^2 = {ns['grad_sq_norm']:.4g}, tr(Sigma) = {ns['trace_cov']:.4g}; "
+          f"{args.draws} gradients at batch {args.batch_small} and at {args.batch_big})")
+    return 0
+
+
 def _cmd_measure(args) -> int:
     import pandas as pd
 
@@ -232,11 +253,13 @@ def _cmd_measure(args) -> int:
         measure_step_time,
         summarize_steps,
     )
+    from perfmodel.measure.noise import NOISE_COLUMNS
 
     cmd = f"perfmodel measure {args.measure_command}"
     shape = _shape(args.input_shape)
     if args.out:  # refuse a folder, a read-only file or folder, other columns now, not after measuring
-        columns = {"step": STEP_COLUMNS, "campaign": STEP_COLUMNS, "checkpoint": CHECKPOINT_COLUMNS, "cluster": CLUSTER_COLUMNS}
+        columns = {"step": STEP_COLUMNS, "campaign": STEP_COLUMNS, "checkpoint": CHECKPOINT_COLUMNS, "cluster": CLUSTER_COLUMNS,
+                   "noise": NOISE_COLUMNS}
         check_appendable(args.out, columns[args.measure_command])
     if args.measure_command == "step":
         check_device(args.device)
@@ -246,6 +269,8 @@ def _cmd_measure(args) -> int:
         if args.path is not None:
             check_checkpoint_path(args.path, overwrite=args.overwrite)
         df = measure_checkpoint_time(args.model, args.path, repeats=args.repeats, overwrite=args.overwrite)
+    elif args.measure_command == "noise":
+        return _measure_noise(args, cmd)
     elif args.measure_command == "cluster":
         df = measure_cluster_speed(args.model, shape, world_sizes=[int(w) for w in args.world_sizes.split(",")], batch_size=args.batch_size,
                                    steps=args.steps, warmup=args.warmup, backend=args.backend, threads=args.threads or 1)
@@ -342,6 +367,15 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--warmup", type=int, default=2, help="untimed warm-up steps before them")
     cl.add_argument("--backend", default="gloo", help="torch.distributed backend: gloo (CPU) or nccl (GPU)")
     cl.add_argument("--threads", type=int, default=1, help="torch CPU threads per worker process")
+    no = msub.add_parser("noise", parents=[common], formatter_class=fmt,
+                         help="gradient noise scale of a model on your data (two batch sizes; statistical efficiency)")
+    no.add_argument("model", help="a zoo id")
+    no.add_argument("--data", required=True, metavar="FILE", help="torch.save({'x': inputs, 'y': targets}) of your training data")
+    no.add_argument("--batch-small", type=int, default=8, help="the smaller batch size")
+    no.add_argument("--batch-big", type=int, default=64, help="the larger batch size")
+    no.add_argument("--draws", type=int, default=20, help="gradients per batch size")
+    no.add_argument("--device", default="cpu", help="torch device")
+    no.add_argument("--seed", type=int, default=0, help="seed of the mini-batch draws")
     ca = msub.add_parser("campaign", parents=[common], formatter_class=fmt, help="many models x batch sizes x threads, resumable")
     ca.add_argument("models", help="comma-separated zoo ids (any upstream spelling)")
     ca.add_argument("--batch-sizes", default="32,128", help="comma-separated batch sizes (images per step)")

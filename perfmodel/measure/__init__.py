@@ -4,6 +4,7 @@ devices, in the schemas of the published data, appended atomically to dataset fi
 * :func:`measure_step_time`, :func:`measure_checkpoint_time` — one device (CPU or GPU, synchronised timing);
 * :func:`measure_cluster_speed` — ``torch.distributed`` data parallelism (gloo on CPU, nccl on GPU; ``torchrun`` for
   real clusters: ``python -m perfmodel.measure.ddp``);
+* :func:`measure_gradient_noise` — the gradient noise scale of a model on your data (statistical efficiency);
 * :func:`measure_campaign` — many combinations, resumable, with a progress bar; :func:`append_rows` — atomic, locked
   append that never loses rows; :func:`summarize_steps` — median, spread, outliers and busy-machine warnings;
 * ``perfmodel measure ...`` on the command line; ``python -m perfmodel.measure.bundle`` rebuilds the bundled CPU data.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from perfmodel.measure.campaign import measure_campaign
 from perfmodel.measure.ddp import CLUSTER_COLUMNS, measure_cluster_speed
+from perfmodel.measure.noise import NOISE_COLUMNS, measure_gradient_noise
 from perfmodel.measure.store import MeasurementFileError, append_rows, check_appendable, read_rows
 from perfmodel.measure.summary import SPREAD_LIMIT, StepSummary, summarize_steps
 from perfmodel.measure.timing import (
@@ -29,4 +31,4 @@ from perfmodel.measure.timing import (
 __all__ = ["measure_step_time", "measure_checkpoint_time", "measure_cluster_speed", "measure_campaign", "append_rows", "read_rows",
            "MeasurementFileError", "environment", "flag_outliers", "STEP_COLUMNS", "CHECKPOINT_COLUMNS", "CLUSTER_COLUMNS",
            "summarize_steps", "StepSummary", "SPREAD_LIMIT", "check_appendable", "check_checkpoint_path", "check_device",
-           "check_input_shape"]
+           "check_input_shape", "measure_gradient_noise", "NOISE_COLUMNS"]
