@@ -578,7 +578,8 @@ def plot_parity(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, a
     ax : matplotlib Axes, optional
         Axes to draw into; default a new figure.
     log : bool, default False
-        Log-log axes, limits ``[min / 1.3, max × 1.3]``; else linear from 0 to ``1.05 × max``.
+        Log-log axes, limits ``[min / 1.3, max × 1.3]`` of the positive values (a value ≤ 0 cannot be shown on log
+        axes and is left out); else linear from 0 to ``1.05 × max``.
     hue_order, labels, palette, legend
         As in :func:`plot_lines`.
     **kwargs
@@ -593,15 +594,16 @@ def plot_parity(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, a
     TypeError
         ``data`` is not a DataFrame, or ``ax`` not an Axes.
     ValueError
-        A named column is not in ``data``, or ``log=True`` with a value ≤ 0.
+        A named column is not in ``data``, or no value can be plotted (none finite; none positive with ``log``).
     """
     _check_data("plot_parity", data, x=x, y=y, hue=hue)
     ax = _axes("plot_parity", ax)
     vals = np.concatenate([data[x].to_numpy(float), data[y].to_numpy(float)])
-    vals = vals[np.isfinite(vals)]
-    if log and (vals <= 0).any():
-        raise ValueError(f"plot_parity: log=True needs positive values; {x!r} or {y!r} has {int((vals <= 0).sum())} value(s) ≤ 0. "
-                         "Pass log=False or drop those rows.")
+    vals = vals[np.isfinite(vals) & ((vals > 0) if log else True)]
+    if not len(vals):
+        raise ValueError(f"plot_parity: no finite{' positive' if log else ''} value in {x!r} and {y!r} to plot"
+                         f"{' on log axes' if log else ''}. Pass rows with measured and predicted values"
+                         f"{', or log=False' if log else ''}.")
     kw = {"s": 10, "alpha": 0.7, **kwargs}
     plot_scatter(data, x=x, y=y, hue=hue, ax=ax, markers={}, hue_order=hue_order, labels=labels, palette=palette, legend=False, **kw)
     lim = (float(vals.min()) / 1.3, float(vals.max()) * 1.3) if log else (0.0, float(vals.max()) * 1.05)
