@@ -256,7 +256,11 @@ def legend_outside(ax, *, where: str = "above", ncol: int | None = None, **kw):
     import matplotlib as mpl
 
     style = dict(frameon=False, fontsize=mpl.rcParams["legend.fontsize"], borderaxespad=0.2, handlelength=1.5, columnspacing=1.0)
-    return ax.legend(handles, labels, **{**style, **place, **kw})
+    leg = ax.legend(handles, labels, **{**style, **place, **kw})
+    for h in leg.legend_handles:  # translucent markers (alpha 0.1 scatter) stay readable in the legend
+        if h is not None and hasattr(h, "set_alpha"):
+            h.set_alpha(1)
+    return leg
 
 
 def save_figure(fig, path_stem, *, dpi: int = 300) -> list[Path]:
@@ -344,6 +348,14 @@ def _levels(data: pd.DataFrame, col: str, order) -> list:
     if order is None:
         return present
     return [v for v in order if v in set(present)]
+
+
+def _first_duplicate(data: pd.DataFrame, cols: list) -> dict:
+    """The first key of ``cols`` that several rows share (plain Python values, for messages), else {}."""
+    dup = data.duplicated(cols)
+    if not dup.any():
+        return {}
+    return {c: (v.item() if isinstance(v, np.generic) else v) for c, v in data.loc[dup, cols].iloc[0].items()}
 
 
 def _label(key, labels) -> str:
@@ -476,10 +488,9 @@ def plot_bars(data: pd.DataFrame, *, x: str, y: str, hue: str | None = None, ax=
     _check_data("plot_bars", data, x=x, y=y, hue=hue, yerr=yerr)
     ax = _axes("plot_bars", ax)
     key_cols = [x] if hue is None else [x, hue]
-    dup = data.duplicated(key_cols)
-    if dup.any():
-        first = data.loc[dup, key_cols].iloc[0].tolist()
-        raise ValueError(f"plot_bars: data has several rows for {dict(zip(key_cols, first))}; one bar needs one row per "
+    first = _first_duplicate(data, key_cols)
+    if first:
+        raise ValueError(f"plot_bars: data has several rows for {first}; one bar needs one row per "
                          f"({', '.join(key_cols)}). Aggregate first (e.g. data.groupby({key_cols})[{y!r}].mean().reset_index()).")
     cats = _levels(data, x, order)
     pos = np.arange(len(cats), dtype=float)
@@ -710,10 +721,9 @@ def plot_heatmap(data: pd.DataFrame, *, x: str, y: str, hue: str, ax=None, x_ord
 
     _check_data("plot_heatmap", data, x=x, y=y, hue=hue)
     ax = _axes("plot_heatmap", ax)
-    dup = data.duplicated([x, y])
-    if dup.any():
-        first = data.loc[dup, [x, y]].iloc[0].tolist()
-        raise ValueError(f"plot_heatmap: data has several rows for the cell {dict(zip((x, y), first))}; a heatmap needs one row "
+    first = _first_duplicate(data, [x, y])
+    if first:
+        raise ValueError(f"plot_heatmap: data has several rows for the cell {first}; a heatmap needs one row "
                          f"per ({x}, {y}). Aggregate first (e.g. data.groupby([{x!r}, {y!r}])[{hue!r}].mean().reset_index()).")
     m = data.pivot(index=y, columns=x, values=hue).reindex(index=_levels(data, y, y_order), columns=_levels(data, x, x_order))
     sns.heatmap(m, ax=ax, annot=annot, fmt=fmt, cmap=cmap, cbar=colorbar, annot_kws={"fontsize": 6}, **kwargs)
