@@ -186,8 +186,9 @@ def select_items(only=None) -> list[Item]:
 def _save(fig, folder: Path, stem: str) -> None:
     import matplotlib.pyplot as plt
 
-    fig.savefig(folder / f"{stem}.png", dpi=150, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(folder / f"{stem}.pdf", bbox_inches="tight", metadata={"Creator": None, "Producer": None, "CreationDate": None})
+    from perfmodel.plotting import save_figure
+
+    save_figure(fig, folder / stem)  # vector PDF with TrueType fonts + 300-dpi PNG, no timestamps
     plt.close(fig)
 
 

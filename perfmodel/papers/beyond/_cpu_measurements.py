@@ -3,7 +3,7 @@ measurements of the twenty zoo CNNs (``datasets/measurements/``, :mod:`perfmodel
 leave-one-model-out."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, plot_parity, subplots
 
 import warnings
 
@@ -81,15 +81,15 @@ def cpu_lomo_data(steps: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@paper_figure
 def cpu_lomo(steps: pd.DataFrame | None = None, *, features: str = "FLOPs + activations + trainable tensors", log: bool = True, ax=None):
     """Predicted (leave-one-model-out) vs measured CPU step time of every CNN, one colour per (batch, threads)."""
-    import matplotlib.pyplot as plt
-
     if features not in CPU_FEATURE_SETS:
         raise ValueError(f"features must be one of {list(CPU_FEATURE_SETS)}; got {features!r}.")
     d = cpu_step_times(steps)
     cols = CPU_FEATURE_SETS[features]
-    fig, ax, own = subplots(ax, figsize=(3.3, 3.0))
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 3.0))
+    parts = []
     for (b, t), grp in d.groupby(["batch_size", "threads"]):
         grp = grp.reset_index(drop=True)
         pred = np.empty(len(grp))
@@ -99,12 +99,10 @@ def cpu_lomo(steps: pd.DataFrame | None = None, *, features: str = "FLOPs + acti
             with warnings.catch_warnings():  # leave-one-model-out: the held-out CNN is outside the fit by design
                 warnings.simplefilter("ignore", ExtrapolationWarning)
                 pred[i] = est.predict(grp.loc[[i], cols])[0]
-        ax.scatter(grp["step_time_s"], pred, s=12, label=f"batch {b}, {t} thread{'s' if t > 1 else ''}")
-    hi = float(d["step_time_s"].max()) * 1.3
-    lo = float(d["step_time_s"].min()) / 1.3
-    ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
-    ax.set(xscale="log", yscale="log", xlabel="Measured CPU step time (s)", ylabel="Predicted, leave-one-model-out (s)")
-    ax.legend(frameon=False, fontsize=6)
+        parts.append(pd.DataFrame({"measured": grp["step_time_s"].to_numpy(float), "predicted": pred,
+                                   "configuration": f"batch {b}, {t} thread{'s' if t > 1 else ''}"}))
+    plot_parity(pd.concat(parts, ignore_index=True), x="measured", y="predicted", hue="configuration", log=log, s=12, alpha=1.0, ax=ax)
+    ax.set(xlabel="Measured CPU step time (s)", ylabel="Predicted, leave-one-model-out (s)")
     if own:
         fig.tight_layout()
     return fig

@@ -3,7 +3,7 @@ Kadupitiya et al. compared by AIC per GPU and region, on CM-DARE's reconstructed
 ICAC'19's per-VM lifetimes of February 2019 (§2, §3.2), beyond the papers."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_ecdf, plot_lines, subplots
 
 import numpy as np
 import pandas as pd
@@ -26,11 +26,13 @@ def lifetime_models_data() -> pd.DataFrame:
     return d[key + ["model", "params", "log_likelihood", "aic", "delta_aic", "best", "p_revoked_24h", "n", "n_revoked"]]
 
 
+@paper_figure
 def lifetime_models(gpu: str = "K80", *, ax=None):
     """Empirical CDF (Kaplan–Meier) of the pooled CM-DARE lifetimes of ``gpu`` with the fitted exponential, Weibull and
     bathtub CDFs over 0–24 h."""
-    import matplotlib.pyplot as plt
-    from lifelines import ExponentialFitter, KaplanMeierFitter, WeibullFitter
+    import warnings
+
+    from lifelines import ExponentialFitter, WeibullFitter
 
     from perfmodel.models.bathtub import BathtubFitter
 
@@ -38,19 +40,18 @@ def lifetime_models(gpu: str = "K80", *, ax=None):
     lt = lifetimes_from_cdf(g)
     t, e = lt["lifetime_h"].to_numpy(float), lt["revoked"].to_numpy(bool)
     grid = np.linspace(0.01, MAX_LIFETIME_H - 0.01, 200)
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.4))
-    km = KaplanMeierFitter().fit(t, e)
-    ax.step(km.survival_function_.index, 1 - km.survival_function_.iloc[:, 0], where="post", color="black", label="Kaplan–Meier")
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.4))
+    plot_ecdf(lt, x="lifetime_h", event="revoked", ax=ax, color="black", label="Kaplan–Meier", legend=False)
+    fits = []
     for name, f in (("exponential", ExponentialFitter()), ("Weibull", WeibullFitter()), ("bathtub", BathtubFitter())):
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             f.fit(t, e)
-        ax.plot(grid, 1 - f.survival_function_at_times(grid).to_numpy(), label=f"{name} (AIC {f.AIC_:.0f})")
+        fits.append(pd.DataFrame({"lifetime_h": grid, "cdf": 1 - f.survival_function_at_times(grid).to_numpy(),
+                                  "model": f"{name} (AIC {f.AIC_:.0f})"}))
+    plot_lines(pd.concat(fits, ignore_index=True), x="lifetime_h", y="cdf", hue="model", ax=ax, palette=["C0", "C1", "C2"], legend=False)
     ax.set(xlabel="Lifetime (h)", ylabel="Fraction revoked", xlim=(0, 24), ylim=(0, 1), title=f"{g}, {len(t)} servers")
-    ax.title.set_fontsize(8)
-    ax.legend(frameon=False, fontsize=6)
+    legend_outside(ax, where="right")
     if own:
         fig.tight_layout()
     return fig

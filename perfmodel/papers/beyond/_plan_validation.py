@@ -2,7 +2,7 @@
 measurements vs their measured time and cost (beyond the papers)."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_parity, subplots
 
 import pandas as pd
 
@@ -16,23 +16,22 @@ def plan_validation_data() -> pd.DataFrame:
     return validate_against_icac()
 
 
+@paper_figure
 def plan_validation(data: pd.DataFrame | None = None, *, ax=None):
-    """Two panels: predicted vs measured training time (h) and cost (USD), one point per ICAC'19 configuration."""
-    import matplotlib.pyplot as plt
-
+    """Two panels: predicted vs measured training time (h) and cost (USD), one point per ICAC'19 configuration (the
+    GPUs' legend right of the cost panel)."""
     d = plan_validation_data() if data is None else data
-    fig, axes, own = subplots(ax, 1, 2, figsize=(6.6, 3.0))
+    frame = d.assign(gpu=d["gpu"].astype(str))
+    gpus = sorted(frame["gpu"].unique())
+    fig, axes, own = subplots(ax, 1, 2, figsize=figure_size("text", 2.8))
     for ax, (m, p, unit) in zip(axes, (("measured_time_h", "predicted_time_h", "time (h)"), ("measured_cost_usd", "predicted_cost_usd", "cost (USD)"))):
-        for g, sub in d.groupby("gpu"):
-            ax.scatter(sub[m], sub[p], s=14, label=g)
-        hi = float(max(d[m].max(), d[p].max())) * 1.1
-        ax.plot([0, hi], [0, hi], color="grey", lw=0.8)
-        ax.set(xlabel=f"Measured {unit}", ylabel=f"Predicted {unit}", xlim=(0, hi), ylim=(0, hi))
+        plot_parity(frame, x=m, y=p, hue="gpu", hue_order=gpus, s=14, alpha=1.0, ax=ax, legend=False)
+        ax.set(xlabel=f"Measured {unit}", ylabel=f"Predicted {unit}")
     mape = d.attrs.get("mape", {})
     if mape:
-        axes[0].set_title(f"MAPE {mape['time_pct']:.1f} %", fontsize=8)
-        axes[1].set_title(f"MAPE {mape['cost_pct']:.1f} %", fontsize=8)
-    axes[0].legend(frameon=False, fontsize=6)
+        axes[0].set_title(f"MAPE {mape['time_pct']:.1f} %")
+        axes[1].set_title(f"MAPE {mape['cost_pct']:.1f} %")
+    legend_outside(axes[1], where="right")
     if own:
         fig.tight_layout()
     return fig

@@ -3,7 +3,7 @@ Carlo) per GPU, and expected wall time vs checkpoint interval with the Young/Dal
 papers; lifetimes from CM-DARE's per-region CDFs; checkpoint time from CM-DARE's checkpoint model)."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, plot_lines, subplots
 
 import numpy as np
 import pandas as pd
@@ -27,17 +27,18 @@ def revocation_expectations_data(hours=(0.5, 1, 2, 4, 8, 16, 24, 48), n_servers:
     return pd.DataFrame(rows)
 
 
+@paper_figure
 def revocation_expectations(data: pd.DataFrame | None = None, *, ax=None):
-    """Expected revocations of a 4-server cluster vs job length: lines = renewal function, points = Monte Carlo."""
-    import matplotlib.pyplot as plt
-
+    """Expected revocations of a 4-server cluster vs job length: lines = renewal function, points = Monte Carlo
+    (± 2 standard errors), one colour per GPU."""
     d = revocation_expectations_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.4))
-    for g, sub in d.groupby("gpu"):
-        (line,) = ax.plot(sub["hours"], sub["expected"], label=g)
-        ax.errorbar(sub["hours"], sub["simulated"], yerr=2 * sub["stderr"], fmt="o", ms=3, color=line.get_color())
+    d = d.assign(gpu=d["gpu"].astype(str), two_stderr=2 * d["stderr"])
+    gpus = sorted(d["gpu"].unique())
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.4))
+    plot_lines(d, x="hours", y="expected", hue="gpu", hue_order=gpus, ax=ax, legend=False)
+    plot_lines(d, x="hours", y="simulated", hue="gpu", hue_order=gpus, yerr="two_stderr", ax=ax, linestyle="none", marker="o", ms=3,
+               label="_nolegend_")
     ax.set(xlabel="Job length (h)", ylabel="Expected revocations (4 servers)")
-    ax.legend(frameon=False, fontsize=7)
     if own:
         fig.tight_layout()
     return fig
@@ -63,17 +64,22 @@ def checkpoint_interval_data(model: str = "resnet-32", gpu: str = "K80", n_serve
     return grid
 
 
+@paper_figure
 def checkpoint_interval(data: pd.DataFrame | None = None, *, ax=None):
-    """Wall time vs checkpoint interval (log x): analytic line, simulated points, the Daly interval marked."""
-    import matplotlib.pyplot as plt
+    """Wall time vs checkpoint interval (log x): analytic line, simulated points (± 2 standard errors), the Daly
+    interval marked."""
+    from perfmodel.plotting import legend_outside
 
     d = checkpoint_interval_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.4))
-    ax.plot(d["interval_s"] / 60, d["expected_wall_s"] / 3600, label="expected")
-    ax.errorbar(d["interval_s"] / 60, d["simulated_wall_s"] / 3600, yerr=2 * d["stderr_s"] / 3600, fmt="o", ms=3, label="Monte Carlo")
+    h = pd.DataFrame({"interval_min": d["interval_s"] / 60, "expected_wall_h": d["expected_wall_s"] / 3600,
+                      "simulated_wall_h": d["simulated_wall_s"] / 3600, "two_stderr_h": 2 * d["stderr_s"] / 3600})
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.4))
+    plot_lines(h, x="interval_min", y="expected_wall_h", ax=ax, label="expected", legend=False)
+    plot_lines(h, x="interval_min", y="simulated_wall_h", yerr="two_stderr_h", ax=ax, linestyle="none", marker="o", ms=3,
+               label="Monte Carlo", legend=False)
     ax.axvline(d.attrs["daly_s"] / 60, color="grey", ls="--", lw=0.8, label="Young/Daly")
     ax.set(xscale="log", xlabel="Checkpoint interval (min)", ylabel="Wall time (h)")
-    ax.legend(frameon=False, fontsize=7)
+    legend_outside(ax)
     if own:
         fig.tight_layout()
     return fig

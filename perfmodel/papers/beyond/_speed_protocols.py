@@ -7,7 +7,7 @@ and P100 and predicts the V100 single-worker runs (the only V100 speed data: 4 C
 """
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_parity, subplots
 
 import pandas as pd
 
@@ -95,11 +95,10 @@ def speed_protocols_data() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@paper_figure
 def speed_protocols(config: int = 2, *, ax=None):
     """Predicted vs measured step time of one configuration (index into ``CONFIGS``) under leave-one-model-out (K80,
     P100) and cross-GPU (V100)."""
-    import matplotlib.pyplot as plt
-
     if not 0 <= config < len(CONFIGS) or CONFIGS[config][1] is None:
         valid = [i for i, c in enumerate(CONFIGS) if c[1] is not None]
         raise ValueError(f"config must index a configuration with per-GPU features: one of {valid}; got {config!r}.")
@@ -117,14 +116,13 @@ def speed_protocols(config: int = 2, *, ax=None):
     both = pd.concat([tr, te[[c for c in tr.columns if c in te.columns]]], ignore_index=True)
     parts.append(predictions_frame(both, StepTimeRegressor(**params), xcols, train_mask=(both["gpu"] != "V100").to_numpy()))
     pred = pd.concat(parts, ignore_index=True)
-    fig, ax, own = subplots(ax, figsize=(3.3, 3.0))
-    for gpu, g in pred.groupby(pred["gpu"].astype(str)):
-        ax.scatter(g["step_time_s"], g["predicted"], s=8, alpha=0.6, label=f"{gpu} ({'cross-GPU' if gpu == 'V100' else 'LOMO'})")
-    hi = float(max(pred["step_time_s"].max(), pred["predicted"].max())) * 1.05
-    ax.plot([0, hi], [0, hi], color="grey", lw=0.8)
-    ax.set(xlabel="Measured step time (s)", ylabel="Predicted step time (s)", title=label, xscale="log", yscale="log")
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 3.0))
+    pred = pred.assign(gpu=pred["gpu"].astype(str))
+    plot_parity(pred, x="step_time_s", y="predicted", hue="gpu", hue_order=sorted(pred["gpu"].unique()), log=True, s=8, alpha=0.6,
+                labels=lambda gpu: f"{gpu} ({'cross-GPU' if gpu == 'V100' else 'LOMO'})", ax=ax, legend=False)
+    ax.set(xlabel="Measured step time (s)", ylabel="Predicted step time (s)", title=label)
     ax.title.set_fontsize(7)
-    ax.legend(frameon=False, fontsize=6)
+    legend_outside(ax, where="right")
     if own:
         fig.tight_layout()
     return fig

@@ -10,7 +10,7 @@ here (rows without a paper value).
 """
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, plot_scatter, subplots
 
 import numpy as np
 import pandas as pd
@@ -87,13 +87,12 @@ def ckpt_duration_size_correlation_data() -> pd.DataFrame:
     return ds.load_checkpoint_summary("aggregated")[["model", "checkpoint_mb", "upload_duration_mean_s", "upload_duration_cv"]]
 
 
+@paper_figure
 def ckpt_duration_size_correlation(data: pd.DataFrame | None = None, *, ax=None):
     """Scatter of upload-time mean vs size, marker area = 800 × CV, ylim 0–8 (ckpt notebook cell 39)."""
-    import matplotlib.pyplot as plt
-
     d = ckpt_duration_size_correlation_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.0))
-    ax.scatter(d["checkpoint_mb"], d["upload_duration_mean_s"], s=d["upload_duration_cv"] * 800, alpha=0.5)
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.2))
+    plot_scatter(d, x="checkpoint_mb", y="upload_duration_mean_s", size="upload_duration_cv", size_scale=800, alpha=0.5, ax=ax)
     ax.set(xlabel="Checkpoint size (MB)", ylabel="Duration mean (s)", ylim=(0, 8))
     if own:
         fig.tight_layout()
@@ -106,15 +105,14 @@ def figure_12_data() -> pd.DataFrame:
     return t[t["usage"] == "figure_12"][["model", "model_set", "checkpoint_size_mb", "checkpoint_duration_mean_s"]].reset_index(drop=True)
 
 
+@paper_figure
 def figure_12(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """Mean checkpoint duration vs size, training CNNs 'o' and test CNNs '^' (one column wide)."""
     d = figure_12_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.0))
-    for kind, g in d.groupby("model_set", sort=False):
-        ax.scatter(g["checkpoint_size_mb"], g["checkpoint_duration_mean_s"], label=kind, marker="o" if kind == "training" else "^")
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.2))
+    plot_scatter(d, x="checkpoint_size_mb", y="checkpoint_duration_mean_s", hue="model_set", markers={"training": "o", "test": "^"},
+                 alpha=1.0, ax=ax)
     ax.set(xlabel="Checkpoint size (MB)", ylabel="Duration mean (s)")
-    ax.legend(frameon=False, fontsize=6)
     if own:
         fig.tight_layout()
     return fig

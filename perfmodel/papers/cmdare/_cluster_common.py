@@ -28,17 +28,11 @@ def cluster_series(source: str = "reported") -> pd.DataFrame:
 
 
 def plot_speed_vs_workers(data: pd.DataFrame, *, hue: str = "model", ax=None, errorbars: bool = True):
-    """Speed (steps/s) vs number of workers, one line per ``hue`` value; returns the Axes."""
-    import matplotlib.pyplot as plt
+    """Speed (steps/s) vs number of workers, one line per ``hue`` value (:func:`perfmodel.plotting.plot_lines`, the
+    std as error bars); returns the Axes."""
+    from perfmodel.plotting import plot_lines
 
-    if ax is None:
-        _, ax = plt.subplots()
-    for key, g in data.groupby(hue, sort=False):
-        label = LABELS.get(key, f"{key} PS" if hue == "n_ps" else str(key))
-        if errorbars:
-            ax.errorbar(g["n_workers"], g["speed_mean_steps_per_s"], yerr=g["speed_std_steps_per_s"], marker="o", ms=3, capsize=2, label=label)
-        else:
-            ax.plot(g["n_workers"], g["speed_mean_steps_per_s"], marker="o", ms=3, label=label)
+    ax = plot_lines(data, x="n_workers", y="speed_mean_steps_per_s", hue=hue, ax=ax, yerr="speed_std_steps_per_s" if errorbars else None,
+                    labels=lambda key: LABELS.get(key, f"{key} PS" if hue == "n_ps" else str(key)), marker="o", ms=3)
     ax.set(xlabel="Number of workers", ylabel="Speed (steps/second)", xticks=range(1, 9))
-    ax.legend(frameon=False, fontsize=6)
     return ax

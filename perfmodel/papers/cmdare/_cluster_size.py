@@ -2,7 +2,7 @@
 (redraws cell 4)."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, subplots
 
 import numpy as np
 import pandas as pd
@@ -20,10 +20,10 @@ def cluster_size_training_speed_data(source: str = "reported"):
     return d.set_index("model").loc[ORDER].reset_index()
 
 
+@paper_figure
 def cluster_size_training_speed(source: str = "reported", *, data: pd.DataFrame | None = None, ax=None):
-    import matplotlib.pyplot as plt
-
-    fig, ax, own = subplots(ax, figsize=(3.3, 1.5))
+    """Steps/s vs number of P100 workers with 2 parameter servers, one line per CNN (one column wide)."""
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.0))
     plot_speed_vs_workers(cluster_size_training_speed_data(source) if data is None else data, ax=ax, errorbars=False)
     ax.set_xlabel("Number of P100 workers")
     if own:

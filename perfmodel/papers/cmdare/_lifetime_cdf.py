@@ -3,7 +3,7 @@ region (redraws cells 13–15), with the Kaplan–Meier estimate of the reconstr
 lifetimes (censored at 24 h) overlaid as a check."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, plot_lines, subplots
 
 import pandas as pd
 
@@ -23,16 +23,14 @@ def lifetime_cdf_data(gpu: str = "K80") -> pd.DataFrame:
     return d.reset_index(drop=True)
 
 
+@paper_figure
 def lifetime_cdf(gpu: str = "K80", *, data: pd.DataFrame | None = None, ax=None):
     """One line per region: fraction revoked within 1..25 h (the value 1 at 25 h is the forced 24-h termination)."""
-    import matplotlib.pyplot as plt
-
     d = lifetime_cdf_data(gpu) if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.0))
-    for region, g in d.groupby("region", sort=False):
-        ax.plot(g["hour"], g["fraction_revoked"], label=f"{region} (n={int(g['n_servers'].iloc[0])})")
+    n = d.groupby("region", sort=False, observed=True)["n_servers"].first()
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.2))
+    plot_lines(d, x="hour", y="fraction_revoked", hue="region", ax=ax, labels=lambda r: f"{r} (n={int(n[r])})")
     ax.set(xlabel="Lifetime (hours)", ylabel="CDF", xticks=range(1, 26, 4), ylim=(0, 1.02))
-    ax.legend(frameon=False, fontsize=6)
     if own:
         fig.tight_layout()
     return fig

@@ -3,7 +3,7 @@ single-feature ``Model/GPU`` linear model per (GPU, CNN), with its std. The CSV 
 regenerates it, and re-fitting does not reproduce its predictions."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, plot_bars, subplots
 
 import numpy as np
 import pandas as pd
@@ -18,21 +18,17 @@ def prediction_error_data() -> pd.DataFrame:
     return ds.load_speed_prediction_errors()
 
 
+@paper_figure
 def prediction_error(data: pd.DataFrame | None = None, *, ax=None):
-    """Grouped bars of the mean signed error (%) per CNN, K80 and P100 side by side, std as error bars."""
-    import matplotlib.pyplot as plt
-
+    """Grouped bars of the mean signed error (%) per CNN, K80 and P100 side by side, std as error bars (text width)."""
     data = prediction_error_data() if data is None else data
-    models = [m for m in ds.MODEL_IDS if m in set(data["model"].astype(str))]
-    x = np.arange(len(models))
-    fig, ax, own = subplots(ax, figsize=(6.5, 2.2))
-    for i, gpu in enumerate(("K80", "P100")):
-        g = data[data["gpu"] == gpu].set_index(data[data["gpu"] == gpu]["model"].astype(str)).reindex(models)
-        ax.bar(x + (i - 0.5) * 0.4, g["error_mean_pct"], 0.4, yerr=g["error_std_pct"].fillna(0), label=gpu)
-    ax.set_xticks(x, [ds.model_info(m).label for m in models], rotation=60, ha="right", fontsize=6)
+    d = data.assign(model=data["model"].astype(str), gpu=data["gpu"].astype(str))
+    models = [m for m in ds.MODEL_IDS if m in set(d["model"])]
+    fig, ax, own = subplots(ax, figsize=figure_size("text", 2.4))
+    plot_bars(d, x="model", y="error_mean_pct", hue="gpu", yerr="error_std_pct", order=models, hue_order=("K80", "P100"), ax=ax)
+    ax.set_xticks(np.arange(len(models)), [ds.model_info(m).label for m in models], rotation=60, ha="right")
     ax.axhline(0, color="grey", lw=0.6)
-    ax.set(ylabel="Prediction error (%)")
-    ax.legend(frameon=False)
+    ax.set(xlabel="", ylabel="Prediction error (%)")
     if own:
         fig.tight_layout()
     return fig

@@ -7,7 +7,7 @@ small, 4 = Shake-Shake big), error bars = std arrays, 2×2 in, y-limits 205 / au
 """
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, subplots
 
 from perfmodel.papers.cmdare._cluster_common import ORDER, cluster_series, plot_speed_vs_workers
 
@@ -28,10 +28,14 @@ def ps_bot_p100_data(k: int = 1, source: str = "reported"):
     return d[(d["gpu"] == "P100") & (d["model"] == ORDER[k - 1])].reset_index(drop=True)
 
 
-def ps_bot_p100(k: int = 1, source: str = "reported", *, data=None, ax=None):
-    import matplotlib.pyplot as plt
+#: One of three sub-figures side by side across the text (the authors drew 2×2 in).
+_SIZE = figure_size("text", 2.2, fraction=1 / 3)
 
-    fig, ax, own = subplots(ax, figsize=(2, 2))
+
+@paper_figure
+def ps_bot_p100(k: int = 1, source: str = "reported", *, data=None, ax=None):
+    """1 PS vs 2 PS: speed vs number of P100 workers for CNN ``k``, std error bars."""
+    fig, ax, own = subplots(ax, figsize=_SIZE)
     plot_speed_vs_workers(ps_bot_p100_data(k, source) if data is None else data, hue="n_ps", ax=ax)
     ax.set_xlabel("Number of P100 workers")
     if _YLIM[k] is not None:
@@ -49,10 +53,10 @@ def ps_bot_k80_data(k: int = 1, source: str = "reported"):
     return d[(d["gpu"] == "K80") & d["model"].isin(models)].reset_index(drop=True)
 
 
+@paper_figure
 def ps_bot_k80(k: int = 1, source: str = "reported", *, data=None, ax=None):
-    import matplotlib.pyplot as plt
-
-    fig, ax, own = subplots(ax, figsize=(2, 2))
+    """Speed vs number of K80 workers (1 PS), two CNNs, std error bars."""
+    fig, ax, own = subplots(ax, figsize=_SIZE)
     plot_speed_vs_workers(ps_bot_k80_data(k, source) if data is None else data, ax=ax)
     ax.set_xlabel("Number of K80 workers")
     if own:

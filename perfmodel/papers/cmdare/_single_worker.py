@@ -2,7 +2,7 @@
 4 CNNs. Source: ``speed_data_base/*/data.csv``, ``sigmetrics2020_figure3`` cells 1–2."""
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, plot_lines, subplots
 
 import pandas as pd
 
@@ -42,18 +42,15 @@ def single_worker_numbers_data() -> pd.DataFrame:
                                              for mod, g, v in m[["model", "gpu", "speed_mean_steps_per_s"]].itertuples(index=False)})
 
 
+@paper_figure
 def single_worker_timeseries(gpu: str = "K80", data: pd.DataFrame | None = None, *, ax=None):
-    """The figure: 3.3×1.5 in, x 0–4000 steps, y 0–11 steps/s for K80 (auto for the faster GPUs)."""
-    import matplotlib.pyplot as plt
-
+    """The figure: one column wide, x 0–4000 steps, y 0–11 steps/s for K80 (auto for the faster GPUs)."""
     data = single_worker_timeseries_data(gpu) if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 1.5))
-    for model, g in data.groupby("model", observed=True, sort=False):
-        ax.plot(g["step"], g["speed_steps_per_s"], label=_LABELS.get(str(model), str(model)))
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.0))
+    plot_lines(data, x="step", y="speed_steps_per_s", hue="model", ax=ax, labels=lambda m: _LABELS.get(str(m), str(m)))
     ax.set(xlabel="Step", ylabel="Speed (steps/s)", xlim=(0, 4000))
     if ds.canonical_gpu(gpu) == "K80":
         ax.set_ylim(0, 11)
-    ax.legend(frameon=False, fontsize=6, ncol=2)
     if own:
         fig.tight_layout()
     return fig

@@ -5,7 +5,7 @@ tolerance and a status; ``speed_prediction()`` → predicted vs measured step ti
 """
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, paper_figure, plot_parity, subplots
 
 import numpy as np
 import pandas as pd
@@ -126,22 +126,19 @@ def speed_prediction_data() -> pd.DataFrame:
     return compare_with_paper("speed", reproduce_speed_numbers())
 
 
+@paper_figure
 def speed_prediction(*, gpu: str = "K80", method: str = "linear", ax=None):
     """Predicted vs measured step time of CM-DARE's per-GPU model on the paper's 20 % test split.
 
     Returns a matplotlib Figure (measured on x, predicted on y, identity line).
     """
-    import matplotlib.pyplot as plt
-
     data = ds.load_speed_file("k80_new" if ds.canonical_gpu(gpu) == "K80" else "p100_new2")
     est = StepTimeRegressor(method=method)
     fitted = paper_split(data, est, ["normalized_model"], cv=0).attrs["estimator"]
     d = shuffle(data, random_state=0)
     _, Xte, _, yte = train_test_split(d[["normalized_model"]], d["step_time_s"], test_size=0.2, random_state=0)
-    fig, ax, own = subplots(ax, figsize=(3.3, 3.0))
-    ax.scatter(yte, fitted.predict(Xte), s=10, alpha=0.7)
-    lim = [0, float(max(yte.max(), fitted.predict(Xte).max())) * 1.05]
-    ax.plot(lim, lim, color="grey", lw=0.8)
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 3.0))
+    plot_parity(pd.DataFrame({"measured": yte.to_numpy(), "predicted": fitted.predict(Xte)}), x="measured", y="predicted", ax=ax)
     ax.set(xlabel="Measured step time (s)", ylabel="Predicted step time (s)", title=f"{ds.canonical_gpu(gpu)}, {method}")
     if own:
         fig.tight_layout()
