@@ -16,7 +16,7 @@ estimated-vs-actual training time under revocations, and ICAC'19 Figs. 3 and 5 (
 """
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_bars, plot_lines, plot_parity, subplots
 
 import numpy as np
 import pandas as pd
@@ -49,24 +49,20 @@ def startup_breakdown_data() -> pd.DataFrame:
     return out.reset_index()
 
 
+@paper_figure
 def startup_breakdown(data: pd.DataFrame | None = None, *, ax=None):
     """Two panels (east, west): stacked bars provisioning / staging / booting for preemptible and on-demand K80/P100."""
-    import matplotlib.pyplot as plt
-
     d = startup_breakdown_data() if data is None else data
-    fig, axes, own = subplots(ax, 1, 2, figsize=(6.6, 2.2), sharey=True)
+    fig, axes, own = subplots(ax, 1, 2, figsize=figure_size("text", 2.2), sharey=True)
     for ax, region in zip(axes, ("us-east1", "us-west1")):
         sub = d[d["region"] == region].sort_values(["transient", "gpu"], ascending=[False, True])
-        x = np.arange(len(sub))
-        bottom = np.zeros(len(sub))
-        for ph in _PHASES:
-            col = f"{ph[:-2]}_mean_s"
-            ax.bar(x, sub[col], bottom=bottom, yerr=sub[f"{ph[:-2]}_std_s"], label=ph[:-2].capitalize(), capsize=2)
-            bottom += sub[col].to_numpy()
-        ax.set_xticks(x, [f"{'Pre' if t else 'On-d'} {g}" for g, t in zip(sub["gpu"].astype(str), sub["transient"])], fontsize=7)
-        ax.set_title(region, fontsize=8)
+        server = [f"{'Pre' if t else 'On-d'} {g}" for g, t in zip(sub["gpu"].astype(str), sub["transient"])]
+        long = pd.concat([pd.DataFrame({"server": server, "phase": ph[:-2].capitalize(), "time_s": sub[f"{ph[:-2]}_mean_s"].to_numpy(),
+                                        "std_s": sub[f"{ph[:-2]}_std_s"].to_numpy()}) for ph in _PHASES], ignore_index=True)
+        plot_bars(long, x="server", y="time_s", hue="phase", yerr="std_s", stacked=True, ax=ax, legend=False, capsize=2)
+        ax.set(title=region, xlabel="", ylabel="")
     axes[0].set_ylabel("VM start-up time (s)")
-    axes[0].legend(frameon=False, fontsize=6)
+    legend_outside(axes[1], where="right")
     if own:
         fig.tight_layout()
     return fig
@@ -77,18 +73,15 @@ def vm_startup_exp_data() -> pd.DataFrame:
     return ds.load_transcribed("vm_request_time")[["gpu", "cross_region", "request_type", "time_mean_s", "time_std_s", "plotted_in_vm_startup_exp"]]
 
 
+@paper_figure
 def vm_startup_exp(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """Time to obtain a new server, immediate vs delayed request, per GPU (grouped bars with std)."""
     d = vm_startup_exp_data() if data is None else data
     d = d[d["plotted_in_vm_startup_exp"]]
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.0))
-    for i, (kind, sub) in enumerate(d.groupby("request_type", sort=False)):
-        x = np.arange(len(sub)) + (i - 0.5) * 0.35
-        ax.bar(x, sub["time_mean_s"], 0.35, yerr=sub["time_std_s"], label=kind.capitalize(), capsize=2)
-    ax.set_xticks(range(3), ["K80", "P100", "V100"])
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.0))
+    plot_bars(d, x="gpu", y="time_mean_s", hue="request_type", yerr="time_std_s", order=["K80", "P100", "V100"],
+              labels=lambda k: str(k).capitalize(), width=0.7, ax=ax, capsize=2)
     ax.set(xlabel="Requested GPU server type", ylabel="Time (s)")
-    ax.legend(frameon=False, fontsize=7)
     if own:
         fig.tight_layout()
     return fig
@@ -99,14 +92,14 @@ def tf_restart_data() -> pd.DataFrame:
     return ds.load_transcribed("tf_restart")[["scope", "model", "start_type", "time_s", "error_bar_s"]]
 
 
+@paper_figure
 def tf_restart(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """TensorFlow cold vs warm start, overall bars with error bars."""
     d = tf_restart_data() if data is None else data
-    o = d[d["scope"] == "overall"]
-    fig, ax, own = subplots(ax, figsize=(2.2, 2.0))
-    ax.bar(["Cold start", "Warm start"], o["time_s"], yerr=o["error_bar_s"], capsize=3, color=["tab:red", "tab:green"])
-    ax.set_ylabel("Time (s)")
+    o = d[d["scope"] == "overall"].assign(label=lambda f: f["start_type"].map({"cold": "Cold start", "warm": "Warm start"}))
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.0, fraction=0.6))
+    plot_bars(o, x="label", y="time_s", yerr="error_bar_s", ax=ax, capsize=3, color=["tab:red", "tab:green"])
+    ax.set(xlabel="", ylabel="Time (s)")
     if own:
         fig.tight_layout()
     return fig
@@ -123,12 +116,13 @@ def restart_training_overhead_data() -> pd.DataFrame:
                          "overhead_std_s": g.std(ddof=0).to_numpy()})
 
 
+@paper_figure
 def restart_training_overhead(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """Extra training time vs steps since the last checkpoint (bars with std)."""
     d = restart_training_overhead_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.0))
-    ax.bar([f"{s / 1000:g}k" for s in d["steps_since_last_checkpoint"]], d["overhead_s"], yerr=d["overhead_std_s"], capsize=3)
+    d = d.assign(steps=[f"{s / 1000:g}k" for s in d["steps_since_last_checkpoint"]])
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.0))
+    plot_bars(d, x="steps", y="overhead_s", yerr="overhead_std_s", ax=ax, capsize=3)
     ax.set(xlabel="Steps since last checkpoint", ylabel="Extra training time (s)")
     if own:
         fig.tight_layout()
@@ -145,14 +139,13 @@ def chief_rejoining_data() -> pd.DataFrame:
     return out.reset_index()
 
 
+@paper_figure
 def chief_rejoining(data: pd.DataFrame | None = None, *, ax=None):
     """Final accuracy of each chief-rejoining run (the raw data behind S2020 cells 15–16)."""
-    import matplotlib.pyplot as plt
-
     d = chief_rejoining_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.0))
-    ax.bar(d["run"], d["final_accuracy_pct"])
-    ax.set(ylabel="Final accuracy (%)", ylim=(70, 85))
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.0))
+    plot_bars(d, x="run", y="final_accuracy_pct", ax=ax)
+    ax.set(xlabel="", ylabel="Final accuracy (%)", ylim=(70, 85))
     ax.tick_params(axis="x", labelsize=6, rotation=45)
     if own:
         fig.tight_layout()
@@ -171,13 +164,12 @@ def revocations_by_hour_data(gpu: str = "K80", basis: str = "hours_since_start")
     return d[["gpu", "basis", "hour", "revocations", "padding_bin"]].reset_index(drop=True)
 
 
+@paper_figure
 def revocations_by_hour(gpu: str = "K80", basis: str = "hours_since_start", *, data: pd.DataFrame | None = None, ax=None):
     """``{gpu}_hour_after_starting.pdf`` (ylim 0–40) or ``{gpu}_hour_of_day.pdf`` (ylim 0–20)."""
-    import matplotlib.pyplot as plt
-
     d = revocations_by_hour_data(gpu, basis) if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 1.8))
-    ax.bar(d["hour"], d["revocations"])
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 1.8))
+    ax.bar(d["hour"], d["revocations"])  # a numeric hour axis (every bin at its hour), not category slots
     ax.set(xlabel="Hours since start" if basis == "hours_since_start" else "Hour of day", ylabel="# revocations",
            ylim=(0, 40 if basis == "hours_since_start" else 20))
     if own:
@@ -192,17 +184,15 @@ def training_time_estimates_data() -> pd.DataFrame:
     return t
 
 
+@paper_figure
 def training_time_estimates(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """Estimated vs actual training time after a revocation: the authors' estimates and perfmodel's, with y = x."""
     d = training_time_estimates_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.0, 3.0))
-    ax.scatter(d["est_time_s"], d["act_time_s"], s=14, label="authors' estimate")
-    ax.scatter(d["perfmodel_est_s"], d["act_time_s"], s=14, marker="x", label="perfmodel")
-    hi = float(d[["est_time_s", "act_time_s", "perfmodel_est_s"]].max().max()) * 1.05
-    ax.plot([0, hi], [0, hi], color="grey", lw=0.8)
+    long = pd.concat([pd.DataFrame({"estimate_s": d["est_time_s"], "actual_s": d["act_time_s"], "by": "authors' estimate"}),
+                      pd.DataFrame({"estimate_s": d["perfmodel_est_s"], "actual_s": d["act_time_s"], "by": "perfmodel"})], ignore_index=True)
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 3.0, fraction=0.85))
+    plot_parity(long, x="estimate_s", y="actual_s", hue="by", ax=ax, s=14)
     ax.set(xlabel="Estimated training time (s)", ylabel="Actual training time (s)")
-    ax.legend(frameon=False, fontsize=7)
     if own:
         fig.tight_layout()
     return fig
@@ -215,15 +205,15 @@ def icac_fig3_data() -> pd.DataFrame:
     return d[["server_type", "legend_label", "plotted", "n_servers", "plot_x_hours", "lifetime_lt_hours", "fraction_revoked"]]
 
 
+@paper_figure
 def icac_fig3(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """ICAC'19 Fig. 3: CDF of the lifetime of preemptible servers by type (the authors' arrays)."""
     d = icac_fig3_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.2))
-    for label, sub in d[d["plotted"]].groupby("legend_label", sort=False):
-        ax.plot(sub["plot_x_hours"], sub["fraction_revoked"], label=f"{label} (n={int(sub['n_servers'].iloc[0])})")
+    d = d[d["plotted"]]
+    n = d.groupby("legend_label", sort=False)["n_servers"].first()
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.2))
+    plot_lines(d, x="plot_x_hours", y="fraction_revoked", hue="legend_label", labels=lambda k: f"{k} (n={int(n[k])})", ax=ax)
     ax.set(xlabel="Lifetime (hours)", ylabel="CDF", xlim=(0, 24), ylim=(0, 1))
-    ax.legend(frameon=False, fontsize=6)
     if own:
         fig.tight_layout()
     return fig
@@ -237,16 +227,14 @@ def icac_fig5_data() -> pd.DataFrame:
     return pd.DataFrame({"case": a["case"], "step": a["step"], "elapsed_h": a["elapsed_s"] / 3600, "accuracy_pct": a["accuracy"] * 100})
 
 
+@paper_figure
 def icac_fig5(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """ICAC'19 Fig. 5: accuracy vs steps of a static 1-K80 cluster and of a growing cluster, naive vs adaptive LR."""
     d = icac_fig5_data() if data is None else data
-    fig, ax, own = subplots(ax, figsize=(3.3, 2.2))
+    fig, ax, own = subplots(ax, figsize=figure_size("column", 2.2))
     labels = {"baseline": "1 K80 + 1 PS", "naive_lr": "dynamic, naive LR", "adaptive_lr": "dynamic, adaptive LR"}
-    for case, sub in d.groupby("case", sort=False):
-        ax.plot(sub["step"], sub["accuracy_pct"], marker=".", label=labels.get(case, case))
+    plot_lines(d, x="step", y="accuracy_pct", hue="case", labels=lambda k: labels.get(k, k), ax=ax, marker=".")
     ax.set(xlabel="Steps", ylabel="Top-1 accuracy (%)", ylim=(40, 95))
-    ax.legend(frameon=False, fontsize=6)
     if own:
         fig.tight_layout()
     return fig
