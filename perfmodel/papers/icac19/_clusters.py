@@ -17,7 +17,7 @@ with perfmodel's cost model (:mod:`perfmodel.planning.cost`).
 """
 from __future__ import annotations
 
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_bars, plot_lines, subplots
 
 import pandas as pd
 
@@ -126,57 +126,51 @@ def icac_cluster_numbers_data() -> pd.DataFrame:
 
 
 def _bars(ax, data, x, y, hue):
-    import numpy as np
-
-    cats = list(dict.fromkeys(data[x]))
-    hues = list(dict.fromkeys(data[hue]))
-    w = 0.8 / len(hues)
-    for i, h in enumerate(hues):
-        d = data[data[hue] == h].set_index(x).reindex(cats)
-        ax.bar(np.arange(len(cats)) + (i - (len(hues) - 1) / 2) * w, d[y], w, label=str(h))
-    ax.set_xticks(range(len(cats)), cats)
+    """Grouped bars of normalized values with the 100 % baseline line (Figs. 7, 8)."""
+    plot_bars(data, x=x, y=y, hue=hue, ax=ax, legend=False)
     ax.axhline(100, color="grey", lw=0.6)
-    ax.legend(frameon=False, fontsize=6)
     return ax
 
 
+@paper_figure
 def icac_fig6(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """ICAC'19 Fig. 6: runtime and cost of 2–8-worker clusters normalized to the single-K80 training, 1 vs 2 PS."""
     d = icac_fig6_data() if data is None else data
-    fig, axes, own = subplots(ax, 1, 2, figsize=(6.6, 2.0))
-    for (gpu, ps), g in d.groupby(["gpu", "n_ps"]):
-        axes[0].plot(g["n_workers"], g["runtime_pct"], marker="o", ms=3, label=f"{gpu} + {ps} PS")
-        axes[1].plot(g["n_workers"], g["cost_pct"], marker="o", ms=3, label=f"{gpu} + {ps} PS")
+    d = d.assign(config=d["gpu"].astype(str) + " + " + d["n_ps"].astype(str) + " PS").sort_values(["gpu", "n_ps", "n_workers"])
+    fig, axes, own = subplots(ax, 1, 2, figsize=figure_size("text", 2.0))
+    plot_lines(d, x="n_workers", y="runtime_pct", hue="config", ax=axes[0], legend=False, marker="o", ms=3)
+    plot_lines(d, x="n_workers", y="cost_pct", hue="config", ax=axes[1], legend=False, marker="o", ms=3)
     axes[0].set(xlabel="Cluster size", ylabel="Normalized runtime (%)")
     axes[1].set(xlabel="Cluster size", ylabel="Normalized cost (%)")
-    axes[0].legend(frameon=False, fontsize=6)
+    legend_outside(axes[1], where="right")
     if own:
         fig.tight_layout()
     return fig
 
 
+@paper_figure
 def icac_fig7(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """ICAC'19 Fig. 7: mixed-GPU clusters' time, cost and accuracy normalized to each baseline."""
     d = icac_fig7_data() if data is None else data
-    fig, axes, own = subplots(ax, 1, 3, figsize=(7.5, 2.0))
+    fig, axes, own = subplots(ax, 1, 3, figsize=figure_size("text", 2.0))
     for ax, (col, label) in zip(axes, (("time_pct", "Normalized time (%)"), ("cost_pct", "Normalized cost (%)"), ("accuracy_pct", "Normalized accuracy (%)"))):
         _bars(ax, d, "cluster", col, "baseline")
         ax.set(ylabel=label, xlabel="(N_K80, N_P100, N_V100)")
+    legend_outside(axes[2], where="right")
     if own:
         fig.tight_layout()
     return fig
 
 
+@paper_figure
 def icac_fig8(data: pd.DataFrame | None = None, *, ax=None):
-    import matplotlib.pyplot as plt
-
+    """ICAC'19 Fig. 8: cross-region clusters' time and accuracy normalized to the baselines."""
     d = icac_fig8_data() if data is None else data
-    fig, axes, own = subplots(ax, 1, 2, figsize=(5.5, 2.0))
+    fig, axes, own = subplots(ax, 1, 2, figsize=figure_size("text", 2.0, fraction=0.75))
     for ax, (col, label) in zip(axes, (("time_pct", "Normalized time (%)"), ("accuracy_pct", "Normalized accuracy (%)"))):
         _bars(ax, d, "cluster", col, "gpu")
         ax.set(ylabel=label, xlabel="(N_east, N_central, N_west)")
+    legend_outside(axes[1], where="right")
     if own:
         fig.tight_layout()
     return fig
