@@ -58,7 +58,7 @@ def number_status(row) -> tuple[str, bool]:
     """(status, failed) of one comparison row (a mapping with ``paper_value``, ``reproduced``, ``status``,
     ``within_tolerance``).
 
-    ``failed`` is True only for a number the catalog says should reproduce (EXACT or APPROX) that does not.
+    ``failed`` is True only for a number the reference says should reproduce (EXACT or APPROX) that does not.
     """
     cat = row["status"]
     has_paper = not _isnan(row["paper_value"])
@@ -201,7 +201,7 @@ def _save(fig, folder: Path, stem: str) -> None:
 
 
 def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: bool = True) -> ReproductionResult:
-    """Run every catalog item (or ``only`` those), write figures, ``numbers.json`` and the report into ``out``.
+    """Run every item (or ``only`` those), write figures, ``numbers.json`` and the report into ``out``.
 
     Parameters
     ----------
@@ -217,12 +217,13 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     Returns
     -------
     ReproductionResult
-        ``numbers`` (one row per quantity with ``report_status`` and ``failed``), figures written, item errors.
+        ``numbers`` (one row per quantity with ``report_status`` and ``failed``), figures written, the authors' images
+        copied (``authors_images``), item errors.
 
     Raises
     ------
     perfmodel.datasets.UnknownNameError
-        An id in ``only`` is not in the catalog.
+        An id in ``only`` is not an item id (nor a former one).
     ReproduceOutputError
         ``out`` is an existing file, or the folder cannot be created.
     perfmodel.datasets.DataNotAvailableError
