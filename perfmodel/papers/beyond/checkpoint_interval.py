@@ -80,6 +80,7 @@ def numbers() -> pd.DataFrame:
     mc = f"seeded Monte Carlo ({p['trials']} trials, random_state {p['random_state']})"
     best = d.loc[d["simulated_wall_s"].idxmin()]
     daly = d.loc[(d["interval_s"] - a["daly_s"]).abs().idxmin()]
+    lo, hi = d["interval_s"].min() / a["daly_s"], d["interval_s"].max() / a["daly_s"]
     rows = [
         dict(quantity="checkpoint_s", unit="s", value=a["checkpoint_s"],
              protocol=f"perfmodel.models.checkpoint.predict_checkpoint_time of {p['model']} (fitted on CM-DARE's checkpoint data)"),
@@ -88,9 +89,11 @@ def numbers() -> pd.DataFrame:
         dict(quantity="young_interval_s", unit="s", value=a["young_s"], protocol="Young's first-order optimum sqrt(2 C M) of " + job),
         dict(quantity="daly_interval_s", unit="s", value=a["daly_s"], protocol="Daly's higher-order optimum of " + job),
         dict(quantity="simulated_best_interval_s", unit="s", value=best["interval_s"],
-             protocol=f"the interval of least simulated wall time on the grid Daly × {{1/8 … 8}} ({len(d)} intervals), {mc}, " + job),
+             protocol=f"the interval of least simulated wall time on a grid of {len(d)} intervals from {lo:.3g} to {hi:.3g} × the Daly "
+                      f"interval, {mc}, " + job),
         dict(quantity="expected_wall_h_at_daly", unit="h", value=daly["expected_wall_s"] / 3600,
-             protocol="expected wall time (first-order formula, exponential failures) at the Daly interval, " + job),
+             protocol="expected wall time at the Daly interval (perfmodel.planning.revocation.expected_job_overhead: restart from the "
+                      "last checkpoint under exponential failures), " + job),
         dict(quantity="simulated_wall_h_at_daly", unit="h", value=daly["simulated_wall_s"] / 3600,
              protocol=f"{mc} wall time at the Daly interval (± {daly['stderr_s'] / 3600:.2g} h standard error), " + job),
     ]

@@ -75,7 +75,13 @@ def data(gpu=None) -> pd.DataFrame:
 def numbers() -> pd.DataFrame:
     """perfmodel's own results: ΔAIC of each parametric lifetime model to the best one, per source and GPU (all regions
     pooled) (``COMPARISON_COLUMNS``, no paper value, status ``PERFMODEL-RESULT``, the protocol in ``reason``)."""
-    d = _impl.lifetime_models_data()
+    import warnings
+
+    from lifelines.exceptions import ApproximationWarning
+
+    with warnings.catch_warnings():  # about the bathtub fit's variance estimate, which the AIC does not use
+        warnings.simplefilter("ignore", ApproximationWarning)
+        d = _impl.lifetime_models_data()
     d = d[(d["region"] == "all") & d["aic"].notna()]
     rows = [dict(quantity=f"delta_aic_{r.model} ({r.source}, {r.gpu})", unit="1", value=r.delta_aic,
                  protocol=f"AIC of the {r.model} fit (lifelines, maximum likelihood, right-censored) minus the lowest AIC of "

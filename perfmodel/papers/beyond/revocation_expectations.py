@@ -80,8 +80,9 @@ def numbers() -> pd.DataFrame:
     rows = []
     for r in d.itertuples(index=False):
         rows.append(dict(quantity=f"{r.gpu.lower()}_expected_revocations_{r.hours:g}h", unit="1", value=r.expected,
-                         protocol=f"renewal function of the lifetime distribution fitted to CM-DARE's {r.gpu} CDFs: revocations of "
-                                  f"{p['n_servers']} servers kept running for {r.hours:g} h (a revoked server replaced at once); "
+                         protocol=f"renewal function of the lifetime distribution of CM-DARE's {r.gpu} CDF arrays: revocations (24-h "
+                                  f"terminations included) of {p['n_servers']} servers kept running for {r.hours:g} h (a revoked "
+                                  "server replaced at once); "
                                   f"{mc}: {r.simulated:.4g} ± {r.stderr:.2g} (standard error)"))
     for g, sub in d.groupby("gpu", sort=True):
         rows.append(dict(quantity=f"{str(g).lower()}_monte_carlo_vs_renewal_mape_pct", unit="pct", value=mape(sub["expected"], sub["simulated"]),
