@@ -79,8 +79,9 @@ def numbers() -> pd.DataFrame:
 
     from lifelines.exceptions import ApproximationWarning
 
-    with warnings.catch_warnings():  # about the bathtub fit's variance estimate, which the AIC does not use
-        warnings.simplefilter("ignore", ApproximationWarning)
+    with warnings.catch_warnings():  # the bathtub fit's variance estimate (the AIC does not use it), and the optimiser's
+        warnings.simplefilter("ignore", ApproximationWarning)  # overflowing trial steps (as figure() draws the same fits)
+        warnings.filterwarnings("ignore", message="overflow encountered in exp", category=RuntimeWarning)
         d = _impl.lifetime_models_data()
     d = d[(d["region"] == "all") & d["aic"].notna()]
     rows = [dict(quantity=f"delta_aic_{r.model} ({r.source}, {r.gpu})", unit="1", value=r.delta_aic,
