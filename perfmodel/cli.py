@@ -102,7 +102,7 @@ def _cmd_reproduce(args) -> int:
         return 1
     counts = res.numbers["report_status"].value_counts() if len(res.numbers) else {}
     print(f"perfmodel reproduce: {len(res.seconds)} items, {len(res.numbers)} numbers -> {res.out}/ (report.md, report.html, numbers.json, figures/)")
-    for status in ("reproduced", "within tolerance", "differs", "not reproducible", "computed"):
+    for status in ("reproduced", "within tolerance", "differs", "not reproducible", "computed", "perfmodel result"):
         print(f"  {status:17s} {int(counts.get(status, 0))}")
     # missing upstream data (offline, empty cache): one message per folder of files, not one per item
     for group, g in sorted(res.missing_data.items()):

@@ -2,6 +2,7 @@
 `numbers.json` is deterministic, and a number that should reproduce but does not fails the command."""
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def test_every_item_points_at_existing_notebooks_and_tests():
     (dict(paper_value=1.0, reproduced=np.nan, status="STALE", within_tolerance=pd.NA), ("not reproducible", False)),
     (dict(paper_value=1.0, reproduced=np.nan, status="EXACT", within_tolerance=pd.NA), ("not reproducible", True)),
     (dict(paper_value=np.nan, reproduced=3.0, status="NO-PAPER-VALUE", within_tolerance=pd.NA), ("computed", False)),
+    (dict(paper_value=np.nan, reproduced=3.0, status="PERFMODEL-RESULT", within_tolerance=pd.NA), ("perfmodel result", False)),
 ])
 def test_number_status(row, expected):
     assert number_status(row) == expected
@@ -79,6 +81,60 @@ def test_subset_writes_figures_numbers_and_report_deterministically(tmp_path):
         assert "CATALOG" not in text
     page = (tmp_path / "a" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 4 and "<table>" in page and "src=\"figures/" not in page
+
+
+def test_the_report_shows_the_authors_image_beside_the_reproduced_figure(tmp_path):
+    from perfmodel.datasets._registry import read_bytes
+
+    only = "server_lifetime_cdf,step_time_vs_model_gflops"
+    a = reproduce(tmp_path / "a", only=only, progress=False)
+    b = reproduce(tmp_path / "b", only=only, progress=False)
+    assert a.ok and a.authors_images == {
+        "server_lifetime_cdf": ("server_lifetime_cdf_k80", "authors/CM-DARE/k80_cdf.png", "cake-lab/CM-DARE/data/img/k80_cdf.png"),
+        "step_time_vs_model_gflops": ("step_time_vs_model_gflops", "authors/CM-DARE/speed_complexity_correlation.png",
+                                      "cake-lab/CM-DARE/data/img/speed_complexity_correlation.png")}
+    img = read_bytes("CM:img/k80_cdf.png")  # fetched through the registry (hash-verified), copied byte for byte
+    assert (tmp_path / "a" / "authors/CM-DARE/k80_cdf.png").read_bytes() == img
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert ("| perfmodel: `server_lifetime_cdf_k80` | the authors' image: cake-lab/CM-DARE/data/img/k80_cdf.png |\n|---|---|\n"
+            "| ![server_lifetime_cdf_k80](figures/server_lifetime_cdf_k80.png) | "
+            "![the authors' image: cake-lab/CM-DARE/data/img/k80_cdf.png](authors/CM-DARE/k80_cdf.png) |") in md
+    assert "![server_lifetime_cdf_p100](figures/server_lifetime_cdf_p100.png)" in md  # the other variants stand alone
+    page = (tmp_path / "a" / "report.html").read_text()
+    assert page.count('<div class="pair">') == 2 and base64.b64encode(img).decode() in page
+    assert "<figcaption>the authors&#x27; image: cake-lab/CM-DARE/data/img/k80_cdf.png</figcaption>" in page
+    # byte-identical across runs (relative paths, no timestamps)
+    for rel in ("report.md", "report.html", "numbers.json", "authors/CM-DARE/k80_cdf.png", "figures/server_lifetime_cdf_k80.png"):
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+
+
+def test_an_authors_image_that_is_not_an_image_fails_the_item(tmp_path, monkeypatch):
+    from perfmodel.papers.cmdare import step_time_vs_model_gflops
+
+    monkeypatch.setattr(step_time_vs_model_gflops, "AUTHORS_IMAGE", "CM:processed_data/checkpoint/ckpt.csv")
+    res = reproduce(tmp_path, only="step_time_vs_model_gflops", progress=False)
+    assert res.errors == {"step_time_vs_model_gflops": "ValueError: AUTHORS_IMAGE 'CM:processed_data/checkpoint/ckpt.csv' is a registry "
+                          "file of kind 'csv', not an image. Name one of the registry's 'image' files (the upstream data/img/ folders), "
+                          "or set AUTHORS_IMAGE = \"\"."}
+    assert not res.ok and res.figures["step_time_vs_model_gflops"] == ["step_time_vs_model_gflops"]
+
+
+def test_perfmodels_own_results_are_numbers_with_their_protocol_in_the_report(tmp_path, capsys):
+    assert main(["reproduce", "--only", "checkpoint_interval,revocation_expectations", "--out", str(tmp_path), "--no-figures",
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "  perfmodel result  34" in out and out.strip().endswith("every number that should reproduce does.")
+    doc = json.loads((tmp_path / "numbers.json").read_text())
+    rec = {r["quantity"]: r for r in doc["numbers"]}
+    r = rec["daly_interval_s"]
+    assert r["status"] == "perfmodel result" and r["catalog_status"] == "PERFMODEL-RESULT" and r["paper_value"] is None
+    assert not r["should_reproduce_but_does_not"] and r["tolerance"] == {"rtol": None, "atol": None}
+    assert r["reason"].startswith("Daly's higher-order optimum of resnet-32 on 4 transient K80 servers")
+    assert r["citation"].endswith("; procedure in perfmodel.papers.beyond.checkpoint_interval")
+    md = (tmp_path / "report.md").read_text()
+    assert "| 🔬 perfmodel's own result | 34 |" in md and "No quoted numbers" not in md
+    assert f"| `daly_interval_s` | s | {r['reproduced_value']:.6g} | 🔬 perfmodel's own result | Daly's higher-order optimum" in md
+    assert "<th>perfmodel&#x27;s value</th><th>status</th><th>protocol</th>" in (tmp_path / "report.html").read_text()
 
 
 def test_a_number_that_should_reproduce_and_does_not_fails_the_command(tmp_path, monkeypatch, capsys):
@@ -128,10 +184,27 @@ def test_full_reproduction_is_green(tmp_path, capsys):
     assert doc["items"] == sorted(it.id for it in ITEMS) and doc["errors"] == {}
     statuses = pd.Series([r["status"] for r in doc["numbers"]]).value_counts()
     assert statuses["reproduced"] > 100 and statuses["within tolerance"] > 90
-    # every difference carries the reference's reason; nothing cites a document outside the project
+    # every difference carries the reference's reason
     assert all(r["reason"] for r in doc["numbers"] if r["status"] in ("differs", "not reproducible"))
-    for name in ("numbers.json", "report.md", "report.html"):
-        assert "CATALOG" not in (tmp_path / name).read_text(encoding="utf-8"), name
+    # perfmodel's own results are numbers with their protocol, under every beyond / external item
+    own = {it.id for it in ITEMS if it.package in ("beyond", "external")}
+    with_results = {r["id"] for r in doc["numbers"] if r["status"] == "perfmodel result"}
+    assert with_results == own and len(own) == 7
+    assert all(r["paper_value"] is None and len(r["reason"]) > 40 for r in doc["numbers"] if r["status"] == "perfmodel result")
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    beyond = md.split("## Beyond the papers (perfmodel)", 1)[1]
+    assert "No quoted numbers" not in beyond and beyond.count("| quantity | unit | perfmodel's value | status | protocol |") == 7
+    # the six authors' images, each beside its reproduced figure
+    assert sorted(p.name for p in (tmp_path / "authors").rglob("*.png")) == [
+        "cluster_4_spots_heatmap.png", "cluster_8_spots_heatmap.png", "hetero_cost.png", "k80_cdf.png", "ps_bot_p100_1.png",
+        "speed_complexity_correlation.png"]
+    assert md.count("| perfmodel: `") == 6 and (tmp_path / "report.html").read_text().count('<div class="pair">') == 6
+    # the whole generated report cites no document outside the project
+    texts = [p for p in tmp_path.rglob("*") if p.suffix in (".md", ".html", ".json")]
+    assert len(texts) == 3
+    for p in texts:
+        assert "CATALOG" not in p.read_text(encoding="utf-8"), p.name
+    assert "perfmodel result  " in capsys.readouterr().out
 
 
 def test_readme_table_lists_every_item():

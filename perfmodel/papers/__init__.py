@@ -13,7 +13,7 @@ Every public module of these packages is one item with the same shape:
 
 * metadata: ``PAPER``, ``NUMBER`` (figure/table number as the paper prints it), ``TITLE``, ``UPSTREAM`` (the upstream file
   or notebook cell), ``SOURCES``, ``PROCEDURE``, ``TOLERANCE``, ``STATUS``, ``UNAVAILABLE``, ``NO_FIGURE``, ``NO_NUMBERS``,
-  ``NUMBERS_AREA``, ``NUMBERS_FROM``, ``LEGACY_ID``, ``VARIANTS``, ``NOTEBOOK``, ``TEST``; the module docstring holds the
+  ``NUMBERS_AREA``, ``NUMBERS_FROM``, ``LEGACY_ID``, ``VARIANTS``, ``NOTEBOOK``, ``TEST``, ``AUTHORS_IMAGE``; the module docstring holds the
   procedure, sources and quirks a reviewer needs;
 * ``data()`` → tidy frame, ``numbers()`` → the quoted numbers with paper value and tolerance
   (:data:`COMPARISON_COLUMNS`), ``figure(data=None, ax=None)`` → matplotlib Figure.

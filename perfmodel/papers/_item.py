@@ -6,14 +6,14 @@ import sys
 
 import pandas as pd
 
-from perfmodel.papers._numbers import COMPARISON_COLUMNS
+from perfmodel.papers._numbers import COMPARISON_COLUMNS, OWN_RESULT_STATUS, own_results
 
-__all__ = ["COMPARISON_COLUMNS", "ITEM_METADATA", "NoFigureError", "item_module", "no_data", "no_numbers", "no_figure", "numbers_from",
+__all__ = ["COMPARISON_COLUMNS", "OWN_RESULT_STATUS", "own_results", "ITEM_METADATA", "NoFigureError", "item_module", "no_data", "no_numbers", "no_figure", "numbers_from",
            "check_no_data"]
 
 #: Module-level metadata every item module defines (see :mod:`perfmodel.papers`).
 ITEM_METADATA = ("PAPER", "NUMBER", "TITLE", "UPSTREAM", "SOURCES", "PROCEDURE", "TOLERANCE", "STATUS", "UNAVAILABLE", "NO_FIGURE",
-                 "NO_NUMBERS", "NUMBERS_AREA", "NUMBERS_FROM", "LEGACY_ID", "VARIANTS", "NOTEBOOK", "TEST")
+                 "NO_NUMBERS", "NUMBERS_AREA", "NUMBERS_FROM", "LEGACY_ID", "VARIANTS", "NOTEBOOK", "TEST", "AUTHORS_IMAGE")
 
 
 class NoFigureError(ValueError):

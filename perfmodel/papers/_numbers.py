@@ -6,10 +6,14 @@ import pandas as pd
 
 from perfmodel import datasets as ds
 
-__all__ = ["compare_with_paper", "COMPARISON_COLUMNS"]
+__all__ = ["compare_with_paper", "own_results", "COMPARISON_COLUMNS", "OWN_RESULT_STATUS"]
 
 #: Columns of every paper-vs-reproduced table.
 COMPARISON_COLUMNS = ["item", "quantity", "unit", "paper_value", "reproduced", "status", "rtol", "atol", "within_tolerance", "reason", "citation"]
+
+#: ``status`` of a row that is perfmodel's own computed result (no paper value, nothing to reproduce); its ``reason``
+#: column holds the protocol the value was computed with.
+OWN_RESULT_STATUS = "PERFMODEL-RESULT"
 
 
 def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | None = None, extra_item: str | None = None) -> pd.DataFrame:
@@ -50,3 +54,51 @@ def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | N
     unknown = ref["paper_value"].isna() | ref["reproduced"].isna() | ref["rtol"].isna() & ref["atol"].isna()
     ref["within_tolerance"] = pd.array(np.where(unknown, None, close), dtype="boolean")
     return ref[COMPARISON_COLUMNS]
+
+
+def own_results(item: str, rows, *, citation: str) -> pd.DataFrame:
+    """perfmodel's own computed results in the comparison-table shape: no paper value, no tolerance, status
+    :data:`OWN_RESULT_STATUS`, and the protocol of each value in its ``reason`` column.
+
+    Parameters
+    ----------
+    item : str
+        The item the rows belong to, by the name ``datasets/reference`` gives items (its ``LEGACY_ID``).
+    rows : iterable of dict
+        ``quantity``, ``unit``, ``value`` (a finite number) and ``protocol`` (how it was computed: data, split,
+        estimator, seed) per result.
+    citation : str
+        Where the data come from.
+
+    Returns
+    -------
+    DataFrame
+        :data:`COMPARISON_COLUMNS`, one row per result (``reproduced`` holds the value).
+
+    Raises
+    ------
+    ValueError
+        A row lacks a key, its value is not a finite number, its protocol is empty, or a quantity repeats.
+    """
+    rows = list(rows)
+    need = ("quantity", "unit", "value", "protocol")
+    for r in rows:
+        missing = [k for k in need if k not in r]
+        if missing:
+            raise ValueError(f"A result row of item {item} lacks {missing}; every row needs {list(need)}. Got keys {sorted(r)}.")
+        v = r["value"]
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+            raise ValueError(f"Result {r['quantity']!r} of item {item} must be a finite number; got {v!r}. Compute it from the data "
+                             "(drop the rows it cannot be computed on) instead of reporting a missing value.")
+        if not str(r["protocol"]).strip():
+            raise ValueError(f"Result {r['quantity']!r} of item {item} has no protocol; say how it was computed (data, split, estimator, seed).")
+    dup = sorted({r["quantity"] for r in rows if sum(q["quantity"] == r["quantity"] for q in rows) > 1})
+    if dup:
+        raise ValueError(f"Item {item} reports the quantities {dup} more than once; give each result its own quantity name.")
+    n = len(rows)
+    return pd.DataFrame({
+        "item": [item] * n, "quantity": [str(r["quantity"]) for r in rows], "unit": [str(r["unit"]) for r in rows],
+        "paper_value": np.full(n, np.nan), "reproduced": [float(r["value"]) for r in rows], "status": [OWN_RESULT_STATUS] * n,
+        "rtol": np.full(n, np.nan), "atol": np.full(n, np.nan), "within_tolerance": pd.array([None] * n, dtype="boolean"),
+        "reason": [str(r["protocol"]) for r in rows], "citation": [citation] * n,
+    }, columns=COMPARISON_COLUMNS)

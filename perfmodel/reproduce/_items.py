@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 
@@ -46,6 +47,13 @@ class Item:
         return not self.module.NO_FIGURE and bool(self.module.VARIANTS)
 
     @property
+    def computes_numbers(self) -> bool:
+        """Whether the runner calls its ``numbers()``: it compares a ``datasets/reference/paper_numbers`` area, or
+        computes perfmodel's own results (no area, no ``NUMBERS_FROM``, no ``NO_NUMBERS`` reason)."""
+        m = self.module
+        return bool(m.NUMBERS_AREA) or not (m.NUMBERS_FROM or m.NO_NUMBERS or m.UNAVAILABLE)
+
+    @property
     def docstring(self) -> str:
         return inspect.getdoc(self.module) or ""
 
@@ -55,6 +63,18 @@ class Item:
         if len(variants) == 1:
             return [self.id]
         return [self.id + "_" + "_".join(str(v).lower() for v in kw.values()) for kw in variants]
+
+    def authors_image_stem(self) -> str | None:
+        """The figure stem the authors' image (``AUTHORS_IMAGE``) goes beside: the first variant whose values all
+        appear among the words of the image's file name (``k80_cdf.png`` → the ``gpu="K80"`` variant,
+        ``cluster_8_spots_heatmap.png`` → ``n_workers=8``), else the first figure. None without an image or figure."""
+        if not self.module.AUTHORS_IMAGE or not self.has_figure:
+            return None
+        words = set(re.split(r"[^a-z0-9]+", self.module.AUTHORS_IMAGE.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()))
+        for kw, stem in zip(self.module.VARIANTS, self.stems()):
+            if {str(v).lower() for v in kw.values()} <= words:
+                return stem
+        return self.stems()[0]
 
 
 def discover_items(packages=None) -> tuple[Item, ...]:

@@ -2,7 +2,8 @@
 
 * ``numbers.json``: one record per reported quantity, byte-identical across runs (sorted, no timestamps);
 * ``report.md`` / ``report.html`` (figures inline): per item, its module and docstring (procedure, sources, quirks),
-  its figures, and its numbers with paper value, reproduced value, difference and status.
+  its figures (beside the authors' own image where the upstream repository has one), and its numbers with paper value,
+  reproduced value, difference and status; perfmodel's own results (beyond the papers) with their protocol.
 """
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def _rel(p, r) -> str:
 
 
 _BADGE = {"reproduced": "✅ reproduced", "within tolerance": "✅ within tolerance", "differs": "⚠️ differs", "not reproducible": "⛔ not reproducible",
-          "computed": "· computed"}
+          "computed": "· computed", "perfmodel result": "🔬 perfmodel's own result"}
 
 
 def write_report(res: ReproductionResult, items: list[Item], out: Path) -> None:
@@ -110,7 +111,9 @@ def _report(res: ReproductionResult, items: list[Item]) -> tuple[str, str]:
             "CM-DARE (Li, Walls, Guo, ICDCS 2020) and \"Speeding up Deep Learning with Transient Servers\" (ICAC 2019), "
             "rebuilt from the published measurements. Paper value next to reproduced value; the tolerance and the "
             "reason for every difference come from `datasets/reference/paper_numbers/`; each item's procedure, sources and quirks are "
-            "in the docstring of its module in `perfmodel.papers`, quoted below.", "",
+            "in the docstring of its module in `perfmodel.papers`, quoted below. Where the upstream repository holds the authors' own "
+            "image of a figure, it is shown beside the reproduced one. perfmodel's own results (beyond the papers) have no paper "
+            "value: they are computed on every run, each with the protocol it was computed with.", "",
             "| status | numbers |", "|---|---|"]
     head += [f"| {_BADGE[s]} | {int(counts.get(s, 0))} |" for s in _BADGE]
     n_fail = int(nums["failed"].sum()) if len(nums) else 0
@@ -139,12 +142,28 @@ def _report(res: ReproductionResult, items: list[Item]) -> tuple[str, str]:
             if it.id in res.errors:
                 sec += [f"**ERROR**: `{res.errors[it.id]}`", ""]
                 hsec.append(f"<p><b>ERROR</b>: <code>{html.escape(res.errors[it.id])}</code></p>")
+            pair = res.authors_images.get(it.id)
             for stem in res.figures.get(it.id, []):
-                sec += [f"![{stem}](figures/{stem}.png)", ""]
                 png = (res.out / "figures" / f"{stem}.png").read_bytes()
-                hsec.append(f'<figure><img alt="{html.escape(stem)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-                            f"<figcaption>{html.escape(stem)}</figcaption></figure>")
+                ours = _html_figure(stem, png, stem)
+                if pair and pair[0] == stem:
+                    _, rel, key = pair
+                    cap = f"the authors' image: {key}"
+                    sec += [f"| perfmodel: `{stem}` | {cap} |", "|---|---|", f"| ![{stem}](figures/{stem}.png) | ![{cap}]({rel}) |", ""]
+                    hsec.append('<div class="pair">' + ours + _html_figure(cap, (res.out / rel).read_bytes(), cap) + "</div>")
+                else:
+                    sec += [f"![{stem}](figures/{stem}.png)", ""]
+                    hsec.append(ours)
             sub = nums[nums["figure_table"] == it.id] if len(nums) else nums
+            own = sub[sub["report_status"] == "perfmodel result"] if len(sub) else sub
+            sub = sub[sub["report_status"] != "perfmodel result"] if len(sub) else sub
+            if len(own):
+                rows = ["| quantity | unit | perfmodel's value | status | protocol |", "|---|---|---|---|---|"]
+                for r in own.to_dict("records"):
+                    rows.append(f"| `{r['quantity']}` | {'' if _isnan(r['unit']) else r['unit']} | {_fmt(r['reproduced'])} | "
+                                f"{_BADGE[r['report_status']]} | {str(r['reason']).replace('|', '/')} |")
+                sec += rows + [""]
+                hsec.append(_md_table_to_html(rows))
             if len(sub):
                 rows = ["| quantity | unit | paper | reproduced | diff | status | reason |", "|---|---|---|---|---|---|---|"]
                 for r in sub.to_dict("records"):
@@ -154,17 +173,24 @@ def _report(res: ReproductionResult, items: list[Item]) -> tuple[str, str]:
                                 f"{' **(unexpected)**' if r['failed'] else ''} | {reason} |")
                 sec += rows + [""]
                 hsec.append(_md_table_to_html(rows))
-            elif not it.unavailable and it.id not in res.errors:
+            elif not len(own) and not it.unavailable and it.id not in res.errors:
                 why = it.no_numbers or f"its numbers are computed by `{it.numbers_from}` (not run here)."
                 sec += [f"No quoted numbers: {why}", ""]
                 hsec.append(f"<p>No quoted numbers: {html.escape(why)}</p>")
             md += sec
             hb += hsec
     css = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}table{border-collapse:collapse;"
-           "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:520px}figure{display:inline-block;margin:4px}")
+           "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:520px}figure{display:inline-block;margin:4px;vertical-align:top}"
+           ".pair{display:flex;gap:8px;align-items:flex-start}.pair img{max-width:100%}.pair figure{flex:1}")
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>perfmodel reproduction report</title>"
             f"<style>{css}</style></head><body>" + "\n".join(hb) + "</body></html>\n")
     return "\n".join(md) + "\n", page
+
+
+def _html_figure(alt: str, png: bytes, caption: str) -> str:
+    """A PNG inline (base64) with its caption: the HTML report is one self-contained file."""
+    return (f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
 def _md_table_to_html(lines: list[str]) -> str:

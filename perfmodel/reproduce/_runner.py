@@ -9,7 +9,12 @@ name ``datasets/reference`` uses is the item's ``LEGACY_ID``), else to the item 
 Statuses of a number: ``reproduced`` (within the EXACT tolerance), ``within tolerance`` (within an APPROX rule),
 ``differs`` (outside tolerance; expected when the reference gives a reason — stale output, solver version,
 unrecoverable row selection), ``not reproducible`` (data missing), ``computed`` (no paper value; shown for
-context). A number that should reproduce but does not makes :func:`reproduce` report a failure (the CLI exits 1).
+context), ``perfmodel result`` (perfmodel's own computed result, beyond the papers: no paper value, its protocol in the
+row). A number that should reproduce but does not makes :func:`reproduce` report a failure (the CLI exits 1).
+
+An item whose ``AUTHORS_IMAGE`` names the authors' own image of the figure (a registry file of kind ``image``) gets it
+fetched through :mod:`perfmodel.datasets` (hash-verified) and copied to ``authors/<repository>/<file name>`` in the output
+folder; the report shows it beside the reproduced figure.
 :mod:`perfmodel.reproduce._report` writes ``numbers.json`` and the report.
 """
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from perfmodel.papers._numbers import OWN_RESULT_STATUS
 from perfmodel.reproduce._items import Item, discover_items
 
 __all__ = ["CatalogItem", "ITEMS", "ALIASES", "NUMBERS_AREAS", "reproduce", "ReproductionResult", "number_status", "ReproduceOutputError",
@@ -52,13 +58,15 @@ def number_status(row) -> tuple[str, bool]:
     """(status, failed) of one comparison row (a mapping with ``paper_value``, ``reproduced``, ``status``,
     ``within_tolerance``).
 
-    ``failed`` is True only for a number the catalog says should reproduce (EXACT or APPROX) that does not.
+    ``failed`` is True only for a number the reference says should reproduce (EXACT or APPROX) that does not.
     """
     cat = row["status"]
     has_paper = not _isnan(row["paper_value"])
     has_rep = not _isnan(row["reproduced"])
     if cat == "NO-PAPER-VALUE":
         return "computed", False
+    if cat == OWN_RESULT_STATUS:
+        return "perfmodel result", False
     if cat == "MISSING" or (has_paper and not has_rep):
         return "not reproducible", cat in ("EXACT", "APPROX")
     ok = row["within_tolerance"]
@@ -94,6 +102,7 @@ class ReproductionResult:
     figures: dict = field(default_factory=dict)  # item id -> [stems]
     errors: dict = field(default_factory=dict)  # item id -> message
     seconds: dict = field(default_factory=dict)  # item id -> wall time
+    authors_images: dict = field(default_factory=dict)  # item id -> (figure stem it goes beside, path in out, registry key)
     missing_data: dict = field(default_factory=dict)  # upstream dataset folder -> {"items": [ids], "cause": network's reason}
 
     @property
@@ -193,7 +202,7 @@ def _save(fig, folder: Path, stem: str) -> None:
 
 
 def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: bool = True) -> ReproductionResult:
-    """Run every catalog item (or ``only`` those), write figures, ``numbers.json`` and the report into ``out``.
+    """Run every item (or ``only`` those), write figures, ``numbers.json`` and the report into ``out``.
 
     Parameters
     ----------
@@ -209,12 +218,13 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     Returns
     -------
     ReproductionResult
-        ``numbers`` (one row per quantity with ``report_status`` and ``failed``), figures written, item errors.
+        ``numbers`` (one row per quantity with ``report_status`` and ``failed``), figures written, the authors' images
+        copied (``authors_images``), item errors.
 
     Raises
     ------
     perfmodel.datasets.UnknownNameError
-        An id in ``only`` is not in the catalog.
+        An id in ``only`` is not an item id (nor a former one).
     ReproduceOutputError
         ``out`` is an existing file, or the folder cannot be created.
     perfmodel.datasets.DataNotAvailableError
@@ -244,7 +254,7 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     for it in bar:
         bar.set_postfix_str(it.id)
         t0 = time.perf_counter()
-        if it.numbers_area:
+        if it.computes_numbers:
             try:
                 df = it.module.numbers().copy()
             except Exception as exc:  # its numbers are lost: every item owning some of them fails, with them listed
@@ -275,6 +285,12 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
                         _note_missing(res, exc, it.id)
                         plt.close("all")
             res.figures[it.id] = stems
+            if it.authors_image:
+                try:
+                    res.authors_images[it.id] = (it.authors_image_stem(), *_copy_authors_image(it.authors_image, out))
+                except Exception as exc:  # offline or a corrupted file: reported like a figure that failed
+                    _add_error(res, it.id, _error_text(exc))
+                    _note_missing(res, exc, it.id)
         res.seconds[it.id] = time.perf_counter() - t0
     bar.close()
     nums = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
@@ -287,6 +303,22 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     write_numbers_json(res, items, out / "numbers.json")
     write_report(res, items, out)
     return res
+
+
+def _copy_authors_image(key: str, out: Path) -> tuple[str, str]:
+    """Fetch the authors' image ``key`` through the registry (hash-verified) and copy it to
+    ``out/authors/<repository>/<file name>``; returns (that path relative to ``out``, the registry key)."""
+    from perfmodel.datasets._registry import entry, read_bytes
+
+    e = entry(key)
+    if e.kind != "image":
+        raise ValueError(f"AUTHORS_IMAGE {key!r} is a registry file of kind {e.kind!r}, not an image. Name one of the registry's "
+                         "'image' files (the upstream data/img/ folders), or set AUTHORS_IMAGE = \"\".")
+    rel = f"authors/{e.repo.split('/')[-1]}/{Path(e.path).name}"
+    dest = out / rel
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(read_bytes(key))
+    return rel, e.key
 
 
 def _without_outside_refs(text):

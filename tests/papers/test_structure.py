@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIGURES_NAMES = """BENCHMARK_GPUS CPU_FEATURE_SETS campaign_floor checkpoint_interval checkpoint_interval_data checkpoint_prediction_data chief_rejoining chief_rejoining_data ckpt_duration_size_correlation ckpt_duration_size_correlation_data cluster_size_training_speed cluster_size_training_speed_data cluster_speed_numbers_data cluster_speed_observations cmdare_op_model_data cpu_lomo cpu_lomo_data cpu_step_times estimate_time_after_revocation figure_12 figure_12_data figure_4 figure_4_data figure_5 figure_5_data icac_cluster_numbers_data icac_fig1 icac_fig3 icac_fig3_data icac_fig4 icac_fig5 icac_fig5_data icac_fig6 icac_fig6_data icac_fig7 icac_fig7_data icac_fig8 icac_fig8_data icac_heatmap icac_heatmap_data icac_table_i_data icac_table_iii_data icac_table_iv_data icac_table_numbers_data icac_table_v_data lifetime_cdf lifetime_cdf_data lifetime_models lifetime_models_data lifetime_numbers_data neusight_benchmark neusight_benchmark_data neusight_benchmark_summary plan_validation plan_validation_data prediction_error prediction_error_data ps_bot_k80 ps_bot_k80_data ps_bot_p100 ps_bot_p100_data reproduce_checkpoint_numbers reproduce_speed_numbers restart_training_overhead restart_training_overhead_data revocation_expectations revocation_expectations_data revocations_by_hour revocations_by_hour_data single_worker_mean_speeds single_worker_numbers_data single_worker_timeseries single_worker_timeseries_data speed_complexity_correlation speed_complexity_correlation_data speed_computation_correlation speed_computation_correlation_data speed_prediction speed_prediction_data speed_protocols speed_protocols_data startup_breakdown startup_breakdown_data tf_restart tf_restart_data training_time_estimates training_time_estimates_data transient_numbers_data v100_samples vm_startup_exp vm_startup_exp_data""".split()
 
 _TYPES = dict(PAPER=str, NUMBER=str, TITLE=str, UPSTREAM=str, SOURCES=tuple, PROCEDURE=str, TOLERANCE=str, STATUS=str, UNAVAILABLE=str,
-              NO_FIGURE=str, NO_NUMBERS=str, NUMBERS_AREA=str, NUMBERS_FROM=str, LEGACY_ID=str, VARIANTS=tuple, NOTEBOOK=str, TEST=str)
+              NO_FIGURE=str, NO_NUMBERS=str, NUMBERS_AREA=str, NUMBERS_FROM=str, LEGACY_ID=str, VARIANTS=tuple, NOTEBOOK=str, TEST=str,
+              AUTHORS_IMAGE=str)
 
 
 def test_items_are_discovered_from_every_public_module_of_the_paper_packages():
@@ -50,7 +51,13 @@ def test_every_item_module_has_the_same_public_shape(item):
     assert inspect.signature(mod.numbers).parameters == {}
     # a figure, or the reason there is none; numbers, or the reason there are none
     assert bool(mod.VARIANTS) != bool(mod.NO_FIGURE)
-    assert bool(mod.NUMBERS_AREA or mod.NUMBERS_FROM) != bool(mod.NO_NUMBERS)
+    # a paper item compares an area (or takes its rows from the item that does) or says why it has no numbers; an item of
+    # perfmodel's own (beyond, external) computes its own results: no area, no NO_NUMBERS
+    if item.package in ("beyond", "external"):
+        assert not (mod.NUMBERS_AREA or mod.NUMBERS_FROM or mod.NO_NUMBERS) and item.computes_numbers
+    else:
+        assert bool(mod.NUMBERS_AREA or mod.NUMBERS_FROM) != bool(mod.NO_NUMBERS)
+        assert item.computes_numbers == bool(mod.NUMBERS_AREA)
     assert not (mod.NUMBERS_AREA and mod.NUMBERS_FROM)
     if mod.NUMBERS_FROM:
         src = next(it for it in ITEMS if it.id == mod.NUMBERS_FROM)
@@ -59,6 +66,33 @@ def test_every_item_module_has_the_same_public_shape(item):
         assert mod.NO_FIGURE and mod.NO_NUMBERS and mod.UNAVAILABLE in mod.NO_FIGURE
     else:
         assert (ROOT / mod.NOTEBOOK).is_file() and (ROOT / mod.TEST).is_file()
+
+
+def test_every_authors_image_of_the_registry_belongs_to_one_item_with_a_figure():
+    """The authors' own images (the upstream data/img/ files, kind 'image' in the registry) are mapped to items by their
+    AUTHORS_IMAGE metadata: each registry image to exactly one item, which has a figure to show it beside."""
+    from perfmodel.datasets._registry import entry, registry_entries
+
+    images = sorted(k for k, e in registry_entries().items() if e.kind == "image")
+    assert len(images) == 6
+    by_item = {it.id: entry(it.authors_image).key for it in ITEMS if it.authors_image}
+    assert sorted(by_item.values()) == images
+    assert all(next(it for it in ITEMS if it.id == i).has_figure for i in by_item)
+    assert by_item["server_lifetime_cdf"] == "cake-lab/CM-DARE/data/img/k80_cdf.png"
+    assert by_item["mixed_gpu_clusters"] == "cake-lab/transient-deep-learning/data/img/hetero_cost.png"
+
+
+@pytest.mark.parametrize("item_id, stem", [
+    ("server_lifetime_cdf", "server_lifetime_cdf_k80"),  # k80_cdf.png: the K80 variant
+    ("ps_bottleneck_p100", "ps_bottleneck_p100_1"),  # ps_bot_p100_1.png: k=1
+    ("cluster_lifetime_heatmaps_2_8_workers", "cluster_lifetime_heatmaps_2_8_workers_8"),  # cluster_8_spots_heatmap.png: 8 workers
+    ("step_time_vs_model_gflops", "step_time_vs_model_gflops"),  # one figure
+    ("tensorflow_cold_warm_start", None),  # no image
+])
+def test_the_authors_image_goes_beside_the_figure_of_its_variant(item_id, stem):
+    it = next(i for i in ITEMS if i.id == item_id)
+    assert it.authors_image_stem() == stem
+    assert stem is None or stem in it.stems()
 
 
 def test_former_ids_are_aliases_and_never_collide_with_ids():

@@ -34,7 +34,7 @@ SOURCES = ("CM-DARE checkpoint data (predicted checkpoint time)", "CM-DARE lifet
 #: procedure
 PROCEDURE = "Expected wall time of a job vs checkpoint interval, simulated and by the Young/Daly first-order formula, with the optimum marked."
 #: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
+TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
 #: reproduction status of the data behind it
 STATUS = "perfmodel analysis"
 #: non-empty: why the item cannot be reproduced at all
@@ -42,7 +42,7 @@ UNAVAILABLE = ""
 #: non-empty: why figure() draws nothing
 NO_FIGURE = ""
 #: non-empty: why numbers() is empty
-NO_NUMBERS = "perfmodel's own analysis; the paper quotes no number for it beyond the data checked in its test."
+NO_NUMBERS = ""
 #: datasets/reference/paper_numbers area its numbers() compares (the whole area)
 NUMBERS_AREA = ""
 #: item whose numbers() computes this item's numbers
@@ -55,6 +55,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/07-planner-and-revocations.ipynb"
 #: test checking it
 TEST = "tests/papers/test_plan_figures.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 
@@ -65,8 +67,37 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
-    return _item.no_numbers(__name__)
+    """perfmodel's own results: the checkpoint time, the cluster's MTBF, the Young and Daly intervals, the simulated
+    optimum and the wall time at the Daly interval (``COMPARISON_COLUMNS``, no paper value, status ``PERFMODEL-RESULT``,
+    the protocol in ``reason``), from :func:`data`."""
+    import inspect
+
+    p = {k: v.default for k, v in inspect.signature(_impl.checkpoint_interval_data).parameters.items()}
+    d = data()
+    a = d.attrs
+    job = (f"{p['model']} on {p['n_servers']} transient {p['gpu']} servers, {p['work_h']:g} h of work, restart {p['restart_s']:g} s "
+           "(CM-DARE's TensorFlow warm restart)")
+    mc = f"seeded Monte Carlo ({p['trials']} trials, random_state {p['random_state']})"
+    best = d.loc[d["simulated_wall_s"].idxmin()]
+    daly = d.loc[(d["interval_s"] - a["daly_s"]).abs().idxmin()]
+    lo, hi = d["interval_s"].min() / a["daly_s"], d["interval_s"].max() / a["daly_s"]
+    rows = [
+        dict(quantity="checkpoint_s", unit="s", value=a["checkpoint_s"],
+             protocol=f"perfmodel.models.checkpoint.predict_checkpoint_time of {p['model']} (fitted on CM-DARE's checkpoint data)"),
+        dict(quantity="cluster_mtbf_s", unit="s", value=a["mtbf_s"],
+             protocol=f"mean time between failures of one {p['gpu']} slot (CM-DARE lifetime CDFs) / {p['n_servers']} servers"),
+        dict(quantity="young_interval_s", unit="s", value=a["young_s"], protocol="Young's first-order optimum sqrt(2 C M) of " + job),
+        dict(quantity="daly_interval_s", unit="s", value=a["daly_s"], protocol="Daly's higher-order optimum of " + job),
+        dict(quantity="simulated_best_interval_s", unit="s", value=best["interval_s"],
+             protocol=f"the interval of least simulated wall time on a grid of {len(d)} intervals from {lo:.3g} to {hi:.3g} × the Daly "
+                      f"interval, {mc}, " + job),
+        dict(quantity="expected_wall_h_at_daly", unit="h", value=daly["expected_wall_s"] / 3600,
+             protocol="expected wall time at the Daly interval (perfmodel.planning.revocation.expected_job_overhead: restart from the "
+                      "last checkpoint under exponential failures), " + job),
+        dict(quantity="simulated_wall_h_at_daly", unit="h", value=daly["simulated_wall_s"] / 3600,
+             protocol=f"{mc} wall time at the Daly interval (± {daly['stderr_s'] / 3600:.2g} h standard error), " + job),
+    ]
+    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

@@ -34,7 +34,7 @@ SOURCES = ("datasets/measurements (perfmodel's own CPU step times)",)
 #: procedure
 PROCEDURE = "Leave-one-model-out evaluation of CM-DARE's step-time regressors on perfmodel's CPU measurements, per feature set."
 #: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
+TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
 #: reproduction status of the data behind it
 STATUS = "perfmodel analysis"
 #: non-empty: why the item cannot be reproduced at all
@@ -42,7 +42,7 @@ UNAVAILABLE = ""
 #: non-empty: why figure() draws nothing
 NO_FIGURE = ""
 #: non-empty: why numbers() is empty
-NO_NUMBERS = "perfmodel's own analysis; the paper quotes no number for it beyond the data checked in its test."
+NO_NUMBERS = ""
 #: datasets/reference/paper_numbers area its numbers() compares (the whole area)
 NUMBERS_AREA = ""
 #: item whose numbers() computes this item's numbers
@@ -55,6 +55,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/10-cpu-measurements.ipynb"
 #: test checking it
 TEST = "tests/papers/test_cpu_measurements.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 
@@ -65,8 +67,16 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
-    return _item.no_numbers(__name__)
+    """perfmodel's own results: the leave-one-model-out MAPE per batch size, threads, feature set and fit
+    (``COMPARISON_COLUMNS``, no paper value, status ``PERFMODEL-RESULT``, the protocol in ``reason``), from :func:`data`."""
+    rows = []
+    for r in data().itertuples(index=False):
+        threads = f"{r.threads} thread{'s' if r.threads > 1 else ''}"
+        rows.append(dict(quantity=f"lomo_mape_pct (batch {r.batch_size}, {threads}, {r.features}, {r.fit})", unit="pct", value=r.mape_pct,
+                         protocol=f"leave-one-model-out over the {r.n_models} zoo CNNs timed on perfmodel's CPU at batch {r.batch_size}, "
+                                  f"{threads}: each CNN predicted by a {r.fit} StepTimeRegressor fitted on the others, features "
+                                  f"{', '.join(_impl.CPU_FEATURE_SETS[r.features])}; MAPE from perfmodel.diagnostics.metrics"))
+    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

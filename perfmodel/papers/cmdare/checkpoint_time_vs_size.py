@@ -55,6 +55,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/05-checkpoint-time.ipynb"
 #: test checking it
 TEST = "tests/papers/test_checkpoint_numbers.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 

@@ -54,6 +54,8 @@ VARIANTS = ({"k": 1}, {"k": 2})
 NOTEBOOK = "notebooks/03-cluster-speed.ipynb"
 #: test checking it
 TEST = "tests/papers/test_cluster_figures.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 

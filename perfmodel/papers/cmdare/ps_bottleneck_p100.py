@@ -60,6 +60,8 @@ VARIANTS = ({"k": 1}, {"k": 2}, {"k": 3}, {"k": 4})
 NOTEBOOK = "notebooks/03-cluster-speed.ipynb"
 #: test checking it
 TEST = "tests/papers/test_cluster_figures.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = "CM:img/ps_bot_p100_1.png"
 
 __all__ = ["data", "numbers", "figure"]
 

@@ -60,6 +60,8 @@ VARIANTS = ({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"})
 NOTEBOOK = "notebooks/06-lifetimes.ipynb"
 #: test checking it
 TEST = "tests/papers/test_transient_lifetime_cdf.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = "CM:img/k80_cdf.png"
 
 __all__ = ["data", "numbers", "figure"]
 

@@ -59,6 +59,8 @@ VARIANTS = ({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"})
 NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
 #: test checking it
 TEST = "tests/papers/test_speed_figures.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 

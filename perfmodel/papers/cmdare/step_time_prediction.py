@@ -72,6 +72,8 @@ VARIANTS = ({"gpu": "K80", "method": "linear"}, {"gpu": "P100", "method": "linea
 NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
 #: test checking it
 TEST = "tests/papers/test_speed_prediction_numbers.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 

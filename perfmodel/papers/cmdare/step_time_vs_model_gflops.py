@@ -61,6 +61,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
 #: test checking it
 TEST = "tests/papers/test_speed_figures.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = "CM:img/speed_complexity_correlation.png"
 
 __all__ = ["data", "numbers", "figure"]
 

@@ -56,6 +56,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
 #: test checking it
 TEST = "tests/papers/test_speed_figures.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 

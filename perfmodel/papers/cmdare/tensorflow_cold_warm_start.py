@@ -54,6 +54,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/09-restart-startup.ipynb"
 #: test checking it
 TEST = "tests/papers/test_transient_overheads.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 

@@ -34,7 +34,7 @@ SOURCES = ("sitar-lab/NeuSight: the single-GPU training and inference labels and
 #: procedure
 PROCEDURE = "predict_step_time for every eager single-GPU label (a GPU is never in the training set of the model scored on it); absolute % error per label next to NeuSight's own and its baselines'."
 #: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
+TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
 #: reproduction status of the data behind it
 STATUS = "perfmodel analysis"
 #: non-empty: why the item cannot be reproduced at all
@@ -42,7 +42,7 @@ UNAVAILABLE = ""
 #: non-empty: why figure() draws nothing
 NO_FIGURE = ""
 #: non-empty: why numbers() is empty
-NO_NUMBERS = "An external benchmark: the errors are in data() and checked in its test; there is no paper value to compare."
+NO_NUMBERS = ""
 #: datasets/reference/paper_numbers area its numbers() compares (the whole area)
 NUMBERS_AREA = ""
 #: item whose numbers() computes this item's numbers
@@ -55,6 +55,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/11-neusight-benchmark.ipynb"
 #: test checking it
 TEST = "tests/papers/test_neusight_benchmark.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 
@@ -65,8 +67,30 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
-    return _item.no_numbers(__name__)
+    """perfmodel's own results: perfmodel's MAPE per GPU (and over all) on NeuSight's training and inference labels,
+    next to the MAPE of NeuSight's published errors on the same labels (``COMPARISON_COLUMNS``, no paper value, status
+    ``PERFMODEL-RESULT``, the protocol in ``reason``), from :func:`data`."""
+    from perfmodel.diagnostics.metrics import mape
+
+    d = data()
+    rows = []
+    for mode, what in (("train", "training steps (forward + backward, FP32, eager)"), ("inf", "inference passes (FP32, eager)")):
+        m = d[d["mode"] == mode]
+        ok = m[m["status"] == "predicted"]
+        skipped = f"; {len(m) - len(ok)} label(s) not predicted: {', '.join(sorted(set(m.loc[m['status'] != 'predicted', 'status'])))}" \
+            if len(ok) < len(m) else ""
+        for g, grp in [*ok.groupby("gpu", sort=True), ("all", ok)]:
+            on = "all benchmark GPUs" if g == "all" else g
+            rows.append(dict(quantity=f"{mode}_{str(g).lower()}_perfmodel_mape_pct", unit="pct", value=mape(grp["measured_ms"], grp["predicted_ms"]),
+                             protocol=f"predict_step_time on NeuSight's {len(grp)} single-GPU {what} labels of {on} (test data only: no "
+                                      f"measurement of a scored GPU in the operator model's training set){skipped}; MAPE from "
+                                      "perfmodel.diagnostics.metrics"))
+            pub = grp["neusight_error_pct"].dropna()
+            if len(pub):
+                rows.append(dict(quantity=f"{mode}_{str(g).lower()}_neusight_published_mape_pct", unit="pct", value=float(pub.mean()),
+                                 protocol=f"mean of the absolute errors NeuSight publishes for its own predictor on the same {len(pub)} "
+                                          f"labels of {on} (sitar-lab/NeuSight)"))
+    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

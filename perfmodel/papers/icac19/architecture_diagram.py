@@ -50,6 +50,8 @@ VARIANTS = ()
 NOTEBOOK = ""
 #: test checking it
 TEST = ""
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 

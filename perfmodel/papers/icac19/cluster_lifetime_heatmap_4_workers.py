@@ -63,6 +63,8 @@ VARIANTS = ({"n_workers": 4},)
 NOTEBOOK = "notebooks/08-icac-tables.ipynb"
 #: test checking it
 TEST = "tests/papers/test_icac_cost_tables.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = "TDL:img/cluster_4_spots_heatmap.png"
 
 __all__ = ["data", "numbers", "figure"]
 
