@@ -271,7 +271,6 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
             df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
             df.insert(0, "figure_table", owner)
             df["citation"] = [_citation(c, _BY_ID[o]) for c, o in zip(df["citation"], owner)]
-            df["reason"] = [_without_outside_refs(r) for r in df["reason"]]
             frames.append(df)
         if figures:
             stems = []
@@ -321,18 +320,9 @@ def _copy_authors_image(key: str, out: Path) -> tuple[str, str]:
     return rel, e.key
 
 
-def _without_outside_refs(text):
-    """``text`` without its references to sections of a document outside the project (the reference CSVs were
-    written against one); the item modules' docstrings hold that text now."""
-    if _isnan(text):
-        return text
-    text = re.sub(r"\s*\(CATALOG\.md[^)]*\)", "", str(text))
-    return re.sub(r"CATALOG\.md\s*(§[\d.]+)?", "", text).strip(" ;,")
-
-
 def _citation(text, item: Item):
     """The reference's citation, pointing at the item module (which holds the procedure)."""
     if _isnan(text):
         return text
-    text = _without_outside_refs(text)
+    text = str(text).strip()
     return f"{text}; procedure in {item.module_name}" if text else f"procedure in {item.module_name}"

@@ -86,3 +86,16 @@ def test_list_datasets_offline_and_with_shapes():
 def test_unknown_dataset_lists_valid_ones():
     with pytest.raises(UnknownNameError, match=r"Unknown dataset 'speed'. Expected one of: speed_samples, heldout_speed_samples, .*See perfmodel.datasets.list_datasets"):
         ds.load_dataset("speed")
+
+
+def test_reference_data_cites_nothing_outside_the_project():
+    """Citations and reasons name the papers, the upstream files and cells, never a document users do not have."""
+    from importlib import resources
+
+    root = resources.files("perfmodel._data") / "reference"
+    files = [p for p in root.iterdir() if p.name.endswith((".csv", ".md"))]
+    for sub in ("paper_numbers", "transcribed"):
+        files += [p for p in (root / sub).iterdir() if p.name.endswith((".csv", ".md"))]
+    assert len(files) > 20
+    bad = [p.name for p in files if "CATALOG" in p.read_text(encoding="utf-8")]
+    assert bad == []

@@ -85,7 +85,7 @@ def test_every_authors_image_of_the_registry_belongs_to_one_item_with_a_figure()
 @pytest.mark.parametrize("item_id, stem", [
     ("server_lifetime_cdf", "server_lifetime_cdf_k80"),  # k80_cdf.png: the K80 variant
     ("ps_bottleneck_p100", "ps_bottleneck_p100_1"),  # ps_bot_p100_1.png: k=1
-    ("cluster_lifetime_heatmaps_2_8_workers", "cluster_lifetime_heatmaps_2_8_workers_8"),  # cluster_8_spots_heatmap.png: 8 workers
+    ("cluster_lifetime_heatmaps_2_8_workers", "cluster_lifetime_heatmaps_2_8_workers"),  # one figure, both panels as the paper
     ("step_time_vs_model_gflops", "step_time_vs_model_gflops"),  # one figure
     ("tensorflow_cold_warm_start", None),  # no image
 ])

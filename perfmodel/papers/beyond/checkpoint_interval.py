@@ -72,7 +72,11 @@ def numbers() -> pd.DataFrame:
     the protocol in ``reason``), from :func:`data`."""
     import inspect
 
+    from perfmodel.planning import tf_restart_s
+
     p = {k: v.default for k, v in inspect.signature(_impl.checkpoint_interval_data).parameters.items()}
+    if p["restart_s"] is None:  # the data function's default: CM-DARE's TensorFlow warm restart
+        p["restart_s"] = tf_restart_s("warm")
     d = data()
     a = d.attrs
     job = (f"{p['model']} on {p['n_servers']} transient {p['gpu']} servers, {p['work_h']:g} h of work, restart {p['restart_s']:g} s "
