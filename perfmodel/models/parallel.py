@@ -462,8 +462,10 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                                 "micro_batches that divides batch_size.")
         b_rank = B // m
     net, shape, in_dtype, vocab, name = ost._model_input(model, input_shape, input_dtype)
-    if not isinstance(net, torch.nn.Module):
-        raise TypeError(f"n_gpus > 1 needs a torch module to split; {name!r} is not one.")
+    if isinstance(net, str):  # a zoo id: built on the meta device
+        from perfmodel import zoo
+
+        net = zoo.build(net, device="meta")
     lay = model_layout(net)
     if strat == "tp":
         if not (lay.heads and lay.hidden):
