@@ -156,7 +156,8 @@ def _check_step_args(alpha, optimizer, inference, precision, batch_size) -> str:
     if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam', 'adam-fused' or None (forward + backward only); got {optimizer!r}.")
+        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only), or 'adam-fused' (one "
+                         f"fused kernel, as apex / Megatron-LM); got {optimizer!r}.")
     if inference and optimizer is not None:
         raise ValueError(f"inference=True predicts a forward pass: pass optimizer=None (got optimizer={optimizer!r}).")
     prec = str(precision).lower()

@@ -229,5 +229,5 @@ def test_every_error_is_clear():
         _quiet(TINY_GPT2, "A100", n_gpus=2, optimizer=None, inference=True, **kw)
     with pytest.raises(StrategyError, match=r"strategy='tp' splits attention heads and hidden columns, but resnet-32 has no config"):
         _quiet("resnet-32", "A100", n_gpus=2, strategy="tp", batch_size=8)
-    with pytest.raises(ValueError, match=r"optimizer must be 'sgd-momentum', 'adam', 'adam-fused' or None"):
+    with pytest.raises(ValueError, match=r"optimizer must be 'sgd-momentum', 'adam' or None \(forward \+ backward only\), or 'adam-fused' \(one fused kernel"):
         _quiet(TINY_GPT2, "A100", optimizer="lion", **kw)
