@@ -25,6 +25,7 @@ _LAZY = {
     "canonical_region": "perfmodel.datasets",
     # prediction for any model and GPU
     "predict_step_time": "perfmodel.models.op_step_time",
+    "predict_memory": "perfmodel.planning.memory",
 }
 
 __all__ = ["__version__", *_SUBMODULES, *_LAZY]

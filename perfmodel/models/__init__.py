@@ -41,6 +41,23 @@ __all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_spee
             "SHARED_PS_TERMS", "fit_shared_ps_terms", "predict_cluster_speed"]
 # -- end cluster speed --
 
+# -- multi-GPU step time --
+from perfmodel.models.parallel import (
+    INTERCONNECTS,
+    STRATEGIES,
+    Interconnect,
+    StrategyError,
+    allgather_time,
+    allreduce_time,
+    p2p_time,
+    reduce_scatter_time,
+    resolve_interconnect,
+)
+
+__all__ += ["Interconnect", "INTERCONNECTS", "STRATEGIES", "StrategyError", "allreduce_time", "allgather_time", "reduce_scatter_time",
+            "p2p_time", "resolve_interconnect"]
+# -- end multi-GPU step time --
+
 # -- transient servers --
 from perfmodel.models.checkpoint import CHECKPOINT_FEATURE_SETS, PAPER_CKPT_SVR, CheckpointTimeRegressor, checkpoint_size_mb, predict_checkpoint_time
 

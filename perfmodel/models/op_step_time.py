@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "PRECISION_DTYPES", "conformal_scores"]
+__all__ = ["work_from_ops", "predict_step_time", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
 PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -51,7 +51,7 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
       reads far more than it writes; its cost is its traffic);
     * views and allocations (``op_class`` ``view`` / ``factory``) launch no kernel and are dropped.
 
-    Returns the work frame plus ``op`` and ``phase`` of each kept row.
+    Returns the work frame plus ``op`` and ``phase`` of each kept row (and ``module`` when the per-op rows have it).
     """
     need = {"op", "op_class", "phase", "flops", "bytes_read", "bytes_written", "input_shapes", "output_shapes"}
     missing = sorted(need - set(ops.columns))
@@ -61,7 +61,9 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
     moved = d["bytes_read"].to_numpy(float) + d["bytes_written"].to_numpy(float)
     d = d[(moved > 0) | (d["flops"].to_numpy(float) > 0)]
     rows = []
+    has_module = "module" in d.columns
     for r in d.itertuples(index=False):
+        mod = (r.module,) if has_module else ()
         nbytes = max(float(r.bytes_read) + float(r.bytes_written), 1.0)
         flops = float(r.flops)
         ins, outs = _dims(r.input_shapes), _dims(r.output_shapes)
@@ -78,16 +80,16 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
             else:
                 bb = m = n = k = 0
             if min(bb, m, n, k) > 0:
-                rows.append(("matmul", 2.0 * bb * m * n * k, nbytes, bb * np.ceil(m / 128) * np.ceil(k / 128), m, n, k, bb, r.op, r.phase))
+                rows.append(("matmul", 2.0 * bb * m * n * k, nbytes, bb * np.ceil(m / 128) * np.ceil(k / 128), m, n, k, bb, r.op, r.phase, *mod))
                 continue
         if r.op_class in ("matmul", "conv", "attention") and flops > 0:
             cls = "conv" if r.op_class == "conv" else "matmul"
             red = max(flops / (2 * lines * last), 1.0)
-            rows.append((cls, flops, nbytes, np.ceil(lines / 128) * np.ceil(last / 128), lines, red, last, 1.0, r.op, r.phase))
+            rows.append((cls, flops, nbytes, np.ceil(lines / 128) * np.ceil(last / 128), lines, red, last, 1.0, r.op, r.phase, *mod))
         elif r.op_class == "norm":
-            rows.append(("layernorm", 8 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase))
+            rows.append(("layernorm", 8 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase, *mod))
         elif r.op_class == "softmax":
-            rows.append(("softmax", 5 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase))
+            rows.append(("softmax", 5 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase, *mod))
         else:
             # described as the microbenchmarked op that moves the same bytes: an FP32 elementwise op reads one or two
             # tensors and writes one (8-12 bytes per output element); a reduction, a pad, a gather or another dtype
@@ -96,10 +98,10 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
             if not 8.0 <= nbytes / n_el <= 12.0:
                 n_el = max(nbytes / 12.0, 1.0)
             w_last = min(last, n_el)
-            rows.append(("elementwise", n_el, nbytes, np.ceil(n_el / 512), n_el / w_last, 1.0, w_last, 1.0, r.op, r.phase))
+            rows.append(("elementwise", n_el, nbytes, np.ceil(n_el / 512), n_el / w_last, 1.0, w_last, 1.0, r.op, r.phase, *mod))
     from perfmodel.models.op_latency import WORK_COLUMNS
 
-    return pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase"])
+    return pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase", *(["module"] if has_module else [])])
 
 
 def conformal_scores() -> pd.Series:
@@ -142,9 +144,123 @@ def _model_input(model, input_shape, input_dtype):
                     f"PretrainedConfig); got {type(model).__name__}.")
 
 
+#: optimizers :func:`predict_step_time` models (``None``: forward + backward only).
+OPTIMIZERS = ("sgd-momentum", "adam", "adam-fused", None)
+
+#: bytes a fused Adam step moves per parameter, in units of the parameter's size: parameter read and written, gradient
+#: read, both moments read and written (apex / Transformer Engine / Megatron-LM ``FusedAdam``, torch ``fused=True``).
+FUSED_ADAM_PASSES = 7
+
+
+def _check_step_args(alpha, optimizer, inference, precision, batch_size) -> str:
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only), or 'adam-fused' (one "
+                         f"fused kernel, as apex / Megatron-LM); got {optimizer!r}.")
+    if inference and optimizer is not None:
+        raise ValueError(f"inference=True predicts a forward pass: pass optimizer=None (got optimizer={optimizer!r}).")
+    prec = str(precision).lower()
+    if prec not in PRECISION_DTYPES:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown precision {precision!r}. Expected one of: {', '.join(PRECISION_DTYPES)}.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}.")
+    return prec
+
+
+def _gpu_specs(gpus, prec):
+    from perfmodel.datasets import gpu_spec, peak_tflops
+
+    gpu_list = [gpus] if isinstance(gpus, str) or not hasattr(gpus, "__iter__") else list(gpus)
+    if not gpu_list:
+        raise ValueError("gpus must name at least one GPU, e.g. 'H100'.")
+    specs = [gpu_spec(g) for g in gpu_list]
+    for s in specs:
+        peak_tflops(s, prec)  # UnsupportedPrecisionError before any work
+    return specs
+
+
+def _step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
+    """Per-op rows of one step of ``net`` (:func:`perfmodel.features.extract`); ``"adam-fused"`` adds one kernel that
+    moves :data:`FUSED_ADAM_PASSES` × the parameter bytes."""
+    import torch
+
+    from perfmodel.features import extract
+
+    dtype = getattr(torch, PRECISION_DTYPES[prec])
+    ops = extract(net, shape, batch_size=int(batch_size), per_op=True, optimizer=None if optimizer == "adam-fused" else optimizer,
+                  input_dtype=in_dtype, input_high=high, dtype=None if dtype == torch.float32 else dtype, train=not inference)
+    if inference:
+        ops = ops[ops["phase"] == "forward"]
+    if optimizer == "adam-fused":
+        n = int(sum(p.numel() for p in net.parameters() if p.requires_grad))
+        size = torch.empty((), dtype=dtype).element_size()
+        fused = dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
+                     index=int(ops["index"].max()) + 1 if len(ops) else 0, op="fused_adam", op_class="elementwise", module="",
+                     flops=0, bytes_read=4 * size * n, bytes_written=3 * size * n, dtype=str(dtype).replace("torch.", ""),
+                     input_shapes=str(n), output_shapes=str(n))
+        ops = pd.concat([ops, pd.DataFrame([fused])[ops.columns]], ignore_index=True)
+    return ops
+
+
+def _interval(alpha):
+    scores = np.sort(conformal_scores().to_numpy())
+    rank = int(np.ceil((1 - alpha) * (len(scores) + 1)))
+    q = float(scores[min(rank, len(scores)) - 1])
+    text = (f"split-conformal over the {len(scores)} training GPUs held out, 1-alpha = {1 - alpha:g}"
+            + (" (rank beyond the scores: the widest one)" if rank > len(scores) else ""))
+    return q, text
+
+
+def _kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
+    """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec``."""
+    from perfmodel.datasets import peak_tflops
+    from perfmodel.models.op_latency import WORK_COLUMNS, default_op_model, gpu_columns, op_design
+
+    op_model = default_op_model() if op_model is None else op_model
+    cols = gpu_columns([spec] * len(work), precision="fp32")
+    if prec != "fp32":  # tensor-core rate for the matmul units only; the rest stays on the CUDA cores
+        mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
+        cols.loc[mm, "peak_flops_per_s"] = peak_tflops(spec, prec) * 1e12
+    X = op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
+    return op_model.predict_in_stream(X)
+
+
+def _extrapolation_notes(spec) -> list[str]:
+    from perfmodel.datasets import gpu_spec, peak_tflops
+    from perfmodel.models.op_latency import TRAINING_GPUS
+
+    train_peaks = [peak_tflops(g, "fp32") for g in TRAINING_GPUS]
+    train_bw = [gpu_spec(g).memory_bandwidth_gb_per_s for g in TRAINING_GPUS]
+    where = []
+    if spec.fp32_peak_tflops > max(train_peaks) or spec.fp32_peak_tflops < min(train_peaks):
+        where.append(f"peak FP32 {spec.fp32_peak_tflops:.3g} TFLOPS outside the training GPUs' {min(train_peaks):.3g}-"
+                     f"{max(train_peaks):.3g}")
+    if spec.memory_bandwidth_gb_per_s > max(train_bw) or spec.memory_bandwidth_gb_per_s < min(train_bw):
+        where.append(f"memory bandwidth {spec.memory_bandwidth_gb_per_s:.4g} GB/s outside their {min(train_bw):.4g}-"
+                     f"{max(train_bw):.4g}")
+    return [f"{spec.gpu}: " + ", ".join(where)] if where else []
+
+
+def _warn_extrapolation(far, prec):
+    import warnings
+
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+
+    far = list(far)
+    if prec != "fp32":
+        far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
+                   "matmuls are scaled by the tensor-core peak")
+    if far:
+        warnings.warn("predict_step_time extrapolates: " + "; ".join(far) + ".", ExtrapolationWarning, stacklevel=3)
+
+
 def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
-                      inference: bool = False) -> pd.DataFrame:
+                      inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
+                      interconnect=None, overlap_grad_reduce: bool = True) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -158,7 +274,7 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     input_shape : tuple of int
         One sample without the batch dimension (``(3, 32, 32)`` default for zoo CNNs; ``(seq_len,)`` for token models).
     batch_size : int
-        Samples per step.
+        Samples per step; with ``n_gpus > 1`` the **global** batch over all GPUs.
     input_dtype : torch.dtype, optional
         ``torch.long`` for token models (set for Hugging Face configs); default float inputs.
     input_high : int, optional
@@ -167,99 +283,87 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         Tensor precision; TF32/BF16/FP16 run matmuls and convolutions at the GPU's tensor-core rate (an error where the
         GPU has none). The efficiencies were learned on FP32 microbenchmarks: other precisions extrapolate, with a
         warning.
-    optimizer : {"sgd-momentum", "adam", None}
-        Include one optimizer step (PyTorch's ``foreach`` implementation); ``None`` is forward + backward only (the
-        step NeuSight's labels time).
+    optimizer : {"sgd-momentum", "adam", "adam-fused", None}
+        Include one optimizer step: PyTorch's ``foreach`` implementation, or ``"adam-fused"``, one fused kernel moving
+        :data:`FUSED_ADAM_PASSES` × the parameter bytes (apex / Megatron-LM / torch ``fused=True``); ``None`` is
+        forward + backward only (the step NeuSight's single-GPU labels time).
     alpha : float in (0, 1)
         Miss rate of the interval (see the module docstring; with five calibration GPUs, ``alpha < 1/6`` gives the
         widest score).
     inference : bool
         Predict one forward pass in evaluation mode (dropout off) instead of a training step; needs ``optimizer=None``.
+    n_gpus : int
+        GPUs training together; 1 (default) is the single-GPU step above, unchanged.
+    strategy : {"dp", "fsdp", "tp", "pp"}
+        With ``n_gpus > 1``: data parallel (DDP's bucketed gradient all-reduce), fully sharded data parallel
+        (ZeRO-3), Megatron tensor parallel, or 1F1B pipeline parallel (:mod:`perfmodel.models.parallel`).
+    micro_batches : int, optional
+        Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others
+        (default 1).
+    interconnect : str or Interconnect, optional
+        Link between the GPUs: ``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"`` ... (:data:`perfmodel.models.parallel.INTERCONNECTS`)
+        or an :class:`perfmodel.models.parallel.Interconnect`; default the GPU's NVLink from the catalog, else its PCIe.
+    overlap_grad_reduce : bool
+        ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
+        after the backward pass (Megatron-LM's default).
 
     Returns
     -------
     DataFrame
         One row per GPU: ``model``, ``gpu``, ``batch_size``, ``precision``, ``optimizer``, ``step_time_s``,
         ``lower_s``, ``upper_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``n_kernels``, ``flops``,
-        ``basis`` (what the prediction rests on).
+        ``basis`` (what the prediction rests on). With ``n_gpus > 1`` also ``n_gpus``, ``strategy``,
+        ``micro_batches``, ``interconnect``, ``compute_s`` (busiest GPU's kernels), ``comm_s`` (exposed
+        communication), ``comm_total_s`` (all communication, hidden or not), ``bubble_s`` (pipeline idle time);
+        ``forward_s`` / ``backward_s`` / ``optimizer_s`` and ``flops`` are those of one GPU.
 
     Raises
     ------
     perfmodel.datasets.UnknownNameError
-        Unknown GPU (with suggestions) or precision.
+        Unknown GPU (with suggestions), precision, strategy or interconnect.
     perfmodel.datasets.UnsupportedPrecisionError
         The GPU has no units for ``precision`` (BF16 on a V100).
+    perfmodel.models.parallel.StrategyError
+        A strategy that does not divide the model or the batch (a ``ValueError``).
     ValueError, TypeError
         Bad arguments; a token model without ``input_dtype`` fails in the extraction with the cause named.
     """
-    import warnings
+    prec = _check_step_args(alpha, optimizer, inference, precision, batch_size)
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    if n_gpus > 1 or micro_batches not in (None, 1):
+        from perfmodel.models.parallel import predict_parallel_step_time
 
-    import torch
+        return predict_parallel_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                                          input_high=input_high, precision=prec, optimizer=optimizer, alpha=alpha,
+                                          inference=inference, n_gpus=int(n_gpus), strategy=strategy,
+                                          micro_batches=micro_batches, interconnect=interconnect,
+                                          overlap_grad_reduce=overlap_grad_reduce)
+    if strategy is not None:
+        from perfmodel.models.parallel import check_strategy_name
 
-    from perfmodel.datasets import gpu_spec, peak_tflops
-    from perfmodel.features import extract
-    from perfmodel.models._extrapolation import ExtrapolationWarning
-    from perfmodel.models.op_latency import TRAINING_GPUS, default_op_model, gpu_columns, op_design
+        check_strategy_name(strategy)
+    from perfmodel.models.op_latency import TRAINING_GPUS
 
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
-    if optimizer not in ("sgd-momentum", "adam", None):
-        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only); got {optimizer!r}.")
-    if inference and optimizer is not None:
-        raise ValueError(f"inference=True predicts a forward pass: pass optimizer=None (got optimizer={optimizer!r}).")
-    prec = str(precision).lower()
-    if prec not in PRECISION_DTYPES:
-        from perfmodel._errors import UnknownNameError
+    specs = _gpu_specs(gpus, prec)
+    if interconnect is not None:
+        from perfmodel.models.parallel import resolve_interconnect
 
-        raise UnknownNameError(f"Unknown precision {precision!r}. Expected one of: {', '.join(PRECISION_DTYPES)}.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}.")
-    gpu_list = [gpus] if isinstance(gpus, str) or not hasattr(gpus, "__iter__") else list(gpus)
-    if not gpu_list:
-        raise ValueError("gpus must name at least one GPU, e.g. 'H100'.")
-    specs = [gpu_spec(g) for g in gpu_list]
-    for s in specs:
-        peak_tflops(s, prec)  # UnsupportedPrecisionError before any work
-
+        resolve_interconnect(interconnect, specs[0])
     net, shape, in_dtype, vocab, name = _model_input(model, input_shape, input_dtype)
     high = int(input_high) if input_high is not None else vocab
-    dtype = getattr(torch, PRECISION_DTYPES[prec])
-    ops = extract(net, shape, batch_size=int(batch_size), per_op=True, optimizer=optimizer, input_dtype=in_dtype, input_high=high,
-                  dtype=None if dtype == torch.float32 else dtype, train=not inference)
-    if inference:
-        ops = ops[ops["phase"] == "forward"]
+    ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
     work = work_from_ops(ops)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
-    op_model = default_op_model()
-    scores = np.sort(conformal_scores().to_numpy())
-    rank = int(np.ceil((1 - alpha) * (len(scores) + 1)))
-    q = float(scores[min(rank, len(scores)) - 1])
-    interval = (f"split-conformal over the {len(scores)} training GPUs held out, 1-alpha = {1 - alpha:g}"
-                + (" (rank beyond the scores: the widest one)" if rank > len(scores) else ""))
-    train_peaks = [peak_tflops(g, "fp32") for g in TRAINING_GPUS]
-    train_bw = [gpu_spec(g).memory_bandwidth_gb_per_s for g in TRAINING_GPUS]
+    q, interval = _interval(alpha)
     rows, far = [], []
     for s in specs:
-        cols = gpu_columns([s] * len(work), precision="fp32")
-        if prec != "fp32":  # tensor-core rate for the matmul units only; the rest stays on the CUDA cores
-            mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
-            cols.loc[mm, "peak_flops_per_s"] = peak_tflops(s, prec) * 1e12
-        X = op_design(work.drop(columns=["op", "phase"]), cols)
-        t = op_model.predict_in_stream(X)
+        t = _kernel_seconds(work, s, prec)
         by_phase = pd.Series(t).groupby(work["phase"].to_numpy()).sum()
         total = float(t.sum())
-        g = s.gpu
-        where = []
-        if s.fp32_peak_tflops > max(train_peaks) or s.fp32_peak_tflops < min(train_peaks):
-            where.append(f"peak FP32 {s.fp32_peak_tflops:.3g} TFLOPS outside the training GPUs' {min(train_peaks):.3g}-"
-                         f"{max(train_peaks):.3g}")
-        if s.memory_bandwidth_gb_per_s > max(train_bw) or s.memory_bandwidth_gb_per_s < min(train_bw):
-            where.append(f"memory bandwidth {s.memory_bandwidth_gb_per_s:.4g} GB/s outside their {min(train_bw):.4g}-"
-                         f"{max(train_bw):.4g}")
-        if where:
-            far.append(f"{g}: " + ", ".join(where))
-        rows.append(dict(model=name, gpu=g, batch_size=int(batch_size), precision=prec,
+        far += _extrapolation_notes(s)
+        rows.append(dict(model=name, gpu=s.gpu, batch_size=int(batch_size), precision=prec,
                          optimizer="inference" if inference else (optimizer or "none"),
                          step_time_s=total, lower_s=total * np.exp(-q), upper_s=total * np.exp(q),
                          forward_s=float(by_phase.get("forward", 0.0)), backward_s=float(by_phase.get("backward", 0.0)),
@@ -267,9 +371,5 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                          flops=float(ops["flops"].sum()),
                          basis=f"sum of {len(work)} operators, each roofline x efficiency learned on NeuSight microbenchmarks of "
                                f"{', '.join(TRAINING_GPUS)} (FP32); interval: {interval}"))
-    if prec != "fp32":
-        far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
-                   "matmuls are scaled by the tensor-core peak")
-    if far:
-        warnings.warn("predict_step_time extrapolates: " + "; ".join(far) + ".", ExtrapolationWarning, stacklevel=2)
+    _warn_extrapolation(far, prec)
     return pd.DataFrame(rows)

@@ -1,0 +1,117 @@
+"""An external benchmark: perfmodel's cluster step time (:mod:`perfmodel.models.parallel` on the per-operator model) on
+NeuSight's eleven 4-GPU training labels (Lee et al., ASPLOS'25; sitar-lab/NeuSight @ 6945927), next to NeuSight's own
+predictions of them.
+
+The labels: GPT-2-large (sequence 1024, global batch 4 and 16) and GPT-3-XL (sequence 2048, global batch 4) on
+4 × A100-SXM4-40GB and 4 × H100-SXM, data (``dp4``), tensor (``tp4``) and pipeline parallel with 4 stages and one
+micro-batch (``pp4_1``). NeuSight's harness (``scripts/asplos/collect_label_distributed.py``) runs Megatron-LM
+(core_r0.5.0) through Hugging Face Accelerate's ``MegatronLMPlugin`` with its defaults: FP32, one micro-batch, Adam,
+and times ``model(**batch)`` + ``accelerator.backward`` — under Megatron that call is Megatron's whole ``train_step``:
+forward and backward passes, the gradient all-reduce (after the backward pass: Megatron's ``overlap_grad_reduce``
+is off by default) and the fused Adam step. perfmodel predicts each label from the single-GPU operator model, never
+fitted on these labels or any multi-GPU measurement, with ``optimizer="adam-fused"``, ``overlap_grad_reduce=False``
+and the GPU's NVLink from the catalog.
+
+What the prediction leaves out: it runs Hugging Face's GPT-2 operators, not Megatron's (Megatron fuses bias + GeLU and
+bias + dropout + residual, and uses fused layer norms), and the gradient-norm clipping pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.datasets._cache import cached_frame
+from perfmodel.diagnostics.metrics import percent_error
+from perfmodel.plotting import subplots
+
+__all__ = ["neusight_distributed_data", "neusight_distributed_summary", "neusight_distributed"]
+
+_STRATEGY = {"dp4": ("dp", 4, 1), "tp4": ("tp", 4, 1), "pp4_1": ("pp", 4, 1)}
+
+
+@cached_frame
+def neusight_distributed_data() -> pd.DataFrame:
+    """One row per 4-GPU training label.
+
+    Returns
+    -------
+    DataFrame
+        ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``, ``batch_size`` (global),
+        ``parallel`` (NeuSight's option), ``strategy``, ``n_gpus``, ``micro_batches``, ``measured_ms``,
+        ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``compute_ms``, ``comm_ms`` (exposed communication),
+        ``bubble_ms``, ``error_pct`` (signed, ``(predicted − measured) / measured``), ``abs_error_pct``,
+        ``neusight_predicted_ms`` and ``neusight_error_pct`` (NeuSight's published prediction and absolute error).
+    """
+    import warnings
+
+    from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_model_config
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel.models.op_step_time import predict_step_time
+
+    lab = load_neusight_labels()
+    lab = lab[(lab["parallel"] != "none") & (lab["mode"] == "train")].copy()
+    unknown = sorted(set(lab["parallel"]) - set(_STRATEGY))
+    if unknown:
+        raise ValueError(f"NeuSight's 4-GPU labels have parallel options {unknown} this benchmark does not map; known: "
+                         f"{sorted(_STRATEGY)}.")
+    lab["gpu"] = [canonical_gpu(d) for d in lab["device"]]
+    rows = []
+    for r in lab.sort_values(["gpu", "model", "batch_size", "parallel"]).itertuples(index=False):
+        strategy, n, m = _STRATEGY[r.parallel]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)  # H100 lies beyond the training GPUs by design
+            p = predict_step_time(neusight_model_config(r.model), r.gpu, input_shape=(int(r.seq_len),), batch_size=int(r.batch_size),
+                                  optimizer="adam-fused", n_gpus=n, strategy=strategy, micro_batches=m, overlap_grad_reduce=False).iloc[0]
+        rows.append(dict(device=r.device, gpu=r.gpu, model=r.model, seq_len=int(r.seq_len), batch_size=int(r.batch_size),
+                         parallel=r.parallel, strategy=strategy, n_gpus=n, micro_batches=m, measured_ms=float(r.e2e_latency_ms),
+                         predicted_ms=p["step_time_s"] * 1e3, lower_ms=p["lower_s"] * 1e3, upper_ms=p["upper_s"] * 1e3,
+                         compute_ms=p["compute_s"] * 1e3, comm_ms=p["comm_s"] * 1e3, bubble_ms=p["bubble_s"] * 1e3))
+    out = pd.DataFrame(rows)
+    out["error_pct"] = percent_error(out["measured_ms"], out["predicted_ms"])
+    out["abs_error_pct"] = out["error_pct"].abs()
+    err = load_neusight_errors()
+    err = err[(err["parallel"] != "none") & (err["method"] == "neusight")]
+    err = err[["device", "model", "seq_len", "batch_size", "parallel", "predicted_e2e_latency_ms", "e2e_error_pct"]].rename(
+        columns={"predicted_e2e_latency_ms": "neusight_predicted_ms", "e2e_error_pct": "neusight_error_pct"})
+    out = out.merge(err, on=["device", "model", "seq_len", "batch_size", "parallel"], how="left")
+    return out
+
+
+def neusight_distributed_summary(data: pd.DataFrame | None = None) -> pd.DataFrame:
+    """MAPE of perfmodel and of NeuSight per strategy, per GPU and over all labels.
+
+    Returns ``group`` (``strategy``, ``gpu`` or ``all``), ``value``, ``n_labels``, ``perfmodel_mape_pct``,
+    ``neusight_mape_pct``.
+    """
+    d = neusight_distributed_data() if data is None else data
+    rows = []
+    for group, key in (("strategy", "strategy"), ("gpu", "gpu")):
+        for v, grp in d.groupby(key, sort=True):
+            rows.append(dict(group=group, value=v, n_labels=len(grp), perfmodel_mape_pct=float(grp["abs_error_pct"].mean()),
+                             neusight_mape_pct=float(grp["neusight_error_pct"].mean())))
+    rows.append(dict(group="all", value="all", n_labels=len(d), perfmodel_mape_pct=float(d["abs_error_pct"].mean()),
+                     neusight_mape_pct=float(d["neusight_error_pct"].mean())))
+    return pd.DataFrame(rows)
+
+
+def neusight_distributed(data: pd.DataFrame | None = None, *, ax=None):
+    """Grouped bars per label: measured, perfmodel's prediction and NeuSight's, with both MAPEs in the title."""
+    d = neusight_distributed_data() if data is None else data
+    s = neusight_distributed_summary(d)
+    fig, ax, own = subplots(ax, figsize=(7.0, 2.8))
+    x = np.arange(len(d))
+    w = 0.27
+    ax.bar(x - w, d["measured_ms"], w, label="measured (NeuSight labels)", color="0.3")
+    ax.bar(x, d["predicted_ms"], w, label="perfmodel", color="C0",
+           yerr=[d["predicted_ms"] - d["lower_ms"], d["upper_ms"] - d["predicted_ms"]], error_kw=dict(lw=0.5))
+    ax.bar(x + w, d["neusight_predicted_ms"], w, label="NeuSight", color="C1")
+    short = {"A100": "A100", "H100": "H100"}
+    ax.set_xticks(x, [f"{short.get(g, g)}\n{m.replace('_', '-')}\nB{b} {p}" for g, m, b, p in
+                      zip(d["gpu"], d["model"], d["batch_size"], d["parallel"])], fontsize=5)
+    allrow = s[s["group"] == "all"].iloc[0]
+    ax.set(yscale="log", ylabel="Step time (ms)",
+           title=f"4-GPU training: perfmodel MAPE {allrow['perfmodel_mape_pct']:.1f} % (NeuSight {allrow['neusight_mape_pct']:.1f} %)")
+    ax.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if own:
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,76 @@
+"""Cluster step time (data, tensor, pipeline parallel) on NeuSight's eleven 4-GPU training labels (A100-SXM4-40GB and H100, Megatron-LM) vs NeuSight.
+
+Predicted from the single-GPU operator model and the alpha-beta communication model; the labels are test data only.
+
+Paper: perfmodel, external benchmark (NeuSight's published labels). Upstream: sitar-lab/NeuSight labels and reported errors.
+
+Sources
+-------
+* sitar-lab/NeuSight: the 4-GPU training labels (dp4, tp4, pp4_1) and NeuSight's published predictions of them
+
+Procedure
+---------
+predict_step_time(n_gpus=4, strategy=dp|tp|pp, optimizer="adam-fused", overlap_grad_reduce=False) for every 4-GPU label
+(Megatron-LM's train_step as NeuSight's harness times it); absolute % error per label and MAPE per strategy, per GPU and
+overall next to NeuSight's.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from perfmodel.papers import _item
+from perfmodel.papers.external import _neusight_distributed as _impl
+
+#: paper the item belongs to ("perfmodel": beyond the papers)
+PAPER = "perfmodel"
+#: figure/table number as the paper prints it
+NUMBER = "external benchmark (NeuSight's 4-GPU labels)"
+#: title
+TITLE = "Cluster step time (data, tensor, pipeline parallel) on NeuSight's eleven 4-GPU training labels (A100-SXM4-40GB and H100, Megatron-LM) vs NeuSight"
+#: the upstream file / notebook cell it redraws
+UPSTREAM = "sitar-lab/NeuSight 4-GPU labels and summary/distributed.csv"
+#: upstream data files
+SOURCES = ("sitar-lab/NeuSight: the 4-GPU training labels (dp4, tp4, pp4_1) and NeuSight's published predictions of them",)
+#: procedure
+PROCEDURE = "predict_step_time(n_gpus=4, strategy=dp|tp|pp, optimizer='adam-fused', overlap_grad_reduce=False) for every 4-GPU label (Megatron-LM's train_step as NeuSight's harness times it); absolute % error per label and MAPE per strategy, per GPU and overall next to NeuSight's."
+#: tolerance rule of its numbers
+TOLERANCE = "no quoted numbers"
+#: reproduction status of the data behind it
+STATUS = "perfmodel analysis"
+#: non-empty: why the item cannot be reproduced at all
+UNAVAILABLE = ""
+#: non-empty: why figure() draws nothing
+NO_FIGURE = ""
+#: non-empty: why numbers() is empty
+NO_NUMBERS = "An external benchmark: measured, predicted and NeuSight's prediction per label are in data(), the MAPEs in its summary, checked in its test; there is no paper value to compare."
+#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
+NUMBERS_AREA = ""
+#: item whose numbers() computes this item's numbers
+NUMBERS_FROM = ""
+#: the id before the papers were packages (still accepted by --only)
+LEGACY_ID = "neusight_distributed_benchmark"
+#: keyword arguments of each figure the runner draws
+VARIANTS = ({},)
+#: notebook showing it
+NOTEBOOK = "notebooks/12-neusight-distributed.ipynb"
+#: test checking it
+TEST = "tests/papers/test_neusight_distributed.py"
+
+__all__ = ["data", "numbers", "figure"]
+
+
+def data() -> pd.DataFrame:
+    """One row per 4-GPU label: measured, predicted and NeuSight's prediction (:func:`_impl.neusight_distributed_data`)."""
+    return _impl.neusight_distributed_data()
+
+
+def numbers() -> pd.DataFrame:
+    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
+    return _item.no_numbers(__name__)
+
+
+def figure(data: pd.DataFrame | None = None, ax=None):
+    """The figure as a matplotlib Figure (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into,
+    one per panel, default a new figure of the paper's size)."""
+    return _impl.neusight_distributed(data=data, ax=ax)

@@ -1,0 +1,258 @@
+"""Memory of one GPU while training: parameters, gradients, optimizer states and activations, per parallel strategy and
+precision — whether a model fits on a GPU before anyone rents one.
+
+It lives in ``planning`` (not ``models``): it fits nothing and predicts no time; it is a feasibility check the planner
+filters on, built on the shapes of :func:`perfmodel.features.extract` and the model layout of
+:mod:`perfmodel.models.parallel`.
+
+Counted per GPU:
+
+* **parameters**: their bytes at ``precision`` (FP32 or TF32: 4, BF16/FP16: 2) for the GPU's share — all of them for
+  ``"dp"``; ``1/n`` for ``"fsdp"`` plus the largest layer gathered twice (the one computing and the one prefetched);
+  for ``"tp"`` the split ones (attention, MLP, vocabulary) ``/ n`` and the replicated ones (norms) whole; for ``"pp"``
+  the stage's layers (the embedding on the first stage, the head on the last, a tied embedding on both);
+* **gradients**: as many bytes as the GPU's parameters (``"fsdp"``: its shard);
+* **optimizer states**: FP32, Adam 8 bytes per parameter (two moments), SGD-momentum 4, none 0; with BF16/FP16
+  parameters also an FP32 master copy (4 bytes), as mixed-precision training keeps;
+* **activations**: the tensors autograd saves for the backward pass (recorded with
+  ``torch.autograd.graph.saved_tensors_hooks`` on a forward pass on the meta device, each counted once, parameters
+  left out) at the GPU's micro-batch; with ``activation_checkpointing`` the input of each
+  layer plus one layer's activations recomputed, and whatever runs outside the layers. ``"tp"`` splits the
+  activations of the split operators ``n`` ways; under 1F1B a pipeline stage ``s`` keeps ``min(m, p − s)``
+  micro-batches in flight.
+
+Not counted: the CUDA context and allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
+temporary workspaces of the kernels.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES"]
+
+#: bytes of optimizer state per parameter (FP32 states).
+OPTIMIZER_STATE_BYTES = {"adam": 8, "adam-fused": 8, "sgd-momentum": 4, "sgd": 0, None: 0}
+
+#: columns of :func:`predict_memory`.
+MEMORY_COLUMNS = ["model", "gpu", "batch_size", "n_gpus", "strategy", "micro_batches", "precision", "optimizer",
+                  "activation_checkpointing", "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
+                  "total_bytes", "capacity_bytes", "fits", "basis"]
+
+
+def _saved_tensors(net, x) -> pd.DataFrame:
+    """The tensors autograd saves for the backward pass in one forward pass of ``net`` on ``x`` (meta device: no memory,
+    no arithmetic): one row per distinct tensor, ``module`` (innermost module running when it was saved), ``bytes``,
+    ``shape``; parameters (and views of them) are left out — they are counted as parameters."""
+    import torch
+
+    names = {m: n for n, m in net.named_modules()}
+    params = {id(p) for p in net.parameters()}
+    stack: list[str] = []
+    rows, seen, keep = [], set(), []
+
+    def pre(mod, args):
+        stack.append(names[mod])
+
+    def post(mod, args, out):
+        if stack:
+            stack.pop()
+
+    def pack(t):
+        base = t._base if t._base is not None else t
+        if id(base) not in params and id(base) not in seen:
+            seen.add(id(base))
+            keep.append(base)
+            rows.append((stack[-1] if stack else "", float(base.numel() * base.element_size()), "x".join(map(str, base.shape))))
+        return t
+
+    handles = [m.register_forward_pre_hook(pre) for m in names] + [m.register_forward_hook(post) for m in names]
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            net(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return pd.DataFrame(rows, columns=["module", "bytes", "shape"])
+
+
+def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
+    """Saved tensors tensor parallelism splits: inside a layer, those of attention and MLP submodules but the
+    hidden-state ones; outside the layers, those with a vocabulary-sized dimension."""
+    from perfmodel.models.parallel import _SPLIT_MODULE, _layer_prefix
+
+    mods = saved["module"].astype(str).to_numpy()
+    prefix, _ = _layer_prefix(pd.unique(saved["module"].astype(str)))
+    inside = (layer >= 0) & (layer < lay.n_layers)
+    rel = [m[len(prefix) + 1:].split(".", 1)[-1] if (prefix and m.startswith(prefix + ".")) else "" for m in mods]
+    in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in rel], dtype=bool)
+    dims = saved["shape"].astype(str).str.split("x")
+    hidden_state = dims.str[-1].to_numpy() == str(lay.hidden)
+    mask = in_split & ~hidden_state
+    if lay.vocab:
+        mask |= (~inside) & np.array([str(lay.vocab) in d for d in dims], dtype=bool)
+    return mask
+
+
+def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: str = "dp", precision: str = "fp32",
+                   optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
+                   input_dtype=None, micro_batches: int | None = None) -> pd.DataFrame:
+    """Bytes per GPU of training ``model`` on ``n_gpus`` GPUs with ``strategy``, by part, and whether it fits.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module, dict or transformers.PretrainedConfig
+        As for :func:`perfmodel.predict_step_time`.
+    gpu : str, GPUSpec or sequence of them
+        Catalog ids or specs; the capacity is the catalog's ``memory_gib``.
+    batch_size : int
+        Global batch (samples per step over all GPUs).
+    n_gpus : int
+        GPUs training together.
+    strategy : {"dp", "fsdp", "tp", "pp"}
+        Parallel strategy (ignored for one GPU).
+    precision : {"fp32", "tf32", "bf16", "fp16"}
+        Precision of parameters and activations.
+    optimizer : {"adam", "adam-fused", "sgd-momentum", "sgd", None}
+        What the optimizer keeps per parameter.
+    activation_checkpointing : bool
+        Keep only each layer's input and recompute the layer in the backward pass.
+    input_shape, input_dtype
+        One sample, as for :func:`perfmodel.predict_step_time`.
+    micro_batches : int, optional
+        Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise); default 1.
+
+    Returns
+    -------
+    DataFrame
+        One row per GPU, :data:`MEMORY_COLUMNS`: ``params_bytes``, ``grads_bytes``, ``optimizer_bytes``,
+        ``activations_bytes``, ``total_bytes`` (their sum), ``capacity_bytes`` (the GPU's memory) and ``fits``
+        (total ≤ capacity; the CUDA context and fragmentation are not counted).
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Unknown GPU, precision or strategy.
+    perfmodel.models.parallel.StrategyError
+        The strategy does not divide the model or the batch.
+    """
+    import torch
+
+    from perfmodel.models import op_step_time as ost
+    from perfmodel.models.parallel import StrategyError, _op_layer, check_strategy_name, model_layout
+
+    if optimizer not in OPTIMIZER_STATE_BYTES:
+        raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
+    prec = ost._check_step_args(0.2, None, False, precision, batch_size)
+    strat = check_strategy_name(strategy)
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    if micro_batches is not None and (isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer))
+                                      or micro_batches < 1):
+        raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
+    n, m, B = int(n_gpus), int(micro_batches or 1), int(batch_size)
+    if n == 1:
+        strat = "dp"
+    specs = ost._gpu_specs(gpu, prec)
+    per_rank = B // n if strat in ("dp", "fsdp") else B
+    if strat in ("dp", "fsdp") and B % n:
+        raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size that is "
+                            "a multiple of n_gpus.")
+    if per_rank % m:
+        raise StrategyError(f"micro_batches={m} does not divide the per-GPU batch {per_rank}. Use micro_batches that divides it.")
+    mb = per_rank // m
+    net, shape, in_dtype, vocab, name = ost._model_input(model, input_shape, input_dtype)
+    if isinstance(net, str):  # a zoo id: built on the meta device
+        from perfmodel import zoo
+
+        net = zoo.build(net, device="meta")
+    lay = model_layout(net)
+    if strat == "tp":
+        bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden)) if not v or v % n]
+        if bad:
+            raise StrategyError(f"strategy='tp' over {n} GPUs does not divide {name}: {', '.join(bad)} (must be known and "
+                                f"divisible by {n}). Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'.")
+    if strat == "pp" and lay.n_layers < n:
+        raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers}. Use fewer "
+                            "GPUs or 'dp' / 'fsdp'.")
+    dtype = getattr(torch, ost.PRECISION_DTYPES[prec])
+    size = torch.empty((), dtype=dtype).element_size()
+    x = torch.empty((mb, *shape), dtype=in_dtype or dtype, device="meta")
+    meta_net = net if next(iter(net.parameters()), torch.empty(0, device="meta")).device.type == "meta" else copy.deepcopy(net).to("meta")
+    if dtype != torch.float32:
+        meta_net = meta_net.to(dtype)
+    if meta_net is not net:
+        lay = model_layout(meta_net)
+    saved = _saved_tensors(meta_net, x)
+    layer = _op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
+    out_b = saved["bytes"].to_numpy(float)
+    if strat == "tp" and len(saved):
+        out_b = np.where(_split_saved(saved, layer, lay), out_b / n, out_b)
+    tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
+    per_layer_act = np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)
+    outside = (layer < 0) | (layer >= lay.n_layers)
+    n_saved = len(saved)
+
+    def activations(layers) -> tuple[float, float]:
+        """(kept activations of one micro-batch, transient recompute) for a set of layer indices."""
+        acts = per_layer_act[list(layers)] if len(layers) else np.zeros(0)
+        if not activation_checkpointing or not len(acts):
+            return float(acts.sum()), 0.0
+        inp = float(tokens * lay.hidden * size) if lay.hidden else float(acts.min())
+        return inp * len(acts), float(acts.max())
+
+    P = lay.params
+    state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if size < 4 and optimizer is not None else 0)
+    layer_params = np.zeros(max(lay.n_layers, 1))
+    for k, v in lay.param_numel.items():
+        if 0 <= lay.param_layer[k] < lay.n_layers:
+            layer_params[lay.param_layer[k]] += v
+    if strat == "pp":
+        bounds = np.array_split(np.arange(lay.n_layers), n)
+        best = None
+        for s, ls in enumerate(bounds):
+            sp = float(layer_params[ls].sum()) if len(ls) else 0.0
+            for k, v in lay.param_numel.items():
+                li = lay.param_layer[k]
+                if (li < 0 and s == 0) or (li >= lay.n_layers and s == n - 1):
+                    sp += v
+                elif li < 0 and s == n - 1 and lay.tied and lay.vocab and lay.vocab in tuple(dict(net.named_parameters())[k].shape):
+                    sp += v
+            kept, tmp = activations(ls)
+            if s == 0:
+                kept += float(out_b[layer < 0].sum())
+            if s == n - 1:
+                kept += float(out_b[layer >= lay.n_layers].sum())
+            in_flight = min(m, n - s)
+            part = (sp * size, sp * size, sp * state, kept * in_flight + tmp)
+            if best is None or sum(part) > sum(best):
+                best = part
+        params_b, grads_b, opt_b, act_b = best
+    else:
+        kept, tmp = activations(range(lay.n_layers))
+        act_b = kept + float(out_b[outside].sum()) + tmp
+        if strat == "dp":
+            rank_p = float(P)
+            params_b = rank_p * size
+        elif strat == "fsdp":
+            rank_p = P / n
+            params_b = rank_p * size + 2 * float(layer_params.max()) * size
+        else:  # tp
+            split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
+            rank_p = split / n + (P - split)
+            params_b = rank_p * size
+        grads_b = rank_p * size
+        opt_b = rank_p * state
+    rows = []
+    for spec in specs:
+        total = params_b + grads_b + opt_b + act_b
+        cap = float(spec.memory_gib) * 2**30
+        rows.append(dict(model=name, gpu=spec.gpu, batch_size=B, n_gpus=n, strategy=strat, micro_batches=m, precision=prec,
+                         optimizer=optimizer or "none", activation_checkpointing=bool(activation_checkpointing),
+                         params_bytes=float(params_b), grads_bytes=float(grads_b), optimizer_bytes=float(opt_b),
+                         activations_bytes=float(act_b), total_bytes=float(total), capacity_bytes=cap, fits=bool(total <= cap),
+                         basis=f"{P:,} parameters at {size} B, optimizer states {state} B/parameter, forward outputs of "
+                               f"the {n_saved} tensors autograd saves at micro-batch {mb}; the CUDA context and fragmentation are not counted"))
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
