@@ -63,4 +63,13 @@ def test_figure_draws_three_bars_per_label(data):
     np.testing.assert_allclose(heights, sorted(data["predicted_ms"]), rtol=1e-12)
     assert "MAPE" in ax.get_title()
     plt.close("all")
-    assert item.numbers().empty
+
+
+def test_numbers_are_perfmodel_results_computed_from_the_rows(data):
+    from perfmodel.diagnostics.metrics import mape
+
+    n = item.numbers().set_index("quantity")
+    assert set(n["status"]) == {"PERFMODEL-RESULT"} and n["paper_value"].isna().all()
+    assert n.loc["all_perfmodel_mape_pct", "reproduced"] == pytest.approx(mape(data["measured_ms"], data["predicted_ms"]))
+    assert n.loc["all_neusight_published_mape_pct", "reproduced"] == pytest.approx(data["neusight_error_pct"].mean())
+    assert {"dp_perfmodel_mape_pct", "tp_perfmodel_mape_pct", "pp_perfmodel_mape_pct"} <= set(n.index)

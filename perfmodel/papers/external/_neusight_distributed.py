@@ -17,12 +17,11 @@ bias + dropout + residual, and uses fused layer norms), and the gradient-norm cl
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from perfmodel.datasets._cache import cached_frame
 from perfmodel.diagnostics.metrics import percent_error
-from perfmodel.plotting import subplots
+from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_bars, subplots
 
 __all__ = ["neusight_distributed_data", "neusight_distributed_summary", "neusight_distributed"]
 
@@ -94,24 +93,22 @@ def neusight_distributed_summary(data: pd.DataFrame | None = None) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+@paper_figure
 def neusight_distributed(data: pd.DataFrame | None = None, *, ax=None):
     """Grouped bars per label: measured, perfmodel's prediction and NeuSight's, with both MAPEs in the title."""
     d = neusight_distributed_data() if data is None else data
     s = neusight_distributed_summary(d)
-    fig, ax, own = subplots(ax, figsize=(7.0, 2.8))
-    x = np.arange(len(d))
-    w = 0.27
-    ax.bar(x - w, d["measured_ms"], w, label="measured (NeuSight labels)", color="0.3")
-    ax.bar(x, d["predicted_ms"], w, label="perfmodel", color="C0",
-           yerr=[d["predicted_ms"] - d["lower_ms"], d["upper_ms"] - d["predicted_ms"]], error_kw=dict(lw=0.5))
-    ax.bar(x + w, d["neusight_predicted_ms"], w, label="NeuSight", color="C1")
-    short = {"A100": "A100", "H100": "H100"}
-    ax.set_xticks(x, [f"{short.get(g, g)}\n{m.replace('_', '-')}\nB{b} {p}" for g, m, b, p in
-                      zip(d["gpu"], d["model"], d["batch_size"], d["parallel"])], fontsize=5)
+    label = [f"{g}\n{m.replace('_', '-')}\nB{b} {p}" for g, m, b, p in zip(d["gpu"], d["model"], d["batch_size"], d["parallel"])]
+    long = pd.concat([pd.DataFrame({"label": label, "by": by, "ms": d[col].to_numpy()})
+                      for by, col in (("measured (NeuSight labels)", "measured_ms"), ("perfmodel", "predicted_ms"),
+                                      ("NeuSight", "neusight_predicted_ms"))], ignore_index=True)
+    fig, ax, own = subplots(ax, figsize=figure_size("text", 2.8))
+    plot_bars(long, x="label", y="ms", hue="by", palette=["0.3", "C0", "C1"], ax=ax, legend=False)
     allrow = s[s["group"] == "all"].iloc[0]
-    ax.set(yscale="log", ylabel="Step time (ms)",
+    ax.set(yscale="log", xlabel="", ylabel="Step time (ms)",
            title=f"4-GPU training: perfmodel MAPE {allrow['perfmodel_mape_pct']:.1f} % (NeuSight {allrow['neusight_mape_pct']:.1f} %)")
-    ax.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.tick_params(axis="x", labelsize=5)
+    legend_outside(ax, where="right")
     if own:
         fig.tight_layout()
     return fig

@@ -35,7 +35,7 @@ SOURCES = ("sitar-lab/NeuSight: the 4-GPU training labels (dp4, tp4, pp4_1) and 
 #: procedure
 PROCEDURE = "predict_step_time(n_gpus=4, strategy=dp|tp|pp, optimizer='adam-fused', overlap_grad_reduce=False) for every 4-GPU label (Megatron-LM's train_step as NeuSight's harness times it); absolute % error per label and MAPE per strategy, per GPU and overall next to NeuSight's."
 #: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
+TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
 #: reproduction status of the data behind it
 STATUS = "perfmodel analysis"
 #: non-empty: why the item cannot be reproduced at all
@@ -43,7 +43,7 @@ UNAVAILABLE = ""
 #: non-empty: why figure() draws nothing
 NO_FIGURE = ""
 #: non-empty: why numbers() is empty
-NO_NUMBERS = "An external benchmark: measured, predicted and NeuSight's prediction per label are in data(), the MAPEs in its summary, checked in its test; there is no paper value to compare."
+NO_NUMBERS = ""
 #: datasets/reference/paper_numbers area its numbers() compares (the whole area)
 NUMBERS_AREA = ""
 #: item whose numbers() computes this item's numbers
@@ -56,6 +56,8 @@ VARIANTS = ({},)
 NOTEBOOK = "notebooks/12-neusight-distributed.ipynb"
 #: test checking it
 TEST = "tests/papers/test_neusight_distributed.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
 
 __all__ = ["data", "numbers", "figure"]
 
@@ -66,8 +68,23 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
-    return _item.no_numbers(__name__)
+    """perfmodel's own results: MAPE per strategy, per GPU and over the eleven 4-GPU labels, next to the MAPE of
+    NeuSight's published errors on the same labels (``COMPARISON_COLUMNS``, no paper value, status ``PERFMODEL-RESULT``,
+    the protocol in ``reason``), from :func:`data`."""
+    from perfmodel.diagnostics.metrics import mape
+
+    d = data()
+    rows = []
+    groups = [*(("strategy", v, g) for v, g in d.groupby("strategy", sort=True)), *(("gpu", v, g) for v, g in d.groupby("gpu", sort=True)),
+              ("all", "all", d)]
+    for kind, v, grp in groups:
+        on = "all eleven labels" if kind == "all" else f"the {len(grp)} labels of {kind} {v}"
+        rows.append(dict(quantity=f"{str(v).lower()}_perfmodel_mape_pct", unit="pct", value=mape(grp["measured_ms"], grp["predicted_ms"]),
+                         protocol=f"predict_step_time(n_gpus=4, strategy=...) from the single-GPU operator model (never fitted on a "
+                                  f"multi-GPU measurement) on {on}; MAPE from perfmodel.diagnostics.metrics"))
+        rows.append(dict(quantity=f"{str(v).lower()}_neusight_published_mape_pct", unit="pct", value=float(grp["neusight_error_pct"].mean()),
+                         protocol=f"mean of the absolute errors NeuSight publishes for its own predictor on {on} (sitar-lab/NeuSight)"))
+    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):
