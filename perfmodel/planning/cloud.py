@@ -228,7 +228,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     -------
     DataFrame
         One row per candidate, :data:`CLOUD_PLAN_COLUMNS`, sorted by time then cost; ``attrs`` hold ``skipped``
-        (candidates left out and why), ``deadline_h``, ``budget_usd``.
+        (candidates left out: a list of dicts ``n_gpus``, ``strategy``, ``batch_size``, ``reason``), ``deadline_h``, ``budget_usd``.
 
     Raises
     ------
@@ -370,7 +370,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     if ok.any():
         out.loc[ok, "pareto"] = pareto_front(out[ok])
     out = out[CLOUD_PLAN_COLUMNS].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
-    out.attrs.update(skipped=pd.DataFrame(skipped, columns=["n_gpus", "strategy", "batch_size", "reason"]),
+    out.attrs.update(skipped=[dict(d) for d in skipped],
                      deadline_h=deadline_h, budget_usd=budget_usd)
     return out
 
