@@ -153,3 +153,22 @@ def test_memory_monotone_in_batch(frame):
     for _, g in frame.groupby(["gpu", "n_gpus", "strategy", "spot", "instance_type"]):
         mem = g.sort_values("batch_size")["memory_per_gpu_bytes"].to_numpy()
         assert (np.diff(mem) >= 0).all()
+
+
+def test_cli_plan_cloud_with_a_user_price_file(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    PRICES.to_csv(tmp_path / "prices.csv", index=False)
+    argv = ["plan-cloud", str(tmp_path / "config.json"), "--input-shape", "128", "--n-gpus", "1,2", "--batch-sizes", "8,16",
+            "--strategies", "dp,fsdp", "--steps", "20000", "--prices", str(tmp_path / "prices.csv")]
+    assert main([*argv, "--deadline-h", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Pareto front of 24 candidates (20000 steps):") and "cheapest within the deadline:" in out
+    assert "why: cheapest of the " in out
+    assert main([*argv, "--gpus", "H100"]) == 1
+    assert "perfmodel: No price for GPU H100: the price table has aws us-east-1 big (8xA100)" in capsys.readouterr().err
+    assert main(["plan-cloud", str(tmp_path / "missing.json")]) == 2
+    assert "perfmodel plan-cloud: model" in capsys.readouterr().err
