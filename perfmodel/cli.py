@@ -1,4 +1,4 @@
-"""Command line: ``perfmodel reproduce | predict | plan | measure | features | data``.
+"""Command line: ``perfmodel reproduce | predict | plan | plan-cloud | measure | features | data``.
 
 Exit status: 0 on success, 1 when a check fails (e.g. a file whose hash does not match), 2 on a usage error.
 """
@@ -197,6 +197,68 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+def _cloud_model(text: str):
+    """A zoo id / 'package.module:Class' (as for plan), or a Hugging Face config as a JSON file."""
+    if text.endswith(".json"):
+        import json
+        from pathlib import Path
+
+        path = Path(text)
+        if not path.is_file():
+            raise _UsageError(f"model {text!r}: no such JSON file (a Hugging Face config.json, e.g. of GPT-2-large).")
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise _UsageError(f"model {text!r} is not valid JSON ({exc}); expected a Hugging Face config.json.") from None
+    from perfmodel.zoo import load_model
+
+    return load_model(text)
+
+
+def _cmd_plan_cloud(args) -> int:
+    import pandas as pd
+
+    from perfmodel.planning import cheapest_within_deadline, fastest_within_budget, plan_cloud
+
+    _positive(args.deadline_h, "--deadline-h")
+    _positive(args.budget_usd, "--budget-usd")
+    if args.steps < 1:
+        raise _UsageError(f"--steps must be ≥ 1; got {args.steps}.")
+    try:
+        counts = [int(x) for x in _names(args.n_gpus, "--n-gpus")]
+        batches = [int(x) for x in _names(args.batch_sizes, "--batch-sizes")]
+    except ValueError:
+        raise _UsageError(f"--n-gpus and --batch-sizes must be comma-separated integers; got {args.n_gpus!r} and {args.batch_sizes!r}.") from None
+    spot = {"both": (True, False), "spot": (True,), "on-demand": (False,)}[args.spot]
+    prices = None
+    if args.prices:
+        from pathlib import Path
+
+        if not Path(args.prices).is_file():
+            raise _UsageError(f"--prices {args.prices}: no such file. Expected a CSV with the columns of "
+                              "perfmodel.datasets.reference.load_gpu_prices().")
+        prices = pd.read_csv(args.prices)
+    f = plan_cloud(_cloud_model(args.model), gpus=_names(args.gpus, "--gpus") if args.gpus else None, n_gpus=counts,
+                   batch_sizes=batches, strategies=_names(args.strategies, "--strategies"), spot=spot, prices=prices,
+                   steps=args.steps, deadline_h=args.deadline_h, budget_usd=args.budget_usd, input_shape=_shape(args.input_shape),
+                   precision=args.precision, optimizer=args.optimizer)
+    cols = ["gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "time_h", "cost_usd",
+            "memory_per_gpu_bytes", "fits", "expected_revocations", "feasible"]
+    print(f"Pareto front of {len(f)} candidates ({args.steps} steps):")
+    _print_frame(f.loc[f["pareto"], cols])
+    if args.deadline_h is not None:
+        c = cheapest_within_deadline(f, args.deadline_h)
+        print("\ncheapest within the deadline:")
+        _print_frame(c[cols].to_frame().T)
+        print(f"why: {c['why']}")
+    if args.budget_usd is not None:
+        c = fastest_within_budget(f, args.budget_usd)
+        print("\nfastest within the budget:")
+        _print_frame(c[cols].to_frame().T)
+        print(f"why: {c['why']}")
+    return 0
+
+
 def _cmd_zoo(args) -> int:
     import pandas as pd
 
@@ -335,6 +397,24 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--prices", default=None, metavar="FILE",
                     help="CSV of prices in $/h with the columns of perfmodel.datasets.load_prices (none: ICAC'19's 2019 GCE prices)")
     pl.set_defaults(func=_cmd_plan)
+    pc = sub.add_parser("plan-cloud", help="which GPUs to rent today: GPU x count x batch x strategy x spot, time, cost, "
+                        "memory, revocations, Pareto front", formatter_class=fmt)
+    pc.add_argument("model", help="a zoo id, package.module:ClassName, or a Hugging Face config as a JSON file (config.json)")
+    pc.add_argument("--gpus", default=None, help="comma-separated GPU ids, each with a price (none: every GPU of the price table)")
+    pc.add_argument("--n-gpus", default="1,2,4,8", help="comma-separated GPU counts")
+    pc.add_argument("--batch-sizes", default="8,16,32", help="comma-separated global batch sizes")
+    pc.add_argument("--strategies", default="dp,fsdp,tp,pp", help="comma-separated parallel strategies for more than one GPU")
+    pc.add_argument("--spot", choices=("both", "spot", "on-demand"), default="both", help="purchase options to plan")
+    pc.add_argument("--input-shape", default="1024", help="shape of one input sample, without the batch dimension")
+    pc.add_argument("--steps", type=int, default=10000, help="training steps at every batch size")
+    pc.add_argument("--precision", default="bf16", help="fp32, tf32, bf16 or fp16")
+    pc.add_argument("--optimizer", default="adam", help="adam, adam-fused or sgd-momentum")
+    pc.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
+    pc.add_argument("--budget-usd", type=float, default=None, help="budget in US dollars (none: unconstrained)")
+    pc.add_argument("--prices", default=None, metavar="FILE",
+                    help="CSV of GPU VM prices with the columns of perfmodel.datasets.reference.load_gpu_prices "
+                         "(none: the shipped, dated table)")
+    pc.set_defaults(func=_cmd_plan_cloud)
     zoo = sub.add_parser("zoo", help="list the zoo ids (the twenty CM-DARE CNNs) with their size and accepted spellings")
     zoo.set_defaults(func=_cmd_zoo)
 
@@ -415,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     errors: tuple = (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError)
-    if args.command in ("predict", "plan"):
+    if args.command in ("predict", "plan", "plan-cloud"):
         errors += (ValueError,)
     if args.command == "measure":
         from perfmodel.measure import MeasurementFileError

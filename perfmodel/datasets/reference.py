@@ -8,6 +8,8 @@
 * ``reference/gpus.csv`` — GPU catalog (peak FP32/TF32/FP16/BF16 rates, memory, SMs, L2, interconnect), each group of
   values with its source.
 * ``reference/icac19_prices.csv`` — GCE prices of ICAC'19 Table II (2019).
+* ``reference/gpu_prices.csv`` — today's GPU VM prices (provider, region, instance type), each row with its date and
+  source page.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -143,6 +145,29 @@ def load_prices() -> pd.DataFrame:
     return _read_packaged("reference/icac19_prices.csv")
 
 
+#: Columns of :func:`load_gpu_prices` (and of a user's own table for :func:`perfmodel.planning.cloud.plan_cloud`).
+GPU_PRICE_COLUMNS = ("provider", "region", "instance_type", "gpu", "gpus_per_instance", "on_demand_usd_per_h", "spot_usd_per_h",
+                     "price_date", "source_url", "note")
+
+
+def load_gpu_prices() -> pd.DataFrame:
+    """Hourly prices of today's GPU VMs, one row per (provider, region, instance type), each read on a cited page.
+
+    Only numbers read on a stored page are kept (none is guessed): the table is small and partial. Pass your own
+    table to :func:`perfmodel.planning.cloud.plan_cloud` (``prices=``) or ``perfmodel plan-cloud --prices FILE`` for
+    the instances, regions and spot prices you pay.
+
+    Returns
+    -------
+    DataFrame
+        :data:`GPU_PRICE_COLUMNS`: ``provider`` (``aws``, ``gcp``, ...), ``region``, ``instance_type``, ``gpu``
+        (catalog id, :func:`perfmodel.datasets.canonical_gpu`), ``gpus_per_instance``, ``on_demand_usd_per_h`` and
+        ``spot_usd_per_h`` (US dollars per instance-hour; spot NaN where the page publishes none), ``price_date`` (the
+        date the page states), ``source_url``, ``note`` (what the page is, the exact wording quoted).
+    """
+    return _read_packaged("reference/gpu_prices.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -177,5 +202,6 @@ DATASETS: tuple[DatasetSpec, ...] = (
     ),
     DatasetSpec("reported_cnns", load_reported_cnns, "one of the twenty CNNs with its published features", ("reference/cmdare_cnns.csv",), "ICDCS'20 §4", kind="reference"),
     DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32/TF32/FP16/BF16 TFLOPS, memory, SMs, L2, interconnect, sources", ("reference/gpus.csv",), "ICDCS'20 §6 (GPU TFLOPS); every current GPU", kind="catalog"),
+    DatasetSpec("gpu_prices", load_gpu_prices, "one GPU VM type of a provider and region: hourly on-demand/spot price, date, source page", ("reference/gpu_prices.csv",), "today's cloud planner (beyond the papers)", kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

@@ -13,6 +13,7 @@ from perfmodel.planning.plan import (
     validate_against_icac,
 )
 from perfmodel.planning.memory import predict_memory
+from perfmodel.planning.cloud import cheapest_within_deadline, fastest_within_budget, plan_cloud
 from perfmodel.planning.prices import read_prices
 from perfmodel.planning.revocation import (
     estimate_time_after_revocation,
@@ -29,7 +30,7 @@ from perfmodel.planning.revocation import (
 
 __all__ = [
     "cluster_cost_usd", "icac_run_costs", "price_per_second", "read_prices", "predict_memory",
-    "plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
+    "plan", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h", "young_daly_interval",
     "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation", "estimate_time_after_revocation", "tf_restart_s", "gradient_noise_scale", "steps_multiplier",
 ]

@@ -1,0 +1,442 @@
+"""Which GPUs should I rent today? Time, cost, memory and spot revocations of every candidate, on today's clouds.
+
+:func:`plan_cloud` enumerates GPU type × GPU count × global batch × parallel strategy × spot/on-demand × price row
+(provider, region, instance type) for any model :func:`perfmodel.predict_step_time` takes (zoo id, ``nn.Module``,
+Hugging Face config), and predicts for each:
+
+* **step time** — :func:`perfmodel.predict_step_time` (per-operator model; ``dp``/``fsdp``/``tp``/``pp`` over the
+  GPUs; the GPU's NVLink inside one instance, a network link when the GPUs span instances);
+* **steps** — ``steps`` at every batch, or, with the gradient noise scale ``b_simple`` (McCandlish et al.;
+  :func:`perfmodel.planning.efficiency.steps_multiplier`), ``steps`` at ``reference_batch`` rescaled to each batch:
+  ``steps · (1 + b_simple/B) / (1 + b_simple/B_ref)`` (time to the same target, not a fixed step count);
+* **memory per GPU** — :func:`perfmodel.predict_memory`; a candidate that does not fit is never feasible;
+* **spot revocations** — the renewal expectation (:func:`perfmodel.planning.revocation.expected_revocations`) over
+  the instances, from the lives of the spot traces (:func:`perfmodel.datasets.spot_lifetimes`; Spot VMs have no 24-h
+  cap: ``max_lifetime_h=None``);
+* **restart overhead** (synchronous training: a revocation stops every GPU) — per revocation, the replacement's
+  start-up (mean measured transient VM start-up, :func:`perfmodel.datasets.load_vm_startup`), reading the checkpoint
+  back and the work lost since the last checkpoint (half the Young/Daly interval on average,
+  :func:`perfmodel.planning.revocation.young_daly_interval`, with the job's MTBF = one instance's mean life / the
+  instances); plus writing a checkpoint every interval. The checkpoint time is CM-DARE's Duration ~ Size regression
+  (:class:`perfmodel.models.CheckpointTimeRegressor`) at the GPU's state size (parameters + optimizer states);
+* **cost** — whole instances (``ceil(n / gpus_per_instance)``) at the row's on-demand or spot price for the whole
+  time, overhead included.
+
+Then ``feasible`` (fits, within ``deadline_h`` and ``budget_usd``), ``pareto`` (time–cost front among the feasible
+rows, :func:`perfmodel.planning.plan.pareto_front`) and ``extrapolated`` (which inputs of the row lie outside what
+they were measured on). :func:`cheapest_within_deadline` and :func:`fastest_within_budget` choose, and say why.
+
+Predictions are memoised per (model, batch, GPU count, strategy, precision, optimizer, link): a second plan of the
+same model reuses them (``benchmarks/bench_plan_cloud.py``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+import weakref
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "clear_plan_cache",
+           "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK"]
+
+#: Columns of :func:`plan_cloud`.
+CLOUD_PLAN_COLUMNS = [
+    "model", "gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "n_instances",
+    "interconnect", "step_time_s", "steps", "compute_time_h", "memory_per_gpu_bytes", "capacity_bytes", "fits",
+    "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "restart_overhead_h", "time_h", "usd_per_h",
+    "cost_usd", "price_date", "feasible", "pareto", "extrapolated",
+]
+
+#: Link assumed between GPUs of different instances when ``interconnect`` is not given (the instances' network).
+MULTI_INSTANCE_LINK = "ethernet-100g"
+
+_PRICE_NEED = ("provider", "region", "instance_type", "gpu", "gpus_per_instance", "on_demand_usd_per_h", "spot_usd_per_h")
+
+# memo of predictions: key -> DataFrame; modules are keyed by identity and held weakly.
+_MEMO: dict = {}
+_MODULE_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def clear_plan_cache() -> None:
+    """Forget the memoised step-time and memory predictions of :func:`plan_cloud`."""
+    _MEMO.clear()
+
+
+def _model_key(model, input_shape):
+    if isinstance(model, str):
+        k = ("str", model)
+    elif isinstance(model, dict):
+        k = ("config", json.dumps(model, sort_keys=True, default=str))
+    elif type(model).__name__.endswith("Config") and hasattr(model, "to_json_string"):
+        k = ("config", model.to_json_string())
+    else:
+        try:
+            k = _MODULE_KEYS.setdefault(model, ("module", id(model), len(_MODULE_KEYS)))
+        except TypeError:  # not weak-referenceable: no memo across calls
+            k = ("object", id(model))
+    return (k, tuple(input_shape) if input_shape is not None else None)
+
+
+def _memo(key, fn):
+    if key not in _MEMO:
+        _MEMO[key] = fn()
+    return _MEMO[key]
+
+
+def check_gpu_prices(prices: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The price table :func:`plan_cloud` uses: :func:`perfmodel.datasets.reference.load_gpu_prices` or yours, checked.
+
+    Raises
+    ------
+    ValueError
+        Missing columns, a GPU count that is not a positive integer, an on-demand price that is not positive or a spot
+        price that is negative.
+    """
+    from perfmodel import datasets as ds
+    from perfmodel.datasets.reference import load_gpu_prices
+
+    p = load_gpu_prices() if prices is None else prices.copy()
+    missing = [c for c in _PRICE_NEED if c not in p.columns]
+    if missing:
+        raise ValueError(f"prices lacks the columns {missing}; it has {list(p.columns)}. Expected a table like "
+                         f"perfmodel.datasets.reference.load_gpu_prices(): {', '.join(_PRICE_NEED)} (prices in US dollars "
+                         "per instance-hour; spot empty where there is none).")
+    n = pd.to_numeric(p["gpus_per_instance"], errors="coerce")
+    if not (np.isfinite(n) & (n >= 1) & (n == np.round(n))).all():
+        raise ValueError(f"prices: gpus_per_instance must be a positive integer in every row; got {p['gpus_per_instance'].tolist()}.")
+    od = pd.to_numeric(p["on_demand_usd_per_h"], errors="coerce")
+    spot = pd.to_numeric(p["spot_usd_per_h"], errors="coerce")
+    if not (np.isfinite(od) & (od > 0)).all():
+        raise ValueError(f"prices: on_demand_usd_per_h must be a positive number of dollars per hour in every row; got "
+                         f"{p['on_demand_usd_per_h'].tolist()}.")
+    if (spot.notna() & ~(spot > 0)).any():
+        raise ValueError(f"prices: spot_usd_per_h must be positive or empty (no spot price); got {p['spot_usd_per_h'].tolist()}.")
+    p["gpus_per_instance"], p["on_demand_usd_per_h"], p["spot_usd_per_h"] = n.astype(int), od.astype(float), spot.astype(float)
+    p["gpu"] = [ds.canonical_gpu(g) for g in p["gpu"]]
+    if "price_date" not in p.columns:
+        p["price_date"] = "user prices"
+    return p.reset_index(drop=True)
+
+
+def _price_rows(p: pd.DataFrame, gpu: str, regions) -> pd.DataFrame:
+    rows = p[p["gpu"] == gpu]
+    if rows.empty:
+        have = "; ".join(f"{r.provider} {r.region} {r.instance_type} ({r.gpus_per_instance}x{r.gpu})" for r in p.itertuples(index=False))
+        raise ValueError(f"No price for GPU {gpu}: the price table has {have or 'no rows'}. Pass prices= (Python) or --prices FILE "
+                         "(command line) with a row for it: columns provider, region, instance_type, gpu, gpus_per_instance, "
+                         "on_demand_usd_per_h, spot_usd_per_h (perfmodel.datasets.reference.GPU_PRICE_COLUMNS).")
+    if regions is not None:
+        rows = rows[rows["region"].isin(regions)]
+    return rows
+
+
+@lru_cache(maxsize=None)
+def _spot_distribution(provider: str) -> tuple[pd.DataFrame, str]:
+    """Lifetime distribution of a spot instance (no cap) and what it was measured on."""
+    from perfmodel.datasets import spot_lifetimes
+    from perfmodel.planning.revocation import lifetime_distribution
+
+    if provider == "aws":
+        lt, basis = spot_lifetimes(cloud="aws", gpu="V100"), "AWS V100 (p3) spot traces 2022-23"
+    elif provider == "gcp":
+        lt, basis = spot_lifetimes(cloud="gcp", gpu=None), "GCP c3 CPU spot traces 2022-23"
+    else:
+        lt, basis = spot_lifetimes(), "all spot traces 2022-23 (AWS, GCP)"
+    return lifetime_distribution(lifetimes_h=lt["lifetime_h"], revoked=lt["preempted"], max_lifetime_h=None, bin_h=0.1), basis
+
+
+@lru_cache(maxsize=None)
+def _checkpoint_regressor():
+    from perfmodel.datasets import load_checkpoint_samples
+    from perfmodel.models.checkpoint import CheckpointTimeRegressor
+
+    train = load_checkpoint_samples("whole")
+    return CheckpointTimeRegressor(method="linear", features="size").fit(train, train["duration_s"]), float(train["checkpoint_mb"].max())
+
+
+def _checkpoint_s(state_bytes: float) -> tuple[float, str]:
+    est, max_mb = _checkpoint_regressor()
+    mb = state_bytes / 2**20
+    t = float(est.predict(pd.DataFrame({"checkpoint_mb": [mb]}))[0])
+    note = (f"checkpoint time: CM-DARE's Duration ~ Size fit (TensorFlow to remote storage, at most {max_mb:.0f} MB) at "
+            f"{mb:.0f} MB" if mb > max_mb else "")
+    return max(t, 1e-3), note
+
+
+def _as_tuple(v, name):
+    out = [v] if isinstance(v, (str, bool, int, np.integer, np.bool_)) else list(v)
+    if not out:
+        raise ValueError(f"{name} must name at least one option.")
+    return out
+
+
+def _steps(batch: int, steps: int, b_simple, reference_batch) -> float:
+    if b_simple is None:
+        return float(steps)
+    from perfmodel.planning.efficiency import steps_multiplier
+
+    return float(steps * steps_multiplier(batch, b_simple) / steps_multiplier(reference_batch, b_simple))
+
+
+def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32), strategies=("dp", "fsdp", "tp", "pp"),
+               spot=(True, False), regions=None, prices: pd.DataFrame | None = None, steps: int | None = None,
+               b_simple: float | None = None, reference_batch: int | None = None, deadline_h: float | None = None,
+               budget_usd: float | None = None, input_shape=None, input_dtype=None, precision: str = "bf16",
+               optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
+               checkpoint_s: float | None = None) -> pd.DataFrame:
+    """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module, dict or transformers.PretrainedConfig
+        As for :func:`perfmodel.predict_step_time`.
+    gpus : sequence of str, optional
+        GPU types; default every GPU of the price table. Each needs a row in ``prices``.
+    n_gpus : sequence of int
+        GPU counts (one instance holds ``gpus_per_instance`` of them; more span instances).
+    batch_sizes : sequence of int
+        Global batch sizes (samples per step over all GPUs).
+    strategies : sequence of {"dp", "fsdp", "tp", "pp"}
+        Parallel strategies for ``n_gpus > 1`` (one GPU: ``"single"``). Combinations a strategy cannot split (heads
+        not divisible, a batch that does not split) are left out and listed in ``attrs["skipped"]``; when none is left,
+        the first :class:`perfmodel.models.parallel.StrategyError` is raised.
+    spot : bool or sequence of bool
+        Spot (revocable) and/or on-demand instances; spot only where the price row has a spot price.
+    regions : sequence of str, optional
+        Keep the price rows of these regions.
+    prices : DataFrame, optional
+        Your own table with the columns of :func:`perfmodel.datasets.reference.load_gpu_prices` (US dollars per
+        instance-hour); default the shipped table.
+    steps : int
+        Training steps: at every batch size, or at ``reference_batch`` when ``b_simple`` is given.
+    b_simple, reference_batch : float, int, optional
+        Gradient noise scale (:func:`perfmodel.planning.efficiency.gradient_noise_scale`, ``perfmodel measure noise``)
+        and the batch ``steps`` were counted at: the plan then needs the same progress at every batch.
+    deadline_h, budget_usd : float, optional
+        Constraints for ``feasible``.
+    input_shape, input_dtype, precision, optimizer, micro_batches, interconnect
+        As for :func:`perfmodel.predict_step_time` (``interconnect`` applies to every candidate; default the GPU's
+        NVLink inside an instance and :data:`MULTI_INSTANCE_LINK` across instances).
+    checkpoint_s : float, optional
+        Seconds to write (and to read back) one checkpoint; default predicted from the GPU's state size.
+
+    Returns
+    -------
+    DataFrame
+        One row per candidate, :data:`CLOUD_PLAN_COLUMNS`, sorted by time then cost; ``attrs`` hold ``skipped``
+        (candidates left out: a list of dicts ``n_gpus``, ``strategy``, ``batch_size``, ``reason``), ``deadline_h``, ``budget_usd``.
+
+    Raises
+    ------
+    ValueError
+        A GPU without a price (the message lists the table's rows and how to pass ``prices=``), bad counts or
+        constraints, ``steps`` missing.
+    perfmodel.models.parallel.StrategyError
+        No candidate of the grid can be split as asked (the first reason).
+    perfmodel.datasets.UnknownNameError
+        Unknown GPU, strategy, precision or interconnect.
+    """
+    from perfmodel import datasets as ds
+    from perfmodel.models import op_step_time as ost
+    from perfmodel.models.parallel import StrategyError, check_strategy_name, resolve_interconnect
+    from perfmodel.planning.memory import predict_memory
+    from perfmodel.planning.plan import _startup_s, pareto_front
+    from perfmodel.planning.revocation import expected_revocations, mean_time_between_failures_h, young_daly_interval
+
+    if steps is None or isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be a positive number of training steps (at every batch, or at reference_batch with "
+                         f"b_simple); got {steps!r}.")
+    if (b_simple is None) != (reference_batch is None):
+        raise ValueError("b_simple and reference_batch go together: the noise scale and the batch `steps` were counted at.")
+    if b_simple is not None and not (b_simple > 0 and reference_batch > 0):
+        raise ValueError(f"b_simple and reference_batch must be positive; got {b_simple!r} and {reference_batch!r}.")
+    for name, v in (("deadline_h", deadline_h), ("budget_usd", budget_usd), ("checkpoint_s", checkpoint_s)):
+        if v is not None and not v > 0:
+            raise ValueError(f"{name} must be positive; got {v!r}.")
+    counts = [int(n) for n in _as_tuple(n_gpus, "n_gpus")]
+    batches = [int(b) for b in _as_tuple(batch_sizes, "batch_sizes")]
+    if min(counts) < 1 or min(batches) < 1:
+        raise ValueError(f"n_gpus and batch_sizes must be positive integers; got {counts} and {batches}.")
+    strats = [check_strategy_name(s) for s in _as_tuple(strategies, "strategies")]
+    spots = [bool(s) for s in _as_tuple(spot, "spot")]
+    p = check_gpu_prices(prices)
+    gpu_list = sorted(set(p["gpu"])) if gpus is None else [ds.canonical_gpu(g) for g in _as_tuple(gpus, "gpus")]
+    regions = None if regions is None else _as_tuple(regions, "regions")
+    rows_by_gpu = {g: _price_rows(p, g, regions) for g in gpu_list}
+    if interconnect is not None:
+        for g in gpu_list:
+            resolve_interconnect(interconnect, g)  # unknown names fail here, before any prediction
+    mkey = _model_key(model, input_shape)
+    prec = str(precision).lower()
+    specs = {g: ds.gpu_spec(g) for g in gpu_list}
+    rows, skipped = [], []
+    first_error = None
+    for n in counts:
+        for strat in (["single"] if n == 1 else strats):
+            for B in batches:
+                # the link: inside one instance (NVLink / PCIe) or across instances (network); one prediction per link
+                groups: dict = {}
+                for g in gpu_list:
+                    for r in rows_by_gpu[g].itertuples(index=False):
+                        spans = n > int(r.gpus_per_instance)
+                        link = interconnect if interconnect is not None else (MULTI_INSTANCE_LINK if spans else None)
+                        groups.setdefault((link, spans), {}).setdefault(g, []).append(r)
+                for (link, spans), by_gpu in groups.items():
+                    gl = tuple(sorted(by_gpu))
+                    s_name = "dp" if strat == "single" else strat
+                    link_key = link if isinstance(link, (str, type(None))) else repr(link)
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype),
+                                         lambda: ost.predict_step_time(model, list(gl), input_shape=input_shape, batch_size=B,
+                                                                       input_dtype=input_dtype, precision=prec, optimizer=optimizer,
+                                                                       n_gpus=n, strategy=s_name, micro_batches=micro_batches,
+                                                                       interconnect=link))
+                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype),
+                                        lambda: predict_memory(model, list(gl), batch_size=B, n_gpus=n, strategy=s_name,
+                                                               precision=prec, optimizer=optimizer, input_shape=input_shape,
+                                                               input_dtype=input_dtype, micro_batches=micro_batches))
+                    except StrategyError as exc:
+                        first_error = first_error or exc
+                        skipped.append(dict(n_gpus=n, strategy=strat, batch_size=B, reason=str(exc)))
+                        continue
+                    step_by = step.set_index("gpu")
+                    mem_by = mem.set_index("gpu")
+                    for g, price_rows in by_gpu.items():
+                        st, mm = step_by.loc[g], mem_by.loc[g]
+                        notes = [x.split(": ", 1)[1] for x in ost._extrapolation_notes(specs[g])]
+                        if prec != "fp32":
+                            notes.append(f"precision {prec} (operator efficiencies learned on FP32)")
+                        if spans and interconnect is None:
+                            notes.append(f"link between instances assumed {MULTI_INSTANCE_LINK} (pass interconnect=)")
+                        nsteps = _steps(B, int(steps), b_simple, reference_batch)
+                        compute_s = nsteps * float(st["step_time_s"])
+                        state = float(mm["params_bytes"] + mm["optimizer_bytes"])
+                        if checkpoint_s is None:
+                            ck, ck_note = _checkpoint_s(state)
+                        else:
+                            ck, ck_note = float(checkpoint_s), ""
+                        for r in price_rows:
+                            k = math.ceil(n / int(r.gpus_per_instance))
+                            for sp in spots:
+                                price = r.spot_usd_per_h if sp else r.on_demand_usd_per_h
+                                if not np.isfinite(price):
+                                    skipped.append(dict(n_gpus=n, strategy=strat, batch_size=B,
+                                                        reason=f"no spot price for {r.provider} {r.region} {r.instance_type}"))
+                                    continue
+                                row_notes = list(notes)
+                                if sp:
+                                    dist, basis = _spot_distribution(str(r.provider))
+                                    mtbf_s = mean_time_between_failures_h(dist) * 3600 / k
+                                    tau = young_daly_interval(ck, mtbf_s)
+                                    rev = float(k * expected_revocations(compute_s / 3600, 1, dist=dist)[0])
+                                    restart = _startup_s(g, True) + ck + tau / 2
+                                    over_s = rev * restart + compute_s / tau * ck
+                                    row_notes.append(f"spot lifetimes of {basis}")
+                                    row_notes.append("replacement start-up: CM-DARE's GCE transient VMs (2019)")
+                                    if ck_note:
+                                        row_notes.append(ck_note)
+                                else:
+                                    tau, rev, over_s = np.nan, 0.0, 0.0
+                                time_h = (compute_s + over_s) / 3600
+                                usd_h = k * float(price)
+                                rows.append(dict(model=str(st["model"]), gpu=g, n_gpus=n, strategy=strat, batch_size=B, spot=sp,
+                                                 provider=r.provider, region=r.region, instance_type=r.instance_type, n_instances=k,
+                                                 interconnect=str(st.get("interconnect", "none")) if n > 1 else "none",
+                                                 step_time_s=float(st["step_time_s"]), steps=nsteps, compute_time_h=compute_s / 3600,
+                                                 memory_per_gpu_bytes=float(mm["total_bytes"]), capacity_bytes=float(mm["capacity_bytes"]),
+                                                 fits=bool(mm["fits"]), checkpoint_s=ck if sp else np.nan, checkpoint_interval_s=tau,
+                                                 expected_revocations=rev, restart_overhead_h=over_s / 3600, time_h=time_h,
+                                                 usd_per_h=usd_h, cost_usd=usd_h * time_h, price_date=str(getattr(r, "price_date", "")),
+                                                 extrapolated="; ".join(row_notes) or "none"))
+    if not rows:
+        if first_error is not None:
+            raise first_error
+        raise ValueError("No candidate is left: " + "; ".join(sorted({s["reason"] for s in skipped})[:5]) +
+                         ". Allow on-demand (spot=(True, False)) or pass prices= with spot prices.")
+    out = pd.DataFrame(rows)
+    ok = out["fits"].copy()
+    if deadline_h is not None:
+        ok &= out["time_h"] <= deadline_h
+    if budget_usd is not None:
+        ok &= out["cost_usd"] <= budget_usd
+    out["feasible"] = ok
+    out["pareto"] = False
+    if ok.any():
+        out.loc[ok, "pareto"] = pareto_front(out[ok])
+    out = out[CLOUD_PLAN_COLUMNS].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
+    out.attrs.update(skipped=[dict(d) for d in skipped],
+                     deadline_h=deadline_h, budget_usd=budget_usd)
+    return out
+
+
+def _describe(r) -> str:
+    kind = "spot" if r["spot"] else "on-demand"
+    strat = "" if r["strategy"] == "single" else f" {r['strategy']}"
+    return (f"{r['n_gpus']}x{r['gpu']}{strat} at batch {r['batch_size']}, {kind} {r['provider']} {r['region']} "
+            f"({r['n_instances']}x{r['instance_type']}): {r['time_h']:.3g} h, ${r['cost_usd']:.4g}")
+
+
+def _choose(frame: pd.DataFrame, ok: pd.Series, by: str, what: str, relax: str) -> pd.Series:
+    fits = frame[frame["fits"]]
+    if fits.empty:
+        raise _infeasible(f"No candidate fits in GPU memory (the smallest needs {frame['memory_per_gpu_bytes'].min() / 2**30:.1f} GiB "
+                          "per GPU). Allow more GPUs, fsdp/tp/pp, smaller batches or bigger GPUs.")
+    cand = frame[ok & frame["fits"]]
+    if cand.empty:
+        other = "time_h" if by == "cost_usd" else "cost_usd"
+        best = fits.nsmallest(3, other)
+        raise _infeasible(f"No candidate that fits in GPU memory would {what}. The closest: "
+                          + "; ".join(_describe(r) for _, r in best.iterrows()) + f". {relax}")
+    order = cand.sort_values([by, "time_h" if by == "cost_usd" else "cost_usd"], kind="stable")
+    chosen = order.iloc[0].copy()
+    runner = order.iloc[1] if len(order) > 1 else None
+    goal = "cheapest" if by == "cost_usd" else "fastest"
+    why = f"{goal} of the {len(cand)} candidates that fit in GPU memory and {what}: {_describe(chosen)}"
+    if runner is not None:
+        why += f"; next: {_describe(runner)}"
+    dropped = int((~frame["fits"]).sum())
+    if dropped:
+        why += f"; {dropped} candidates do not fit in memory"
+    if chosen["spot"]:
+        why += (f"; spot: {chosen['expected_revocations']:.2g} expected revocations cost {chosen['restart_overhead_h'] * 60:.3g} min "
+                f"(checkpoint every {chosen['checkpoint_interval_s'] / 60:.3g} min)")
+    if chosen["extrapolated"] != "none":
+        why += f"; extrapolated: {chosen['extrapolated']}"
+    chosen["why"] = why
+    return chosen
+
+
+def _infeasible(msg):
+    from perfmodel.planning.plan import PlanInfeasibleError
+
+    return PlanInfeasibleError(msg)
+
+
+def cheapest_within_deadline(frame: pd.DataFrame, deadline_h: float) -> pd.Series:
+    """The cheapest candidate of a :func:`plan_cloud` frame that fits in memory and finishes within ``deadline_h``,
+    with ``why`` (the runner-up, what was left out, the spot overhead, what was extrapolated).
+
+    Raises :class:`perfmodel.planning.PlanInfeasibleError` naming the fastest candidates when none does.
+    """
+    if not deadline_h > 0:
+        raise ValueError(f"deadline_h must be a positive number of hours; got {deadline_h}.")
+    return _choose(frame, frame["time_h"] <= deadline_h, "cost_usd", f"finish within {deadline_h:g} h",
+                   "Relax the deadline, or allow more or faster GPUs.")
+
+
+def fastest_within_budget(frame: pd.DataFrame, budget_usd: float) -> pd.Series:
+    """The fastest candidate of a :func:`plan_cloud` frame that fits in memory and costs at most ``budget_usd``, with
+    ``why``.
+
+    Raises :class:`perfmodel.planning.PlanInfeasibleError` naming the cheapest candidates when none does.
+    """
+    if not budget_usd > 0:
+        raise ValueError(f"budget_usd must be a positive amount of dollars; got {budget_usd}.")
+    return _choose(frame, frame["cost_usd"] <= budget_usd, "time_h", f"cost at most ${budget_usd:g}",
+                   "Raise the budget, or allow spot instances and cheaper GPUs.")
