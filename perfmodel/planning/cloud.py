@@ -244,7 +244,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel.models import op_step_time as ost
     from perfmodel.models.parallel import StrategyError, check_strategy_name, resolve_interconnect
     from perfmodel.planning.memory import predict_memory
-    from perfmodel.planning.plan import _startup_s, pareto_front
+    from perfmodel.planning.plan import _startup_s, mark_feasible
     from perfmodel.planning.revocation import expected_revocations, mean_time_between_failures_h, young_daly_interval
 
     if steps is None or isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
@@ -360,15 +360,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         raise ValueError("No candidate is left: " + "; ".join(sorted({s["reason"] for s in skipped})[:5]) +
                          ". Allow on-demand (spot=(True, False)) or pass prices= with spot prices.")
     out = pd.DataFrame(rows)
-    ok = out["fits"].copy()
-    if deadline_h is not None:
-        ok &= out["time_h"] <= deadline_h
-    if budget_usd is not None:
-        ok &= out["cost_usd"] <= budget_usd
-    out["feasible"] = ok
-    out["pareto"] = False
-    if ok.any():
-        out.loc[ok, "pareto"] = pareto_front(out[ok])
+    out = mark_feasible(out, deadline_h=deadline_h, budget_usd=budget_usd, ok=out["fits"])
     out = out[CLOUD_PLAN_COLUMNS].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
     out.attrs.update(skipped=[dict(d) for d in skipped],
                      deadline_h=deadline_h, budget_usd=budget_usd)

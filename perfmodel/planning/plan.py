@@ -112,6 +112,21 @@ def pareto_front(frame: pd.DataFrame, *, time: str = "time_h", cost: str = "cost
     return pd.Series(keep, index=frame.index, name="pareto")
 
 
+def mark_feasible(out: pd.DataFrame, *, deadline_h: float | None = None, budget_usd: float | None = None, ok=None) -> pd.DataFrame:
+    """Add ``feasible`` (``ok`` — default all rows — and within the deadline and the budget) and ``pareto`` (the
+    time–cost front among the feasible rows) to a frame with ``time_h`` and ``cost_usd``; returns it."""
+    ok = pd.Series(True, index=out.index) if ok is None else pd.Series(ok, index=out.index).astype(bool)
+    if deadline_h is not None:
+        ok &= out["time_h"] <= deadline_h
+    if budget_usd is not None:
+        ok &= out["cost_usd"] <= budget_usd
+    out["feasible"] = ok
+    out["pareto"] = False
+    if ok.any():
+        out.loc[ok, "pareto"] = pareto_front(out[ok])
+    return out
+
+
 def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2), transient=(True, False), regions=None,
          steps: int = 64000, deadline_h: float | None = None, budget_usd: float | None = None, prices: pd.DataFrame | None = None,
          checkpoint_interval_steps: int = 4000, input_shape=(3, 32, 32), batch_size: int = 128) -> pd.DataFrame:
@@ -218,16 +233,7 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
                                               speed_steps_per_s=speed, compute_time_h=compute_h, expected_revocations=rev,
                                               revocation_overhead_h=over_s / 3600, time_h=time_h, worker_usd_per_h=price,
                                               ps_usd_per_h=ps_price, cost_usd=cost, revocation_cost_usd=rev_cost, price_date=date)))
-    out = pd.concat(rows, ignore_index=True)
-    ok = pd.Series(True, index=out.index)
-    if deadline_h is not None:
-        ok &= out["time_h"] <= deadline_h
-    if budget_usd is not None:
-        ok &= out["cost_usd"] <= budget_usd
-    out["feasible"] = ok
-    out["pareto"] = False
-    if ok.any():
-        out.loc[ok, "pareto"] = pareto_front(out[ok])
+    out = mark_feasible(pd.concat(rows, ignore_index=True), deadline_h=deadline_h, budget_usd=budget_usd)
     out.attrs.update(deadline_h=deadline_h, budget_usd=budget_usd, steps=int(steps))
     return out[_COLUMNS].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
 
