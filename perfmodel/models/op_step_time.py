@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores"]
+__all__ = ["work_from_ops", "predict_step_time", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
 PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -257,10 +257,49 @@ def _warn_extrapolation(far, prec):
         warnings.warn("predict_step_time extrapolates: " + "; ".join(far) + ".", ExtrapolationWarning, stacklevel=3)
 
 
+def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2) -> pd.DataFrame:
+    """:func:`predict_step_time` rows with activation checkpointing: the forward pass run once more during the backward
+    pass.
+
+    * one GPU, ``"dp"``, ``"fsdp"``, ``"tp"``: ``forward_s`` (already the forward pass of every micro-batch of one
+      GPU) is added to ``backward_s``, ``step_time_s`` and ``compute_s``;
+    * ``"pp"``: every stage's 1F1B slot grows by its forward pass; with ``forward_s`` the ``m`` forward passes of the
+      slowest stage ``f``, the step grows by ``(m + p − 1)·f`` and the bubble by ``(p − 1)·f`` (equal stages).
+
+    The interval grows with the compute (``lower_s`` by ``e^{−q}`` times the recompute, ``upper_s`` by ``e^{q}``).
+    Not credited: a longer backward pass hides more of DDP's all-reduce, FSDP gathers the parameters again and tensor
+    parallelism repeats its forward all-reduces for the recompute; the predicted step is therefore an upper bound for
+    those effects.
+    """
+    if not isinstance(frame, pd.DataFrame) or not {"forward_s", "backward_s", "step_time_s"} <= set(frame.columns):
+        raise ValueError("add_recompute needs the frame of perfmodel.predict_step_time (columns forward_s, backward_s, "
+                         "step_time_s).")
+    if set(frame.get("optimizer", pd.Series(dtype=object))) & {"inference"}:
+        raise ValueError("add_recompute: an inference row has no backward pass to recompute in; predict a training step.")
+    out = frame.copy()
+    fwd = out["forward_s"].to_numpy(float)
+    extra = fwd.copy()
+    if "strategy" in out.columns:
+        pp = (out["strategy"] == "pp").to_numpy()
+        m = out["micro_batches"].to_numpy(float)
+        p = out["n_gpus"].to_numpy(float)
+        extra = np.where(pp, (m + p - 1) * fwd / m, fwd)
+        out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) * fwd / m, 0.0)
+        out["compute_s"] = out["compute_s"].to_numpy(float) + fwd  # pp: step − comm − bubble grows by m·f = forward_s
+    q, _ = _interval(alpha)
+    out["backward_s"] = out["backward_s"].to_numpy(float) + fwd
+    out["step_time_s"] = out["step_time_s"].to_numpy(float) + extra
+    out["lower_s"] = out["lower_s"].to_numpy(float) + extra * np.exp(-q)
+    out["upper_s"] = out["upper_s"].to_numpy(float) + extra * np.exp(q)
+    out["basis"] = out["basis"].astype(str) + "; activation checkpointing: the forward pass recomputed in the backward pass"
+    return out
+
+
 def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
-                      interconnect=None, overlap_grad_reduce: bool = True) -> pd.DataFrame:
+                      interconnect=None, overlap_grad_reduce: bool = True,
+                      activation_checkpointing: bool = False) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -306,6 +345,11 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     overlap_grad_reduce : bool
         ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
         after the backward pass (Megatron-LM's default).
+    activation_checkpointing : bool
+        Keep only each layer's input and recompute the forward pass during the backward pass
+        (``torch.utils.checkpoint``, Megatron's full recompute): one more forward pass per micro-batch on every GPU,
+        counted in ``backward_s`` (where it runs) and in ``step_time_s`` (:func:`add_recompute`). The memory it saves is
+        :func:`perfmodel.predict_memory`'s.
 
     Returns
     -------
@@ -331,6 +375,17 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     prec = _check_step_args(alpha, optimizer, inference, precision, batch_size)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    if not isinstance(activation_checkpointing, (bool, np.bool_)):
+        raise TypeError(f"activation_checkpointing must be True or False; got {activation_checkpointing!r}.")
+    if activation_checkpointing and inference:
+        raise ValueError("activation_checkpointing=True recomputes the forward pass during the backward pass of a training "
+                         "step; an inference pass has no backward pass. Pass activation_checkpointing=False.")
+    if activation_checkpointing:
+        plain = predict_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                                  input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
+                                  n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
+                                  overlap_grad_reduce=overlap_grad_reduce)
+        return add_recompute(plain, alpha=alpha)
     if n_gpus > 1 or micro_batches not in (None, 1):
         from perfmodel.models.parallel import predict_parallel_step_time
 

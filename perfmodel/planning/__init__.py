@@ -34,3 +34,7 @@ __all__ = [
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h", "young_daly_interval",
     "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation", "estimate_time_after_revocation", "tf_restart_s", "gradient_noise_scale", "steps_multiplier",
 ]
+
+from perfmodel.planning.strategies import explore_strategies, pareto_mask, plot_strategies
+
+__all__ += ["explore_strategies", "pareto_mask", "plot_strategies"]

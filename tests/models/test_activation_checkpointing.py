@@ -1,0 +1,73 @@
+"""Activation checkpointing in the step-time model: the forward pass recomputed in the backward pass (one more forward
+per micro-batch; the pipeline's slots grow by it), nothing else changed, and clear errors."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perfmodel as pm
+from perfmodel.models import ExtrapolationWarning
+from perfmodel.models.op_step_time import _interval, add_recompute
+
+TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128, bos_token_id=0,
+                 eos_token_id=0)
+
+
+def _t(**kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        return pm.predict_step_time(TINY_GPT2, "A100", input_shape=(32,), batch_size=4, **kw).iloc[0]
+
+
+def test_one_gpu_adds_one_forward_pass():
+    plain, ckpt = _t(), _t(activation_checkpointing=True)
+    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + plain["forward_s"], rel=1e-12)
+    assert ckpt["backward_s"] == pytest.approx(plain["backward_s"] + plain["forward_s"], rel=1e-12)
+    assert ckpt["forward_s"] == plain["forward_s"] and ckpt["optimizer_s"] == plain["optimizer_s"]
+    q, _ = _interval(0.2)
+    assert ckpt["lower_s"] == pytest.approx(plain["lower_s"] + plain["forward_s"] * np.exp(-q), rel=1e-12)
+    assert ckpt["upper_s"] == pytest.approx(plain["upper_s"] + plain["forward_s"] * np.exp(q), rel=1e-12)
+    assert ckpt["basis"].endswith("activation checkpointing: the forward pass recomputed in the backward pass")
+    # the columns of the single-GPU frame are unchanged
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        a = pm.predict_step_time(TINY_GPT2, "A100", input_shape=(32,), batch_size=4)
+        b = pm.predict_step_time(TINY_GPT2, "A100", input_shape=(32,), batch_size=4, activation_checkpointing=True)
+    assert list(a.columns) == list(b.columns)
+
+
+@pytest.mark.parametrize("strategy", ["dp", "fsdp", "tp"])
+def test_data_and_tensor_parallel_add_the_forward_of_every_micro_batch(strategy):
+    plain = _t(n_gpus=2, strategy=strategy, micro_batches=2)
+    ckpt = _t(n_gpus=2, strategy=strategy, micro_batches=2, activation_checkpointing=True)
+    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + plain["forward_s"], rel=1e-12)
+    assert ckpt["compute_s"] == pytest.approx(plain["compute_s"] + plain["forward_s"], rel=1e-12)
+    assert ckpt["comm_s"] == plain["comm_s"] and ckpt["bubble_s"] == plain["bubble_s"] == 0
+
+
+def test_pipeline_slots_grow_by_the_stage_forward():
+    m, p = 4, 2
+    plain = _t(n_gpus=p, strategy="pp", micro_batches=m)
+    ckpt = _t(n_gpus=p, strategy="pp", micro_batches=m, activation_checkpointing=True)
+    f = plain["forward_s"] / m  # one micro-batch's forward on the slowest stage
+    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + (m + p - 1) * f, rel=1e-12)
+    assert ckpt["bubble_s"] == pytest.approx(plain["bubble_s"] + (p - 1) * f, rel=1e-12)
+    assert ckpt["compute_s"] == pytest.approx(plain["compute_s"] + m * f, rel=1e-12)
+    # step = compute + exposed communication + bubble still holds
+    assert ckpt["step_time_s"] == pytest.approx(ckpt["compute_s"] + ckpt["comm_s"] + ckpt["bubble_s"], rel=1e-9)
+
+
+def test_errors():
+    with pytest.raises(TypeError, match=r"activation_checkpointing must be True or False; got 'yes'\."):
+        _t(activation_checkpointing="yes")
+    with pytest.raises(ValueError, match=r"activation_checkpointing=True recomputes the forward pass during the backward pass "
+                                         r"of a training step; an inference pass has no backward pass\."):
+        _t(activation_checkpointing=True, inference=True, optimizer=None)
+    with pytest.raises(ValueError, match=r"add_recompute needs the frame of perfmodel.predict_step_time \(columns forward_s, "
+                                         r"backward_s, step_time_s\)\."):
+        add_recompute(pd.DataFrame({"step_time_s": [1.0]}))
+    with pytest.raises(ValueError, match=r"add_recompute: an inference row has no backward pass to recompute in"):
+        add_recompute(pd.DataFrame({"forward_s": [1.0], "backward_s": [0.0], "step_time_s": [1.0], "optimizer": ["inference"]}))
