@@ -33,6 +33,10 @@ __all__ += ["cluster_model_errors", "shared_ps_terms_errors"]
 from perfmodel.diagnostics.lifetime_protocols import spot_lifetime_heldout
 
 __all__ += ["spot_lifetime_heldout"]
+
+from perfmodel.diagnostics.ddp_overlap import check_ddp_overlap
+
+__all__ += ["check_ddp_overlap"]
 # -- end cluster diagnostics --
 
 # -- operator latency model --

@@ -269,7 +269,7 @@ def check_ddp_overlap(model: str = "shake-shake-80", input_shape=(3, 32, 32), *,
         ``link_latency_s``), ``grad_bytes`` (FP32 gradients), ``forward_s``/``backward_s`` (one process, medians),
         the median DDP step on 1 and 2 processes and their difference ``measured_increase_s``, the predicted exposed
         all-reduce with and without overlap, and ``supports`` (:func:`overlap_verdict`). ``attrs["allreduce"]``: the
-        link measurement's rows; ``attrs["ddp"]``: the DDP harness's rows.
+        link measurement's rows; ``attrs["ddp"]``: the DDP harness's rows (lists of records).
 
     Raises
     ------
@@ -307,8 +307,8 @@ def check_ddp_overlap(model: str = "shake-shake-80", input_shape=(3, 32, 32), *,
                supports=overlap_verdict(inc, pred["predicted_overlap_s"], pred["predicted_no_overlap_s"]),
                torch_version=torch.__version__, cpu=env["cpu"], timestamp_utc=env["timestamp_utc"])
     out = pd.DataFrame([row], columns=OVERLAP_COLUMNS)
-    out.attrs["allreduce"] = ar
-    out.attrs["ddp"] = ddp
+    out.attrs["allreduce"] = ar.to_dict("records")  # records: a frame in attrs breaks printing and concatenation
+    out.attrs["ddp"] = ddp.to_dict("records")
     return out
 
 

@@ -121,8 +121,9 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         ``memory_per_gpu_bytes`` (:func:`perfmodel.predict_memory`'s ``total_bytes``), ``capacity_bytes``, ``fits``,
         ``cost_per_step_usd`` and ``pareto``: the row fits on the GPU and no other fitting row is at least as good in
         step time, memory per GPU and cost (when priced) and strictly better in one (:func:`pareto_mask`; ties are
-        all kept; rows that do not fit are never on it). Sorted by step time. ``attrs["skipped"]``: one row per
-        combination skipped (:data:`SKIPPED_COLUMNS`), with the reason the strategy gave.
+        all kept; rows that do not fit are never on it). Sorted by step time. ``attrs["skipped"]``: one record (dict with
+        the keys :data:`SKIPPED_COLUMNS`) per combination skipped, with the reason the strategy gave;
+        ``pd.DataFrame(frame.attrs["skipped"])`` makes it a frame.
 
     Raises
     ------
@@ -191,7 +192,8 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
     pareto[fits] = pareto_mask(frame.loc[fits, objectives].to_numpy(float))
     frame["pareto"] = pareto
     frame = frame.sort_values(["step_time_s", "memory_per_gpu_bytes"], kind="stable", ignore_index=True)[STRATEGY_COLUMNS]
-    frame.attrs["skipped"] = skipped_frame
+    # plain records, not a frame: pandas compares attrs when it concatenates or prints a frame, and a frame in them fails
+    frame.attrs["skipped"] = skipped_frame.to_dict("records")
     return frame
 
 

@@ -64,8 +64,9 @@ def test_columns_and_skipped_combinations_with_their_reason(two_gpus):
     f = two_gpus
     assert list(f.columns) == STRATEGY_COLUMNS
     assert f["step_time_s"].is_monotonic_increasing
-    sk = f.attrs["skipped"]
+    sk = pd.DataFrame(f.attrs["skipped"])
     assert list(sk.columns) == SKIPPED_COLUMNS
+    assert "rows x" in repr(f) and "rows x" in repr(f[f["pareto"]])  # attrs never break printing or filtering
     # global batch 4 on 2 GPUs: dp / fsdp run 2 samples per GPU (m = 1, 2), tp / pp the whole batch (m = 1, 2, 4)
     got = set(zip(f["strategy"], f["micro_batches"], f["activation_checkpointing"]))
     expected = {(s, m, a) for s in ("dp", "fsdp") for m in (1, 2) for a in (False, True)}
@@ -80,7 +81,7 @@ def test_columns_and_skipped_combinations_with_their_reason(two_gpus):
 def test_heads_and_layers_that_do_not_divide_are_skipped():
     f = _explore("A100", 3, batch_size=6, micro_batches=(1,), activation_checkpointing=False)
     assert sorted(f["strategy"]) == ["dp", "fsdp"]
-    reasons = f.attrs["skipped"].set_index("strategy")["reason"]
+    reasons = pd.DataFrame(f.attrs["skipped"]).set_index("strategy")["reason"]
     assert "attention heads = 4" in reasons["tp"] and "not divisible by 3" in reasons["tp"]
     assert "strategy='pp' over 3 stages needs at least 3 layers" in reasons["pp"]
 
@@ -141,7 +142,7 @@ def test_one_gpu_keeps_dp_only():
     f = _explore("A100", 1, batch_size=4, micro_batches=(1, 2))
     assert set(f["strategy"]) == {"dp"} and len(f) == 4
     assert (f["comm_s"] == 0).all() and (f["bubble_s"] == 0).all() and np.allclose(f["compute_s"], f["step_time_s"])
-    sk = f.attrs["skipped"]
+    sk = pd.DataFrame(f.attrs["skipped"])
     assert set(sk["strategy"]) == {"fsdp", "tp", "pp"}
     assert set(sk["reason"]) == {"one GPU: every strategy is single-GPU training (kept as 'dp')"}
 
