@@ -12,7 +12,9 @@ Hugging Face config), and predicts for each:
 * **memory per GPU** — :func:`perfmodel.predict_memory`; a candidate that does not fit is never feasible;
 * **spot revocations** — the renewal expectation (:func:`perfmodel.planning.revocation.expected_revocations`) over
   the instances, from the lives of the spot traces (:func:`perfmodel.datasets.spot_lifetimes`; Spot VMs have no 24-h
-  cap: ``max_lifetime_h=None``);
+  cap: ``max_lifetime_h=None``); ``p_hold_instances``: the share of the time the provider's availability and preemption
+  traces held at least as many spot instances as the row rents (:func:`perfmodel.datasets.spot_availability`; NaN for
+  on-demand rows and for counts no trace asked for) — a 0.4 means capacity was there 40 % of the time;
 * **restart overhead** (synchronous training: a revocation stops every GPU) — per revocation, the replacement's
   start-up (mean measured transient VM start-up, :func:`perfmodel.datasets.load_vm_startup`), reading the checkpoint
   back and the work lost since the last checkpoint (half the Young/Daly interval on average,
@@ -47,7 +49,7 @@ __all__ = ["plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "c
 CLOUD_PLAN_COLUMNS = [
     "model", "gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "n_instances",
     "interconnect", "step_time_s", "steps", "compute_time_h", "memory_per_gpu_bytes", "capacity_bytes", "fits",
-    "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "restart_overhead_h", "time_h", "usd_per_h",
+    "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "p_hold_instances", "restart_overhead_h", "time_h", "usd_per_h",
     "cost_usd", "price_date", "feasible", "pareto", "extrapolated",
 ]
 
@@ -147,6 +149,20 @@ def _spot_distribution(provider: str) -> tuple[pd.DataFrame, str]:
     else:
         lt, basis = spot_lifetimes(), "all spot traces 2022-23 (AWS, GCP)"
     return lifetime_distribution(lifetimes_h=lt["lifetime_h"], revoked=lt["preempted"], max_lifetime_h=None, bin_h=0.1), basis
+
+
+@lru_cache(maxsize=None)
+def _p_hold(provider: str, k: int) -> tuple[float, str]:
+    """Share of the time at least ``k`` spot instances were held in the provider's traces (mean over the traces that
+    asked for ``k`` or more), and what it was measured on; NaN when no trace asked for that many."""
+    from perfmodel.datasets import spot_availability
+
+    a = spot_availability()
+    a = a[(a["n"] == k) & ((a["cloud"] == provider) if provider in ("aws", "gcp") else True)]
+    if a.empty:
+        return float("nan"), f"no spot trace of {provider} asked for {k} instances: holding them is not estimated"
+    kinds = ", ".join(sorted(set(a["instance_type"])))
+    return float(a["p_at_least_n"].mean()), f"P(holding {k} spot instances) from {len(a)} {provider} trace(s) of {kinds}"
 
 
 @lru_cache(maxsize=None)
@@ -338,11 +354,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                                     restart = _startup_s(g, True) + ck + tau / 2
                                     over_s = rev * restart + compute_s / tau * ck
                                     row_notes.append(f"spot lifetimes of {basis}")
+                                    p_hold, hold_note = _p_hold(str(r.provider), k)
+                                    row_notes.append(hold_note)
                                     row_notes.append("replacement start-up: CM-DARE's GCE transient VMs (2019)")
                                     if ck_note:
                                         row_notes.append(ck_note)
                                 else:
-                                    tau, rev, over_s = np.nan, 0.0, 0.0
+                                    tau, rev, over_s, p_hold = np.nan, 0.0, 0.0, np.nan
                                 time_h = (compute_s + over_s) / 3600
                                 usd_h = k * float(price)
                                 rows.append(dict(model=str(st["model"]), gpu=g, n_gpus=n, strategy=strat, batch_size=B, spot=sp,
@@ -351,7 +369,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                                                  step_time_s=float(st["step_time_s"]), steps=nsteps, compute_time_h=compute_s / 3600,
                                                  memory_per_gpu_bytes=float(mm["total_bytes"]), capacity_bytes=float(mm["capacity_bytes"]),
                                                  fits=bool(mm["fits"]), checkpoint_s=ck if sp else np.nan, checkpoint_interval_s=tau,
-                                                 expected_revocations=rev, restart_overhead_h=over_s / 3600, time_h=time_h,
+                                                 expected_revocations=rev, p_hold_instances=p_hold,
+                                                 restart_overhead_h=over_s / 3600, time_h=time_h,
                                                  usd_per_h=usd_h, cost_usd=usd_h * time_h, price_date=str(getattr(r, "price_date", "")),
                                                  extrapolated="; ".join(row_notes) or "none"))
     if not rows:
@@ -398,6 +417,8 @@ def _choose(frame: pd.DataFrame, ok: pd.Series, by: str, what: str, relax: str) 
     if chosen["spot"]:
         why += (f"; spot: {chosen['expected_revocations']:.2g} expected revocations cost {chosen['restart_overhead_h'] * 60:.3g} min "
                 f"(checkpoint every {chosen['checkpoint_interval_s'] / 60:.3g} min)")
+        if np.isfinite(chosen["p_hold_instances"]):
+            why += f"; the spot traces held {chosen['n_instances']} such instances {chosen['p_hold_instances']:.0%} of the time"
     if chosen["extrapolated"] != "none":
         why += f"; extrapolated: {chosen['extrapolated']}"
     chosen["why"] = why

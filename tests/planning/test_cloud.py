@@ -172,3 +172,19 @@ def test_cli_plan_cloud_with_a_user_price_file(tmp_path, capsys):
     assert "perfmodel: No price for GPU H100: the price table has aws us-east-1 big (8xA100)" in capsys.readouterr().err
     assert main(["plan-cloud", str(tmp_path / "missing.json")]) == 2
     assert "perfmodel plan-cloud: model" in capsys.readouterr().err
+
+
+def test_spot_rows_say_how_often_the_traces_held_that_many_instances():
+    """p_hold_instances is the traces' share of time holding at least the rented instance count (spot rows only)."""
+    import math
+
+    from perfmodel.planning import cloud
+
+    a = ds.spot_availability()
+    p1, note1 = cloud._p_hold("aws", 1)
+    assert p1 == pytest.approx(a[(a["cloud"] == "aws") & (a["n"] == 1)]["p_at_least_n"].mean())
+    assert "trace(s) of" in note1
+    p16, _ = cloud._p_hold("aws", 16)
+    assert p16 == pytest.approx(a[(a["cloud"] == "aws") & (a["n"] == 16)]["p_at_least_n"].mean()) and p16 < p1
+    p_none, note = cloud._p_hold("aws", 17)
+    assert math.isnan(p_none) and "holding them is not estimated" in note
