@@ -314,6 +314,19 @@ def _layer_prefix(names) -> tuple[str, list[int]]:
     return prefix, sorted(found[prefix])
 
 
+def model_and_layout(model, input_shape=None, input_dtype=None):
+    """The module of ``model`` (any form :func:`perfmodel.predict_step_time` takes; a zoo id is built on the meta device),
+    its input shape, input dtype, vocabulary size and name, and its :func:`model_layout`."""
+    from perfmodel.models import op_step_time as ost
+
+    net, shape, in_dtype, vocab, name = ost._model_input(model, input_shape, input_dtype)
+    if isinstance(net, str):  # a zoo id: built on the meta device
+        from perfmodel import zoo
+
+        net = zoo.build(net, device="meta")
+    return net, shape, in_dtype, vocab, name, model_layout(net)
+
+
 def model_layout(net) -> ModelLayout:
     """:class:`ModelLayout` of a module (a Hugging Face model carries its config: hidden size, heads, vocabulary)."""
     cfg = next((getattr(mod, "config") for mod in net.modules() if getattr(mod, "config", None) is not None), None)
@@ -461,12 +474,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
             raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split into micro_batches={m}. Use "
                                 "micro_batches that divides batch_size.")
         b_rank = B // m
-    net, shape, in_dtype, vocab, name = ost._model_input(model, input_shape, input_dtype)
-    if isinstance(net, str):  # a zoo id: built on the meta device
-        from perfmodel import zoo
-
-        net = zoo.build(net, device="meta")
-    lay = model_layout(net)
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
     if strat == "tp":
         if not (lay.heads and lay.hidden):
             raise StrategyError(f"strategy='tp' splits attention heads and hidden columns, but {name} has no config with "

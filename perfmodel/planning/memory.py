@@ -141,7 +141,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     import torch
 
     from perfmodel.models import op_step_time as ost
-    from perfmodel.models.parallel import StrategyError, _op_layer, check_strategy_name, model_layout
+    from perfmodel.models.parallel import StrategyError, _op_layer, check_strategy_name, model_and_layout, model_layout
 
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
@@ -163,12 +163,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     if per_rank % m:
         raise StrategyError(f"micro_batches={m} does not divide the per-GPU batch {per_rank}. Use micro_batches that divides it.")
     mb = per_rank // m
-    net, shape, in_dtype, vocab, name = ost._model_input(model, input_shape, input_dtype)
-    if isinstance(net, str):  # a zoo id: built on the meta device
-        from perfmodel import zoo
-
-        net = zoo.build(net, device="meta")
-    lay = model_layout(net)
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
     if strat == "tp":
         bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden)) if not v or v % n]
         if bad:
