@@ -16,6 +16,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import pandas as pd
 
@@ -231,11 +232,8 @@ def gpu_spec(gpu) -> GPUSpec:
         return gpu
     if isinstance(gpu, str):
         from perfmodel.datasets.names import canonical_gpu
-        from perfmodel.datasets.reference import load_gpu_catalog
 
-        gid = canonical_gpu(gpu)
-        row = load_gpu_catalog().set_index("gpu").loc[gid]
-        return _from_mapping({"gpu": gid, **row.to_dict()}, "catalog row")
+        return _catalog_spec(canonical_gpu(gpu))
     if isinstance(gpu, pd.DataFrame):
         if len(gpu) != 1:
             raise InvalidGPUSpecError(f"A GPU spec frame must have exactly one row; got {len(gpu)}. Pass one row (df.iloc[[i]]) "
@@ -246,6 +244,15 @@ def gpu_spec(gpu) -> GPUSpec:
     if isinstance(gpu, Mapping):
         return _from_mapping(gpu, "dict")
     raise TypeError(f"A GPU must be a name (str), a GPUSpec, a dict or a one-row DataFrame of GPU specs; got {type(gpu).__name__} {gpu!r}.")
+
+
+@lru_cache(maxsize=None)
+def _catalog_spec(gid: str) -> GPUSpec:
+    """The (frozen) spec of a catalog id, read once per process: planners ask for the same GPUs thousands of times."""
+    from perfmodel.datasets.reference import load_gpu_catalog
+
+    row = load_gpu_catalog().set_index("gpu").loc[gid]
+    return _from_mapping({"gpu": gid, **row.to_dict()}, "catalog row")
 
 
 def peak_tflops(gpu, precision: str = "fp32") -> float:

@@ -16,12 +16,16 @@ over all its operators (what a sum of operators feels). The interval is ``[t·e^
 """
 from __future__ import annotations
 
+import json
 import re
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores"]
+__all__ = ["work_from_ops", "predict_step_time", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+           "clear_trace_cache", "module_fingerprint", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
 PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -137,7 +141,7 @@ def _model_input(model, input_shape, input_dtype):
         if input_shape is None:
             raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
         name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")
-        net = hf.build(model, attn_implementation="eager")
+        net = _built_config(json.dumps(cfg, sort_keys=True, default=str), model)
         vocab = int(cfg.get("vocab_size") or 2)
         return net, tuple(input_shape), input_dtype or torch.long, vocab, name
     raise TypeError(f"model must be a zoo id, 'package.module:Class', a torch.nn.Module or a Hugging Face config (dict or "
@@ -182,9 +186,66 @@ def _gpu_specs(gpus, prec):
     return specs
 
 
+_BUILT: "OrderedDict[str, object]" = OrderedDict()
+_BUILT_MAX = 8
+
+
+def _built_config(key: str, model):
+    """The meta-device module of a Hugging Face config, built once per distinct config (``key``: its sorted JSON; the
+    last :data:`_BUILT_MAX` configs are kept).
+
+    Planners predict the same model at many batches, GPU counts and strategies; building GPT-2-large from its config
+    takes a second each time. The module lives on the meta device and perfmodel never changes it."""
+    from perfmodel.zoo import hf
+
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+    else:
+        _BUILT[key] = hf.build(model, attn_implementation="eager")
+        while len(_BUILT) > _BUILT_MAX:
+            _BUILT.popitem(last=False)
+    return _BUILT[key]
+
+
+def module_fingerprint(net) -> tuple:
+    """What identifies a module's structure for the trace memo: its class, its ``repr`` (the submodules and their
+    hyper-parameters) and every parameter's name, shape, dtype and ``requires_grad``. A module changed in place gets
+    a new fingerprint, so a stale trace is never reused."""
+    if isinstance(net, str):  # a zoo id: its definition is fixed
+        return ("zoo", net)
+    return (type(net).__qualname__, repr(net),
+            tuple((n, tuple(p.shape), str(p.dtype), bool(p.requires_grad)) for n, p in net.named_parameters()))
+
+
+# traces of one step: module (held weakly) -> {(fingerprint, arguments): per-op frame}
+_TRACES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_ZOO_TRACES: dict = {}
+
+
+def clear_trace_cache() -> None:
+    """Forget the memoised per-operator traces of :func:`perfmodel.predict_step_time` (and the built config modules)."""
+    _TRACES.clear()
+    _ZOO_TRACES.clear()
+    _BUILT.clear()
+
+
 def _step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
     """Per-op rows of one step of ``net`` (:func:`perfmodel.features.extract`); ``"adam-fused"`` adds one kernel that
-    moves :data:`FUSED_ADAM_PASSES` × the parameter bytes."""
+    moves :data:`FUSED_ADAM_PASSES` × the parameter bytes.
+
+    Memoised per module (held weakly) and :func:`module_fingerprint`: the same step is traced once per process."""
+    key = (module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    try:
+        memo = _ZOO_TRACES.setdefault(net, {}) if isinstance(net, str) else _TRACES.setdefault(net, {})
+    except TypeError:  # not weak-referenceable: no memo
+        memo = {}
+    if key not in memo:
+        memo[key] = _trace_step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
+                                    inference=inference)
+    return memo[key].copy()
+
+
+def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
     import torch
 
     from perfmodel.features import extract
@@ -229,9 +290,24 @@ def _kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nd
 
 
 def _extrapolation_notes(spec) -> list[str]:
+    where = gpu_extrapolation(spec)
+    return [f"{spec.gpu}: " + ", ".join(where)] if where else []
+
+
+def gpu_extrapolation(gpu) -> list[str]:
+    """How a GPU's spec lies outside the GPUs the per-operator model was trained on (peak FP32 rate and memory
+    bandwidth against :data:`perfmodel.models.op_latency.TRAINING_GPUS`): one phrase per quantity outside the
+    trained range, empty when both lie inside it.
+
+    Parameters
+    ----------
+    gpu : str or GPUSpec
+        Anything :func:`perfmodel.datasets.gpu_spec` takes.
+    """
     from perfmodel.datasets import gpu_spec, peak_tflops
     from perfmodel.models.op_latency import TRAINING_GPUS
 
+    spec = gpu_spec(gpu)
     train_peaks = [peak_tflops(g, "fp32") for g in TRAINING_GPUS]
     train_bw = [gpu_spec(g).memory_bandwidth_gb_per_s for g in TRAINING_GPUS]
     where = []
@@ -241,7 +317,7 @@ def _extrapolation_notes(spec) -> list[str]:
     if spec.memory_bandwidth_gb_per_s > max(train_bw) or spec.memory_bandwidth_gb_per_s < min(train_bw):
         where.append(f"memory bandwidth {spec.memory_bandwidth_gb_per_s:.4g} GB/s outside their {min(train_bw):.4g}-"
                      f"{max(train_bw):.4g}")
-    return [f"{spec.gpu}: " + ", ".join(where)] if where else []
+    return where
 
 
 def _warn_extrapolation(far, prec):

@@ -14,15 +14,19 @@ Hugging Face config), and predicts for each:
   the instances, from the lives of the spot traces (:func:`perfmodel.datasets.spot_lifetimes`; Spot VMs have no 24-h
   cap: ``max_lifetime_h=None``); ``p_hold_instances``: the share of the time the provider's availability and preemption
   traces held at least as many spot instances as the row rents (:func:`perfmodel.datasets.spot_availability`; NaN for
-  on-demand rows and for counts no trace asked for) — a 0.4 means capacity was there 40 % of the time;
+  on-demand rows and for counts no trace asked for) — a 0.4 means capacity was there 40 % of the time; synchronous
+  training progresses only while all of them are held, so the row waits ``capacity_wait_h`` = run · (1/p − 1) on top
+  of its run (``wait_for_capacity=False`` to leave it out; unbilled: no instance is held while waiting);
 * **restart overhead** (synchronous training: a revocation stops every GPU) — per revocation, the replacement's
   start-up (mean measured transient VM start-up, :func:`perfmodel.datasets.load_vm_startup`), reading the checkpoint
   back and the work lost since the last checkpoint (half the Young/Daly interval on average,
   :func:`perfmodel.planning.revocation.young_daly_interval`, with the job's MTBF = one instance's mean life / the
   instances); plus writing a checkpoint every interval. The checkpoint time is CM-DARE's Duration ~ Size regression
   (:class:`perfmodel.models.CheckpointTimeRegressor`) at the GPU's state size (parameters + optimizer states);
-* **cost** — whole instances (``ceil(n / gpus_per_instance)``) at the row's on-demand or spot price for the whole
-  time, overhead included.
+* **cost** — whole instances (``ceil(n / gpus_per_instance)``) at the row's on-demand or spot price for the run,
+  restart overhead included (the wait for capacity is not billed);
+* **mixed GPU types** (``mixes=``, as Srifty) — synchronous data parallel over GPUs of several types rented in one
+  provider and region, the batch split by speed (:func:`perfmodel.models.hetero.predict_mixed_step_time`).
 
 Then ``feasible`` (fits, within ``deadline_h`` and ``budget_usd``), ``pareto`` (time–cost front among the feasible
 rows, :func:`perfmodel.planning.plan.pareto_front`) and ``extrapolated`` (which inputs of the row lie outside what
@@ -38,6 +42,7 @@ import math
 import warnings
 import weakref
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -49,7 +54,7 @@ __all__ = ["plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "c
 CLOUD_PLAN_COLUMNS = [
     "model", "gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "n_instances",
     "interconnect", "step_time_s", "steps", "compute_time_h", "memory_per_gpu_bytes", "capacity_bytes", "fits",
-    "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "p_hold_instances", "restart_overhead_h", "time_h", "usd_per_h",
+    "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "p_hold_instances", "restart_overhead_h", "capacity_wait_h", "time_h", "usd_per_h",
     "cost_usd", "price_date", "feasible", "pareto", "extrapolated",
 ]
 
@@ -64,8 +69,12 @@ _MODULE_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def clear_plan_cache() -> None:
-    """Forget the memoised step-time and memory predictions of :func:`plan_cloud`."""
+    """Forget the memoised step-time and memory predictions of :func:`plan_cloud` and the per-operator traces behind
+    them (:func:`perfmodel.models.op_step_time.clear_trace_cache`): the next plan starts cold."""
+    from perfmodel.models.op_step_time import clear_trace_cache
+
     _MEMO.clear()
+    clear_trace_cache()
 
 
 def _model_key(model, input_shape):
@@ -162,7 +171,8 @@ def _p_hold(provider: str, k: int) -> tuple[float, str]:
     if a.empty:
         return float("nan"), f"no spot trace of {provider} asked for {k} instances: holding them is not estimated"
     kinds = ", ".join(sorted(set(a["instance_type"])))
-    return float(a["p_at_least_n"].mean()), f"P(holding {k} spot instances) from {len(a)} {provider} trace(s) of {kinds}"
+    whose = provider if provider in ("aws", "gcp") else "AWS and GCP"
+    return float(a["p_at_least_n"].mean()), f"P(holding {k} spot instances) from {len(a)} {whose} trace(s) of {kinds}"
 
 
 @lru_cache(maxsize=None)
@@ -198,12 +208,148 @@ def _steps(batch: int, steps: int, b_simple, reference_batch) -> float:
     return float(steps * steps_multiplier(batch, b_simple) / steps_multiplier(reference_batch, b_simple))
 
 
+class _Rental(NamedTuple):
+    """What a candidate rents: instances of one price row (or of several, for a mix), prices for all of them."""
+    provider: str
+    region: str
+    instance_type: str
+    n_instances: int
+    on_demand_usd_per_h: float  # all the instances together
+    spot_usd_per_h: float  # NaN where a row has no spot price
+    price_date: str
+    pools: tuple  # instances asked of each spot pool (one per instance type)
+
+
+def _gpu_notes(spec, prec: str) -> list[str]:
+    from perfmodel.models import op_step_time as ost
+
+    far = ost.gpu_extrapolation(spec)
+    notes = [f"{spec.gpu}: " + ", ".join(far)] if far else []
+    if prec != "fp32":
+        notes.append(f"precision {prec} (operator efficiencies learned on FP32)")
+    return notes
+
+
+def _p_hold_pools(provider: str, pools: tuple) -> tuple[float, str]:
+    """P(holding every pool's instances at once): the product over the pools (independent pools assumed)."""
+    ps, notes = [], []
+    for k in pools:
+        p, note = _p_hold(provider, int(k))
+        ps.append(p)
+        notes.append(note)
+    if len(pools) > 1:
+        notes.append("pools of different instance types held independently (product)")
+    return float(np.prod(ps)), "; ".join(notes)
+
+
+def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint_s, skipped: list, out: list) -> None:
+    """Rows of one candidate (model, GPUs, strategy, batch: step time, memory) for each rental and spot/on-demand."""
+    from perfmodel.planning.plan import vm_startup_s
+    from perfmodel.planning.revocation import expected_revocations, mean_time_between_failures_h, young_daly_interval
+
+    compute_s = cand["steps"] * cand["step_time_s"]
+    if checkpoint_s is None:
+        ck, ck_note = _checkpoint_s(cand["state_bytes"])
+    else:
+        ck, ck_note = float(checkpoint_s), ""
+    for r in rentals:
+        k = r.n_instances
+        for sp in spots:
+            usd_h = r.spot_usd_per_h if sp else r.on_demand_usd_per_h
+            if not np.isfinite(usd_h):
+                skipped.append(dict(n_gpus=cand["n_gpus"], strategy=cand["strategy"], batch_size=cand["batch_size"],
+                                    reason=f"no spot price for {r.provider} {r.region} {r.instance_type}"))
+                continue
+            notes = list(cand["notes"])
+            wait_s = 0.0
+            if sp:
+                dist, basis = _spot_distribution(r.provider)
+                mtbf_s = mean_time_between_failures_h(dist) * 3600 / k
+                tau = young_daly_interval(ck, mtbf_s)
+                rev = float(k * expected_revocations(compute_s / 3600, 1, dist=dist)[0])
+                restart = vm_startup_s(cand["startup_gpu"], True) + ck + tau / 2
+                over_s = rev * restart + compute_s / tau * ck
+                notes.append(f"spot lifetimes of {basis}")
+                p_hold, hold_note = _p_hold_pools(r.provider, r.pools)
+                notes.append(hold_note)
+                if wait_for_capacity and np.isfinite(p_hold):
+                    # synchronous training progresses only while every instance is held: run time / P(held)
+                    wait_s = math.inf if p_hold <= 0 else (compute_s + over_s) * (1 / p_hold - 1)
+                    if p_hold <= 0:
+                        notes.append(f"the traces never held {k} such instances at once: the wait is unbounded")
+                notes.append("replacement start-up: CM-DARE's GCE transient VMs (2019)")
+                if ck_note:
+                    notes.append(ck_note)
+            else:
+                tau, rev, over_s, p_hold = np.nan, 0.0, 0.0, np.nan
+            run_h = (compute_s + over_s) / 3600
+            out.append(dict(model=cand["model"], gpu=cand["gpu"], n_gpus=cand["n_gpus"], strategy=cand["strategy"],
+                            batch_size=cand["batch_size"], spot=sp, provider=r.provider, region=r.region,
+                            instance_type=r.instance_type, n_instances=k, interconnect=cand["interconnect"],
+                            step_time_s=cand["step_time_s"], steps=cand["steps"], compute_time_h=compute_s / 3600,
+                            memory_per_gpu_bytes=cand["memory_per_gpu_bytes"], capacity_bytes=cand["capacity_bytes"],
+                            fits=cand["fits"], checkpoint_s=ck if sp else np.nan, checkpoint_interval_s=tau,
+                            expected_revocations=rev, p_hold_instances=p_hold, restart_overhead_h=over_s / 3600,
+                            capacity_wait_h=wait_s / 3600, time_h=run_h + wait_s / 3600, usd_per_h=usd_h,
+                            cost_usd=usd_h * run_h, price_date=r.price_date, extrapolated="; ".join(notes) or "none"))
+
+
+def _mixed_candidate(model, mix: dict, B: int, *, input_shape, input_dtype, precision, optimizer, balance, interconnect) -> dict:
+    """Step time (:func:`perfmodel.models.hetero.predict_mixed_step_time`) and memory of a mix at global batch ``B``."""
+    from perfmodel import datasets as ds
+    from perfmodel.models.hetero import MIXED_DEFAULT_LINK, predict_mixed_step_time
+    from perfmodel.planning.memory import predict_memory
+
+    st = predict_mixed_step_time(model, mix, batch_size=B, input_shape=input_shape, input_dtype=input_dtype,
+                                 precision=precision, optimizer=optimizer, balance=balance, interconnect=interconnect).iloc[0]
+    local = dict((g, int(b)) for g, b in (part.split(":") for part in st["local_batches"].split(",")))
+    mems = []
+    for g, b in local.items():
+        m = predict_memory(model, g, batch_size=b, precision=precision, optimizer=optimizer, input_shape=input_shape,
+                           input_dtype=input_dtype).iloc[0]
+        mems.append(m)
+    tight = max(mems, key=lambda m: m["total_bytes"] / m["capacity_bytes"])
+    notes = [n for g in mix for n in _gpu_notes(ds.gpu_spec(g), precision)]
+    notes = list(dict.fromkeys(notes))
+    notes.append(f"mixed GPU types: batch split {balance} ({st['local_batches']}), gradients weighted by local batch")
+    if interconnect is None:
+        notes.append(f"link between instances assumed {MIXED_DEFAULT_LINK} (pass interconnect=)")
+    return dict(model=str(st["model"]), gpu=st["mix"], n_gpus=int(st["n_gpus"]), strategy="dp-mixed", batch_size=B,
+                interconnect=str(st["interconnect"]), step_time_s=float(st["step_time_s"]),
+                memory_per_gpu_bytes=float(tight["total_bytes"]), capacity_bytes=float(tight["capacity_bytes"]),
+                fits=all(bool(m["fits"]) for m in mems), state_bytes=float(tight["params_bytes"] + tight["optimizer_bytes"]),
+                startup_gpu=str(st["slowest_gpu"]), notes=notes)
+
+
+def _mixed_rentals(mix: dict, rows_by_gpu: dict) -> list:
+    """Every way of renting the mix from one provider and region: one price row per GPU type."""
+    import itertools
+
+    by_place: dict = {}
+    for g in mix:
+        for r in rows_by_gpu[g].itertuples(index=False):
+            by_place.setdefault((str(r.provider), str(r.region)), {}).setdefault(g, []).append(r)
+    out = []
+    for (provider, region), per in sorted(by_place.items()):
+        if set(per) != set(mix):
+            continue
+        for combo in itertools.product(*(per[g] for g in mix)):
+            ks = [math.ceil(mix[g] / int(r.gpus_per_instance)) for g, r in zip(mix, combo)]
+            od = sum(k * float(r.on_demand_usd_per_h) for k, r in zip(ks, combo))
+            spot = sum(k * float(r.spot_usd_per_h) for k, r in zip(ks, combo))
+            out.append(_Rental(provider, region, "+".join(f"{k}x{r.instance_type}" for k, r in zip(ks, combo)), sum(ks), od,
+                               spot, "; ".join(dict.fromkeys(str(getattr(r, "price_date", "")) for r in combo)), tuple(ks)))
+    return out
+
+
+
 def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32), strategies=("dp", "fsdp", "tp", "pp"),
                spot=(True, False), regions=None, prices: pd.DataFrame | None = None, steps: int | None = None,
                b_simple: float | None = None, reference_batch: int | None = None, deadline_h: float | None = None,
                budget_usd: float | None = None, input_shape=None, input_dtype=None, precision: str = "bf16",
                optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
-               checkpoint_s: float | None = None) -> pd.DataFrame:
+               checkpoint_s: float | None = None, mixes=(), mix_balance: str = "speed",
+               wait_for_capacity: bool = True) -> pd.DataFrame:
     """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
 
     Parameters
@@ -239,6 +385,19 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         NVLink inside an instance and :data:`MULTI_INSTANCE_LINK` across instances).
     checkpoint_s : float, optional
         Seconds to write (and to read back) one checkpoint; default predicted from the GPU's state size.
+    mixes : sequence of dict or str, optional
+        Mixes of GPU types to plan as well (Srifty's heterogeneous VM sets), e.g. ``[{"H100": 2, "L4": 4}, "4xA100+4xL4"]``
+        (:func:`perfmodel.models.hetero.parse_mix`): synchronous data parallel over all of them
+        (:func:`perfmodel.models.hetero.predict_mixed_step_time`), rented from one provider and region (every
+        combination of the types' price rows there), strategy ``"dp-mixed"``; memory must fit on every type at its
+        local batch. Batches smaller than the mix's GPU count are skipped.
+    mix_balance : {"speed", "equal"}
+        How a mix splits the global batch (:func:`perfmodel.models.hetero.predict_mixed_step_time`).
+    wait_for_capacity : bool
+        Spot rows: lengthen the time by the wait for capacity, ``run / p_hold_instances − run`` (synchronous training
+        progresses only while all the instances are held; the traces' share of time at least that many were held),
+        where the traces asked for that many instances. The wait is not billed. ``False``: report
+        ``p_hold_instances`` only.
 
     Returns
     -------
@@ -260,8 +419,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel.models import op_step_time as ost
     from perfmodel.models.parallel import StrategyError, check_strategy_name, resolve_interconnect
     from perfmodel.planning.memory import predict_memory
-    from perfmodel.planning.plan import _startup_s, mark_feasible
-    from perfmodel.planning.revocation import expected_revocations, mean_time_between_failures_h, young_daly_interval
+    from perfmodel.models.hetero import BALANCES, mix_label, parse_mix
+    from perfmodel.planning.plan import mark_feasible
 
     if steps is None or isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps must be a positive number of training steps (at every batch, or at reference_batch with "
@@ -282,15 +441,22 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     p = check_gpu_prices(prices)
     gpu_list = sorted(set(p["gpu"])) if gpus is None else [ds.canonical_gpu(g) for g in _as_tuple(gpus, "gpus")]
     regions = None if regions is None else _as_tuple(regions, "regions")
-    rows_by_gpu = {g: _price_rows(p, g, regions) for g in gpu_list}
+    mixes = [parse_mix(m) for m in ([mixes] if isinstance(mixes, (str, dict)) else list(mixes))]
+    if mix_balance not in BALANCES:
+        raise ValueError(f"mix_balance must be one of {BALANCES}; got {mix_balance!r}.")
+    if not isinstance(wait_for_capacity, (bool, np.bool_)):
+        raise TypeError(f"wait_for_capacity must be True or False; got {wait_for_capacity!r}.")
+    rows_by_gpu = {g: _price_rows(p, g, regions) for g in dict.fromkeys([*gpu_list, *(g for m in mixes for g in m)])}
     if interconnect is not None:
         for g in gpu_list:
             resolve_interconnect(interconnect, g)  # unknown names fail here, before any prediction
     mkey = _model_key(model, input_shape)
     prec = str(precision).lower()
-    specs = {g: ds.gpu_spec(g) for g in gpu_list}
+    specs = {g: ds.gpu_spec(g) for g in rows_by_gpu}
     rows, skipped = [], []
     first_error = None
+    nsteps_of = {B: _steps(B, int(steps), b_simple, reference_batch) for B in batches}
+    common = dict(spots=spots, wait_for_capacity=wait_for_capacity, checkpoint_s=checkpoint_s, skipped=skipped, out=rows)
     for n in counts:
         for strat in (["single"] if n == 1 else strats):
             for B in batches:
@@ -325,54 +491,40 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                     mem_by = mem.set_index("gpu")
                     for g, price_rows in by_gpu.items():
                         st, mm = step_by.loc[g], mem_by.loc[g]
-                        notes = [x.split(": ", 1)[1] for x in ost._extrapolation_notes(specs[g])]
-                        if prec != "fp32":
-                            notes.append(f"precision {prec} (operator efficiencies learned on FP32)")
+                        notes = _gpu_notes(specs[g], prec)
                         if spans and interconnect is None:
                             notes.append(f"link between instances assumed {MULTI_INSTANCE_LINK} (pass interconnect=)")
-                        nsteps = _steps(B, int(steps), b_simple, reference_batch)
-                        compute_s = nsteps * float(st["step_time_s"])
-                        state = float(mm["params_bytes"] + mm["optimizer_bytes"])
-                        if checkpoint_s is None:
-                            ck, ck_note = _checkpoint_s(state)
-                        else:
-                            ck, ck_note = float(checkpoint_s), ""
+                        cand = dict(model=str(st["model"]), gpu=g, n_gpus=n, strategy=strat, batch_size=B,
+                                    interconnect=str(st.get("interconnect", "none")) if n > 1 else "none",
+                                    step_time_s=float(st["step_time_s"]), steps=nsteps_of[B],
+                                    memory_per_gpu_bytes=float(mm["total_bytes"]), capacity_bytes=float(mm["capacity_bytes"]),
+                                    fits=bool(mm["fits"]), state_bytes=float(mm["params_bytes"] + mm["optimizer_bytes"]),
+                                    startup_gpu=g, notes=notes)
+                        rentals = []
                         for r in price_rows:
                             k = math.ceil(n / int(r.gpus_per_instance))
-                            for sp in spots:
-                                price = r.spot_usd_per_h if sp else r.on_demand_usd_per_h
-                                if not np.isfinite(price):
-                                    skipped.append(dict(n_gpus=n, strategy=strat, batch_size=B,
-                                                        reason=f"no spot price for {r.provider} {r.region} {r.instance_type}"))
-                                    continue
-                                row_notes = list(notes)
-                                if sp:
-                                    dist, basis = _spot_distribution(str(r.provider))
-                                    mtbf_s = mean_time_between_failures_h(dist) * 3600 / k
-                                    tau = young_daly_interval(ck, mtbf_s)
-                                    rev = float(k * expected_revocations(compute_s / 3600, 1, dist=dist)[0])
-                                    restart = _startup_s(g, True) + ck + tau / 2
-                                    over_s = rev * restart + compute_s / tau * ck
-                                    row_notes.append(f"spot lifetimes of {basis}")
-                                    p_hold, hold_note = _p_hold(str(r.provider), k)
-                                    row_notes.append(hold_note)
-                                    row_notes.append("replacement start-up: CM-DARE's GCE transient VMs (2019)")
-                                    if ck_note:
-                                        row_notes.append(ck_note)
-                                else:
-                                    tau, rev, over_s, p_hold = np.nan, 0.0, 0.0, np.nan
-                                time_h = (compute_s + over_s) / 3600
-                                usd_h = k * float(price)
-                                rows.append(dict(model=str(st["model"]), gpu=g, n_gpus=n, strategy=strat, batch_size=B, spot=sp,
-                                                 provider=r.provider, region=r.region, instance_type=r.instance_type, n_instances=k,
-                                                 interconnect=str(st.get("interconnect", "none")) if n > 1 else "none",
-                                                 step_time_s=float(st["step_time_s"]), steps=nsteps, compute_time_h=compute_s / 3600,
-                                                 memory_per_gpu_bytes=float(mm["total_bytes"]), capacity_bytes=float(mm["capacity_bytes"]),
-                                                 fits=bool(mm["fits"]), checkpoint_s=ck if sp else np.nan, checkpoint_interval_s=tau,
-                                                 expected_revocations=rev, p_hold_instances=p_hold,
-                                                 restart_overhead_h=over_s / 3600, time_h=time_h,
-                                                 usd_per_h=usd_h, cost_usd=usd_h * time_h, price_date=str(getattr(r, "price_date", "")),
-                                                 extrapolated="; ".join(row_notes) or "none"))
+                            rentals.append(_Rental(str(r.provider), str(r.region), str(r.instance_type), k,
+                                                   k * float(r.on_demand_usd_per_h), k * float(r.spot_usd_per_h),
+                                                   str(getattr(r, "price_date", "")), (k,)))
+                        _add_rows(cand, rentals, **common)
+    for mix in mixes:
+        for B in batches:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    cand = _memo(("mixed", mkey, mix_label(mix), B, prec, optimizer, mix_balance, repr(interconnect), input_dtype),
+                                 lambda: _mixed_candidate(model, mix, B, input_shape=input_shape, input_dtype=input_dtype,
+                                                          precision=prec, optimizer=optimizer, balance=mix_balance,
+                                                          interconnect=interconnect))
+            except ValueError as exc:
+                skipped.append(dict(n_gpus=sum(mix.values()), strategy=f"dp-mixed {mix_label(mix)}", batch_size=B, reason=str(exc)))
+                continue
+            rentals = _mixed_rentals(mix, rows_by_gpu)
+            if not rentals:
+                skipped.append(dict(n_gpus=sum(mix.values()), strategy=f"dp-mixed {mix_label(mix)}", batch_size=B,
+                                    reason=f"no provider and region of the price table rents every GPU of {mix_label(mix)}"))
+                continue
+            _add_rows(dict(cand, steps=nsteps_of[B]), rentals, **common)
     if not rows:
         if first_error is not None:
             raise first_error
@@ -419,6 +571,8 @@ def _choose(frame: pd.DataFrame, ok: pd.Series, by: str, what: str, relax: str) 
                 f"(checkpoint every {chosen['checkpoint_interval_s'] / 60:.3g} min)")
         if np.isfinite(chosen["p_hold_instances"]):
             why += f"; the spot traces held {chosen['n_instances']} such instances {chosen['p_hold_instances']:.0%} of the time"
+            if chosen["capacity_wait_h"] > 0:
+                why += f", so it waits {chosen['capacity_wait_h']:.3g} h for capacity (counted in its time, not billed)"
     if chosen["extrapolated"] != "none":
         why += f"; extrapolated: {chosen['extrapolated']}"
     chosen["why"] = why

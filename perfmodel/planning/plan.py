@@ -33,7 +33,7 @@ import pandas as pd
 
 from perfmodel import datasets as ds
 
-__all__ = ["plan", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
+__all__ = ["plan", "vm_startup_s", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
            "validate_against_icac", "TF_WARM_RESTART_S"]
 
 
@@ -60,7 +60,10 @@ class PlanInfeasibleError(ValueError):
     """No candidate configuration meets the deadline or the budget."""
 
 
-def _startup_s(gpu: str, transient: bool) -> float:
+def vm_startup_s(gpu: str, transient: bool) -> float:
+    """Mean measured start-up of a VM with ``gpu`` (request to training, seconds; CM-DARE's 2019 GCE measurements,
+    :func:`perfmodel.datasets.load_vm_startup`), transient or on-demand; the mean over the measured GPUs for a GPU that
+    was not measured."""
     v = ds.load_vm_startup()
     sel = v[(v["transient"] == transient) & (v["gpu"].astype(str) == gpu)]
     if sel.empty:
@@ -214,7 +217,7 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
                     except ValueError as exc:
                         raise ValueError(f"No transient lifetime data for {g}{' in ' + reg if reg else ''} ({exc}); plan it on-demand "
                                          "(transient=False) or choose a GPU/region with CM-DARE lifetimes.") from None
-                replace_s = _startup_s(g, True) + warm_s
+                replace_s = vm_startup_s(g, True) + warm_s
                 n = speeds["n_workers"].to_numpy(int)
                 speed = speeds["speed_steps_per_s"].to_numpy(float)
                 n_ps = speeds["n_ps"].to_numpy(int)

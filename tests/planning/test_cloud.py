@@ -46,7 +46,8 @@ def test_plan_rows_columns_and_costs(frame):
     assert a["n_instances"] == 1 and a["usd_per_h"] == 32.0
     l4 = frame[(frame["gpu"] == "L4") & (frame["n_gpus"] == 2) & frame["spot"]].iloc[0]
     assert l4["n_instances"] == 2 and l4["usd_per_h"] == pytest.approx(0.6)
-    np.testing.assert_allclose(frame["cost_usd"], frame["usd_per_h"] * frame["time_h"])
+    # the run is billed, the wait for spot capacity is not
+    np.testing.assert_allclose(frame["cost_usd"], frame["usd_per_h"] * (frame["time_h"] - frame["capacity_wait_h"]))
     # spot rows pay revocations and checkpoints; on-demand rows do not
     sp, od = frame[frame["spot"]], frame[~frame["spot"]]
     assert (sp["restart_overhead_h"] > 0).all() and (sp["time_h"] > sp["compute_time_h"]).all()
