@@ -6,8 +6,8 @@ plan (every step-time and memory prediction computed) and of a second identical 
 reused; goal < 5 s), and the number of candidates.
 
 The price table here is a timing fixture, not a quote: every GPU at 1 $/GPU-hour on demand and 0.4 on spot, one
-8-GPU instance type per GPU, so that all three GPUs and both purchase options are planned (the shipped table,
-``perfmodel.datasets.reference.load_gpu_prices``, has no L4 row and no spot prices).
+8-GPU instance type per GPU, so that the timing does not move with the shipped table
+(``perfmodel.datasets.reference.load_gpu_prices``, real dated prices that change).
 """
 from __future__ import annotations
 

@@ -151,19 +151,23 @@ GPU_PRICE_COLUMNS = ("provider", "region", "instance_type", "gpu", "gpus_per_ins
 
 
 def load_gpu_prices() -> pd.DataFrame:
-    """Hourly prices of today's GPU VMs, one row per (provider, region, instance type), each read on a cited page.
+    """Hourly prices of today's GPU VMs, one row per (provider, region, instance type), each read in a cited, dated source.
 
-    Only numbers read on a stored page are kept (none is guessed): the table is small and partial. Pass your own
+    Only numbers read in a source are kept (none is guessed, none derived from another GPU): AWS on-demand prices of
+    p4d/p4de (A100 40/80 GB), p5 (H100) and g6 (L4) in us-east-1 and us-west-2 from a dated third-party catalog of AWS
+    list prices (no dated AWS spot price was found, so AWS rows have none), and Google Cloud on-demand and Spot prices of
+    a2-highgpu/a2-ultragpu (A100 40/80 GB), a3-highgpu-8g (H100) and g2-standard (L4) in us-central1 and europe-west4
+    from a dated catalog built from Google's Cloud Billing Catalog API. Prices change (Spot daily): pass your own
     table to :func:`perfmodel.planning.cloud.plan_cloud` (``prices=``) or ``perfmodel plan-cloud --prices FILE`` for
-    the instances, regions and spot prices you pay.
+    the instances, regions and prices you pay.
 
     Returns
     -------
     DataFrame
         :data:`GPU_PRICE_COLUMNS`: ``provider`` (``aws``, ``gcp``, ...), ``region``, ``instance_type``, ``gpu``
         (catalog id, :func:`perfmodel.datasets.canonical_gpu`), ``gpus_per_instance``, ``on_demand_usd_per_h`` and
-        ``spot_usd_per_h`` (US dollars per instance-hour; spot NaN where the page publishes none), ``price_date`` (the
-        date the page states), ``source_url``, ``note`` (what the page is, the exact wording quoted).
+        ``spot_usd_per_h`` (US dollars per instance-hour; spot NaN where the source publishes none), ``price_date`` (the
+        date the source states), ``source_url``, ``note`` (what the source is, the entry quoted, the instance's GPUs).
     """
     return _read_packaged("reference/gpu_prices.csv")
 

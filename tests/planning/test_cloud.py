@@ -31,8 +31,8 @@ def test_gpu_price_table_is_sourced_and_listed():
     assert tuple(p.columns) == GPU_PRICE_COLUMNS and len(p) >= 2
     assert p["source_url"].str.startswith("https://").all() and p["price_date"].str.len().gt(0).all()
     assert set(p["gpu"]) <= set(ds.CATALOG_GPU_IDS)
-    row = p.set_index("instance_type").loc["p5.48xlarge"]
-    assert (row["gpu"], row["gpus_per_instance"], row["on_demand_usd_per_h"]) == ("H100", 8, 98.32)
+    row = p.set_index(["provider", "region", "instance_type"]).loc[("aws", "us-east-1", "p5.48xlarge")]
+    assert (row["gpu"], row["gpus_per_instance"], row["on_demand_usd_per_h"]) == ("H100", 8, 55.04)
     assert "gpu_prices" in set(ds.list_datasets(with_shape=False)["name"])
 
 
@@ -68,9 +68,9 @@ def test_a_gpu_without_a_price_says_which_rows_exist():
         plan_cloud(CFG, **{**KW, "gpus": ["H100"]})
 
 
-def test_shipped_table_has_no_l4_price():
-    with pytest.raises(ValueError, match=r"No price for GPU L4: the price table has aws us-east-1 p4d.24xlarge \(8xA100\)"):
-        plan_cloud(CFG, gpus=["L4"], input_shape=(128,), steps=10)
+def test_shipped_table_has_no_t4_price():
+    with pytest.raises(ValueError, match=r"No price for GPU T4: the price table has aws us-east-1 p4d.24xlarge \(8xA100\)"):
+        plan_cloud(CFG, gpus=["T4"], input_shape=(128,), steps=10)
 
 
 def test_unknown_interconnect():
