@@ -450,7 +450,9 @@ def staleness_multiplier(n_workers, fit: dict | None = None):
     Validity: the measured counts, for ResNet-32 on CIFAR-10 with ICAC'19's schedule, read before its learning-rate
     step; other models, batch sizes and schedules will have other slopes (measure them with :func:`staleness_cost` on
     your own curves). The slope is measured on K80 workers; staleness comes from the number of asynchronous workers,
-    so applying it to other GPUs of equal speed assumes the same staleness per worker.
+    so applying it to other GPUs assumes the same staleness per worker. ICAC'19's V100 clusters
+    (``experiment_1ps_vs_2ps/1ps<N>v`` against the single-V100 runs, passed to :func:`staleness_cost` at the same
+    target) give a lower slope, so the K80 fit is on the pessimistic side for V100 workers.
     """
     global _DEFAULT_FIT
     if fit is None:
