@@ -249,3 +249,19 @@ def test_item_numbers_are_the_tables(cost):
     for r in cost[cost["n_workers"] > 1].itertuples():
         assert nums[f"staleness_multiplier ({r.n_workers} workers)"] == pytest.approx(r.staleness_multiplier, rel=1e-12)
         assert nums[f"accuracy_gap ({r.n_workers} workers)"] == pytest.approx(r.accuracy_gap, rel=1e-12)
+
+
+def test_v100_clusters_give_a_lower_slope_than_the_k80_fit(cost):
+    """What staleness_multiplier's notes say: the same procedure on ICAC'19's V100 clusters (1ps<N>v, 1 PS; the single
+    V100 runs that finished as the reference) at the K80 target gives a lower slope."""
+    runs = ds.load_icac_runs(include_unprocessed=True)
+    v = runs[(runs["n_v100"] == runs["n_workers"]) & runs["region_mix"].isna() & ~runs["failed"]
+             & (runs["config"].str.fullmatch(r"1ps\dv") | (runs["config"] == "v100"))]
+    key = lambda d: d["experiment"].astype(str) + "/" + d["config"].astype(str) + "/" + d["zone"].astype("string").fillna("-").astype(str) \
+        + "/" + d["run"].astype(str)  # noqa: E731
+    c = ds.load_icac_accuracy_curves()
+    c = c[~c["restart_row"]].assign(run_id=key)
+    cv = c.merge(v.assign(run_id=key)[["run_id", "n_workers"]], on="run_id").assign(gpu="V100")
+    tv = staleness_cost(cv, target_accuracy=cost.attrs["target_accuracy"], n_boot=200)
+    assert sorted(tv["n_workers"]) == list(range(1, 9))
+    assert fit_staleness_multiplier(tv)["slope"] < fit_staleness_multiplier(cost)["slope"]
