@@ -353,7 +353,8 @@ def fit_staleness_multiplier(cost: pd.DataFrame | None = None, *, gpu: str | Non
     Weighted least squares through the reference (``m(n_ref) = 1`` exactly), each size weighted by its number of
     runs (the variance of a mean over runs falls as 1 / runs): ``c = Σ w x y / Σ w x²`` with ``x = n − n_ref``,
     ``y = m − 1``. The interval of ``c`` refits every bootstrap resample of the multipliers (resamples where a size
-    never reaches the target are left out of that refit's sizes).
+    never reaches the target are left out of that refit's sizes); ``staleness_cost`` keeps the resamples of its first GPU
+    only, so for another GPU of a several-GPU table the interval is NaN (call it on that GPU's curves alone).
 
     Parameters
     ----------
