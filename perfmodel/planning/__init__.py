@@ -2,7 +2,15 @@
 from __future__ import annotations
 
 from perfmodel.planning.cost import cluster_cost_usd, icac_run_costs, price_per_second
-from perfmodel.planning.efficiency import gradient_noise_scale, steps_multiplier
+from perfmodel.planning.efficiency import (
+    ICAC_LR_STEP,
+    fit_staleness_multiplier,
+    gradient_noise_scale,
+    icac_staleness_curves,
+    staleness_cost,
+    staleness_multiplier,
+    steps_multiplier,
+)
 from perfmodel.planning.plan import (
     PlanInfeasibleError,
     cheapest_under_deadline,
@@ -33,6 +41,7 @@ __all__ = [
     "plan", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h", "young_daly_interval",
     "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation", "estimate_time_after_revocation", "tf_restart_s", "gradient_noise_scale", "steps_multiplier",
+    "icac_staleness_curves", "staleness_cost", "fit_staleness_multiplier", "staleness_multiplier", "ICAC_LR_STEP",
 ]
 
 from perfmodel.planning.strategies import explore_strategies, pareto_mask, plot_strategies

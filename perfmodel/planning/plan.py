@@ -132,7 +132,8 @@ def mark_feasible(out: pd.DataFrame, *, deadline_h: float | None = None, budget_
 
 def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2), transient=(True, False), regions=None,
          steps: int = 64000, deadline_h: float | None = None, budget_usd: float | None = None, prices: pd.DataFrame | None = None,
-         checkpoint_interval_steps: int = 4000, input_shape=(3, 32, 32), batch_size: int = 128) -> pd.DataFrame:
+         checkpoint_interval_steps: int = 4000, input_shape=(3, 32, 32), batch_size: int = 128,
+         staleness: bool | dict = False) -> pd.DataFrame:
     """Candidate clusters with predicted time, cost and revocation overhead, and their Pareto front.
 
     Parameters
@@ -161,6 +162,13 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
         Shape of one sample when ``model`` is a module.
     batch_size : int
         Samples per worker and step (default CM-DARE's 128; see :func:`perfmodel.models.predict_cluster_speed`).
+    staleness : bool or dict, default False
+        Opt-in: multiply each candidate's ``steps`` by the steps its worker count needs to reach the same accuracy under
+        asynchronous staleness (:func:`perfmodel.planning.staleness_multiplier`; True: the fit on ICAC'19's K80
+        ResNet-32 clusters, a dict: your :func:`perfmodel.planning.fit_staleness_multiplier`). Adds the columns
+        ``staleness_multiplier`` and ``steps`` (after ``region``); time, revocations and cost follow from the scaled
+        steps. Default False: every cluster trains ``steps`` global steps (the papers' fixed schedule, whose cost of
+        staleness is lower accuracy, not time).
 
     Returns
     -------
@@ -168,7 +176,8 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
         One row per configuration: ``model``, ``gpu``, ``n_workers``, ``n_ps``, ``transient``, ``region``,
         ``speed_steps_per_s``, ``compute_time_h``, ``expected_revocations``, ``revocation_overhead_h``, ``time_h``,
         ``worker_usd_per_h``, ``ps_usd_per_h``, ``cost_usd``, ``revocation_cost_usd``, ``price_date``, ``feasible``,
-        ``pareto`` (time–cost front among the feasible rows).
+        ``pareto`` (time–cost front among the feasible rows); with ``staleness``, also ``staleness_multiplier`` and
+        ``steps`` (global steps planned for the row).
 
     Raises
     ------
@@ -198,6 +207,12 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
     if deadline_h is not None and not deadline_h > 0:
         raise ValueError(f"deadline_h must be a positive number of hours; got {deadline_h}.")
     regions = [None] if regions is None else [ds.canonical_region(r) for r in ([regions] if isinstance(regions, str) else regions)]
+    if not (isinstance(staleness, (bool, np.bool_)) or isinstance(staleness, dict)):
+        raise ValueError(f"staleness must be False, True or the dict of perfmodel.planning.fit_staleness_multiplier(); got "
+                         f"{type(staleness).__name__}.")
+    use_staleness = staleness is not False and staleness is not np.False_
+    if use_staleness:
+        from perfmodel.planning.efficiency import staleness_multiplier
     p = _check_prices(prices)
     date = str(p["price_date"].iloc[0]) if "price_date" in p.columns else ""
     ps_price = _price_h(p, None, False)
@@ -221,7 +236,10 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
                 n = speeds["n_workers"].to_numpy(int)
                 speed = speeds["speed_steps_per_s"].to_numpy(float)
                 n_ps = speeds["n_ps"].to_numpy(int)
-                compute_h = steps / speed / 3600
+                mult = (np.asarray(staleness_multiplier(n, None if staleness is True or staleness is np.True_ else staleness), dtype=float)
+                        if use_staleness else np.ones(len(n)))
+                row_steps = steps * mult
+                compute_h = row_steps / speed / 3600
                 if tr:
                     # one renewal function for all rows (vectorised over the horizons), times the worker slots
                     rev = n * expected_revocations(compute_h, 1, dist=dist)
@@ -235,10 +253,16 @@ def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2)
                 rows.append(pd.DataFrame(dict(model=name, gpu=g, n_workers=n, n_ps=n_ps, transient=tr, region=reg or "pooled",
                                               speed_steps_per_s=speed, compute_time_h=compute_h, expected_revocations=rev,
                                               revocation_overhead_h=over_s / 3600, time_h=time_h, worker_usd_per_h=price,
-                                              ps_usd_per_h=ps_price, cost_usd=cost, revocation_cost_usd=rev_cost, price_date=date)))
+                                              ps_usd_per_h=ps_price, cost_usd=cost, revocation_cost_usd=rev_cost, price_date=date,
+                                              staleness_multiplier=mult, steps=row_steps)))
     out = mark_feasible(pd.concat(rows, ignore_index=True), deadline_h=deadline_h, budget_usd=budget_usd)
     out.attrs.update(deadline_h=deadline_h, budget_usd=budget_usd, steps=int(steps))
-    return out[_COLUMNS].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
+    cols = _COLUMNS
+    if use_staleness:
+        i = _COLUMNS.index("region") + 1
+        cols = _COLUMNS[:i] + ["staleness_multiplier", "steps"] + _COLUMNS[i:]
+        out.attrs["staleness"] = True
+    return out[cols].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
 
 
 def _closest(frame: pd.DataFrame, by: str, k: int = 3) -> str:
