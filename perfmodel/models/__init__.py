@@ -50,12 +50,15 @@ from perfmodel.models.parallel import (
     allgather_time,
     allreduce_time,
     p2p_time,
+    parse_strategy,
     reduce_scatter_time,
     resolve_interconnect,
+    resolve_links,
+    strategy_combinations,
 )
 
 __all__ += ["Interconnect", "INTERCONNECTS", "STRATEGIES", "StrategyError", "allreduce_time", "allgather_time", "reduce_scatter_time",
-            "p2p_time", "resolve_interconnect"]
+            "p2p_time", "resolve_interconnect", "parse_strategy", "resolve_links", "strategy_combinations"]
 # -- end multi-GPU step time --
 
 # -- transient servers --

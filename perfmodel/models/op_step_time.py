@@ -356,9 +356,12 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2) -> pd.DataFrame:
     fwd = out["forward_s"].to_numpy(float)
     extra = fwd.copy()
     if "strategy" in out.columns:
-        pp = (out["strategy"] == "pp").to_numpy()
+        from perfmodel.models.parallel import parse_strategy
+
+        # pipeline degree: all the GPUs for "pp", the pp factor of a combination ("dp2-pp2")
+        p = np.array([k if s == "pp" else parse_strategy(s, int(k))["pp"] for s, k in zip(out["strategy"], out["n_gpus"])], dtype=float)
+        pp = (out["strategy"] == "pp").to_numpy() | (p > 1)
         m = out["micro_batches"].to_numpy(float)
-        p = out["n_gpus"].to_numpy(float)
         extra = np.where(pp, (m + p - 1) * fwd / m, fwd)
         out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) * fwd / m, 0.0)
         out["compute_s"] = out["compute_s"].to_numpy(float) + fwd  # pp: step − comm − bubble grows by m·f = forward_s
@@ -409,9 +412,12 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         Predict one forward pass in evaluation mode (dropout off) instead of a training step; needs ``optimizer=None``.
     n_gpus : int
         GPUs training together; 1 (default) is the single-GPU step above, unchanged.
-    strategy : {"dp", "fsdp", "tp", "pp"}
-        With ``n_gpus > 1``: data parallel (DDP's bucketed gradient all-reduce), fully sharded data parallel
-        (ZeRO-3), Megatron tensor parallel, or 1F1B pipeline parallel (:mod:`perfmodel.models.parallel`).
+    strategy : str or dict
+        With ``n_gpus > 1``: ``"dp"`` data parallel (DDP's bucketed gradient all-reduce), ``"fsdp"`` fully sharded data
+        parallel (ZeRO-3), ``"tp"`` Megatron tensor parallel, or ``"pp"`` 1F1B pipeline parallel over all the GPUs
+        (:mod:`perfmodel.models.parallel`); or a Megatron combination with each factor's degree, ``"dp2-tp2-pp2"``,
+        ``"tp4-pp2"``, ``"dp-tp2"`` (the factor without a degree takes the GPUs the others leave) or
+        ``{"dp": 2, "tp": 2}``, whose degrees multiply to ``n_gpus`` (:func:`perfmodel.models.parallel.parse_strategy`).
     micro_batches : int, optional
         Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others
         (default 1).

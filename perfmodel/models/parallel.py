@@ -28,8 +28,24 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   ``(p−1)/(m+p−1)``), plus one send of the activations forward and one of their gradients backward per stage
   boundary and micro-batch; tied input/output embeddings are all-reduced between the first and the last stage.
 
-What it does not model: congestion between collectives of different groups, NCCL protocol switches on small messages,
-kernel slow-down from communication sharing the GPU's SMs, and combinations of strategies.
+* **combinations** (Megatron-LM's "3D parallelism", ``n_gpus = dp × tp × pp``, spelled ``"dp2-tp2-pp2"``,
+  ``"tp4-pp2"``, ``"dp-tp2"`` or ``{"dp": 2, "tp": 2}``; :func:`parse_strategy`): the global batch splits over the
+  ``dp`` replicas (``batch % dp == 0``), each replica's batch into ``m`` micro-batches. Each GPU runs its stage's
+  operators at the micro-batch with the tensor-parallel split above over ``tp`` ranks, and its stage's share of the
+  ``4·L+2`` activation all-reduces (``tokens × hidden``, over the ``tp`` group; the embedding's on the first stage,
+  the vocabulary projection's on the last) inside each micro-batch's slot of the 1F1B schedule. Assumed: a send between
+  stages carries ``1/tp`` of the activations per tensor-parallel rank (Megatron's scatter-gather), then an all-gather
+  over the ``tp`` group rebuilds them; the ``dp`` all-reduce of each GPU's gradients (its stage's parameters, the
+  split ones ``/ tp``) runs in DDP's buckets under the **last** micro-batch's backward pass of the stage (with
+  ``overlap_grad_reduce=False`` after it), and the step ends when the slowest stage has reduced and applied its
+  optimizer step (the other stages' earlier finish is not credited). ``fsdp`` is not combined with ``tp`` / ``pp``.
+  One ``interconnect`` serves all the groups unless a dict ``{"tp": ..., "pp": ..., "dp": ...}`` gives each its
+  own (:func:`resolve_links`; e.g. NVLink for ``tp`` inside a node, InfiniBand for ``pp`` and ``dp`` across nodes).
+  A single strategy spelled with its degree (``"dp4"`` on 4 GPUs) is the single strategy, to the bit.
+
+What it does not model: congestion between collectives of different groups (or of several groups sharing one
+link), NCCL protocol switches on small messages, kernel slow-down from communication sharing the GPU's SMs,
+interleaved pipeline schedules, sequence parallelism, and fsdp combined with tp or pp.
 """
 from __future__ import annotations
 
@@ -43,12 +59,13 @@ import pandas as pd
 from perfmodel._errors import UnknownNameError
 
 __all__ = [
-    "Interconnect", "INTERCONNECTS", "NCCL_EFFICIENCY", "STRATEGIES", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
-    "resolve_interconnect", "check_strategy_name", "allreduce_time", "allgather_time", "reduce_scatter_time", "p2p_time",
+    "Interconnect", "INTERCONNECTS", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
+    "resolve_interconnect", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "allreduce_time", "allgather_time", "reduce_scatter_time", "p2p_time",
     "bucket_sizes", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "ModelLayout", "model_layout",
 ]
 
-#: strategies :func:`predict_parallel_step_time` models.
+#: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
+#: (``"dp2-tp2-pp2"``) are spelled as :func:`parse_strategy` reads them.
 STRATEGIES = ("dp", "fsdp", "tp", "pp")
 #: PyTorch DDP's gradient bucket cap (``bucket_cap_mb=25``) and its first, smaller bucket (1 MiB), bytes.
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -138,6 +155,10 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
             return Interconnect(f"nvlink ({spec.gpu})", spec.nvlink_gb_per_s / 2, _NVLINK_LATENCY_S)
         gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 3
         return INTERCONNECTS[f"pcie{min(max(gen, 3), 5)}"]
+    if isinstance(interconnect, dict):
+        raise TypeError("resolve_interconnect gives one link; a dict of links per process group ({'tp': ..., 'pp': ..., "
+                        "'dp': ...}) is for multi-GPU strategies: use resolve_links, or pass the dict to "
+                        "predict_step_time / predict_memory / explore_strategies with n_gpus > 1.")
     if not isinstance(interconnect, str):
         raise TypeError(f"interconnect must be a name ({', '.join(['nvlink', *INTERCONNECTS])}) or an Interconnect; "
                         f"got {type(interconnect).__name__}.")
@@ -156,14 +177,215 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
     return INTERCONNECTS[key]
 
 
-def check_strategy_name(strategy) -> str:
-    """``strategy`` lower-cased if it is one of :data:`STRATEGIES`, else :class:`UnknownNameError`."""
-    key = str(strategy).strip().lower() if isinstance(strategy, str) else strategy
-    if key not in STRATEGIES:
-        raise UnknownNameError(f"Unknown parallel strategy {strategy!r}. Expected one of: {', '.join(STRATEGIES)} "
-                               "(data parallel, fully sharded data parallel, tensor parallel, pipeline parallel).")
-    return key
+#: process groups of a combined strategy that may use their own link (``interconnect={"tp": ..., "pp": ..., "dp": ...}``).
+LINK_GROUPS = ("tp", "pp", "dp")
 
+
+def resolve_links(interconnect=None, gpu=None) -> dict:
+    """The :class:`Interconnect` of each process group, ``{"tp": ..., "pp": ..., "dp": ...}``.
+
+    Parameters
+    ----------
+    interconnect : str, Interconnect, dict or None
+        One link (a name, a spec or ``None`` for the GPU's own, :func:`resolve_interconnect`) serves all the groups;
+        a dict with keys among ``"tp"``, ``"pp"``, ``"dp"`` gives a group its own link (e.g. ``{"tp": "nvlink",
+        "pp": "infiniband-ndr", "dp": "infiniband-ndr"}``: tensor parallel inside a node, the rest across nodes); a
+        group the dict leaves out uses the GPU's own link. The data-parallel group of ``"fsdp"`` is ``"dp"``.
+    gpu : str or GPUSpec, optional
+        The GPU whose own link (NVLink, else PCIe) fills in.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown link name, or a dict key that is not a group.
+    TypeError
+        A link that is not a name, an Interconnect or None.
+    """
+    if isinstance(interconnect, dict):
+        bad = [k for k in interconnect if k not in LINK_GROUPS]
+        if bad:
+            raise UnknownNameError(f"interconnect dict has unknown group(s) {bad}; expected keys among {list(LINK_GROUPS)} "
+                                   "(the tensor-, pipeline- and data-parallel groups), e.g. {'tp': 'nvlink', 'dp': "
+                                   "'infiniband-ndr'}.")
+        return {g: resolve_interconnect(interconnect.get(g), gpu) for g in LINK_GROUPS}
+    link = resolve_interconnect(interconnect, gpu)
+    return {g: link for g in LINK_GROUPS}
+
+
+_FACTORS = ("dp", "fsdp", "tp", "pp")
+_FACTOR = re.compile(r"^(dp|fsdp|tp|pp)(\d+)?$")
+_SEPARATORS = re.compile(r"[-_,+\s]+")
+_KNOWN = ("Expected one of: dp, fsdp, tp, pp (data parallel, fully sharded data parallel, tensor parallel, pipeline "
+          "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2' or 'dp-tp2' (a factor without a "
+          "degree takes the GPUs the others leave), or a dict such as {'dp': 2, 'tp': 2}.")
+
+
+def _factors(strategy) -> list[tuple[str, int | None]]:
+    """The (name, degree or None) factors of a strategy spelling or dict, in the order dp/fsdp, tp, pp; spelling errors
+    raise."""
+    if isinstance(strategy, dict):
+        if not strategy:
+            raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: an empty dict. {_KNOWN}")
+        out = []
+        for k, v in strategy.items():
+            key = str(k).strip().lower() if isinstance(k, str) else k
+            if key not in _FACTORS:
+                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: key {k!r} is not one of dp, fsdp, tp, pp. {_KNOWN}")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+                raise StrategyError(f"parallel strategy {strategy!r}: the degree of {key!r} must be a positive int (or None: "
+                                    f"the GPUs the others leave); got {v!r}.")
+            out.append((key, None if v is None else int(v)))
+    elif isinstance(strategy, str):
+        tokens = [t for t in _SEPARATORS.split(strategy.strip().lower()) if t]
+        out = []
+        for tok in tokens:
+            hit = _FACTOR.match(tok)
+            if not hit:
+                where = "" if len(tokens) == 1 else f": factor {tok!r} is not one of dp, fsdp, tp, pp with an optional degree"
+                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}{where}. {_KNOWN}")
+            deg = hit.group(2)
+            if deg is not None and int(deg) < 1:
+                raise StrategyError(f"parallel strategy {strategy!r}: factor {tok!r} has degree {int(deg)}; degrees must be "
+                                    "positive (e.g. 'dp2-tp2').")
+            out.append((hit.group(1), None if deg is None else int(deg)))
+        if not out:
+            raise UnknownNameError(f"Unknown parallel strategy {strategy!r}. {_KNOWN}")
+    else:
+        raise UnknownNameError(f"Unknown parallel strategy {strategy!r}. {_KNOWN}")
+    names = [k for k, _ in out]
+    dup = sorted({k for k in names if names.count(k) > 1})
+    if dup:
+        raise StrategyError(f"parallel strategy {strategy!r} names {', '.join(dup)} more than once. Name each factor once "
+                            "(e.g. 'dp2-tp2-pp2').")
+    if "dp" in names and "fsdp" in names:
+        raise StrategyError(f"parallel strategy {strategy!r} combines dp and fsdp: both are the data-parallel dimension "
+                            "(fsdp shards it). Use one of them.")
+    if "fsdp" in names and len(out) > 1:
+        raise StrategyError(f"parallel strategy {strategy!r} combines fsdp with tensor or pipeline parallelism, which "
+                            "perfmodel does not model. Use 'fsdp' alone, or 'dp' with 'tp' / 'pp' (e.g. 'dp2-tp2').")
+    if sum(d is None for _, d in out) > 1 and len(out) > 1:
+        raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
+                            "without a degree (it takes the GPUs the others leave), e.g. 'dp-tp2'.")
+    return sorted(out, key=lambda f: _FACTORS.index(f[0]) if f[0] != "fsdp" else 0)
+
+
+def check_strategy_name(strategy) -> str:
+    """The canonical spelling of a parallel strategy, else a clear error.
+
+    One of :data:`STRATEGIES` (lower-cased; over all the GPUs), or a combination of them with their degrees,
+    ``"dp2-tp2-pp2"``, ``"tp4-pp2"``, ``"dp-tp2"`` (factors joined by ``-``; a factor without a degree takes the GPUs the
+    others leave), or a dict ``{"dp": 2, "tp": 2}``; combinations come back with their factors in the order dp, tp,
+    pp (``"TP2-DP2"`` → ``"dp2-tp2"``). The degrees are checked against a GPU count by :func:`parse_strategy`.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown strategy or factor (the message lists the known ones).
+    StrategyError
+        A factor named twice, ``dp`` with ``fsdp``, ``fsdp`` with ``tp`` / ``pp`` (not modelled), a degree below 1,
+        more than one factor without a degree.
+    """
+    if isinstance(strategy, str) and strategy.strip().lower() in STRATEGIES:
+        return strategy.strip().lower()
+    out = _factors(strategy)
+    if len(out) == 1 and out[0][1] is None:
+        return out[0][0]
+    return "-".join(f"{k}{'' if d is None else d}" for k, d in out)
+
+
+def parse_strategy(strategy, n_gpus: int) -> dict:
+    """Degrees of the data-, tensor- and pipeline-parallel dimensions of ``strategy`` on ``n_gpus`` GPUs.
+
+    Parameters
+    ----------
+    strategy : str or dict
+        As for :func:`check_strategy_name`: ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` (all ``n_gpus``), a combination
+        ``"dp2-tp2-pp2"``, ``"dp-tp4"`` (the factor without a degree takes ``n_gpus`` / the others), or a dict
+        ``{"dp": 2, "tp": 2}``.
+    n_gpus : int
+        GPUs training together; must equal ``dp × tp × pp``.
+
+    Returns
+    -------
+    dict
+        ``dp``, ``tp``, ``pp`` (ints, 1 for a dimension not used; ``dp`` is the sharded dimension for fsdp), ``fsdp``
+        (bool) and ``name``: the canonical name on ``n_gpus`` GPUs — a bare ``"dp"`` / ``"fsdp"`` / ``"tp"`` / ``"pp"``
+        when one dimension spans all the GPUs (``"tp4"`` on 4 GPUs is ``"tp"``; a bare name on one GPU stays as
+        given), else the factors above 1, ``"dp2-tp2"``.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown strategy or factor.
+    StrategyError
+        The degrees do not multiply to ``n_gpus`` (or the open one does not divide it), or a spelling
+        :func:`check_strategy_name` refuses.
+    ValueError
+        ``n_gpus`` is not a positive int.
+    """
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    n = int(n_gpus)
+    canon = check_strategy_name(strategy)
+    if canon in STRATEGIES:
+        deg = dict(dp=n if canon in ("dp", "fsdp") else 1, tp=n if canon == "tp" else 1, pp=n if canon == "pp" else 1,
+                   fsdp=canon == "fsdp", name=canon)
+        return deg
+    out = _factors(canon)
+    fixed = int(np.prod([d for _, d in out if d is not None]))
+    open_ = [k for k, d in out if d is None]
+    shown = " x ".join(f"{k}{d}" for k, d in out if d is not None)
+    if open_:
+        if n % fixed:
+            raise StrategyError(f"strategy={canon!r} on {n} GPUs: the fixed degrees ({shown} = {fixed}) do not divide "
+                                f"n_gpus = {n}, so {open_[0]!r} has no whole degree. Use n_gpus that is a multiple of {fixed}.")
+        degrees = {k: (n // fixed if d is None else d) for k, d in out}
+    else:
+        if fixed != n:
+            raise StrategyError(f"strategy={canon!r}: the degrees multiply to {shown} = {fixed}, but n_gpus = {n}. Make "
+                                f"their product n_gpus, or leave one factor without a degree to take the rest (e.g. "
+                                f"'{'-'.join([out[0][0]] + [f'{k}{d}' for k, d in out[1:]])}').")
+        degrees = {k: d for k, d in out}
+    fsdp = "fsdp" in degrees
+    dp = degrees.get("fsdp", degrees.get("dp", 1))
+    tp, pp = degrees.get("tp", 1), degrees.get("pp", 1)
+    used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("tp", tp), ("pp", pp)) if v > 1]
+    if not used:
+        name = "fsdp" if fsdp else "dp"
+    elif len(used) == 1:
+        name = used[0][0]
+    else:
+        name = "-".join(f"{k}{v}" for k, v in used)
+    return dict(dp=dp, tp=tp, pp=pp, fsdp=fsdp, name=name)
+
+
+
+def strategy_combinations(n_gpus: int) -> list[str]:
+    """Every combination of data, tensor and pipeline parallelism on ``n_gpus`` GPUs with at least two dimensions
+    above 1: the factorisations ``dp × tp × pp = n_gpus``, spelled as :func:`parse_strategy` names them
+    (``"dp2-tp2"``, ``"tp2-pp2"``, ``"dp2-tp2-pp2"`` ...), in the order dp, tp, pp descending. Empty for a prime or
+    one GPU.
+
+    Raises
+    ------
+    ValueError
+        ``n_gpus`` is not a positive int.
+    """
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    n = int(n_gpus)
+    out = []
+    for d in range(n, 0, -1):
+        if n % d:
+            continue
+        for t in range(n // d, 0, -1):
+            if (n // d) % t:
+                continue
+            pp = n // d // t
+            used = [f"{k}{v}" for k, v in (("dp", d), ("tp", t), ("pp", pp)) if v > 1]
+            if len(used) >= 2:
+                out.append("-".join(used))
+    return out
 
 def _check_n(n):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -433,19 +655,51 @@ def _tp_split_mask(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> n
     return mask
 
 
+def _stages(lay: ModelLayout, p: int, net) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Megatron's contiguous split of the layers into ``p`` stages: (stage of each layer, layers per stage, parameters
+    per stage, tensor-parallel-split parameters per stage). The embedding goes to the first stage, the head to the
+    last, and a tied embedding is counted on both (Megatron keeps a copy on the last stage)."""
+    bounds = np.array_split(np.arange(lay.n_layers), p)
+    of_layer = np.concatenate([np.full(len(b), s) for s, b in enumerate(bounds)])
+    stage_params = np.zeros(p)
+    stage_split = np.zeros(p)
+    shapes = None
+    for k, v in lay.param_numel.items():
+        li = lay.param_layer[k]
+        s = 0 if li < 0 else (p - 1 if li >= lay.n_layers else of_layer[li])
+        stage_params[s] += v
+        stage_split[s] += v if lay.param_split[k] else 0
+        if lay.tied and lay.vocab and s == 0:
+            shapes = shapes if shapes is not None else {n: tuple(q.shape) for n, q in net.named_parameters()}
+            if lay.vocab in shapes[k]:
+                stage_params[p - 1] += v  # Megatron keeps a copy of the tied embedding on the last stage
+                stage_split[p - 1] += v if lay.param_split[k] else 0
+    return of_layer, np.array([len(b) for b in bounds]), stage_params, stage_split
+
+
+def _links_label(links: dict, used: list) -> Interconnect | str:
+    """The one link all the used groups share, else ``"tp: ...; dp: ..."``."""
+    names = {links[g].name for g in used} if used else {links["dp"].name}
+    if len(names) == 1:
+        return links[used[0] if used else "dp"]
+    return "; ".join(f"{g}: {links[g].name} ({links[g].bandwidth_gb_per_s:g} GB/s x {links[g].efficiency:g})" for g in used)
+
+
 def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high=None,
                                precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                                inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
                                interconnect=None, overlap_grad_reduce: bool = True) -> pd.DataFrame:
-    """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring);
-    ``batch_size`` is the global batch. Prefer calling :func:`perfmodel.predict_step_time` with ``n_gpus=``."""
+    """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
+    ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
+    ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
+    (:func:`resolve_links`). Prefer calling :func:`perfmodel.predict_step_time` with ``n_gpus=``."""
     import torch
 
     from perfmodel.models import op_step_time as ost
     from perfmodel.models.op_latency import TRAINING_GPUS
 
     prec = ost._check_step_args(alpha, optimizer, inference, precision, batch_size)
-    strat = check_strategy_name(strategy)
+    check_strategy_name(strategy)
     if inference:
         raise ValueError("inference=True predicts one forward pass on one GPU; parallel strategies model training steps "
                          "(pass n_gpus=1 for inference).")
@@ -458,37 +712,49 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
     else:
         m = int(micro_batches)
+    deg = parse_strategy(strategy, n)
+    strat, d, tpd, p, fsdp = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"]
+    single = strat in STRATEGIES
     B = int(batch_size)
     specs = ost._gpu_specs(gpus, prec)
-    links = [resolve_interconnect(interconnect, s) for s in specs]
-    if strat in ("dp", "fsdp"):
-        if B % n:
+    links = [resolve_links(interconnect, s) for s in specs]
+    if B % d:
+        if single:
             raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size "
                                 f"that is a multiple of n_gpus (e.g. {n * max(B // n, 1)} or {n * (B // n + 1)}).")
-        if (B // n) % m:
-            raise StrategyError(f"strategy={strat!r}: the per-GPU batch {B // n} does not split into micro_batches={m}. "
-                                "Use micro_batches that divides batch_size / n_gpus.")
-        b_rank = B // n // m
-    else:
-        if B % m:
+        raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over its {d} data-parallel replicas. "
+                            f"Use a batch_size that is a multiple of {d} (e.g. {d * max(B // d, 1)} or {d * (B // d + 1)}).")
+    if (B // d) % m:
+        if d == 1:
             raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split into micro_batches={m}. Use "
                                 "micro_batches that divides batch_size.")
-        b_rank = B // m
+        if single:
+            raise StrategyError(f"strategy={strat!r}: the per-GPU batch {B // n} does not split into micro_batches={m}. "
+                                "Use micro_batches that divides batch_size / n_gpus.")
+        raise StrategyError(f"strategy={strat!r}: the per-replica batch {B // d} (batch_size / dp) does not split into "
+                            f"micro_batches={m}. Use micro_batches that divides it.")
+    b_rank = B // d // m
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
-    if strat == "tp":
+    if tpd > 1 or strat == "tp":
         if not (lay.heads and lay.hidden):
-            raise StrategyError(f"strategy='tp' splits attention heads and hidden columns, but {name} has no config with "
-                                "num_attention_heads / hidden_size. Pass a Hugging Face config or model, or use 'dp', "
-                                "'fsdp' or 'pp'.")
-        bad = [f"{what} = {v}" for what, v in (("attention heads", lay.heads), ("hidden size", lay.hidden), ("MLP size", lay.ffn))
-               if v and v % n]
+            raise StrategyError(f"strategy={strat!r} splits attention heads and hidden columns, but {name} has no config with "
+                                "num_attention_heads / hidden_size. Pass a Hugging Face config or model, or use "
+                                + ("'dp', 'fsdp' or 'pp'." if single else "a strategy without tp."))
+        bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden), ("MLP size", lay.ffn))
+               if v and v % tpd]
         if bad:
-            raise StrategyError(f"strategy='tp' over {n} GPUs does not divide {name}: {', '.join(bad)} not divisible by {n}. "
-                                f"Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'.")
-    if strat == "pp" and lay.n_layers < n:
-        raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers} "
-                            f"{'repeated layers' if lay.n_layers else 'repeated layers (none found)'}. Use fewer GPUs "
-                            "(n_gpus <= layers) or 'dp' / 'fsdp'.")
+            if single:
+                raise StrategyError(f"strategy='tp' over {n} GPUs does not divide {name}: {', '.join(bad)} not divisible by "
+                                    f"{n}. Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'.")
+            raise StrategyError(f"strategy={strat!r}: tensor parallel over {tpd} GPUs does not divide {name}: "
+                                f"{', '.join(bad)} not divisible by {tpd}. Use a tp degree that divides them.")
+    if lay.n_layers < p:
+        if single:
+            raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers} "
+                                f"{'repeated layers' if lay.n_layers else 'repeated layers (none found)'}. Use fewer GPUs "
+                                "(n_gpus <= layers) or 'dp' / 'fsdp'.")
+        raise StrategyError(f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers} "
+                            "repeated layers. Use a pp degree of at most the number of layers.")
     high = int(input_high) if input_high is not None else vocab
     ops = ost._step_ops(net, shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer, inference=False)
     work = ost.work_from_ops(ops).reset_index(drop=True)
@@ -501,38 +767,34 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     P = lay.params
     tokens = b_rank * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
     act_bytes = float(tokens * (lay.hidden or 0) * size)
-    if strat == "tp":
-        split_params = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
-        work = _divide_rows(work, _tp_split_mask(work, layer, lay), n, tokens)
-        work = _scale_rows(work, is_opt, (split_params / n + (P - split_params)) / P)
-    elif strat == "fsdp":
+    split_params = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
+    rank_P = P if tpd == 1 else split_params / tpd + (P - split_params)  # parameters of one tensor-parallel rank
+    if tpd > 1:
+        work = _divide_rows(work, _tp_split_mask(work, layer, lay), tpd, tokens)
+        work = _scale_rows(work, is_opt, rank_P / P)
+    elif fsdp:
         work = _scale_rows(work, is_opt, 1 / n)
-    stage = None
-    if strat == "pp":
-        bounds = np.array_split(np.arange(lay.n_layers), n)
-        of_layer = np.concatenate([np.full(len(b), s) for s, b in enumerate(bounds)])
-        stage = np.where(layer < 0, 0, np.where(layer >= lay.n_layers, n - 1, of_layer[np.clip(layer, 0, lay.n_layers - 1)]))
-        stage_params = np.zeros(n)
-        for k, v in lay.param_numel.items():
-            li = lay.param_layer[k]
-            s = 0 if li < 0 else (n - 1 if li >= lay.n_layers else of_layer[li])
-            stage_params[s] += v
-            if lay.tied and lay.vocab and lay.vocab in tuple(dict(net.named_parameters())[k].shape) and s == 0:
-                stage_params[n - 1] += v  # Megatron keeps a copy of the tied embedding on the last stage
+    pipe_path = p > 1 or strat == "pp"
+    if pipe_path:
+        of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net)
+        stage = np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1, of_layer[np.clip(layer, 0, lay.n_layers - 1)]))
+        stage_rank = stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split)
+        # tensor-parallel all-reduces per micro-batch on each stage: 4 per layer, the embedding's on the first stage,
+        # the vocabulary projection's on the last; of them, backward: 2 per layer and the vocabulary projection's
+        n_ar_stage = 4 * stage_layers + (np.arange(p) == 0) + (np.arange(p) == p - 1)
+        n_ar_stage_bwd = 2 * stage_layers + (np.arange(p) == p - 1)
+    used = [g for g, k in (("tp", tpd), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
     q, interval = ost._interval(alpha)
     rows, far = [], []
-    for spec, link in zip(specs, links):
+    for spec, lk in zip(specs, links):
         t = ost._kernel_seconds(work, spec, prec)
         fwd = float(t[phase == "forward"].sum())
         bwd = float(t[phase == "backward"].sum())
         opt = float(t[is_opt].sum())
         bubble = 0.0
-        if strat == "dp":
-            exposed, comm_total = exposed_bucket_allreduce(bwd, P * size, n, link, overlap=overlap_grad_reduce)
-            compute = m * (fwd + bwd) + opt
-            step = compute + exposed
-            f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
-        elif strat == "fsdp":
+        tp_per = allreduce_time(act_bytes, tpd, lk["tp"])  # 0 without tensor parallelism
+        if fsdp:
+            link = lk["dp"]
             units = max(lay.n_layers, 1)
             ag = allgather_time(P * size, n, link)
             rs = reduce_scatter_time(P * size, n, link)
@@ -542,35 +804,61 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
             step = m * (f_pass + b_pass) + opt
             exposed, comm_total = step - compute, m * (2 * ag + rs)
             f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
-        elif strat == "tp":
-            per = allreduce_time(act_bytes, n, link)
+        elif not pipe_path:
+            # dp x tp: tp all-reduces on the critical path of every micro-batch; the gradient buckets of the rank's
+            # parameters all-reduced over the dp replicas under the last micro-batch's backward pass (its tp
+            # all-reduces included)
             n_ar = 4 * lay.n_layers + 2
-            exposed = comm_total = m * n_ar * per
+            tp_comm = m * n_ar * tp_per
+            dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * tp_per, rank_P * size, d,
+                                                            lk["dp"], overlap=overlap_grad_reduce)
             compute = m * (fwd + bwd) + opt
+            exposed = tp_comm + dp_exposed
+            comm_total = tp_comm + dp_total
             step = compute + exposed
             f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
-        else:  # pp
-            st_fb = np.array([float(t[(stage == s) & ~is_opt].sum()) for s in range(n)])
-            st_opt = opt * stage_params / P
-            hop = p2p_time(act_bytes, link)
-            pipe, bubble = pipeline_time(st_fb, m, p2p_s=hop)
-            tied_ar = allreduce_time(lay.vocab * lay.hidden * size, 2, link) if (lay.tied and lay.vocab and lay.hidden) else 0.0
+        else:  # pipeline, with tp inside each stage and dp over replicas of the pipeline
+            st_fb = np.array([float(t[(stage == s) & ~is_opt].sum()) for s in range(p)])
+            st_tp = n_ar_stage * tp_per
+            st = st_fb + st_tp if tpd > 1 else st_fb
+            st_opt = opt * stage_rank / rank_P
+            # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
+            hop = p2p_time(act_bytes / tpd, lk["pp"]) + allgather_time(act_bytes, tpd, lk["tp"])
+            pipe, bubble = pipeline_time(st, m, p2p_s=hop)
+            tied_ar = (allreduce_time(lay.vocab * lay.hidden * size / tpd, 2, lk["pp"])
+                       if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
+            # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
+            dp_ex = np.zeros(p)
+            dp_tot = np.zeros(p)
+            if d > 1:
+                for s in range(p):
+                    b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_stage_bwd[s] * tp_per
+                    dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, stage_rank[s] * size, d, lk["dp"],
+                                                                   overlap=overlap_grad_reduce)
+            tail = st_opt + dp_ex
             o_rank = float(st_opt.max())
-            step = pipe + tied_ar + o_rank
-            exposed = comm_total = 2 * hop * ((n - 1) + (m - 1)) + tied_ar
+            step = pipe + tied_ar + float(tail.max())
+            sb = int(np.argmax(st))
+            tp_exposed = float(st_tp.sum() + (m - 1) * st_tp[sb]) if tpd > 1 else 0.0
+            exposed = 2 * hop * ((p - 1) + (m - 1)) + tied_ar + tp_exposed + (float(tail.max()) - o_rank)
+            comm_total = 2 * hop * ((p - 1) + (m - 1)) + tied_ar + tp_exposed + float(dp_tot.max())
             compute = step - exposed - bubble
-            sb = int(np.argmax(st_fb))
             f_rank = m * float(t[(stage == sb) & (phase == "forward")].sum())
             b_rank_s = m * float(t[(stage == sb) & (phase == "backward")].sum())
         work_s = step - exposed
         far += ost._extrapolation_notes(spec)
+        label = _links_label(lk, used)
+        if isinstance(label, Interconnect):
+            link_name = label.name
+            how = f"{label.name}, {label.bandwidth_gb_per_s:g} GB/s per direction x {label.efficiency:g}"
+        else:
+            link_name = how = label
         rows.append(dict(model=name, gpu=spec.gpu, batch_size=B, precision=prec, optimizer=optimizer or "none",
                          step_time_s=step, lower_s=work_s * np.exp(-q) + exposed, upper_s=work_s * np.exp(q) + exposed,
                          forward_s=f_rank, backward_s=b_rank_s, optimizer_s=o_rank, n_kernels=len(work),
                          flops=float(work.loc[~is_opt, "flops"].sum()) * m, n_gpus=n, strategy=strat, micro_batches=m,
-                         interconnect=link.name, compute_s=compute, comm_s=exposed, comm_total_s=comm_total, bubble_s=bubble,
-                         basis=f"{strat} over {n} GPUs ({link.name}, {link.bandwidth_gb_per_s:g} GB/s per direction x "
-                               f"{link.efficiency:g}): per-GPU operators, each roofline x efficiency learned on NeuSight "
+                         interconnect=link_name, compute_s=compute, comm_s=exposed, comm_total_s=comm_total, bubble_s=bubble,
+                         basis=f"{strat} over {n} GPUs ({how}): per-GPU operators, each roofline x efficiency learned on NeuSight "
                                f"microbenchmarks of {', '.join(TRAINING_GPUS)} (FP32), plus alpha-beta communication; "
                                f"interval on the compute only: {interval}"))
     ost._warn_extrapolation(far, prec)

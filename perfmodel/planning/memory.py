@@ -20,6 +20,12 @@ Counted per GPU:
   layer plus one layer's activations recomputed, and whatever runs outside the layers. ``"tp"`` splits the
   activations of the split operators ``n`` ways; under 1F1B a pipeline stage ``s`` keeps ``min(m, p − s)``
   micro-batches in flight.
+* **combinations** (``"dp2-tp2-pp2"``, :func:`perfmodel.models.parallel.parse_strategy`): the GPU's micro-batch is
+  ``batch / dp / m``; parameters, gradients and optimizer states are those of the largest pipeline stage (all the
+  layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
+  as above, the split operators' ``/ tp`` (Megatron without sequence parallelism: the layer norms, dropouts and
+  residuals on the hidden state stay whole on every tensor-parallel rank) and ``min(m, pp − s)`` micro-batches in
+  flight on stage ``s``.
 
 Not counted: the CUDA context and allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
 temporary workspaces of the kernels.
@@ -111,8 +117,10 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         Global batch (samples per step over all GPUs).
     n_gpus : int
         GPUs training together.
-    strategy : {"dp", "fsdp", "tp", "pp"}
-        Parallel strategy (ignored for one GPU).
+    strategy : str or dict
+        Parallel strategy (ignored for one GPU): ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` over all the GPUs, or a
+        combination ``"dp2-tp2-pp2"``, ``"tp2-pp2"``, ``{"dp": 2, "tp": 2}`` whose degrees multiply to ``n_gpus``
+        (:func:`perfmodel.models.parallel.parse_strategy`).
     precision : {"fp32", "tf32", "bf16", "fp16"}
         Precision of parameters and activations.
     optimizer : {"adam", "adam-fused", "sgd-momentum", "sgd", None}
@@ -136,12 +144,13 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     perfmodel.datasets.UnknownNameError
         Unknown GPU, precision or strategy.
     perfmodel.models.parallel.StrategyError
-        The strategy does not divide the model or the batch.
+        The strategy does not divide the model or the batch, or its degrees do not multiply to ``n_gpus``.
     """
     import torch
 
     from perfmodel.models import op_step_time as ost
-    from perfmodel.models.parallel import StrategyError, _op_layer, check_strategy_name, model_and_layout, model_layout
+    from perfmodel.models.parallel import (STRATEGIES, StrategyError, _op_layer, check_strategy_name, model_and_layout,
+                                           model_layout, parse_strategy)
 
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
@@ -154,24 +163,37 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
     n, m, B = int(n_gpus), int(micro_batches or 1), int(batch_size)
     if n == 1:
-        strat = "dp"
+        strat, d, tpd, p, fsdp = "dp", 1, 1, 1, False
+    else:
+        deg = parse_strategy(strategy, n)
+        strat, d, tpd, p, fsdp = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"]
+    single = strat in STRATEGIES
     specs = ost._gpu_specs(gpu, prec)
-    per_rank = B // n if strat in ("dp", "fsdp") else B
-    if strat in ("dp", "fsdp") and B % n:
+    per_rank = B // d
+    if B % d:
         raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size that is "
-                            "a multiple of n_gpus.")
+                            "a multiple of n_gpus." if single else
+                            f"strategy={strat!r}: the global batch {B} does not split over its {d} data-parallel replicas. "
+                            f"Use a batch_size that is a multiple of {d}.")
     if per_rank % m:
-        raise StrategyError(f"micro_batches={m} does not divide the per-GPU batch {per_rank}. Use micro_batches that divides it.")
+        raise StrategyError(f"micro_batches={m} does not divide the per-GPU batch {per_rank}. Use micro_batches that divides it."
+                            if single or d == 1 else
+                            f"strategy={strat!r}: micro_batches={m} does not divide the per-replica batch {per_rank} "
+                            "(batch_size / dp). Use micro_batches that divides it.")
     mb = per_rank // m
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
-    if strat == "tp":
-        bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden)) if not v or v % n]
+    if tpd > 1 or strat == "tp":
+        bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden)) if not v or v % tpd]
         if bad:
             raise StrategyError(f"strategy='tp' over {n} GPUs does not divide {name}: {', '.join(bad)} (must be known and "
-                                f"divisible by {n}). Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'.")
-    if strat == "pp" and lay.n_layers < n:
+                                f"divisible by {n}). Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'." if single else
+                                f"strategy={strat!r}: tensor parallel over {tpd} GPUs does not divide {name}: "
+                                f"{', '.join(bad)} (must be known and divisible by {tpd}). Use a tp degree that divides them.")
+    if lay.n_layers < p:
         raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers}. Use fewer "
-                            "GPUs or 'dp' / 'fsdp'.")
+                            "GPUs or 'dp' / 'fsdp'." if single else
+                            f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers}. "
+                            "Use a pp degree of at most the number of layers.")
     dtype = getattr(torch, ost.PRECISION_DTYPES[prec])
     size = torch.empty((), dtype=dtype).element_size()
     x = torch.empty((mb, *shape), dtype=in_dtype or dtype, device="meta")
@@ -183,8 +205,8 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     saved = _saved_tensors(meta_net, x)
     layer = _op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
     out_b = saved["bytes"].to_numpy(float)
-    if strat == "tp" and len(saved):
-        out_b = np.where(_split_saved(saved, layer, lay), out_b / n, out_b)
+    if tpd > 1 and len(saved):
+        out_b = np.where(_split_saved(saved, layer, lay), out_b / tpd, out_b)
     tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
     per_layer_act = np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)
     outside = (layer < 0) | (layer >= lay.n_layers)
@@ -201,26 +223,33 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     P = lay.params
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if size < 4 and optimizer is not None else 0)
     layer_params = np.zeros(max(lay.n_layers, 1))
+    layer_split = np.zeros(max(lay.n_layers, 1))
     for k, v in lay.param_numel.items():
         if 0 <= lay.param_layer[k] < lay.n_layers:
             layer_params[lay.param_layer[k]] += v
-    if strat == "pp":
-        bounds = np.array_split(np.arange(lay.n_layers), n)
+            layer_split[lay.param_layer[k]] += v if lay.param_split[k] else 0
+    split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
+    if p > 1:
+        bounds = np.array_split(np.arange(lay.n_layers), p)
+        shapes = {k: tuple(q.shape) for k, q in net.named_parameters()}
         best = None
         for s, ls in enumerate(bounds):
             sp = float(layer_params[ls].sum()) if len(ls) else 0.0
+            ss = float(layer_split[ls].sum()) if len(ls) else 0.0
             for k, v in lay.param_numel.items():
                 li = lay.param_layer[k]
-                if (li < 0 and s == 0) or (li >= lay.n_layers and s == n - 1):
+                if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
+                        or (li < 0 and s == p - 1 and lay.tied and lay.vocab and lay.vocab in shapes[k])):
                     sp += v
-                elif li < 0 and s == n - 1 and lay.tied and lay.vocab and lay.vocab in tuple(dict(net.named_parameters())[k].shape):
-                    sp += v
+                    ss += v if lay.param_split[k] else 0
+            if tpd > 1:
+                sp = ss / tpd + (sp - ss)
             kept, tmp = activations(ls)
             if s == 0:
                 kept += float(out_b[layer < 0].sum())
-            if s == n - 1:
+            if s == p - 1:
                 kept += float(out_b[layer >= lay.n_layers].sum())
-            in_flight = min(m, n - s)
+            in_flight = min(m, p - s)
             part = (sp * size, sp * size, sp * state, kept * in_flight + tmp)
             if best is None or sum(part) > sum(best):
                 best = part
@@ -228,15 +257,14 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     else:
         kept, tmp = activations(range(lay.n_layers))
         act_b = kept + float(out_b[outside].sum()) + tmp
-        if strat == "dp":
-            rank_p = float(P)
-            params_b = rank_p * size
-        elif strat == "fsdp":
+        if fsdp:
             rank_p = P / n
             params_b = rank_p * size + 2 * float(layer_params.max()) * size
-        else:  # tp
-            split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
-            rank_p = split / n + (P - split)
+        elif tpd > 1:
+            rank_p = split / tpd + (P - split)
+            params_b = rank_p * size
+        else:
+            rank_p = float(P)
             params_b = rank_p * size
         grads_b = rank_p * size
         opt_b = rank_p * state

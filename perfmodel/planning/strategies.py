@@ -60,11 +60,13 @@ def _positive_ints(name, values) -> list[int]:
 
 
 def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h):
-    from perfmodel.models.parallel import check_strategy_name
+    from perfmodel.models.parallel import STRATEGIES, check_strategy_name, strategy_combinations
 
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    strats = [strategies] if isinstance(strategies, str) else list(strategies)
+    if strategies is None:
+        strategies = [*STRATEGIES, *strategy_combinations(int(n_gpus))]
+    strats = [strategies] if isinstance(strategies, (str, dict)) else list(strategies)
     if not strats:
         raise ValueError("strategies must name at least one of 'dp', 'fsdp', 'tp', 'pp'; got an empty sequence.")
     strats = list(dict.fromkeys(check_strategy_name(s) for s in strats))
@@ -80,7 +82,7 @@ def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd
     return int(n_gpus), strats, mbs, acs
 
 
-def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=None, strategies=("dp", "fsdp", "tp", "pp"),
+def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=None, strategies=None,
                        micro_batches=(1, 2, 4, 8), activation_checkpointing=(False, True), precision: str = "fp32",
                        optimizer: str | None = "adam", usd_per_gpu_h: float | None = None, interconnect=None) -> pd.DataFrame:
     """Step time, memory per GPU and cost of every parallel strategy of ``model`` on ``n_gpus`` GPUs, and their
@@ -99,8 +101,13 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         Global batch (samples per step over all GPUs).
     input_shape : tuple of int, optional
         One sample without the batch dimension (required for modules and Hugging Face configs).
-    strategies : sequence of {"dp", "fsdp", "tp", "pp"}
-        Strategies to try.
+    strategies : sequence of str or dict, optional
+        Strategies to try: ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` (over all the GPUs) and combinations
+        ``"dp2-tp2"``, ``"tp2-pp2"``, ``{"dp": 2, "pp": 2}`` ... (:func:`perfmodel.models.parallel.parse_strategy`); a
+        combination whose degrees do not multiply to ``n_gpus`` is skipped with that reason. Default (None): the four
+        single strategies and every combination ``dp × tp × pp = n_gpus``
+        (:func:`perfmodel.models.parallel.strategy_combinations`). The ``strategy`` column names each as
+        :func:`~perfmodel.models.parallel.parse_strategy` does on ``n_gpus`` (``"tp2"`` on 2 GPUs is ``"tp"``).
     micro_batches : sequence of int
         Micro-batch counts to try (the pipeline's ``m``; gradient accumulation for the others).
     activation_checkpointing : bool or sequence of bool
@@ -110,8 +117,10 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
     usd_per_gpu_h : float, optional
         Price of one GPU-hour (USD); gives ``cost_per_step_usd = step_time_s × n_gpus × usd_per_gpu_h / 3600`` and makes
         cost a Pareto objective. None: ``usd_per_gpu_h`` and ``cost_per_step_usd`` are NaN.
-    interconnect : str or Interconnect, optional
-        Link between the GPUs (:func:`perfmodel.models.parallel.resolve_interconnect`); default the GPU's own.
+    interconnect : str, Interconnect or dict, optional
+        Link between the GPUs (:func:`perfmodel.models.parallel.resolve_interconnect`), one for all the process groups;
+        or a dict ``{"tp": ..., "pp": ..., "dp": ...}`` giving each group its own
+        (:func:`perfmodel.models.parallel.resolve_links`); default the GPU's own.
 
     Returns
     -------
@@ -134,7 +143,7 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         :func:`perfmodel.predict_step_time` refuses; every combination skipped (the message lists their reasons).
     """
     from perfmodel.models.op_step_time import _check_step_args, _gpu_specs, add_recompute, predict_step_time
-    from perfmodel.models.parallel import StrategyError, resolve_interconnect
+    from perfmodel.models.parallel import StrategyError, parse_strategy, resolve_links
     from perfmodel.planning.memory import predict_memory
 
     n, strats, mbs, acs = _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h)
@@ -143,12 +152,20 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         raise TypeError(f"explore_strategies compares strategies on one GPU type; got {type(gpu).__name__}. Call it once per "
                         "GPU type (e.g. gpu='A100').")
     spec = _gpu_specs(gpu, prec)[0]
-    resolve_interconnect(interconnect, spec)  # UnknownNameError before any prediction
-    rows, skipped = [], []
+    resolve_links(interconnect, spec)  # UnknownNameError before any prediction
+    rows, skipped, done = [], [], set()
     for strat in strats:
         if n == 1 and strat != "dp":
             skipped += [(strat, m, a, "one GPU: every strategy is single-GPU training (kept as 'dp')") for m in mbs for a in acs]
             continue
+        try:
+            strat = parse_strategy(strat, n)["name"]  # "tp2" on 2 GPUs is "tp"
+        except StrategyError as exc:
+            skipped += [(strat, m, a, str(exc)) for m in mbs for a in acs]
+            continue
+        if strat in done:
+            continue
+        done.add(strat)
         for m in mbs:
             try:
                 with warnings.catch_warnings():
