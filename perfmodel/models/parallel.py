@@ -49,9 +49,11 @@ interleaved pipeline schedules, sequence parallelism, and fsdp combined with tp 
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import re
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -549,8 +551,27 @@ def model_and_layout(model, input_shape=None, input_dtype=None):
     return net, shape, in_dtype, vocab, name, model_layout(net)
 
 
+_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def model_layout(net) -> ModelLayout:
-    """:class:`ModelLayout` of a module (a Hugging Face model carries its config: hidden size, heads, vocabulary)."""
+    """:class:`ModelLayout` of a module (a Hugging Face model carries its config: hidden size, heads, vocabulary).
+
+    Memoised per module (held weakly) and :func:`perfmodel.models.op_step_time.module_fingerprint`; the layout
+    returned is a copy, so changing it changes nothing for the next caller."""
+    from perfmodel.models.op_step_time import module_fingerprint
+
+    key = module_fingerprint(net)
+    try:
+        memo = _LAYOUTS.setdefault(net, {})
+    except TypeError:
+        memo = {}
+    if key not in memo:
+        memo[key] = _model_layout(net)
+    return copy.deepcopy(memo[key])
+
+
+def _model_layout(net) -> ModelLayout:
     cfg = next((getattr(mod, "config") for mod in net.modules() if getattr(mod, "config", None) is not None), None)
     named = [(n, p) for n, p in net.named_parameters(remove_duplicate=False)]
     seen = {}

@@ -33,6 +33,7 @@ temporary workspaces of the kernels.
 from __future__ import annotations
 
 import copy
+import weakref
 
 import numpy as np
 import pandas as pd
@@ -82,6 +83,36 @@ def _saved_tensors(net, x) -> pd.DataFrame:
         for h in handles:
             h.remove()
     return pd.DataFrame(rows, columns=["module", "bytes", "shape"])
+
+
+# saved tensors of one forward pass: module (held weakly) -> {(fingerprint, dtype, input): (frame, layout or None)}
+_SAVED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _saved_for(net, dtype, x_shape, x_dtype):
+    """:func:`_saved_tensors` of ``net`` in ``dtype`` on a meta input of ``x_shape``, memoised per module and
+    :func:`perfmodel.models.op_step_time.module_fingerprint`; and the layout of the meta copy when one was made (None
+    when ``net`` itself ran). ``net`` is never changed: a module not on the meta device, or in another dtype, is
+    copied first."""
+    import torch
+
+    from perfmodel.models.op_step_time import module_fingerprint
+    from perfmodel.models.parallel import model_layout
+
+    key = (module_fingerprint(net), str(dtype), tuple(x_shape), str(x_dtype))
+    try:
+        memo = _SAVED.setdefault(net, {})
+    except TypeError:
+        memo = {}
+    if key not in memo:
+        on_meta = next(iter(net.parameters()), torch.empty(0, device="meta")).device.type == "meta"
+        meta_net = net if on_meta else copy.deepcopy(net).to("meta")
+        if dtype != torch.float32:
+            meta_net = (copy.deepcopy(meta_net) if meta_net is net else meta_net).to(dtype)
+        x = torch.empty(tuple(x_shape), dtype=x_dtype, device="meta")
+        memo[key] = (_saved_tensors(meta_net, x), model_layout(meta_net) if meta_net is not net else None)
+    saved, lay = memo[key]
+    return saved.copy(), lay
 
 
 def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
@@ -196,13 +227,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                             "Use a pp degree of at most the number of layers.")
     dtype = getattr(torch, ost.PRECISION_DTYPES[prec])
     size = torch.empty((), dtype=dtype).element_size()
-    x = torch.empty((mb, *shape), dtype=in_dtype or dtype, device="meta")
-    meta_net = net if next(iter(net.parameters()), torch.empty(0, device="meta")).device.type == "meta" else copy.deepcopy(net).to("meta")
-    if dtype != torch.float32:
-        meta_net = meta_net.to(dtype)
-    if meta_net is not net:
-        lay = model_layout(meta_net)
-    saved = _saved_tensors(meta_net, x)
+    saved, meta_lay = _saved_for(net, dtype, (mb, *shape), in_dtype or dtype)
+    if meta_lay is not None:
+        lay = meta_lay
     layer = _op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
     out_b = saved["bytes"].to_numpy(float)
     if tpd > 1 and len(saved):

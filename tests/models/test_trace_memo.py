@@ -51,3 +51,15 @@ def test_a_config_is_built_once(form):
     pm.predict_step_time(model, "V100", input_shape=(32,), batch_size=2)
     pm.predict_step_time(model, "V100", input_shape=(32,), batch_size=4)
     assert len(ost._BUILT) == 1
+
+
+def test_memory_in_bf16_leaves_the_shared_module_in_fp32():
+    pytest.importorskip("transformers")
+    ost.clear_trace_cache()
+    cfg = dict(model_type="gpt2", n_layer=1, n_embd=64, n_head=2, vocab_size=100, n_positions=32, bos_token_id=0, eos_token_id=0)
+    before = pm.predict_step_time(cfg, "A100", input_shape=(32,), batch_size=4)["step_time_s"].iloc[0]
+    pm.predict_memory(cfg, "A100", batch_size=4, precision="bf16", input_shape=(32,))
+    (net,) = ost._BUILT.values()
+    assert {p.dtype for p in net.parameters()} == {torch.float32}
+    ost._TRACES.clear()  # trace again from the shared module
+    assert pm.predict_step_time(cfg, "A100", input_shape=(32,), batch_size=4)["step_time_s"].iloc[0] == before
