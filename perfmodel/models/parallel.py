@@ -469,8 +469,9 @@ def exposed_bucket_allreduce(backward_s: float, grad_bytes: float, n: int, link:
 def pipeline_time(stage_s, micro_batches: int, *, p2p_s: float = 0.0) -> tuple[float, float]:
     """(step, bubble) seconds of a 1F1B pipeline: ``Σ t_s + (m−1)·max t_s`` with ``t_s`` the forward + backward time of
     stage ``s`` for one micro-batch, plus ``2·p2p_s`` per stage boundary on the first micro-batch's path and per
-    micro-batch at the slowest stage. The bubble is the idle time of the slowest stage: ``(p−1)/(m+p−1)`` of the
-    step for equal stages without communication."""
+    micro-batch at the slowest stage. The bubble is the idle time of the slowest stage while the pipeline fills and
+    drains, ``Σ t_s − max t_s`` (``(p−1)/(m+p−1)`` of the step for equal stages without communication); the sends are
+    communication, not bubble, so step = ``m·max t_s`` + bubble + sends."""
     t = np.asarray(stage_s, dtype=float)
     if t.ndim != 1 or len(t) == 0 or (t < 0).any():
         raise ValueError(f"stage_s must be a non-empty sequence of non-negative seconds; got {stage_s!r}.")
@@ -480,7 +481,7 @@ def pipeline_time(stage_s, micro_batches: int, *, p2p_s: float = 0.0) -> tuple[f
     hop = 2 * p2p_s if p > 1 else 0.0
     step = float(t.sum() + (m - 1) * t.max() + (p - 1) * hop + (m - 1) * hop)
     busy = float(m * t.max())
-    return step, max(step - busy - (m - 1) * hop, 0.0) if p > 1 else 0.0
+    return step, max(step - busy - (m - 1) * hop - (p - 1) * hop, 0.0) if p > 1 else 0.0
 
 
 # -- the model's layout: transformer layers, what tensor parallelism splits ------------------------------------------

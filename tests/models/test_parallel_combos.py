@@ -354,3 +354,16 @@ def test_explorer_skips_a_combination_for_another_gpu_count():
     sk = pd.DataFrame(f.attrs["skipped"])
     assert list(sk["strategy"]) == ["dp2-tp4"] and "multiply to dp2 x tp4 = 8, but n_gpus = 4" in sk["reason"].iloc[0]
     assert math.isfinite(f["step_time_s"].max())
+
+
+def test_pipeline_compute_does_not_move_with_the_link():
+    """The first micro-batch's sends are communication, not bubble: compute + comm + bubble = step, and the compute of
+    a pipeline is the same on a slow and a fast link."""
+    cfg = dict(model_type="gpt2", n_layer=4, n_embd=128, n_head=4, vocab_size=500, n_positions=64, bos_token_id=0, eos_token_id=0)
+    rows = [pm.predict_step_time(cfg, "A100", input_shape=(64,), batch_size=8, n_gpus=4, strategy="pp", micro_batches=4,
+                                 interconnect=link).iloc[0] for link in ("nvlink", "ethernet-25g")]
+    for r in rows:
+        assert r["step_time_s"] == pytest.approx(r["compute_s"] + r["comm_s"] + r["bubble_s"], rel=1e-12)
+    assert rows[0]["compute_s"] == pytest.approx(rows[1]["compute_s"], rel=1e-12)
+    assert rows[0]["bubble_s"] == pytest.approx(rows[1]["bubble_s"], rel=1e-12)
+    assert rows[1]["comm_s"] > rows[0]["comm_s"]
