@@ -477,9 +477,9 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                                           micro_batches=micro_batches, interconnect=interconnect,
                                           overlap_grad_reduce=overlap_grad_reduce)
     if strategy is not None:
-        from perfmodel.models.parallel import check_strategy_name
+        from perfmodel.models.parallel import parse_strategy
 
-        check_strategy_name(strategy)
+        parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
     from perfmodel.models.op_latency import TRAINING_GPUS
 
     specs = _gpu_specs(gpus, prec)

@@ -367,3 +367,10 @@ def test_pipeline_compute_does_not_move_with_the_link():
     assert rows[0]["compute_s"] == pytest.approx(rows[1]["compute_s"], rel=1e-12)
     assert rows[0]["bubble_s"] == pytest.approx(rows[1]["bubble_s"], rel=1e-12)
     assert rows[1]["comm_s"] > rows[0]["comm_s"]
+
+
+def test_a_combination_over_more_gpus_is_an_error_on_one_gpu():
+    net = __import__("torch").nn.Linear(8, 8)
+    assert pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, strategy="tp")["step_time_s"].iloc[0] > 0
+    with pytest.raises(pm.models.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
+        pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, strategy="dp2-tp2")
