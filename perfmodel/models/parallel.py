@@ -770,7 +770,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                                     f"{n}. Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'.")
             raise StrategyError(f"strategy={strat!r}: tensor parallel over {tpd} GPUs does not divide {name}: "
                                 f"{', '.join(bad)} not divisible by {tpd}. Use a tp degree that divides them.")
-    if lay.n_layers < p:
+    if p > 1 and lay.n_layers < p:
         if single:
             raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers} "
                                 f"{'repeated layers' if lay.n_layers else 'repeated layers (none found)'}. Use fewer GPUs "

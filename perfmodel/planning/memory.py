@@ -194,6 +194,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
     n, m, B = int(n_gpus), int(micro_batches or 1), int(batch_size)
     if n == 1:
+        parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
         strat, d, tpd, p, fsdp = "dp", 1, 1, 1, False
     else:
         deg = parse_strategy(strategy, n)
@@ -220,7 +221,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                                 f"divisible by {n}). Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'." if single else
                                 f"strategy={strat!r}: tensor parallel over {tpd} GPUs does not divide {name}: "
                                 f"{', '.join(bad)} (must be known and divisible by {tpd}). Use a tp degree that divides them.")
-    if lay.n_layers < p:
+    if p > 1 and lay.n_layers < p:
         raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers}. Use fewer "
                             "GPUs or 'dp' / 'fsdp'." if single else
                             f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers}. "

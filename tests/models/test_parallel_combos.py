@@ -374,3 +374,17 @@ def test_a_combination_over_more_gpus_is_an_error_on_one_gpu():
     assert pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, strategy="tp")["step_time_s"].iloc[0] > 0
     with pytest.raises(pm.models.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
         pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, strategy="dp2-tp2")
+
+
+def test_models_without_repeated_layers_still_run_data_parallel():
+    """A CNN or an MLP has no transformer layers: dp / fsdp over several GPUs and one GPU work; only a pipeline needs
+    layers."""
+    torch = __import__("torch")
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    for n, strat in ((1, "dp"), (2, "dp"), (2, "fsdp")):
+        assert pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, n_gpus=n, strategy=strat)["fits"].all()
+        assert pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, n_gpus=n, strategy=strat)["step_time_s"].iloc[0] > 0
+    with pytest.raises(pm.models.parallel.StrategyError, match="needs at least 2 layers"):
+        pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, n_gpus=2, strategy="pp")
+    with pytest.raises(pm.models.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
+        pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, strategy="dp2-tp2")
