@@ -9,6 +9,7 @@ from perfmodel.planning.efficiency import (
     icac_staleness_curves,
     staleness_cost,
     staleness_multiplier,
+    statistical_efficiency,
     steps_multiplier,
 )
 from perfmodel.planning.plan import (
@@ -40,7 +41,7 @@ __all__ = [
     "cluster_cost_usd", "icac_run_costs", "price_per_second", "read_prices", "predict_memory",
     "plan", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h", "young_daly_interval",
-    "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation", "estimate_time_after_revocation", "tf_restart_s", "gradient_noise_scale", "steps_multiplier",
+    "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation", "estimate_time_after_revocation", "tf_restart_s", "gradient_noise_scale", "steps_multiplier", "statistical_efficiency",
     "icac_staleness_curves", "staleness_cost", "fit_staleness_multiplier", "staleness_multiplier", "ICAC_LR_STEP",
 ]
 

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-__all__ = ["gradient_noise_scale", "steps_multiplier", "icac_staleness_curves", "staleness_cost", "fit_staleness_multiplier",
+__all__ = ["gradient_noise_scale", "steps_multiplier", "statistical_efficiency", "icac_staleness_curves", "staleness_cost", "fit_staleness_multiplier",
            "staleness_multiplier", "ICAC_LR_STEP"]
 
 #: Global step at which ICAC'19's ResNet-32 schedule lowers the learning rate (half of the 64 000 steps). The data show it:
@@ -70,6 +70,22 @@ def steps_multiplier(batch_size, b_simple: float):
     if (bs <= 0).any() or not b_simple > 0:
         raise ValueError("batch_size and b_simple must be positive.")
     return 1 + b_simple / bs
+
+
+def statistical_efficiency(batch_size, b_simple: float):
+    """Share of the small-batch limit's sample efficiency kept at ``batch_size``: ``1 / (1 + B / B_simple)``
+    (McCandlish et al., eq. 2.11: training to a target takes ``E_min · (1 + B / B_simple)`` samples), in (0, 1].
+    With :func:`steps_multiplier`, ``steps · B`` samples are ``E_min / statistical_efficiency``.
+
+    Raises
+    ------
+    ValueError
+        A batch size or noise scale that is not positive.
+    """
+    bs = np.asarray(batch_size, dtype=float)
+    if (bs <= 0).any() or not b_simple > 0:
+        raise ValueError(f"batch_size and b_simple must be positive; got {batch_size!r} and {b_simple!r}.")
+    return 1 / (1 + bs / b_simple)
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfmodel.planning.efficiency import gradient_noise_scale, steps_multiplier
 
@@ -27,3 +29,16 @@ def test_errors():
         gradient_noise_scale([1.0], [0.5], 64, 32)
     with pytest.raises(ValueError, match="not positive"):
         gradient_noise_scale([1.0], [2.0], 8, 64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(b=st.floats(1e-3, 1e6), B1=st.integers(1, 100_000), B2=st.integers(1, 100_000))
+def test_statistical_efficiency_is_at_most_one_and_falls_with_the_batch(b, B1, B2):
+    from perfmodel.planning import statistical_efficiency
+
+    e1, e2 = float(statistical_efficiency(B1, b)), float(statistical_efficiency(B2, b))
+    assert 0 < e1 <= 1 and 0 < e2 <= 1
+    if B1 < B2:
+        assert e1 >= e2
+    # samples to the target, steps x batch, are the small-batch minimum over the efficiency
+    assert float(steps_multiplier(B1, b)) * B1 == pytest.approx(b / float(statistical_efficiency(B1, b)), rel=1e-9)

@@ -1,0 +1,48 @@
+"""Property: parallel training never scales better than perfectly. With the global batch B fixed, the scaling
+efficiency T1(B) / (n · Tn(B)) is at most 1, for every strategy, GPU count, batch and link, unless the single-GPU model
+itself is superlinear: when its forward + backward time F is faster per sample at B/n than at B (L2-resident
+operators: on the L4, whose 48 MB L2 holds a small per-GPU batch's activations, the learned elementwise efficiency
+drops once tensors spill to DRAM), the efficiency may reach T1(B) / (n · F(B/n) + O) and no more (O the optimizer
+step, which sharding may split but never shortens in total)."""
+import pytest
+
+pytest.importorskip("transformers")
+
+import perfmodel as pm
+from perfmodel.models.hetero import predict_mixed_step_time
+
+CFG = dict(model_type="gpt2", n_layer=4, n_embd=256, n_head=8, vocab_size=1000, n_positions=128, bos_token_id=0, eos_token_id=0)
+KW = dict(input_shape=(128,), precision="bf16", optimizer="adam")
+
+
+@pytest.mark.parametrize("gpu", ["A100", "H100", "L4"])
+@pytest.mark.parametrize("link", [None, "ethernet-100g"])
+def test_scaling_efficiency_is_at_most_one(gpu, link):
+    for B in (8, 32, 128, 512):
+        one = pm.predict_step_time(CFG, gpu, batch_size=B, **KW).iloc[0]
+        t1, opt = float(one["step_time_s"]), float(one["optimizer_s"])
+        for n in (2, 4, 8):
+            share = float(pm.predict_step_time(CFG, gpu, batch_size=B // n, **KW)["step_time_s"].iloc[0]) - opt
+            bound = max(1.0, t1 / (n * share + opt))
+            combos = [pm.models.parallel.parse_strategy(c, n)["name"] for c in pm.models.parallel.strategy_combinations(n)]
+            for strat in ["dp", "fsdp", "tp", *(["pp"] if n <= 4 else []), *combos]:  # CFG has 4 layers
+                if "pp" in strat and pm.models.parallel.parse_strategy(strat, n)["pp"] > 4:
+                    continue
+                tn = float(pm.predict_step_time(CFG, gpu, batch_size=B, n_gpus=n, strategy=strat, interconnect=link,
+                                                **KW)["step_time_s"].iloc[0])
+                assert t1 / (n * tn) <= bound + 1e-9, (gpu, link, B, n, strat, t1, tn, bound)
+
+
+def test_a_mix_is_no_faster_than_its_gpus_would_be_if_all_were_the_fastest():
+    for B in (16, 64):
+        fast = float(pm.predict_step_time(CFG, "H100", batch_size=B, **KW)["step_time_s"].iloc[0])
+        mixed = float(predict_mixed_step_time(CFG, {"H100": 2, "L4": 2}, batch_size=B, **KW)["step_time_s"].iloc[0])
+        assert fast / (4 * mixed) <= 1 + 1e-9
+
+
+def test_where_the_bound_exceeds_one_it_is_the_single_gpu_model():
+    """The exception above is real and comes from the single-GPU model, not from the parallel layer: on the L4 at a
+    large batch, n GPUs each running B/n are predicted faster than one GPU running B."""
+    one = pm.predict_step_time(CFG, "L4", batch_size=512, **KW).iloc[0]
+    share = float(pm.predict_step_time(CFG, "L4", batch_size=64, **KW)["step_time_s"].iloc[0]) - float(one["optimizer_s"])
+    assert float(one["step_time_s"]) / (8 * share + float(one["optimizer_s"])) > 1
