@@ -119,15 +119,16 @@ def test_real_task_estimates_like_the_optimizer(sky):
     assert task.time_estimator_func is not None
     # sky/optimizer.py (skypilot 0.14.1), Optimizer._estimate_nodes_cost_or_time:
     #     estimated_runtime = node.estimate_runtime(orig_resources)
-    # for each resources object the user gave; the optimizer needs cloud credentials and catalogs fetched online, so
-    # the call is made here directly, exactly as there.
+    # for each resources object the user gave. Optimizer.optimize itself cannot run here: without credentials it raises
+    # sky.exceptions.NoCloudAccessError ("Cloud access is not set up. Run: sky check"), and it reads catalogs fetched
+    # from GitHub; so the call is made here directly, exactly as there.
     got = {str(list(r.accelerators)[0]): task.estimate_runtime(r) for r in task.resources}
     assert got["A100"] == pytest.approx(_ref("A100", 8))
     assert got["H100"] == pytest.approx(_ref("H100", 8))
     assert got["A100-80GB"] == pytest.approx(_ref("A100-SXM4-80GB", 8))
     assert got["L4"] == pytest.approx(_ref("L4"))
     assert all(isinstance(v, float) and v > 0 for v in got.values())       # seconds, priced by resources.get_cost(s)
-    assert got["H100"] < got["A100"] < got["L4"]
+    assert len(set(got.values())) == 4                                      # one estimate per GPU type, not a constant
 
 
 def test_real_task_refuses_what_perfmodel_cannot_predict(sky):
