@@ -1,37 +1,82 @@
 """SkyPilot adapter: rank resources by price x *predicted* time instead of SkyPilot's one-hour default.
 
 SkyPilot's optimizer asks a task how long it runs on a candidate ``sky.Resources`` through the function passed to
-``sky.Task.set_time_estimator`` (``Callable[[sky.Resources], float]``, seconds). :func:`time_estimator` builds that
-function from perfmodel: the resources' accelerator (``resources.accelerators``, e.g. ``{"A100": 8}``) gives the GPU
-type and count, :func:`perfmodel.predict_step_time` the step time, and the estimate is ``steps × step time``.
+``sky.Task.set_time_estimator`` (seconds; checked against skypilot 0.14.1). :func:`time_estimator` builds that function
+from perfmodel: the resources' accelerator (``resources.accelerators``, a dict such as ``{"A100": 8}``; SkyPilot turns
+``accelerators="A100:8"`` into it) gives the GPU type and count, :func:`perfmodel.predict_step_time` the step time, and
+the estimate is ``steps × step time``. :func:`attach` sets it on a task and checks every candidate up front.
 
-skypilot is not a dependency of perfmodel: nothing here imports it.
+How the optimizer calls it (``sky/optimizer.py`` of skypilot 0.14.1): ``Optimizer._estimate_nodes_cost_or_time`` calls
+``task.estimate_runtime(orig_resources)`` once per resources object the *user* gave (``accelerators`` as written, e.g.
+``{"a100-80gb": 8}``, not canonicalised), and prices every launchable instance of it with that time
+(``resources.get_cost(seconds) × task.num_nodes``); ``_compute_total_time`` / ``_compute_total_cost`` then call it on
+the chosen launchable resources, whose ``accelerators`` SkyPilot infers from the instance type with its catalog's
+names (``"A100-80GB"``, ``"H100-MEGA"``, ``"A10G"``, ``"L4"``, ``"T4"`` ...). Both spellings are mapped here to
+perfmodel's GPU catalog with :func:`perfmodel.datasets.canonical_gpu` (plus :data:`SKYPILOT_GPU_ALIASES`); a GPU the
+catalog lacks (AWS's ``A10G``, ``L40``, ``B200`` ...) is an :class:`perfmodel.datasets.UnknownNameError` naming the
+SkyPilot accelerator, fixed with ``gpu_map``.
+
+skypilot is not a dependency of perfmodel (``pip install "perfmodel[skypilot]"`` adds it): nothing here imports it.
 """
 from __future__ import annotations
 
 import warnings
 
-__all__ = ["time_estimator"]
+__all__ = ["time_estimator", "attach", "SKYPILOT_GPU_ALIASES"]
+
+#: SkyPilot accelerator names that :func:`perfmodel.datasets.canonical_gpu` does not read, mapped to perfmodel's
+#: catalog. ``H100-MEGA`` is GCP's a3-megagpu-8g: the same H100 SXM5 80 GB GPU as ``H100`` with more network
+#: bandwidth between nodes (pass ``interconnect=`` for multi-node runs).
+SKYPILOT_GPU_ALIASES = {"H100-MEGA": "H100"}
 
 
 def _accelerator(resources) -> tuple[str, int]:
     acc = getattr(resources, "accelerators", None)
     if not acc:
         raise ValueError(f"SkyPilot resources {resources!r} have no accelerators (e.g. accelerators='A100:8'): perfmodel "
-                         "predicts GPU step times only.")
-    if isinstance(acc, str):
+                         "predicts GPU step times only. Give every candidate sky.Resources an accelerator.")
+    if isinstance(acc, str):  # sky.Resources stores a dict; a str is accepted for stand-ins
         name, _, count = acc.partition(":")
         acc = {name: float(count or 1)}
+    if not isinstance(acc, dict):
+        raise TypeError(f"SkyPilot resources {resources!r}: accelerators should be a dict such as {{'A100': 8}} (what "
+                        f"sky.Resources.accelerators returns); got {type(acc).__name__} {acc!r}.")
     (name, count), *rest = acc.items()
     if rest:
-        raise ValueError(f"SkyPilot resources with several accelerator types {dict(acc)}: give one.")
-    if float(count) < 1 or float(count) != int(count):
-        raise ValueError(f"SkyPilot accelerator count {count!r} for {name}: perfmodel predicts whole GPUs (1, 2, 4, 8 ...).")
+        raise ValueError(f"SkyPilot resources with several accelerator types {dict(acc)}: perfmodel predicts one GPU type "
+                         "per resources object. Give one sky.Resources per GPU type (task.set_resources({...})).")
+    if "tpu" in str(name).lower():
+        raise ValueError(f"SkyPilot accelerator {name!r} is a TPU: perfmodel predicts GPU step times only. Leave TPUs out "
+                         "of the candidates, or give them no perfmodel estimator.")
+    if isinstance(count, bool) or not isinstance(count, (int, float)) or count < 1 or float(count) != int(count):
+        raise ValueError(f"SkyPilot accelerator count {count!r} for {name}: perfmodel predicts whole GPUs (1, 2, 4, 8 ...); "
+                         f"a fractional count ({name}:0.5) shares one GPU with other jobs, which perfmodel does not model. "
+                         f"Ask for {name}:1 or more.")
     return str(name), int(count)
 
 
+def _gpu_for(name: str, gpu_map: dict):
+    """perfmodel GPU (catalog id or GPUSpec) for a SkyPilot accelerator name."""
+    from perfmodel._errors import UnknownNameError
+    from perfmodel.datasets import GPUSpec, canonical_gpu
+
+    mapped = {str(k).lower(): v for k, v in gpu_map.items()}
+    target = mapped.get(name.lower())
+    if target is None:
+        target = {k.lower(): v for k, v in SKYPILOT_GPU_ALIASES.items()}.get(name.lower(), name)
+    if isinstance(target, GPUSpec):
+        return target
+    try:
+        return canonical_gpu(target)
+    except UnknownNameError as err:
+        raise UnknownNameError(
+            f"SkyPilot accelerator {name!r} is not in perfmodel's GPU catalog, so perfmodel cannot predict its step "
+            f"time. Map it with gpu_map={{{name!r}: <catalog id or perfmodel.datasets.GPUSpec>}} (e.g. a GPUSpec with "
+            f"the card's spec sheet), or leave it out of the task's resources. perfmodel said: {err}") from None
+
+
 def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, strategy: str = "dp", precision: str = "bf16",
-                   optimizer: str | None = "adam", **predict_kwargs):
+                   optimizer: str | None = "adam", num_nodes: int = 1, gpu_map: dict | None = None, **predict_kwargs):
     """A SkyPilot time estimator (``resources -> seconds``) for ``steps`` training steps of ``model``.
 
     Parameters
@@ -41,17 +86,26 @@ def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, stra
     steps : int
         Training steps.
     batch_size : int
-        Global batch.
+        Global batch (over all nodes and GPUs).
     input_shape, strategy, precision, optimizer, **predict_kwargs
-        Passed to :func:`perfmodel.predict_step_time` (with ``n_gpus`` the resources' accelerator count; one GPU runs
-        without a strategy).
+        Passed to :func:`perfmodel.predict_step_time` (with ``n_gpus`` the resources' accelerator count × ``num_nodes``;
+        one GPU runs without a strategy).
+    num_nodes : int
+        The task's ``num_nodes`` (SkyPilot passes the estimator one node's resources). With more than one node give
+        ``interconnect=`` (e.g. ``"infiniband-ndr"``, ``"ethernet-100g"``): perfmodel's default is the GPU's NVLink,
+        which links the GPUs of one node only.
+    gpu_map : dict, optional
+        SkyPilot accelerator name -> perfmodel catalog id or :class:`perfmodel.datasets.GPUSpec`, for names perfmodel
+        does not know (``{"A10G": my_a10g_spec}``); looked up before :data:`SKYPILOT_GPU_ALIASES` and
+        :func:`perfmodel.datasets.canonical_gpu`. Case is ignored.
 
     Returns
     -------
     callable
         ``estimate(resources) -> float`` seconds, memoised per (GPU, count); pass it to
-        ``sky.Task.set_time_estimator``. Raises ``ValueError`` for resources without exactly one GPU type and
-        :class:`perfmodel.datasets.UnknownNameError` for a GPU perfmodel's catalog does not know.
+        ``sky.Task.set_time_estimator``. Raises ``ValueError`` for resources without exactly one GPU type, a TPU or a
+        fractional GPU count, and :class:`perfmodel.datasets.UnknownNameError` (naming the SkyPilot accelerator) for a
+        GPU perfmodel's catalog does not know.
 
     Examples
     --------
@@ -62,21 +116,69 @@ def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, stra
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int; got {steps!r}.")
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
+        raise ValueError(f"num_nodes must be a positive int (the task's num_nodes); got {num_nodes!r}.")
+    if num_nodes > 1 and predict_kwargs.get("interconnect") is None:
+        raise ValueError(f"num_nodes={num_nodes}: the GPUs of different nodes talk over the network, and perfmodel's "
+                         "default interconnect is the GPU's NVLink (one node). Pass interconnect= the network between "
+                         "the nodes, e.g. 'infiniband-ndr' or 'ethernet-100g' (perfmodel.models.parallel.INTERCONNECTS).")
+    if gpu_map is not None and not isinstance(gpu_map, dict):
+        raise TypeError(f"gpu_map must be a dict of SkyPilot accelerator name -> perfmodel GPU id or GPUSpec; got "
+                        f"{type(gpu_map).__name__}.")
+    gpu_map = dict(gpu_map or {})
     cache: dict = {}
 
     def estimate(resources) -> float:
-        from perfmodel.datasets import canonical_gpu
         from perfmodel.models.op_step_time import predict_step_time
 
-        name, n = _accelerator(resources)
-        gpu = canonical_gpu(name)
-        if (gpu, n) not in cache:
+        name, per_node = _accelerator(resources)
+        n = per_node * num_nodes
+        key = (name.lower(), n)
+        if key not in cache:
+            gpu = _gpu_for(name, gpu_map)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 step = predict_step_time(model, gpu, input_shape=input_shape, batch_size=batch_size, n_gpus=n,
                                          strategy=strategy if n > 1 else "dp", precision=precision, optimizer=optimizer,
                                          **predict_kwargs)
-            cache[(gpu, n)] = float(step["step_time_s"].iloc[0]) * steps
-        return cache[(gpu, n)]
+            cache[key] = float(step["step_time_s"].iloc[0]) * steps
+        return cache[key]
 
     return estimate
+
+
+def attach(task, model, *, steps: int, batch_size: int, check: bool = True, **kwargs):
+    """Set a perfmodel :func:`time_estimator` on a SkyPilot task, for the task's ``num_nodes``.
+
+    Parameters
+    ----------
+    task : sky.Task
+        The task; its ``num_nodes`` and (with ``check``) its ``resources`` are read.
+    model, steps, batch_size, **kwargs
+        As for :func:`time_estimator` (``num_nodes`` is the task's).
+    check : bool
+        Estimate every candidate in ``task.resources`` now (memoised, so the optimizer reuses them), so that a GPU
+        perfmodel cannot predict fails here rather than inside ``sky.launch``.
+
+    Returns
+    -------
+    sky.Task
+        ``task``, as ``sky.Task.set_time_estimator`` returns it.
+
+    Examples
+    --------
+    >>> task = sky.Task(run="python train.py", num_nodes=1)                             # doctest: +SKIP
+    >>> task.set_resources({sky.Resources(accelerators="A100:8"), sky.Resources(accelerators="H100:8")})  # doctest: +SKIP
+    >>> attach(task, cfg, steps=10_000, batch_size=32, input_shape=(1024,))                               # doctest: +SKIP
+    >>> sky.optimize(sky.Dag().add(task))                                                                 # doctest: +SKIP
+    """
+    if "num_nodes" in kwargs:
+        raise TypeError("attach() takes num_nodes from task.num_nodes; set it on the task (sky.Task(num_nodes=...)).")
+    if not callable(getattr(task, "set_time_estimator", None)):
+        raise TypeError(f"attach() needs a sky.Task (with set_time_estimator); got {type(task).__name__}.")
+    est = time_estimator(model, steps=steps, batch_size=batch_size, num_nodes=int(getattr(task, "num_nodes", 1) or 1),
+                         **kwargs)
+    if check:
+        for resources in getattr(task, "resources", None) or ():
+            est(resources)
+    return task.set_time_estimator(est)
