@@ -245,6 +245,19 @@ def _step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
     return memo[key].copy()
 
 
+def _step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
+    """:func:`work_from_ops` of :func:`_step_ops` (index 0…n−1), memoised with the trace."""
+    key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    try:
+        memo = _ZOO_TRACES.setdefault(net, {}) if isinstance(net, str) else _TRACES.setdefault(net, {})
+    except TypeError:
+        memo = {}
+    if key not in memo:
+        ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+        memo[key] = work_from_ops(ops).reset_index(drop=True)
+    return memo[key].copy()
+
+
 def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
     import torch
 
@@ -490,7 +503,7 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     net, shape, in_dtype, vocab, name = _model_input(model, input_shape, input_dtype)
     high = int(input_high) if input_high is not None else vocab
     ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
-    work = work_from_ops(ops)
+    work = _step_work(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     q, interval = _interval(alpha)

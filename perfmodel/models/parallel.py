@@ -778,8 +778,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         raise StrategyError(f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers} "
                             "repeated layers. Use a pp degree of at most the number of layers.")
     high = int(input_high) if input_high is not None else vocab
-    ops = ost._step_ops(net, shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer, inference=False)
-    work = ost.work_from_ops(ops).reset_index(drop=True)
+    work = ost._step_work(net, shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer, inference=False)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     layer = _op_layer(work, lay.n_layers)
