@@ -2,7 +2,7 @@
 
 Mean accuracy vs step per cluster size, and the step multiplier vs workers with its linear fit, two panels.
 
-Paper: perfmodel, perfmodel (beyond ICAC'19). Upstream: -.
+Paper: perfmodel, beyond ICAC'19. Upstream: -.
 
 Sources
 -------
@@ -28,7 +28,7 @@ from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_l
 #: paper the item belongs to ("perfmodel": beyond the papers)
 PAPER = "perfmodel"
 #: figure/table number as the paper prints it
-NUMBER = "perfmodel (beyond ICAC'19)"
+NUMBER = "beyond ICAC'19"
 #: title
 TITLE = "The cost of asynchronous staleness per cluster size: accuracy lost and extra steps of 1-8 K80 workers"
 #: the upstream file / notebook cell it redraws

@@ -2,7 +2,7 @@
 
 Default job: ResNet-32 on 4 K80 servers, 10 h of work.
 
-Paper: perfmodel, perfmodel (beyond CM-DARE section on checkpoints). Upstream: -.
+Paper: perfmodel, beyond CM-DARE section on checkpoints. Upstream: -.
 
 Sources
 -------
@@ -24,7 +24,7 @@ from perfmodel.papers.beyond import _revocation_overhead as _impl
 #: paper the item belongs to ("perfmodel": beyond the papers)
 PAPER = "perfmodel"
 #: figure/table number as the paper prints it
-NUMBER = "perfmodel (beyond CM-DARE section on checkpoints)"
+NUMBER = "beyond CM-DARE section on checkpoints"
 #: title
 TITLE = "Wall time vs checkpoint interval, Young/Daly optimum vs simulation"
 #: the upstream file / notebook cell it redraws

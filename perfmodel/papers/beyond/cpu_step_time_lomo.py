@@ -3,7 +3,7 @@
 The figure refits on the measurements, so it takes no ``data`` frame (``perfmodel.figures.cpu_lomo(steps=...)`` takes other
 measurements).
 
-Paper: perfmodel, perfmodel (beyond CM-DARE prediction models). Upstream: -.
+Paper: perfmodel, beyond CM-DARE prediction models. Upstream: -.
 
 Sources
 -------
@@ -24,7 +24,7 @@ from perfmodel.papers.beyond import _cpu_measurements as _impl
 #: paper the item belongs to ("perfmodel": beyond the papers)
 PAPER = "perfmodel"
 #: figure/table number as the paper prints it
-NUMBER = "perfmodel (beyond CM-DARE prediction models)"
+NUMBER = "beyond CM-DARE prediction models"
 #: title
 TITLE = "CM-DARE's step-time regressions on perfmodel's own CPU measurements, leave-one-model-out"
 #: the upstream file / notebook cell it redraws

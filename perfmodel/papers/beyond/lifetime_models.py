@@ -3,7 +3,7 @@
 The per-server lifetimes are reconstructed from the CDF arrays (the only lifetime data of CM-DARE). The figure is drawn from the
 fits, so it takes no ``data``; ``data()`` is the AIC table.
 
-Paper: perfmodel, perfmodel (beyond CM-DARE section on lifetimes). Upstream: -.
+Paper: perfmodel, beyond CM-DARE section on lifetimes. Upstream: -.
 
 Sources
 -------
@@ -25,7 +25,7 @@ from perfmodel.papers.beyond import _lifetime_models as _impl
 #: paper the item belongs to ("perfmodel": beyond the papers)
 PAPER = "perfmodel"
 #: figure/table number as the paper prints it
-NUMBER = "perfmodel (beyond CM-DARE section on lifetimes)"
+NUMBER = "beyond CM-DARE section on lifetimes"
 #: title
 TITLE = "Lifetime models (KM, exponential, Weibull, bathtub) compared by AIC per GPU"
 #: the upstream file / notebook cell it redraws

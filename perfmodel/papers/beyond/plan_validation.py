@@ -2,7 +2,7 @@
 
 Predicted vs measured, two panels (time, cost).
 
-Paper: perfmodel, perfmodel (beyond ICAC'19). Upstream: -.
+Paper: perfmodel, beyond ICAC'19. Upstream: -.
 
 Sources
 -------
@@ -24,7 +24,7 @@ from perfmodel.papers.beyond import _plan_validation as _impl
 #: paper the item belongs to ("perfmodel": beyond the papers)
 PAPER = "perfmodel"
 #: figure/table number as the paper prints it
-NUMBER = "perfmodel (beyond ICAC'19)"
+NUMBER = "beyond ICAC'19"
 #: title
 TITLE = "The planner vs the measured ICAC'19 clusters: predicted vs measured time and cost"
 #: the upstream file / notebook cell it redraws

@@ -2,7 +2,7 @@
 
 Deterministic: the simulation takes a fixed ``random_state``.
 
-Paper: perfmodel, perfmodel (beyond CM-DARE section on lifetimes). Upstream: -.
+Paper: perfmodel, beyond CM-DARE section on lifetimes. Upstream: -.
 
 Sources
 -------
@@ -24,7 +24,7 @@ from perfmodel.papers.beyond import _revocation_overhead as _impl
 #: paper the item belongs to ("perfmodel": beyond the papers)
 PAPER = "perfmodel"
 #: figure/table number as the paper prints it
-NUMBER = "perfmodel (beyond CM-DARE section on lifetimes)"
+NUMBER = "beyond CM-DARE section on lifetimes"
 #: title
 TITLE = "Expected revocations vs job length: renewal function vs Monte Carlo"
 #: the upstream file / notebook cell it redraws

@@ -2,7 +2,7 @@
 
 The figure refits one configuration, so it takes no ``data``.
 
-Paper: perfmodel, perfmodel (beyond CM-DARE prediction models). Upstream: -.
+Paper: perfmodel, beyond CM-DARE prediction models. Upstream: -.
 
 Sources
 -------
@@ -25,7 +25,7 @@ from perfmodel.papers.beyond import _speed_protocols as _impl
 #: paper the item belongs to ("perfmodel": beyond the papers)
 PAPER = "perfmodel"
 #: figure/table number as the paper prints it
-NUMBER = "perfmodel (beyond CM-DARE prediction models)"
+NUMBER = "beyond CM-DARE prediction models"
 #: title
 TITLE = "Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split"
 #: the upstream file / notebook cell it redraws
