@@ -241,9 +241,11 @@ def _cmd_plan_cloud(args) -> int:
     f = plan_cloud(_cloud_model(args.model), gpus=_names(args.gpus, "--gpus") if args.gpus else None, n_gpus=counts,
                    batch_sizes=batches, strategies=_names(args.strategies, "--strategies"), spot=spot, prices=prices,
                    steps=args.steps, deadline_h=args.deadline_h, budget_usd=args.budget_usd, input_shape=_shape(args.input_shape),
-                   precision=args.precision, optimizer=args.optimizer)
+                   precision=args.precision, optimizer=args.optimizer,
+                   mixes=_names(args.mixes, "--mixes") if args.mixes else (),
+                   wait_for_capacity=not args.no_capacity_wait)
     cols = ["gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "time_h", "cost_usd",
-            "memory_per_gpu_bytes", "fits", "expected_revocations", "feasible"]
+            "memory_per_gpu_bytes", "fits", "expected_revocations", "capacity_wait_h", "feasible"]
     print(f"Pareto front of {len(f)} candidates ({args.steps} steps):")
     _print_frame(f.loc[f["pareto"], cols])
     if args.deadline_h is not None:
@@ -403,7 +405,12 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("--gpus", default=None, help="comma-separated GPU ids, each with a price (none: every GPU of the price table)")
     pc.add_argument("--n-gpus", default="1,2,4,8", help="comma-separated GPU counts")
     pc.add_argument("--batch-sizes", default="8,16,32", help="comma-separated global batch sizes")
-    pc.add_argument("--strategies", default="dp,fsdp,tp,pp", help="comma-separated parallel strategies for more than one GPU")
+    pc.add_argument("--strategies", default="dp,fsdp,tp,pp", help="comma-separated parallel strategies for more than one GPU, "
+                    "combinations too (dp2-tp2-pp2)")
+    pc.add_argument("--mixes", default=None, help="comma-separated mixes of GPU types to plan as well, data parallel with the "
+                    "batch split by speed (e.g. 2xH100+6xL4,4xA100+4xL4; none: no mixes)")
+    pc.add_argument("--no-capacity-wait", action="store_true", help="spot rows: do not add the wait for capacity the spot "
+                    "traces predict (only report p_hold_instances)")
     pc.add_argument("--spot", choices=("both", "spot", "on-demand"), default="both", help="purchase options to plan")
     pc.add_argument("--input-shape", default="1024", help="shape of one input sample, without the batch dimension")
     pc.add_argument("--steps", type=int, default=10000, help="training steps at every batch size")

@@ -88,3 +88,24 @@ def test_why_names_the_wait_for_capacity(frame):
     sp = frame[frame["spot"] & frame["fits"] & (frame["capacity_wait_h"] > 0)]
     pick = cheapest_within_deadline(sp, float(sp["time_h"].max()) + 1)
     assert "waits" in pick["why"] and "for capacity (counted in its time, not billed)" in pick["why"]
+
+
+def test_cli_plans_mixes_and_can_leave_the_wait_out(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    PRICES.to_csv(tmp_path / "prices.csv", index=False)
+    argv = ["plan-cloud", str(tmp_path / "config.json"), "--input-shape", "64", "--gpus", "H100,L4", "--n-gpus", "1,2",
+            "--batch-sizes", "8", "--strategies", "dp", "--steps", "5000", "--prices", str(tmp_path / "prices.csv"),
+            "--precision", "fp32", "--mixes", "1xH100+3xL4"]
+    assert main([*argv, "--budget-usd", "100"]) == 0
+    out = capsys.readouterr().out
+    # 1 and 2 GPUs of two types in 3 price rows x spot/on-demand, plus the mix in one place x spot/on-demand
+    assert out.startswith("Pareto front of 14 candidates (5000 steps):") and "capacity_wait_h" in out
+    assert main([*argv, "--no-capacity-wait", "--budget-usd", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "waits" not in out.split("why:")[1]
+    assert main([*argv[:-1], "1xH100"]) == 1
+    assert "a mix needs at least two" in capsys.readouterr().err
