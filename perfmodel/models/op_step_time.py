@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["work_from_ops", "predict_step_time", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
-           "clear_trace_cache", "module_fingerprint", "gpu_extrapolation"]
+           "clear_trace_cache", "module_fingerprint", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
 PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -217,13 +217,27 @@ def module_fingerprint(net) -> tuple:
             tuple((n, tuple(p.shape), str(p.dtype), bool(p.requires_grad)) for n, p in net.named_parameters()))
 
 
-# traces of one step: module (held weakly) -> {(fingerprint, arguments): per-op frame}
+# what is derived from a module (traces, work rows, layouts, saved tensors): module (held weakly; a zoo id by name)
+# -> {(what, fingerprint, arguments): value}
 _TRACES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _ZOO_TRACES: dict = {}
 
 
+def module_memo(net) -> dict:
+    """The memo of what perfmodel derives from ``net`` (its per-operator traces, work rows, layout, saved tensors),
+    held as long as the module lives; a zoo id's by its name; a fresh, unkept dict for a module that cannot be
+    referenced weakly. Keys start with what is stored and :func:`module_fingerprint`."""
+    if isinstance(net, str):
+        return _ZOO_TRACES.setdefault(net, {})
+    try:
+        return _TRACES.setdefault(net, {})
+    except TypeError:
+        return {}
+
+
 def clear_trace_cache() -> None:
-    """Forget the memoised per-operator traces of :func:`perfmodel.predict_step_time` (and the built config modules)."""
+    """Forget everything memoised per module (:func:`module_memo`: traces, layouts, saved tensors) and the built
+    config modules."""
     _TRACES.clear()
     _ZOO_TRACES.clear()
     _BUILT.clear()
@@ -233,12 +247,9 @@ def _step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
     """Per-op rows of one step of ``net`` (:func:`perfmodel.features.extract`); ``"adam-fused"`` adds one kernel that
     moves :data:`FUSED_ADAM_PASSES` × the parameter bytes.
 
-    Memoised per module (held weakly) and :func:`module_fingerprint`: the same step is traced once per process."""
-    key = (module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
-    try:
-        memo = _ZOO_TRACES.setdefault(net, {}) if isinstance(net, str) else _TRACES.setdefault(net, {})
-    except TypeError:  # not weak-referenceable: no memo
-        memo = {}
+    Memoised (:func:`module_memo`): the same step is traced once per process."""
+    key = ("ops", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    memo = module_memo(net)
     if key not in memo:
         memo[key] = _trace_step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
                                     inference=inference)
@@ -248,10 +259,7 @@ def _step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
 def _step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
     """:func:`work_from_ops` of :func:`_step_ops` (index 0…n−1), memoised with the trace."""
     key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
-    try:
-        memo = _ZOO_TRACES.setdefault(net, {}) if isinstance(net, str) else _TRACES.setdefault(net, {})
-    except TypeError:
-        memo = {}
+    memo = module_memo(net)
     if key not in memo:
         ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
         memo[key] = work_from_ops(ops).reset_index(drop=True)

@@ -53,7 +53,6 @@ import copy
 import dataclasses
 import math
 import re
-import weakref
 
 import numpy as np
 import pandas as pd
@@ -552,21 +551,15 @@ def model_and_layout(model, input_shape=None, input_dtype=None):
     return net, shape, in_dtype, vocab, name, model_layout(net)
 
 
-_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def model_layout(net) -> ModelLayout:
     """:class:`ModelLayout` of a module (a Hugging Face model carries its config: hidden size, heads, vocabulary).
 
-    Memoised per module (held weakly) and :func:`perfmodel.models.op_step_time.module_fingerprint`; the layout
-    returned is a copy, so changing it changes nothing for the next caller."""
-    from perfmodel.models.op_step_time import module_fingerprint
+    Memoised (:func:`perfmodel.models.op_step_time.module_memo`); the layout returned is a copy, so changing it
+    changes nothing for the next caller."""
+    from perfmodel.models.op_step_time import module_fingerprint, module_memo
 
-    key = module_fingerprint(net)
-    try:
-        memo = _LAYOUTS.setdefault(net, {})
-    except TypeError:
-        memo = {}
+    key = ("layout", module_fingerprint(net))
+    memo = module_memo(net)
     if key not in memo:
         memo[key] = _model_layout(net)
     return copy.deepcopy(memo[key])

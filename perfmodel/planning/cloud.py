@@ -223,8 +223,7 @@ class _Rental(NamedTuple):
 def _gpu_notes(spec, prec: str) -> list[str]:
     from perfmodel.models import op_step_time as ost
 
-    far = ost.gpu_extrapolation(spec)
-    notes = [f"{spec.gpu}: " + ", ".join(far)] if far else []
+    notes = ost._extrapolation_notes(spec)
     if prec != "fp32":
         notes.append(f"precision {prec} (operator efficiencies learned on FP32)")
     return notes

@@ -33,7 +33,6 @@ temporary workspaces of the kernels.
 from __future__ import annotations
 
 import copy
-import weakref
 
 import numpy as np
 import pandas as pd
@@ -85,25 +84,18 @@ def _saved_tensors(net, x) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["module", "bytes", "shape"])
 
 
-# saved tensors of one forward pass: module (held weakly) -> {(fingerprint, dtype, input): (frame, layout or None)}
-_SAVED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def _saved_for(net, dtype, x_shape, x_dtype):
     """:func:`_saved_tensors` of ``net`` in ``dtype`` on a meta input of ``x_shape``, memoised per module and
-    :func:`perfmodel.models.op_step_time.module_fingerprint`; and the layout of the meta copy when one was made (None
+    :func:`perfmodel.models.op_step_time.module_memo`; and the layout of the meta copy when one was made (None
     when ``net`` itself ran). ``net`` is never changed: a module not on the meta device, or in another dtype, is
     copied first."""
     import torch
 
-    from perfmodel.models.op_step_time import module_fingerprint
+    from perfmodel.models.op_step_time import module_fingerprint, module_memo
     from perfmodel.models.parallel import model_layout
 
-    key = (module_fingerprint(net), str(dtype), tuple(x_shape), str(x_dtype))
-    try:
-        memo = _SAVED.setdefault(net, {})
-    except TypeError:
-        memo = {}
+    key = ("saved", module_fingerprint(net), str(dtype), tuple(x_shape), str(x_dtype))
+    memo = module_memo(net)
     if key not in memo:
         on_meta = next(iter(net.parameters()), torch.empty(0, device="meta")).device.type == "meta"
         meta_net = net if on_meta else copy.deepcopy(net).to("meta")
