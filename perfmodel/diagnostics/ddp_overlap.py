@@ -50,6 +50,8 @@ def _allreduce_worker(rank: int, world: int, cfg: dict, out_file: str) -> None:
     import torch
     import torch.distributed as dist
 
+    from perfmodel.measure.ddp import _save_result
+
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         torch.set_num_threads(cfg["threads"])
@@ -65,7 +67,7 @@ def _allreduce_worker(rank: int, world: int, cfg: dict, out_file: str) -> None:
                 if r >= cfg["warmup"]:
                     rows.append((world, int(x.numel() * 4), r - cfg["warmup"], float(dt_)))
         if rank == 0:
-            pd.DataFrame(rows, columns=ALLREDUCE_COLUMNS).to_pickle(out_file)
+            _save_result(pd.DataFrame(rows, columns=ALLREDUCE_COLUMNS), out_file)
     finally:
         try:
             dist.barrier()
@@ -99,9 +101,7 @@ def measure_allreduce(sizes_bytes=(2**12, 2**16, 2**20, 2**22, 2**24), *, world_
     ValueError
         Fewer than two distinct sizes, a size under 4 bytes, ``world_size < 2``, ``repeats < 1`` or ``warmup < 0``.
     """
-    import torch.multiprocessing as mp
-
-    from perfmodel.measure.ddp import _free_port
+    from perfmodel.measure.ddp import _free_port, spawn_ranks
 
     sizes = _check_sizes(sizes_bytes)
     world = _check_count("world_size", world_size, 2)
@@ -112,7 +112,7 @@ def measure_allreduce(sizes_bytes=(2**12, 2**16, 2**20, 2**22, 2**24), *, world_
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(_free_port())
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "allreduce.pkl")
-            mp.spawn(_allreduce_worker, args=(world, cfg, out), nprocs=world, join=True)
+            spawn_ranks(_allreduce_worker, (world, cfg, out), world, out)
             return pd.read_pickle(out)
     finally:
         for k, v in old.items():

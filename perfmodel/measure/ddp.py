@@ -77,7 +77,7 @@ def _worker(rank: int, world: int, cfg: dict, out_file: str | None) -> pd.DataFr
                            "step_time_s": t, "speed_steps_per_s": 1 / t, "images_per_s": world * cfg["batch_size"] / t,
                            "torch_version": env["torch_version"], "cpu": env["cpu"], "timestamp_utc": env["timestamp_utc"]})[CLUSTER_COLUMNS]
         if out_file:
-            df.to_pickle(out_file)
+            _save_result(df, out_file)
         return df
     finally:
         # Tear down together: a rank that destroys its group while a peer still talks to it can abort in gloo's
@@ -87,6 +87,34 @@ def _worker(rank: int, world: int, cfg: dict, out_file: str | None) -> pd.DataFr
         except Exception:  # noqa: BLE001 - a peer already failed; its error is the one to report
             pass
         dist.destroy_process_group()
+
+
+def _save_result(frame: pd.DataFrame, out_file: str) -> None:
+    """Rank 0's result, written whole or not at all (a temporary file moved into place)."""
+    frame.to_pickle(out_file + ".part")
+    os.replace(out_file + ".part", out_file)
+
+
+def spawn_ranks(fn, args: tuple, nprocs: int, out_file: str) -> None:
+    """``torch.multiprocessing.spawn`` of ``nprocs`` ranks whose rank 0 saves its result to ``out_file``
+    (:func:`_save_result`).
+
+    gloo can abort a rank in its background threads while the process group is torn down ("terminate called without
+    an active exception", SIGABRT), after every rank has passed the final barrier. When rank 0's result is already
+    saved whole, such an abort loses nothing: the result is kept and a ``RuntimeWarning`` says so. Any other failure,
+    or an abort before the result exists, is raised as it is."""
+    import warnings
+
+    import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import ProcessExitedException
+
+    try:
+        mp.spawn(fn, args=args, nprocs=nprocs, join=True)
+    except ProcessExitedException as exc:
+        if exc.signal_name != "SIGABRT" or not os.path.isfile(out_file):
+            raise
+        warnings.warn(f"rank {exc.error_index} aborted (SIGABRT) while gloo tore its process group down, after rank 0 had "
+                      "saved the measurement; the measurement is kept.", RuntimeWarning, stacklevel=2)
 
 
 def _spawn_entry(rank: int, world: int, cfg: dict, out_file: str) -> None:
@@ -108,8 +136,6 @@ def measure_cluster_speed(model="resnet-15", input_shape=(3, 32, 32), *, world_s
     threads : int
         Intra-op threads per worker (keep ``world × threads`` ≤ the cores).
     """
-    import torch.multiprocessing as mp
-
     if not isinstance(model, str):
         raise TypeError("measure_cluster_speed needs a zoo id (each worker process builds the model); got a "
                         f"{type(model).__name__}. For your own module, launch `python -m perfmodel.measure.ddp` under torchrun.")
@@ -130,7 +156,7 @@ def measure_cluster_speed(model="resnet-15", input_shape=(3, 32, 32), *, world_s
             os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(_free_port())
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "rank0.pkl")
-                mp.spawn(_spawn_entry, args=(w, cfg, out), nprocs=w, join=True)
+                spawn_ranks(_spawn_entry, (w, cfg, out), w, out)
                 frames.append(pd.read_pickle(out))
     finally:
         for k, v in old.items():

@@ -105,3 +105,38 @@ def test_one_small_run_through_the_command(tmp_path):
     assert row["supports"] in {"overlap", "no overlap", "undecided", "neither"}
     readme = (tmp_path / "README.md").read_text()
     assert "`python -m perfmodel.diagnostics.ddp_overlap --model resnet-15" in readme and f"supports '{row['supports']}'" in readme
+
+
+def _abort_after_saving(rank, out_file):
+    import os
+
+    from perfmodel.measure.ddp import _save_result
+
+    if rank == 0:
+        _save_result(pd.DataFrame({"x": [1.0]}), out_file)
+    else:
+        import time
+
+        time.sleep(1.0)  # rank 0 has saved
+        os.abort()  # what gloo's teardown does when it fails
+
+
+def _abort_before_saving(rank, out_file):
+    import os
+
+    if rank == 1:
+        os.abort()
+
+
+def test_an_abort_in_teardown_keeps_the_saved_result_and_an_earlier_one_is_raised(tmp_path):
+    from torch.multiprocessing.spawn import ProcessExitedException
+
+    from perfmodel.measure.ddp import spawn_ranks
+
+    out = str(tmp_path / "r.pkl")
+    with pytest.warns(RuntimeWarning, match=r"aborted \(SIGABRT\) while gloo tore its process group down"):
+        spawn_ranks(_abort_after_saving, (out,), 2, out)
+    assert pd.read_pickle(out)["x"].tolist() == [1.0]
+    missing = str(tmp_path / "none.pkl")
+    with pytest.raises(ProcessExitedException, match="SIGABRT"):
+        spawn_ranks(_abort_before_saving, (missing,), 2, missing)
