@@ -46,7 +46,7 @@ def test_public_surface_resolves():
 def test_cli_data_verify_and_summary(capsys):
     assert main(["data", "verify"]) == 0
     out = capsys.readouterr().out
-    assert "all 794 registered data files present with the registered sha256" in out
+    assert "all 829 registered data files present with the registered sha256" in out
     assert main(["data", "summary"]) == 0
     out = capsys.readouterr().out
     assert "speed_samples" in out and "cluster_runs" in out and "upstream" in out

@@ -34,10 +34,12 @@ REPOS = {
     "TDL": "cake-lab/transient-deep-learning",
     "NS": "sitar-lab/NeuSight",
     "ST": "skypilot-org/spot-traces",
+    "VD": "microsoft/vidur",
+    "TT": "pytorch/torchtitan",
 }
 
 #: Folder of each repository that a short key (``CM:...``) is relative to.
-_SHORT_ROOT = {"CM": "data", "TDL": "data", "NS": "scripts/asplos", "ST": ""}
+_SHORT_ROOT = {"CM": "data", "TDL": "data", "NS": "scripts/asplos", "ST": "", "VD": "data", "TT": ""}
 
 
 @dataclass(frozen=True)
