@@ -7,6 +7,7 @@ __all__ = [
     "NotADataFileError",
     "DataFormatError",
     "UnknownNameError",
+    "ModelConfigError",
 ]
 
 
@@ -28,3 +29,11 @@ class DataFormatError(ValueError):
 
 class UnknownNameError(ValueError):
     """A dataset, model, GPU or region name is not known; the message lists the valid ones."""
+
+
+class ModelConfigError(ValueError, TypeError):
+    """A model description (a Hugging Face config, a config JSON, an input shape for it) cannot describe a model to train.
+
+    Subclasses both ``ValueError`` (bad values: ``n_layer: -2``, a sequence longer than the position table) and
+    ``TypeError`` (a config of the wrong type: ``[]``, ``null``), so that either ``except`` catches it.
+    """

@@ -144,8 +144,12 @@ def _model_input(model, input_shape, input_dtype):
         net = _built_config(json.dumps(cfg, sort_keys=True, default=str), model)
         vocab = int(cfg.get("vocab_size") or 2)
         return net, tuple(input_shape), input_dtype or torch.long, vocab, name
-    raise TypeError(f"model must be a zoo id, 'package.module:Class', a torch.nn.Module or a Hugging Face config (dict or "
-                    f"PretrainedConfig); got {type(model).__name__}.")
+    from perfmodel._errors import ModelConfigError  # a TypeError (and a ValueError): e.g. a config.json holding [] or null
+
+    shown = "null (None)" if model is None else f"{type(model).__name__} {repr(model)[:40]}"
+    raise ModelConfigError(f"model must be a zoo id, 'package.module:Class', a torch.nn.Module or a Hugging Face config (a "
+                           f"dict with 'model_type', as a config.json holds, or a PretrainedConfig); got {shown}. Pass one "
+                           "of these, e.g. {'model_type': 'gpt2', 'n_layer': 12}.")
 
 
 #: optimizers :func:`predict_step_time` models (``None``: forward + backward only).

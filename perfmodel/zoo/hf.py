@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["build", "TrainingStep", "MOE_ROUTINGS"]
+__all__ = ["build", "TrainingStep", "MOE_ROUTINGS", "HEAD_KINDS", "head_kind", "max_positions"]
 
 #: Routing treatments for mixture-of-experts layers (see the module docstring).
 MOE_ROUTINGS = ("uniform", "model")
@@ -45,19 +45,220 @@ def _transformers():
     return transformers
 
 
+#: The training objectives :class:`TrainingStep` builds, one per kind of head (see :func:`head_kind`).
+HEAD_KINDS = (
+    "causal-lm", "masked-lm", "seq2seq-lm", "pretraining", "sequence-classification", "next-sentence",
+    "token-classification", "question-answering", "multiple-choice", "base",
+)
+
+# transformers' auto-model mappings, most specific first: a class in several (BartForConditionalGeneration is a
+# seq2seq, masked-LM and pre-training model) takes the first kind that lists it.
+_MAPPINGS = (
+    ("MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES", "question-answering"),
+    ("MODEL_FOR_MULTIPLE_CHOICE_MAPPING_NAMES", "multiple-choice"),
+    ("MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", "token-classification"),
+    ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES", "sequence-classification"),
+    ("MODEL_FOR_NEXT_SENTENCE_PREDICTION_MAPPING_NAMES", "next-sentence"),
+    ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "seq2seq-lm"),
+    ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "causal-lm"),
+    ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "masked-lm"),
+    ("MODEL_FOR_PRETRAINING_MAPPING_NAMES", "causal-lm"),  # what is left there: LM heads (GPT2LMHeadModel, ...)
+    ("MODEL_MAPPING_NAMES", "base"),
+    ("MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES", "base"),
+)
+
+
+def _class_names(mapping) -> set:
+    out = set()
+    for v in mapping.values():
+        out.update(v if isinstance(v, (tuple, list)) else (v,))
+    return out
+
+
+def head_kind(model_class) -> str:
+    """The training objective of a transformers model class: one of :data:`HEAD_KINDS`.
+
+    Parameters
+    ----------
+    model_class : type
+        A transformers model class, e.g. ``transformers.BertForQuestionAnswering``.
+
+    Returns
+    -------
+    str
+        From transformers' auto-model mappings (most specific first); a model whose ``forward`` takes
+        ``next_sentence_label`` (``BertForPreTraining``) is ``"pretraining"``.
+
+    Raises
+    ------
+    perfmodel._errors.ModelConfigError
+        The class is in none of the mappings, so no loss can be built for it (it would be a forward-only step).
+    """
+    import inspect
+
+    from transformers.models.auto import modeling_auto
+
+    params = inspect.signature(model_class.forward).parameters
+    if "next_sentence_label" in params and "labels" in params:
+        return "pretraining"
+    name = model_class.__name__
+    for attr, kind in _MAPPINGS:
+        if name in _class_names(getattr(modeling_auto, attr, {})):
+            return kind
+    from perfmodel._errors import ModelConfigError
+
+    raise ModelConfigError(
+        f"perfmodel.zoo.hf cannot build a training loss for {name}: it is in none of transformers' auto-model mappings "
+        f"(causal / masked / seq2seq LM, pre-training, sequence / token classification, question answering, multiple "
+        f"choice, base model), so its outputs cannot be reduced to a loss (its forward takes {', '.join(params)}). "
+        "Expected 'architectures' naming such a class; pick one, or wrap the model in a module whose forward returns "
+        "the loss and pass that module instead."
+    )
+
+
+def max_positions(config) -> int | None:
+    """The longest sequence a config's position table holds (``max_position_embeddings`` / ``n_positions``), or None.
+
+    Models with relative positions (T5) have none."""
+    n = getattr(config, "max_position_embeddings", None)
+    return int(n) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
 class TrainingStep(torch.nn.Module):
-    """One training step of a Hugging Face language model: ``forward(input_ids) -> loss`` with ``labels = input_ids``.
+    """One training step of a Hugging Face model: ``forward(input_ids) -> loss``, the loss its head trains with.
 
     The model is the child ``model`` (module paths ``model.transformer.h.0.attn…``). No attention mask is passed
-    (every token is real; see :mod:`perfmodel.zoo.hf`).
+    (every token is real; see :mod:`perfmodel.zoo.hf`). The labels are made from the shape of ``input_ids`` (no
+    values are read, so the step runs on the meta device), deterministic, with the shapes and dtypes of the head:
+
+    ========================  ================================================================================
+    ``kind``                  what the model is called with
+    ========================  ================================================================================
+    causal-lm, masked-lm,     ``labels = input_ids`` (seq2seq: the model shifts them right into the decoder's
+    seq2seq-lm                input; masked LM: the loss on every token)
+    pretraining               ``labels = input_ids`` and ``next_sentence_label = arange(batch) % 2``
+    sequence-classification   ``labels`` of shape ``(batch,)``: ``arange(batch) % num_labels`` (long) for
+                              single-label; floats for ``problem_type="regression"`` (or ``num_labels == 1``;
+                              shape ``(batch, num_labels)`` when ``num_labels > 1``) and of shape
+                              ``(batch, num_labels)`` in {0, 1} for ``"multi_label_classification"``
+    next-sentence             ``labels = arange(batch) % 2``
+    token-classification      ``labels`` of shape ``(batch, seq)``: ``arange(seq) % num_labels``
+    question-answering        ``start_positions = 0`` and ``end_positions = seq - 1``, shape ``(batch,)``
+    multiple-choice           ``input_ids`` of shape ``(batch, num_choices, seq)`` (a 2-D input is one choice
+                              each), ``labels = arange(batch) % num_choices``
+    base                      no head and no loss of its own: the surrogate loss is the **mean** of
+                              ``last_hidden_state`` plus the mean of ``pooler_output`` where the model has a
+                              pooler (so that every parameter gets a gradient); encoder–decoder base models get
+                              ``decoder_input_ids = input_ids``. The cost of a real head and loss is not in it.
+    ========================  ================================================================================
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+    kind : str, optional
+        One of :data:`HEAD_KINDS`; default :func:`head_kind` of the model's class.
+
+    Raises
+    ------
+    perfmodel._errors.ModelConfigError
+        (in ``forward``) ``input_ids`` is longer than the config's position table (:func:`max_positions`), or the
+        model returned no loss (never a forward-only step counted as a training step).
     """
 
-    def __init__(self, model):
+    def __init__(self, model, kind: str | None = None):
         super().__init__()
         self.model = model
+        self.kind = head_kind(type(model)) if kind is None else kind
+        if self.kind not in HEAD_KINDS:
+            from perfmodel._errors import ModelConfigError
+
+            raise ModelConfigError(f"kind must be one of {', '.join(map(repr, HEAD_KINDS))}; got {kind!r}.")
+
+    def extra_repr(self) -> str:
+        return f"kind={self.kind!r}"
+
+    def _float_dtype(self):
+        return next((p.dtype for p in self.model.parameters() if p.is_floating_point()), torch.get_default_dtype())
+
+    def _check_length(self, input_ids) -> None:
+        from perfmodel._errors import ModelConfigError
+
+        if input_ids.dim() < 2:
+            raise ModelConfigError(
+                f"{type(self.model).__name__} takes token ids of shape (batch, seq_len); got shape {tuple(input_ids.shape)}. "
+                "Pass input_shape=(seq_len,) (the batch is added)."
+            )
+        limit = max_positions(self.model.config)
+        seq = int(input_ids.shape[-1])
+        if limit is not None and seq > limit:
+            raise ModelConfigError(
+                f"{type(self.model).__name__} was given sequences of {seq} tokens, but its config holds positions for "
+                f"{limit} (max_position_embeddings / n_positions = {limit}); the position table would be indexed out of "
+                f"range. Expected seq_len <= {limit}: shorten the input, or raise max_position_embeddings "
+                "(n_positions for GPT-2) in the config to the length you train at."
+            )
 
     def forward(self, input_ids):
-        return self.model(input_ids=input_ids, labels=input_ids).loss
+        self._check_length(input_ids)
+        cfg = self.model.config
+        kind, dev = self.kind, input_ids.device
+        batch, seq = int(input_ids.shape[0]), int(input_ids.shape[-1])
+        kw: dict = {}
+        if kind in ("causal-lm", "masked-lm", "seq2seq-lm"):
+            kw["labels"] = input_ids
+        elif kind == "pretraining":
+            kw["labels"] = input_ids
+            kw["next_sentence_label"] = torch.arange(batch, device=dev) % 2
+        elif kind == "next-sentence":
+            kw["labels"] = torch.arange(batch, device=dev) % 2
+        elif kind == "sequence-classification":
+            if getattr(cfg, "is_encoder_decoder", False):  # pooled at each sequence's <eos>: exactly one, at the end
+                eos = int(cfg.eos_token_id)
+                body = torch.where(input_ids[:, :-1] == eos, (eos + 1) % int(cfg.vocab_size), input_ids[:, :-1])
+                input_ids = torch.cat([body, torch.full_like(input_ids[:, -1:], eos)], 1)
+            n = int(getattr(cfg, "num_labels", 2))
+            problem = getattr(cfg, "problem_type", None) or ("regression" if n == 1 else "single_label_classification")
+            if problem == "regression":
+                shape = (batch,) if n == 1 else (batch, n)
+                kw["labels"] = torch.zeros(shape, dtype=self._float_dtype(), device=dev)
+            elif problem == "multi_label_classification":
+                kw["labels"] = (torch.arange(batch * n, device=dev).reshape(batch, n) % 2).to(self._float_dtype())
+            else:
+                kw["labels"] = torch.arange(batch, device=dev) % n
+        elif kind == "token-classification":
+            n = int(getattr(cfg, "num_labels", 2))
+            kw["labels"] = (torch.arange(seq, device=dev) % n).repeat(batch, 1)
+        elif kind == "question-answering":
+            kw["start_positions"] = torch.zeros(batch, dtype=torch.long, device=dev)
+            kw["end_positions"] = torch.full((batch,), seq - 1, dtype=torch.long, device=dev)
+        elif kind == "multiple-choice":
+            if input_ids.dim() == 2:
+                input_ids = input_ids[:, None, :]
+            kw["labels"] = torch.arange(batch, device=dev) % int(input_ids.shape[1])
+        else:  # base
+            if getattr(cfg, "is_encoder_decoder", False):
+                kw["decoder_input_ids"] = input_ids
+            out = self.model(input_ids=input_ids, **kw)
+            parts = [getattr(out, "last_hidden_state", None), getattr(out, "pooler_output", None)]
+            parts = [t for t in parts if isinstance(t, torch.Tensor)]
+            if not parts:
+                from perfmodel._errors import ModelConfigError
+
+                raise ModelConfigError(
+                    f"{type(self.model).__name__} (a base model) returned no last_hidden_state to reduce to a surrogate "
+                    "loss. Expected a transformers base model; name a model with a head in 'architectures'."
+                )
+            return sum(t.mean() for t in parts)
+        loss = self.model(input_ids=input_ids, **kw).loss
+        if loss is None:
+            from perfmodel._errors import ModelConfigError
+
+            raise ModelConfigError(
+                f"{type(self.model).__name__} returned no loss when called with {', '.join(kw)} (kind {kind!r}), so its "
+                "step would have no backward pass. Expected a head that computes a loss from these labels; name another "
+                "head in 'architectures', or wrap the model in a module whose forward returns the loss."
+            )
+        return loss
 
 
 def _uniform_sparse_mlp_class(base):
@@ -97,91 +298,168 @@ def _transformers_major() -> int:
     return int(_transformers().__version__.split(".")[0])
 
 
+#: Config fields that count something (layers, heads, widths, vocabulary, positions): positive ints when set.
+_SIZE_FIELDS = (
+    "n_layer", "num_hidden_layers", "num_layers", "num_decoder_layers", "encoder_layers", "decoder_layers", "n_head",
+    "num_attention_heads", "num_heads", "num_key_value_heads", "encoder_attention_heads", "decoder_attention_heads",
+    "n_embd", "hidden_size", "d_model", "d_kv", "d_ff", "n_inner", "intermediate_size", "ffn_dim", "encoder_ffn_dim",
+    "decoder_ffn_dim", "vocab_size", "n_positions", "max_position_embeddings", "num_labels", "num_experts",
+)
+
+
+def _config_error(msg):
+    from perfmodel._errors import ModelConfigError
+
+    return ModelConfigError(msg)
+
+
+def _check_sizes(d: dict, where: str) -> None:
+    for key in _SIZE_FIELDS:
+        v = d.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise _config_error(
+                f"The Hugging Face config{where} has {key} = {v!r}; expected a positive int (a count of layers, heads, "
+                f"features, tokens or labels). Fix {key} in the config."
+            )
+
+
 def _config(config):
     transformers = _transformers()
     if isinstance(config, transformers.PretrainedConfig):
-        return config.__class__.from_dict(config.to_dict())  # a copy: the caller's config is not modified
+        cfg = config.__class__.from_dict(config.to_dict())  # a copy: the caller's config is not modified
+        _check_sizes(cfg.to_dict(), f" ({type(config).__name__})")
+        return cfg
     if isinstance(config, dict):
         d = dict(config)
         model_type = d.pop("model_type", None)
         if model_type is None:
-            raise ValueError(
+            raise _config_error(
                 "A Hugging Face config given as a dict needs its 'model_type' (e.g. 'gpt2', 'bert', 'opt', "
                 f"'switch_transformers'); got the keys {sorted(d)[:8]}. Add model_type, or pass a PretrainedConfig."
             )
+        if not isinstance(model_type, str):
+            raise _config_error(f"The Hugging Face config's model_type must be a string such as 'gpt2'; got {model_type!r}.")
+        _check_sizes(d, f" of model_type {model_type!r}")
         try:
             return transformers.AutoConfig.for_model(model_type, **d)
         except ValueError as exc:
-            raise ValueError(
+            if "Unrecognized model identifier" not in str(exc) and model_type in transformers.CONFIG_MAPPING:
+                raise _config_error(
+                    f"transformers rejected the {model_type!r} config ({exc}). Fix the values it names in the config."
+                ) from exc
+            raise _config_error(
                 f"Unknown Hugging Face model_type {model_type!r} for the installed transformers "
                 f"{transformers.__version__}. Expected one of transformers' model types (e.g. 'gpt2', 'bert', 'opt'); "
                 "fix the config or upgrade transformers."
             ) from exc
-    raise TypeError(
-        f"build() needs a Hugging Face config: a dict with 'model_type' or a transformers.PretrainedConfig; got "
-        f"{type(config).__name__}. E.g. perfmodel.zoo.hf.build(transformers.GPT2Config(n_layer=12))."
+        except Exception as exc:
+            raise _config_error(
+                f"transformers could not read the {model_type!r} config ({type(exc).__name__}: {exc}). Fix the values it "
+                "names in the config."
+            ) from exc
+    shown = "null" if config is None else repr(config)[:60]
+    raise _config_error(
+        f"build() needs a Hugging Face config: a dict (a config.json object) with 'model_type' or a "
+        f"transformers.PretrainedConfig; got {type(config).__name__} {shown}. E.g. "
+        "perfmodel.zoo.hf.build(transformers.GPT2Config(n_layer=12)) or build({'model_type': 'gpt2', 'n_layer': 12})."
     )
 
 
 def _model_class(cfg):
     transformers = _transformers()
-    for arch in getattr(cfg, "architectures", None) or ():
+    archs = getattr(cfg, "architectures", None) or ()
+    for arch in archs:
         cls = getattr(transformers, arch, None)
         if cls is not None:
             return cls
+    if archs:  # never another head than the one the config names
+        raise _config_error(
+            f"The config's 'architectures' = {list(archs)} names no class of transformers {transformers.__version__}. "
+            f"Expected a transformers model class (e.g. 'BertForQuestionAnswering', 'GPT2LMHeadModel'); fix the name, "
+            "upgrade transformers, or drop 'architectures' to use the causal, seq2seq or masked LM head."
+        )
     for auto in ("AutoModelForCausalLM", "AutoModelForSeq2SeqLM", "AutoModelForMaskedLM"):
         mapping = getattr(transformers, auto)._model_mapping
         if type(cfg) in mapping:
             return mapping[type(cfg)]
-    raise ValueError(
-        f"No language-model head for model_type {cfg.model_type!r}: expected a config with 'architectures' naming a "
-        "transformers class, or a model type with a causal, seq2seq or masked LM head."
+    raise _config_error(
+        f"No language-model head for model_type {cfg.model_type!r}: expected a config with 'architectures' "
+        "naming a transformers class, or a model type with a causal, seq2seq or masked LM head."
     )
 
 
-def build(config, *, moe_routing: str = "uniform", attn_implementation: str | None = None):
+def build(config, *, moe_routing: str = "uniform", attn_implementation: str | None = None, device: str = "meta"):
     """One training step of a Hugging Face model built from its config on the meta device (nothing downloaded).
 
     Parameters
     ----------
     config : dict or transformers.PretrainedConfig
         E.g. ``transformers.GPT2Config(n_layer=36, n_embd=1280, n_head=20)``, or a ``config.json`` read as a dict
-        (it needs ``model_type``; ``architectures`` picks the head, e.g. ``"BertLMHeadModel"``, else the causal-LM,
-        then seq2seq, then masked-LM head of the model type). Not modified.
+        (it needs ``model_type``; ``architectures`` picks the head, e.g. ``"BertForQuestionAnswering"`` or
+        ``"BertModel"``, else the causal-LM, then seq2seq, then masked-LM head of the model type). Not modified.
     moe_routing : {"uniform", "model"}, default "uniform"
         Static round-robin routing for mixture-of-experts layers (Switch Transformers), or transformers' own
         data-dependent routing; see :mod:`perfmodel.zoo.hf`.
     attn_implementation : {"sdpa", "eager", ...}, optional
         Passed to transformers; default: transformers' own choice (``"sdpa"`` where the model supports it).
+    device : {"meta", "cpu"}, default "meta"
+        ``"cpu"`` builds the model with real, initialised weights (small configs: tests, measurements).
 
     Returns
     -------
     TrainingStep
-        A ``torch.nn.Module`` on the meta device, in training mode: ``forward(input_ids) -> loss``. Use it with
-        :func:`perfmodel.features.extract` and ``input_dtype=torch.long`` (it runs on meta by default).
+        A ``torch.nn.Module`` in training mode whose ``forward(input_ids) -> loss`` is the loss of the model's head
+        on labels made from the input's shape (see :class:`TrainingStep`; a base model without a head gets a
+        documented surrogate loss, the mean of its last hidden state). Use it with
+        :func:`perfmodel.features.extract` and ``input_dtype=torch.long`` (it runs on meta by default). A decoder-only
+        sequence classifier whose config has no ``pad_token_id`` gets ``eos_token_id`` (else 0) as its pad token, which
+        transformers needs to pool a batch of more than one sequence.
 
     Raises
     ------
+    perfmodel._errors.ModelConfigError
+        (a ``ValueError`` and a ``TypeError``) ``config`` is neither a dict nor a ``PretrainedConfig`` (``[]``,
+        ``None``), a dict config lacks ``model_type`` or names an unknown one, a size field (``n_layer``,
+        ``hidden_size``, …) is not a positive int, transformers cannot build the model from the config, the model
+        type has no language-model head, or ``architectures`` names a class no training loss can be built for.
     ValueError
-        ``moe_routing`` is not one of :data:`MOE_ROUTINGS`, a dict config lacks ``model_type`` or names an unknown one,
-        or the model type has no language-model head.
-    TypeError
-        ``config`` is neither a dict nor a ``PretrainedConfig``.
+        ``moe_routing`` is not one of :data:`MOE_ROUTINGS`, or ``device`` is not ``"meta"`` or ``"cpu"``.
     ImportError
         ``transformers`` is not installed (``pip install 'perfmodel[hf]'``).
     """
     if moe_routing not in MOE_ROUTINGS:
         raise ValueError(f"moe_routing must be one of {', '.join(map(repr, MOE_ROUTINGS))}; got {moe_routing!r}.")
+    if device not in ("meta", "cpu"):
+        raise ValueError(f"device must be 'meta' or 'cpu'; got {device!r}.")
     cfg = _config(config)
     if getattr(cfg, "is_encoder_decoder", False) and getattr(cfg, "decoder_start_token_id", None) is None:
         cfg.decoder_start_token_id = cfg.pad_token_id if cfg.pad_token_id is not None else 0  # T5's convention
     cls = _model_class(cfg)
+    kind = head_kind(cls)
+    if kind == "sequence-classification" and getattr(cfg, "pad_token_id", None) is None:
+        eos = getattr(cfg, "eos_token_id", None)
+        cfg.pad_token_id = eos if isinstance(eos, int) else 0
+    if kind == "sequence-classification" and getattr(cfg, "is_encoder_decoder", False) and device == "meta":
+        raise _config_error(
+            f"{cls.__name__} pools each sequence at its <eos> token, found by reading the token values (eq, "
+            "unique_consecutive), which a step on the meta device does not have. Expected a head whose shapes do not "
+            "depend on token values on meta; build it with device='cpu' (small configs), or trace the seq2seq head "
+            f"({cfg.model_type!r} with architectures naming its ForConditionalGeneration class) for the cost of the body."
+        )
     kwargs = {} if attn_implementation is None else {"attn_implementation": attn_implementation}
-    with torch.device("meta"), _SkipMetaInit():
-        model = cls._from_config(cfg, **kwargs)
+    try:
+        with torch.device(device), _SkipMetaInit():
+            model = cls._from_config(cfg, **kwargs)
+    except Exception as exc:
+        raise _config_error(
+            f"transformers could not build {cls.__name__} from this config ({type(exc).__name__}: {exc}). Expected "
+            "consistent sizes (e.g. hidden size divisible by the number of heads); fix the config values it names."
+        ) from exc
     if moe_routing == "uniform":
         _static_routing(model)
-    step = TrainingStep(model)
+    step = TrainingStep(model, kind)
     step.train()
     return step
 

@@ -147,3 +147,143 @@ def test_build_skips_initialising_meta_weights_and_builds_the_same_model(kind, m
     if kind == "gpt2":  # weight tying survives
         assert step.model.lm_head.weight is step.model.transformer.wte.weight
     assert step_ops(step, 2).equals(step_ops(ref, 2))
+
+
+# -- every head trains ------------------------------------------------------------------------------------------------
+from transformers.models.auto import modeling_auto  # noqa: E402
+
+from perfmodel._errors import ModelConfigError  # noqa: E402
+
+#: tiny configs (2 layers, hidden 32) of the model types whose heads are walked
+TINY = {
+    "bert": dict(model_type="bert", num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=64,
+                 vocab_size=VOCAB, max_position_embeddings=64),
+    "gpt2": dict(model_type="gpt2", n_layer=2, n_embd=32, n_head=4, vocab_size=VOCAB, n_positions=64),
+    "t5": dict(model_type="t5", num_layers=2, num_decoder_layers=2, d_model=32, d_kv=8, d_ff=64, num_heads=4,
+               vocab_size=VOCAB),
+    "bart": dict(model_type="bart", encoder_layers=2, decoder_layers=2, d_model=32, encoder_attention_heads=4,
+                 decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=VOCAB,
+                 max_position_embeddings=64),
+    "llama": dict(model_type="llama", num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=64, vocab_size=VOCAB, max_position_embeddings=64),
+}
+
+#: every class of these model types in transformers' auto-model mappings (base models, LM, classification, QA ...)
+HEADS = sorted({(mt, arch) for name in dir(modeling_auto) if name.startswith("MODEL") and name.endswith("_MAPPING_NAMES")
+                for mt in TINY for arch in [getattr(modeling_auto, name).get(mt)] if isinstance(arch, str)})
+
+#: parameters a head never uses in its forward, with the reason (every other trainable parameter must get a gradient)
+UNUSED = {
+    # the decoder of BART alone: its cross-attention runs only with encoder_hidden_states, which a causal LM has not
+    "BartForCausalLM": r"\.encoder_attn(_layer_norm)?\.",
+}
+
+
+def test_the_walk_covers_every_kind_of_head():
+    kinds = {hf.head_kind(getattr(transformers, arch)) for _, arch in HEADS}
+    assert kinds == set(hf.HEAD_KINDS)
+    assert len(HEADS) >= 25
+
+
+@pytest.mark.parametrize("model_type, arch", HEADS, ids=[a for _, a in HEADS])
+def test_every_head_trains_every_parameter(model_type, arch):
+    import re
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        step = hf.build({**TINY[model_type], "architectures": [arch]}, device="cpu")
+        assert type(step.model).__name__ == arch and step.training
+        x = torch.randint(0, VOCAB, (2, 8), generator=torch.Generator().manual_seed(0))
+        loss = step(x)
+    assert loss.dim() == 0 and loss.requires_grad and torch.isfinite(loss)
+    loss.backward()
+    unused = UNUSED.get(arch)
+    missing = [n for n, p in step.named_parameters() if p.requires_grad and p.grad is None
+               and not (unused and re.search(unused, n))]
+    assert missing == []
+    if unused:  # the exception is needed, and only for what it names
+        assert any(re.search(unused, n) and p.grad is None for n, p in step.named_parameters())
+
+
+@pytest.mark.parametrize("arch, labels", [
+    ("BertForQuestionAnswering", {"start_positions": (3,), "end_positions": (3,)}),
+    ("BertForSequenceClassification", {"labels": (3,)}),
+    ("BertForTokenClassification", {"labels": (3, SEQ)}),
+    ("BertForPreTraining", {"labels": (3, SEQ), "next_sentence_label": (3,)}),
+])
+def test_heads_get_labels_of_their_shape_and_trace_a_backward_on_meta(arch, labels):
+    step = hf.build({**TINY["bert"], "architectures": [arch]})
+    seen = {}
+    handle = step.model.register_forward_pre_hook(
+        lambda mod, args, kwargs: seen.update({k: tuple(v.shape) for k, v in kwargs.items() if k != "input_ids"}),
+        with_kwargs=True)
+    try:
+        row = extract(step, (SEQ,), batch_size=3, input_dtype=torch.long, input_high=VOCAB).iloc[0]
+    finally:
+        handle.remove()
+    assert seen == labels
+    assert row["backward_flops"] > row["forward_flops"] > 0
+
+
+def test_sequence_classification_labels_follow_the_problem_type():
+    for problem, shape, dtype in [("regression", (2, 3), torch.float32), ("multi_label_classification", (2, 3), torch.float32),
+                                  ("single_label_classification", (2,), torch.long)]:
+        step = hf.build({**TINY["bert"], "architectures": ["BertForSequenceClassification"], "num_labels": 3,
+                         "problem_type": problem}, device="cpu")
+        got = {}
+        step.model.register_forward_pre_hook(lambda m, a, kw: got.update(kw), with_kwargs=True)
+        step(torch.zeros(2, 8, dtype=torch.long)).backward()
+        assert (tuple(got["labels"].shape), got["labels"].dtype) == (shape, dtype)
+
+
+def test_a_head_without_a_loss_is_refused_not_traced_forward_only():
+    with pytest.raises(ModelConfigError, match=r"cannot build a training loss for GPT2DoubleHeadsModel.*Expected "
+                                               r"'architectures' naming such a class"):
+        hf.build({**TINY["gpt2"], "architectures": ["GPT2DoubleHeadsModel"]})
+    step = hf.build({**TINY["bert"], "architectures": ["BertForQuestionAnswering"]})
+    step.kind = "causal-lm"  # a model that returns no loss for the labels it is given
+    with pytest.raises(ModelConfigError, match=r"BertForQuestionAnswering returned no loss when called with labels "
+                                               r"\(kind 'causal-lm'\), so its step would have no backward pass"):
+        step(torch.zeros(2, 8, dtype=torch.long, device="meta"))
+    with pytest.raises(ModelConfigError, match=r"BartForSequenceClassification pools each sequence at its <eos> token.*"
+                                               r"device='cpu'"):
+        hf.build({**TINY["bart"], "architectures": ["BartForSequenceClassification"]})
+
+
+# -- sequences longer than the position table, bad configs ------------------------------------------------------------
+def test_a_sequence_longer_than_the_position_table_is_refused():
+    step = hf.build(transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=VOCAB, n_positions=1024))
+    with pytest.raises(ModelConfigError, match=r"GPT2LMHeadModel was given sequences of 4096 tokens, but its config holds "
+                                               r"positions for 1024 .*Expected seq_len <= 1024.*raise max_position_embeddings"):
+        extract(step, (4096,), batch_size=1, input_dtype=torch.long, input_high=VOCAB)
+    with pytest.raises(ModelConfigError, match=r"4096 tokens"):
+        extract(step, (4096,), batch_size=1, input_dtype=torch.long, input_high=VOCAB, per_op=True)
+    assert extract(step, (1024,), batch_size=1, input_dtype=torch.long, input_high=VOCAB).iloc[0]["forward_flops"] > 0
+    assert hf.max_positions(transformers.T5Config()) is None  # relative positions: no table, no limit
+
+
+@pytest.mark.parametrize("config, match", [
+    ([], r"needs a Hugging Face config: a dict \(a config.json object\) with 'model_type'.*got list \[\]"),
+    (None, r"needs a Hugging Face config.*got NoneType null"),
+    ({"model_type": "gpt2", "n_layer": -2}, r"of model_type 'gpt2' has n_layer = -2; expected a positive int.*Fix n_layer"),
+    ({"model_type": "bert", "num_attention_heads": 0}, r"has num_attention_heads = 0; expected a positive int"),
+    ({"model_type": "gpt2", "n_layer": "12"}, r"has n_layer = '12'; expected a positive int"),
+    ({"model_type": "gpt2", "n_embd": 30, "n_head": 4}, r"transformers could not build GPT2LMHeadModel from this config "
+                                                         r"\(ValueError: .*divisible.*fix the config values it names"),
+    ({"model_type": ["gpt2"]}, r"model_type must be a string such as 'gpt2'; got \['gpt2'\]"),
+    ({"model_type": "gpt2", "architectures": ["NoSuchModel"]}, r"'architectures' = \['NoSuchModel'\] names no class"),
+])
+def test_bad_config_json_gives_one_clear_project_error(config, match):
+    with pytest.raises(ModelConfigError, match=match) as info:
+        hf.build(config)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TypeError)
+
+
+def test_predict_model_input_refuses_json_null_and_lists_with_the_project_error():
+    from perfmodel.models import op_step_time as ost
+
+    for bad, shown in (([], r"list \[\]"), (None, r"null \(None\)")):
+        with pytest.raises(ModelConfigError, match=rf"model must be a zoo id.*got {shown}\. Pass one of these"):
+            ost._model_input(bad, (16,), None)
+    with pytest.raises(ModelConfigError, match=r"n_layer = -2"):
+        ost._model_input({"model_type": "gpt2", "n_layer": -2}, (16,), None)
