@@ -360,6 +360,68 @@ def _from_spec(spec):
     return spec[0](_from_spec(p) for p in spec[1])
 
 
+#: Ops that read a tensor's value into Python (``Tensor.item()``, ``bool`` / ``int`` / ``float`` of a tensor, hence
+#: ``if x.mean() > 0:`` or ``range(int(x.sum()))``; ``torch.equal``): control flow that depends on values.
+_VALUE_READS = frozenset({aten._local_scalar_dense, aten.equal})
+
+
+class ValueReadError(RuntimeError):
+    """A tensor's value was read into Python (``op``) at ``where`` while tracing on the meta device, which has none."""
+
+    def __init__(self, op: str, where: str):
+        super().__init__(f"{op} on a meta tensor at {where}")
+        self.op, self.where = op, where
+
+
+def _any_meta(args, kwargs) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.device.type == "meta" for t in (*args, *kwargs.values()))
+
+
+def _caller(internal_too: bool = True) -> str | None:
+    """``file:line: source`` of the innermost frame outside torch and perfmodel's counting (the model's own code).
+
+    With ``internal_too=False``, None when the innermost frame outside this module is torch's own code (a value read
+    by torch itself, e.g. an argument check, is not the model's control flow)."""
+    import os
+    import traceback
+
+    here, torch_dir = __file__, os.path.dirname(torch.__file__)
+    for fr in reversed(traceback.extract_stack()[:-1]):
+        if fr.filename == here or "<frozen" in fr.filename:
+            continue
+        if fr.filename.startswith(torch_dir):
+            if not internal_too:
+                return None
+            continue
+        return f"{fr.filename}:{fr.lineno}: {(fr.line or '').strip()}"
+    return "an unknown place"
+
+
+class ValueReadMode(torch.overrides.TorchFunctionMode):
+    """Record the reads of a tensor's value into Python by the model's own code (``bool(t)``, ``t.item()``, ``int(t)``,
+    ``float(t)``, ``range(t)``, ``t.tolist()``, ``torch.equal``) as ``(what, "file:line: source")`` in :attr:`reads`.
+
+    Used while a step runs on zero-valued stand-ins, where such a read would decide the graph from made-up values.
+    Reads by torch's own code (argument checks such as ``one_hot``'s range check) are not the model's control flow
+    and are not recorded."""
+
+    _NAMES = {"__bool__": "bool(tensor)", "item": "Tensor.item()", "__int__": "int(tensor)", "__float__": "float(tensor)",
+              "__index__": "a tensor used as an index or range()", "tolist": "Tensor.tolist()", "equal": "torch.equal",
+              "__complex__": "complex(tensor)"}
+
+    def __init__(self):
+        super().__init__()
+        self.reads: list = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        what = self._NAMES.get(getattr(func, "__name__", ""))
+        if what is not None:
+            where = _caller(internal_too=False)
+            if where is not None:
+                self.reads.append((what, where))
+        return func(*args, **(kwargs or {}))
+
+
 class ShapeOnlyMode(TorchDispatchMode):
     """Run a model with the expensive formula-counted ops replaced by zero tensors of the right shape.
 
@@ -433,6 +495,8 @@ class ShapeOnlyMode(TorchDispatchMode):
         packet = func._overloadpacket
         self.seen.add(packet)
         self.seen_ops.add(func)
+        if packet in _VALUE_READS and _any_meta(args, kwargs):  # cannot run: say where the model reads the value
+            raise ValueReadError(str(packet), _caller())
         key = _meta_key(func, args, kwargs) if _functional(func) else None
         spec = self._meta_outputs.get(key) if key is not None else None
         if spec is not None:

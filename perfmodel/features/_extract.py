@@ -270,7 +270,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
     import torch
     from torch.func import functional_call
 
-    from perfmodel.features._counting import MetaSDPAMode, ShapeOnlyMode
+    from perfmodel.features._counting import MetaSDPAMode, ShapeOnlyMode, ValueReadMode
 
     names = {m: n for n, m in net.named_modules()}
     leaves = {m for m in names if not list(m.children())}
@@ -291,9 +291,11 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
         handles += [m.register_forward_pre_hook(tracker.pre) for m in names]
         handles += [m.register_forward_hook(tracker.post) for m in names]
     loss = None
+    fake_values = skip_compute and x.device.type != "meta"
+    reads = ValueReadMode() if fake_values else contextlib.nullcontext()
     with mode:
         try:
-            with MetaSDPAMode() if x.device.type == "meta" else contextlib.nullcontext():
+            with MetaSDPAMode() if x.device.type == "meta" else contextlib.nullcontext(), reads:
                 out = functional_call(net, state, (x,), strict=False, tie_weights=True)
         finally:
             for h in handles:
@@ -310,7 +312,10 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
         else:
             n_trace[0] = len(mode.trace_records)
         n_trace[1] = len(mode.trace_records)
-    _check_data_dependent(mode, skip_compute and x.device.type != "meta")
+    if fake_values and reads.reads:
+        what, where = reads.reads[0]
+        raise DataDependentOpsError(_value_read_message("The model", what, where, meta=False))
+    _check_data_dependent(mode, fake_values)
     fwd_rec, bwd_rec = mode.records[:n_fwd], mode.records[n_fwd:]
     if optimizer is not None:
         _optimizer_step(mode, state, optimizer)
@@ -356,6 +361,18 @@ def _check_data_dependent(mode, fake_values: bool) -> None:
             "one (perfmodel.zoo.hf.build gives Switch Transformers uniform routing), or pass skip_compute=False to count "
             "one step on the module's own weights and random inputs."
         )
+
+
+def _value_read_message(name, op, where, *, meta: bool) -> str:
+    made_up = ("On the meta device there are no values to decide it" if meta else
+               "extract() runs the step on zero-valued stand-ins (skip_compute=True), so the branch taken or the number of "
+               "iterations would be made up, and the counts could be those of another graph")
+    return (
+        f"{name} reads the value of a tensor in Python ({op}; Tensor.item(), or bool / int / float of a tensor, as in "
+        f"`if x.mean() > 0:` or `range(int(x.sum()))`) at {where}. Its graph depends on the values of its tensors. "
+        f"{made_up}. Expected control flow that depends on shapes only; make it static, or pass device='cpu' and "
+        "skip_compute=False to count the step the module takes on its own weights and the input extract() makes."
+    )
 
 
 #: Optimizer steps ``extract(..., per_op=True, optimizer=...)`` can add (torch's default multi-tensor implementation).
@@ -763,7 +780,8 @@ def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high,
     """
     import torch
 
-    from perfmodel.features._counting import MemoryLimitExceeded
+    from perfmodel._errors import ModelConfigError
+    from perfmodel.features._counting import MemoryLimitExceeded, ValueReadError
 
     states: dict = {}
     if input_dtype is None and dtype is not None and dtype.is_floating_point:
@@ -783,8 +801,10 @@ def _count(net, name, shape, batch_size, device, dtype, input_dtype, input_high,
             return _one_step(module, states[key], x, skip_compute=skip_compute, per_layer=per_layer, depth=depth,
                              memory_limit=None if dev == "meta" else max(limit - fixed, 0), per_op=per_op,
                              optimizer=opt)
-        except (MemoryLimitExceeded, DataDependentOpsError):
-            raise
+        except (MemoryLimitExceeded, DataDependentOpsError, ModelConfigError):
+            raise  # (ModelConfigError: the model refuses this input, e.g. a sequence longer than its position table)
+        except ValueReadError as exc:
+            raise DataDependentOpsError(_value_read_message(name, exc.op, exc.where, meta=True)) from exc
         except Exception as exc:
             raise _explain(name, exc, x, shape, input_dtype) from exc
 
