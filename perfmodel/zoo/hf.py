@@ -6,8 +6,12 @@
 >>> pm.features.extract(step, (1024,), batch_size=1, input_dtype=torch.long, per_op=True)     # doctest: +SKIP
 
 :func:`build` returns a :class:`TrainingStep`: a module whose forward takes token ids of shape ``(batch, seq_len)``
-and returns the loss of one training step — for a causal (or masked, or encoder–decoder) language model the loss on
-``labels = input_ids``, computed by the model itself. Needs the optional extra ``perfmodel[hf]`` (``transformers``).
+and returns the loss of one training step, computed by the model's own head on labels made from the input's shape —
+for a causal (or masked, or encoder–decoder) language model ``labels = input_ids``; for classification, question
+answering, multiple choice and pre-training heads labels of their shapes and dtypes; for a base model without a head a
+documented surrogate (the mean of its last hidden state). See :class:`TrainingStep` for each kind (:data:`HEAD_KINDS`).
+A sequence longer than the config's position table, or a config that cannot build a model, raises
+:class:`perfmodel._errors.ModelConfigError`. Needs the optional extra ``perfmodel[hf]`` (``transformers``).
 
 How it stays meta-compatible (tested with GPT-2, BERT, OPT and Switch Transformers configs):
 

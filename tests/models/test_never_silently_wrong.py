@@ -362,3 +362,22 @@ def test_a_linear_fit_crossing_zero_falls_back_to_the_log_log_fit():
         out = pm.models.predict_step_time(_row(1e4, 1e4, 100, 2, 1), ["K80", "P100"], samples=s)
     _check_prediction(out)
     assert out.loc[0, "basis"].startswith("log-log on graph features, fitted on 260 K80 samples (the linear fit is ≤ 0 s")
+
+
+# -- Hugging Face heads: a training step always has a backward and an optimizer step ---------------------------------
+@pytest.mark.parametrize("arch", ["BertForQuestionAnswering", "BertForSequenceClassification", "BertModel"])
+def test_every_hf_head_traces_backward_and_optimizer_ops(arch):
+    """BertForQuestionAnswering gave a loss of None (no backward, no optimizer step: a forward labelled as training),
+    BertForSequenceClassification a label-shape error; every head now traces all three phases."""
+    import torch
+
+    pytest.importorskip("transformers")
+    from perfmodel.features import extract
+    from perfmodel.zoo import hf
+
+    cfg = {"model_type": "bert", "architectures": [arch], "num_hidden_layers": 2, "hidden_size": 32,
+           "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100}
+    ops = extract(hf.build(cfg), (16,), batch_size=4, input_dtype=torch.long, input_high=100, per_op=True, optimizer="adam")
+    flops = ops.groupby("phase", observed=False)["flops"].sum()
+    assert flops["backward"] > flops["forward"] > 0
+    assert ops.loc[ops["phase"] == "optimizer", "bytes_written"].sum() > 0
