@@ -1,4 +1,4 @@
-"""Command line: ``perfmodel reproduce | predict | plan | plan-cloud | measure | features | data``.
+"""Command line: ``perfmodel reproduce | predict | plan | plan-cloud | fit | measure | features | data``.
 
 Exit status: 0 on success, 1 when a check fails (e.g. a file whose hash does not match), 2 on a usage error.
 """
@@ -144,48 +144,122 @@ def _positive(value: float | None, option: str) -> None:
         raise _UsageError(f"{option} must be a positive number; got {value}.")
 
 
-def _cmd_predict(args) -> int:
-    from perfmodel.models import predict_checkpoint_time, predict_cluster_speed, predict_step_time
+def _model_arg(text: str):
+    """A zoo id, 'package.module:Class' (a module built without arguments), or a Hugging Face config.json."""
+    if text.endswith(".json"):
+        from perfmodel.zoo.hf import read_config
+
+        return read_config(text)
     from perfmodel.zoo import load_model
 
+    return load_model(text)
+
+
+def _interconnect(text: str | None):
+    """``nvlink`` or ``tp=nvlink,dp=infiniband`` (a link per group)."""
+    if not text:
+        return None
+    if "=" not in text:
+        return text
+    out = {}
+    for part in text.split(","):
+        k, sep, v = part.partition("=")
+        if not sep or not k.strip() or not v.strip():
+            raise _UsageError(f"--interconnect takes a link (nvlink) or group=link pairs (tp=nvlink,dp=infiniband); got {text!r}.")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _cmd_predict(args) -> int:
+    import warnings
+
+    import pandas as pd
+
+    import perfmodel as pm
+    from perfmodel.datasets import canonical_gpu
+    from perfmodel.planning.unified import CMDARE_GPUS
+
     gpus = _names(args.gpus, "--gpus")
-    shape = _shape(args.input_shape)
-    if args.max_workers < 1 or args.batch_size < 1:
-        raise _UsageError(f"--max-workers and --batch-size must be ≥ 1; got {args.max_workers} and {args.batch_size}.")
-    model = load_model(args.model)
-    step = predict_step_time(model, gpus, input_shape=shape, batch_size=args.batch_size)
-    print("single-worker step time (no parameter server, as CM-DARE's speed samples):")
-    _print_frame(step)
-    print("\ncluster speed (steps/s; asynchronous training with parameter servers):")
+    if args.max_workers < 1 or args.batch_size < 1 or args.n_gpus < 1:
+        raise _UsageError(f"--max-workers, --batch-size and --n-gpus must be ≥ 1; got {args.max_workers}, {args.batch_size} "
+                          f"and {args.n_gpus}.")
+    model = _model_arg(args.model)
+    shape = _shape(args.input_shape) if args.input_shape else None
+    optimizer = None if args.optimizer == "none" else args.optimizer
+    kw = dict(input_shape=shape, batch_size=args.batch_size, precision=args.precision, optimizer=optimizer, n_gpus=args.n_gpus,
+              strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
+              activation_checkpointing=args.activation_checkpointing)
+    step = pm.predict_step_time(model, gpus, **kw)
+    where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
+    print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
+          "spec-sheet prediction by perfmodel's per-operator model:")
+    cols = [c for c in ("gpu", "step_time_s", "lower_s", "upper_s", "forward_s", "backward_s", "optimizer_s", "comm_s")
+            if c in step.columns]
+    mem_rows = []
     for g in gpus:
-        c = predict_cluster_speed(model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2), input_shape=shape,
-                                  batch_size=args.batch_size)
-        print(f"{g} ({c['basis'].iloc[0]})")
-        _print_frame(c.pivot(index="n_workers", columns="n_ps", values="speed_steps_per_s").rename(columns=lambda p: f"{p} PS").reset_index())
-    print("\ncheckpoint (size in MiB; CM-DARE's 'MB' columns are 2^20 bytes):")
-    ck = predict_checkpoint_time(model, input_shape=shape)
-    _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
+        m = pm.predict_memory(model, g, batch_size=args.batch_size, n_gpus=args.n_gpus, strategy=args.strategy,
+                              precision=args.precision, optimizer=optimizer, activation_checkpointing=args.activation_checkpointing,
+                              input_shape=shape, micro_batches=args.micro_batches)
+        mem_rows.append(m.iloc[0])
+    mem = pd.DataFrame(mem_rows).reset_index(drop=True)
+    out = step[cols].copy()
+    out["memory_per_gpu"] = [_gib(v) for v in mem["total_bytes"]]
+    out["gpu_memory"] = [_gib(v) for v in mem["capacity_bytes"]]
+    out["fits"] = mem["fits"].to_numpy()
+    _print_frame(out)
+    if not out["fits"].all():
+        print("\nDOES NOT FIT on " + ", ".join(out.loc[~out["fits"], "gpu"]) + ": the step time above is for a run that "
+              "would stop with out-of-memory; use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch.")
+    print(f"\nbasis: {step['basis'].iloc[0]}")
+    cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32"
+              and all(canonical_gpu(g) in CMDARE_GPUS for g in gpus))
+    if cmdare:  # CM-DARE's measured world answers too: parameter-server clusters and checkpoints of 2019
+        from perfmodel.models import predict_checkpoint_time, predict_cluster_speed
+
+        cshape = shape or (3, 32, 32)
+        print("\nCM-DARE's measured world (ICDCS'20): cluster speed (steps/s; asynchronous training with parameter servers):")
+        with warnings.catch_warnings():
+            for g in gpus:
+                c = predict_cluster_speed(model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2), input_shape=cshape,
+                                          batch_size=args.batch_size)
+                print(f"{g} ({c['basis'].iloc[0]})")
+                _print_frame(c.pivot(index="n_workers", columns="n_ps", values="speed_steps_per_s")
+                             .rename(columns=lambda p: f"{p} PS").reset_index())
+        print("\ncheckpoint (size in MiB; CM-DARE's 'MB' columns are 2^20 bytes):")
+        ck = predict_checkpoint_time(model, input_shape=cshape)
+        _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
     return 0
 
 
 def _cmd_plan(args) -> int:
-    from perfmodel.planning import cheapest_under_deadline, fastest_under_budget, plan
-    from perfmodel.zoo import load_model
+    from perfmodel.planning import cheapest_under_deadline, choose_world, fastest_under_budget, plan
 
     _positive(args.deadline_h, "--deadline-h")
     _positive(args.budget_usd, "--budget-usd")
     if args.steps < 1 or args.max_workers < 1 or args.batch_size < 1:
         raise _UsageError(f"--steps, --max-workers and --batch-size must be ≥ 1; got {args.steps}, {args.max_workers} and "
                           f"{args.batch_size}.")
+    model = _model_arg(args.model)
+    gpus = _names(args.gpus, "--gpus")
+    world = choose_world(model, gpus) if args.world == "auto" else args.world
+    if world == "cloud":  # today's GPUs or a transformer: the spec-sheet planner (plan-cloud has every option)
+        print("This question is answered by today's-cloud planner (spec-sheet prediction); see `perfmodel plan-cloud --help` "
+              "for its options (GPU counts, batches, strategies, spot, precision).\n")
+        return _cmd_plan_cloud(_cloud_args_from_plan(args))
     prices = None
     if args.prices:
         from perfmodel.planning import read_prices
 
         prices = read_prices(args.prices)
-    f = plan(load_model(args.model), gpus=_names(args.gpus, "--gpus"), max_workers=args.max_workers, steps=args.steps,
-             deadline_h=args.deadline_h, budget_usd=args.budget_usd, prices=prices, input_shape=_shape(args.input_shape),
+    f = plan(model, gpus=gpus, world="cmdare", max_workers=args.max_workers, steps=args.steps,
+             deadline_h=args.deadline_h, budget_usd=args.budget_usd, prices=prices, input_shape=_shape(args.input_shape or "3,32,32"),
              batch_size=args.batch_size)
     cols = ["gpu", "n_workers", "n_ps", "transient", "time_h", "cost_usd", "expected_revocations", "feasible"]
+    print(f"basis: {f.attrs['basis']}")
     print(f"Pareto front of {len(f)} configurations ({args.steps} steps, prices of {f['price_date'].iloc[0]}):")
     _print_frame(f.loc[f["pareto"], cols])
     if args.deadline_h is not None:
@@ -195,6 +269,20 @@ def _cmd_plan(args) -> int:
         print("\nfastest within the budget:")
         _print_frame(fastest_under_budget(f, args.budget_usd)[cols].to_frame().T)
     return 0
+
+
+def _cloud_args_from_plan(args):
+    """`perfmodel plan`'s arguments as `perfmodel plan-cloud` would parse them (its defaults for the rest)."""
+    argv = ["plan-cloud", args.model, "--gpus", args.gpus]
+    if args.input_shape:
+        argv += ["--input-shape", args.input_shape]
+    if args.prices:
+        argv += ["--prices", args.prices]
+    if args.deadline_h is not None:
+        argv += ["--deadline-h", str(args.deadline_h)]
+    if args.budget_usd is not None:
+        argv += ["--budget-usd", str(args.budget_usd)]
+    return build_parser().parse_args(argv)
 
 
 def _cloud_model(text: str):
@@ -360,6 +448,44 @@ def _cmd_measure(args) -> int:
     return 0
 
 
+def _cmd_fit(args) -> int:
+    from pathlib import Path
+
+    import numpy as np
+
+    import perfmodel.models.op_latency as ol
+
+    extra = None
+    if args.with_:
+        import pandas as pd
+
+        extra = pd.concat([ol.load_op_rows(p) for p in args.with_], ignore_index=True)
+    out = Path(args.out) if args.out else None
+    b = ol.fit_op_model(extra, out=out, progress=not args.quiet, force=args.force)
+    verb = "fitted and wrote" if b["fitted"] else "already up to date:"
+    print(f"{verb} {b['path']} (sha256 {b['sha256']})")
+    print(f"fitted on: {b['model'].provenance_}")
+    print("leave-one-GPU-out calibration |log(sum predicted / sum measured)|:")
+    _print_frame(b["scores"].rename_axis("gpu").reset_index())
+    if extra is None:
+        shipped = ol.load_bundle(ol.shipped_artifact_path(), sha256=ol.SHIPPED_SHA256)
+        same = b["sha256"] == ol.SHIPPED_SHA256
+        print("identical to the shipped model (same bytes)" if same else
+              "differs from the shipped model: largest relative difference of the training rows' predictions "
+              f"{_max_rel(shipped, b, ol):.3g}")
+    else:
+        print(f"use it: export {ol.ENV_OP_MODEL}={b['path']}")
+    return 0
+
+
+def _max_rel(a, b, ol) -> float:
+    import numpy as np
+
+    X = ol.neusight_op_frame("train", devices=ol.TRAINING_GPUS)
+    pa, pb = a["model"].predict_in_stream(X), b["model"].predict_in_stream(X)
+    return float(np.max(np.abs(pb / pa - 1)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from perfmodel import __version__
 
@@ -377,21 +503,49 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.set_defaults(func=_cmd_reproduce)
 
+    fit = sub.add_parser("fit", formatter_class=fmt,
+                         help="rebuild the shipped operator model from the data, or refit it with your own measurements")
+    fit.add_argument("--with", dest="with_", action="append", metavar="CSV",
+                     help="operator measurements in NeuSight's schema (perfmodel measure ops writes them); repeatable")
+    fit.add_argument("--out", default=None, metavar="FILE",
+                     help="where to write the fitted model (default: <cache>/fitted/op_latency-user.npz); "
+                          "point PERFMODEL_OP_MODEL at it to predict with it")
+    fit.add_argument("--force", action="store_true", help="refit even when the file already holds this fit")
+    fit.add_argument("--quiet", action="store_true", help="no progress bar")
+    fit.set_defaults(func=_cmd_fit)
+
     def model_arguments(parser, gpus_help: str) -> None:
         """The arguments predict and plan share: the model, the GPUs, one sample's shape, the batch."""
-        parser.add_argument("model", help="a zoo id (see `perfmodel zoo`; any upstream spelling such as Res32) or "
-                                          "package.module:ClassName, a torch module class importable from the current folder "
-                                          "and built without arguments")
+        parser.add_argument("model", help="a zoo id (see `perfmodel zoo`; any upstream spelling such as Res32), "
+                                          "package.module:ClassName (a torch module class importable from the current folder "
+                                          "and built without arguments), or a Hugging Face config.json")
         parser.add_argument("--gpus", default="K80,P100,V100", help=gpus_help)
-        parser.add_argument("--input-shape", default="3,32,32", help="shape of one input sample, without the batch dimension")
-        parser.add_argument("--batch-size", type=int, default=128, help="samples per step and worker (CM-DARE measured 128 only)")
+        parser.add_argument("--input-shape", default=None,
+                            help="shape of one input sample, without the batch dimension (3,32,32 for the zoo CNNs; "
+                                 "the sequence length, e.g. 1024, for a config.json)")
+        parser.add_argument("--batch-size", type=int, default=128, help="samples per step (global over all GPUs)")
 
-    pred = sub.add_parser("predict", help="step time, cluster speed and checkpoint time of a model on GPUs", formatter_class=fmt)
-    model_arguments(pred, "comma-separated GPU ids of the GPU catalog")
-    pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in the cluster-speed table")
+    pred = sub.add_parser("predict", formatter_class=fmt,
+                          help="step time and memory of a model on any GPU (pm.predict_step_time); on CM-DARE's GPUs also "
+                               "its cluster speed and checkpoint time")
+    model_arguments(pred, "comma-separated GPU names (catalog ids or the names clouds and nvidia-smi print)")
+    pred.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"], help="tensor precision")
+    pred.add_argument("--optimizer", default="sgd-momentum", choices=["sgd-momentum", "adam", "adam-fused", "none"],
+                      help="optimizer step included (none: forward + backward only)")
+    pred.add_argument("--n-gpus", type=int, default=1, help="GPUs the step runs on")
+    pred.add_argument("--strategy", default="dp", help="parallel strategy for --n-gpus > 1: dp, fsdp, tp, pp or a "
+                                                         "combination such as dp2-tp2-pp2")
+    pred.add_argument("--micro-batches", type=int, default=None, help="pipeline micro-batches (pp)")
+    pred.add_argument("--interconnect", default=None,
+                      help="link between GPUs: nvlink, pcie, ethernet, infiniband, or a link per group (tp=nvlink,dp=infiniband)")
+    pred.add_argument("--activation-checkpointing", action="store_true", help="recompute activations in the backward pass")
+    pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in CM-DARE's cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
-    pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front", formatter_class=fmt)
-    model_arguments(pl, "comma-separated worker GPU ids, each with a price")
+    pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front (CM-DARE's measured "
+                                     "world for its CNNs and GPUs, today's clouds otherwise)", formatter_class=fmt)
+    model_arguments(pl, "comma-separated worker GPU names, each with a price")
+    pl.add_argument("--world", default="auto", choices=["auto", "cmdare", "cloud"],
+                    help="which planner answers (auto: CM-DARE's for its CNNs on K80/P100/V100, today's clouds otherwise)")
     pl.add_argument("--max-workers", type=int, default=8, help="clusters of 1..N workers (measured: 1-8)")
     pl.add_argument("--steps", type=int, default=64000, help="training steps (global steps; ICAC'19 trains ResNet-32 for 64000)")
     pl.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
@@ -502,8 +656,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     errors: tuple = (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError)
-    if args.command in ("predict", "plan", "plan-cloud"):
+    if args.command in ("predict", "plan", "plan-cloud", "fit"):
         errors += (ValueError,)
+    if args.command == "fit":
+        errors += (OSError,)
     if args.command == "measure":
         from perfmodel.measure import MeasurementFileError
 

@@ -35,13 +35,16 @@ on a measurement of a GPU NeuSight tests on (A100-80GB, L4, H100); the estimator
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
-           "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out"]
+           "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out", "fit_bundle", "fit_op_model",
+           "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path"]
 
 #: Operator classes of the latency model.
 OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
@@ -387,91 +390,313 @@ def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame
     return X
 
 
-_DEFAULT: dict = {}
-
-#: Version of the fitting code: part of the key of the fitted model cached on disk (bump when the model changes).
-MODEL_VERSION = "5"
-
-
-def leave_one_gpu_out(X: pd.DataFrame) -> np.ndarray:
+def leave_one_gpu_out(X: pd.DataFrame, *, params: dict | None = None, on_fit=None) -> np.ndarray:
     """Latency (s) of every row of ``X`` (:func:`neusight_op_frame` rows) predicted by a model fitted on the rows of
     the other GPUs. Each operator class is fitted on its own rows, so the predictions of a class do not depend on
-    which other classes ``X`` holds."""
+    which other classes ``X`` holds. ``params``: :class:`OpLatencyModel` parameters; ``on_fit``: called after each fit."""
     out = np.empty(len(X))
     gpus = X["gpu"].to_numpy()
     for g in sorted(set(gpus)):
         held = gpus == g
         # the held-out GPU is predicted by the pooled model (it has no model of its own): no per-GPU fits needed
-        out[held] = OpLatencyModel(per_gpu=False).fit(X[~held], X.loc[~held, "latency_s"]).predict(X[held])
+        model = OpLatencyModel(**{**(params or {}), "per_gpu": False}).fit(X[~held], X.loc[~held, "latency_s"])
+        out[held] = model.predict(X[held])
+        if on_fit is not None:
+            on_fit()
     return out
 
 
-def _cache_key() -> str:
-    """Hash of what the default model depends on: the code version, scikit-learn's version and the sha256 of every
-    NeuSight microbenchmark file of the training split."""
+def _cache_key(extra_sha256: str = "") -> str:
+    """Hash of what a fitted operator model depends on: the code version (:data:`MODEL_VERSION`), the sha256 of every
+    NeuSight microbenchmark file of the training split, and the sha256 of a user's extra rows (if any). scikit-learn's
+    version is not part of it: the artifact holds the trees as arrays and is read without scikit-learn's code."""
     import hashlib
-
-    import sklearn
 
     from perfmodel.datasets import registry
 
     reg = registry()
     train = reg[reg["key"].str.contains("/data/dataset/train/collect/", regex=False)].sort_values("key")
-    h = hashlib.sha256(f"{MODEL_VERSION}|{sklearn.__version__}".encode())
+    h = hashlib.sha256(f"{MODEL_VERSION}".encode())
     for k, sha in zip(train["key"], train["sha256"]):
         h.update(f"{k}={sha};".encode())
+    if extra_sha256:
+        h.update(f"extra={extra_sha256};".encode())
     return h.hexdigest()[:16]
 
 
-def fitted_bundle() -> dict:
-    """The default operator model and its leave-one-GPU-out calibration scores, fitted once and cached: in the process,
-    and on disk under the cache folder (``$PERFMODEL_CACHE``/fitted, keyed by :func:`_cache_key`; written atomically).
+#: Version of the fitting code: part of the key of a fitted model (bump when the model changes, then rebuild the
+#: shipped artifact with ``perfmodel fit --out perfmodel/models/fitted/op_latency.npz`` and pin its new sha256).
+MODEL_VERSION = "6"
 
-    Returns ``{"model": OpLatencyModel, "scores": Series, "logo_predictions": ndarray}``: the leave-one-GPU-out
-    predictions of every row of ``neusight_op_frame("train", devices=TRAINING_GPUS)`` (:func:`leave_one_gpu_out`) and
-    from them the scores ``|log(Σ predicted / Σ measured)|`` of each training GPU held out.
+#: The fitted default model shipped in the package (:func:`fitted_bundle`) and the sha256 its bytes must have.
+SHIPPED_ARTIFACT = "fitted/op_latency.npz"
+SHIPPED_SHA256 = "64e545cfe8d2488847d8ffdae424ad16fbabdcfa0913dadf023968698c85bc33"
+
+#: Environment variable naming a user's refit (written by ``perfmodel fit --with ...``) to use instead of the shipped model.
+ENV_OP_MODEL = "PERFMODEL_OP_MODEL"
+
+_DEFAULT: dict = {}
+
+
+def _provenance(X: pd.DataFrame, extra_rows: int, extra_name: str) -> str:
+    base = (f"NeuSight microbenchmarks (sitar-lab/NeuSight @ 6945927, scripts/asplos/data/dataset/train), "
+            f"{len(X) - extra_rows} rows of {', '.join(TRAINING_GPUS)}; no end-to-end label, no test GPU")
+    if extra_rows:
+        base += f"; plus {extra_rows} user rows from {extra_name} ({', '.join(sorted(set(X['gpu'].iloc[len(X) - extra_rows:])))})"
+    return base
+
+
+def load_op_rows(path) -> pd.DataFrame:
+    """A user's operator measurements in NeuSight's microbenchmark schema (``perfmodel measure ops`` writes it) as model
+    rows (:func:`neusight_op_frame` columns). Needs ``device``, ``op``, ``latency_ms`` and the op's shape columns."""
+    from perfmodel.datasets import canonical_gpu
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no operator measurements at {path}: give a CSV in NeuSight's microbenchmark schema "
+                                "(device, op, latency_ms and the shape columns; `perfmodel measure ops` writes one).")
+    try:
+        m = pd.read_csv(path)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ValueError(f"{path} is not a CSV of operator measurements ({exc}); expected a UTF-8 CSV with the columns "
+                         "device, op, latency_ms and the shape columns of each op.") from exc
+    missing = [c for c in ("device", "op", "latency_ms") if c not in m.columns]
+    if missing:
+        raise ValueError(f"{path} lacks the columns {missing}; expected device, op, latency_ms and the op's shape columns.")
+    unknown = sorted(set(m["op"]) - set(NEUSIGHT_OP_CLASS))
+    if unknown:
+        raise ValueError(f"{path} has operators {unknown} the model does not know; expected some of {sorted(NEUSIGHT_OP_CLASS)}.")
+    lat = pd.to_numeric(m["latency_ms"], errors="coerce").to_numpy(float)
+    if not (np.isfinite(lat) & (lat > 0)).all():
+        raise ValueError(f"{path}: every latency_ms must be a positive number; {int((~(np.isfinite(lat) & (lat > 0))).sum())} are not.")
+    m = m.reset_index(drop=True)
+    ops = m.assign(op_class=m["op"].map(NEUSIGHT_OP_CLASS), n_inputs=np.where(m["op"].isin(["add", "mul", "div", "pow"]), 2, 1))
+    X = op_design(op_work(ops), gpu_columns(m["device"].astype(str).tolist()))
+    X["device"], X["op"], X["split"] = m["device"].to_numpy(), m["op"].to_numpy(), "user"
+    X["latency_s"] = lat / 1e3
+    X["gpu"] = [canonical_gpu(d) for d in m["device"].astype(str)]
+    return X
+
+
+def fit_bundle(extra=None, *, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = False) -> dict:
+    """Fit the operator model and its leave-one-GPU-out calibration (what :func:`fitted_bundle` serves).
+
+    Parameters
+    ----------
+    extra : path or DataFrame, optional
+        A user's measurements (:func:`load_op_rows`) added to NeuSight's training rows.
+    params : dict, optional
+        :class:`OpLatencyModel` parameters (the default model uses the defaults).
+    devices : sequence of str
+        NeuSight training GPUs whose microbenchmarks are used (all five by default).
+    progress : bool
+        Show a progress bar over the fits.
+
+    Returns
+    -------
+    dict
+        ``model`` (fitted :class:`OpLatencyModel`), ``scores`` (``|log(Σ predicted / Σ measured)|`` of each GPU held out),
+        ``logo_predictions`` (every training row predicted with its GPU held out) and ``key`` (:func:`_cache_key`).
+    """
+    from tqdm.auto import tqdm
+
+    X = neusight_op_frame("train", devices=devices)
+    extra_rows, extra_name, extra_sha = 0, "", ""
+    if extra is not None:
+        import hashlib
+
+        E = load_op_rows(extra) if not isinstance(extra, pd.DataFrame) else extra
+        extra_rows, extra_name = len(E), (str(extra) if not isinstance(extra, pd.DataFrame) else "a DataFrame")
+        extra_sha = hashlib.sha256(pd.util.hash_pandas_object(E[["gpu", "op", *WORK_COLUMNS[1:], "latency_s"]],
+                                                              index=False).to_numpy().tobytes()).hexdigest()
+        X = pd.concat([X, E[X.columns.intersection(E.columns)]], ignore_index=True)
+    params = dict(params or {})
+    gpus = sorted(set(X["gpu"]))
+    bar = tqdm(total=1 + len(gpus), desc="fitting the operator model", disable=not progress, unit="fit")
+    model = OpLatencyModel(**params).fit(X, X["latency_s"])
+    bar.update(1)
+    model.provenance_ = _provenance(X, extra_rows, extra_name)
+    logo = leave_one_gpu_out(X, params=params, on_fit=lambda: bar.update(1))
+    bar.close()
+    held_gpu = X["gpu"].to_numpy()
+    t = X["latency_s"].to_numpy(float)
+    scores = {g: abs(float(np.log(logo[m].sum() / t[m].sum()))) for g in gpus for m in [held_gpu == g]}
+    import sklearn
+
+    return {"model": model, "scores": pd.Series(scores, name="abs_log_ratio"), "logo_predictions": logo,
+            "key": _cache_key(extra_sha), "sklearn_version": sklearn.__version__}
+
+
+def bundle_arrays(bundle: dict) -> tuple[dict, dict]:
+    """The (header, arrays) of a fitted bundle: what :func:`save_bundle` writes (numbers and JSON only)."""
+    from perfmodel.models._artifact import from_sklearn
+
+    m = bundle["model"]
+    arrays, trees = {}, []
+
+    def put(name, est):
+        ens = est if hasattr(est, "offsets") else from_sklearn(est)
+        arrays.update(ens.arrays(f"tree{len(trees)}"))
+        trees.append({"name": name, "prefix": f"tree{len(trees)}", "baseline": ens.baseline, "n_trees": ens.n_trees})
+
+    for c in m.classes_:
+        put(["pooled", c], m.models_[c])
+    for (k, c) in sorted(m.gpu_models_):
+        put(["gpu", k, c], m.gpu_models_[(k, c)])
+    arrays["logo_predictions"] = np.asarray(bundle["logo_predictions"], dtype=np.float64)
+    header = {
+        "model": "perfmodel.models.op_latency.OpLatencyModel", "model_version": MODEL_VERSION, "key": bundle["key"],
+        "params": m.get_params(), "classes": list(m.classes_), "training_devices": list(m.training_devices_),
+        "n_training_rows": m.n_training_rows_, "provenance": m.provenance_,
+        "launch_overhead_s": [[k, c, v] for (k, c), v in sorted(m.launch_overhead_s_.items())],
+        "launch_overhead_pooled_s": m.launch_overhead_pooled_s_,
+        "scores": {g: float(v) for g, v in bundle["scores"].items()}, "trees": trees,
+        "fitted_with": bundle.get("fitted_with", ""), "sklearn_version": bundle.get("sklearn_version", ""),
+    }
+    return header, arrays
+
+
+def bundle_from_arrays(header: dict, arrays: dict) -> dict:
+    """Rebuild a fitted bundle from an artifact's (header, arrays): the model predicts bit for bit as it did fitted."""
+    from perfmodel.models._artifact import ArtifactError, TreeEnsemble
+
+    if header.get("model_version") != MODEL_VERSION:
+        raise ArtifactError(f"the fitted operator model is of version {header.get('model_version')!r}; this perfmodel "
+                            f"needs version {MODEL_VERSION!r}. Rebuild it with `perfmodel fit`.")
+    m = OpLatencyModel(**header["params"])
+    m.classes_ = list(header["classes"])
+    m.models_, m.gpu_models_ = {}, {}
+    for t in header["trees"]:
+        ens = TreeEnsemble.from_arrays(arrays, t["prefix"], t["baseline"])
+        if t["name"][0] == "pooled":
+            m.models_[t["name"][1]] = ens
+        else:
+            m.gpu_models_[(t["name"][1], t["name"][2])] = ens
+    m.launch_overhead_s_ = {(k, c): float(v) for k, c, v in header["launch_overhead_s"]}
+    m.launch_overhead_pooled_s_ = {c: float(v) for c, v in header["launch_overhead_pooled_s"].items()}
+    m.training_devices_ = list(header["training_devices"])
+    m.n_training_rows_ = dict(header["n_training_rows"])
+    m.provenance_ = header["provenance"]
+    scores = pd.Series(header["scores"], name="abs_log_ratio", dtype=float)
+    return {"model": m, "scores": scores, "logo_predictions": arrays["logo_predictions"], "key": header["key"],
+            "fitted_with": header.get("fitted_with", ""), "sklearn_version": header.get("sklearn_version", "")}
+
+
+def save_bundle(bundle: dict, path) -> str:
+    """Write a fitted bundle as an artifact (atomically; ``<path>.sha256`` beside it). Returns its sha256."""
+    from perfmodel.models import _artifact
+
+    header, arrays = bundle_arrays(bundle)
+    return _artifact.save(path, header, arrays)
+
+
+def load_bundle(path, *, sha256: str | None = None) -> dict:
+    """Read a fitted bundle written by :func:`save_bundle` (or the shipped one), after checking its sha256."""
+    from perfmodel.models import _artifact
+
+    return bundle_from_arrays(*_artifact.load(path, sha256=sha256))
+
+
+def shipped_artifact_path() -> Path:
+    """Path of the fitted default model inside the installed package."""
+    return Path(__file__).resolve().parent / SHIPPED_ARTIFACT
+
+
+def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = True,
+                 force: bool = False) -> dict:
+    """Refit the operator model (with a user's measurements ``extra``) and write it to ``out`` — once, whatever the
+    number of processes asking at the same time.
+
+    The fit and the write happen under a lock on ``out`` (``filelock``): a second process asking for the same fit
+    waits, then reads the artifact the first one wrote (its key — code version, data and ``extra`` — matches) instead
+    of fitting again. The artifact is written atomically, so no reader ever sees half a file.
+
+    Parameters
+    ----------
+    extra : path or DataFrame, optional
+        Operator measurements in NeuSight's schema (``perfmodel measure ops`` writes them).
+    out : path, optional
+        Where to write the artifact; by default ``<cache>/fitted/op_latency-<key>.npz``.
+    params, devices, progress :
+        As :func:`fit_bundle`.
+    force : bool
+        Refit even when ``out`` already holds this fit.
+
+    Returns
+    -------
+    dict
+        The bundle (:func:`fit_bundle`), with ``path`` and ``sha256`` of the artifact and ``fitted`` (False when it was
+        read from an earlier fit).
+    """
+    from filelock import FileLock
+
+    from perfmodel.datasets._registry import cache_dir
+    from perfmodel.models._artifact import ArtifactError
+
+    if out is None:
+        out = cache_dir() / "fitted" / "op_latency-user.npz"
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.is_dir():
+        raise IsADirectoryError(f"cannot write the fitted model to {out}: a folder is there. Remove it or choose another path.")
+    with FileLock(str(out) + ".lock"):
+        want = None
+        if not force and out.is_file():
+            try:
+                old = load_bundle(out)
+                if old.get("fitted_with") == _fit_signature(extra, params, devices):
+                    want = old
+            except ArtifactError:
+                want = None
+        if want is not None:
+            return {**want, "path": out, "sha256": _artifact_sha(out), "fitted": False}
+        bundle = fit_bundle(extra, params=params, devices=devices, progress=progress)
+        bundle["fitted_with"] = _fit_signature(extra, params, devices)
+        digest = save_bundle(bundle, out)
+        return {**bundle, "path": out, "sha256": digest, "fitted": True}
+
+
+def _artifact_sha(path: Path) -> str:
+    return path.with_name(path.name + ".sha256").read_text().split()[0]
+
+
+def _fit_signature(extra, params, devices) -> str:
+    """What a refit depends on besides the code and NeuSight's data: the extra rows' bytes, the parameters, the GPUs."""
+    import hashlib
+    import json
+
+    h = hashlib.sha256(json.dumps({"params": params or {}, "devices": list(devices), "version": MODEL_VERSION}, sort_keys=True).encode())
+    if extra is not None:
+        if isinstance(extra, pd.DataFrame):
+            h.update(pd.util.hash_pandas_object(extra, index=False).to_numpy().tobytes())
+        else:
+            h.update(Path(extra).read_bytes())
+    return _cache_key() + "-" + h.hexdigest()[:16]
+
+
+def fitted_bundle() -> dict:
+    """The operator model perfmodel predicts with, and its leave-one-GPU-out calibration scores — read, never fitted.
+
+    The model shipped in the package (``perfmodel/models/fitted/op_latency.npz``; numbers and JSON only, its sha256
+    pinned in :data:`SHIPPED_SHA256`), or a user's refit named by the environment variable ``PERFMODEL_OP_MODEL``
+    (written by ``perfmodel fit``; its sha256 checked against the ``.sha256`` written beside it). Read once per process.
+
+    Returns ``{"model": OpLatencyModel, "scores": Series, "logo_predictions": ndarray, "key": str}``: the
+    leave-one-GPU-out predictions of every row of ``neusight_op_frame("train", devices=TRAINING_GPUS)``
+    (:func:`leave_one_gpu_out`) and from them the scores ``|log(Σ predicted / Σ measured)|`` of each training GPU held out.
     """
     import os
-    import pickle
-    import tempfile
 
-    from perfmodel.datasets import data_source
-    from perfmodel.datasets._registry import cache_dir
-
-    mem_key = data_source()
-    if mem_key in _DEFAULT:
-        return _DEFAULT[mem_key]
-    key = _cache_key()
-    path = cache_dir() / "fitted" / f"op_latency-{key}.pkl"
-    bundle = None
-    if path.is_file():
-        try:
-            with open(path, "rb") as f:
-                bundle = pickle.load(f)
-        except Exception:  # a truncated or foreign file: refit and replace it
-            bundle = None
-    if bundle is None:
-        X = neusight_op_frame("train", devices=TRAINING_GPUS)
-        model = OpLatencyModel().fit(X, X["latency_s"])
-        model.provenance_ = (f"NeuSight microbenchmarks (sitar-lab/NeuSight @ 6945927, scripts/asplos/data/dataset/train), "
-                             f"{len(X)} rows of {', '.join(TRAINING_GPUS)}; no end-to-end label, no test GPU")
-        logo = leave_one_gpu_out(X)
-        t = X["latency_s"].to_numpy(float)
-        scores = {g: abs(float(np.log(logo[m].sum() / t[m].sum()))) for g in TRAINING_GPUS for m in [(X["gpu"] == g).to_numpy()]}
-        bundle = {"model": model, "scores": pd.Series(scores, name="abs_log_ratio"), "logo_predictions": logo, "key": key}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(bundle, f)
-            os.replace(tmp, path)
-        except OSError:  # a read-only cache: keep the fit in memory only
-            pass
-    _DEFAULT[mem_key] = bundle
-    return bundle
-
-
+    user = os.environ.get(ENV_OP_MODEL, "")
+    mem_key = f"user:{user}" if user else "shipped"
+    if mem_key not in _DEFAULT:
+        if user:
+            _DEFAULT[mem_key] = load_bundle(Path(user).expanduser())
+        else:
+            _DEFAULT[mem_key] = load_bundle(shipped_artifact_path(), sha256=SHIPPED_SHA256)
+    return _DEFAULT[mem_key]
 def default_op_model() -> OpLatencyModel:
     """The operator model perfmodel ships: fitted on NeuSight's microbenchmarks of its five training GPUs
-    (:data:`TRAINING_GPUS`, ``train`` split) and nothing else; fitted once and cached (:func:`fitted_bundle`)."""
+    (:data:`TRAINING_GPUS`, ``train`` split) and nothing else; read from the package (:func:`fitted_bundle`), never
+    fitted at prediction time."""
     return fitted_bundle()["model"]
