@@ -26,6 +26,8 @@ _LAZY = {
     # prediction for any model and GPU
     "predict_step_time": "perfmodel.models.op_step_time",
     "predict_memory": "perfmodel.planning.memory",
+    # one planner for every model and GPU (CM-DARE's measured world or today's clouds)
+    "plan": "perfmodel.planning.unified",
 }
 
 __all__ = ["__version__", *_SUBMODULES, *_LAZY]

@@ -138,3 +138,35 @@ def test_predict_and_plan_take_a_batch_size(capsys):
     assert main(["predict", "resnet-32", "--gpus", "P100", "--max-workers", "1", "--batch-size", "64"]) == 0
     assert "batch size 64" in capsys.readouterr().err
     assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "1", "--batch-size", "0"]) == 2
+
+
+def test_predict_answers_what_predict_step_time_answers_for_a_config_on_todays_gpus(tmp_path, capsys):
+    """`perfmodel predict` takes a config.json, any GPU spelling, a precision, an optimizer, GPU counts and strategies,
+    and prints pm.predict_step_time's numbers with the memory per GPU and whether it fits."""
+    import json
+
+    import perfmodel as pm
+
+    cfg = {"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 256, "vocab_size": 1000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    argv = ["predict", str(path), "--gpus", "NVIDIA H100 80GB HBM3", "--input-shape", "128", "--batch-size", "8",
+            "--precision", "bf16", "--optimizer", "adam", "--n-gpus", "2", "--strategy", "fsdp", "--interconnect", "nvlink"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    want = pm.predict_step_time(cfg, "H100", input_shape=(128,), batch_size=8, precision="bf16", optimizer="adam", n_gpus=2,
+                                strategy="fsdp", interconnect="nvlink")["step_time_s"].iloc[0]
+    assert f"{want:.6f}"[:6] in out
+    assert "memory_per_gpu" in out and "fits" in out and "basis:" in out
+    assert "CM-DARE's measured world" not in out  # a transformer on today's GPU: no parameter-server tables
+
+
+def test_predict_and_plan_refuse_bad_new_options_in_one_line(tmp_path, capsys):
+    assert main(["predict", "resnet-32", "--gpus", "H100", "--n-gpus", "0"]) == 2
+    assert "--n-gpus must be ≥ 1" in capsys.readouterr().err
+    assert main(["predict", "resnet-32", "--gpus", "H100", "--interconnect", "tp=,dp=x"]) == 2
+    assert "--interconnect takes a link" in capsys.readouterr().err
+    (tmp_path / "null.json").write_text("null")
+    assert main(["predict", str(tmp_path / "null.json"), "--gpus", "H100"]) == 1
+    err = capsys.readouterr().err
+    assert "holds JSON NoneType" in err and len(err.strip().splitlines()) == 1

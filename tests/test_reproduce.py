@@ -344,3 +344,18 @@ def test_offline_one_concise_message_per_missing_file_group_and_no_empty_cache_f
     assert "FAILED:" in cap.out.strip().splitlines()[-1]
     assert calls  # the downloader was tried
     assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_dir()], sorted(cache.rglob("*"))
+
+
+def test_numbers_json_names_items_by_their_current_ids_only(tmp_path):
+    """The transient area's computed quantities (no paper value) belong to the items that compute them, never to the
+    retired id ``transient_overheads``; every record's ``id`` and ``item`` are current item ids."""
+    only = ["vm_startup_breakdown", "server_lifetime_cdf_by_type", "accuracy_growing_cluster", "training_time_after_revocation"]
+    res = reproduce(tmp_path, only=only, progress=False, figures=False)
+    assert not res.errors
+    doc = json.loads((tmp_path / "numbers.json").read_text())
+    ids = {it.id for it in ITEMS}
+    assert doc["numbers"] and {r["id"] for r in doc["numbers"]} <= ids and {r["item"] for r in doc["numbers"]} <= ids
+    assert "transient_overheads" not in (tmp_path / "numbers.json").read_text()
+    by_q = {r["quantity"]: r for r in doc["numbers"]}
+    assert by_q["tte_perfmodel_mape_pct"]["item"] == "training_time_after_revocation"
+    assert by_q["fig3_ps_revoked_first_hour"]["item"] == "server_lifetime_cdf_by_type"

@@ -121,6 +121,12 @@ def _model_input(model, input_shape, input_dtype):
     """(module, input_shape, input_dtype, input_high, name) for a zoo id, a module or a Hugging Face config."""
     import torch
 
+    from pathlib import Path
+
+    if isinstance(model, Path) or (isinstance(model, str) and model.endswith(".json")):
+        from perfmodel.zoo.hf import read_config
+
+        model = read_config(model)
     if isinstance(model, str):
         from perfmodel.zoo import INPUT_SHAPE, load_model
 

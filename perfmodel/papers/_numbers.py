@@ -16,7 +16,7 @@ COMPARISON_COLUMNS = ["item", "quantity", "unit", "paper_value", "reproduced", "
 OWN_RESULT_STATUS = "PERFMODEL-RESULT"
 
 
-def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | None = None, extra_item: str | None = None) -> pd.DataFrame:
+def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | None = None, extra_item=None) -> pd.DataFrame:
     """Join reproduced values with ``datasets/reference/paper_numbers/<area>.csv``.
 
     Parameters
@@ -28,8 +28,9 @@ def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | N
     item : str, optional
         Keep only the rows of this figure/table slug (an area may hold several items); computed quantities of the
         area's other items are dropped, and quantities without a paper value are kept only when ``extra_item`` is set.
-    extra_item : str, optional
-        Item slug given to the quantities without a paper value (default: ``item``, else the area's first item).
+    extra_item : str or callable, optional
+        Item slug given to the quantities without a paper value (default: ``item``, else the area's first item), or a
+        function of the quantity returning its item's slug (an area whose items each compute some of them).
 
     Returns
     -------
@@ -47,7 +48,8 @@ def compare_with_paper(area: str, reproduced: dict[str, float], *, item: str | N
     ref["reproduced"] = ref["quantity"].map(reproduced).astype(float)
     extra = sorted(set(reproduced) - known)  # quantities of other items of the area stay with them
     if extra and (item is None or extra_item is not None):
-        ref = pd.concat([ref, pd.DataFrame({"area": area, "item": extra_item or item or ref["item"].iloc[0], "quantity": extra,
+        owner = [extra_item(q) for q in extra] if callable(extra_item) else extra_item or item or ref["item"].iloc[0]
+        ref = pd.concat([ref, pd.DataFrame({"area": area, "item": owner, "quantity": extra,
                                             "reproduced": [float(reproduced[k]) for k in extra], "status": "NO-PAPER-VALUE"})],
                         ignore_index=True)
     close = np.isclose(ref["reproduced"], ref["paper_value"], rtol=ref["rtol"].fillna(0), atol=ref["atol"].fillna(0))

@@ -286,4 +286,20 @@ def transient_numbers_data() -> pd.DataFrame:
         rep[f"fig5_{case}_final_accuracy_pct"] = float(sub.sort_values("step")["accuracy_pct"].iloc[-1])
     b, n = rep["fig5_baseline_duration_h"], rep["fig5_adaptive_lr_duration_h"]
     rep["fig5_dynamic_faster_pct"] = (b - n) / b * 100
-    return compare_with_paper("transient", rep, extra_item="transient_overheads")
+    return compare_with_paper("transient", rep, extra_item=_transient_item)
+
+
+#: Quantity prefix → the item (its ``datasets/reference`` name) that computes it, for quantities without a paper value.
+_TRANSIENT_PREFIXES = (("tte_", "training_time_estimates"), ("fig3_", "icac_fig3"), ("fig5_", "icac_fig5"),
+                       ("startup_", "startup_breakdown"), ("restart_", "restart_training_overhead"),
+                       ("chief_", "chief_rejoining"))
+
+
+def _transient_item(quantity: str) -> str:
+    """The item a computed quantity of the ``transient`` area belongs to (every one has a current item)."""
+    for prefix, item in _TRANSIENT_PREFIXES:
+        if quantity.startswith(prefix):
+            return item
+    if "revocations" in quantity or "peak_hour" in quantity:
+        return "revocations_by_hour"
+    raise ValueError(f"no item computes the transient quantity {quantity!r}; add its prefix to _TRANSIENT_PREFIXES.")

@@ -17,12 +17,13 @@ from perfmodel.planning.plan import (
     cheapest_under_deadline,
     fastest_under_budget,
     pareto_front,
-    plan,
+    plan_cmdare,
     plot_pareto,
     validate_against_icac,
 )
 from perfmodel.planning.memory import predict_memory
 from perfmodel.planning.cloud import cheapest_within_deadline, fastest_within_budget, plan_cloud
+from perfmodel.planning.unified import choose_world, plan
 from perfmodel.planning.prices import read_prices
 from perfmodel.planning.revocation import (
     estimate_time_after_revocation,
@@ -39,7 +40,7 @@ from perfmodel.planning.revocation import (
 
 __all__ = [
     "cluster_cost_usd", "icac_run_costs", "price_per_second", "read_prices", "predict_memory",
-    "plan", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
+    "plan", "plan_cmdare", "choose_world", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError", "validate_against_icac",
     "lifetime_distribution", "expected_revocations", "simulate_revocations", "mean_time_between_failures_h", "young_daly_interval",
     "expected_job_overhead", "simulate_job", "optimal_interval_by_simulation", "estimate_time_after_revocation", "tf_restart_s", "gradient_noise_scale", "steps_multiplier", "statistical_efficiency",
     "icac_staleness_curves", "staleness_cost", "fit_staleness_multiplier", "staleness_multiplier", "ICAC_LR_STEP",

@@ -1,6 +1,6 @@
 """Which cluster should I rent? Predicted time, cost and revocation overhead of every candidate configuration.
 
-:func:`plan` enumerates clusters (GPU type × workers × parameter servers × transient/on-demand × region) for a model
+:func:`plan_cmdare` enumerates clusters (GPU type × workers × parameter servers × transient/on-demand × region) for a model
 and a number of training steps, and predicts for each:
 
 * **speed** (global steps/s) — :func:`perfmodel.models.predict_cluster_speed`: the PS model fitted on the CNN's own
@@ -33,7 +33,7 @@ import pandas as pd
 
 from perfmodel import datasets as ds
 
-__all__ = ["plan", "vm_startup_s", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
+__all__ = ["plan_cmdare", "vm_startup_s", "pareto_front", "cheapest_under_deadline", "fastest_under_budget", "plot_pareto", "PlanInfeasibleError",
            "validate_against_icac", "TF_WARM_RESTART_S"]
 
 
@@ -130,11 +130,12 @@ def mark_feasible(out: pd.DataFrame, *, deadline_h: float | None = None, budget_
     return out
 
 
-def plan(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2), transient=(True, False), regions=None,
+def plan_cmdare(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps=(1, 2), transient=(True, False), regions=None,
          steps: int = 64000, deadline_h: float | None = None, budget_usd: float | None = None, prices: pd.DataFrame | None = None,
          checkpoint_interval_steps: int = 4000, input_shape=(3, 32, 32), batch_size: int = 128,
          staleness: bool | dict = False) -> pd.DataFrame:
-    """Candidate clusters with predicted time, cost and revocation overhead, and their Pareto front.
+    """CM-DARE's planner: candidate parameter-server clusters with predicted time, cost and revocation overhead, and
+    their Pareto front. :func:`perfmodel.plan` (:mod:`perfmodel.planning.unified`) calls it for CM-DARE's world.
 
     Parameters
     ----------
@@ -348,7 +349,7 @@ def validate_against_icac() -> pd.DataFrame:
         m = runs[(runs["experiment"] == exp) & (runs["config"] == cfg)]
         if m.empty:
             continue
-        pl = plan("resnet-32", gpus=[g], max_workers=n, ps=1, transient=tr, steps=64000)
+        pl = plan_cmdare("resnet-32", gpus=[g], max_workers=n, ps=1, transient=tr, steps=64000)
         r = pl[pl["n_workers"] == n].iloc[0]
         cost = r["cost_usd"] - (r["ps_usd_per_h"] * r["time_h"] if int(m["n_ps"].iloc[0]) == 0 else 0.0)
         rows.append(dict(config=f"{exp}/{cfg}", gpu=g, n_workers=n, transient=tr, n_runs=len(m), measured_time_h=m["duration_h"].mean(),
@@ -360,7 +361,7 @@ def validate_against_icac() -> pd.DataFrame:
         v = []
         for g, k in counts.items():
             if k:
-                one = plan("resnet-32", gpus=[g], max_workers=1, ps=1, transient=False, steps=64000)
+                one = plan_cmdare("resnet-32", gpus=[g], max_workers=1, ps=1, transient=False, steps=64000)
                 v += [float(one["speed_steps_per_s"].iloc[0])] * k
         speed = fit_cluster_speed_model(gpu="P100", model="resnet-32").predict_heterogeneous(v, n_ps=1)
         t = 64000 / speed / 3600

@@ -44,11 +44,15 @@ def items_markdown_table() -> str:
 
 
 def write_numbers_json(res: ReproductionResult, items: list[Item], path: Path) -> None:
-    """``numbers.json``: sorted records, sorted keys, no timestamps (byte-identical across runs)."""
+    """``numbers.json``: sorted records, sorted keys, no timestamps (byte-identical across runs). Every record names
+    items by their current ids: ``id`` is the item that owns the number, ``item`` the item the reference table files
+    it under (a former id there is translated)."""
+    from perfmodel.reproduce._runner import _owner
+
     recs = []
     for r in res.numbers.to_dict("records"):
         recs.append({
-            "id": r["figure_table"], "paper": r["paper"], "item": _str(r["item"]), "quantity": r["quantity"], "unit": _str(r["unit"]),
+            "id": r["figure_table"], "paper": r["paper"], "item": _owner(r["item"], r["figure_table"]), "quantity": r["quantity"], "unit": _str(r["unit"]),
             "paper_value": _num(r["paper_value"]), "reproduced_value": _num(r["reproduced"]),
             "tolerance": {"rtol": _num(r["rtol"]), "atol": _num(r["atol"])}, "catalog_status": r["status"],
             "status": r["report_status"], "should_reproduce_but_does_not": bool(r["failed"]),

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["build", "TrainingStep", "MOE_ROUTINGS", "HEAD_KINDS", "head_kind", "max_positions"]
+__all__ = ["build", "read_config", "TrainingStep", "MOE_ROUTINGS", "HEAD_KINDS", "head_kind", "max_positions"]
 
 #: Routing treatments for mixture-of-experts layers (see the module docstring).
 MOE_ROUTINGS = ("uniform", "model")
@@ -327,6 +327,32 @@ def _check_sizes(d: dict, where: str) -> None:
                 f"The Hugging Face config{where} has {key} = {v!r}; expected a positive int (a count of layers, heads, "
                 f"features, tokens or labels). Fix {key} in the config."
             )
+
+
+def read_config(path) -> dict:
+    """A Hugging Face ``config.json`` read from disk as a dict (what :func:`build` and ``predict_step_time`` take).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    perfmodel._errors.ModelConfigError
+        Not UTF-8 JSON, or JSON that is not an object (``[]``, ``null``, a number).
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no Hugging Face config at {path}: give the path of a config.json (e.g. GPT-2-large's).")
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _config_error(f"{path} is not a JSON file ({exc}); expected a Hugging Face config.json.") from None
+    if not isinstance(d, dict):
+        raise _config_error(f"{path} holds JSON {type(d).__name__} {json.dumps(d)[:40]}; expected a Hugging Face config "
+                            "object with 'model_type' (a config.json).")
+    return d
 
 
 def _config(config):

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 import perfmodel as pm
-from perfmodel.planning.plan import PlanInfeasibleError, cheapest_under_deadline, fastest_under_budget, pareto_front, plan
+from perfmodel.planning.plan import PlanInfeasibleError, cheapest_under_deadline, fastest_under_budget, pareto_front
+from perfmodel.planning.plan import plan_cmdare as plan
 
 
 @pytest.fixture(scope="module")

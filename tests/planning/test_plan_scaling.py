@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfmodel.planning.plan import MEASURED_MAX_WORKERS, pareto_front, plan
+from perfmodel.planning.plan import MEASURED_MAX_WORKERS, pareto_front
+from perfmodel.planning.plan import plan_cmdare as plan
 
 
 def _pairwise_front(frame: pd.DataFrame, time: str = "time_h", cost: str = "cost_usd") -> pd.Series:
