@@ -68,11 +68,13 @@ from perfmodel.datasets.icac import (
     load_vm_lifetimes,
 )
 from perfmodel.datasets.gpus import (
+    DEFAULT_L2_MIB,
     PRECISIONS,
     GPUSpec,
     InvalidGPUSpecError,
     UnsupportedPrecisionError,
     gpu_spec,
+    matmul_peak_tflops,
     peak_tflops,
 )
 from perfmodel.datasets.names import (
@@ -246,5 +248,5 @@ __all__ = [
     # reference and catalogs
     "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_prices", "load_gpu_catalog", "load_prices", "gpu_tflops", "load_paper_numbers",
     # GPU specs and precisions
-    "CATALOG_GPU_IDS", "GPUSpec", "gpu_spec", "peak_tflops", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError",
+    "CATALOG_GPU_IDS", "GPUSpec", "gpu_spec", "peak_tflops", "matmul_peak_tflops", "DEFAULT_L2_MIB", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError",
 ]

@@ -8,6 +8,9 @@ Precisions are those of a training step: ``"fp32"`` (CUDA cores / vector units),
 tensors, Ampere and later), ``"fp16"`` and ``"bf16"`` (tensor or matrix cores where the GPU has them). Rates are dense
 (no structured sparsity). A precision a GPU has no units for is an :class:`UnsupportedPrecisionError` naming the ones
 it has.
+
+Matrix products (GEMMs, convolutions) run at :func:`matmul_peak_tflops`: the same rate as :func:`peak_tflops`, except FP32
+on a GPU whose vendor BLAS runs FP32 GEMMs on its matrix units (AMD CDNA: ``fp32_matrix_tflops``).
 """
 from __future__ import annotations
 
@@ -22,7 +25,8 @@ import pandas as pd
 
 from perfmodel._errors import UnknownNameError
 
-__all__ = ["GPUSpec", "gpu_spec", "peak_tflops", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError"]
+__all__ = ["GPUSpec", "gpu_spec", "peak_tflops", "matmul_peak_tflops", "PRECISIONS", "DEFAULT_L2_MIB",
+           "UnsupportedPrecisionError", "InvalidGPUSpecError"]
 
 #: Precisions perfmodel predicts for, each with the catalog column of its dense peak rate.
 PRECISIONS: dict[str, str] = {
@@ -31,6 +35,11 @@ PRECISIONS: dict[str, str] = {
     "fp16": "fp16_peak_tflops",
     "bf16": "bf16_peak_tflops",
 }
+
+#: L2 (MiB) a :class:`GPUSpec` gets when none is given: the V100's 6 MiB, the middle of the L2 of the GPUs the
+#: per-operator model is fitted on (2-40 MiB: P4, P100, T4, V100, A100), so that its working-set-over-L2 feature stays
+#: inside the range it learned. Give the datasheet's L2 where you know it: it moves small operators' predictions.
+DEFAULT_L2_MIB = 6.0
 
 _PRECISION_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
 
@@ -73,9 +82,12 @@ class GPUSpec:
     tf32_peak_tflops, fp16_peak_tflops, bf16_peak_tflops : float, optional
         Dense TF32/FP16/BF16 tensor-core rates, TFLOPS; ``NaN`` (default) where the GPU has no such units.
     fp32_matrix_tflops : float, optional
-        FP32 on matrix units (AMD CDNA), TFLOPS; ``NaN`` for NVIDIA.
+        FP32 on matrix units (AMD CDNA), TFLOPS; ``NaN`` for NVIDIA. Where given, FP32 GEMMs and convolutions are
+        predicted at this rate (:meth:`matmul_peak_tflops`): rocBLAS and MIOpen run FP32 GEMMs on CDNA's matrix
+        cores (MFMA instructions), at twice the vector rate.
     l2_mib : float, optional
-        L2 cache, MiB.
+        L2 cache, MiB. Left out (or ``NaN``), it is :data:`DEFAULT_L2_MIB` (6 MiB), so that a spec of the required
+        fields alone can be predicted for; the per-operator model uses it for the working set over L2.
     clock_ghz : float, optional
         Boost clock the FP32 peak is computed at, GHz.
     pcie_generation : int, optional
@@ -89,9 +101,12 @@ class GPUSpec:
 
     Examples
     --------
-    >>> GPUSpec("my-gpu", fp32_peak_tflops=40.0, memory_bandwidth_gb_per_s=1000.0, memory_gib=48, sm_count=100,
-    ...         bf16_peak_tflops=300.0).precisions
+    >>> spec = GPUSpec("my-gpu", fp32_peak_tflops=40.0, memory_bandwidth_gb_per_s=1000.0, memory_gib=48, sm_count=100,
+    ...                bf16_peak_tflops=300.0)
+    >>> spec.precisions
     ('fp32', 'bf16')
+    >>> spec.l2_mib  # not given: DEFAULT_L2_MIB
+    6.0
     """
 
     gpu: str
@@ -113,6 +128,8 @@ class GPUSpec:
     form_factor: str = ""
 
     def __post_init__(self):
+        if isinstance(self.l2_mib, numbers.Real) and not isinstance(self.l2_mib, bool) and math.isnan(self.l2_mib):
+            object.__setattr__(self, "l2_mib", DEFAULT_L2_MIB)
         if not isinstance(self.gpu, str) or not self.gpu.strip():
             raise InvalidGPUSpecError(f"GPUSpec.gpu must be a non-empty name; got {self.gpu!r}.")
         for f in dataclasses.fields(self):
@@ -150,6 +167,13 @@ class GPUSpec:
                 f"pick one of these, or a GPU that has {p}."
             )
         return float(rate)
+
+    def matmul_peak_tflops(self, precision: str = "fp32") -> float:
+        """Dense peak rate of GEMMs and convolutions at ``precision`` in TFLOPS (see :func:`matmul_peak_tflops`)."""
+        p = _canonical_precision(precision)
+        if p == "fp32" and math.isfinite(self.fp32_matrix_tflops):
+            return float(self.fp32_matrix_tflops)
+        return self.peak_tflops(p)
 
     def to_dict(self) -> dict:
         """The spec as a plain dict (the catalog's column names)."""
@@ -279,3 +303,34 @@ def peak_tflops(gpu, precision: str = "fp32") -> float:
     312.0
     """
     return gpu_spec(gpu).peak_tflops(precision)
+
+
+def matmul_peak_tflops(gpu, precision: str = "fp32") -> float:
+    """Dense peak rate of a GPU's matrix products (GEMMs, convolutions) at a precision, TFLOPS.
+
+    The rate :func:`peak_tflops` gives, except FP32 on a GPU with FP32 matrix units (``fp32_matrix_tflops`` given:
+    AMD CDNA/CDNA 2, MI100 onwards), where it is that rate: rocBLAS (and MIOpen's implicit-GEMM convolutions) run FP32
+    GEMMs on the matrix cores with MFMA instructions (``v_mfma_f32_*_f32``: FP32 inputs and accumulation, no loss of
+    precision), at 256 FLOP per clock per CU against the vector units' 128 (AMD lab notes, "AMD matrix cores",
+    https://gpuopen.com/learn/amd-lab-notes/amd-lab-notes-matrix-cores-readme/; AMD CDNA and CDNA 2 whitepapers).
+    NVIDIA GPUs have no FP32 matrix units: their FP32 GEMMs run on the CUDA cores (TF32 is the separate ``"tf32"``
+    precision, off by default for matmuls in PyTorch), so there the rate is the FP32 (vector) peak.
+
+    Parameters
+    ----------
+    gpu : str, GPUSpec, dict, Series or one-row DataFrame
+        See :func:`gpu_spec`.
+    precision : {"fp32", "tf32", "fp16", "bf16"}
+        As for :func:`peak_tflops`.
+
+    Raises
+    ------
+    UnsupportedPrecisionError, UnknownNameError
+        As :func:`peak_tflops`.
+
+    >>> matmul_peak_tflops("MI210", "fp32"), peak_tflops("MI210", "fp32")
+    (45.3, 22.6)
+    >>> matmul_peak_tflops("V100", "fp32") == peak_tflops("V100", "fp32")
+    True
+    """
+    return gpu_spec(gpu).matmul_peak_tflops(precision)

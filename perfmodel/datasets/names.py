@@ -125,42 +125,58 @@ GPU_IDS: tuple[str, ...] = ("K80", "P100", "V100", "T4", "L4", "A100", "H100")
 
 @dataclass(frozen=True)
 class _GPUName:
-    """How a catalog GPU is spelled: its chip token, the form-factor tokens and memory sizes that pick it among its chip's parts."""
+    """How a catalog GPU is spelled: its chip token, the form-factor tokens and memory sizes that pick it among its chip's
+    parts, and its host link's PCIe generation (a ``Gen4``/``Gen5`` in a name must match it)."""
 
     id: str
     chip: str
     forms: tuple[str, ...]
     memory: tuple[str, ...]
+    pcie_gen: int
 
 
 #: Every GPU of the catalog (``datasets/reference/gpus.csv``, in its row order), with the tokens that name it. Parts of one
 #: chip are listed default first: a name that omits the form factor or the memory size gets the first part that matches
 #: the tokens it does give (``"A100"`` → the SXM4 40 GB, ``"A100 80GB"`` → the SXM4 80 GB, ``"A100 PCIe"`` → the PCIe 40 GB).
+#: ``pcie_gen`` is the catalog's ``pcie_generation`` (a test holds them equal).
 _GPU_NAMES: tuple[_GPUName, ...] = (
-    _GPUName("K80", "k80", (), ("12gb", "24gb")),
-    _GPUName("P4", "p4", ("pcie",), ("8gb",)),
-    _GPUName("P100", "p100", ("pcie",), ("16gb",)),
-    _GPUName("P100-SXM2", "p100", ("sxm", "sxm2"), ("16gb",)),
-    _GPUName("V100", "v100", ("sxm", "sxm2"), ("16gb",)),
-    _GPUName("V100-SXM2-32GB", "v100", ("sxm", "sxm2"), ("32gb",)),
-    _GPUName("V100-PCIe-16GB", "v100", ("pcie",), ("16gb",)),
-    _GPUName("V100-PCIe-32GB", "v100", ("pcie",), ("32gb",)),
-    _GPUName("T4", "t4", ("pcie",), ("16gb", "15gb")),
-    _GPUName("A100", "a100", ("sxm", "sxm4"), ("40gb",)),
-    _GPUName("A100-SXM4-80GB", "a100", ("sxm", "sxm4"), ("80gb",)),
-    _GPUName("A100-PCIe-40GB", "a100", ("pcie",), ("40gb",)),
-    _GPUName("A100-PCIe-80GB", "a100", ("pcie",), ("80gb",)),
-    _GPUName("A10", "a10", ("pcie",), ("24gb",)),
-    _GPUName("L4", "l4", ("pcie",), ("24gb",)),
-    _GPUName("L40S", "l40s", ("pcie",), ("48gb",)),
-    _GPUName("H100", "h100", ("sxm", "sxm5", "hbm3"), ("80gb",)),
-    _GPUName("H100-PCIe", "h100", ("pcie", "hbm2e"), ("80gb",)),
-    _GPUName("H100-NVL", "h100", ("nvl",), ("94gb",)),
-    _GPUName("H200", "h200", ("sxm", "sxm5", "hbm3e"), ("141gb",)),
-    _GPUName("MI100", "mi100", ("pcie",), ("32gb",)),
-    _GPUName("MI210", "mi210", ("pcie",), ("64gb",)),
-    _GPUName("MI250", "mi250", ("oam",), ("64gb", "128gb")),
+    _GPUName("K80", "k80", (), ("12gb", "24gb"), 3),
+    _GPUName("P4", "p4", ("pcie",), ("8gb",), 3),
+    _GPUName("P100", "p100", ("pcie",), ("16gb",), 3),
+    _GPUName("P100-SXM2", "p100", ("sxm", "sxm2"), ("16gb",), 3),
+    _GPUName("V100", "v100", ("sxm", "sxm2"), ("16gb",), 3),
+    _GPUName("V100-SXM2-32GB", "v100", ("sxm", "sxm2"), ("32gb",), 3),
+    _GPUName("V100-PCIe-16GB", "v100", ("pcie",), ("16gb",), 3),
+    _GPUName("V100-PCIe-32GB", "v100", ("pcie",), ("32gb",), 3),
+    _GPUName("T4", "t4", ("pcie",), ("16gb", "15gb"), 3),
+    _GPUName("A100", "a100", ("sxm", "sxm4"), ("40gb",), 4),
+    _GPUName("A100-SXM4-80GB", "a100", ("sxm", "sxm4"), ("80gb",), 4),
+    _GPUName("A100-PCIe-40GB", "a100", ("pcie",), ("40gb",), 4),
+    _GPUName("A100-PCIe-80GB", "a100", ("pcie",), ("80gb",), 4),
+    _GPUName("A10", "a10", ("pcie",), ("24gb",), 4),
+    _GPUName("L4", "l4", ("pcie",), ("24gb",), 4),
+    _GPUName("L40S", "l40s", ("pcie",), ("48gb",), 4),
+    # "mega": Google Cloud's A3 Mega accelerator type (nvidia-h100-mega-80gb) is the same H100 SXM5 80 GB
+    _GPUName("H100", "h100", ("sxm", "sxm5", "hbm3", "mega"), ("80gb",), 5),
+    _GPUName("H100-PCIe", "h100", ("pcie", "hbm2e"), ("80gb",), 5),
+    _GPUName("H100-NVL", "h100", ("nvl",), ("94gb",), 5),
+    _GPUName("H200", "h200", ("sxm", "sxm5", "hbm3e"), ("141gb",), 5),
+    _GPUName("MI100", "mi100", ("pcie",), ("32gb",), 4),
+    _GPUName("MI210", "mi210", ("pcie",), ("64gb",), 4),
+    _GPUName("MI250", "mi250", ("oam",), ("64gb", "128gb"), 4),
 )
+
+#: GPUs that clouds and benchmark tables name but the catalog does not have, each with the catalogued part it is most
+#: often mistaken for (suggested, never substituted: their rates, SM counts or bandwidths differ).
+_NOT_IN_CATALOG: dict[str, tuple[str, ...]] = {
+    "a10g": ("A10",),  # AWS g5: an A10 variant of its own (different SM count and clocks)
+    "v100s": ("V100-PCIe-32GB",),  # faster clocks and memory than the V100 PCIe
+    "mi250x": ("MI250",),  # 110 CUs per die against the MI250's 104
+    "h800": ("H100",), "a800": ("A100",),  # export parts: cut NVLink
+    "gh200": ("H100", "H200"),  # Grace Hopper: the Hopper GPU with 96 or 144 GB
+    "l40": ("L40S",), "h20": ("H100",), "mi300x": (), "mi300a": (), "mi325x": (), "b200": (), "gb200": (), "a40": (),
+    "a30": (),
+}
 
 #: Every GPU id of the GPU catalog (:func:`perfmodel.datasets.load_gpu_catalog`), in its row order.
 CATALOG_GPU_IDS: tuple[str, ...] = tuple(g.id for g in _GPU_NAMES)
@@ -197,32 +213,52 @@ _GPU_ALIASES.update({"teslak80": "K80", "teslap100": "P100", "teslav100": "V100"
 _GPU_NOISE = frozenset({"nvidia", "tesla", "amd", "instinct", "tensor", "core", "gpu", "gddr5", "gddr6", "hbm2"})
 _GPU_CHIPS = frozenset(g.chip for g in _GPU_NAMES)
 _GPU_FORMS = frozenset(f for g in _GPU_NAMES for f in g.forms)
-_GPU_MEMORY = re.compile(r"(\d+)\s*gi?b\b")
+#: A memory size: "80GB", "80 GB", "80GiB", "80G" (SkyPilot's "A100-80G"), any case.
+_GPU_MEMORY = re.compile(r"(?<![a-z0-9.])(\d+)\s*(?:gi?b|g)\b")  # not the "10g" of "A10G"
+#: The host link's PCIe generation: "Gen5", "PCIe Gen4", "PCIe5", "PCIe-Gen 5".
+_GPU_PCIE_GEN = re.compile(r"\b(pcie)?[\s\-_]*gen[\s\-_]*(\d)\b|\bpcie(\d)\b")
+
+
+def _gpu_tokens(name) -> tuple[list[str], list[int]]:
+    """Lower-case tokens of a device name with vendor words dropped, memory sizes as ``<n>gb`` and PCIe generations taken
+    out (returned apart; a ``PCIe Gen5`` leaves its ``pcie`` form token)."""
+    text = str(name).lower()
+    gens: list[int] = []
+
+    def gen(m):
+        gens.append(int(m.group(2) or m.group(3)))
+        return " pcie " if (m.group(1) or m.group(3)) else " "
+
+    text = _GPU_PCIE_GEN.sub(gen, text)
+    text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", text)
+    return [t for t in re.split(r"[^a-z0-9]+", text) if t and t not in _GPU_NOISE], gens
 
 
 def _gpu_from_tokens(name) -> str | None:
-    """Match a device name by its tokens: one chip, at most one form factor, at most one memory size, nothing else.
+    """Match a device name by its tokens: one chip, form-factor words of one part, at most one memory size, at most one
+    PCIe generation, nothing else.
 
-    ``"NVIDIA_A100_80GB_PCIe"``, ``"Tesla V100-PCIE-32GB"``, ``"H100 80GB SXM5"``, ``"h100-sxm"``, ``"nvidia-l4"`` all
-    split into such tokens. ``None`` when a token is not understood or the tokens pick no catalog part.
+    ``"NVIDIA_A100_80GB_PCIe"``, ``"Tesla V100-PCIE-32GB"``, ``"H100 80GB SXM5"``, ``"H100 SXM5 80GB HBM3"``,
+    ``"H100 80GB PCIe Gen5"``, ``"h100-sxm"``, ``"nvidia-l4"``, ``"nvidia-tesla-a100"`` all split into such tokens. ``None``
+    when a token is not understood or the tokens pick no catalog part.
     """
-    text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", str(name).lower())
-    tokens = [t for t in re.split(r"[^a-z0-9]+", text) if t and t not in _GPU_NOISE]
+    tokens, gens = _gpu_tokens(name)
     chips = [t for t in tokens if t in _GPU_CHIPS]
-    forms = [t for t in tokens if t in _GPU_FORMS]
-    sizes = [t for t in tokens if re.fullmatch(r"\d+gb", t)]
-    if len(chips) != 1 or len(forms) > 1 or len(sizes) > 1 or len(chips) + len(forms) + len(sizes) != len(tokens):
+    forms = set(t for t in tokens if t in _GPU_FORMS)
+    sizes = set(t for t in tokens if re.fullmatch(r"\d+gb", t))
+    if (len(chips) != 1 or len(sizes) > 1 or len(set(gens)) > 1
+            or len(chips) + sum(t in forms or t in sizes for t in tokens) != len(tokens)):
         return None
     for g in _GPU_NAMES:  # default part first
-        if g.chip == chips[0] and (not forms or forms[0] in g.forms) and (not sizes or sizes[0] in g.memory):
+        if (g.chip == chips[0] and forms <= set(g.forms) and (not sizes or next(iter(sizes)) in g.memory)
+                and (not gens or gens[0] == g.pcie_gen)):
             return g.id
     return None
 
 
 def _chip_of(name) -> str | None:
     """The one chip token a name mentions (for the suggestions when its form factor or memory matches no part)."""
-    text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", str(name).lower())
-    chips = {t for t in re.split(r"[^a-z0-9]+", text) if t in _GPU_CHIPS}
+    chips = {t for t in _gpu_tokens(name)[0] if t in _GPU_CHIPS}
     return chips.pop() if len(chips) == 1 else None
 
 
@@ -268,18 +304,27 @@ def canonical_gpu(name: str) -> str:
     Accepted: the ids of :data:`CATALOG_GPU_IDS` (case, spaces, hyphens and underscores ignored); device names as
     ``nvidia-smi``, ``torch.cuda.get_device_name`` and NeuSight's files spell them (``"NVIDIA H100 80GB HBM3"``,
     ``"Tesla_V100-PCIE-32GB"``, ``"NVIDIA_A100_80GB_PCIe"``, ``"Tesla P4"``, ``"AMD_Instinct_MI250"``); everyday spellings
-    made of a chip, a form factor and a memory size in any order (``"A100 80GB PCIe"``, ``"H100 80GB SXM5"``,
-    ``"h100-sxm"``, ``"nvidia-l4"``).
+    made of a chip, form-factor words, a memory size and a PCIe generation in any order (``"A100 80GB PCIe"``,
+    ``"H100 80GB PCIe Gen5"``, ``"H100 SXM5 80GB HBM3"``, ``"h100-sxm"``, ``"A100-80G"``); the accelerator names of
+    clouds (Google Cloud's ``"nvidia-tesla-a100"``, ``"nvidia-a100-80gb"``, ``"nvidia-h100-mega-80gb"``, ``"nvidia-l4"``;
+    SkyPilot's ``"A100-80GB"``, ``"H100-SXM"``). Vendor and product-line words (NVIDIA, Tesla, AMD, Instinct, Tensor Core,
+    GPU) are ignored; a memory size is read in GB, GiB or G; form-factor words (PCIe, SXM/SXM2/SXM4/SXM5, HBM3, HBM2e,
+    NVL, OAM) must all belong to one part; a ``Gen4``/``Gen5`` must be that part's host link.
 
     A name that omits the form factor or the memory size gets the chip's first part in the catalog that fits what it
     does say: SXM before PCIe (``"A100"`` is the SXM4 40 GB, ``"H100"`` the SXM5, ``"V100"`` the SXM2 16 GB, as GCE
-    attaches them), the smaller memory first (``"A100 PCIe"`` is the 40 GB card). Give both to be exact.
+    attaches them and as AWS's p4d/p5/p3 instances have them), the smaller memory first (``"A100 PCIe"`` is the 40 GB
+    card). Give both to be exact: a bare ``"A100"`` from a table that does not say which A100 it ran on is read as the
+    SXM4 40 GB, which is 10-20 % off a PCIe card's sustained rates.
 
     Raises
     ------
     UnknownNameError
-        For any other name, listing the catalog ids and the closest ones. A GPU that is not in the catalog can be
-        passed as a :class:`perfmodel.datasets.GPUSpec` wherever a GPU is expected.
+        For any other name, listing the catalog ids and the closest ones. A GPU that clouds name but the catalog does
+        not have (``"NVIDIA A10G"``, ``"AMD Instinct MI250X"``, ``"Tesla V100S-PCIE-32GB"``, ``"NVIDIA H800"``) is
+        refused with the catalogued part it is often taken for, never mapped to it; so is a name of two GPUs (ROCm's
+        ``"AMD Instinct MI250X / MI250"``) or of a part the catalog does not list (``"H100 SXM 94GB"``). A GPU that
+        is not in the catalog can be passed as a :class:`perfmodel.datasets.GPUSpec` wherever a GPU is expected.
 
     >>> canonical_gpu("NVIDIA A100 80GB PCIe")
     'A100-PCIe-80GB'
@@ -293,10 +338,23 @@ def canonical_gpu(name: str) -> str:
     err = _unknown("GPU", name, CATALOG_GPU_IDS, "Device names ('NVIDIA A100 80GB PCIe', 'Tesla V100-SXM2-16GB') and spellings such as "
                    "'H100 80GB SXM5' are accepted too; a GPU that is not in the catalog can be passed as a "
                    "perfmodel.datasets.GPUSpec.", aliases=_GPU_ALIASES)
+    msg = str(err).split(" Did you mean")[0]
+    tokens = _gpu_tokens(name)[0]
+    named = list(dict.fromkeys(t for t in tokens if t in _GPU_CHIPS or t in _NOT_IN_CATALOG))
+    if len(named) > 1:  # ROCm names both MI250 and MI250X "AMD Instinct MI250X / MI250"
+        rocm = (" ROCm reports MI250 and MI250X dies alike as 'AMD Instinct MI250X / MI250': rocminfo shows 104 compute units "
+                "per die on an MI250 (pass 'MI250'), 110 on an MI250X (not in the catalog).") if set(named) == {"mi250x", "mi250"} else ""
+        raise UnknownNameError(f"{msg} {name!r} names more than one GPU ({', '.join(t.upper() for t in named)}); pass one "
+                               f"of them.{rocm}")
+    if named and named[0] in _NOT_IN_CATALOG:
+        near = _NOT_IN_CATALOG[named[0]]
+        mean = (f" It is not the catalog's {' or '.join(repr(n) for n in near)} (a different part); pass that id to accept its "
+                "numbers anyway.") if near else ""
+        raise UnknownNameError(f"{msg} {named[0].upper()} is not in the catalog: pass a perfmodel.datasets.GPUSpec with its "
+                               f"datasheet numbers.{mean}")
     chip = _chip_of(name)
     if chip is not None:  # the chip is known, its form factor / memory / extra words are not: suggest that chip's parts
         parts = [g.id for g in _GPU_NAMES if g.chip == chip]
-        msg = str(err).split(" Did you mean")[0]
         err = UnknownNameError(f"{msg} The catalog's {chip.upper()} parts are {' or '.join(repr(p) for p in parts)}; "
                                f"did you mean one of them?")
     raise err

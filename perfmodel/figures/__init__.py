@@ -144,11 +144,14 @@ __all__ += ["CPU_FEATURE_SETS", "cpu_lomo", "cpu_lomo_data", "cpu_step_times"]
 
 # -- external benchmark: NeuSight's labels --
 from perfmodel.papers.external._neusight import (
+    AMD_BENCHMARK_GPUS,
     BENCHMARK_GPUS,
     cmdare_op_model_data,
+    neusight_amd_benchmark_data,
     neusight_benchmark,
     neusight_benchmark_data,
     neusight_benchmark_summary,
 )
 
-__all__ += ["BENCHMARK_GPUS", "cmdare_op_model_data", "neusight_benchmark", "neusight_benchmark_data", "neusight_benchmark_summary"]
+__all__ += ["BENCHMARK_GPUS", "AMD_BENCHMARK_GPUS", "cmdare_op_model_data", "neusight_benchmark", "neusight_benchmark_data",
+            "neusight_amd_benchmark_data", "neusight_benchmark_summary"]

@@ -308,14 +308,15 @@ def _interval(alpha):
 
 def _kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
     """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec``."""
-    from perfmodel.datasets import peak_tflops
+    from perfmodel.datasets import matmul_peak_tflops
     from perfmodel.models.op_latency import WORK_COLUMNS, default_op_model, gpu_columns, op_design
 
     op_model = default_op_model() if op_model is None else op_model
     cols = gpu_columns([spec] * len(work), precision="fp32")
-    if prec != "fp32":  # tensor-core rate for the matmul units only; the rest stays on the CUDA cores
-        mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
-        cols.loc[mm, "peak_flops_per_s"] = peak_tflops(spec, prec) * 1e12
+    # GEMMs and convolutions at the matrix units' rate (tensor cores; FP32 too where the vendor BLAS runs FP32 GEMMs on
+    # matrix cores, AMD CDNA); the rest stays on the CUDA cores / vector units
+    mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
+    cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, prec) * 1e12
     X = op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
     return op_model.predict_in_stream(X)
 

@@ -275,8 +275,11 @@ def test_a_gpu_outside_the_catalog_as_a_spec():
             "bf16_peak_tflops": 2250.0, "fp16_peak_tflops": 2250.0, "tf32_peak_tflops": 1100.0}
     s = gpu_spec(spec)
     assert s.gpu == "B200" and s.precisions == ("fp32", "tf32", "fp16", "bf16") and peak_tflops(spec, "bf16") == 2250.0
-    assert math.isnan(s.l2_mib) and math.isnan(s.nvlink_gb_per_s)
+    assert s.l2_mib == ds.DEFAULT_L2_MIB == 6.0 and math.isnan(s.nvlink_gb_per_s)  # L2 not given: the documented default
     assert peak_tflops(GPUSpec("x", 10, 500, 16, 40), "fp32") == 10.0
+    assert GPUSpec("x", 10, 500, 16, 40, l2_mib=math.nan).l2_mib == 6.0 and GPUSpec("x", 10, 500, 16, 40, l2_mib=50).l2_mib == 50.0
+    with pytest.raises(InvalidGPUSpecError, match=r"GPUSpec 'x': l2_mib must be a positive finite number or NaN .*\(MiB\); got -1\.0\."):
+        GPUSpec("x", 10, 500, 16, 40, l2_mib=-1)
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -377,3 +380,32 @@ def test_an_unknown_precision_lists_the_valid_ones():
         peak_tflops("H100", "int8")
     with pytest.raises(UnknownNameError, match=r"^Unknown precision 'fp8'"):
         gpu_spec("H100").peak_tflops("fp8")
+
+
+def test_the_name_table_has_the_catalogs_pcie_generations(cat):
+    """canonical_gpu checks a 'Gen4'/'Gen5' in a name against the part's host link: the table it reads agrees with the catalog."""
+    from perfmodel.datasets.names import _GPU_NAMES
+
+    assert {g.id: g.pcie_gen for g in _GPU_NAMES} == cat["pcie_generation"].astype(int).to_dict()
+
+
+def test_matmuls_run_at_the_matrix_rate_where_the_vendor_blas_uses_matrix_cores_for_fp32(cat):
+    """FP32 GEMMs on AMD CDNA run on the matrix cores (rocBLAS, MFMA): twice the vector rate; NVIDIA's on the CUDA cores."""
+    for g in ("MI100", "MI210", "MI250"):
+        assert ds.matmul_peak_tflops(g, "fp32") == cat.loc[g, "fp32_matrix_tflops"] == pytest.approx(2 * peak_tflops(g, "fp32"), rel=0.01)
+        assert ds.matmul_peak_tflops(g, "bf16") == peak_tflops(g, "bf16")
+    for g in cat.index[cat["vendor"] == "NVIDIA"]:
+        assert math.isnan(cat.loc[g, "fp32_matrix_tflops"]) and ds.matmul_peak_tflops(g, "fp32") == peak_tflops(g, "fp32")
+    assert ds.matmul_peak_tflops("A100", "tf32") == 156.0 and gpu_spec("MI210").matmul_peak_tflops("float32") == 45.3
+    with pytest.raises(UnsupportedPrecisionError, match=r"GPU 'MI210' cannot run tf32: it has no TF32 tensor cores"):
+        ds.matmul_peak_tflops("MI210", "tf32")
+
+
+def test_gpu_columns_of_a_spec_of_its_required_fields_are_finite():
+    """The per-operator model's GPU columns of GPUSpec's docstring example (no L2 given) are positive and finite."""
+    from perfmodel.models.op_latency import gpu_columns
+
+    cols = gpu_columns([GPUSpec("my-gpu", fp32_peak_tflops=40.0, memory_bandwidth_gb_per_s=1000.0, memory_gib=48, sm_count=100,
+                                bf16_peak_tflops=300.0)])
+    v = cols.drop(columns="gpu").to_numpy(float)
+    assert np.isfinite(v).all() and (v > 0).all() and cols["l2_bytes"].item() == ds.DEFAULT_L2_MIB * 2**20

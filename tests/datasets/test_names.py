@@ -1,6 +1,8 @@
 """Canonical ids for models, GPUs and regions (DESIGN.md convention 3)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from perfmodel import datasets as ds
@@ -73,3 +75,71 @@ def test_aws_region_names_are_refused_not_mapped_to_gce(name):
                                                r"AWS regions are not mapped to GCE regions"):
         ds.canonical_region(name)
     assert ds.canonical_region("us-east1") == "us-east1" and ds.canonical_region("useast1") == "us-east1"
+
+
+#: GPU names as device queries, clouds and benchmark tables print them, each with the catalog part it is (where it says
+#: less than the part, the documented default: SXM before PCIe, the smaller memory first).
+REAL_GPU_SPELLINGS = [
+    # nvidia-smi / torch.cuda.get_device_name
+    ("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H100 PCIe", "H100-PCIe"), ("NVIDIA H100 NVL", "H100-NVL"),
+    ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"), ("NVIDIA A100-SXM4-40GB", "A100"), ("NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB"),
+    ("NVIDIA A100 80GB PCIe", "A100-PCIe-80GB"), ("Tesla V100-SXM2-16GB", "V100"), ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"),
+    ("Tesla V100-PCIE-16GB", "V100-PCIe-16GB"), ("Tesla V100-PCIE-32GB", "V100-PCIe-32GB"), ("Tesla P100-PCIE-16GB", "P100"),
+    ("Tesla P100-SXM2-16GB", "P100-SXM2"), ("Tesla K80", "K80"), ("Tesla P4", "P4"), ("Tesla T4", "T4"), ("NVIDIA L4", "L4"),
+    ("NVIDIA L40S", "L40S"), ("NVIDIA A10", "A10"), ("NVIDIA H200", "H200"), ("NVIDIA H100 Tensor Core GPU", "H100"),
+    # ROCm (torch.cuda.get_device_name on ROCm, rocm-smi product names)
+    ("AMD Instinct MI210", "MI210"), ("AMD Instinct MI100", "MI100"), ("AMD Instinct MI250", "MI250"),
+    # datasheet / benchmark-table spellings (MLPerf system descriptions, vendor tables)
+    ("H100 80GB PCIe Gen5", "H100-PCIe"), ("H100 PCIe Gen 5", "H100-PCIe"), ("A100 80GB PCIe Gen4", "A100-PCIe-80GB"),
+    ("H100 SXM5 80GB HBM3", "H100"), ("NVIDIA H100-SXM5-80GB", "H100"), ("NVIDIA H100-PCIe-80GB", "H100-PCIe"),
+    ("NVIDIA H200-SXM-141GB", "H200"), ("NVIDIA A100 PCIe 40GB", "A100-PCIe-40GB"), ("NVIDIA Tesla V100 PCIe 16 GB", "V100-PCIe-16GB"),
+    ("A100-SXM-80GB", "A100-SXM4-80GB"), ("A100 80GiB SXM4", "A100-SXM4-80GB"),
+    # AWS instance GPUs (p4d: A100 40GB SXM4; p4de: A100 80GB; p5: H100 80GB SXM5; p3: V100 16GB SXM2; g4dn: T4; g6: L4)
+    ("A100 40GB", "A100"), ("A100 80GB", "A100-SXM4-80GB"), ("H100 80GB", "H100"), ("V100 16GB", "V100"), ("T4", "T4"),
+    ("L4", "L4"), ("L40S 48GB", "L40S"), ("H200 141GB", "H200"),
+    # Google Cloud accelerator types
+    ("nvidia-tesla-a100", "A100"), ("nvidia-a100-80gb", "A100-SXM4-80GB"), ("nvidia-h100-80gb", "H100"),
+    ("nvidia-h100-mega-80gb", "H100"), ("nvidia-h200-141gb", "H200"), ("nvidia-l4", "L4"), ("nvidia-tesla-t4", "T4"),
+    ("nvidia-tesla-v100", "V100"), ("nvidia-tesla-p100", "P100"), ("nvidia-tesla-p4", "P4"), ("nvidia-tesla-k80", "K80"),
+    # SkyPilot / Lambda accelerator names
+    ("A100-80GB", "A100-SXM4-80GB"), ("H100-SXM", "H100"), ("H100-MEGA", "H100"), ("V100-32GB", "V100-SXM2-32GB"),
+    ("A100-80G", "A100-SXM4-80GB"), ("A100", "A100"), ("H100", "H100"), ("L40S", "L40S"),
+]
+
+
+@pytest.mark.parametrize("name, gpu", REAL_GPU_SPELLINGS)
+def test_real_gpu_spellings_resolve(name, gpu):
+    assert ds.canonical_gpu(name) == gpu
+
+
+def test_the_list_of_real_spellings_is_long_and_covers_the_catalog():
+    assert len(REAL_GPU_SPELLINGS) >= 30
+    assert {g for _, g in REAL_GPU_SPELLINGS} == set(ds.CATALOG_GPU_IDS)
+
+
+def test_a_bare_a100_is_the_sxm4_40gb_as_documented():
+    """An ambiguous name keeps its documented reading (SXM first, smaller memory first), never another chip's part."""
+    assert ds.canonical_gpu("A100") == ds.canonical_gpu("NVIDIA A100-SXM4-40GB") == "A100"
+    assert ds.canonical_gpu("A100 PCIe") == "A100-PCIe-40GB" and ds.canonical_gpu("V100") == "V100"
+
+
+@pytest.mark.parametrize("name, message", [
+    # GPUs the catalog does not have: refused with the part they are often taken for, never mapped to it
+    ("NVIDIA A10G", r"A10G is not in the catalog: pass a perfmodel\.datasets\.GPUSpec with its datasheet numbers\. It is not the "
+                    r"catalog's 'A10' \(a different part\); pass that id to accept its numbers anyway\."),
+    ("AMD Instinct MI250X", r"MI250X is not in the catalog: .* It is not the catalog's 'MI250' \(a different part\)"),
+    ("Tesla V100S-PCIE-32GB", r"V100S is not in the catalog: .* It is not the catalog's 'V100-PCIe-32GB'"),
+    ("NVIDIA H800", r"H800 is not in the catalog: .* It is not the catalog's 'H100'"),
+    ("NVIDIA GH200 480GB", r"GH200 is not in the catalog: .* It is not the catalog's 'H100' or 'H200'"),
+    ("AMD Instinct MI300X", r"MI300X is not in the catalog: pass a perfmodel\.datasets\.GPUSpec with its datasheet numbers\.$"),
+    # ROCm's one name for two GPUs
+    ("AMD Instinct MI250X / MI250", r"'AMD Instinct MI250X / MI250' names more than one GPU \(MI250X, MI250\); pass one of them\. "
+                                    r"ROCm reports MI250 and MI250X dies alike .* 104 compute units per die on an MI250 \(pass 'MI250'\)"),
+    # a PCIe generation the part does not have, a MIG slice, an instance with a GPU count
+    ("A100 PCIe Gen5", r"The catalog's A100 parts are 'A100' or 'A100-SXM4-80GB' or 'A100-PCIe-40GB' or 'A100-PCIe-80GB'"),
+    ("NVIDIA A100-SXM4-40GB MIG 1g.5gb", r"The catalog's A100 parts are"),
+    ("8x H100 SXM5", r"The catalog's H100 parts are"),
+])
+def test_gpus_not_in_the_catalog_are_refused_with_close_matches(name, message):
+    with pytest.raises(UnknownNameError, match=rf"^Unknown GPU '{re.escape(name)}'\. Expected one of: K80, .*, MI250\. .*{message}"):
+        ds.canonical_gpu(name)

@@ -18,17 +18,23 @@ import pandas as pd
 from perfmodel.diagnostics.metrics import percent_error
 from perfmodel.datasets._cache import cached_frame  # computed once per data source; callers get copies
 
-__all__ = ["BENCHMARK_GPUS", "neusight_benchmark_data", "neusight_benchmark_summary", "neusight_benchmark", "cmdare_op_model_data"]
+__all__ = ["BENCHMARK_GPUS", "AMD_BENCHMARK_GPUS", "neusight_benchmark_data", "neusight_amd_benchmark_data",
+           "neusight_benchmark_summary", "neusight_benchmark", "cmdare_op_model_data"]
 
 #: NeuSight's NVIDIA test GPUs with single-GPU training labels (catalog ids).
 BENCHMARK_GPUS = ("V100-PCIe-32GB", "A100-PCIe-80GB", "L4", "H100")
+
+#: NeuSight's AMD test GPUs (catalog ids; MI250 is one of the two dies of a module, as ROCm shows it). Scored apart
+#: from the NVIDIA GPUs: the operator model is fitted on NVIDIA microbenchmarks only, and nothing is ever fitted on
+#: these labels.
+AMD_BENCHMARK_GPUS = ("MI100", "MI210", "MI250")
 
 _METHODS = {"neusight": "NeuSight", "li_et_al": "Li et al.", "roofline": "roofline", "habitat": "Habitat"}
 
 
 @cached_frame
 def neusight_benchmark_data() -> pd.DataFrame:
-    """One row per single-GPU label (training and inference, eager) of the benchmark GPUs.
+    """One row per single-GPU label (training and inference, eager) of the NVIDIA benchmark GPUs (:data:`BENCHMARK_GPUS`).
 
     Returns
     -------
@@ -40,6 +46,22 @@ def neusight_benchmark_data() -> pd.DataFrame:
         published absolute errors ``<method>_error_pct`` of NeuSight, Li et al., roofline and Habitat (NaN where NeuSight
         publishes none).
     """
+    return _benchmark_rows(BENCHMARK_GPUS)
+
+
+@cached_frame
+def neusight_amd_benchmark_data() -> pd.DataFrame:
+    """One row per single-GPU label (training and inference, eager) of NeuSight's AMD GPUs (:data:`AMD_BENCHMARK_GPUS`:
+    MI100, MI210, MI250), in the columns of :func:`neusight_benchmark_data`.
+
+    The labels are test data only: the operator model is fitted on NeuSight's NVIDIA microbenchmarks, and an AMD GPU
+    enters the prediction through its catalog row alone (FP32 GEMMs and convolutions at the matrix-core rate, see
+    :func:`perfmodel.datasets.matmul_peak_tflops`).
+    """
+    return _benchmark_rows(AMD_BENCHMARK_GPUS)
+
+
+def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     import warnings
 
     from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_model_config
@@ -50,7 +72,7 @@ def neusight_benchmark_data() -> pd.DataFrame:
     lab = load_neusight_labels()
     lab = lab[(lab["parallel"] == "none") & ~lab["fused"]].copy()
     lab["gpu"] = [canonical_gpu(d) for d in lab["device"]]
-    lab = lab[lab["gpu"].isin(BENCHMARK_GPUS)].sort_values(["mode", "gpu", "model", "seq_len", "batch_size"]).reset_index(drop=True)
+    lab = lab[lab["gpu"].isin(gpus)].sort_values(["mode", "gpu", "model", "seq_len", "batch_size"]).reset_index(drop=True)
     rows = []
     for (mode, model, seq, batch), grp in lab.groupby(["mode", "model", "seq_len", "batch_size"], sort=False):
         try:

@@ -1,17 +1,19 @@
 """Per-operator step-time predictor on NeuSight's single-GPU training and inference labels (V100, A100-80GB, L4, H100) vs NeuSight, Li et al., roofline, Habitat.
 
-The labels are test data only.
+The labels are test data only. NeuSight's AMD labels (MI100, MI210, MI250) are scored apart (the ``amd_`` quantities of
+:func:`numbers`, from ``perfmodel.figures.neusight_amd_benchmark_data``).
 
 Paper: perfmodel, external benchmark (NeuSight's published labels). Upstream: sitar-lab/NeuSight labels and reported errors.
 
 Sources
 -------
-* sitar-lab/NeuSight: the single-GPU training and inference labels and the published per-predictor errors
+* sitar-lab/NeuSight: the single-GPU training and inference labels (NVIDIA and AMD) and the published per-predictor errors
 
 Procedure
 ---------
 predict_step_time for every eager single-GPU label (a GPU is never in the training set of the model scored on it); absolute %
-error per label next to NeuSight's own and its baselines'.
+error per label next to NeuSight's own and its baselines'; NeuSight's AMD GPUs (MI100, MI210, MI250) scored apart, from
+their catalog rows alone.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ TITLE = "Per-operator step-time predictor on NeuSight's single-GPU training and 
 #: the upstream file / notebook cell it redraws
 UPSTREAM = "sitar-lab/NeuSight labels and reported errors"
 #: upstream data files
-SOURCES = ("sitar-lab/NeuSight: the single-GPU training and inference labels and the published per-predictor errors",)
+SOURCES = ("sitar-lab/NeuSight: the single-GPU training and inference labels (NVIDIA and AMD) and the published per-predictor errors",)
 #: procedure
-PROCEDURE = "predict_step_time for every eager single-GPU label (a GPU is never in the training set of the model scored on it); absolute % error per label next to NeuSight's own and its baselines'."
+PROCEDURE = "predict_step_time for every eager single-GPU label (a GPU is never in the training set of the model scored on it); absolute % error per label next to NeuSight's own and its baselines'; NeuSight's AMD GPUs (MI100, MI210, MI250) scored apart, from their catalog rows alone."
 #: tolerance rule of its numbers
 TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
 #: reproduction status of the data behind it
@@ -69,10 +71,17 @@ def data() -> pd.DataFrame:
 def numbers() -> pd.DataFrame:
     """perfmodel's own results: perfmodel's MAPE per GPU (and over all) on NeuSight's training and inference labels,
     next to the MAPE of NeuSight's published errors on the same labels (``COMPARISON_COLUMNS``, no paper value, status
-    ``PERFMODEL-RESULT``, the protocol in ``reason``), from :func:`data`."""
+    ``PERFMODEL-RESULT``, the protocol in ``reason``), from :func:`data`; then the same for NeuSight's AMD GPUs, scored
+    apart (``perfmodel.figures.neusight_amd_benchmark_data``; test data only: the operator model is fitted on NVIDIA
+    microbenchmarks), their quantities prefixed ``amd_`` (``amd_train_all_perfmodel_mape_pct`` ...)."""
+    rows = [*_mape_rows(data(), "", "all benchmark GPUs"),
+            *_mape_rows(_impl.neusight_amd_benchmark_data(), "amd_", "all AMD GPUs (MI100, MI210, MI250)")]
+    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+
+
+def _mape_rows(d: pd.DataFrame, prefix: str, everything: str) -> list[dict]:
     from perfmodel.diagnostics.metrics import mape
 
-    d = data()
     rows = []
     for mode, what in (("train", "training steps (forward + backward, FP32, eager)"), ("inf", "inference passes (FP32, eager)")):
         m = d[d["mode"] == mode]
@@ -80,17 +89,18 @@ def numbers() -> pd.DataFrame:
         skipped = f"; {len(m) - len(ok)} label(s) not predicted: {', '.join(sorted(set(m.loc[m['status'] != 'predicted', 'status'])))}" \
             if len(ok) < len(m) else ""
         for g, grp in [*ok.groupby("gpu", sort=True), ("all", ok)]:
-            on = "all benchmark GPUs" if g == "all" else g
-            rows.append(dict(quantity=f"{mode}_{str(g).lower()}_perfmodel_mape_pct", unit="pct", value=mape(grp["measured_ms"], grp["predicted_ms"]),
+            on = everything if g == "all" else g
+            rows.append(dict(quantity=f"{prefix}{mode}_{str(g).lower()}_perfmodel_mape_pct", unit="pct",
+                             value=mape(grp["measured_ms"], grp["predicted_ms"]),
                              protocol=f"predict_step_time on NeuSight's {len(grp)} single-GPU {what} labels of {on} (test data only: no "
                                       f"measurement of a scored GPU in the operator model's training set){skipped}; MAPE from "
                                       "perfmodel.diagnostics.metrics"))
             pub = grp["neusight_error_pct"].dropna()
             if len(pub):
-                rows.append(dict(quantity=f"{mode}_{str(g).lower()}_neusight_published_mape_pct", unit="pct", value=float(pub.mean()),
+                rows.append(dict(quantity=f"{prefix}{mode}_{str(g).lower()}_neusight_published_mape_pct", unit="pct", value=float(pub.mean()),
                                  protocol=f"mean of the absolute errors NeuSight publishes for its own predictor on the same {len(pub)} "
                                           f"labels of {on} (sitar-lab/NeuSight)"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return rows
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):
