@@ -61,6 +61,16 @@ def neusight_amd_benchmark_data() -> pd.DataFrame:
     return _benchmark_rows(AMD_BENCHMARK_GPUS)
 
 
+def _as_neusight_traced(cfg: dict, mode: str) -> dict:
+    """The model NeuSight timed for a label: its ``get_model`` (``neusight/Tracing/trace.py``) builds BERT with
+    ``AutoModelForSequenceClassification`` for inference (a two-label head on the pooled token, no vocabulary
+    projection) and ``AutoModelForPreTraining`` for training, whatever ``architectures`` the upstream config
+    (``bert_large.json``: ``BertLMHeadModel``) names. Other models keep their config's causal-LM head."""
+    if cfg.get("model_type") == "bert":
+        return {**cfg, "architectures": ["BertForSequenceClassification" if mode == "inf" else "BertForPreTraining"]}
+    return cfg
+
+
 def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     import warnings
 
@@ -76,7 +86,7 @@ def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     rows = []
     for (mode, model, seq, batch), grp in lab.groupby(["mode", "model", "seq_len", "batch_size"], sort=False):
         try:
-            cfg = neusight_model_config(model)
+            cfg = _as_neusight_traced(neusight_model_config(model), mode)
         except Exception as exc:  # noqa: BLE001 - reported per row, never silently dropped
             pred, status = None, f"not predicted: no model config upstream ({type(exc).__name__})"
         else:
