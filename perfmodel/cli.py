@@ -239,7 +239,7 @@ PLAN_CLOUD_DEFAULT_SAMPLES = 320_000
 
 def _cloud_table(frame):
     """The printed columns of a plan-cloud frame: memory in GiB, a 'fits' mark that reads as a verdict."""
-    t = frame.copy()
+    t = frame.copy().infer_objects()  # a chosen row comes back as a one-row frame of objects
     t["mem_gib_per_gpu"] = (t["memory_per_gpu_bytes"] / 2**30).round(2)
     t["gpu_gib"] = (t["capacity_bytes"] / 2**30).round(1)
     t["fits"] = ["yes" if ok else "NO (out of memory)" for ok in t["fits"]]
