@@ -144,11 +144,11 @@ def _with_rescue(exc: BaseException, df: pd.DataFrame, path: Path) -> BaseExcept
 def check_appendable(path, columns=None) -> Path:
     """Raise now the error :func:`append_rows` would raise later (before a long measurement, not after it).
 
-    Checks that ``path`` is not a folder, that an existing file can be opened for appending (``open(path, 'a')``) and
+    Checks (for a symbolic link: on the file it points at) that ``path`` is not a folder, that an existing file can be opened for appending (``open(path, 'a')``) and
     has the header ``columns`` (when given), and that its folder exists or can be created and is writable (the
     append writes a temporary file and a lock file there). Nothing is written.
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path))  # a symbolic link is appended through: check the file and folder it points at
     if path.is_dir():
         raise IsADirectoryError(21, f"Is a directory (expected a CSV file path to append rows to; name a file inside it, "
                                     f"e.g. {path / 'measurements.csv'})", str(path))

@@ -267,3 +267,17 @@ def test_a_failed_write_removes_its_temporary_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert pd.read_csv(f)["a"].tolist() == [1]
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_check_appendable_looks_through_a_link_at_the_target_folder(open_dir, unprivileged):
+    """The append writes next to the link's target: a read-only target folder is refused before measuring."""
+    folder, here = open_dir / "data", open_dir / "here"
+    with unprivileged():
+        folder.mkdir()
+        here.mkdir()
+        M.append_rows(pd.DataFrame({"x": [1]}), folder / "r.csv")
+        (here / "r.csv").symlink_to(folder / "r.csv")
+        os.chmod(folder, 0o555)
+        with pytest.raises(PermissionError, match=r"folder is not writable") as ei:
+            M.check_appendable(here / "r.csv", ["x"])
+        assert ei.value.filename == str(folder)
