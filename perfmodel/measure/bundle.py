@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     if not res["measured"]:  # nothing new: the provenance (and the README, a tracked file in a checkout) stay as they are
         print(f"nothing measured: {res['skipped']} combinations already in {folder / 'cpu_steps.csv'}; README.md unchanged")
         return 0
-    entry = (f"\n* {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC — `python -m perfmodel.measure.bundle --budget-s {a.budget_s:g}`: "
+    shown = "datasets/measurements" if folder.resolve() == SOURCE_FOLDER else str(folder)
+    entry = (f"\n* {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC — `python -m perfmodel.measure.bundle --folder {shown} --budget-s {a.budget_s:g}`: "
              f"{res['measured']} combinations measured, {res['skipped']} already present, {wall / 60:.1f} min wall. CPU: {_cpu_name()}, "
              f"{os.cpu_count()} logical cores; torch {torch.__version__}, Python {platform.python_version()}; load average "
              f"{load0:.2f} at start, {load1:.2f} at the end.\n")

@@ -30,4 +30,5 @@ def test_a_run_that_measures_nothing_writes_no_provenance(tmp_path, monkeypatch,
     assert "nothing measured: 4 combinations already in" in capsys.readouterr().out
     monkeypatch.setattr(campaign, "measure_campaign", lambda *a, **k: {"measured": 2, "skipped": 0, "seconds": 1.0})
     assert bundle.main(["--folder", str(tmp_path / "m"), "--models", "resnet-15"]) == 0
-    assert "2 combinations measured" in (tmp_path / "m" / "README.md").read_text()
+    text = (tmp_path / "m" / "README.md").read_text()
+    assert "2 combinations measured" in text and f"bundle --folder {tmp_path / 'm'} --budget-s" in text
