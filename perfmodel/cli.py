@@ -303,48 +303,125 @@ def _cloud_model(text: str):
     return load_model(text)
 
 
+def _ints(text: str, option: str) -> list[int]:
+    """``"1,2,4"`` → ``[1, 2, 4]``, or a one-line usage error naming the option and the value (``2.5`` is refused, not
+    truncated)."""
+    names = _names(text, option)
+    try:
+        values = [int(x) for x in names]
+    except ValueError:
+        raise _UsageError(f"{option} must be comma-separated whole numbers like 1,2,4; got {text!r}.") from None
+    if min(values) < 1:
+        raise _UsageError(f"{option} must be positive whole numbers; got {text!r}.")
+    return values
+
+
+def _show_progress(quiet: bool) -> bool:
+    """Progress bars go to stderr, and only to a terminal (a log file or a pipe gets none), unless --quiet."""
+    return not quiet and sys.stderr.isatty()
+
+
+#: Training data the plan-cloud example plans for when none is given (10,000 steps of batch 32).
+PLAN_CLOUD_DEFAULT_SAMPLES = 320_000
+
+
+def _cloud_table(frame):
+    """The printed columns of a plan-cloud frame: memory in GiB, a 'fits' mark that reads as a verdict."""
+    t = frame.copy().infer_objects()  # a chosen row comes back as a one-row frame of objects
+    t["mem_gib_per_gpu"] = (t["memory_per_gpu_bytes"] / 2**30).round(2)
+    t["gpu_gib"] = (t["capacity_bytes"] / 2**30).round(1)
+    t["fits"] = ["yes" if ok else "NO (out of memory)" for ok in t["fits"]]
+    t["steps"] = t["steps"].astype(int)
+    cols = ["gpu", "n_gpus", "strategy", "batch_size", "steps", "spot", "provider", "region", "instance_type", "time_h", "cost_usd",
+            "mem_gib_per_gpu", "gpu_gib", "fits", "expected_revocations", "capacity_wait_h", "feasible"]
+    return t[cols]
+
+
 def _cmd_plan_cloud(args) -> int:
-    import pandas as pd
+    import math
+    import warnings
 
     from perfmodel.planning import cheapest_within_deadline, fastest_within_budget, plan_cloud
+    from perfmodel.planning.cloud import nothing_fits, read_gpu_prices
 
     _positive(args.deadline_h, "--deadline-h")
     _positive(args.budget_usd, "--budget-usd")
-    if args.steps < 1:
-        raise _UsageError(f"--steps must be ≥ 1; got {args.steps}.")
-    try:
-        counts = [int(x) for x in _names(args.n_gpus, "--n-gpus")]
-        batches = [int(x) for x in _names(args.batch_sizes, "--batch-sizes")]
-    except ValueError:
-        raise _UsageError(f"--n-gpus and --batch-sizes must be comma-separated integers; got {args.n_gpus!r} and {args.batch_sizes!r}.") from None
+    counts = _ints(args.n_gpus, "--n-gpus")
+    batches = _ints(args.batch_sizes, "--batch-sizes")
+    shape = _shape(args.input_shape)
+    given = [o for o, v in (("--steps", args.steps), ("--samples", args.samples), ("--tokens", args.tokens)) if v is not None]
+    if len(given) > 1:
+        raise _UsageError(f"give one of --steps, --samples and --tokens (the amount of training); got {' and '.join(given)}.")
+    for option, v in (("--steps", args.steps), ("--samples", args.samples), ("--tokens", args.tokens),
+                      ("--reference-batch", args.reference_batch)):
+        if v is not None and v < 1:
+            raise _UsageError(f"{option} must be ≥ 1; got {v}.")
+    _positive(args.b_simple, "--b-simple")
+    if (args.b_simple is None) != (args.reference_batch is None) or (args.b_simple is not None and args.steps is None):
+        raise _UsageError("--b-simple needs --steps and --reference-batch (the steps counted at that batch are rescaled to "
+                          "the same training progress at every batch size); got "
+                          f"--b-simple {args.b_simple}, --reference-batch {args.reference_batch}, --steps {args.steps}.")
+    steps, samples = args.steps, args.samples
+    if args.tokens is not None:
+        if len(shape) != 1:
+            raise _UsageError(f"--tokens needs a sequence model, whose --input-shape is one number (the sequence length); got "
+                              f"--input-shape {args.input_shape}. Use --samples for other inputs.")
+        samples = math.ceil(args.tokens / shape[0])
+    if steps is None and samples is None:
+        samples = PLAN_CLOUD_DEFAULT_SAMPLES
+    if steps is not None and args.b_simple is None and len(set(batches)) > 1:
+        print(f"perfmodel plan-cloud: warning: --steps {steps} is the same step count at every batch size, so batch {max(batches)} "
+              f"trains on {max(batches) / min(batches):g}x the data of batch {min(batches)} and smaller batches always look "
+              "cheaper. Use --samples or --tokens (a fixed amount of data), or --b-simple with --reference-batch.",
+              file=sys.stderr)
     spot = {"both": (True, False), "spot": (True,), "on-demand": (False,)}[args.spot]
     prices = None
     if args.prices:
         from pathlib import Path
 
         if not Path(args.prices).is_file():
-            raise _UsageError(f"--prices {args.prices}: no such file. Expected a CSV with the columns of "
+            raise _UsageError(f"--prices {args.prices}: no such file. Expected a UTF-8 CSV with the columns of "
                               "perfmodel.datasets.reference.load_gpu_prices().")
-        prices = pd.read_csv(args.prices)
-    f = plan_cloud(_cloud_model(args.model), gpus=_names(args.gpus, "--gpus") if args.gpus else None, n_gpus=counts,
-                   batch_sizes=batches, strategies=_names(args.strategies, "--strategies"), spot=spot, prices=prices,
-                   steps=args.steps, deadline_h=args.deadline_h, budget_usd=args.budget_usd, input_shape=_shape(args.input_shape),
-                   precision=args.precision, optimizer=args.optimizer,
-                   mixes=_names(args.mixes, "--mixes") if args.mixes else (),
-                   wait_for_capacity=not args.no_capacity_wait)
-    cols = ["gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "time_h", "cost_usd",
-            "memory_per_gpu_bytes", "fits", "expected_revocations", "capacity_wait_h", "feasible"]
-    print(f"Pareto front of {len(f)} candidates ({args.steps} steps):")
-    _print_frame(f.loc[f["pareto"], cols])
+        prices = read_gpu_prices(args.prices)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"steps=\d+ at every batch size")  # said above, in the CLI's words
+        f = plan_cloud(_cloud_model(args.model), gpus=_names(args.gpus, "--gpus") if args.gpus else None, n_gpus=counts,
+                       batch_sizes=batches, strategies=_names(args.strategies, "--strategies"), spot=spot, prices=prices,
+                       steps=steps, samples=samples, b_simple=args.b_simple, reference_batch=args.reference_batch,
+                       deadline_h=args.deadline_h, budget_usd=args.budget_usd, input_shape=shape,
+                       precision=args.precision, optimizer=args.optimizer,
+                       mixes=_names(args.mixes, "--mixes") if args.mixes else (),
+                       wait_for_capacity=not args.no_capacity_wait, progress=_show_progress(args.quiet))
+    if steps is None:
+        amount = (f"{args.tokens} tokens = {samples} sequences of {shape[0]}" if args.tokens is not None else f"{samples} samples")
+        what = f"{amount}; steps = ceil(samples / batch)"
+    elif args.b_simple is not None:
+        what = f"{steps} steps at batch {args.reference_batch}, rescaled by B_simple = {args.b_simple:g}"
+    else:
+        what = f"{steps} steps"
+    if not f["fits"].any():
+        print(f"perfmodel plan-cloud: {nothing_fits(f)}", file=sys.stderr)
+        return 1
+    print(f"Pareto front of {len(f)} candidates ({what}):")
+    if f["pareto"].any():
+        _print_frame(_cloud_table(f.loc[f["pareto"]]))
+    else:
+        print("(no candidate fits in memory and meets the deadline and the budget)")
+    out_of_memory = f[~f["fits"]]
+    if len(out_of_memory):
+        worst = out_of_memory.loc[(out_of_memory["memory_per_gpu_bytes"] / out_of_memory["capacity_bytes"]).idxmax()]
+        print(f"\n{len(out_of_memory)} of {len(f)} candidates do not fit in GPU memory (fits = NO; never feasible, never chosen): "
+              f"up to {worst['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU on a {worst['capacity_bytes'] / 2**30:.1f} GiB "
+              f"{worst['gpu']}.")
     if args.deadline_h is not None:
         c = cheapest_within_deadline(f, args.deadline_h)
         print("\ncheapest within the deadline:")
-        _print_frame(c[cols].to_frame().T)
+        _print_frame(_cloud_table(c.to_frame().T))
         print(f"why: {c['why']}")
     if args.budget_usd is not None:
         c = fastest_within_budget(f, args.budget_usd)
         print("\nfastest within the budget:")
-        _print_frame(c[cols].to_frame().T)
+        _print_frame(_cloud_table(c.to_frame().T))
         print(f"why: {c['why']}")
     return 0
 
@@ -371,15 +448,20 @@ def _measure_noise(args, cmd: str) -> int:
     import torch
 
     from perfmodel.measure import measure_gradient_noise
+    from perfmodel.measure.noise import _check_data
 
+    expected = "expected a file written by torch.save({'x': inputs, 'y': targets}) (or a tuple (inputs, targets))"
     try:
         data = torch.load(args.data, weights_only=True)
-    except (OSError, RuntimeError, ValueError) as exc:
-        print(f"{cmd}: cannot read --data {args.data!r} ({exc}); expected a file written by torch.save({{'x': inputs, 'y': targets}}).",
-              file=sys.stderr)
-        return 2
+    except Exception as exc:  # noqa: BLE001 - junk, truncated, a pickle of other objects, a folder: one line, not a traceback
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise _UsageError(f"cannot read --data {args.data!r} ({type(exc).__name__}: {first[:200]}); {expected}.") from None
+    try:
+        _check_data(data)
+    except (TypeError, ValueError) as exc:
+        raise _UsageError(f"--data {args.data!r} does not hold training data ({exc})") from None
     df = measure_gradient_noise(args.model, data, batch_small=args.batch_small, batch_big=args.batch_big, draws=args.draws,
-                                device=args.device, random_state=args.seed, out=args.out)
+                                device=args.device, random_state=args.seed, out=args.out, progress=_show_progress(args.quiet))
     ns = df.attrs["noise_scale"]
     if args.out:
         print(f"{cmd}: {len(df)} rows appended to {args.out}")
@@ -413,6 +495,11 @@ def _cmd_measure(args) -> int:
         columns = {"step": STEP_COLUMNS, "campaign": STEP_COLUMNS, "checkpoint": CHECKPOINT_COLUMNS, "cluster": CLUSTER_COLUMNS,
                    "noise": NOISE_COLUMNS}
         check_appendable(args.out, columns[args.measure_command])
+    if args.measure_command == "campaign":  # malformed lists: one line now, not a traceback (or an hour) later
+        batch_sizes = _ints(args.batch_sizes, "--batch-sizes")
+        thread_counts = _ints(args.thread_counts, "--thread-counts")
+    elif args.measure_command == "cluster":
+        _ints(args.world_sizes, "--world-sizes")
     if args.measure_command == "step":
         check_device(args.device)
         df = measure_step_time(args.model, shape, batch_size=args.batch_size, device=args.device, steps=args.steps, warmup=args.warmup,
@@ -424,14 +511,15 @@ def _cmd_measure(args) -> int:
     elif args.measure_command == "noise":
         return _measure_noise(args, cmd)
     elif args.measure_command == "cluster":
-        df = measure_cluster_speed(args.model, shape, world_sizes=[int(w) for w in args.world_sizes.split(",")], batch_size=args.batch_size,
-                                   steps=args.steps, warmup=args.warmup, backend=args.backend, threads=args.threads or 1)
+        df = measure_cluster_speed(args.model, shape, world_sizes=_ints(args.world_sizes, "--world-sizes"), batch_size=args.batch_size,
+                                   steps=args.steps, warmup=args.warmup, backend=args.backend, threads=args.threads or 1,
+                                   progress=_show_progress(args.quiet))
     else:
         if not args.out:
             print(f"{cmd}: --out FILE is required (the campaign appends to it and resumes from it)", file=sys.stderr)
             return 2
-        res = measure_campaign(args.models.split(","), out=args.out, batch_sizes=[int(b) for b in args.batch_sizes.split(",")],
-                               threads=[int(t) for t in args.thread_counts.split(",")], input_shape=shape, budget_s=args.budget_s,
+        res = measure_campaign(_names(args.models, "models"), out=args.out, batch_sizes=batch_sizes,
+                               threads=thread_counts, input_shape=shape, budget_s=args.budget_s,
                                device=args.device, progress=not args.quiet)
         print(f"{cmd}: {res['measured']} measured, {res['skipped']} already in {args.out}, {res['seconds']:.0f} s")
         return 0
@@ -567,7 +655,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "traces predict (only report p_hold_instances)")
     pc.add_argument("--spot", choices=("both", "spot", "on-demand"), default="both", help="purchase options to plan")
     pc.add_argument("--input-shape", default="1024", help="shape of one input sample, without the batch dimension")
-    pc.add_argument("--steps", type=int, default=10000, help="training steps at every batch size")
+    amount = pc.add_argument_group("amount of training (one of; default: --samples 320000, i.e. 10,000 steps of batch 32)")
+    amount.add_argument("--samples", type=int, default=None,
+                        help="total training data in samples (sequences): every batch size trains on the same data, in "
+                             "ceil(samples / batch) steps")
+    amount.add_argument("--tokens", type=int, default=None,
+                        help="total training data in tokens (a sequence model: --input-shape is the sequence length); "
+                             "samples = ceil(tokens / sequence length)")
+    amount.add_argument("--steps", type=int, default=None,
+                        help="training steps, the SAME count at every batch size (a bigger batch then trains on more data: "
+                             "a warning says so when several batch sizes are planned); with --b-simple, the steps at "
+                             "--reference-batch")
+    amount.add_argument("--b-simple", type=float, default=None,
+                        help="gradient noise scale (`perfmodel measure noise`): rescale --steps counted at --reference-batch "
+                             "to the same training progress at every batch (McCandlish et al.)")
+    amount.add_argument("--reference-batch", type=int, default=None, help="the batch --steps was counted at (with --b-simple)")
+    pc.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     pc.add_argument("--precision", default="bf16", help="fp32, tf32, bf16 or fp16")
     pc.add_argument("--optimizer", default="adam", help="adam, adam-fused or sgd-momentum")
     pc.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
@@ -608,6 +711,7 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--warmup", type=int, default=2, help="untimed warm-up steps before them")
     cl.add_argument("--backend", default="gloo", help="torch.distributed backend: gloo (CPU) or nccl (GPU)")
     cl.add_argument("--threads", type=int, default=1, help="torch CPU threads per worker process")
+    cl.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     no = msub.add_parser("noise", parents=[common], formatter_class=fmt,
                          help="gradient noise scale of a model on your data (two batch sizes; statistical efficiency)")
     no.add_argument("model", help="a zoo id")
@@ -617,6 +721,7 @@ def build_parser() -> argparse.ArgumentParser:
     no.add_argument("--draws", type=int, default=20, help="gradients per batch size")
     no.add_argument("--device", default="cpu", help="torch device")
     no.add_argument("--seed", type=int, default=0, help="seed of the mini-batch draws")
+    no.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     ca = msub.add_parser("campaign", parents=[common], formatter_class=fmt, help="many models x batch sizes x threads, resumable")
     ca.add_argument("models", help="comma-separated zoo ids (any upstream spelling)")
     ca.add_argument("--batch-sizes", default="32,128", help="comma-separated batch sizes (images per step)")

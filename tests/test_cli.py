@@ -170,3 +170,12 @@ def test_predict_and_plan_refuse_bad_new_options_in_one_line(tmp_path, capsys):
     assert main(["predict", str(tmp_path / "null.json"), "--gpus", "H100"]) == 1
     err = capsys.readouterr().err
     assert "holds JSON NoneType" in err and len(err.strip().splitlines()) == 1
+
+def test_plan_price_file_in_another_encoding_is_one_line(tmp_path, capsys):
+    """`plan --prices` reads through the same checks as plan-cloud: latin-1 or UTF-16 is named, with the fix."""
+    prices = tmp_path / "prices.csv"
+    prices.write_bytes("server,gpu,on_demand_usd_per_h,transient_usd_per_h\nworker,K80 \u00e9,1.0,0.5\n".encode("latin-1"))
+    assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "2", "--prices", str(prices)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"perfmodel: Price file {prices} is not UTF-8 (byte 0xe9 at offset ") and len(err.strip().splitlines()) == 1
+    assert "Expected a UTF-8 CSV file with the columns server, gpu, on_demand_usd_per_h, transient_usd_per_h" in err

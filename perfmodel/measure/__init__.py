@@ -7,7 +7,8 @@ devices, in the schemas of the published data, appended atomically to dataset fi
 * :func:`measure_gradient_noise` — the gradient noise scale of a model on your data (statistical efficiency);
 * :func:`measure_campaign` — many combinations, resumable, with a progress bar; :func:`append_rows` — atomic, locked
   append that never loses rows; :func:`summarize_steps` — median, spread, outliers and busy-machine warnings;
-* ``perfmodel measure ...`` on the command line; ``python -m perfmodel.measure.bundle`` rebuilds the bundled CPU data.
+* ``perfmodel measure ...`` on the command line; ``python -m perfmodel.measure.bundle --folder datasets/measurements``
+  rebuilds the bundled CPU data (the folder must be named: a bare run writes nothing).
 """
 from __future__ import annotations
 

@@ -90,9 +90,18 @@ def _worker(rank: int, world: int, cfg: dict, out_file: str | None) -> pd.DataFr
 
 
 def _save_result(frame: pd.DataFrame, out_file: str) -> None:
-    """Rank 0's result, written whole or not at all (a temporary file moved into place)."""
-    frame.to_pickle(out_file + ".part")
-    os.replace(out_file + ".part", out_file)
+    """Rank 0's result, written whole or not at all (a temporary file moved into place; removed when anything fails)."""
+    if os.path.isdir(out_file):
+        raise IsADirectoryError(21, "Is a directory (expected the path of rank 0's result file; remove the folder or pass "
+                                    "another path)", out_file)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(out_file)}.", suffix=".part", dir=os.path.dirname(out_file) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            frame.to_pickle(f)
+        os.replace(tmp, out_file)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
 
 def spawn_ranks(fn, args: tuple, nprocs: int, out_file: str) -> None:
@@ -122,7 +131,8 @@ def _spawn_entry(rank: int, world: int, cfg: dict, out_file: str) -> None:
 
 
 def measure_cluster_speed(model="resnet-15", input_shape=(3, 32, 32), *, world_sizes=(1, 2), batch_size: int = 32, steps: int = 5,
-                          warmup: int = 2, backend: str = "gloo", threads: int = 1, random_state: int = 0) -> pd.DataFrame:
+                          warmup: int = 2, backend: str = "gloo", threads: int = 1, random_state: int = 0,
+                          progress: bool = False) -> pd.DataFrame:
     """Cluster speed vs number of data-parallel workers on this machine: one row per (world size, step).
 
     Parameters
@@ -135,6 +145,8 @@ def measure_cluster_speed(model="resnet-15", input_shape=(3, 32, 32), *, world_s
         ``gloo`` for CPU workers, ``nccl`` for one GPU per worker.
     threads : int
         Intra-op threads per worker (keep ``world × threads`` ≤ the cores).
+    progress : bool
+        A tqdm progress bar of the world sizes on stderr (each spawns its processes and builds the model in each).
     """
     if not isinstance(model, str):
         raise TypeError("measure_cluster_speed needs a zoo id (each worker process builds the model); got a "
@@ -151,8 +163,10 @@ def measure_cluster_speed(model="resnet-15", input_shape=(3, 32, 32), *, world_s
                threads=int(threads), random_state=int(random_state))
     frames = []
     old = {k: os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT")}
+    from tqdm.auto import tqdm
+
     try:
-        for w in sizes:
+        for w in tqdm(sizes, desc=f"{model} ddp", unit="world size", disable=not progress, file=sys.stderr):
             os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(_free_port())
             with tempfile.TemporaryDirectory() as tmp:
                 out = os.path.join(tmp, "rank0.pkl")

@@ -38,7 +38,7 @@ def _check_data(data):
 
 
 def measure_gradient_noise(model, data, *, batch_small: int = 8, batch_big: int = 64, draws: int = 20, loss_fn=None,
-                           device: str = "cpu", random_state: int = 0, out=None) -> pd.DataFrame:
+                           device: str = "cpu", random_state: int = 0, out=None, progress: bool = False) -> pd.DataFrame:
     """Squared norms of mini-batch gradients at two batch sizes, and the gradient noise scale from them.
 
     Parameters
@@ -59,6 +59,8 @@ def measure_gradient_noise(model, data, *, batch_small: int = 8, batch_big: int 
         Seed of the mini-batch draws.
     out : path, optional
         CSV the rows are appended to (atomically, under a lock; never overwritten).
+    progress : bool
+        A tqdm progress bar of the gradients on stderr.
 
     Returns
     -------
@@ -88,9 +90,15 @@ def measure_gradient_noise(model, data, *, batch_small: int = 8, batch_big: int 
     g = torch.Generator().manual_seed(int(random_state))
     env = environment(device)
     rows = []
+    import sys
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=2 * int(draws), desc=f"{label} noise", unit="grad", disable=not progress, file=sys.stderr)
     try:
         for b in (int(batch_small), int(batch_big)):
             for k in range(int(draws)):
+                bar.update(1)
                 idx = torch.randint(0, x.shape[0], (b,), generator=g)
                 xb, yb = x[idx].to(device), y[idx].to(device)
                 for p in params:
@@ -104,6 +112,7 @@ def measure_gradient_noise(model, data, *, batch_small: int = 8, batch_big: int 
                                  random_state=int(random_state), torch_version=env["torch_version"], cpu=env["cpu"],
                                  timestamp_utc=env["timestamp_utc"]))
     finally:
+        bar.close()
         for p in params:
             p.grad = None
         net.train(was_training)

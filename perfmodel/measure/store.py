@@ -9,6 +9,9 @@ file (``os.replace``). So:
 * a process killed at any moment leaves either the old file or the new one — never a truncated file — and the
   temporary file it may leave behind is removed by the next append (under the lock no other writer can own it);
 * existing rows are copied byte for byte, never rewritten, and the file keeps its permission bits;
+* a symbolic link is written through: the rows go to the file it points at (resolved, locked and replaced there), and
+  the link stays a link;
+* the temporary file is removed whenever the append fails (full disk, a folder at the file's path, ...);
 * an append the file refuses (read-only file or folder, other columns, unreadable or non-CSV file) raises, and the new
   rows are first written to a new sibling file ``<stem>.unsaved-<UTC time>-<pid>.csv`` (in the system's temporary folder
   when the file's own folder is not writable) whose path is in the message and in the exception's ``saved_to``.
@@ -141,11 +144,11 @@ def _with_rescue(exc: BaseException, df: pd.DataFrame, path: Path) -> BaseExcept
 def check_appendable(path, columns=None) -> Path:
     """Raise now the error :func:`append_rows` would raise later (before a long measurement, not after it).
 
-    Checks that ``path`` is not a folder, that an existing file can be opened for appending (``open(path, 'a')``) and
+    Checks (for a symbolic link: on the file it points at) that ``path`` is not a folder, that an existing file can be opened for appending (``open(path, 'a')``) and
     has the header ``columns`` (when given), and that its folder exists or can be created and is writable (the
     append writes a temporary file and a lock file there). Nothing is written.
     """
-    path = Path(path)
+    path = Path(os.path.realpath(path))  # a symbolic link is appended through: check the file and folder it points at
     if path.is_dir():
         raise IsADirectoryError(21, f"Is a directory (expected a CSV file path to append rows to; name a file inside it, "
                                     f"e.g. {path / 'measurements.csv'})", str(path))
@@ -203,9 +206,12 @@ def append_rows(df: pd.DataFrame, path, *, timeout_s: float | None = None) -> Pa
     """
     from filelock import FileLock, Timeout
 
-    path = Path(path)
+    given = path = Path(path)
     if df.empty:
-        return path
+        return given
+    # a symbolic link (or a chain of them) is written through: lock, write and replace the file it points at, never
+    # the link itself (os.replace over a link would turn it into a regular file and leave its target without the rows)
+    path = Path(os.path.realpath(path))
     timeout_s = LOCK_TIMEOUT_S if timeout_s is None else float(timeout_s)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -223,12 +229,15 @@ def append_rows(df: pd.DataFrame, path, *, timeout_s: float | None = None) -> Pa
         if new is exc:
             raise
         raise new from exc
-    return path
+    return given
 
 
 def _append_locked(df: pd.DataFrame, path: Path) -> None:
     cols = [str(c) for c in df.columns]
     _remove_stale_tmp(path)
+    if path.is_dir():
+        raise IsADirectoryError(21, f"Is a directory (expected a CSV file path to append rows to; name a file inside it, "
+                                    f"e.g. {path / 'measurements.csv'}, or move the folder away)", str(path))
     old = b""
     if path.exists():
         with open(path, "ab"):  # refuse exactly as an append would (read-only file, a folder, ...)
@@ -257,10 +266,9 @@ def _append_locked(df: pd.DataFrame, path: Path) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, mode)  # mkstemp creates 0600; keep the file's own mode (or the umask's default for a new file)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    finally:  # failed anywhere (full disk, a folder raced into the path, interrupted): no temporary file is left
+        if os.path.lexists(tmp):
             os.unlink(tmp)
-        raise
     try:  # make the rename itself durable
         dfd = os.open(path.parent, os.O_RDONLY)
     except OSError:

@@ -47,7 +47,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-__all__ = ["plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "clear_plan_cache",
+__all__ = ["plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "read_gpu_prices", "nothing_fits",
+           "clear_plan_cache",
            "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK"]
 
 #: Columns of :func:`plan_cloud`.
@@ -116,6 +117,9 @@ def check_gpu_prices(prices: pd.DataFrame | None = None) -> pd.DataFrame:
         raise ValueError(f"prices lacks the columns {missing}; it has {list(p.columns)}. Expected a table like "
                          f"perfmodel.datasets.reference.load_gpu_prices(): {', '.join(_PRICE_NEED)} (prices in US dollars "
                          "per instance-hour; spot empty where there is none).")
+    if p.empty:
+        raise ValueError(f"prices has the columns but no rows: there is nothing to rent. Expected one row per instance type "
+                         f"({', '.join(_PRICE_NEED)}); add rows, or leave prices out for the shipped table.")
     n = pd.to_numeric(p["gpus_per_instance"], errors="coerce")
     if not (np.isfinite(n) & (n >= 1) & (n == np.round(n))).all():
         raise ValueError(f"prices: gpus_per_instance must be a positive integer in every row; got {p['gpus_per_instance'].tolist()}.")
@@ -128,9 +132,39 @@ def check_gpu_prices(prices: pd.DataFrame | None = None) -> pd.DataFrame:
         raise ValueError(f"prices: spot_usd_per_h must be positive or empty (no spot price); got {p['spot_usd_per_h'].tolist()}.")
     p["gpus_per_instance"], p["on_demand_usd_per_h"], p["spot_usd_per_h"] = n.astype(int), od.astype(float), spot.astype(float)
     p["gpu"] = [ds.canonical_gpu(g) for g in p["gpu"]]
+    key = ["provider", "region", "instance_type", "gpu", "gpus_per_instance"]
+    seen = p.drop_duplicates(key + ["on_demand_usd_per_h", "spot_usd_per_h"])  # exact repeats are harmless
+    clash = seen[seen.duplicated(key, keep=False)]
+    if not clash.empty:
+        r = clash.iloc[0]
+        same = clash[(clash[key] == r[key]).all(axis=1)]
+        quotes = ", ".join(f"on-demand ${a:g}/h spot {'none' if pd.isna(b) else f'${b:g}/h'}"
+                           for a, b in zip(same["on_demand_usd_per_h"], same["spot_usd_per_h"]))
+        raise ValueError(f"prices: {r['provider']} {r['region']} {r['instance_type']} ({r['gpus_per_instance']}x{r['gpu']}) is "
+                         f"listed {len(same)} times with different prices ({quotes}). Expected one price per provider, region, "
+                         "instance type and GPU; keep the row you mean and remove the others.")
+    p = seen
     if "price_date" not in p.columns:
         p["price_date"] = "user prices"
     return p.reset_index(drop=True)
+
+
+def read_gpu_prices(path) -> pd.DataFrame:
+    """A price file for :func:`plan_cloud` (``perfmodel plan-cloud --prices FILE``), read and checked
+    (:func:`check_gpu_prices`).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    perfmodel.NotADataFileError
+        Not a UTF-8 CSV file (binary, UTF-16, latin-1, not CSV): the message says which and how to convert it.
+    ValueError
+        Missing columns, no rows, bad numbers, the same instance listed with different prices.
+    """
+    from perfmodel.planning.prices import read_price_csv
+
+    return check_gpu_prices(read_price_csv(path, _PRICE_NEED))
 
 
 def _price_rows(p: pd.DataFrame, gpu: str, regions) -> pd.DataFrame:
@@ -141,7 +175,12 @@ def _price_rows(p: pd.DataFrame, gpu: str, regions) -> pd.DataFrame:
                          "(command line) with a row for it: columns provider, region, instance_type, gpu, gpus_per_instance, "
                          "on_demand_usd_per_h, spot_usd_per_h (perfmodel.datasets.reference.GPU_PRICE_COLUMNS).")
     if regions is not None:
-        rows = rows[rows["region"].isin(regions)]
+        kept = rows[rows["region"].isin(regions)]
+        if kept.empty:
+            raise ValueError(f"No price for GPU {gpu} in the regions {list(regions)}: its price rows are in "
+                             f"{sorted(set(rows['region']))}. Pass one of those regions, leave regions out, or add price rows "
+                             "for the regions you want.")
+        rows = kept
     return rows
 
 
@@ -181,26 +220,55 @@ def _checkpoint_regressor():
     from perfmodel.models.checkpoint import CheckpointTimeRegressor
 
     train = load_checkpoint_samples("whole")
-    return CheckpointTimeRegressor(method="linear", features="size").fit(train, train["duration_s"]), float(train["checkpoint_mb"].max())
+    return (CheckpointTimeRegressor(method="linear", features="size").fit(train, train["duration_s"]),
+            float(train["checkpoint_mb"].min()), float(train["checkpoint_mb"].max()))
 
 
-def _checkpoint_s(state_bytes: float) -> tuple[float, str]:
-    est, max_mb = _checkpoint_regressor()
+def _checkpoint_s(state_bytes: float, far: list | None = None) -> tuple[float, str]:
+    """Seconds to write a checkpoint of ``state_bytes``, and a note when that extrapolates the fit. The regressor's
+    own extrapolation warning is not repeated per candidate: the size goes to ``far`` (one summary per plan)."""
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+
+    est, min_mb, max_mb = _checkpoint_regressor()
     mb = state_bytes / 2**20
-    t = float(est.predict(pd.DataFrame({"checkpoint_mb": [mb]}))[0])
-    note = (f"checkpoint time: CM-DARE's Duration ~ Size fit (TensorFlow to remote storage, at most {max_mb:.0f} MB) at "
-            f"{mb:.0f} MB" if mb > max_mb else "")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = float(est.predict(pd.DataFrame({"checkpoint_mb": [mb]}))[0])
+    for w in caught:
+        if not issubclass(w.category, ExtrapolationWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    outside = not min_mb <= mb <= max_mb
+    if outside and far is not None:
+        far.append(mb)
+    note = (f"checkpoint time: CM-DARE's Duration ~ Size fit (TensorFlow to remote storage, {min_mb:.3g}-{max_mb:.0f} MB) at "
+            f"{mb:.3g} MB" if outside else "")
     return max(t, 1e-3), note
 
 
 def _as_tuple(v, name):
-    out = [v] if isinstance(v, (str, bool, int, np.integer, np.bool_)) else list(v)
+    out = [v] if isinstance(v, (str, bool, int, float, np.integer, np.floating, np.bool_)) else list(v)
     if not out:
         raise ValueError(f"{name} must name at least one option.")
     return out
 
 
-def _steps(batch: int, steps: int, b_simple, reference_batch) -> float:
+def _positive_ints(values, name: str, what: str) -> list[int]:
+    """``values`` as ints, refusing rather than truncating: 4 and 4.0 are 4; 2.5, "4", True and 0 are errors."""
+    out = []
+    for v in _as_tuple(values, name):
+        ok = not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
+        if ok and isinstance(v, (float, np.floating)):
+            ok = math.isfinite(v) and float(v).is_integer()
+        if not ok or int(v) < 1:
+            raise ValueError(f"{name} must be positive whole numbers ({what}); got {v!r} in {list(_as_tuple(values, name))}. "
+                             f"Pass integers such as {max(1, int(v)) if ok else 1} (fractions are not rounded for you).")
+        out.append(int(v))
+    return out
+
+
+def _steps(batch: int, steps, b_simple, reference_batch, samples=None) -> float:
+    if samples is not None:  # a fixed amount of data: a bigger batch takes fewer steps
+        return float(math.ceil(samples / batch))
     if b_simple is None:
         return float(steps)
     from perfmodel.planning.efficiency import steps_multiplier
@@ -241,14 +309,15 @@ def _p_hold_pools(provider: str, pools: tuple) -> tuple[float, str]:
     return float(np.prod(ps)), "; ".join(notes)
 
 
-def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint_s, skipped: list, out: list) -> None:
+def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint_s, skipped: list, out: list,
+              ck_far: list) -> None:
     """Rows of one candidate (model, GPUs, strategy, batch: step time, memory) for each rental and spot/on-demand."""
     from perfmodel.planning.plan import vm_startup_s
     from perfmodel.planning.revocation import expected_revocations, mean_time_between_failures_h, young_daly_interval
 
     compute_s = cand["steps"] * cand["step_time_s"]
     if checkpoint_s is None:
-        ck, ck_note = _checkpoint_s(cand["state_bytes"])
+        ck, ck_note = _checkpoint_s(cand["state_bytes"], ck_far)
     else:
         ck, ck_note = float(checkpoint_s), ""
     for r in rentals:
@@ -344,11 +413,12 @@ def _mixed_rentals(mix: dict, rows_by_gpu: dict) -> list:
 
 def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32), strategies=("dp", "fsdp", "tp", "pp"),
                spot=(True, False), regions=None, prices: pd.DataFrame | None = None, steps: int | None = None,
+               samples: int | None = None,
                b_simple: float | None = None, reference_batch: int | None = None, deadline_h: float | None = None,
                budget_usd: float | None = None, input_shape=None, input_dtype=None, precision: str = "bf16",
                optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
                checkpoint_s: float | None = None, mixes=(), mix_balance: str = "speed",
-               wait_for_capacity: bool = True) -> pd.DataFrame:
+               wait_for_capacity: bool = True, progress: bool = False) -> pd.DataFrame:
     """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
 
     Parameters
@@ -372,8 +442,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     prices : DataFrame, optional
         Your own table with the columns of :func:`perfmodel.datasets.reference.load_gpu_prices` (US dollars per
         instance-hour); default the shipped table.
-    steps : int
-        Training steps: at every batch size, or at ``reference_batch`` when ``b_simple`` is given.
+    steps : int, optional
+        Training steps: the same count at every batch size (so batch 32 processes 4x the data of batch 8: compare batch
+        sizes with ``samples`` or ``b_simple`` instead; a ``UserWarning`` says so when several batch sizes are planned),
+        or the count at ``reference_batch`` when ``b_simple`` is given. Give ``steps`` or ``samples``.
+    samples : int, optional
+        Total training data in samples (sequences for a language model; tokens / sequence length): every batch size
+        processes the same data, in ``ceil(samples / batch)`` steps (the ``steps`` column). Not with ``b_simple``.
     b_simple, reference_batch : float, int, optional
         Gradient noise scale (:func:`perfmodel.planning.efficiency.gradient_noise_scale`, ``perfmodel measure noise``)
         and the batch ``steps`` were counted at: the plan then needs the same progress at every batch.
@@ -397,6 +472,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         progresses only while all the instances are held; the traces' share of time at least that many were held),
         where the traces asked for that many instances. The wait is not billed. ``False``: report
         ``p_hold_instances`` only.
+    progress : bool
+        A tqdm progress bar of the (GPU count, strategy, batch) combinations on stderr (the first prediction of a
+        process fits the operator model: minutes).
 
     Returns
     -------
@@ -421,7 +499,20 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel.models.hetero import BALANCES, mix_label, parse_mix
     from perfmodel.planning.plan import mark_feasible
 
-    if steps is None or isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+    if steps is None and samples is None:
+        raise ValueError("steps must be a positive number of training steps (at every batch, or at reference_batch with "
+                         "b_simple), or pass samples= (the total training data: steps = ceil(samples / batch)); got neither.")
+    if steps is not None and samples is not None:
+        raise ValueError(f"Give exactly one of steps= (training steps at every batch size) and samples= (total training data, "
+                         f"steps = ceil(samples / batch)); got steps={steps!r} and samples={samples!r}.")
+    if samples is not None:
+        if isinstance(samples, (list, tuple, np.ndarray, pd.Series)):
+            raise ValueError(f"samples must be one positive whole number of training samples; got {samples!r}.")
+        samples = _positive_ints(samples, "samples", "the total number of training samples")[0]
+        if b_simple is not None:
+            raise ValueError("samples= and b_simple= do not go together: samples fixes the data every batch size processes, "
+                             "b_simple rescales steps counted at reference_batch to the same training progress. Pass one.")
+    elif isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps must be a positive number of training steps (at every batch, or at reference_batch with "
                          f"b_simple); got {steps!r}.")
     if (b_simple is None) != (reference_batch is None):
@@ -431,10 +522,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     for name, v in (("deadline_h", deadline_h), ("budget_usd", budget_usd), ("checkpoint_s", checkpoint_s)):
         if v is not None and not v > 0:
             raise ValueError(f"{name} must be positive; got {v!r}.")
-    counts = [int(n) for n in _as_tuple(n_gpus, "n_gpus")]
-    batches = [int(b) for b in _as_tuple(batch_sizes, "batch_sizes")]
-    if min(counts) < 1 or min(batches) < 1:
-        raise ValueError(f"n_gpus and batch_sizes must be positive integers; got {counts} and {batches}.")
+    counts = _positive_ints(n_gpus, "n_gpus", "GPU counts")
+    batches = _positive_ints(batch_sizes, "batch_sizes", "global batch sizes, samples per step")
     strats = [check_strategy_name(s) for s in _as_tuple(strategies, "strategies")]
     spots = [bool(s) for s in _as_tuple(spot, "spot")]
     p = check_gpu_prices(prices)
@@ -454,11 +543,25 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     specs = {g: ds.gpu_spec(g) for g in rows_by_gpu}
     rows, skipped = [], []
     first_error = None
-    nsteps_of = {B: _steps(B, int(steps), b_simple, reference_batch) for B in batches}
-    common = dict(spots=spots, wait_for_capacity=wait_for_capacity, checkpoint_s=checkpoint_s, skipped=skipped, out=rows)
+    if samples is None and b_simple is None and len(set(batches)) > 1:
+        warnings.warn(f"steps={steps} at every batch size: batch {max(batches)} processes {max(batches) / min(batches):g}x the "
+                      f"data of batch {min(batches)}, so the times and costs compare different amounts of training. Pass "
+                      "samples= (a fixed amount of data) or b_simple= with reference_batch= (the same progress) to compare "
+                      "batch sizes.", UserWarning, stacklevel=2)
+    nsteps_of = {B: _steps(B, None if steps is None else int(steps), b_simple, reference_batch, samples) for B in batches}
+    ck_far: list = []  # checkpoint sizes outside the checkpoint fit: one warning for all of them, after the loop
+    common = dict(spots=spots, wait_for_capacity=wait_for_capacity, checkpoint_s=checkpoint_s, skipped=skipped, out=rows,
+                  ck_far=ck_far)
+    import sys
+
+    from tqdm.auto import tqdm
+
+    n_combos = sum(1 if n == 1 else len(strats) for n in counts) * len(batches) + len(mixes) * len(batches)
+    bar = tqdm(total=n_combos, desc="perfmodel plan-cloud", unit="combo", disable=not progress, file=sys.stderr)
     for n in counts:
         for strat in (["single"] if n == 1 else strats):
             for B in batches:
+                bar.update(1)
                 # the link: inside one instance (NVLink / PCIe) or across instances (network); one prediction per link
                 groups: dict = {}
                 for g in gpu_list:
@@ -508,6 +611,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                         _add_rows(cand, rentals, **common)
     for mix in mixes:
         for B in batches:
+            bar.update(1)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -524,6 +628,15 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                                     reason=f"no provider and region of the price table rents every GPU of {mix_label(mix)}"))
                 continue
             _add_rows(dict(cand, steps=nsteps_of[B]), rentals, **common)
+    bar.close()
+    if ck_far:
+        from perfmodel.models._extrapolation import ExtrapolationWarning
+
+        _, min_mb, max_mb = _checkpoint_regressor()
+        warnings.warn(f"plan_cloud: the checkpoint time of {len(ck_far)} candidates extrapolates CM-DARE's Duration ~ Size fit "
+                      f"(fitted on {min_mb:.3g}-{max_mb:.0f} MB; these states are {min(ck_far):.3g}-{max(ck_far):.3g} MB): their "
+                      "spot restart overhead is not backed by data (see the rows' 'extrapolated'). Pass checkpoint_s= if you "
+                      "know it.", ExtrapolationWarning, stacklevel=2)
     if not rows:
         if first_error is not None:
             raise first_error
@@ -545,10 +658,12 @@ def _describe(r) -> str:
 
 
 def _choose(frame: pd.DataFrame, ok: pd.Series, by: str, what: str, relax: str) -> pd.Series:
-    fits = frame[frame["fits"]]
+    if frame.empty:
+        raise ValueError("The plan has no rows to choose from (an empty frame). Expected the frame plan_cloud returns; pass "
+                         "it whole (a filter such as frame[frame['feasible']] can leave nothing).")
+    fits = frame[frame["fits"].astype(bool)]
     if fits.empty:
-        raise _infeasible(f"No candidate fits in GPU memory (the smallest needs {frame['memory_per_gpu_bytes'].min() / 2**30:.1f} GiB "
-                          "per GPU). Allow more GPUs, fsdp/tp/pp, smaller batches or bigger GPUs.")
+        raise _infeasible(nothing_fits(frame))
     cand = frame[ok & frame["fits"]]
     if cand.empty:
         other = "time_h" if by == "cost_usd" else "cost_usd"
@@ -576,6 +691,20 @@ def _choose(frame: pd.DataFrame, ok: pd.Series, by: str, what: str, relax: str) 
         why += f"; extrapolated: {chosen['extrapolated']}"
     chosen["why"] = why
     return chosen
+
+
+def nothing_fits(frame: pd.DataFrame) -> str:
+    """Why no row of a :func:`plan_cloud` frame fits in GPU memory: the closest row's need against its GPU's memory,
+    and the largest need, in GiB."""
+    ratio = frame["memory_per_gpu_bytes"] / frame["capacity_bytes"]
+    close = frame.loc[ratio.idxmin()]
+    big = frame.loc[frame["memory_per_gpu_bytes"].idxmax()]
+    strat = "" if close["strategy"] == "single" else f" {close['strategy']}"
+    return (f"Nothing fits in GPU memory: every one of the {len(frame)} candidates needs more memory per GPU than its GPU has. "
+            f"The closest, {close['n_gpus']}x{close['gpu']}{strat} at batch {close['batch_size']}, needs "
+            f"{close['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU of {close['capacity_bytes'] / 2**30:.1f} GiB; the largest need is "
+            f"{big['memory_per_gpu_bytes'] / 2**30:.1f} GiB ({big['n_gpus']}x{big['gpu']} at batch {big['batch_size']}, "
+            f"{big['capacity_bytes'] / 2**30:.1f} GiB GPU). Allow more GPUs, fsdp/tp/pp, smaller batches or GPUs with more memory.")
 
 
 def _infeasible(msg):

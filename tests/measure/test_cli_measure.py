@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 import torch
@@ -92,3 +93,94 @@ def test_step_shows_progress_and_ends_with_a_summary(capsys, tmp_path, monkeypat
     assert main(STEP + ["--quiet"]) == 0
     out, err = capsys.readouterr()
     assert "100%" not in err and "perfmodel: warning: the machine is busy: 1-minute load average 64.00" in err
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["measure", "cluster", "resnet-15", "--world-sizes", "a,b"],
+     "perfmodel measure cluster: --world-sizes must be comma-separated whole numbers like 1,2,4; got 'a,b'."),
+    (["measure", "cluster", "resnet-15", "--world-sizes", "0"], "perfmodel measure cluster: --world-sizes must be positive"),
+    (["measure", "campaign", "resnet-15", "--batch-sizes", "x"],
+     "perfmodel measure campaign: --batch-sizes must be comma-separated whole numbers like 1,2,4; got 'x'."),
+    (["measure", "campaign", "resnet-15", "--thread-counts", "1,two"], "perfmodel measure campaign: --thread-counts must be"),
+])
+def test_malformed_number_lists_are_one_line_errors(capsys, tmp_path, argv, start):
+    assert main([*argv, "--out", str(tmp_path / "o.csv")]) == 2
+    _one_line_error(capsys, start)
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_noise_data_that_is_junk_or_not_tensors_is_a_one_line_error(capsys, tmp_path):
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"\x00\x01 this is not a torch file" * 10)
+    assert main(["measure", "noise", "resnet-15", "--data", str(junk)]) == 2
+    err = _one_line_error(capsys, f"perfmodel measure noise: cannot read --data '{junk}' (")
+    assert "expected a file written by torch.save({'x': inputs, 'y': targets})" in err
+    as_list = tmp_path / "list.pt"
+    torch.save([1, 2, 3], as_list)
+    assert main(["measure", "noise", "resnet-15", "--data", str(as_list)]) == 2
+    err = _one_line_error(capsys, f"perfmodel measure noise: --data '{as_list}' does not hold training data (data must be "
+                                  "(inputs, targets) tensors or a dict")
+    assert "got list" in err
+    short = tmp_path / "short.pt"
+    torch.save({"x": torch.zeros(1, 3, 32, 32), "y": torch.zeros(1, dtype=torch.long)}, short)
+    assert main(["measure", "noise", "resnet-15", "--data", str(short)]) == 2
+    _one_line_error(capsys, "perfmodel measure noise: --data")
+
+
+def test_noise_shows_progress_on_a_terminal_only(capsys, tmp_path, monkeypatch):
+    import perfmodel.cli as cli
+
+    f = tmp_path / "d.pt"
+    g = torch.Generator().manual_seed(0)
+    torch.save({"x": torch.randn(8, 3, 32, 32, generator=g), "y": torch.randint(0, 10, (8,), generator=g)}, f)
+    argv = ["measure", "noise", "resnet-15", "--data", str(f), "--batch-small", "2", "--batch-big", "4", "--draws", "3"]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "resnet-15 noise: 100%" in err and "6/6" in err and "B_simple = " in out and "100%" not in out
+    assert main([*argv, "--quiet"]) == 0
+    assert "100%" not in capsys.readouterr().err
+    monkeypatch.setattr(cli, "_show_progress", lambda quiet: not quiet and False)  # not a terminal: no bar
+    assert main(argv) == 0
+    assert "100%" not in capsys.readouterr().err
+
+
+def test_cluster_shows_progress_over_world_sizes(capsys, monkeypatch):
+    import pandas as pd
+
+    from perfmodel.measure import ddp
+
+    def fake_spawn(fn, args, nprocs, out_file):
+        pd.DataFrame({"n_workers": [nprocs], "step_time_s": [0.1]}).to_pickle(out_file)
+
+    monkeypatch.setattr(ddp, "spawn_ranks", fake_spawn)
+    df = ddp.measure_cluster_speed("resnet-15", world_sizes=(1, 2), progress=True)
+    assert df["n_workers"].tolist() == [1, 2]
+    assert "resnet-15 ddp: 100%" in capsys.readouterr().err
+    ddp.measure_cluster_speed("resnet-15", world_sizes=(1,))
+    assert "100%" not in capsys.readouterr().err
+
+
+def test_rank0_result_is_whole_or_absent(tmp_path, monkeypatch):
+    """_save_result leaves no temporary file when it fails, and names the fix for a folder at its path."""
+    import pandas as pd
+
+    from perfmodel.measure import ddp
+
+    frame = pd.DataFrame({"a": [1]})
+    target = tmp_path / "rank0.pkl"
+    target.mkdir()
+    with pytest.raises(IsADirectoryError, match=r"Is a directory \(expected the path of rank 0's result file"):
+        ddp._save_result(frame, str(target))
+    target.rmdir()
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_pickle", full)
+    with pytest.raises(OSError, match="No space left"):
+        ddp._save_result(frame, str(target))
+    assert os.listdir(tmp_path) == []
+    monkeypatch.undo()
+    ddp._save_result(frame, str(target))
+    assert pd.read_pickle(target)["a"].tolist() == [1] and os.listdir(tmp_path) == ["rank0.pkl"]

@@ -212,3 +212,72 @@ def test_lock_timeout_names_the_lock_and_keeps_the_rows(tmp_path):
     assert not f.exists() and len(_unsaved(tmp_path, "t")) == 1
     M.append_rows(pd.DataFrame({"x": [2]}), f)  # released: appends again
     assert M.read_rows(f)["x"].tolist() == [2]
+
+
+def test_a_symbolic_link_is_written_through_to_its_target(tmp_path):
+    """Appending through a link adds the rows to the linked file and keeps the link (it was replaced by a regular file,
+    and the real file never got the rows)."""
+    real_dir = tmp_path / "real"
+    real_dir.mkdir()
+    real = real_dir / "m.csv"
+    M.append_rows(pd.DataFrame({"a": [1]}), real)
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    chain = tmp_path / "chain.csv"
+    chain.symlink_to(link)
+    assert M.append_rows(pd.DataFrame({"a": [2]}), link) == link
+    M.append_rows(pd.DataFrame({"a": [3]}), chain)
+    assert link.is_symlink() and chain.is_symlink()
+    assert pd.read_csv(real)["a"].tolist() == [1, 2, 3]
+    # the lock and the temporary files live next to the target, not next to the link
+    assert (real_dir / ".m.csv.lock").exists() and not (tmp_path / ".link.csv.lock").exists()
+    assert not [p for p in os.listdir(real_dir) if p.endswith(".tmp")]
+
+
+def test_a_dangling_link_creates_its_target(tmp_path):
+    link = tmp_path / "link.csv"
+    link.symlink_to(tmp_path / "new.csv")
+    M.append_rows(pd.DataFrame({"a": [1]}), link)
+    assert link.is_symlink() and pd.read_csv(tmp_path / "new.csv")["a"].tolist() == [1]
+
+
+def test_appending_to_a_folder_names_the_fix_and_leaves_no_temporary_file(tmp_path):
+    folder = tmp_path / "m.csv"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError, match=r"Is a directory \(expected a CSV file path to append rows to; name a file "
+                                                r"inside it, e\.g\. .*measurements\.csv") as ei:
+        M.append_rows(pd.DataFrame({"a": [1]}), folder)
+    assert ei.value.saved_to is not None and ei.value.saved_to.exists()
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_a_failed_write_removes_its_temporary_file(tmp_path, monkeypatch):
+    """A full disk (ENOSPC at fsync) raises, keeps the old file and leaves no temporary file behind."""
+    import errno
+
+    f = tmp_path / "m.csv"
+    M.append_rows(pd.DataFrame({"a": [1]}), f)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left on device"):
+        M.append_rows(pd.DataFrame({"a": [2]}), f)
+    monkeypatch.undo()
+    assert pd.read_csv(f)["a"].tolist() == [1]
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_check_appendable_looks_through_a_link_at_the_target_folder(open_dir, unprivileged):
+    """The append writes next to the link's target: a read-only target folder is refused before measuring."""
+    folder, here = open_dir / "data", open_dir / "here"
+    with unprivileged():
+        folder.mkdir()
+        here.mkdir()
+        M.append_rows(pd.DataFrame({"x": [1]}), folder / "r.csv")
+        (here / "r.csv").symlink_to(folder / "r.csv")
+        os.chmod(folder, 0o555)
+        with pytest.raises(PermissionError, match=r"folder is not writable") as ei:
+            M.check_appendable(here / "r.csv", ["x"])
+        assert ei.value.filename == str(folder)

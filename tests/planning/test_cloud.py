@@ -189,3 +189,214 @@ def test_spot_rows_say_how_often_the_traces_held_that_many_instances():
     assert p16 == pytest.approx(a[(a["cloud"] == "aws") & (a["n"] == 16)]["p_at_least_n"].mean()) and p16 < p1
     p_none, note = cloud._p_hold("aws", 17)
     assert math.isnan(p_none) and "holding them is not estimated" in note
+
+
+# --- robustness: whole numbers, price tables, a fixed amount of data, nothing that fits -----------------------------
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(n_gpus=(2.5,)), r"n_gpus must be positive whole numbers \(GPU counts\); got 2\.5 in \[2\.5\]"),
+    (dict(batch_sizes=(8, 16.7)), r"batch_sizes must be positive whole numbers \(global batch sizes, samples per step\); got 16\.7"),
+    (dict(n_gpus=(True,)), r"n_gpus must be positive whole numbers"),
+    (dict(batch_sizes=("8",)), r"batch_sizes must be positive whole numbers"),
+    (dict(n_gpus=(0,)), r"n_gpus must be positive whole numbers"),
+])
+def test_fractional_counts_and_batches_are_refused_not_truncated(kw, match):
+    with pytest.raises(ValueError, match=match):
+        plan_cloud(CFG, **{**KW, **kw})
+
+
+def test_integral_floats_are_accepted(frame):
+    f = plan_cloud(CFG, **{**KW, "n_gpus": (1.0, np.int64(2)), "batch_sizes": (8.0, 16)})
+    assert f["n_gpus"].tolist() == frame["n_gpus"].tolist() and f["batch_size"].tolist() == frame["batch_size"].tolist()
+
+
+def test_conflicting_duplicate_price_rows_are_refused():
+    dup = pd.concat([PRICES, PRICES.iloc[[0]].assign(on_demand_usd_per_h=30.0)], ignore_index=True)
+    with pytest.raises(ValueError, match=r"prices: aws us-east-1 big \(8xA100\) is listed 2 times with different prices "
+                                         r"\(on-demand \$32/h spot \$12/h, on-demand \$30/h spot \$12/h\)\. Expected one price"):
+        plan_cloud(CFG, **{**KW, "prices": dup})
+    from perfmodel.planning.cloud import check_gpu_prices
+
+    assert len(check_gpu_prices(pd.concat([PRICES, PRICES.iloc[[0]]]))) == len(PRICES)  # an exact repeat is harmless
+
+
+def test_a_region_that_matches_nothing_and_a_table_without_rows():
+    with pytest.raises(ValueError, match=r"No price for GPU A100 in the regions \['mars-1'\]: its price rows are in "
+                                         r"\['us-east-1'\]\. Pass one of those regions"):
+        plan_cloud(CFG, **{**KW, "regions": ["mars-1"]})
+    with pytest.raises(ValueError, match=r"prices has the columns but no rows: there is nothing to rent"):
+        plan_cloud(CFG, **{**KW, "prices": PRICES.iloc[:0]})
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", r"holds binary data \(NUL bytes; or UTF-16 without a mark\), not a UTF-8 CSV"),
+    ("provider,region\naws,s\u00e3o-paulo\n".encode("latin-1"), r"is not UTF-8 \(byte 0xe3 at offset \d+; latin-1 or cp1252\?\)"),
+    ("provider,region\naws,x\n".encode("utf-16"), r"holds UTF-16 text, not a UTF-8 CSV"),
+])
+def test_price_files_in_other_encodings_are_clear_errors(tmp_path, content, match):
+    from perfmodel._errors import NotADataFileError
+    from perfmodel.planning.cloud import read_gpu_prices
+
+    f = tmp_path / "p.csv"
+    f.write_bytes(content)
+    with pytest.raises(NotADataFileError, match=match + r".*Expected a UTF-8 CSV file with the columns provider, region, "
+                                                        r"instance_type, gpu"):
+        read_gpu_prices(f)
+
+
+def test_price_file_with_a_byte_order_mark_and_header_only(tmp_path):
+    from perfmodel.planning.cloud import read_gpu_prices
+
+    f = tmp_path / "p.csv"
+    f.write_bytes(b"\xef\xbb\xbf" + PRICES.to_csv(index=False).encode())
+    assert read_gpu_prices(f)["provider"].tolist() == ["aws", "gcp"]
+    f.write_text(",".join(PRICES.columns) + "\n")
+    with pytest.raises(ValueError, match="prices has the columns but no rows"):
+        read_gpu_prices(f)
+
+
+def test_a_fixed_amount_of_data_sets_the_steps_per_batch(frame):
+    f = plan_cloud(CFG, **{**KW, "steps": None, "samples": 100})
+    assert (f["steps"] == np.ceil(100 / f["batch_size"])).all()  # 13 steps at batch 8, 7 at batch 16
+    assert set(zip(f["batch_size"], f["steps"])) == {(8, 13.0), (16, 7.0)}
+    # the same data: batch 16 does not pay twice the steps of batch 8 any more
+    with pytest.raises(ValueError, match=r"Give exactly one of steps= .* and samples="):
+        plan_cloud(CFG, **{**KW, "samples": 100})
+    with pytest.raises(ValueError, match=r"samples= and b_simple= do not go together"):
+        plan_cloud(CFG, **{**KW, "steps": None, "samples": 100, "b_simple": 8.0, "reference_batch": 8})
+    with pytest.raises(ValueError, match=r"samples must be positive whole numbers"):
+        plan_cloud(CFG, **{**KW, "steps": None, "samples": 99.5})
+
+
+def test_steps_at_several_batch_sizes_warn():
+    with pytest.warns(UserWarning, match=r"steps=20000 at every batch size: batch 16 processes 2x the data of batch 8"):
+        plan_cloud(CFG, **KW)
+
+
+def test_nothing_fits_says_why_in_gib(frame):
+    none = frame.assign(fits=False, feasible=False, pareto=False)
+    with pytest.raises(PlanInfeasibleError, match=r"Nothing fits in GPU memory: every one of the 24 candidates needs more memory "
+                                                  r"per GPU than its GPU has\. The closest, .* needs \d+\.\d GiB per GPU of "
+                                                  r"\d+\.\d GiB; the largest need is \d+\.\d GiB") as ei:
+        cheapest_within_deadline(none, 10)
+    assert "nan" not in str(ei.value)
+    with pytest.raises(ValueError, match=r"The plan has no rows to choose from \(an empty frame\)"):
+        fastest_within_budget(frame.iloc[:0], 10)
+
+
+def _cli_argv(tmp_path):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    PRICES.to_csv(tmp_path / "prices.csv", index=False)
+    return ["plan-cloud", str(tmp_path / "config.json"), "--input-shape", "128", "--n-gpus", "1,2", "--batch-sizes", "8,16",
+            "--strategies", "dp,fsdp", "--prices", str(tmp_path / "prices.csv")]
+
+
+def test_cli_plans_a_fixed_amount_of_data_and_prints_gib(tmp_path, capsys):
+    from perfmodel.cli import main
+
+    argv = _cli_argv(tmp_path)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("Pareto front of 24 candidates (320000 samples; steps = ceil(samples / batch)):")
+    header = out.splitlines()[1].split()
+    assert {"steps", "mem_gib_per_gpu", "gpu_gib", "fits"} <= set(header) and "memory_per_gpu_bytes" not in header
+    assert "at every batch size" not in err
+    assert main([*argv, "--tokens", "1280000"]) == 0  # 10000 sequences of 128
+    assert "(1280000 tokens = 10000 sequences of 128; steps = ceil(samples / batch))" in capsys.readouterr().out
+    assert main([*argv, "--steps", "20000"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("Pareto front of 24 candidates (20000 steps):")
+    assert err.count("at every batch size") == 1 and "--steps 20000 is the same step count at every batch size" in err
+    assert main([*argv, "--steps", "20000", "--b-simple", "16", "--reference-batch", "8"]) == 0
+    out, err = capsys.readouterr()
+    assert "(20000 steps at batch 8, rescaled by B_simple = 16)" in out and "at every batch size" not in err
+    assert main([*argv, "--samples", "10", "--steps", "5"]) == 2
+    assert "give one of --steps, --samples and --tokens" in capsys.readouterr().err
+    assert main([*argv, "--b-simple", "16"]) == 2
+    assert "--b-simple needs --steps and --reference-batch" in capsys.readouterr().err
+    assert main([*argv, "--n-gpus", "2.5"]) == 2
+    assert "--n-gpus must be comma-separated whole numbers like 1,2,4; got '2.5'." in capsys.readouterr().err
+
+
+def test_cli_marks_what_does_not_fit_and_says_when_nothing_does(tmp_path, capsys, monkeypatch):
+    import perfmodel.planning as planning
+    from perfmodel.cli import main
+    from perfmodel.planning.plan import mark_feasible
+
+    real = planning.plan_cloud
+
+    def squeezed(*a, which=lambda f: f["batch_size"] == 16, **k):
+        f = real(*a, **k)
+        f.loc[which(f), "fits"] = False
+        return mark_feasible(f, deadline_h=k.get("deadline_h"), budget_usd=k.get("budget_usd"), ok=f["fits"])
+
+    monkeypatch.setattr(planning, "plan_cloud", squeezed)
+    argv = _cli_argv(tmp_path)
+    assert main([*argv, "--deadline-h", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "12 of 24 candidates do not fit in GPU memory (fits = NO; never feasible, never chosen): up to " in out
+    front = out.split("\n\n")[0]
+    assert "NO (out of memory)" not in front and " 16 " not in front.split("\n", 2)[2]  # batch 16 rows left out of the front
+    assert "why: cheapest of the 12 candidates that fit in GPU memory" in out
+    monkeypatch.setattr(planning, "plan_cloud", lambda *a, **k: squeezed(*a, which=lambda f: f["fits"] == f["fits"], **k))
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("perfmodel plan-cloud: Nothing fits in GPU memory: every one of the 24 candidates")
+    assert "nan" not in err and "GiB" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content, match", [
+    (b"\x00\x01\x02binary", "holds binary data"),
+    ("provider,region\naws,s\u00e3o\n".encode("latin-1"), "is not UTF-8"),
+    ("a,b\n1,2\n".encode("utf-16"), "holds UTF-16 text"),
+    (b"provider,region,instance_type,gpu,gpus_per_instance,on_demand_usd_per_h,spot_usd_per_h\n", "has the columns but no rows"),
+])
+def test_cli_price_file_errors_are_one_line(tmp_path, capsys, content, match):
+    from perfmodel.cli import main
+
+    argv = _cli_argv(tmp_path)
+    (tmp_path / "prices.csv").write_bytes(content)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and match in err, err
+
+
+def test_plan_shows_progress_on_request_only(frame, capsys, monkeypatch):
+    import sys
+
+    from perfmodel.cli import main
+
+    plan_cloud(CFG, **KW, progress=True)
+    err = capsys.readouterr().err
+    assert "perfmodel plan-cloud: 100%" in err and "6/6" in err
+    plan_cloud(CFG, **KW)
+    assert "100%" not in capsys.readouterr().err
+    import tempfile
+    from pathlib import Path
+
+    argv = _cli_argv(Path(tempfile.mkdtemp()))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "perfmodel plan-cloud: 100%" in err and "100%" not in out
+    assert main([*argv, "--quiet"]) == 0
+    assert "100%" not in capsys.readouterr().err
+
+
+def test_checkpoint_extrapolation_is_one_summarised_warning():
+    """Every candidate whose state lies outside the checkpoint fit used to warn on its own (one line per size)."""
+    import warnings
+
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        f = plan_cloud(CFG, **{**KW, "steps": None, "samples": 10**6, "n_gpus": (8,), "strategies": ("fsdp", "tp", "pp"), "batch_sizes": (8, 16, 32)})
+    ck = [str(w.message) for w in rec if issubclass(w.category, ExtrapolationWarning) and "heckpoint" in str(w.message)]
+    assert len(ck) == 1, ck
+    assert ck[0].startswith("plan_cloud: the checkpoint time of ") and "extrapolates CM-DARE's Duration ~ Size fit (fitted on " in ck[0]
+    n = int(ck[0].split("checkpoint time of ")[1].split()[0])
+    assert n == f["extrapolated"].str.contains("checkpoint time: CM-DARE's Duration ~ Size fit").sum() > 1
