@@ -8,7 +8,7 @@ case runs in a fresh process and prints wall times and peak RSS (``ru_maxrss``, 
 * ``gpt2-large cold``: one GPT-2-large training step (batch 1, sequence 1024, forward + backward) on H100 in a fresh
   process with an empty cache folder, as a new user's first ``python -c`` feels it: ``process s`` is the whole process
   (interpreter start and imports of perfmodel, torch and transformers included), ``call s`` the ``predict_step_time``
-  call alone. Goal (issue 20): ≤ 5 s on an idle machine — nothing is fitted any more;
+  call alone. Goal: ≤ 5 s on an idle machine — nothing is fitted any more;
 * ``gpt2-large warm``: the same call in a process that has already imported perfmodel, torch and transformers and
   loaded the operator model (``perfmodel.models.op_latency.default_op_model()``): ``call s`` is the first call in that
   process (it still imports transformers' GPT-2 modelling code), ``again s`` a second identical call; ``RSS before``

@@ -101,6 +101,7 @@ from perfmodel.datasets.neusight import (
     load_neusight_model_configs,
     load_neusight_traces,
     neusight_model_config,
+    neusight_traced_config,
 )
 from perfmodel.datasets.reference import (
     TRANSCRIBED,
@@ -242,7 +243,7 @@ __all__ = [
     "load_checkpoint_samples", "load_checkpoint_summary", "load_vm_startup", "load_chief_rejoining",
     # NeuSight (ASPLOS'25)
     "load_neusight_labels", "load_neusight_traces", "load_neusight_microbenchmarks", "load_neusight_devices", "load_neusight_model_configs",
-    "neusight_model_config", "load_neusight_errors",
+    "neusight_model_config", "neusight_traced_config", "load_neusight_errors",
     # ICAC'19
     "ICAC_EXPERIMENTS", "load_vm_lifetimes", "load_icac_runs", "load_icac_vms", "load_icac_costs", "load_icac_accuracy_curves", "load_adaptive_lr",
     # reference and catalogs

@@ -29,7 +29,7 @@ def load_cpu_measurements(kind: str = "steps") -> pd.DataFrame:
     res = resources.files("perfmodel._data") / "measurements" / _FILES[kind]
     if not res.is_file():
         raise DataNotAvailableError(f"datasets/measurements/{_FILES[kind]} is not in this installation. Create it with "
-                                    "`python -m perfmodel.measure.bundle` from a source checkout.")
+                                    "`python -m perfmodel.measure.bundle --folder datasets/measurements` from a source checkout.")
     from perfmodel.datasets._io import parse_csv
 
     return parse_csv(res.read_bytes(), source=f"perfmodel datasets/measurements/{_FILES[kind]}")

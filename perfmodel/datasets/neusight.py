@@ -466,6 +466,21 @@ def neusight_model_config(model: str) -> dict:
     return d
 
 
+def neusight_traced_config(model: str, mode: str) -> dict:
+    """The config of the model NeuSight timed for a label of ``mode`` (``"train"`` / ``"inf"``).
+
+    NeuSight's ``get_model`` (``neusight/Tracing/trace.py``) builds BERT with ``AutoModelForSequenceClassification``
+    for inference (a two-label head on the pooled token, no vocabulary projection) and ``AutoModelForPreTraining`` for
+    training, whatever ``architectures`` the upstream config (``bert_large.json``: ``BertLMHeadModel``) names; other
+    models keep their config's causal-LM head."""
+    if mode not in ("train", "inf"):
+        raise ValueError(f"mode must be 'train' or 'inf'; got {mode!r}.")
+    cfg = neusight_model_config(model)
+    if cfg.get("model_type") == "bert":
+        return {**cfg, "architectures": ["BertForSequenceClassification" if mode == "inf" else "BertForPreTraining"]}
+    return cfg
+
+
 @cached_frame
 def load_neusight_model_configs() -> pd.DataFrame:
     """NeuSight's Hugging Face model configs (``scripts/asplos/data/DLmodel_configs/*.json``): one row per model (12).

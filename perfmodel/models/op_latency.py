@@ -44,7 +44,8 @@ from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
            "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out", "fit_bundle", "fit_op_model",
-           "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path"]
+           "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path", "step_calibration", "CALIBRATION_GPUS",
+           "using_op_model"]
 
 #: Operator classes of the latency model.
 OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
@@ -390,10 +391,11 @@ def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame
     return X
 
 
-def leave_one_gpu_out(X: pd.DataFrame, *, params: dict | None = None, on_fit=None) -> np.ndarray:
+def leave_one_gpu_out(X: pd.DataFrame, *, params: dict | None = None, on_fit=None, models: dict | None = None) -> np.ndarray:
     """Latency (s) of every row of ``X`` (:func:`neusight_op_frame` rows) predicted by a model fitted on the rows of
     the other GPUs. Each operator class is fitted on its own rows, so the predictions of a class do not depend on
-    which other classes ``X`` holds. ``params``: :class:`OpLatencyModel` parameters; ``on_fit``: called after each fit."""
+    which other classes ``X`` holds. ``params``: :class:`OpLatencyModel` parameters; ``on_fit``: called after each fit;
+    ``models``: a dict that receives each held-out GPU's model."""
     out = np.empty(len(X))
     gpus = X["gpu"].to_numpy()
     for g in sorted(set(gpus)):
@@ -401,6 +403,8 @@ def leave_one_gpu_out(X: pd.DataFrame, *, params: dict | None = None, on_fit=Non
         # the held-out GPU is predicted by the pooled model (it has no model of its own): no per-GPU fits needed
         model = OpLatencyModel(**{**(params or {}), "per_gpu": False}).fit(X[~held], X.loc[~held, "latency_s"])
         out[held] = model.predict(X[held])
+        if models is not None:
+            models[g] = model
         if on_fit is not None:
             on_fit()
     return out
@@ -426,11 +430,11 @@ def _cache_key(extra_sha256: str = "") -> str:
 
 #: Version of the fitting code: part of the key of a fitted model (bump when the model changes, then rebuild the
 #: shipped artifact with ``perfmodel fit --out perfmodel/models/fitted/op_latency.npz`` and pin its new sha256).
-MODEL_VERSION = "6"
+MODEL_VERSION = "7"
 
 #: The fitted default model shipped in the package (:func:`fitted_bundle`) and the sha256 its bytes must have.
 SHIPPED_ARTIFACT = "fitted/op_latency.npz"
-SHIPPED_SHA256 = "64e545cfe8d2488847d8ffdae424ad16fbabdcfa0913dadf023968698c85bc33"
+SHIPPED_SHA256 = "ea9d498b209265ae6e36b49c15ee7518a82c4c3b0812bc4c29e6df2d43d21918"
 
 #: Environment variable naming a user's refit (written by ``perfmodel fit --with ...``) to use instead of the shipped model.
 ENV_OP_MODEL = "PERFMODEL_OP_MODEL"
@@ -516,15 +520,75 @@ def fit_bundle(extra=None, *, params: dict | None = None, devices=TRAINING_GPUS,
     model = OpLatencyModel(**params).fit(X, X["latency_s"])
     bar.update(1)
     model.provenance_ = _provenance(X, extra_rows, extra_name)
-    logo = leave_one_gpu_out(X, params=params, on_fit=lambda: bar.update(1))
+    logo_models: dict = {}
+    logo = leave_one_gpu_out(X, params=params, on_fit=lambda: bar.update(1), models=logo_models)
     bar.close()
     held_gpu = X["gpu"].to_numpy()
+    steps = step_calibration(logo_models, progress=progress)
     t = X["latency_s"].to_numpy(float)
     scores = {g: abs(float(np.log(logo[m].sum() / t[m].sum()))) for g in gpus for m in [held_gpu == g]}
     import sklearn
 
     return {"model": model, "scores": pd.Series(scores, name="abs_log_ratio"), "logo_predictions": logo,
-            "key": _cache_key(extra_sha), "sklearn_version": sklearn.__version__}
+            "step_scores": steps, "key": _cache_key(extra_sha), "sklearn_version": sklearn.__version__}
+
+
+#: Training GPUs whose end-to-end labels calibrate the step intervals (:func:`step_calibration`): NeuSight's training
+#: GPUs except the V100, whose labels are test data of the NeuSight benchmark (``external.neusight_benchmark``).
+CALIBRATION_GPUS = ("P4", "P100", "T4", "A100-PCIe-40GB")
+
+_OVERRIDE: list = []
+
+
+class using_op_model:
+    """Context manager: predict with ``model`` instead of the default operator model (the calibration's held-out fits)."""
+
+    def __init__(self, model, step_scores: pd.DataFrame | None = None):
+        self.model = model
+        self.step_scores = step_scores
+
+    def __enter__(self):
+        _OVERRIDE.append(self)
+        return self.model
+
+    def __exit__(self, *exc):
+        _OVERRIDE.pop()
+        return False
+
+
+def step_calibration(logo_models: dict, *, progress: bool = False) -> pd.DataFrame:
+    """Nonconformity of whole steps: each single-GPU label NeuSight measured on a GPU of :data:`CALIBRATION_GPUS`,
+    predicted by the operator model fitted without that GPU (``logo_models[gpu]``), and
+    ``score = |log(predicted / measured)|``. These scores set the step intervals (split conformal,
+    :func:`perfmodel.models.op_step_time.predict_step_time`): a GPU never seen, predicted from its spec sheet, as a
+    test GPU is. NeuSight measured only inference steps on these GPUs, so the scores are of forward passes.
+
+    Returns one row per label: ``gpu``, ``model``, ``mode``, ``seq_len``, ``batch_size``, ``measured_s``,
+    ``predicted_s``, ``score``."""
+    import warnings
+
+    from tqdm.auto import tqdm
+
+    from perfmodel.datasets import canonical_gpu, load_neusight_labels, neusight_traced_config
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel.models.op_step_time import predict_step_time
+
+    lab = load_neusight_labels()
+    lab = lab[(lab["parallel"] == "none") & ~lab["fused"]].copy()
+    lab["gpu"] = [canonical_gpu(d) for d in lab["device"]]
+    lab = lab[lab["gpu"].isin([g for g in CALIBRATION_GPUS if g in logo_models])]
+    lab = lab.sort_values(["gpu", "mode", "model", "seq_len", "batch_size"]).reset_index(drop=True)
+    rows = []
+    for r in tqdm(list(lab.itertuples(index=False)), desc="calibrating step intervals", disable=not progress, unit="label"):
+        cfg = neusight_traced_config(r.model, r.mode)
+        with using_op_model(logo_models[r.gpu]), warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)
+            p = predict_step_time(cfg, r.gpu, input_shape=(int(r.seq_len),), batch_size=int(r.batch_size), optimizer=None,
+                                  inference=r.mode == "inf")
+        pred, meas = float(p["step_time_s"].iloc[0]), float(r.e2e_latency_ms) / 1e3
+        rows.append(dict(gpu=r.gpu, model=r.model, mode=r.mode, seq_len=int(r.seq_len), batch_size=int(r.batch_size),
+                         measured_s=meas, predicted_s=pred, score=abs(float(np.log(pred / meas)))))
+    return pd.DataFrame(rows, columns=["gpu", "model", "mode", "seq_len", "batch_size", "measured_s", "predicted_s", "score"])
 
 
 def bundle_arrays(bundle: dict) -> tuple[dict, dict]:
@@ -544,6 +608,12 @@ def bundle_arrays(bundle: dict) -> tuple[dict, dict]:
     for (k, c) in sorted(m.gpu_models_):
         put(["gpu", k, c], m.gpu_models_[(k, c)])
     arrays["logo_predictions"] = np.asarray(bundle["logo_predictions"], dtype=np.float64)
+    steps = bundle.get("step_scores")
+    if steps is not None and len(steps):
+        for c in ("seq_len", "batch_size"):
+            arrays[f"step_scores/{c}"] = steps[c].to_numpy(np.int64)
+        for c in ("measured_s", "predicted_s", "score"):
+            arrays[f"step_scores/{c}"] = steps[c].to_numpy(np.float64)
     header = {
         "model": "perfmodel.models.op_latency.OpLatencyModel", "model_version": MODEL_VERSION, "key": bundle["key"],
         "params": m.get_params(), "classes": list(m.classes_), "training_devices": list(m.training_devices_),
@@ -552,6 +622,7 @@ def bundle_arrays(bundle: dict) -> tuple[dict, dict]:
         "launch_overhead_pooled_s": m.launch_overhead_pooled_s_,
         "scores": {g: float(v) for g, v in bundle["scores"].items()}, "trees": trees,
         "fitted_with": bundle.get("fitted_with", ""), "sklearn_version": bundle.get("sklearn_version", ""),
+        "step_scores": {c: [str(v) for v in steps[c]] for c in ("gpu", "model", "mode")} if steps is not None and len(steps) else {},
     }
     return header, arrays
 
@@ -578,7 +649,10 @@ def bundle_from_arrays(header: dict, arrays: dict) -> dict:
     m.n_training_rows_ = dict(header["n_training_rows"])
     m.provenance_ = header["provenance"]
     scores = pd.Series(header["scores"], name="abs_log_ratio", dtype=float)
-    return {"model": m, "scores": scores, "logo_predictions": arrays["logo_predictions"], "key": header["key"],
+    text = header.get("step_scores") or {}
+    steps = pd.DataFrame({**text, **{c: arrays[f"step_scores/{c}"] for c in ("seq_len", "batch_size", "measured_s",
+                                                                             "predicted_s", "score") if text}})
+    return {"model": m, "scores": scores, "logo_predictions": arrays["logo_predictions"], "step_scores": steps, "key": header["key"],
             "fitted_with": header.get("fitted_with", ""), "sklearn_version": header.get("sklearn_version", "")}
 
 
@@ -698,5 +772,15 @@ def fitted_bundle() -> dict:
 def default_op_model() -> OpLatencyModel:
     """The operator model perfmodel ships: fitted on NeuSight's microbenchmarks of its five training GPUs
     (:data:`TRAINING_GPUS`, ``train`` split) and nothing else; read from the package (:func:`fitted_bundle`), never
-    fitted at prediction time."""
+    fitted at prediction time. Inside ``with using_op_model(m):``, the model ``m``."""
+    if _OVERRIDE:
+        return _OVERRIDE[-1].model
     return fitted_bundle()["model"]
+
+
+def interval_step_scores() -> pd.DataFrame | None:
+    """The step scores the intervals are calibrated on (:func:`step_calibration`): the default model's, or those given
+    to the active :class:`using_op_model` (None there: no interval, as in a calibration run itself)."""
+    if _OVERRIDE:
+        return _OVERRIDE[-1].step_scores
+    return fitted_bundle().get("step_scores")

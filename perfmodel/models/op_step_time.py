@@ -305,10 +305,26 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
 
 
 def _interval(alpha):
-    scores = np.sort(conformal_scores().to_numpy())
+    """(q, text): the half-width ``q`` of the interval in log space (``[t·e^-q, t·e^q]``) for miss rate ``alpha``.
+
+    Split conformal over whole steps: the scores ``|log(predicted / measured)|`` of NeuSight's end-to-end labels on
+    the training GPUs of :data:`perfmodel.models.op_latency.CALIBRATION_GPUS`, each predicted by the operator model fitted
+    without its GPU (:func:`perfmodel.models.op_latency.step_calibration`); an artifact without them falls back to the
+    per-GPU operator scores (:func:`conformal_scores`)."""
+    from perfmodel.models.op_latency import _OVERRIDE, interval_step_scores
+
+    steps = interval_step_scores()
+    if _OVERRIDE and (steps is None or not len(steps)):
+        return 0.0, "no interval: an operator model without step calibration (using_op_model)"
+    if steps is not None and len(steps):
+        scores = np.sort(steps["score"].to_numpy(float))
+        what = f"{len(scores)} end-to-end labels of training GPUs held out ({', '.join(sorted(set(steps['gpu'])))})"
+    else:
+        scores = np.sort(conformal_scores().to_numpy())
+        what = f"the {len(scores)} training GPUs held out"
     rank = int(np.ceil((1 - alpha) * (len(scores) + 1)))
     q = float(scores[min(rank, len(scores)) - 1])
-    text = (f"split-conformal over the {len(scores)} training GPUs held out, 1-alpha = {1 - alpha:g}"
+    text = (f"split-conformal over {what}, 1-alpha = {1 - alpha:g}"
             + (" (rank beyond the scores: the widest one)" if rank > len(scores) else ""))
     return q, text
 

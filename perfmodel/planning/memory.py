@@ -74,10 +74,25 @@ def _saved_tensors(net, x) -> pd.DataFrame:
             rows.append((stack[-1] if stack else "", float(base.numel() * base.element_size()), "x".join(map(str, base.shape))))
         return t
 
+    from perfmodel.features._counting import ValueReadMode
+
     handles = [m.register_forward_pre_hook(pre) for m in names] + [m.register_forward_hook(post) for m in names]
+    reads = ValueReadMode()
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), reads:
             net(x)
+    except (RuntimeError, NotImplementedError) as exc:
+        if not reads.reads and "meta" not in str(exc):
+            raise
+        from perfmodel.features import DataDependentOpsError
+
+        what, where = reads.reads[0] if reads.reads else ("a read of a tensor's value", "(unknown line)")
+        raise DataDependentOpsError(
+            f"{type(net).__name__} reads the value of a tensor in Python ({what}) at {where}: its graph (and so the "
+            f"tensors it saves) depends on the values of its tensors, which the meta device used to count memory does not "
+            f"have ({type(exc).__name__}: {exc}). Expected control flow that depends on shapes only; make the loop or "
+            f"branch static to predict its memory."
+        ) from exc
     finally:
         for h in handles:
             h.remove()

@@ -381,3 +381,25 @@ def test_every_hf_head_traces_backward_and_optimizer_ops(arch):
     flops = ops.groupby("phase", observed=False)["flops"].sum()
     assert flops["backward"] > flops["forward"] > 0
     assert ops.loc[ops["phase"] == "optimizer", "bytes_written"].sum() > 0
+
+
+def test_predict_memory_refuses_a_value_dependent_loop_clearly():
+    """A loop count read with .item() cannot be traced on meta: predict_memory says so, naming the read, instead of a
+    raw meta-tensor RuntimeError."""
+    import torch
+
+    import perfmodel as pm
+    from perfmodel.features import DataDependentOpsError
+
+    class Loopy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(64, 64)
+
+        def forward(self, x):
+            for _ in range(int(x.abs().sum().item()) % 3 + 1):
+                x = self.lin(x)
+            return x.sum()
+
+    with pytest.raises(DataDependentOpsError, match=r"Loopy reads the value of a tensor in Python \(Tensor.item\(\)\) at .*make the loop"):
+        pm.predict_memory(Loopy(), "H100", batch_size=8, input_shape=(64,))

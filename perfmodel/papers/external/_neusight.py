@@ -61,20 +61,10 @@ def neusight_amd_benchmark_data() -> pd.DataFrame:
     return _benchmark_rows(AMD_BENCHMARK_GPUS)
 
 
-def _as_neusight_traced(cfg: dict, mode: str) -> dict:
-    """The model NeuSight timed for a label: its ``get_model`` (``neusight/Tracing/trace.py``) builds BERT with
-    ``AutoModelForSequenceClassification`` for inference (a two-label head on the pooled token, no vocabulary
-    projection) and ``AutoModelForPreTraining`` for training, whatever ``architectures`` the upstream config
-    (``bert_large.json``: ``BertLMHeadModel``) names. Other models keep their config's causal-LM head."""
-    if cfg.get("model_type") == "bert":
-        return {**cfg, "architectures": ["BertForSequenceClassification" if mode == "inf" else "BertForPreTraining"]}
-    return cfg
-
-
 def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     import warnings
 
-    from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_model_config
+    from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_traced_config
     from perfmodel.models.op_step_time import predict_step_time
 
     from perfmodel.models._extrapolation import ExtrapolationWarning
@@ -86,7 +76,7 @@ def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     rows = []
     for (mode, model, seq, batch), grp in lab.groupby(["mode", "model", "seq_len", "batch_size"], sort=False):
         try:
-            cfg = _as_neusight_traced(neusight_model_config(model), mode)
+            cfg = neusight_traced_config(model, mode)
         except Exception as exc:  # noqa: BLE001 - reported per row, never silently dropped
             pred, status = None, f"not predicted: no model config upstream ({type(exc).__name__})"
         else:
