@@ -77,17 +77,21 @@ class TreeEnsemble:
             raise ArtifactError("a leaf value is not finite (a corrupt artifact).")
         if (self.feature[inner] < 0).any():
             raise ArtifactError("a split on a negative feature index (a corrupt artifact).")
-        # the walk: a leaf is its own child (feature 0, any comparison leads back to it)
-        idx = np.arange(n)
-        self._walk_feature = np.where(self.is_leaf, 0, self.feature)
-        self._walk_threshold = np.where(self.is_leaf, 0.0, self.threshold)
-        self._walk_left = np.where(self.is_leaf, idx, self.left)
-        self._walk_right = np.where(self.is_leaf, idx, self.right)
-        self._walk_missing_left = self.missing_left | self.is_leaf
-        depth = np.zeros(n, dtype=np.int64)
-        for i in np.flatnonzero(inner):  # children come after their parent, so one pass in index order sets every depth
-            depth[self.left[i]] = depth[self.right[i]] = depth[i] + 1
-        self._depth = int(depth.max()) if n else 0
+
+    def _walk(self):
+        """Arrays of the NumPy walk (built on first use): a leaf is its own child (feature 0, any comparison leads back
+        to it), and the depth of the deepest leaf."""
+        if getattr(self, "_walk_arrays", None) is None:
+            n = len(self.value)
+            idx = np.arange(n)
+            inner = ~self.is_leaf
+            depth = np.zeros(n, dtype=np.int64)
+            for i in np.flatnonzero(inner):  # children come after their parent: one pass in index order sets every depth
+                depth[self.left[i]] = depth[self.right[i]] = depth[i] + 1
+            self._walk_arrays = (np.where(self.is_leaf, 0, self.feature), np.where(self.is_leaf, 0.0, self.threshold),
+                                 np.where(self.is_leaf, idx, self.left), np.where(self.is_leaf, idx, self.right),
+                                 self.missing_left | self.is_leaf, int(depth.max()) if n else 0)
+        return self._walk_arrays
 
     @property
     def n_trees(self) -> int:
@@ -141,12 +145,13 @@ class TreeEnsemble:
                 out += p.predict(X, bitsets, f_idx_map, 1)
             return out
         # every (tree, row) pair walks down together; a leaf points at itself, so walking on from it stays there
+        feature, threshold, left, right, missing_left, depth = self._walk()
         node = np.repeat(self.offsets[:-1, None], n_rows, axis=1)  # (trees, rows): every row at every root
         cols = np.arange(n_rows)
-        for _ in range(self._depth):
-            x = X[cols, self._walk_feature[node]]
-            go_left = np.where(np.isnan(x), self._walk_missing_left[node], x <= self._walk_threshold[node])
-            node = np.where(go_left, self._walk_left[node], self._walk_right[node])
+        for _ in range(depth):
+            x = X[cols, feature[node]]
+            go_left = np.where(np.isnan(x), missing_left[node], x <= threshold[node])
+            node = np.where(go_left, left[node], right[node])
         leaves = self.value[node]
         for t in range(leaves.shape[0]):
             out += leaves[t]

@@ -252,9 +252,11 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
     @staticmethod
     def _gpu_keys(X: pd.DataFrame) -> np.ndarray:
         """One key per row: the GPU id with its spec columns (a spec that differs from the measured GPU's is another GPU)."""
-        ids = X["gpu"].astype(str).to_numpy() if "gpu" in X.columns else np.full(len(X), "", dtype=object)
-        spec = X[GPU_COLUMNS].to_numpy(float)
-        return np.array([f"{g}|" + ",".join(f"{v:.6g}" for v in row) for g, row in zip(ids, spec)], dtype=object)
+        ids = X["gpu"].astype(str) if "gpu" in X.columns else pd.Series("", index=X.index)
+        frame = pd.concat([ids.rename("gpu"), X[GPU_COLUMNS]], axis=1)
+        codes, uniques = pd.MultiIndex.from_frame(frame).factorize()  # a key per distinct GPU, formatted once
+        keys = np.array([f"{u[0]}|" + ",".join(f"{float(v):.6g}" for v in u[1:]) for u in uniques], dtype=object)
+        return keys[codes]
 
     def _check_X(self, X) -> pd.DataFrame:
         if not isinstance(X, pd.DataFrame):

@@ -258,6 +258,7 @@ def clear_trace_cache() -> None:
     _TRACES.clear()
     _ZOO_TRACES.clear()
     _BUILT.clear()
+    _KERNEL_MEMO.clear()
 
 
 def _step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
@@ -329,12 +330,33 @@ def _interval(alpha):
     return q, text
 
 
+#: Kernel times memoised by (work rows, GPU spec, precision, operator model): strategies and planners ask for the same
+#: work on the same GPU many times (dp and fsdp at one per-GPU batch, every price row of one GPU).
+_KERNEL_MEMO: dict = {}
+_KERNEL_MEMO_MAX = 512
+
+
 def _kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
-    """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec``."""
-    from perfmodel.datasets import matmul_peak_tflops
-    from perfmodel.models.op_latency import WORK_COLUMNS, default_op_model, gpu_columns, op_design
+    """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec`` (memoised)."""
+    from perfmodel.models.op_latency import WORK_COLUMNS, default_op_model
 
     op_model = default_op_model() if op_model is None else op_model
+    w = work[WORK_COLUMNS].reset_index(drop=True)
+    key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), repr(spec), prec, id(op_model))
+    hit = _KERNEL_MEMO.get(key)
+    if hit is not None and hit[0] is op_model:
+        return hit[1].copy()
+    t = _kernel_seconds_uncached(w, spec, prec, op_model)
+    if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
+        _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
+    _KERNEL_MEMO[key] = (op_model, t.copy())
+    return t
+
+
+def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model) -> np.ndarray:
+    from perfmodel.datasets import matmul_peak_tflops
+    from perfmodel.models.op_latency import WORK_COLUMNS, gpu_columns, op_design
+
     cols = gpu_columns([spec] * len(work), precision="fp32")
     # GEMMs and convolutions at the matrix units' rate (tensor cores; FP32 too where the vendor BLAS runs FP32 GEMMs on
     # matrix cores, AMD CDNA); the rest stays on the CUDA cores / vector units
