@@ -24,7 +24,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
@@ -514,6 +514,51 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool = False) -> pd.DataFrame:
+    out = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                          input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
+                          n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
+                          overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing)
+    if inference:
+        return out
+    return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                       precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
+                       activation_checkpointing=activation_checkpointing)
+
+
+def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,
+                strategy, micro_batches, activation_checkpointing) -> pd.DataFrame:
+    """``out`` (one row per GPU of a training step) with ``memory_per_gpu_bytes`` and ``fits`` from
+    :func:`perfmodel.predict_memory`, and a warning naming the GPUs the step does not fit on: a step time for a run that
+    would stop with out-of-memory is said to be one, in the row and on the screen."""
+    import warnings
+
+    from perfmodel.planning.memory import predict_memory
+
+    specs = _gpu_specs(gpus, _check_step_args(0.2, optimizer, False, precision, batch_size))
+    mem = [predict_memory(model, s, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy, precision=precision,
+                          optimizer=optimizer, activation_checkpointing=activation_checkpointing, input_shape=input_shape,
+                          input_dtype=input_dtype, micro_batches=micro_batches).iloc[0] for s in specs]
+    out = out.copy()
+    out["memory_per_gpu_bytes"] = [float(m["total_bytes"]) for m in mem]
+    out["fits"] = [bool(m["fits"]) for m in mem]
+    if not out["fits"].all():
+        bad = [f"{g} ({m['total_bytes'] / 2**30:.1f} GiB of {m['capacity_bytes'] / 2**30:.1f})"
+               for g, m, f in zip(out["gpu"], mem, out["fits"]) if not f]
+        warnings.warn(f"the step does not fit in GPU memory on {', '.join(bad)}: its time is that of a run that would stop "
+                      "with out-of-memory. Use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch "
+                      "(see perfmodel.predict_memory).", OutOfMemoryWarning, stacklevel=3)
+    return out
+
+
+class OutOfMemoryWarning(UserWarning):
+    """A predicted step needs more memory per GPU than the GPU has (``fits`` is False in its row)."""
+
+
+def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
+                      precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
+                      inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
+                      interconnect=None, overlap_grad_reduce: bool = True,
+                      activation_checkpointing: bool = False) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -573,7 +618,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     DataFrame
         One row per GPU: ``model``, ``gpu``, ``batch_size``, ``precision``, ``optimizer``, ``step_time_s``,
         ``lower_s``, ``upper_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``n_kernels``, ``flops``,
-        ``basis`` (what the prediction rests on). With ``n_gpus > 1`` also ``n_gpus``, ``strategy``,
+        ``basis`` (what the prediction rests on), and for a training step ``memory_per_gpu_bytes`` and ``fits``
+        (:func:`perfmodel.predict_memory`; an :class:`OutOfMemoryWarning` names the GPUs it does not fit on). With ``n_gpus > 1`` also ``n_gpus``, ``strategy``,
         ``micro_batches``, ``interconnect``, ``compute_s`` (busiest GPU's kernels), ``comm_s`` (exposed
         communication), ``comm_total_s`` (all communication, hidden or not), ``bubble_s`` (pipeline idle time);
         ``forward_s`` / ``backward_s`` / ``optimizer_s`` and ``flops`` are those of one GPU.
@@ -598,7 +644,7 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         raise ValueError("activation_checkpointing=True recomputes the forward pass during the backward pass of a training "
                          "step; an inference pass has no backward pass. Pass activation_checkpointing=False.")
     if activation_checkpointing:
-        plain = predict_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+        plain = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                                   input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
                                   n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                                   overlap_grad_reduce=overlap_grad_reduce)
@@ -645,3 +691,6 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                                f"{', '.join(TRAINING_GPUS)} (FP32); interval: {interval}"))
     _warn_extrapolation(far, prec)
     return pd.DataFrame(rows)
+
+
+predict_step_time.__doc__ = _step_time_only.__doc__

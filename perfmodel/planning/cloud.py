@@ -577,7 +577,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
                             step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype),
-                                         lambda: ost.predict_step_time(model, list(gl), input_shape=input_shape, batch_size=B,
+                                         lambda: ost._step_time_only(model, list(gl), input_shape=input_shape, batch_size=B,
                                                                        input_dtype=input_dtype, precision=prec, optimizer=optimizer,
                                                                        n_gpus=n, strategy=s_name, micro_batches=micro_batches,
                                                                        interconnect=link))

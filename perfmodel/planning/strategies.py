@@ -142,7 +142,8 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         Bad ``n_gpus``, ``micro_batches``, ``activation_checkpointing``, ``usd_per_gpu_h`` or a batch / optimizer
         :func:`perfmodel.predict_step_time` refuses; every combination skipped (the message lists their reasons).
     """
-    from perfmodel.models.op_step_time import _check_step_args, _gpu_specs, add_recompute, predict_step_time
+    from perfmodel.models.op_step_time import _check_step_args, _gpu_specs, add_recompute
+    from perfmodel.models.op_step_time import _step_time_only as predict_step_time  # memory is predicted apart here
     from perfmodel.models.parallel import StrategyError, parse_strategy, resolve_links
     from perfmodel.planning.memory import predict_memory
 

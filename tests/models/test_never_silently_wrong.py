@@ -403,3 +403,19 @@ def test_predict_memory_refuses_a_value_dependent_loop_clearly():
 
     with pytest.raises(DataDependentOpsError, match=r"Loopy reads the value of a tensor in Python \(Tensor.item\(\)\) at .*make the loop"):
         pm.predict_memory(Loopy(), "H100", batch_size=8, input_shape=(64,))
+
+
+def test_a_step_that_does_not_fit_says_so_in_its_row_and_on_the_screen():
+    """A step time for a run that would stop with out-of-memory is flagged: ``fits`` False with the bytes per GPU, and
+    an OutOfMemoryWarning naming the GPU (predict_memory's numbers)."""
+    import perfmodel as pm
+    from perfmodel.models.op_step_time import OutOfMemoryWarning
+
+    cfg = {"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "n_positions": 1024}
+    with pytest.warns(OutOfMemoryWarning, match=r"does not fit in GPU memory on T4 \([0-9.]+ GiB of 15\.[0-9] GiB\)|does not fit in GPU memory on T4 \([0-9.]+ GiB of 1[0-9]\.[0-9]\)"):
+        r = pm.predict_step_time(cfg, ["T4", "H100"], input_shape=(1024,), batch_size=64, optimizer="adam")
+    mem = pm.predict_memory(cfg, "T4", batch_size=64, input_shape=(1024,), optimizer="adam", precision="fp32")
+    assert r["fits"].tolist() == [False, bool(pm.predict_memory(cfg, "H100", batch_size=64, input_shape=(1024,)).iloc[0]["fits"])]
+    assert r["memory_per_gpu_bytes"].iloc[0] == mem["total_bytes"].iloc[0]
+    small = pm.predict_step_time(cfg, "H100", input_shape=(128,), batch_size=1, optimizer="adam")
+    assert small["fits"].all()

@@ -35,7 +35,7 @@ MiB = 2**20
 
 #: columns of the single-GPU frame before multi-GPU strategies existed
 SINGLE_COLUMNS = ["model", "gpu", "batch_size", "precision", "optimizer", "step_time_s", "lower_s", "upper_s", "forward_s",
-                  "backward_s", "optimizer_s", "n_kernels", "flops", "basis"]
+                  "backward_s", "optimizer_s", "n_kernels", "flops", "basis", "memory_per_gpu_bytes", "fits"]
 
 
 def _quiet(*args, **kwargs):
