@@ -25,6 +25,7 @@ from perfmodel.datasets import cmdare as _cmdare
 from perfmodel.datasets import derived as _derived
 from perfmodel.datasets import spot_traces as _spot_traces
 from perfmodel.datasets import icac as _icac
+from perfmodel.datasets import llm_runs as _llm_runs
 from perfmodel.datasets import measurements as _measurements
 from perfmodel.datasets import neusight as _neusight
 from perfmodel.datasets import reference as _reference
@@ -93,6 +94,7 @@ from perfmodel.datasets.names import (
 from perfmodel.datasets.derived import cluster_speeds, load_zoo_features, v100_samples
 from perfmodel.datasets.measurements import load_cpu_measurements
 from perfmodel.datasets.spot_traces import load_spot_traces, spot_availability, spot_lifetimes
+from perfmodel.datasets.llm_runs import load_torchtitan_runs, load_vidur_collectives, load_vidur_operators
 from perfmodel.datasets.neusight import (
     load_neusight_devices,
     load_neusight_errors,
@@ -114,7 +116,7 @@ from perfmodel.datasets.reference import (
     load_transcribed,
 )
 
-_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_neusight.DATASETS, *_reference.DATASETS, *_measurements.DATASETS, *_derived.DATASETS, *_spot_traces.DATASETS)
+_SPECS: tuple[DatasetSpec, ...] = (*_cmdare.DATASETS, *_icac.DATASETS, *_neusight.DATASETS, *_reference.DATASETS, *_measurements.DATASETS, *_derived.DATASETS, *_spot_traces.DATASETS, *_llm_runs.DATASETS)
 
 
 def _specs() -> dict[str, DatasetSpec]:
@@ -244,6 +246,8 @@ __all__ = [
     # NeuSight (ASPLOS'25)
     "load_neusight_labels", "load_neusight_traces", "load_neusight_microbenchmarks", "load_neusight_devices", "load_neusight_model_configs",
     "neusight_model_config", "neusight_traced_config", "load_neusight_errors",
+    # LLM runs: Vidur (MLSys'24) operator and NCCL profiles, torchtitan's published training runs
+    "load_vidur_operators", "load_vidur_collectives", "load_torchtitan_runs",
     # ICAC'19
     "ICAC_EXPERIMENTS", "load_vm_lifetimes", "load_icac_runs", "load_icac_vms", "load_icac_costs", "load_icac_accuracy_curves", "load_adaptive_lr",
     # reference and catalogs
