@@ -219,6 +219,7 @@ def _built_config(key: str, model):
         _BUILT.move_to_end(key)
     else:
         _BUILT[key] = hf.build(model, attn_implementation="eager")
+        _FIXED_FINGERPRINTS[_BUILT[key]] = module_fingerprint(_BUILT[key])
         while len(_BUILT) > _BUILT_MAX:
             _BUILT.popitem(last=False)
     return _BUILT[key]
@@ -230,8 +231,19 @@ def module_fingerprint(net) -> tuple:
     a new fingerprint, so a stale trace is never reused."""
     if isinstance(net, str):  # a zoo id: its definition is fixed
         return ("zoo", net)
+    try:
+        fixed = _FIXED_FINGERPRINTS.get(net)
+    except TypeError:
+        fixed = None
+    if fixed is not None:
+        return fixed
     return (type(net).__qualname__, repr(net),
             tuple((n, tuple(p.shape), str(p.dtype), bool(p.requires_grad)) for n, p in net.named_parameters()))
+
+
+#: Fingerprints of the modules perfmodel builds from configs (:func:`_built_config`) and never hands out or changes:
+#: computed once (a repr of GPT-2-large and its parameter list cost ~10 ms, and a planner asks hundreds of times).
+_FIXED_FINGERPRINTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 # what is derived from a module (traces, work rows, layouts, saved tensors): module (held weakly; a zoo id by name)
