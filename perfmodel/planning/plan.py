@@ -63,7 +63,19 @@ class PlanInfeasibleError(ValueError):
 def vm_startup_s(gpu: str, transient: bool) -> float:
     """Mean measured start-up of a VM with ``gpu`` (request to training, seconds; CM-DARE's 2019 GCE measurements,
     :func:`perfmodel.datasets.load_vm_startup`), transient or on-demand; the mean over the measured GPUs for a GPU that
-    was not measured."""
+    was not measured. Memoised per data source (planners ask once per candidate)."""
+    from perfmodel.datasets import data_source
+
+    key = (data_source(), str(gpu), bool(transient))
+    if key not in _STARTUP_MEMO:
+        _STARTUP_MEMO[key] = _vm_startup_s(str(gpu), bool(transient))
+    return _STARTUP_MEMO[key]
+
+
+_STARTUP_MEMO: dict = {}
+
+
+def _vm_startup_s(gpu: str, transient: bool) -> float:
     v = ds.load_vm_startup()
     sel = v[(v["transient"] == transient) & (v["gpu"].astype(str) == gpu)]
     if sel.empty:
