@@ -539,8 +539,6 @@ def _cmd_measure(args) -> int:
 def _cmd_fit(args) -> int:
     from pathlib import Path
 
-    import numpy as np
-
     import perfmodel.models.op_latency as ol
 
     extra = None
@@ -594,11 +592,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", formatter_class=fmt,
                          help="rebuild the shipped operator model from the data, or refit it with your own measurements")
     fit.add_argument("--with", dest="with_", action="append", metavar="CSV",
-                     help="operator measurements in NeuSight's schema (perfmodel measure ops writes them); repeatable")
+                     help="operator measurements in NeuSight's microbenchmark schema (device, op, latency_ms, shape columns); repeatable")
     fit.add_argument("--out", default=None, metavar="FILE",
                      help="where to write the fitted model (default: <cache>/fitted/op_latency-user.npz); "
                           "point PERFMODEL_OP_MODEL at it to predict with it")
-    fit.add_argument("--force", action="store_true", help="refit even when the file already holds this fit")
+    fit.add_argument("--force", action="store_true", help="refit even when the file already holds this fit, and replace a "
+                     "file at --out that holds something else")
     fit.add_argument("--quiet", action="store_true", help="no progress bar")
     fit.set_defaults(func=_cmd_fit)
 

@@ -453,14 +453,15 @@ def _provenance(X: pd.DataFrame, extra_rows: int, extra_name: str) -> str:
 
 
 def load_op_rows(path) -> pd.DataFrame:
-    """A user's operator measurements in NeuSight's microbenchmark schema (``perfmodel measure ops`` writes it) as model
-    rows (:func:`neusight_op_frame` columns). Needs ``device``, ``op``, ``latency_ms`` and the op's shape columns."""
+    """A user's operator measurements in NeuSight's microbenchmark schema (the columns of
+    :func:`perfmodel.datasets.load_neusight_microbenchmarks`) as model rows (:func:`neusight_op_frame` columns). Needs
+    ``device``, ``op``, ``latency_ms`` and the op's shape columns."""
     from perfmodel.datasets import canonical_gpu
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no operator measurements at {path}: give a CSV in NeuSight's microbenchmark schema "
-                                "(device, op, latency_ms and the shape columns; `perfmodel measure ops` writes one).")
+                                "(device, op, latency_ms and the shape columns of perfmodel.datasets.load_neusight_microbenchmarks).")
     try:
         m = pd.read_csv(path)
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -690,13 +691,14 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
     Parameters
     ----------
     extra : path or DataFrame, optional
-        Operator measurements in NeuSight's schema (``perfmodel measure ops`` writes them).
+        Operator measurements in NeuSight's microbenchmark schema (:func:`load_op_rows`).
     out : path, optional
-        Where to write the artifact; by default ``<cache>/fitted/op_latency-<key>.npz``.
+        Where to write the artifact; by default perfmodel's cache file ``<cache>/fitted/op_latency-user.npz`` (replaced
+        by a new fit). An existing file at a path you give is replaced only with ``force``.
     params, devices, progress :
         As :func:`fit_bundle`.
     force : bool
-        Refit even when ``out`` already holds this fit.
+        Refit even when ``out`` already holds this fit, and replace a file at ``out`` that holds something else.
 
     Returns
     -------
@@ -709,6 +711,7 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
     from perfmodel.datasets._registry import cache_dir
     from perfmodel.models._artifact import ArtifactError
 
+    owned = out is None  # perfmodel's own cache file may be replaced by a new fit; a user's path only with force
     if out is None:
         out = cache_dir() / "fitted" / "op_latency-user.npz"
     out = Path(out)
@@ -724,6 +727,10 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
                     want = old
             except ArtifactError:
                 want = None
+            if want is None and not owned:
+                raise FileExistsError(f"{out} exists and is not this fit (another fit, or not a perfmodel artifact); "
+                                      "perfmodel never overwrites a file it was not asked to replace. Choose another "
+                                      "--out, or pass force=True (perfmodel fit --force) to replace it.")
         if want is not None:
             return {**want, "path": out, "sha256": _artifact_sha(out), "fitted": False}
         bundle = fit_bundle(extra, params=params, devices=devices, progress=progress)

@@ -186,3 +186,14 @@ def test_cli_fit_refuses_a_bad_csv_in_one_line(tmp_path, capsys):
     assert main(["fit", "--with", str(bad), "--out", str(tmp_path / "o.npz")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("perfmodel: ") and len(err.strip().splitlines()) == 1
+
+
+def test_a_refit_never_overwrites_a_file_it_was_not_asked_to_replace(tmp_path):
+    mine = tmp_path / "results.npz"
+    mine.write_bytes(b"a user's own file")
+    kw = dict(params={"max_iter": 3, "min_gpu_rows": 50}, devices=("P4", "T4"), progress=False)
+    with pytest.raises(FileExistsError, match=r"results.npz exists and is not this fit .*\(perfmodel fit --force\)"):
+        ol.fit_op_model(out=mine, **kw)
+    assert mine.read_bytes() == b"a user's own file"
+    b = ol.fit_op_model(out=mine, force=True, **kw)
+    assert b["fitted"] and ol.load_bundle(mine)["model"].training_devices_ == ["P4", "T4"]
