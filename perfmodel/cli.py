@@ -177,10 +177,8 @@ def _gib(n: float) -> str:
 def _cmd_predict(args) -> int:
     import warnings
 
-    import pandas as pd
-
     import perfmodel as pm
-    from perfmodel.datasets import canonical_gpu
+    from perfmodel.datasets import canonical_gpu, gpu_spec
     from perfmodel.planning.unified import CMDARE_GPUS
 
     gpus = _names(args.gpus, "--gpus")
@@ -199,17 +197,10 @@ def _cmd_predict(args) -> int:
           "spec-sheet prediction by perfmodel's per-operator model:")
     cols = [c for c in ("gpu", "step_time_s", "lower_s", "upper_s", "forward_s", "backward_s", "optimizer_s", "comm_s")
             if c in step.columns]
-    mem_rows = []
-    for g in gpus:
-        m = pm.predict_memory(model, g, batch_size=args.batch_size, n_gpus=args.n_gpus, strategy=args.strategy,
-                              precision=args.precision, optimizer=optimizer, activation_checkpointing=args.activation_checkpointing,
-                              input_shape=shape, micro_batches=args.micro_batches)
-        mem_rows.append(m.iloc[0])
-    mem = pd.DataFrame(mem_rows).reset_index(drop=True)
-    out = step[cols].copy()
-    out["memory_per_gpu"] = [_gib(v) for v in mem["total_bytes"]]
-    out["gpu_memory"] = [_gib(v) for v in mem["capacity_bytes"]]
-    out["fits"] = mem["fits"].to_numpy()
+    out = step[cols].copy()  # a training step's rows carry its memory per GPU (pm.predict_memory) and whether it fits
+    out["memory_per_gpu"] = [_gib(v) for v in step["memory_per_gpu_bytes"]]
+    out["gpu_memory"] = [_gib(gpu_spec(g).memory_gib * 2**30) for g in out["gpu"]]
+    out["fits"] = step["fits"].to_numpy()
     _print_frame(out)
     if not out["fits"].all():
         print("\nDOES NOT FIT on " + ", ".join(out.loc[~out["fits"], "gpu"]) + ": the step time above is for a run that "

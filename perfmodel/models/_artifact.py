@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TreeEnsemble", "from_sklearn", "save", "load", "sha256_of", "ArtifactError", "FORMAT"]
+__all__ = ["TreeEnsemble", "from_sklearn", "save", "load", "recorded_sha256", "sha256_of", "ArtifactError", "FORMAT"]
 
 #: Format name and version written into every artifact's header.
 FORMAT = "perfmodel-trees/1"
@@ -249,6 +249,17 @@ def save(path, header: dict, arrays: dict[str, np.ndarray]) -> str:
     return digest
 
 
+def recorded_sha256(path) -> str:
+    """The sha256 :func:`save` recorded in ``<path>.sha256`` beside an artifact."""
+    path = Path(path)
+    side = path.with_name(path.name + ".sha256")
+    if not side.is_file():
+        raise ArtifactError(f"{path} has no {side.name} beside it, so its integrity cannot be checked; "
+                            "rebuild it with `perfmodel fit` (which writes both).")
+    words = side.read_text(encoding="ascii", errors="replace").split()
+    return words[0] if words else ""
+
+
 def load(path, *, sha256: str | None = None) -> tuple[dict, dict[str, np.ndarray]]:
     """Read an artifact after checking its sha256 (``sha256`` given, or the ``<path>.sha256`` written beside it).
 
@@ -262,12 +273,7 @@ def load(path, *, sha256: str | None = None) -> tuple[dict, dict[str, np.ndarray
         raise ArtifactError(f"no fitted-model artifact at {path}.")
     data = path.read_bytes()
     if sha256 is None:
-        side = path.with_name(path.name + ".sha256")
-        if not side.is_file():
-            raise ArtifactError(f"{path} has no {side.name} beside it, so its integrity cannot be checked; "
-                                "rebuild it with `perfmodel fit` (which writes both).")
-        words = side.read_text(encoding="ascii", errors="replace").split()
-        sha256 = words[0] if words else ""
+        sha256 = recorded_sha256(path)
     got = sha256_of(data)
     if got != sha256:
         raise ArtifactError(f"the fitted-model artifact {path} has sha256 {got[:16]}…, expected {sha256[:16]}…: it was altered "

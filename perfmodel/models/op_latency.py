@@ -383,12 +383,16 @@ def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame
         want = {canonical_gpu(d) for d in devices}
         m = m[[canonical_gpu(d) in want for d in m["device"]]]
     m = m[m["op"].isin(list(NEUSIGHT_OP_CLASS))].reset_index(drop=True)
+    return _microbenchmark_rows(m, m["split"].to_numpy())
+
+
+def _microbenchmark_rows(m: pd.DataFrame, split) -> pd.DataFrame:
+    """Model rows of microbenchmarks in NeuSight's schema (``device``, ``op``, ``latency_ms``, shape columns):
+    :func:`op_design` columns (``gpu`` the catalog id), ``device``, ``op``, ``split`` and ``latency_s``."""
     ops = m.assign(op_class=m["op"].map(NEUSIGHT_OP_CLASS),
                    n_inputs=np.where(m["op"].isin(["add", "mul", "div", "pow"]), 2, 1))
-    work = op_work(ops)
-    gpus = gpu_columns(m["device"].tolist())
-    X = op_design(work, gpus)
-    X["device"], X["op"], X["split"] = m["device"].to_numpy(), m["op"].to_numpy(), m["split"].to_numpy()
+    X = op_design(op_work(ops), gpu_columns(m["device"].astype(str).tolist()))
+    X["device"], X["op"], X["split"] = m["device"].to_numpy(), m["op"].to_numpy(), split
     X["latency_s"] = pd.to_numeric(m["latency_ms"]).to_numpy(float) / 1e3
     return X
 
@@ -456,8 +460,6 @@ def load_op_rows(path) -> pd.DataFrame:
     """A user's operator measurements in NeuSight's microbenchmark schema (the columns of
     :func:`perfmodel.datasets.load_neusight_microbenchmarks`) as model rows (:func:`neusight_op_frame` columns). Needs
     ``device``, ``op``, ``latency_ms`` and the op's shape columns."""
-    from perfmodel.datasets import canonical_gpu
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no operator measurements at {path}: give a CSV in NeuSight's microbenchmark schema "
@@ -476,13 +478,7 @@ def load_op_rows(path) -> pd.DataFrame:
     lat = pd.to_numeric(m["latency_ms"], errors="coerce").to_numpy(float)
     if not (np.isfinite(lat) & (lat > 0)).all():
         raise ValueError(f"{path}: every latency_ms must be a positive number; {int((~(np.isfinite(lat) & (lat > 0))).sum())} are not.")
-    m = m.reset_index(drop=True)
-    ops = m.assign(op_class=m["op"].map(NEUSIGHT_OP_CLASS), n_inputs=np.where(m["op"].isin(["add", "mul", "div", "pow"]), 2, 1))
-    X = op_design(op_work(ops), gpu_columns(m["device"].astype(str).tolist()))
-    X["device"], X["op"], X["split"] = m["device"].to_numpy(), m["op"].to_numpy(), "user"
-    X["latency_s"] = lat / 1e3
-    X["gpu"] = [canonical_gpu(d) for d in m["device"].astype(str)]
-    return X
+    return _microbenchmark_rows(m.reset_index(drop=True), "user")
 
 
 def fit_bundle(extra=None, *, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = False) -> dict:
@@ -709,7 +705,7 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
     from filelock import FileLock
 
     from perfmodel.datasets._registry import cache_dir
-    from perfmodel.models._artifact import ArtifactError
+    from perfmodel.models._artifact import ArtifactError, recorded_sha256
 
     owned = out is None  # perfmodel's own cache file may be replaced by a new fit; a user's path only with force
     if out is None:
@@ -732,15 +728,11 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
                                       "perfmodel never overwrites a file it was not asked to replace. Choose another "
                                       "--out, or pass force=True (perfmodel fit --force) to replace it.")
         if want is not None:
-            return {**want, "path": out, "sha256": _artifact_sha(out), "fitted": False}
+            return {**want, "path": out, "sha256": recorded_sha256(out), "fitted": False}
         bundle = fit_bundle(extra, params=params, devices=devices, progress=progress)
         bundle["fitted_with"] = _fit_signature(extra, params, devices)
         digest = save_bundle(bundle, out)
         return {**bundle, "path": out, "sha256": digest, "fitted": True}
-
-
-def _artifact_sha(path: Path) -> str:
-    return path.with_name(path.name + ".sha256").read_text().split()[0]
 
 
 def _fit_signature(extra, params, devices) -> str:
