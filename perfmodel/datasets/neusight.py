@@ -472,10 +472,12 @@ def neusight_traced_config(model: str, mode: str) -> dict:
     NeuSight's ``get_model`` (``neusight/Tracing/trace.py``) builds BERT with ``AutoModelForSequenceClassification``
     for inference (a two-label head on the pooled token, no vocabulary projection) and ``AutoModelForPreTraining`` for
     training, whatever ``architectures`` the upstream config (``bert_large.json``: ``BertLMHeadModel``) names; other
-    models keep their config's causal-LM head."""
+    models keep their config's causal-LM head. Every model is built with ``attn_implementation="eager"``, as
+    ``get_model`` and ``scripts/asplos/collect_label_distributed.py`` build them (the softmax(QKᵀ)V path, not the
+    fused kernel)."""
     if mode not in ("train", "inf"):
         raise ValueError(f"mode must be 'train' or 'inf'; got {mode!r}.")
-    cfg = neusight_model_config(model)
+    cfg = {**neusight_model_config(model), "attn_implementation": "eager"}
     if cfg.get("model_type") == "bert":
         return {**cfg, "architectures": ["BertForSequenceClassification" if mode == "inf" else "BertForPreTraining"]}
     return cfg

@@ -528,7 +528,8 @@ class ShapeOnlyMode(TorchDispatchMode):
         return out
 
     def _trace(self, func, flops, args, kwargs, out) -> None:
-        """Record one op: (op, flops, bytes read, bytes written, dtype, input shapes, output shapes, scope, is view)."""
+        """Record one op: (op, flops, bytes read, bytes written, dtype, input shapes, output shapes, scope, is view,
+        attributes: ``"causal"`` for a fused attention kernel called with ``is_causal=True``, else ``""``)."""
         info = self._views.get(func)
         if info is None:
             schema = func._schema
@@ -548,13 +549,26 @@ class ShapeOnlyMode(TorchDispatchMode):
                 nwritten = sum(t.numel() * t.element_size() for n in written for t in _flat_tensors(named.get(n)))
             if fresh:
                 nwritten += sum(t.numel() * t.element_size() for t in outs)
+        attributes = ""
+        if "is_causal" in self._arg_names(func):  # fused attention: a causal kernel skips the blocks above the diagonal
+            named = dict(zip(self._arg_names(func), args)) | kwargs
+            attributes = "causal" if named.get("is_causal") is True else ""
         self.trace_records.append((
             func, flops,
             0 if view else sum(t.numel() * t.element_size() for t in ins),
             nwritten,
             str(first.dtype).replace("torch.", "") if first is not None else "",
-            tuple(tuple(t.shape) for t in ins), tuple(tuple(t.shape) for t in outs), self.scope, view,
+            tuple(tuple(t.shape) for t in ins), tuple(tuple(t.shape) for t in outs), self.scope, view, attributes,
         ))
+
+    _ARG_NAMES: dict = {}
+
+    @classmethod
+    def _arg_names(cls, func) -> tuple:
+        names = cls._ARG_NAMES.get(func)
+        if names is None:
+            names = cls._ARG_NAMES[func] = tuple(a.name for a in func._schema.arguments)
+        return names
 
     def _fake(self, func, packet, args, kwargs):
         """Zeros of the output shape of a counted op (computed for real on meta tensors)."""

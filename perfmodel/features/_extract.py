@@ -46,7 +46,7 @@ PER_LAYER_COLUMNS = (
 #: Columns of the frame returned by :func:`extract` with ``per_op=True`` (one row per aten op of the training step).
 PER_OP_COLUMNS = (
     "model", "batch_size", "phase", "index", "op", "op_class", "module", "flops", "bytes_read", "bytes_written", "dtype",
-    "input_shapes", "output_shapes",
+    "input_shapes", "output_shapes", "attributes",
 )
 
 # ----------------------------------------------------------------------------------------------------------- inputs
@@ -499,7 +499,10 @@ def extract(
           ``forward_flops`` and ``backward_flops`` of the one-row summary;
         * ``bytes_read`` / ``bytes_written``: sizes of the op's tensor inputs / outputs (an in-place op's output is the
           tensor it writes); 0 for views (no data moves); ``dtype`` of the first output (else input);
-        * ``input_shapes`` / ``output_shapes``: the tensors' shapes, ``"8x3x32x32;16x3x3x3"`` (``"-"`` for a 0-d tensor).
+        * ``input_shapes`` / ``output_shapes``: the tensors' shapes, ``"8x3x32x32;16x3x3x3"`` (``"-"`` for a 0-d tensor);
+        * ``attributes``: what else of the call changes the kernel's work — ``"causal"`` for a fused attention kernel
+          called with ``is_causal=True`` (its ``flops`` are still counted over the whole score matrix, FlopCounterMode's
+          convention; the kernel computes about half of it), else ``""``.
 
         Runs once at the real ``batch_size`` (no extrapolation: every shape is the real one).
     optimizer : {None, "sgd-momentum", "adam"}, default None
@@ -950,7 +953,7 @@ def _per_op_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
     ops: dict = {}  # per (op, is view): (name, class); the rows of repeated layers share their shape tuples
     texts: dict = {}
     rows = []
-    for i, (func, flops, nread, nwritten, dt, ins, outs, scope, view) in enumerate(trace):
+    for i, (func, flops, nread, nwritten, dt, ins, outs, scope, view, attributes) in enumerate(trace):
         op = ops.get((func, view))
         if op is None:
             op = ops[(func, view)] = (str(func._overloadpacket), op_class(func, view))
@@ -961,7 +964,7 @@ def _per_op_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
             tout = texts[outs] = _shape_text(outs)
         rows.append((
             name, batch_size, "forward" if i < n_fwd else "backward" if i < n_bwd else "optimizer", i,
-            op[0], op[1], (scope[-1] or "(root)") if scope else "", flops, nread, nwritten, dt, tin, tout,
+            op[0], op[1], (scope[-1] or "(root)") if scope else "", flops, nread, nwritten, dt, tin, tout, attributes,
         ))
     df = pd.DataFrame(rows, columns=list(PER_OP_COLUMNS))
     df["phase"] = pd.Categorical(df["phase"], categories=["forward", "backward", "optimizer"])

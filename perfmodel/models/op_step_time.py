@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
-           "clear_trace_cache", "module_fingerprint", "module_memo", "gpu_extrapolation"]
+           "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
 PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -47,7 +47,10 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
 
     * ``aten.mm`` / ``addmm`` / ``bmm`` → ``matmul`` with their ``b, m, n, k`` (``n`` the reduction dimension);
       other matmul, attention and convolution kernels → ``matmul`` / ``conv`` with the counted FLOPs and the implicit
-      GEMM's output rows and columns;
+      GEMM's output rows and columns; a fused attention kernel (FlashAttention through ``scaled_dot_product_attention``)
+      is the GEMM chain it runs on chip — rows ``batch × heads × queries``, columns the head dimension, its bytes the
+      O(s·d) inputs and outputs it moves (the score matrix never leaves the chip), and with ``attributes`` ``"causal"``
+      half the counted FLOPs (the blocks above the diagonal are skipped);
     * layer norms (and their backward) → ``layernorm``; softmax kinds → ``softmax``;
     * every other operator that moves data (elementwise, reductions, embeddings, copies, losses) → ``elementwise`` with
       its counted bytes, as the microbenchmarked FP32 op that moves them: its output elements when it moves 8-12 bytes
@@ -95,6 +98,8 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
             rows.append(("conv", flops, nbytes, np.ceil(gm / 128) * np.ceil(gk / 128), gm, red, gk, 1.0, r.op, r.phase, *mod))
         elif r.op_class in ("matmul", "conv", "attention") and flops > 0:
             cls = "conv" if r.op_class == "conv" else "matmul"
+            if r.op_class == "attention" and "causal" in str(getattr(r, "attributes", "") or ""):
+                flops /= 2  # a causal fused kernel skips the score blocks above the diagonal
             red = max(flops / (2 * lines * last), 1.0)
             rows.append((cls, flops, nbytes, np.ceil(lines / 128) * np.ceil(last / 128), lines, red, last, 1.0, r.op, r.phase, *mod))
         elif r.op_class == "norm":
@@ -151,10 +156,13 @@ def _model_input(model, input_shape, input_dtype):
         from perfmodel.zoo import hf
 
         cfg = dict(model) if isinstance(model, dict) else model.to_dict()
+        impl = getattr(model, "_attn_implementation", None) if not isinstance(model, dict) else None
+        if impl and "attn_implementation" not in cfg:  # a PretrainedConfig keeps it out of to_dict()
+            cfg["attn_implementation"] = impl
         if input_shape is None:
             raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
         name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")
-        net = _built_config(json.dumps(cfg, sort_keys=True, default=str), model)
+        net = _built_config(json.dumps(cfg, sort_keys=True, default=str), cfg)
         vocab = int(cfg.get("vocab_size") or 2)
         return net, tuple(input_shape), input_dtype or torch.long, vocab, name
     from perfmodel._errors import ModelConfigError  # a TypeError (and a ValueError): e.g. a config.json holding [] or null
@@ -211,6 +219,9 @@ def _built_config(key: str, model):
     """The meta-device module of a Hugging Face config, built once per distinct config (``key``: its sorted JSON; the
     last :data:`_BUILT_MAX` configs are kept).
 
+    The attention kernel is the config's ``attn_implementation`` (:func:`attention_implementation`): ``"sdpa"``
+    (transformers' default; the fused, FlashAttention-style kernel) unless the config says ``"eager"``.
+
     Planners predict the same model at many batches, GPU counts and strategies; building GPT-2-large from its config
     takes a second each time. The module lives on the meta device and perfmodel never changes it."""
     from perfmodel.zoo import hf
@@ -218,11 +229,41 @@ def _built_config(key: str, model):
     if key in _BUILT:
         _BUILT.move_to_end(key)
     else:
-        _BUILT[key] = hf.build(model, attn_implementation="eager")
+        _BUILT[key] = hf.build({k: v for k, v in model.items() if k not in _ATTN_KEYS},
+                               attn_implementation=attention_implementation(model))
         _FIXED_FINGERPRINTS[_BUILT[key]] = module_fingerprint(_BUILT[key])
         while len(_BUILT) > _BUILT_MAX:
             _BUILT.popitem(last=False)
     return _BUILT[key]
+
+
+#: config keys that name the attention kernel (``_attn_implementation`` is transformers' attribute).
+_ATTN_KEYS = ("attn_implementation", "_attn_implementation")
+#: attention kernels perfmodel traces: the fused scaled-dot-product kernel (FlashAttention on a GPU) or the eager
+#: softmax(QKᵀ)V that materialises the score matrix.
+ATTN_IMPLEMENTATIONS = ("sdpa", "eager")
+
+
+def attention_implementation(cfg: dict) -> str:
+    """The attention kernel a Hugging Face config asks for: its ``attn_implementation`` (or ``_attn_implementation``),
+    default ``"sdpa"`` — what transformers chooses for every model that supports it, and the fused kernel every
+    LLM training stack runs (FlashAttention through ``scaled_dot_product_attention``). ``"flash_attention_2"`` /
+    ``"flash_attention_3"`` are the same fused kernel on a GPU and are traced as ``"sdpa"``.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Another value (e.g. ``"flex_attention"``), with the ones perfmodel traces."""
+    impl = next((cfg[k] for k in _ATTN_KEYS if cfg.get(k) is not None), "sdpa")
+    impl = str(impl).lower()
+    if impl.startswith("flash_attention"):
+        impl = "sdpa"
+    if impl not in ATTN_IMPLEMENTATIONS:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown attn_implementation {impl!r} in the config. Expected one of: "
+                               f"{', '.join(ATTN_IMPLEMENTATIONS)} (or flash_attention_2, traced as sdpa).")
+    return impl
 
 
 def module_fingerprint(net) -> tuple:

@@ -74,12 +74,17 @@ def _saved_tensors(net, x) -> pd.DataFrame:
             rows.append((stack[-1] if stack else "", float(base.numel() * base.element_size()), "x".join(map(str, base.shape))))
         return t
 
-    from perfmodel.features._counting import ValueReadMode
+    import contextlib
+
+    from perfmodel.features._counting import MetaSDPAMode, ValueReadMode
 
     handles = [m.register_forward_pre_hook(pre) for m in names] + [m.register_forward_hook(post) for m in names]
     reads = ValueReadMode()
+    # the attention kernel a run would take (the fused one saves O(s·d): its inputs, output and log-sum-exp), not the
+    # math path meta tensors fall back to (which saves the s×s scores); the same choice the step-time trace makes
+    sdpa = MetaSDPAMode() if x.device.type == "meta" else contextlib.nullcontext()
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), reads:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), reads, sdpa:
             net(x)
     except (RuntimeError, NotImplementedError) as exc:
         if not reads.reads and "meta" not in str(exc):

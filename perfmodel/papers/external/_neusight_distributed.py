@@ -43,7 +43,7 @@ def neusight_distributed_data() -> pd.DataFrame:
     """
     import warnings
 
-    from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_model_config
+    from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_traced_config
     from perfmodel.models._extrapolation import ExtrapolationWarning
     from perfmodel.models.op_step_time import predict_step_time
 
@@ -59,7 +59,7 @@ def neusight_distributed_data() -> pd.DataFrame:
         strategy, n, m = _STRATEGY[r.parallel]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ExtrapolationWarning)  # H100 lies beyond the training GPUs by design
-            p = predict_step_time(neusight_model_config(r.model), r.gpu, input_shape=(int(r.seq_len),), batch_size=int(r.batch_size),
+            p = predict_step_time(neusight_traced_config(r.model, "train"), r.gpu, input_shape=(int(r.seq_len),), batch_size=int(r.batch_size),
                                   optimizer="adam-fused", n_gpus=n, strategy=strategy, micro_batches=m, overlap_grad_reduce=False).iloc[0]
         rows.append(dict(device=r.device, gpu=r.gpu, model=r.model, seq_len=int(r.seq_len), batch_size=int(r.batch_size),
                          parallel=r.parallel, strategy=strategy, n_gpus=n, micro_batches=m, measured_ms=float(r.e2e_latency_ms),
