@@ -34,6 +34,7 @@ PRECISIONS: dict[str, str] = {
     "tf32": "tf32_peak_tflops",
     "fp16": "fp16_peak_tflops",
     "bf16": "bf16_peak_tflops",
+    "fp8": "fp8_peak_tflops",
 }
 
 #: L2 (MiB) a :class:`GPUSpec` gets when none is given: the V100's 6 MiB, the middle of the L2 of the GPUs the
@@ -41,13 +42,15 @@ PRECISIONS: dict[str, str] = {
 #: inside the range it learned. Give the datasheet's L2 where you know it: it moves small operators' predictions.
 DEFAULT_L2_MIB = 6.0
 
-_PRECISION_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16"}
+_PRECISION_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
+                      "float8": "fp8", "float8_e4m3fn": "fp8", "e4m3": "fp8"}
 
 #: What a GPU needs for each precision (said when it lacks it).
 _NEEDS = {
     "tf32": "TF32 tensor cores (NVIDIA Ampere and later: A100, A10, L4, L40S, H100, H200)",
     "fp16": "FP16 tensor/matrix cores or fast FP16 arithmetic (NVIDIA P100 and Volta onwards, AMD MI100 onwards)",
     "bf16": "BF16 tensor/matrix cores (NVIDIA Ampere and later, AMD MI100 onwards)",
+    "fp8": "FP8 tensor cores (NVIDIA Ada and Hopper: L4, L40S, H100, H200; not A100)",
 }
 
 
@@ -79,8 +82,8 @@ class GPUSpec:
         Memory size, GiB.
     sm_count : int
         Streaming multiprocessors (compute units on AMD).
-    tf32_peak_tflops, fp16_peak_tflops, bf16_peak_tflops : float, optional
-        Dense TF32/FP16/BF16 tensor-core rates, TFLOPS; ``NaN`` (default) where the GPU has no such units.
+    tf32_peak_tflops, fp16_peak_tflops, bf16_peak_tflops, fp8_peak_tflops : float, optional
+        Dense TF32/FP16/BF16/FP8 tensor-core rates, TFLOPS; ``NaN`` (default) where the GPU has no such units.
     fp32_matrix_tflops : float, optional
         FP32 on matrix units (AMD CDNA), TFLOPS; ``NaN`` for NVIDIA. Where given, FP32 GEMMs and convolutions are
         predicted at this rate (:meth:`matmul_peak_tflops`): rocBLAS and MIOpen run FP32 GEMMs on CDNA's matrix
@@ -117,6 +120,7 @@ class GPUSpec:
     tf32_peak_tflops: float = math.nan
     fp16_peak_tflops: float = math.nan
     bf16_peak_tflops: float = math.nan
+    fp8_peak_tflops: float = math.nan
     fp32_matrix_tflops: float = math.nan
     l2_mib: float = math.nan
     clock_ghz: float = math.nan
@@ -183,7 +187,7 @@ class GPUSpec:
 _FIELDS = {f.name: f for f in dataclasses.fields(GPUSpec)}
 _REQUIRED = [n for n, f in _FIELDS.items() if f.default is dataclasses.MISSING]
 #: Catalog columns that describe a value's provenance, not the GPU: dropped when a catalog row becomes a spec.
-_PROVENANCE = {"device_name", "fp32_tflops_source", "tensor_tflops_source", "bandwidth_source", "architecture_source",
+_PROVENANCE = {"device_name", "fp32_tflops_source", "tensor_tflops_source", "fp8_tflops_source", "bandwidth_source", "architecture_source",
                "interconnect_source", "in_paper_data", "note", "cuda_cores"}
 
 

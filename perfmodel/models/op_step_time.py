@@ -24,11 +24,15 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
-PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
+
+#: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
+#: the BF16 tensor read for its absolute maximum (2), read again and written as FP8 (2 + 1).
+FP8_CAST_BYTES_PER_ELEMENT = 5
 
 _FREE = {"view", "factory"}
 _SHAPE = re.compile(r"[0-9]+(x[0-9]+)*")
@@ -327,14 +331,87 @@ def _step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
     return memo[key].copy()
 
 
-def _step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
-    """:func:`work_from_ops` of :func:`_step_ops` (index 0…n−1), memoised with the trace."""
+def _step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool = False) -> pd.DataFrame:
+    """:func:`work_from_ops` of :func:`_step_ops` (index 0…n−1), memoised with the trace; at ``"fp8"`` with the FP8
+    linears marked and their casts added (:func:`fp8_work`); with ``compile`` its memory-bound chains fused
+    (:func:`compiled_work`)."""
     key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    if compile:
+        key = (*key, "compile")
     memo = module_memo(net)
     if key not in memo:
-        ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
-        memo[key] = work_from_ops(ops).reset_index(drop=True)
+        if compile:
+            memo[key] = compiled_work(_step_work(net, shape, in_dtype, high, batch_size=batch_size, prec=prec,
+                                                 optimizer=optimizer, inference=inference))
+        else:
+            ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            work = work_from_ops(ops).reset_index(drop=True)
+            memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
     return memo[key].copy()
+
+
+_FUSABLE = ("elementwise", "layernorm", "softmax")
+
+
+def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
+    """Work rows of the step as ``torch.compile`` (Inductor) runs it: every maximal chain of consecutive memory-bound
+    operators (``elementwise``, ``layernorm``, ``softmax`` rows of one phase, between two GEMMs / attention kernels)
+    becomes one fused kernel — one launch, one pass over memory.
+
+    Without the dataflow of the chain, the fused kernel is described by its widest member: the ``bytes`` and shape of
+    the chain's row that moves the most (a chain reads its inputs and writes its outputs once; its intermediate tensors
+    stay in registers), the chain's summed ``flops``, the class of that member. GEMMs, attention and the optimizer's
+    kernels are unchanged (Inductor leaves matmuls to cuBLAS and FlashAttention). A stated approximation: a chain whose
+    side inputs (a residual, a saved tensor for the backward pass) are as wide as its widest member moves more.
+    """
+    if work.empty:
+        return work.copy()
+    cls = work["op_class"].to_numpy()
+    phase = work["phase"].astype(str).to_numpy()
+    fusable = np.isin(cls, _FUSABLE) & (phase != "optimizer")
+    if "op" in work.columns:
+        fusable &= work["op"].astype(str).to_numpy() != "fused_adam"
+    # chain id: a new chain starts at a non-fusable row, at a phase change, or after a non-fusable row
+    start = ~fusable | np.r_[True, ~fusable[:-1]] | np.r_[True, phase[1:] != phase[:-1]]
+    chain = np.cumsum(start)
+    out = work.copy()
+    out["_chain"] = np.where(fusable, chain, -np.arange(1, len(work) + 1))
+    nbytes = out["bytes"].to_numpy(float)
+    keep = out.groupby("_chain", sort=False)["bytes"].idxmax()
+    flops = out.groupby("_chain", sort=False)["flops"].sum()
+    fused = out.loc[keep.to_numpy()].copy()
+    fused["flops"] = flops.loc[fused["_chain"]].to_numpy()
+    del nbytes
+    return fused.drop(columns="_chain").sort_index().reset_index(drop=True)
+
+
+def fp8_work(work: pd.DataFrame, *, vocab: int | None = None) -> pd.DataFrame:
+    """Work rows of a BF16 step with its linear layers in FP8, as torchao's ``Float8Linear`` (tensorwise scaling, the
+    recipe torchtitan's Float8 runs use) trains them — a stated extrapolation, no FP8 kernel was measured:
+
+    * every ``aten.mm`` / ``addmm`` of the forward and backward passes (the linears' GEMMs and their two gradient
+      GEMMs) runs at the GPU's FP8 tensor-core rate (``fp8`` column True), except a GEMM with a dimension of the
+      vocabulary size (the output projection stays in BF16, as torchtitan leaves it);
+    * each such GEMM first casts its two operands to FP8: one elementwise kernel per GEMM moving
+      :data:`FP8_CAST_BYTES_PER_ELEMENT` bytes per operand element;
+    * attention, norms, activations and the optimizer stay in BF16 / FP32.
+    """
+    w = work.copy()
+    mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
+    if vocab:
+        mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
+    w["fp8"] = mm
+    sel = w[mm]
+    if len(sel):
+        n_el = sel["dim_b"].to_numpy(float) * (sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
+                                               + sel["dim_n"].to_numpy(float) * sel["dim_k"].to_numpy(float))
+        casts = pd.DataFrame({"op_class": "elementwise", "flops": n_el, "bytes": FP8_CAST_BYTES_PER_ELEMENT * n_el,
+                              "tiles": np.ceil(n_el / 512), "dim_m": 1.0, "dim_n": 1.0, "dim_k": n_el, "dim_b": 1.0,
+                              "op": "float8_cast", "phase": sel["phase"].to_numpy(), "fp8": False})
+        if "module" in w.columns:
+            casts["module"] = sel["module"].to_numpy()
+        w = pd.concat([w, casts[w.columns]], ignore_index=True)
+    return w
 
 
 def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
@@ -353,7 +430,7 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
         fused = dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
                      index=int(ops["index"].max()) + 1 if len(ops) else 0, op="fused_adam", op_class="elementwise", module="",
                      flops=0, bytes_read=4 * size * n, bytes_written=3 * size * n, dtype=str(dtype).replace("torch.", ""),
-                     input_shapes=str(n), output_shapes=str(n))
+                     input_shapes=str(n), output_shapes=str(n), attributes="")
         ops = pd.concat([ops, pd.DataFrame([fused])[ops.columns]], ignore_index=True)
     return ops
 
@@ -395,26 +472,30 @@ def _kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nd
 
     op_model = default_op_model() if op_model is None else op_model
     w = work[WORK_COLUMNS].reset_index(drop=True)
-    key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), repr(spec), prec, id(op_model))
+    fp8 = work["fp8"].to_numpy(bool) if "fp8" in work.columns else np.zeros(len(w), bool)
+    key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), fp8.tobytes(), repr(spec), prec, id(op_model))
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
         return hit[1].copy()
-    t = _kernel_seconds_uncached(w, spec, prec, op_model)
+    t = _kernel_seconds_uncached(w, spec, prec, op_model, fp8=fp8)
     if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
         _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
     _KERNEL_MEMO[key] = (op_model, t.copy())
     return t
 
 
-def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model) -> np.ndarray:
+def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
     from perfmodel.datasets import matmul_peak_tflops
     from perfmodel.models.op_latency import WORK_COLUMNS, gpu_columns, op_design
 
     cols = gpu_columns([spec] * len(work), precision="fp32")
     # GEMMs and convolutions at the matrix units' rate (tensor cores; FP32 too where the vendor BLAS runs FP32 GEMMs on
-    # matrix cores, AMD CDNA); the rest stays on the CUDA cores / vector units
+    # matrix cores, AMD CDNA); the rest stays on the CUDA cores / vector units. At "fp8" the marked linears run at the
+    # FP8 rate and every other GEMM at BF16's (fp8_work)
     mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
-    cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, prec) * 1e12
+    cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
+    if prec == "fp8" and fp8 is not None and fp8.any():
+        cols.loc[fp8 & mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "fp8") * 1e12
     X = op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
     t = op_model.predict_in_stream(X)
     conv = np.flatnonzero(X["op_class"].to_numpy() == "conv")
@@ -521,7 +602,53 @@ def _warn_extrapolation(far, prec):
         warnings.warn("predict_step_time extrapolates: " + "; ".join(far) + ".", ExtrapolationWarning, stacklevel=3)
 
 
-def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2) -> pd.DataFrame:
+#: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
+#: Megatron's full recompute) and ``"selective"`` (torchtitan's per-operator policy, below).
+CHECKPOINTING_MODES = ("full", "selective")
+_MM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul", "aten._scaled_mm")
+
+
+def checkpointing_mode(value) -> str | None:
+    """``None`` (no checkpointing), ``"full"`` or ``"selective"`` from what a caller passes as
+    ``activation_checkpointing``: ``False``/``None`` → ``None``; ``True``/``"full"`` → ``"full"``; ``"selective"``
+    (or ``"op"``, torchtitan's name) → ``"selective"``.
+
+    ``"selective"`` is torchtitan's per-operator selective checkpointing (``selective_ac_option = "op"``): inside each
+    transformer layer the outputs of the fused attention kernel and of every other matmul (the first, third, …
+    ``aten.mm`` of the layer's forward pass) are kept; every other operator of the layer (norms, activations, rotary
+    embeddings, casts, the remaining matmuls) is recomputed in the backward pass from the layer's input.
+
+    Raises
+    ------
+    ValueError
+        Anything else, with the accepted values.
+    """
+    if value is None or value is False or (isinstance(value, np.bool_) and not value):
+        return None
+    if value is True or (isinstance(value, np.bool_) and value):
+        return "full"
+    if isinstance(value, str) and value.lower() in ("full", "selective", "op"):
+        return "selective" if value.lower() in ("selective", "op") else "full"
+    raise ValueError(f"activation_checkpointing must be False, True (= 'full'), 'full' or 'selective' (torchtitan's "
+                     f"per-operator policy); got {value!r}.")
+
+
+def selective_recompute_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
+    """Forward rows (per-op or work rows with ``op`` and ``phase``) that selective checkpointing recomputes: inside a
+    layer (``0 <= layer < n_layers``), every forward operator but the fused attention kernels and the odd-numbered
+    matmuls of the layer (1st, 3rd, …), which are kept (:func:`checkpointing_mode`)."""
+    op = rows["op"].astype(str).to_numpy()
+    fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers)
+    is_mm = np.isin(op, _MM_OPS)
+    kept = np.array(["attention" in o for o in op], dtype=bool)
+    count: dict = {}
+    for i in np.flatnonzero(fwd & is_mm):
+        count[layer[i]] = count.get(layer[i], 0) + 1
+        kept[i] = count[layer[i]] % 2 == 1
+    return fwd & ~kept
+
+
+def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0) -> pd.DataFrame:
     """:func:`predict_step_time` rows with activation checkpointing: the forward pass run once more during the backward
     pass.
 
@@ -529,6 +656,9 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2) -> pd.DataFrame:
       GPU) is added to ``backward_s``, ``step_time_s`` and ``compute_s``;
     * ``"pp"``: every stage's 1F1B slot grows by its forward pass; with ``forward_s`` the ``m`` forward passes of the
       slowest stage ``f``, the step grows by ``(m + p − 1)·f`` and the bubble by ``(p − 1)·f`` (equal stages).
+
+    ``fraction`` (a number or one per row): the share of the forward pass recomputed — 1 for full checkpointing, the
+    recomputed operators' share of the forward kernel time for selective checkpointing (:func:`checkpointing_mode`).
 
     The interval grows with the compute (``lower_s`` by ``e^{−q}`` times the recompute, ``upper_s`` by ``e^{q}``).
     Not credited: a longer backward pass hides more of DDP's all-reduce, FSDP gathers the parameters again and tensor
@@ -541,7 +671,7 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2) -> pd.DataFrame:
     if set(frame.get("optimizer", pd.Series(dtype=object))) & {"inference"}:
         raise ValueError("add_recompute: an inference row has no backward pass to recompute in; predict a training step.")
     out = frame.copy()
-    fwd = out["forward_s"].to_numpy(float)
+    fwd = out["forward_s"].to_numpy(float) * np.broadcast_to(np.asarray(fraction, float), (len(out),))
     extra = fwd.copy()
     if "strategy" in out.columns:
         from perfmodel.models.parallel import parse_strategy
@@ -558,7 +688,9 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2) -> pd.DataFrame:
     out["step_time_s"] = out["step_time_s"].to_numpy(float) + extra
     out["lower_s"] = out["lower_s"].to_numpy(float) + extra * np.exp(-q)
     out["upper_s"] = out["upper_s"].to_numpy(float) + extra * np.exp(q)
-    out["basis"] = out["basis"].astype(str) + "; activation checkpointing: the forward pass recomputed in the backward pass"
+    what = ("the forward pass recomputed in the backward pass" if np.all(np.asarray(fraction) == 1.0) else
+            "selective: the forward operators it does not keep recomputed in the backward pass")
+    out["basis"] = out["basis"].astype(str) + f"; activation checkpointing: {what}"
     return out
 
 
@@ -566,16 +698,41 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
-                      activation_checkpointing: bool = False) -> pd.DataFrame:
+                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False) -> pd.DataFrame:
     out = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                           input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
                           n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
-                          overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing)
+                          overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
+                          gpus_per_node=gpus_per_node, compile=compile)
     if inference:
         return out
     return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                        precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
                        activation_checkpointing=activation_checkpointing)
+
+
+def _selective_fraction(model, gpus, *, input_shape, input_dtype, input_high, prec, frame, compile=False) -> np.ndarray:
+    """Per row of ``frame``: the share of one GPU's forward kernel time that selective checkpointing recomputes
+    (:func:`selective_recompute_mask`), on that row's GPU at its per-GPU micro-batch."""
+    from perfmodel.models.parallel import _op_layer, model_and_layout, parse_strategy
+
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    high = int(input_high) if input_high is not None else vocab
+    specs = _gpu_specs(gpus, prec)
+    out = []
+    for spec, r in zip(specs, frame.itertuples(index=False)):
+        n = int(getattr(r, "n_gpus", 1))
+        m = int(getattr(r, "micro_batches", 1))
+        d = parse_strategy(getattr(r, "strategy", "dp"), n)["dp"] if n > 1 else 1
+        b = max(int(r.batch_size) // d // m, 1)
+        work = _step_work(net, shape, in_dtype, high, batch_size=b, prec=prec, optimizer=None, inference=False,
+                          compile=compile)
+        t = _kernel_seconds(work, spec, prec)
+        layer = _op_layer(work, lay.n_layers)
+        fwd = work["phase"].astype(str).to_numpy() == "forward"
+        total = float(t[fwd].sum())
+        out.append(float(t[selective_recompute_mask(work, layer, lay.n_layers)].sum()) / total if total > 0 else 0.0)
+    return np.array(out)
 
 
 def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,
@@ -611,7 +768,7 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
-                      activation_checkpointing: bool = False) -> pd.DataFrame:
+                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -630,10 +787,12 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         ``torch.long`` for token models (set for Hugging Face configs); default float inputs.
     input_high : int, optional
         Exclusive upper bound of token ids (default: the config's vocabulary size).
-    precision : {"fp32", "tf32", "bf16", "fp16"}
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8"}
         Tensor precision; TF32/BF16/FP16 run matmuls and convolutions at the GPU's tensor-core rate (an error where the
-        GPU has none). The efficiencies were learned on FP32 microbenchmarks: other precisions extrapolate, with a
-        warning.
+        GPU has none). ``"bf16"``/``"fp16"`` is mixed-precision training: BF16 compute and activations, FP32 master
+        weights and optimizer states (:func:`perfmodel.predict_memory`). ``"fp8"``: a BF16 step whose linear layers
+        run as torchao's ``Float8Linear`` (:func:`fp8_work`; a stated extrapolation, Hopper/Ada only). The
+        efficiencies were learned on FP32 microbenchmarks: other precisions extrapolate, with a warning.
     optimizer : {"sgd-momentum", "adam", "adam-fused", None}
         Include one optimizer step: PyTorch's ``foreach`` implementation, or ``"adam-fused"``, one fused kernel moving
         :data:`FUSED_ADAM_PASSES` × the parameter bytes (apex / Megatron-LM / torch ``fused=True``); ``None`` is
@@ -654,17 +813,26 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     micro_batches : int, optional
         Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others
         (default 1).
-    interconnect : str or Interconnect, optional
+    interconnect : str, Interconnect or dict, optional
         Link between the GPUs: ``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"`` ... (:data:`perfmodel.models.parallel.INTERCONNECTS`)
         or an :class:`perfmodel.models.parallel.Interconnect`; default the GPU's NVLink from the catalog, else its PCIe.
+        A link per level, ``{"intra": "nvlink", "inter": "infiniband-ndr"}``: a process group inside one node of
+        ``gpus_per_node`` GPUs uses ``"intra"``, one spanning nodes ``"inter"`` (each GPU's NIC;
+        :func:`perfmodel.models.parallel.crosses_nodes`); or a link per group ``{"tp": ..., "pp": ..., "dp": ...}``.
+    gpus_per_node : int, default 8
+        GPUs per node, for the per-level ``interconnect``.
+    compile : bool, default False
+        ``torch.compile``: every chain of memory-bound operators between two GEMMs runs as one fused kernel
+        (:func:`compiled_work`).
     overlap_grad_reduce : bool
         ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
         after the backward pass (Megatron-LM's default).
-    activation_checkpointing : bool
-        Keep only each layer's input and recompute the forward pass during the backward pass
+    activation_checkpointing : bool or {"full", "selective"}
+        ``True`` / ``"full"``: keep only each layer's input and recompute the forward pass during the backward pass
         (``torch.utils.checkpoint``, Megatron's full recompute): one more forward pass per micro-batch on every GPU,
-        counted in ``backward_s`` (where it runs) and in ``step_time_s`` (:func:`add_recompute`). The memory it saves is
-        :func:`perfmodel.predict_memory`'s.
+        counted in ``backward_s`` (where it runs) and in ``step_time_s`` (:func:`add_recompute`). ``"selective"``:
+        torchtitan's per-operator policy (:func:`checkpointing_mode`): only the forward operators it does not keep are
+        recomputed. The memory it saves is :func:`perfmodel.predict_memory`'s.
 
     Returns
     -------
@@ -691,17 +859,25 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     prec = _check_step_args(alpha, optimizer, inference, precision, batch_size)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    if not isinstance(activation_checkpointing, (bool, np.bool_)):
-        raise TypeError(f"activation_checkpointing must be True or False; got {activation_checkpointing!r}.")
-    if activation_checkpointing and inference:
-        raise ValueError("activation_checkpointing=True recomputes the forward pass during the backward pass of a training "
+    if not isinstance(compile, (bool, np.bool_)):
+        raise TypeError(f"compile must be True (torch.compile: memory-bound operator chains fused) or False; got {compile!r}.")
+    from perfmodel.models.parallel import _check_gpus_per_node
+
+    _check_gpus_per_node(gpus_per_node)
+    ac = checkpointing_mode(activation_checkpointing)
+    if ac and inference:
+        raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "
                          "step; an inference pass has no backward pass. Pass activation_checkpointing=False.")
-    if activation_checkpointing:
+    if ac:
         plain = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                                   input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
                                   n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
-                                  overlap_grad_reduce=overlap_grad_reduce)
-        return add_recompute(plain, alpha=alpha)
+                                  overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile)
+        fraction = 1.0
+        if ac == "selective":
+            fraction = _selective_fraction(model, gpus, input_shape=input_shape, input_dtype=input_dtype,
+                                           input_high=input_high, prec=prec, frame=plain, compile=compile)
+        return add_recompute(plain, alpha=alpha, fraction=fraction)
     if n_gpus > 1 or micro_batches not in (None, 1):
         from perfmodel.models.parallel import predict_parallel_step_time
 
@@ -709,7 +885,8 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                                           input_high=input_high, precision=prec, optimizer=optimizer, alpha=alpha,
                                           inference=inference, n_gpus=int(n_gpus), strategy=strategy,
                                           micro_batches=micro_batches, interconnect=interconnect,
-                                          overlap_grad_reduce=overlap_grad_reduce)
+                                          overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node,
+                                          compile=compile)
     if strategy is not None:
         from perfmodel.models.parallel import parse_strategy
 
@@ -724,7 +901,8 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     net, shape, in_dtype, vocab, name = _model_input(model, input_shape, input_dtype)
     high = int(input_high) if input_high is not None else vocab
     ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
-    work = _step_work(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+    work = _step_work(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference,
+                      compile=compile)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     q, interval = _interval(alpha)

@@ -60,7 +60,7 @@ import pandas as pd
 from perfmodel._errors import UnknownNameError
 
 __all__ = [
-    "Interconnect", "INTERCONNECTS", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
+    "Interconnect", "INTERCONNECTS", "LINK_LEVELS", "crosses_nodes", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
     "resolve_interconnect", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "allreduce_time", "allgather_time", "reduce_scatter_time", "p2p_time",
     "bucket_sizes", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "ModelLayout", "model_layout",
 ]
@@ -182,7 +182,29 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
 LINK_GROUPS = ("tp", "pp", "dp")
 
 
-def resolve_links(interconnect=None, gpu=None) -> dict:
+#: levels of a cluster's links (``interconnect={"intra": "nvlink", "inter": "infiniband-ndr"}``): inside a node of
+#: ``gpus_per_node`` GPUs, and between nodes (the NIC of each GPU: DGX-class nodes give every GPU its own NIC).
+LINK_LEVELS = ("intra", "inter")
+
+
+def _check_gpus_per_node(gpus_per_node) -> int:
+    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, (int, np.integer)) or gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be a positive int (GPUs sharing a node's fast link, e.g. 8 for a DGX / "
+                         f"p5.48xlarge / a3-highgpu-8g); got {gpus_per_node!r}.")
+    return int(gpus_per_node)
+
+
+def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
+    """Which process groups of a layout span more than one node, ranks placed Megatron's way (tensor parallel
+    innermost, then data parallel, pipeline outermost): the ``tp`` group when ``tp > gpus_per_node``; the ``dp`` group
+    (FSDP's too) when ``tp·dp > gpus_per_node``; the ``pp`` group (neighbouring stages ``tp·dp`` ranks apart) when
+    ``pp > 1`` and ``tp·dp >= gpus_per_node``."""
+    tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
+    g = _check_gpus_per_node(gpus_per_node)
+    return {"tp": tp > g, "dp": dp > 1 and tp * dp > g, "pp": pp > 1 and tp * dp >= g}
+
+
+def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, gpus_per_node: int = 8) -> dict:
     """The :class:`Interconnect` of each process group, ``{"tp": ..., "pp": ..., "dp": ...}``.
 
     Parameters
@@ -192,8 +214,15 @@ def resolve_links(interconnect=None, gpu=None) -> dict:
         a dict with keys among ``"tp"``, ``"pp"``, ``"dp"`` gives a group its own link (e.g. ``{"tp": "nvlink",
         "pp": "infiniband-ndr", "dp": "infiniband-ndr"}``: tensor parallel inside a node, the rest across nodes); a
         group the dict leaves out uses the GPU's own link. The data-parallel group of ``"fsdp"`` is ``"dp"``.
+        Or a link per level, ``{"intra": "nvlink", "inter": "infiniband-ndr"}`` (:data:`LINK_LEVELS`): a group inside
+        one node uses ``"intra"`` (default the GPU's own link), a group spanning nodes (:func:`crosses_nodes`)
+        ``"inter"`` — the per-GPU NIC, which bounds a ring that leaves the node.
     gpu : str or GPUSpec, optional
         The GPU whose own link (NVLink, else PCIe) fills in.
+    degrees : dict, optional
+        ``{"tp": .., "dp": .., "pp": ..}`` of the layout (:func:`parse_strategy`), for the per-level form.
+    gpus_per_node : int, default 8
+        GPUs per node, for the per-level form.
 
     Raises
     ------
@@ -202,8 +231,21 @@ def resolve_links(interconnect=None, gpu=None) -> dict:
     TypeError
         A link that is not a name, an Interconnect or None.
     """
+    if isinstance(interconnect, dict) and interconnect and set(interconnect) <= set(LINK_LEVELS):
+        intra = resolve_interconnect(interconnect.get("intra"), gpu)
+        cross = crosses_nodes(degrees or {}, gpus_per_node)
+        if any(cross.values()) and interconnect.get("inter") is None:
+            raise ValueError(f"the {', '.join(k for k, v in cross.items() if v)} group(s) span more than one node of "
+                             f"{gpus_per_node} GPUs, but interconnect gives no 'inter' link. Add one, e.g. "
+                             "{'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or raise gpus_per_node.")
+        inter = resolve_interconnect(interconnect["inter"], gpu) if interconnect.get("inter") is not None else intra
+        return {g: (inter if cross[g] else intra) for g in LINK_GROUPS}
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]
+        if set(interconnect) & set(LINK_LEVELS):
+            raise UnknownNameError(f"interconnect dict mixes link levels ('intra', 'inter') with process groups "
+                                   f"({list(LINK_GROUPS)}): {sorted(interconnect)}. Give either the levels, e.g. "
+                                   "{'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or a link per group.")
         if bad:
             raise UnknownNameError(f"interconnect dict has unknown group(s) {bad}; expected keys among {list(LINK_GROUPS)} "
                                    "(the tensor-, pipeline- and data-parallel groups), e.g. {'tp': 'nvlink', 'dp': "
@@ -703,7 +745,8 @@ def _links_label(links: dict, used: list) -> Interconnect | str:
 def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high=None,
                                precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                                inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
-                               interconnect=None, overlap_grad_reduce: bool = True) -> pd.DataFrame:
+                               interconnect=None, overlap_grad_reduce: bool = True, gpus_per_node: int = 8,
+                               compile: bool = False) -> pd.DataFrame:
     """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
     ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
     ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
@@ -732,7 +775,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     single = strat in STRATEGIES
     B = int(batch_size)
     specs = ost._gpu_specs(gpus, prec)
-    links = [resolve_links(interconnect, s) for s in specs]
+    links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node) for s in specs]
     if B % d:
         if single:
             raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size "
@@ -771,7 +814,8 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         raise StrategyError(f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers} "
                             "repeated layers. Use a pp degree of at most the number of layers.")
     high = int(input_high) if input_high is not None else vocab
-    work = ost._step_work(net, shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer, inference=False)
+    work = ost._step_work(net, shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer, inference=False,
+                          compile=compile)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     layer = _op_layer(work, lay.n_layers)

@@ -19,7 +19,10 @@ Counted per GPU:
   left out) at the GPU's micro-batch; with ``activation_checkpointing`` the input of each
   layer plus one layer's activations recomputed, and whatever runs outside the layers. ``"tp"`` splits the
   activations of the split operators ``n`` ways; under 1F1B a pipeline stage ``s`` keeps ``min(m, p − s)``
-  micro-batches in flight.
+  micro-batches in flight. ``activation_checkpointing="selective"`` (torchtitan's per-operator policy) keeps each
+  layer's input, its fused attention outputs and every other matmul output. The backward pass starts with the
+  gradient of the largest tensor the head saved (a language model's logits), allocated while every saved activation
+  is alive: counted on top of them (or one recomputed layer, whichever is larger).
 * **combinations** (``"dp2-tp2-pp2"``, :func:`perfmodel.models.parallel.parse_strategy`): the GPU's micro-batch is
   ``batch / dp / m``; parameters, gradients and optimizer states are those of the largest pipeline stage (all the
   layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
@@ -147,7 +150,8 @@ def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
 
 def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: str = "dp", precision: str = "fp32",
                    optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
-                   input_dtype=None, micro_batches: int | None = None) -> pd.DataFrame:
+                   input_dtype=None, micro_batches: int | None = None, compile: bool = False, gpus_per_node: int = 8,
+                   interconnect=None) -> pd.DataFrame:
     """Bytes per GPU of training ``model`` on ``n_gpus`` GPUs with ``strategy``, by part, and whether it fits.
 
     Parameters
@@ -168,12 +172,19 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         Precision of parameters and activations.
     optimizer : {"adam", "adam-fused", "sgd-momentum", "sgd", None}
         What the optimizer keeps per parameter.
-    activation_checkpointing : bool
-        Keep only each layer's input and recompute the layer in the backward pass.
+    activation_checkpointing : bool or {"full", "selective"}
+        ``True``/``"full"``: keep only each layer's input and recompute the layer in the backward pass;
+        ``"selective"``: torchtitan's per-operator policy — each layer keeps its input, the fused attention outputs and
+        the outputs of every other matmul (:func:`perfmodel.models.op_step_time.checkpointing_mode`), and one layer's
+        recomputed rest is transient.
     input_shape, input_dtype
         One sample, as for :func:`perfmodel.predict_step_time`.
     micro_batches : int, optional
         Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise); default 1.
+    compile, gpus_per_node, interconnect
+        As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
+        not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 weights and
+        activations are counted in BF16).
 
     Returns
     -------
@@ -198,6 +209,12 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
     prec = ost._check_step_args(0.2, None, False, precision, batch_size)
+    ac = ost.checkpointing_mode(activation_checkpointing)
+    if not isinstance(compile, (bool, np.bool_)):
+        raise TypeError(f"compile must be True or False; got {compile!r}.")
+    from perfmodel.models.parallel import _check_gpus_per_node, resolve_links
+
+    _check_gpus_per_node(gpus_per_node)
     strat = check_strategy_name(strategy)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
@@ -225,6 +242,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                             f"strategy={strat!r}: micro_batches={m} does not divide the per-replica batch {per_rank} "
                             "(batch_size / dp). Use micro_batches that divides it.")
     mb = per_rank // m
+    if interconnect is not None:  # an unknown link is an error here too
+        for s_ in specs:
+            resolve_links(interconnect, s_, degrees={"tp": tpd, "dp": d, "pp": p}, gpus_per_node=gpus_per_node)
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
     if tpd > 1 or strat == "tp":
         bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden)) if not v or v % tpd]
@@ -252,12 +272,35 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     outside = (layer < 0) | (layer >= lay.n_layers)
     n_saved = len(saved)
 
+    # the backward pass starts at the loss: the gradient of the largest tensor the head saved (the logits of a language
+    # model) is allocated while every saved activation is still alive; later transients (one layer recomputed) come
+    # after it has been freed
+    head = layer >= lay.n_layers
+    head_grad = float(out_b[head].max()) if head.any() else 0.0
+    kept_sel = np.zeros(lay.n_layers)
+    if ac == "selective" and lay.n_layers:
+        # torchtitan's per-operator policy: the outputs of the fused attention kernels and of every other matmul of a
+        # layer's forward pass are kept (ost.selective_recompute_mask); the rest is recomputed from the layer's input
+        ops = ost._step_ops(net, shape, in_dtype, vocab, batch_size=mb, prec=prec, optimizer=None, inference=False)
+        op_layer = _op_layer(ops, lay.n_layers)
+        fwd_in = (ops["phase"].astype(str).to_numpy() == "forward") & (op_layer >= 0) & (op_layer < lay.n_layers)
+        keep = fwd_in & ~ost.selective_recompute_mask(ops, op_layer, lay.n_layers)
+        wrote = ops["bytes_written"].to_numpy(float)
+        if tpd > 1:  # column-parallel outputs are split; those of hidden width (row-parallel, all-reduced) are not
+            last = ops["output_shapes"].astype(str).str.split(";").str[0].str.split("x").str[-1].to_numpy()
+            wrote = np.where(last == str(lay.hidden), wrote, wrote / tpd)
+        kept_sel = np.bincount(op_layer[keep], weights=wrote[keep], minlength=lay.n_layers)[:lay.n_layers]
+
     def activations(layers) -> tuple[float, float]:
         """(kept activations of one micro-batch, transient recompute) for a set of layer indices."""
-        acts = per_layer_act[list(layers)] if len(layers) else np.zeros(0)
-        if not activation_checkpointing or not len(acts):
+        idx = list(layers)
+        acts = per_layer_act[idx] if len(idx) else np.zeros(0)
+        if not ac or not len(acts):
             return float(acts.sum()), 0.0
         inp = float(tokens * lay.hidden * size) if lay.hidden else float(acts.min())
+        if ac == "selective":
+            kept = np.minimum(kept_sel[idx] + inp, acts)
+            return float(kept.sum()), float((acts - kept).max())
         return inp * len(acts), float(acts.max())
 
     P = lay.params
@@ -290,13 +333,15 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
             if s == p - 1:
                 kept += float(out_b[layer >= lay.n_layers].sum())
             in_flight = min(m, p - s)
+            if s == p - 1:
+                tmp = max(tmp, head_grad)
             part = (sp * size, sp * size, sp * state, kept * in_flight + tmp)
             if best is None or sum(part) > sum(best):
                 best = part
         params_b, grads_b, opt_b, act_b = best
     else:
         kept, tmp = activations(range(lay.n_layers))
-        act_b = kept + float(out_b[outside].sum()) + tmp
+        act_b = kept + float(out_b[outside].sum()) + max(tmp, head_grad)
         if fsdp:
             rank_p = P / n
             params_b = rank_p * size + 2 * float(layer_params.max()) * size
@@ -313,7 +358,8 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         total = params_b + grads_b + opt_b + act_b
         cap = float(spec.memory_gib) * 2**30
         rows.append(dict(model=name, gpu=spec.gpu, batch_size=B, n_gpus=n, strategy=strat, micro_batches=m, precision=prec,
-                         optimizer=optimizer or "none", activation_checkpointing=bool(activation_checkpointing),
+                         optimizer=optimizer or "none",
+                         activation_checkpointing=ac if isinstance(activation_checkpointing, str) else bool(ac),
                          params_bytes=float(params_b), grads_bytes=float(grads_b), optimizer_bytes=float(opt_b),
                          activations_bytes=float(act_b), total_bytes=float(total), capacity_bytes=cap, fits=bool(total <= cap),
                          basis=f"{P:,} parameters at {size} B, optimizer states {state} B/parameter, forward outputs of "

@@ -158,9 +158,16 @@ def test_datasheet_known_answers(cat, gpu, column, value):
     assert cat.loc[gpu, column] == value
 
 
+def test_fp8_is_hopper_and_ada_only():
+    """Dense FP8 tensor-core rates: half the datasheets' with-sparsity figures; none on Ampere and older."""
+    assert gpu_spec("H100").fp8_peak_tflops == 1979 and gpu_spec("H200").fp8_peak_tflops == 1979
+    assert gpu_spec("L4").fp8_peak_tflops == 242.5 and gpu_spec("L40S").fp8_peak_tflops == 733
+    assert "fp8" not in gpu_spec("A100").precisions and "fp8" not in gpu_spec("MI250").precisions
+
+
 def test_the_h100_nvl_is_its_own_part():
     s = gpu_spec("NVIDIA H100 NVL")
-    assert s.gpu == "H100-NVL" and s.precisions == ("fp32", "tf32", "fp16", "bf16")
+    assert s.gpu == "H100-NVL" and s.precisions == ("fp32", "tf32", "fp16", "bf16", "fp8")
     assert (s.memory_gib, s.memory_bandwidth_gb_per_s, s.sm_count, s.pcie_generation) == (94.0, 3900.0, 132, 5)
     assert canonical_gpu("H100") == "H100" and canonical_gpu("H100 PCIe") == "H100-PCIe"  # the NVL takes no one's name
 
@@ -376,10 +383,11 @@ def test_a_precision_the_gpu_cannot_run_is_a_clear_error(gpu, precision, support
 
 
 def test_an_unknown_precision_lists_the_valid_ones():
-    with pytest.raises(UnknownNameError, match=r"^Unknown precision 'int8'\. Expected one of: fp32, tf32, fp16, bf16\.$"):
+    with pytest.raises(UnknownNameError, match=r"^Unknown precision 'int8'\. Expected one of: fp32, tf32, fp16, bf16, fp8\.$"):
         peak_tflops("H100", "int8")
-    with pytest.raises(UnknownNameError, match=r"^Unknown precision 'fp8'"):
-        gpu_spec("H100").peak_tflops("fp8")
+    with pytest.raises(UnknownNameError, match=r"^Unknown precision 'fp4'"):
+        gpu_spec("H100").peak_tflops("fp4")
+    assert gpu_spec("H100").peak_tflops("float8_e4m3fn") == 1979
 
 
 def test_the_name_table_has_the_catalogs_pcie_generations(cat):

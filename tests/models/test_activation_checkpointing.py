@@ -61,9 +61,10 @@ def test_pipeline_slots_grow_by_the_stage_forward():
 
 
 def test_errors():
-    with pytest.raises(TypeError, match=r"activation_checkpointing must be True or False; got 'yes'\."):
+    with pytest.raises(ValueError, match=r"activation_checkpointing must be False, True \(= 'full'\), 'full' or 'selective' "
+                                         r"\(torchtitan's per-operator policy\); got 'yes'\."):
         _t(activation_checkpointing="yes")
-    with pytest.raises(ValueError, match=r"activation_checkpointing=True recomputes the forward pass during the backward pass "
+    with pytest.raises(ValueError, match=r"activation_checkpointing recomputes the forward pass during the backward pass "
                                          r"of a training step; an inference pass has no backward pass\."):
         _t(activation_checkpointing=True, inference=True, optimizer=None)
     with pytest.raises(ValueError, match=r"add_recompute needs the frame of perfmodel.predict_step_time \(columns forward_s, "
@@ -71,3 +72,25 @@ def test_errors():
         add_recompute(pd.DataFrame({"step_time_s": [1.0]}))
     with pytest.raises(ValueError, match=r"add_recompute: an inference row has no backward pass to recompute in"):
         add_recompute(pd.DataFrame({"forward_s": [1.0], "backward_s": [0.0], "step_time_s": [1.0], "optimizer": ["inference"]}))
+
+
+def test_selective_recomputes_part_of_the_forward_pass_and_keeps_part_of_the_activations():
+    """torchtitan's per-operator policy: less recompute than full checkpointing, more memory than it, less than none."""
+    plain, full, sel = _t(), _t(activation_checkpointing="full"), _t(activation_checkpointing="selective")
+    assert plain["step_time_s"] < sel["step_time_s"] < full["step_time_s"]
+    assert sel["forward_s"] == plain["forward_s"]
+    assert "selective" in sel["basis"]
+    mem = {a: pm.predict_memory(TINY_GPT2, "A100", input_shape=(32,), batch_size=4, activation_checkpointing=a).iloc[0]
+           for a in (False, "full", "selective")}
+    assert mem["full"]["activations_bytes"] < mem["selective"]["activations_bytes"] < mem[False]["activations_bytes"]
+    assert mem["selective"]["activation_checkpointing"] == "selective" and not mem[False]["activation_checkpointing"]
+
+
+def test_selective_mask_keeps_attention_and_every_other_matmul():
+    from perfmodel.models.op_step_time import selective_recompute_mask
+
+    rows = pd.DataFrame({"op": ["aten.mm", "aten.add", "aten.mm", "aten._scaled_dot_product_flash_attention_for_cpu",
+                                "aten.mm", "aten.mm", "aten.mm"],
+                         "phase": ["forward"] * 6 + ["backward"]})
+    layer = np.array([0, 0, 0, 0, 0, 1, 0])
+    assert selective_recompute_mask(rows, layer, 2).tolist() == [False, True, True, False, False, False, False]
