@@ -189,8 +189,13 @@ def load_vidur_collectives(system: str | None = None) -> pd.DataFrame:
     Vidur's ``vidur/profiling/collectives/collectives_impl.py`` runs ``torch.distributed.all_reduce`` (or a
     ``send``/``recv`` pair from rank 0 to rank 1) on a buffer ``torch.empty(size=(size,), dtype=torch.float16)``,
     captured in a CUDA graph; its ``--max_collective_size`` is documented as the "Maximum number of elements involved
-    in the collective". So ``size`` counts **float16 elements**, and ``message_bytes = 2 * size``. Times are those of
-    rank 0 (the only rank upstream files hold), in ms.
+    in the collective", but the row it writes holds ``"size": self._size * 2,  # bytes``
+    (``vidur/profiling/collectives/collectives_wrapper.py``, ``CollectiveWrapper.profile``), and Vidur's own predictor
+    reads it back as bytes (``size / embedding_dim / 2`` tokens, ``sklearn_execution_time_predictor.py``); the largest
+    upstream ``size``, 67,108,864, is twice the default ``--max_collective_size`` of 4096 × 8192 elements. So ``size``
+    is already the **message in bytes** (float16 elements × 2) and ``message_bytes = size``. Times are the median over
+    the NCCL kernels rank 0 ran (the only rank upstream files hold; Vidur's ``CudaTimer(filter_str="nccl")`` on kineto
+    traces), in ms.
 
     Parameters
     ----------
@@ -204,7 +209,7 @@ def load_vidur_collectives(system: str | None = None) -> pd.DataFrame:
         ``a40_pairwise_nvlink``), ``gpu`` (catalog id, ``A40`` outside the catalog), ``gpu_in_catalog``,
         ``collective`` (``all_reduce``, ``send_recv``), ``n_gpus`` (upstream ``num_workers``), ``devices_per_node``
         (GPUs used per node: fewer than ``n_gpus`` means the collective crosses nodes), ``max_devices_per_node`` (GPUs
-        in a node), ``size`` (float16 elements), ``message_bytes``, ``time_ms_min``, ``time_ms_max``,
+        in a node), ``size`` (upstream's column: bytes), ``message_bytes`` (= ``size``), ``time_ms_min``, ``time_ms_max``,
         ``time_ms_mean``, ``time_ms_median``, ``time_ms_std``, ``source_file``. Upstream quirks: ``a40_pairwise_nvlink``
         has no ``all_reduce.csv``; ``h100_pairwise_nvlink/send_recv.csv`` is byte-identical to
         ``a100_pairwise_nvlink/send_recv.csv``.
@@ -237,7 +242,7 @@ def load_vidur_collectives(system: str | None = None) -> pd.DataFrame:
             "collective": coll, "n_gpus": d["num_workers"].astype("int64"), "devices_per_node": d["devices_per_node"].astype("int64"),
             "max_devices_per_node": d["max_devices_per_node"].astype("int64"), "size": d["size"].astype("int64"),
         })
-        out["message_bytes"] = 2 * out["size"]
+        out["message_bytes"] = out["size"]  # upstream writes size = elements * 2 bytes
         for s, c in zip(_STATS, stats):
             out[f"time_ms_{s}"] = d[c].astype(float)
         out["source_file"] = k

@@ -59,6 +59,9 @@ from perfmodel.models.parallel import (
 
 __all__ += ["Interconnect", "INTERCONNECTS", "STRATEGIES", "StrategyError", "allreduce_time", "allgather_time", "reduce_scatter_time",
             "p2p_time", "resolve_interconnect", "parse_strategy", "resolve_links", "strategy_combinations"]
+from perfmodel.models.collectives import fitted_link  # noqa: E402  (NCCL efficiency and latency fitted on Vidur's curves)
+
+__all__ += ["fitted_link"]
 # -- end multi-GPU step time --
 
 # -- transient servers --

@@ -43,8 +43,12 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   own (:func:`resolve_links`; e.g. NVLink for ``tp`` inside a node, InfiniBand for ``pp`` and ``dp`` across nodes).
   A single strategy spelled with its degree (``"dp4"`` on 4 GPUs) is the single strategy, to the bit.
 
+NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL curves
+(:mod:`perfmodel.models.collectives`); PCIe and Ethernet keep the assumed :data:`NCCL_EFFICIENCY`.
+
 What it does not model: congestion between collectives of different groups (or of several groups sharing one
-link), NCCL protocol switches on small messages, kernel slow-down from communication sharing the GPU's SMs,
+link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
+NVSwitch in-network reduction (NVLS), kernel slow-down from communication sharing the GPU's SMs,
 interleaved pipeline schedules, sequence parallelism, and fsdp combined with tp or pp.
 """
 from __future__ import annotations
@@ -71,8 +75,10 @@ STRATEGIES = ("dp", "fsdp", "tp", "pp")
 #: PyTorch DDP's gradient bucket cap (``bucket_cap_mb=25``) and its first, smaller bucket (1 MiB), bytes.
 DDP_BUCKET_BYTES = 25 * 2**20
 DDP_FIRST_BUCKET_BYTES = 2**20
-#: share of a link's peak bandwidth NCCL's ring collectives reach on large messages: nccl-tests' all-reduce bus
-#: bandwidth on a DGX A100 is about 230 GB/s of NVLink's 300 GB/s per direction.
+#: assumed share of a link's peak bandwidth NCCL's ring collectives reach on large messages (nccl-tests' all-reduce
+#: bus bandwidth on a DGX A100 is about 230 GB/s of NVLink's 300 GB/s per direction): the **fallback** for links
+#: without measured NCCL curves (PCIe, Ethernet, a user's ``Interconnect``). NVLink and InfiniBand take ``e`` and ``α``
+#: fitted on Vidur's measurements instead (:func:`perfmodel.models.collectives.fitted_link`).
 NCCL_EFFICIENCY = 0.75
 
 
@@ -119,7 +125,9 @@ class Interconnect:
 #: Named links (per-direction peak bandwidth). PCIe x16: 8 / 16 / 32 GT/s per lane with 128b/130b encoding (PCI-SIG
 #: base specifications 3.0 / 4.0 / 5.0); networks: their line rate (100 GbE = 12.5 GB/s; InfiniBand HDR 200 Gb/s,
 #: NDR 400 Gb/s). ``"nvlink"`` takes the GPU's NVLink bandwidth from the catalog (``nvlink_gb_per_s``, both
-#: directions, halved).
+#: directions, halved). :func:`resolve_interconnect` gives ``"nvlink"``, ``"infiniband-hdr"`` and ``"infiniband-ndr"``
+#: the efficiency and latency fitted on Vidur's NCCL curves (:func:`perfmodel.models.collectives.fitted_link`); the
+#: entries below carry the assumed :data:`NCCL_EFFICIENCY` and guessed latencies (PCIe and Ethernet: no measurements).
 INTERCONNECTS = {
     "pcie3": Interconnect("pcie3", 15.75, 10e-6),
     "pcie4": Interconnect("pcie4", 31.5, 10e-6),
@@ -130,12 +138,23 @@ INTERCONNECTS = {
     "infiniband-hdr": Interconnect("infiniband-hdr", 25.0, 10e-6),
     "infiniband-ndr": Interconnect("infiniband-ndr", 50.0, 10e-6),
 }
-_NVLINK_LATENCY_S = 5e-6
+#: links whose efficiency and latency are fitted on measured NCCL curves (:mod:`perfmodel.models.collectives`)
+_FITTED_LINKS = ("infiniband-hdr", "infiniband-ndr")
+
+
+def _nvlink(spec) -> Interconnect:
+    from perfmodel.models.collectives import fitted_link
+
+    return fitted_link("nvlink", spec)
 
 
 def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
     """The :class:`Interconnect` for a name, a spec, or (``None``) the GPU's own: its NVLink when the catalog lists one,
     else its PCIe generation.
+
+    NVLink and InfiniBand (``"infiniband-hdr"``, ``"infiniband-ndr"``) carry NCCL's efficiency and latency fitted on
+    Vidur's measured all-reduce and send/recv curves (:func:`perfmodel.models.collectives.fitted_link`); PCIe and
+    Ethernet the assumed :data:`NCCL_EFFICIENCY` and their guessed latencies.
 
     Raises
     ------
@@ -153,7 +172,7 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
         if spec is None:
             raise ValueError("resolve_interconnect needs an interconnect name or a GPU to take the link from.")
         if math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0:
-            return Interconnect(f"nvlink ({spec.gpu})", spec.nvlink_gb_per_s / 2, _NVLINK_LATENCY_S)
+            return _nvlink(spec)
         gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 3
         return INTERCONNECTS[f"pcie{min(max(gen, 3), 5)}"]
     if isinstance(interconnect, dict):
@@ -171,7 +190,11 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
         if not (math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0):
             raise UnknownNameError(f"interconnect 'nvlink': GPU {spec.gpu} has no NVLink in the catalog (nvlink_gb_per_s = "
                                    f"{spec.nvlink_gb_per_s:g}). Use its PCIe ('pcie{int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 4}') or pass an Interconnect.")
-        return Interconnect(f"nvlink ({spec.gpu})", spec.nvlink_gb_per_s / 2, _NVLINK_LATENCY_S)
+        return _nvlink(spec)
+    if key in _FITTED_LINKS:
+        from perfmodel.models.collectives import fitted_link
+
+        return fitted_link(key)
     if key not in INTERCONNECTS:
         raise UnknownNameError(f"Unknown interconnect {interconnect!r}. Expected one of: nvlink, {', '.join(INTERCONNECTS)}, "
                                "or an Interconnect(name, bandwidth_gb_per_s, latency_s).")
@@ -435,10 +458,16 @@ def _check_n(n):
         raise ValueError(f"n (GPUs in the collective) must be a positive int; got {n!r}.")
 
 
+def _check_bytes(nbytes):
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float, np.integer, np.floating)) or not math.isfinite(nbytes) or nbytes < 0:
+        raise ValueError(f"nbytes (message size in bytes) must be a finite number >= 0; got {nbytes!r}.")
+
+
 def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str = "ring") -> float:
     """Seconds to all-reduce ``nbytes`` over ``n`` GPUs: ring ``2(n−1)/n·S/(eB) + 2(n−1)α``, tree
     ``2·S/(eB) + 2⌈log2 n⌉α``; 0 for one GPU or nothing to send."""
     _check_n(n)
+    _check_bytes(nbytes)
     if n == 1 or nbytes <= 0:
         return 0.0
     if algorithm == "ring":
@@ -451,6 +480,7 @@ def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str 
 def allgather_time(nbytes: float, n: int, link: Interconnect) -> float:
     """Seconds to all-gather a tensor of ``nbytes`` (the gathered size) over ``n`` GPUs: ``(n−1)/n·S/(eB) + (n−1)α``."""
     _check_n(n)
+    _check_bytes(nbytes)
     if n == 1 or nbytes <= 0:
         return 0.0
     return (n - 1) / n * nbytes / link.bytes_per_s + (n - 1) * link.latency_s
@@ -464,6 +494,7 @@ def reduce_scatter_time(nbytes: float, n: int, link: Interconnect) -> float:
 
 def p2p_time(nbytes: float, link: Interconnect) -> float:
     """Seconds to send ``nbytes`` from one GPU to another: ``S/(eB) + α``."""
+    _check_bytes(nbytes)
     if nbytes <= 0:
         return 0.0
     return nbytes / link.bytes_per_s + link.latency_s

@@ -74,14 +74,14 @@ def test_vidur_collectives_shape_units_and_values():
         ("h100_dgx", "send_recv"): 1988, ("h100_pairwise_nvlink", "all_reduce"): 1988, ("h100_pairwise_nvlink", "send_recv"): 1988}
     for col in ("n_gpus", "devices_per_node", "max_devices_per_node", "size", "message_bytes"):
         assert c[col].dtype == "int64", col
-    assert (c["message_bytes"] == 2 * c["size"]).all()  # float16 elements
+    assert (c["message_bytes"] == c["size"]).all()  # upstream size is float16 elements * 2 = bytes (collectives_wrapper.py)
     assert c["gpu"].notna().all() and (c["n_gpus"] >= 2).all() and (c["time_ms_min"] > 0).all()
     assert dict(zip(c["system"].astype(str), c["gpu"].astype(str))) == {
         "a100_dgx": "A100-SXM4-80GB", "h100_dgx": "H100", "a100_pairwise_nvlink": "A100-PCIe-80GB", "h100_pairwise_nvlink": "H100-PCIe",
         "a40_pairwise_nvlink": "A40"}
-    # first row of a100_dgx/all_reduce.csv: 2 workers, 1 per node, 2048 elements, mean 0.050333... ms
+    # first row of a100_dgx/all_reduce.csv: 2 workers, 1 per node, 2048 bytes (1024 float16 elements), mean 0.050333... ms
     r = c[(c["system"] == "a100_dgx") & (c["collective"] == "all_reduce")].iloc[0]
-    assert (r["n_gpus"], r["devices_per_node"], r["size"], r["message_bytes"]) == (2, 1, 2048, 4096)
+    assert (r["n_gpus"], r["devices_per_node"], r["size"], r["message_bytes"]) == (2, 1, 2048, 2048)
     assert r["time_ms_min"] == 0.031 and r["time_ms_mean"] == pytest.approx(0.050333333333333334, rel=1e-12)
     with pytest.raises(UnknownNameError, match=r"Unknown Vidur network system 'a100_nvlink'\..*Expected one of: a100_dgx"):
         datasets.load_vidur_collectives(system="a100_nvlink")

@@ -1,0 +1,240 @@
+"""NCCL link efficiency and latency fitted on Vidur's measured all-reduce and send/recv curves.
+
+The α–β cost of :mod:`perfmodel.models.parallel` (ring all-reduce ``2(n−1)/n · S/(eB) + 2(n−1)α``, a send
+``S/(eB) + α``) needs, per kind of link, NCCL's efficiency ``e`` (share of the link's peak per-direction bandwidth
+``B``) and the latency ``α`` per step. This module fits them on microsoft/vidur's NCCL measurements
+(:func:`perfmodel.datasets.load_vidur_collectives`: fp16 ``all_reduce`` and ``send``/``recv``, 4 KiB to 64 MiB, and
+to 1 GiB for the 4-GPU PCIe node; times are the median NCCL kernel time of rank 0) with ``B`` from spec sheets:
+
+* ``"nvlink"`` — rows inside one DGX node (``devices_per_node == n_gpus``) and the 2-GPU rows of the pairwise-NVLink
+  nodes (an NVLink bridge joins GPUs 0 and 1, Vidur packs ranks in order): ``B`` = the GPU's ``nvlink_gb_per_s`` from
+  the catalog (both directions) halved, as :func:`~perfmodel.models.parallel.resolve_interconnect` does.
+* ``"infiniband"`` — DGX rows across nodes (``devices_per_node < n_gpus``): ``B`` = the line rate of the one NIC each
+  GPU has. DGX A100: 8 single-port ConnectX-6 HDR InfiniBand, 200 Gb/s = 25 GB/s each (NVIDIA DGX A100 System
+  Architecture white paper, WP-10083-001, 2020, §"Networking"; DGX A100 datasheet); DGX H100: 8 single-port ConnectX-7
+  NDR InfiniBand in four OSFP cages, 400 Gb/s = 50 GB/s each (NVIDIA DGX H100 datasheet, 2023; DGX H100 user guide,
+  "Hardware overview"). These are ``INTERCONNECTS["infiniband-hdr"]`` and ``["infiniband-ndr"]``.
+* ``"pcie"`` — the 4-GPU all-reduce of the pairwise-NVLink nodes: the ring crosses PCIe between the two NVLink pairs,
+  the slowest hop, so ``B`` = PCIe x16 per direction (gen 4: 31.5 GB/s for A100 PCIe, gen 5: 63 GB/s for H100 PCIe).
+* left out: the pairwise nodes' send/recv across nodes (Vidur does not say what network joins those nodes, so there is
+  no ``B``); ``h100_pairwise_nvlink/send_recv.csv`` (a byte-identical copy of the A100 file, not an H100
+  measurement); A40 (not in the catalog).
+
+**Fit.** Per link kind, on all its rows (both collectives, every size), ``t = α·k + w/(e·B)`` with ``k`` the steps
+(``2(n−1)`` for a ring all-reduce, 1 for a send) and ``w`` the bytes each GPU puts on the wire (``2(n−1)/n·S``, or
+``S``) is linear in ``(α, 1/e)``; they minimise the squared **relative** error ``Σ ((α·k + w/(eB) − t) / t)²`` (every
+size weighs the same, whatever its time) with ``α ≥ 0`` and ``e ≤ 1`` (:func:`scipy.optimize.lsq_linear`).
+
+What the data show (``perfmodel.papers.external.vidur_nccl`` scores it): the bandwidth term's ``2(n−1)/n`` holds on
+A100 NVLink (a per-``n`` fit gives ``e`` = 0.53, 0.51, 0.51 for 2, 4, 8 GPUs), but the latency does not grow as
+``2(n−1)``: below ~256 KiB the kernel time is a floor of roughly 10–60 µs whatever ``n`` (NCCL's low-latency
+protocols and launch cost), so the fitted ``α`` is a compromise; send/recv reaches a larger share of NVLink than the
+all-reduce (``e`` ≈ 0.95 vs 0.51 on A100), and H100's 4- and 8-GPU all-reduces are faster than the ring over NVLink
+predicts (NVSwitch's in-network reduction, NVLS); a single GPU per node reaches ~0.3 of its HDR NIC on the A100
+cluster but ~0.7 of its NDR NIC on the H100 one. One ``(e, α)`` per link kind is what
+:class:`~perfmodel.models.parallel.Interconnect` carries; these misfits are the errors the benchmark reports.
+
+The shipped parameters (``perfmodel/models/fitted/nccl_links.json``, fitted on **all** the systems above) are read at
+prediction time without the data; :func:`rebuild` refits them (``python -m perfmodel.models.collectives``).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfmodel._errors import UnknownNameError
+
+__all__ = [
+    "LINK_KINDS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
+    "fitted_link", "rebuild",
+]
+
+#: link kinds with measured NCCL curves
+LINK_KINDS = ("nvlink", "infiniband", "pcie")
+#: per-GPU NIC line rate of Vidur's DGX systems, GB/s (see the module docstring for the spec sheets)
+NIC_GB_PER_S = {"a100_dgx": 25.0, "h100_dgx": 50.0}
+#: PCIe x16 per direction, GB/s, of Vidur's pairwise-NVLink systems (A100 PCIe: gen 4, H100 PCIe: gen 5)
+_PCIE_GB_PER_S = {"a100_pairwise_nvlink": 31.5, "h100_pairwise_nvlink": 63.0}
+#: the shipped fit
+FITTED_PATH = Path(__file__).resolve().parent / "fitted" / "nccl_links.json"
+_FORMAT = 1
+#: named links resolved with a fitted kind, and their per-direction line rate (GB/s; None: from the GPU's catalog row)
+_NAMED = {"nvlink": ("nvlink", None), "infiniband-hdr": ("infiniband", 25.0), "infiniband-ndr": ("infiniband", 50.0),
+          "pcie4": ("pcie", 31.5), "pcie5": ("pcie", 63.0)}
+
+
+def collective_frame(data: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Vidur's NCCL rows with the link each crosses and the terms of the α–β cost.
+
+    Parameters
+    ----------
+    data : DataFrame, optional
+        Rows of :func:`perfmodel.datasets.load_vidur_collectives` (default: all of them).
+
+    Returns
+    -------
+    DataFrame
+        The rows that have a link kind (see the module docstring for those left out), with added columns ``link``
+        (``nvlink``, ``infiniband``, ``pcie``), ``link_gb_per_s`` (``B``, peak per direction, GB/s), ``steps``
+        (``k``), ``wire_bytes`` (``w``) and ``time_s`` (the median, s).
+    """
+    if data is None:
+        from perfmodel.datasets import load_vidur_collectives
+
+        data = load_vidur_collectives()
+    from perfmodel.datasets import gpu_spec
+
+    d = data[data["gpu_in_catalog"]].copy()
+    system = d["system"].astype(str)
+    d = d[~((system == "h100_pairwise_nvlink") & (d["collective"] == "send_recv"))]  # a copy of the A100 file
+    system = d["system"].astype(str)
+    dgx = system.str.endswith("_dgx")
+    inside = d["devices_per_node"] >= d["n_gpus"]
+    link = np.select([dgx & inside, dgx & ~inside, ~dgx & inside & (d["n_gpus"] == 2), ~dgx & inside & (d["n_gpus"] == 4)],
+                     ["nvlink", "infiniband", "nvlink", "pcie"], "")
+    d["link"] = link
+    d = d[d["link"] != ""].copy()
+    nv = {g: gpu_spec(g).nvlink_gb_per_s / 2 for g in d["gpu"].astype(str).unique()}
+    d["link_gb_per_s"] = [nv[g] if k == "nvlink" else NIC_GB_PER_S[s] if k == "infiniband" else _PCIE_GB_PER_S[s]
+                          for k, s, g in zip(d["link"], d["system"].astype(str), d["gpu"].astype(str))]
+    ar = (d["collective"] == "all_reduce").to_numpy()
+    n = d["n_gpus"].to_numpy()
+    d["steps"] = np.where(ar, 2 * (n - 1), 1)
+    d["wire_bytes"] = np.where(ar, 2 * (n - 1) / n, 1.0) * d["message_bytes"].to_numpy()
+    d["time_s"] = d["time_ms_median"] * 1e-3
+    return d.reset_index(drop=True)
+
+
+def _fit(rows: pd.DataFrame) -> tuple[float, float]:
+    from scipy.optimize import lsq_linear
+
+    t = rows["time_s"].to_numpy()
+    a = np.c_[rows["steps"].to_numpy(), rows["wire_bytes"].to_numpy() / (rows["link_gb_per_s"].to_numpy() * 1e9)] / t[:, None]
+    res = lsq_linear(a, np.ones(len(t)), bounds=([0.0, 1.0], [np.inf, np.inf]), method="bvls")
+    return float(res.x[0]), float(1.0 / res.x[1])
+
+
+def fit_links(frame: pd.DataFrame | None = None) -> dict:
+    """Fit ``(e, α)`` per link kind by relative least squares (module docstring).
+
+    Parameters
+    ----------
+    frame : DataFrame, optional
+        :func:`collective_frame` rows to fit on (default: all; pass a subset, e.g. the A100 systems, for a held-out
+        score).
+
+    Returns
+    -------
+    dict
+        ``{kind: {"efficiency": e, "latency_s": α, "n_rows": int, "systems": [...]}}`` for each kind with rows;
+        ``e`` and ``α`` rounded to 6 significant digits (what is shipped).
+    """
+    frame = collective_frame() if frame is None else frame
+    out = {}
+    for kind in LINK_KINDS:
+        rows = frame[frame["link"] == kind]
+        if len(rows) == 0:
+            continue
+        alpha, e = _fit(rows)
+        out[kind] = {"efficiency": float(f"{e:.6g}"), "latency_s": float(f"{alpha:.6g}"), "n_rows": int(len(rows)),
+                     "systems": sorted(set(rows["system"].astype(str)))}
+    return out
+
+
+def predict_collective_time(frame: pd.DataFrame, params: dict) -> np.ndarray:
+    """α–β time (s) of each :func:`collective_frame` row with the ``(e, α)`` of its link kind in ``params``
+    (:func:`fit_links`'s layout); rows whose kind ``params`` lacks are NaN."""
+    out = np.full(len(frame), np.nan)
+    for kind, p in params.items():
+        m = (frame["link"] == kind).to_numpy()
+        f = frame[m]
+        out[m] = p["latency_s"] * f["steps"].to_numpy() + f["wire_bytes"].to_numpy() / (p["efficiency"] * f["link_gb_per_s"].to_numpy() * 1e9)
+    return out
+
+
+@functools.cache
+def fitted_params() -> dict:
+    """The shipped fit (``perfmodel/models/fitted/nccl_links.json``): ``{"format", "fitted_on", "links": {kind:
+    {"efficiency", "latency_s", "n_rows", "systems"}}}``. JSON: loading it runs no code."""
+    with open(FITTED_PATH, encoding="utf-8") as fh:
+        p = json.load(fh)
+    if p.get("format") != _FORMAT or set(p.get("links", {})) != set(LINK_KINDS):
+        raise ValueError(f"{FITTED_PATH}: expected format {_FORMAT} with links {list(LINK_KINDS)}; got format "
+                         f"{p.get('format')!r} with {sorted(p.get('links', {}))}. Rebuild it: python -m perfmodel.models.collectives")
+    return p
+
+
+def fitted_link(kind: str, gpu=None):
+    """The :class:`~perfmodel.models.parallel.Interconnect` of a named link with NCCL's fitted efficiency and latency.
+
+    Parameters
+    ----------
+    kind : str
+        ``"nvlink"`` (bandwidth from ``gpu``'s catalog row, both directions halved), ``"infiniband-hdr"`` (25 GB/s),
+        ``"infiniband-ndr"`` (50 GB/s), ``"pcie4"`` (31.5 GB/s) or ``"pcie5"`` (63 GB/s): per-direction peak; ``e``
+        and ``α`` of its kind from :func:`fitted_params`.
+    gpu : str or GPUSpec, optional
+        Required for ``"nvlink"``.
+
+    Returns
+    -------
+    Interconnect
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown kind, or ``"nvlink"`` for a GPU the catalog lists without NVLink.
+    ValueError
+        ``"nvlink"`` without ``gpu``.
+    """
+    from perfmodel.models.parallel import Interconnect
+
+    if not isinstance(kind, str):
+        raise TypeError(f"fitted_link: kind must be a link name, one of {list(_NAMED)}; got {type(kind).__name__}.")
+    key = kind.strip().lower().replace("_", "-").replace(" ", "-")
+    if key not in _NAMED:
+        raise UnknownNameError(f"fitted_link: unknown link kind {kind!r}. Expected one of: {', '.join(_NAMED)} (links with "
+                               "measured NCCL curves); other links (pcie3, ethernet-*) keep the assumed NCCL_EFFICIENCY "
+                               "via perfmodel.models.parallel.resolve_interconnect.")
+    fam, gb = _NAMED[key]
+    p = fitted_params()["links"][fam]
+    name = key
+    if gb is None:
+        if gpu is None:
+            raise ValueError("fitted_link('nvlink') takes its bandwidth from the GPU's catalog row: pass gpu=.")
+        from perfmodel.datasets import gpu_spec
+
+        spec = gpu_spec(gpu)
+        if not (math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0):
+            raise UnknownNameError(f"fitted_link('nvlink'): GPU {spec.gpu} has no NVLink in the catalog (nvlink_gb_per_s = "
+                                   f"{spec.nvlink_gb_per_s:g}); expected a GPU with NVLink, or use its PCIe link.")
+        gb, name = spec.nvlink_gb_per_s / 2, f"nvlink ({spec.gpu})"
+    return Interconnect(name, gb, p["latency_s"], p["efficiency"])
+
+
+def rebuild(path: str | Path | None = None, frame: pd.DataFrame | None = None) -> dict:
+    """Refit on all the systems and write the JSON the package ships (``path`` default :data:`FITTED_PATH`).
+
+    Returns
+    -------
+    dict
+        What was written.
+    """
+    out = {"format": _FORMAT,
+           "fitted_on": "microsoft/vidur@7d47513 data/profiling/network (all systems with a link kind; see "
+                        "perfmodel.models.collectives), relative least squares per link kind",
+           "links": fit_links(frame)}
+    path = Path(path) if path is not None else FITTED_PATH
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if path.resolve() == FITTED_PATH:
+        fitted_params.cache_clear()
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(json.dumps(rebuild(), indent=1))
