@@ -1,0 +1,215 @@
+"""Published Llama training runs (torchtitan: tokens/s per GPU and peak memory under FSDP2) predicted from spec sheets.
+
+Paper: perfmodel, external benchmark (pytorch/torchtitan's published performance tables). Upstream: pytorch/torchtitan
+benchmarks/ and docs/performance.md.
+
+Sources
+-------
+* pytorch/torchtitan: tokens/s per GPU and peak memory of Llama 3.1 8B/70B/405B and Llama 2 runs on 8-512 H100, 64
+  A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)
+
+Procedure
+---------
+Every published row a single perfmodel call can state is predicted with pm.predict_step_time (and pm.predict_memory):
+the model's Hugging Face Llama config (sizes of the published models, MODEL_CONFIGS), sequence length (torchtitan's
+train config default 8192 where the table does not say), global batch = local batch x GPUs, BF16 (fp8 for the Float8
+rows), the fused Adam step, FSDP over all the GPUs, 8 GPUs per node with NVLink inside and the per-GPU NIC between
+nodes (LINKS), compile and activation checkpointing (full or torchtitan's per-operator selective policy) as the row
+says. Rows with tensor, pipeline or context parallelism, asynchronous TP or per-layer selective checkpointing are
+listed with the reason they are not predicted. Nothing is fitted on these rows. Scored: absolute % error of tokens/s
+per GPU and of peak memory (GiB) per row, their mean (MAPE), and the share of rows within 25 %.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+
+
+#: paper the item belongs to ("perfmodel": beyond the papers)
+PAPER = "perfmodel"
+#: figure/table number as the paper prints it
+NUMBER = "external benchmark (torchtitan's published Llama runs)"
+#: title
+TITLE = "Published Llama training runs (torchtitan: tokens/s per GPU and peak memory under FSDP2) predicted from spec sheets"
+#: the upstream file / notebook cell it redraws
+UPSTREAM = "pytorch/torchtitan benchmarks/ and docs/performance.md"
+#: upstream data files
+SOURCES = ("pytorch/torchtitan: tokens/s per GPU and peak memory of Llama 3.1 8B/70B/405B and Llama 2 runs on 8-512 H100, 64 "
+           "A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)",)
+#: procedure
+PROCEDURE = __doc__.split("Procedure\n---------\n", 1)[1].strip().replace("\n", " ")
+#: tolerance rule of its numbers
+TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
+#: reproduction status of the data behind it
+STATUS = "perfmodel analysis"
+#: non-empty: why the item cannot be reproduced at all
+UNAVAILABLE = ""
+#: non-empty: why figure() draws nothing
+NO_FIGURE = ""
+#: non-empty: why numbers() is empty
+NO_NUMBERS = ""
+#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
+NUMBERS_AREA = ""
+#: item whose numbers() computes this item's numbers
+NUMBERS_FROM = ""
+#: the id before the papers were packages (still accepted by --only)
+LEGACY_ID = "torchtitan_runs"
+#: keyword arguments of each figure the runner draws
+VARIANTS = ({},)
+#: notebook showing it
+NOTEBOOK = "notebooks/15-llama-training-plan.ipynb"
+#: test checking it
+TEST = "tests/papers/test_torchtitan_runs.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
+
+__all__ = ["data", "numbers", "figure", "MODEL_CONFIGS", "LINKS"]
+
+_LLAMA3 = dict(model_type="llama", vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
+               rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8)
+_LLAMA2 = dict(model_type="llama", vocab_size=32000, max_position_embeddings=4096, rms_norm_eps=1e-5,
+               tie_word_embeddings=False)
+#: Hugging Face configs of the published models' sizes (the models' config.json on the Hugging Face Hub:
+#: meta-llama/Llama-3.1-8B, Meta-Llama-3-70B, Llama-2-13b-hf, Llama-2-70b-hf; torchtitan's own llama3 / llama2
+#: model args give the same dimensions). Llama 3 8B and Llama 3.1 8B share one shape.
+MODEL_CONFIGS = {
+    "Llama 3.1 8B": dict(_LLAMA3, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32),
+    "Llama 3 8B": dict(_LLAMA3, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32),
+    "Llama 3.1 70B": dict(_LLAMA3, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64),
+    "Llama 3 70B": dict(_LLAMA3, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64),
+    "Llama 2 13B": dict(_LLAMA2, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40, num_attention_heads=40,
+                        num_key_value_heads=40),
+    "Llama 2 70B": dict(_LLAMA2, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
+                        num_key_value_heads=8),
+}
+#: links per GPU, an assumption where the tables do not say: H100 (Grand Teton) and H200 nodes with a 400 Gb/s NIC per
+#: GPU (NDR-class RoCE/InfiniBand); the A100 cluster of docs/performance.md with 200 Gb/s per GPU (HDR-class, a DGX
+#: A100's).
+LINKS = {"H100": {"intra": "nvlink", "inter": "infiniband-ndr"}, "H200": {"intra": "nvlink", "inter": "infiniband-ndr"},
+         "A100-SXM4-80GB": {"intra": "nvlink", "inter": "infiniband-hdr"}}
+#: torchtitan's train-config default sequence length (train_configs/llama3_8b.toml: seq_len = 8192)
+DEFAULT_SEQ_LEN = 8192
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else ""
+
+
+def _why_not(r) -> str:
+    if int(r.tp) > 1 or int(r.pp) > 1 or int(r.cp) > 1:
+        return f"FSDP combined with tp={int(r.tp)}, pp={int(r.pp)}, cp={int(r.cp)}: perfmodel's FSDP is not combined with TP/PP/CP"
+    if r.async_tp is True:
+        return "asynchronous tensor parallelism is not modelled"
+    if _text(r.activation_checkpointing) == "selective" and _text(r.selective_ac) == "layer":
+        return "per-layer selective checkpointing (every other layer) is not modelled; the per-operator policy is"
+    if r.model not in MODEL_CONFIGS:
+        return f"no config for {r.model}"
+    return ""
+
+
+def data() -> pd.DataFrame:
+    """One row per published run: the measurement, the arguments perfmodel is called with, its prediction and the
+    absolute % errors (NaN, with ``skipped`` saying why, for the rows a single call cannot state)."""
+    import perfmodel as pm
+    from perfmodel.datasets import load_torchtitan_runs
+    from perfmodel.models import ExtrapolationWarning
+    from perfmodel.models.op_step_time import OutOfMemoryWarning
+
+    runs = load_torchtitan_runs()
+    rows = []
+    for r in runs.itertuples(index=False):
+        why = _why_not(r)
+        seq = int(r.seq_len) if pd.notna(r.seq_len) else DEFAULT_SEQ_LEN
+        # not stated (the H200 runs): torchtitan's train-config default, selective per-operator
+        ac = _text(r.activation_checkpointing) or "selective"
+        ac = {"none": False, "full": "full", "selective": "selective"}[ac]
+        prec = "fp8" if (pd.notna(r.float8) and bool(r.float8)) else "bf16"
+        comp = bool(r.compile) if pd.notna(r.compile) else False
+        row = dict(source_file=r.source_file, table=r.table, model=r.model, gpu=r.gpu, n_gpus=int(r.n_gpus),
+                   local_batch_size=int(r.local_batch_size), seq_len=seq, seq_len_stated=pd.notna(r.seq_len),
+                   activation_checkpointing=str(ac), precision=prec, compile=comp,
+                   measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
+                   predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, skipped=why)
+        if not why:
+            kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * int(r.n_gpus), precision=prec,
+                      n_gpus=int(r.n_gpus), strategy="fsdp", activation_checkpointing=ac, compile=comp, gpus_per_node=8,
+                      interconnect=LINKS[r.gpu])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ExtrapolationWarning)
+                warnings.simplefilter("ignore", OutOfMemoryWarning)
+                p = pm.predict_step_time(MODEL_CONFIGS[r.model], r.gpu, optimizer="adam-fused", **kw).iloc[0]
+            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / float(p["step_time_s"])
+            row["predicted_memory_gib"] = float(p["memory_per_gpu_bytes"]) / 2**30
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out["tokens_abs_error_pct"] = (100 * (out["predicted_tokens_per_s"] - out["measured_tokens_per_s"]).abs()
+                                   / out["measured_tokens_per_s"])
+    out["memory_abs_error_pct"] = (100 * (out["predicted_memory_gib"] - out["measured_memory_gib"]).abs()
+                                   / out["measured_memory_gib"])
+    return out
+
+
+def numbers() -> pd.DataFrame:
+    """Tokens/s MAPE, worst row and share within 25 %; memory MAPE and share within 10 %; rows predicted and skipped."""
+    d = data()
+    t = d["tokens_abs_error_pct"].dropna()
+    m = d["memory_abs_error_pct"].dropna()
+    vals = [("rows", float(len(d))), ("rows_predicted", float(len(t))), ("rows_skipped", float((d["skipped"] != "").sum())),
+            ("tokens_mape_pct", float(t.mean())), ("tokens_worst_pct", float(t.max())),
+            ("tokens_within_25_pct_share", float((t <= 25).mean())),
+            ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
+            ("memory_within_10_pct_share", float((m <= 10).mean()))]
+    return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
+
+
+def figure(data: pd.DataFrame | None = None, ax=None):
+    """Predicted against measured tokens/s per GPU (one point per predicted run), the diagonal and ±25 %."""
+    import matplotlib.pyplot as plt
+
+    d = globals()["data"]() if data is None else data
+    d = d[d["skipped"] == ""]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 5))
+    for gpu, g in d.groupby("gpu"):
+        ax.scatter(g["measured_tokens_per_s"], g["predicted_tokens_per_s"], label=gpu)
+    lim = [0, 1.1 * float(np.nanmax(d[["measured_tokens_per_s", "predicted_tokens_per_s"]].to_numpy()))]
+    ax.plot(lim, lim, color="black", lw=1)
+    ax.fill_between(lim, [0.75 * v for v in lim], [1.25 * v for v in lim], color="grey", alpha=0.15, label="±25 %")
+    ax.set(xlim=lim, ylim=lim, xlabel="measured tokens/s per GPU (torchtitan)", ylabel="predicted tokens/s per GPU",
+           title="torchtitan's Llama runs")
+    ax.legend()
+    return ax
+
+
+
+
+
+def llama_8b_options(gpu: str = "H100", n_gpus: int = 8, *, local_batch_size: int = 2, seq_len: int = DEFAULT_SEQ_LEN) -> pd.DataFrame:
+    """How long and how much memory a step of Llama 3.1 8B takes on ``n_gpus`` GPUs, for each choice an engineer weighs:
+    BF16 or FP8, FSDP or tensor parallel (FSDP combined with TP is not modelled yet), no / selective / full activation
+    checkpointing, eager or ``torch.compile``. One row per choice with tokens/s per GPU, step time, memory per GPU and
+    whether it fits (:func:`perfmodel.predict_step_time`)."""
+    import itertools
+
+    import perfmodel as pm
+    from perfmodel.models import ExtrapolationWarning
+    from perfmodel.models.op_step_time import OutOfMemoryWarning
+
+    rows = []
+    for prec, strat, ac, comp in itertools.product(("bf16", "fp8"), ("fsdp", "tp"), (False, "selective", "full"), (False, True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)
+            warnings.simplefilter("ignore", OutOfMemoryWarning)
+            p = pm.predict_step_time(MODEL_CONFIGS["Llama 3.1 8B"], gpu, input_shape=(seq_len,),
+                                     batch_size=local_batch_size * n_gpus, precision=prec, optimizer="adam-fused",
+                                     n_gpus=n_gpus, strategy=strat, activation_checkpointing=ac, compile=comp,
+                                     gpus_per_node=8, interconnect=LINKS.get(gpu)).iloc[0]
+        per_gpu_tokens = local_batch_size * seq_len * (n_gpus if strat == "tp" else 1) / n_gpus
+        rows.append(dict(precision=prec, strategy=strat, activation_checkpointing=str(ac), compile=comp,
+                         step_time_s=float(p["step_time_s"]), tokens_per_s_per_gpu=per_gpu_tokens / float(p["step_time_s"]),
+                         memory_gib=float(p["memory_per_gpu_bytes"]) / 2**30, fits=bool(p["fits"])))
+    return pd.DataFrame(rows)
