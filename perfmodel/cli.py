@@ -190,7 +190,8 @@ def _cmd_predict(args) -> int:
     optimizer = None if args.optimizer == "none" else args.optimizer
     kw = dict(input_shape=shape, batch_size=args.batch_size, precision=args.precision, optimizer=optimizer, n_gpus=args.n_gpus,
               strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
-              activation_checkpointing=args.activation_checkpointing)
+              activation_checkpointing=args.activation_checkpointing, compile=args.compile,
+              gpus_per_node=args.gpus_per_node)
     step = pm.predict_step_time(model, gpus, **kw)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
@@ -607,7 +608,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="step time and memory of a model on any GPU (pm.predict_step_time); on CM-DARE's GPUs also "
                                "its cluster speed and checkpoint time")
     model_arguments(pred, "comma-separated GPU names (catalog ids or the names clouds and nvidia-smi print)")
-    pred.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16"], help="tensor precision")
+    pred.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16", "fp8"],
+                      help="tensor precision (bf16/fp16: mixed precision; fp8: Float8 linears, Hopper/Ada only)")
     pred.add_argument("--optimizer", default="sgd-momentum", choices=["sgd-momentum", "adam", "adam-fused", "none"],
                       help="optimizer step included (none: forward + backward only)")
     pred.add_argument("--n-gpus", type=int, default=1, help="GPUs the step runs on")
@@ -615,8 +617,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "combination such as dp2-tp2-pp2")
     pred.add_argument("--micro-batches", type=int, default=None, help="pipeline micro-batches (pp)")
     pred.add_argument("--interconnect", default=None,
-                      help="link between GPUs: nvlink, pcie, ethernet, infiniband, or a link per group (tp=nvlink,dp=infiniband)")
-    pred.add_argument("--activation-checkpointing", action="store_true", help="recompute activations in the backward pass")
+                      help="link between GPUs: nvlink, pcie4, infiniband-ndr ..., a link per level "
+                           "(intra=nvlink,inter=infiniband-ndr) or a link per group (tp=nvlink,dp=infiniband-ndr)")
+    pred.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (for intra=/inter= links)")
+    pred.add_argument("--activation-checkpointing", nargs="?", const="full", default=False, choices=["full", "selective"],
+                      help="recompute activations in the backward pass: full (the flag alone) or selective "
+                           "(torchtitan's per-operator policy)")
+    pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
     pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in CM-DARE's cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
     pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front (CM-DARE's measured "
