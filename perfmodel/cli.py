@@ -656,7 +656,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", formatter_class=fmt,
                          help="rebuild the shipped operator model from the data, or refit it with your own measurements")
     fit.add_argument("--with", dest="with_", action="append", metavar="CSV",
-                     help="operator measurements in NeuSight's microbenchmark schema (device, op, latency_ms, shape columns); repeatable")
+                     help="operator measurements in NeuSight's microbenchmark schema (device, op, latency_ms, shape columns; what `perfmodel measure ops --out` writes); repeatable")
     fit.add_argument("--out", default=None, metavar="FILE",
                      help="where to write the fitted model (default: <cache>/fitted/op_latency-user.npz); "
                           "point PERFMODEL_OP_MODEL at it to predict with it")
