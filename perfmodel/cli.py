@@ -462,6 +462,77 @@ def _measure_noise(args, cmd: str) -> int:
     return 0
 
 
+def _sky_measure_ops(args, cmd: str) -> int:
+    """``perfmodel measure ops --sky``: write (never launch) a SkyPilot task that measures on a rented GPU."""
+    import shlex
+    from pathlib import Path
+
+    from perfmodel.measure.ops import _canonical, _select_ops
+    from perfmodel.planning.skypilot import write_task_yaml
+
+    acc = args.sky.strip()
+    if not acc or any(c.isspace() for c in acc):
+        raise _UsageError(f"--sky takes a SkyPilot accelerator such as H100, A100-80GB:1 or L4; got {args.sky!r}")
+    prec = _canonical(args.precision)
+    if args.classes:
+        _select_ops(_names(args.classes, "classes"))
+    gpu = acc.split(":")[0]
+    remote = "~/perfmodel-ops/ops.csv"
+    local = Path(args.out) if args.out else Path(f"ops-{gpu}-{prec}.csv")
+    stem, i = local, 2
+    while local.exists():  # rsync replaces a file of the name it is given: suggest a new one
+        local = stem.with_name(f"{stem.stem}-{i}{stem.suffix}")
+        i += 1
+    yaml_path = Path(args.yaml) if args.yaml else Path(f"perfmodel-measure-ops-{gpu}-{prec}.yaml")
+    argv = ["perfmodel", "measure", "ops", "--device", "cuda", "--precision", prec, "--out", remote, "--quiet"]
+    argv += ["--quick"] if args.quick else []
+    argv += ["--classes", args.classes] if args.classes else []
+    argv += ["--repeats", str(args.repeats)] if args.repeats is not None else []
+    argv += ["--warmup", str(args.warmup)] if args.warmup is not None else []
+    measure = " ".join(a if a == remote else shlex.quote(a) for a in argv)  # ~ must stay unquoted to expand
+    cluster = "perfmodel-ops"
+    steps = (f"sky launch -c {cluster} {shlex.quote(str(yaml_path))}\n"
+             f"rsync -Pavz {cluster}:{remote} {shlex.quote(str(local))}\n"
+             f"sky down {cluster}\n"
+             f"perfmodel fit --with {shlex.quote(str(local))}")
+    write_task_yaml(yaml_path, name="perfmodel-measure-ops", accelerators=acc,
+                    setup=f"pip install {shlex.quote(args.install)}",
+                    run=f"nvidia-smi --query-gpu=name,driver_version --format=csv\nmkdir -p ~/perfmodel-ops\n{measure}",
+                    comment=f"perfmodel measure ops on a rented {acc} ({prec}), written by `{cmd} --sky`. Run:\n" + steps)
+    print(f"{cmd}: wrote the SkyPilot task {yaml_path} (nothing launched): on one {acc} it installs {args.install} and runs\n"
+          f"  {measure}\nThen, on this machine:\n" + "".join(f"  {line}\n" for line in steps.split("\n")), end="")
+    print("(the first line rents the GPU, the second copies the CSV back over SSH, the third stops paying for it; "
+          f"the last refits the operator model with your rows: export PERFMODEL_OP_MODEL=<the path it prints> to use it)")
+    return 0
+
+
+def _measure_ops(args, cmd: str) -> int:
+    import time
+
+    from perfmodel.measure.ops import measure_ops
+
+    if args.sky is not None:
+        return _sky_measure_ops(args, cmd)
+    classes = _names(args.classes, "classes") if args.classes else None
+    repeats = args.repeats if args.repeats is not None else (5 if args.quick else 25)
+    warmup = args.warmup if args.warmup is not None else (2 if args.quick else 5)
+    t0 = time.perf_counter()
+    kw = {"classes": classes} if classes else {}
+    df = measure_ops(args.device, args.precision, sizes="quick" if args.quick else "default", repeats=repeats, warmup=warmup,
+                     out=args.out, progress=_show_progress(args.quiet), **kw)
+    took = time.perf_counter() - t0
+    where = f"{df['device'].iloc[0]} ({df['precision'].iloc[0]})" if len(df) else args.device
+    if args.out:
+        print(f"{cmd}: {len(df)} operator shapes timed on {where} in {took:.1f} s, appended to {args.out}")
+        print(f"refit the operator model with them: perfmodel fit --with {args.out}")
+    else:
+        _print_frame(df[["op", "b", "m", "n", "k", "h", "in_channels", "out_channels", "kernel_size", "input_size", "stride",
+                         "padding", "latency_ms"]])
+        print(f"{cmd}: {len(df)} operator shapes timed on {where} in {took:.1f} s (--out FILE to keep them for "
+              "`perfmodel fit --with FILE`)")
+    return 0
+
+
 def _cmd_measure(args) -> int:
     import pandas as pd
 
@@ -482,6 +553,8 @@ def _cmd_measure(args) -> int:
     from perfmodel.measure.noise import NOISE_COLUMNS
 
     cmd = f"perfmodel measure {args.measure_command}"
+    if args.measure_command == "ops":
+        return _measure_ops(args, cmd)
     shape = _shape(args.input_shape)
     if args.out:  # refuse a folder, a read-only file or folder, other columns now, not after measuring
         columns = {"step": STEP_COLUMNS, "campaign": STEP_COLUMNS, "checkpoint": CHECKPOINT_COLUMNS, "cluster": CLUSTER_COLUMNS,
@@ -584,7 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", formatter_class=fmt,
                          help="rebuild the shipped operator model from the data, or refit it with your own measurements")
     fit.add_argument("--with", dest="with_", action="append", metavar="CSV",
-                     help="operator measurements in NeuSight's microbenchmark schema (device, op, latency_ms, shape columns); repeatable")
+                     help="operator measurements in NeuSight's microbenchmark schema (device, op, latency_ms, shape columns; what `perfmodel measure ops --out` writes); repeatable")
     fit.add_argument("--out", default=None, metavar="FILE",
                      help="where to write the fitted model (default: <cache>/fitted/op_latency-user.npz); "
                           "point PERFMODEL_OP_MODEL at it to predict with it")
@@ -679,7 +752,7 @@ def build_parser() -> argparse.ArgumentParser:
     zoo = sub.add_parser("zoo", help="list the zoo ids (the twenty CM-DARE CNNs) with their size and accepted spellings")
     zoo.set_defaults(func=_cmd_zoo)
 
-    meas = sub.add_parser("measure", help="time training steps, checkpoints or data-parallel clusters on this machine")
+    meas = sub.add_parser("measure", help="time training steps, checkpoints, data-parallel clusters or operators on this machine")
     msub = meas.add_subparsers(dest="measure_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--input-shape", default="3,32,32", help="one sample's shape without the batch dimension")
@@ -726,6 +799,27 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--device", default="cpu", help="torch device")
     ca.add_argument("--budget-s", type=float, default=1800.0, help="wall-time budget of the campaign, s")
     ca.add_argument("--quiet", action="store_true", help="no progress bar")
+    op = msub.add_parser("ops", formatter_class=fmt,
+                         help="operator microbenchmarks (NeuSight's schema) that calibrate the operator model to your GPU")
+    op.add_argument("--device", default="cuda", help="torch device: cuda, cuda:1, cpu (a CPU run tests the harness only: "
+                    "the operator model is calibrated with GPU rows)")
+    op.add_argument("--precision", default="fp32", help="fp32 (TF32 off), tf32, bf16 or fp16")
+    op.add_argument("--quick", action="store_true", help="21 small shapes, 5 repeats: seconds on a CPU (a smoke test)")
+    op.add_argument("--classes", default=None, help="comma-separated operator classes (matmul, conv, layernorm, softmax, "
+                    "elementwise) or NeuSight ops (bmm, linear, gelu ...); default all")
+    op.add_argument("--repeats", type=int, default=None, help="timed calls per shape, median kept (default 25; 5 with --quick)")
+    op.add_argument("--warmup", type=int, default=None, help="untimed calls before them (default 5; 2 with --quick)")
+    op.add_argument("--out", default=None, metavar="FILE",
+                    help="CSV file to append the rows to (atomically, locked; never overwritten; an existing file must have "
+                         "the same columns); default: print them. With --sky: the local name to copy the CSV back to")
+    op.add_argument("--sky", nargs="?", const="H100:1", default=None, metavar="ACCELERATOR",
+                    help="write (do not launch) a SkyPilot task YAML that runs this on a rented GPU (default H100:1) and "
+                         "print how to launch it, copy the CSV back and refit")
+    op.add_argument("--yaml", default=None, metavar="FILE", help="with --sky: the task file to write (never overwritten; "
+                    "default perfmodel-measure-ops-<GPU>-<precision>.yaml)")
+    op.add_argument("--install", default="perfmodel[torch]", help="with --sky: what the VM pip-installs (a version, a wheel "
+                    "URL or git+https://...)")
+    op.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     meas.set_defaults(func=_cmd_measure)
 
     data = sub.add_parser("data", help="the published measurements: verify, list, summarise")

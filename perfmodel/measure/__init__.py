@@ -5,6 +5,8 @@ devices, in the schemas of the published data, appended atomically to dataset fi
 * :func:`measure_cluster_speed` — ``torch.distributed`` data parallelism (gloo on CPU, nccl on GPU; ``torchrun`` for
   real clusters: ``python -m perfmodel.measure.ddp``);
 * :func:`measure_gradient_noise` — the gradient noise scale of a model on your data (statistical efficiency);
+* :func:`measure_ops` — operator microbenchmarks in NeuSight's schema on your GPU, the rows that calibrate the
+  operator model (``perfmodel fit --with``);
 * :func:`measure_campaign` — many combinations, resumable, with a progress bar; :func:`append_rows` — atomic, locked
   append that never loses rows; :func:`summarize_steps` — median, spread, outliers and busy-machine warnings;
 * ``perfmodel measure ...`` on the command line; ``python -m perfmodel.measure.bundle --folder datasets/measurements``
@@ -15,6 +17,7 @@ from __future__ import annotations
 from perfmodel.measure.campaign import measure_campaign
 from perfmodel.measure.ddp import CLUSTER_COLUMNS, measure_cluster_speed
 from perfmodel.measure.noise import NOISE_COLUMNS, measure_gradient_noise
+from perfmodel.measure.ops import OP_COLUMNS, measure_ops
 from perfmodel.measure.store import MeasurementFileError, append_rows, check_appendable, read_rows
 from perfmodel.measure.summary import SPREAD_LIMIT, StepSummary, summarize_steps
 from perfmodel.measure.timing import (
@@ -32,4 +35,4 @@ from perfmodel.measure.timing import (
 __all__ = ["measure_step_time", "measure_checkpoint_time", "measure_cluster_speed", "measure_campaign", "append_rows", "read_rows",
            "MeasurementFileError", "environment", "flag_outliers", "STEP_COLUMNS", "CHECKPOINT_COLUMNS", "CLUSTER_COLUMNS",
            "summarize_steps", "StepSummary", "SPREAD_LIMIT", "check_appendable", "check_checkpoint_path", "check_device",
-           "check_input_shape", "measure_gradient_noise", "NOISE_COLUMNS"]
+           "check_input_shape", "measure_gradient_noise", "NOISE_COLUMNS", "measure_ops", "OP_COLUMNS"]

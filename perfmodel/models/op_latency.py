@@ -45,7 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
            "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out", "fit_bundle", "fit_op_model",
            "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path", "step_calibration", "CALIBRATION_GPUS",
-           "using_op_model"]
+           "using_op_model", "PRECISION_ITEMSIZE"]
 
 #: Operator classes of the latency model.
 OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
@@ -391,10 +391,36 @@ def _microbenchmark_rows(m: pd.DataFrame, split) -> pd.DataFrame:
     :func:`op_design` columns (``gpu`` the catalog id), ``device``, ``op``, ``split`` and ``latency_s``."""
     ops = m.assign(op_class=m["op"].map(NEUSIGHT_OP_CLASS),
                    n_inputs=np.where(m["op"].isin(["add", "mul", "div", "pow"]), 2, 1))
-    X = op_design(op_work(ops), gpu_columns(m["device"].astype(str).tolist()))
+    if "precision" in m.columns:  # a user's rows (perfmodel measure ops): each featurised at its own precision
+        X = _design_at_precision(ops, m["device"].astype(str).to_numpy(), m["precision"].astype(str).to_numpy())
+    else:  # NeuSight's rows: FP32
+        X = op_design(op_work(ops), gpu_columns(m["device"].astype(str).tolist()))
     X["device"], X["op"], X["split"] = m["device"].to_numpy(), m["op"].to_numpy(), split
     X["latency_s"] = pd.to_numeric(m["latency_ms"]).to_numpy(float) / 1e3
     return X
+
+
+#: Bytes per element of each precision a measured row may have (``precision`` column of :func:`load_op_rows`).
+PRECISION_ITEMSIZE = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
+
+
+def _design_at_precision(ops: pd.DataFrame, devices: np.ndarray, precisions: np.ndarray) -> pd.DataFrame:
+    """:func:`op_design` of rows measured at the given precisions, featurised as a prediction at that precision is
+    (:func:`perfmodel.models.op_step_time.predict_step_time`): elements of the precision's size, GEMMs and convolutions
+    at the GPU's matrix-unit rate (``matmul_peak_tflops``), the other classes at its FP32 vector rate."""
+    from perfmodel.datasets import gpu_spec, matmul_peak_tflops
+
+    parts = []
+    for p in sorted(set(precisions)):
+        rows = np.flatnonzero(precisions == p)
+        sub = ops.iloc[rows]
+        work = op_work(sub, itemsize=PRECISION_ITEMSIZE[p])
+        cols = gpu_columns(devices[rows].tolist(), precision="fp32")
+        mm = sub["op_class"].isin(["matmul", "conv"]).to_numpy()
+        peak = {d: matmul_peak_tflops(gpu_spec(d), p) * 1e12 for d in set(devices[rows][mm])}
+        cols.loc[mm, "peak_flops_per_s"] = [peak[d] for d in devices[rows][mm]]
+        parts.append(op_design(work, cols).set_axis(rows))
+    return pd.concat(parts).sort_index().reset_index(drop=True)
 
 
 def leave_one_gpu_out(X: pd.DataFrame, *, params: dict | None = None, on_fit=None, models: dict | None = None) -> np.ndarray:
@@ -459,7 +485,11 @@ def _provenance(X: pd.DataFrame, extra_rows: int, extra_name: str) -> str:
 def load_op_rows(path) -> pd.DataFrame:
     """A user's operator measurements in NeuSight's microbenchmark schema (the columns of
     :func:`perfmodel.datasets.load_neusight_microbenchmarks`) as model rows (:func:`neusight_op_frame` columns). Needs
-    ``device``, ``op``, ``latency_ms`` and the op's shape columns."""
+    ``device`` (a GPU :func:`perfmodel.datasets.gpu_spec` knows, e.g. as ``torch.cuda.get_device_name()`` spells it),
+    ``op``, ``latency_ms`` and the op's shape columns; other columns are ignored, except ``precision`` (``fp32``,
+    ``tf32``, ``bf16``, ``fp16``; what ``perfmodel measure ops`` writes): a row is then featurised at its precision
+    (:data:`PRECISION_ITEMSIZE` bytes per element, GEMMs and convolutions at the GPU's matrix-unit rate for it); without
+    it every row is FP32, as NeuSight's are. Rows measured on a CPU are refused."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no operator measurements at {path}: give a CSV in NeuSight's microbenchmark schema "
@@ -478,6 +508,16 @@ def load_op_rows(path) -> pd.DataFrame:
     lat = pd.to_numeric(m["latency_ms"], errors="coerce").to_numpy(float)
     if not (np.isfinite(lat) & (lat > 0)).all():
         raise ValueError(f"{path}: every latency_ms must be a positive number; {int((~(np.isfinite(lat) & (lat > 0))).sum())} are not.")
+    cpu = sorted({str(d) for d in m["device"] if str(d).upper().startswith("CPU")})
+    if cpu:
+        raise ValueError(f"{path} has rows measured on a CPU ({', '.join(cpu)}); the operator model predicts GPUs and is "
+                         "calibrated with GPU measurements only. Measure on a GPU (perfmodel measure ops --device cuda, or "
+                         "--sky to rent one) or leave these rows out.")
+    if "precision" in m.columns:
+        bad = sorted(set(m["precision"].astype(str)) - set(PRECISION_ITEMSIZE))
+        if bad:
+            raise ValueError(f"{path} has precision(s) {bad}; expected some of {list(PRECISION_ITEMSIZE)} (the column "
+                             "perfmodel measure ops writes; leave it out for FP32 rows).")
     return _microbenchmark_rows(m.reset_index(drop=True), "user")
 
 

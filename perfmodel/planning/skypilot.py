@@ -16,13 +16,18 @@ perfmodel's GPU catalog with :func:`perfmodel.datasets.canonical_gpu` (plus :dat
 catalog lacks (AWS's ``A10G``, ``L40``, ``B200`` ...) is an :class:`perfmodel.datasets.UnknownNameError` naming the
 SkyPilot accelerator, fixed with ``gpu_map``.
 
+:func:`task_yaml` / :func:`write_task_yaml` write a SkyPilot task file (``sky launch -c NAME task.yaml``) without
+SkyPilot or a YAML library: ``perfmodel measure ops --sky`` uses them to run the operator microbenchmarks on a rented GPU.
+
 skypilot is not a dependency of perfmodel (``pip install "perfmodel[skypilot]"`` adds it): nothing here imports it.
 """
 from __future__ import annotations
 
+import json
+import os
 import warnings
 
-__all__ = ["time_estimator", "attach", "SKYPILOT_GPU_ALIASES"]
+__all__ = ["time_estimator", "attach", "SKYPILOT_GPU_ALIASES", "task_yaml", "write_task_yaml"]
 
 #: SkyPilot accelerator names that :func:`perfmodel.datasets.canonical_gpu` does not read, mapped to perfmodel's
 #: catalog. ``H100-MEGA`` is GCP's a3-megagpu-8g: the same H100 SXM5 80 GB GPU as ``H100`` with more network
@@ -182,3 +187,72 @@ def attach(task, model, *, steps: int, batch_size: int, check: bool = True, **kw
         for resources in getattr(task, "resources", None) or ():
             est(resources)
     return task.set_time_estimator(est)
+
+
+def _block(text: str) -> str:
+    """A YAML literal block scalar (``|``) holding ``text`` (lines indented by two spaces)."""
+    return "|\n" + "".join(f"  {line}\n" if line else "\n" for line in str(text).strip("\n").split("\n"))
+
+
+def task_yaml(*, name: str, run: str, setup: str | None = None, accelerators: str | None = None, envs: dict | None = None,
+              file_mounts: dict | None = None, comment: str | None = None) -> str:
+    """The text of a SkyPilot task YAML (the fields of ``sky launch`` task files: ``name``, ``resources``, ``envs``,
+    ``file_mounts``, ``setup``, ``run``).
+
+    Parameters
+    ----------
+    name : str
+        The task's name.
+    run, setup : str
+        Shell commands (several lines allowed), written as literal blocks.
+    accelerators : str, optional
+        SkyPilot's accelerator spelling, e.g. ``"H100:1"``, ``"A100-80GB:8"``, ``"L4"``.
+    envs : dict, optional
+        Environment variables of the task.
+    file_mounts : dict, optional
+        Remote path -> local path or bucket URL (``s3://...``, ``gs://...``), or a dict of a SkyPilot storage
+        (``{"name": ..., "mode": "MOUNT"}``).
+    comment : str, optional
+        Lines written as ``#`` comments at the top.
+
+    Returns
+    -------
+    str
+        YAML; every scalar is written as a JSON string (valid YAML), so no value is misread (``yes``, ``1e3``, ``:``).
+    """
+    def q(v) -> str:
+        return json.dumps(str(v))
+
+    out = [f"# {line}".rstrip() + "\n" for line in (comment or "").strip("\n").split("\n")] if comment else []
+    out.append(f"name: {q(name)}\n")
+    if accelerators:
+        out.append(f"resources:\n  accelerators: {q(accelerators)}\n")
+    if envs:
+        out.append("envs:\n" + "".join(f"  {q(k)}: {q(v)}\n" for k, v in envs.items()))
+    if file_mounts:
+        out.append("file_mounts:\n")
+        for k, v in file_mounts.items():
+            if isinstance(v, dict):
+                out.append(f"  {q(k)}:\n" + "".join(f"    {q(a)}: {q(b)}\n" for a, b in v.items()))
+            else:
+                out.append(f"  {q(k)}: {q(v)}\n")
+    if setup:
+        out.append(f"setup: {_block(setup)}")
+    out.append(f"run: {_block(run)}")
+    return "".join(out)
+
+
+def write_task_yaml(path, **fields) -> str:
+    """Write :func:`task_yaml` ``(**fields)`` to a new file ``path`` (never replacing one: ``FileExistsError``).
+
+    Returns the path written, as a string.
+    """
+    text = task_yaml(**fields)
+    path = os.fspath(path)
+    try:
+        with open(path, "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise FileExistsError(17, "File exists (perfmodel never overwrites a file: choose another path for the SkyPilot task "
+                                  "YAML, or move this one away)", path) from None
+    return path
