@@ -1,0 +1,505 @@
+"""Half-precision (FP16 / BF16) kernel times learned from measured FP16 operators: Vidur's A40 and A100 profiles.
+
+The default operator model (:mod:`perfmodel.models.op_latency`) is fitted on NeuSight's FP32 microbenchmarks; in BF16 /
+FP16 the step predictor (``op_step_time._kernel_seconds_uncached``) only swaps the tensor-core peak
+(:func:`perfmodel.datasets.matmul_peak_tflops`) into that FP32-learned model. This module fits the **same** estimator
+(:class:`~perfmodel.models.op_latency.OpLatencyModel`, same features, default parameters) on measured FP16 kernels:
+microsoft/vidur's per-operator profiles of one Llama-family transformer layer (:func:`perfmodel.datasets.llm_runs.load_vidur_operators`)
+on the **A40 and A100 only**. Vidur's third GPU, the H100, is test data: it is predicted from its spec sheet and
+scored (:func:`vidur_scores`, the external item ``vidur_h100_ops``), never fitted or tuned on.
+
+What each Vidur operator computes (read from microsoft/vidur @ 7d47513, ``vidur/profiling/mlp/mlp_impl.py``, and the
+layers it imports from microsoft/sarathi-serve, ``sarathi/model_executor/...``). ``T`` = ``num_tokens``, ``E`` =
+``n_embd``, ``H`` / ``KV`` = ``n_head`` / ``n_kv_head``, ``d = E / H``, ``F`` = ``n_expanded_embd``, ``tp`` the
+tensor-parallel degree; every tensor is FP16 (``model.to(dtype=torch.float16)``, ``mlp_wrapper.py``), 2 bytes an element:
+
+=========================  =====================================================================  ========================
+Vidur operator             what runs (upstream)                                                   work row (:func:`vidur_work`)
+=========================  =====================================================================  ========================
+attn_pre_proj              ``ColumnParallelLinear(E, (H + 2 KV) d)``: ``F.linear`` of the         ``aten.mm`` T×E · E×(H+2KV)d/tp
+                           ``1/tp`` shard (bias for Qwen, phi-2; not counted: ``N`` elements)
+attn_post_proj             ``RowParallelLinear(H d, E)``, ``reduce_results=False``: ``F.linear``  ``aten.mm`` T×(E/tp) · (E/tp)×E
+                           without bias inside the timer, no all-reduce
+mlp_up_proj                ``ColumnParallelLinear(E, 2F)`` when ``use_gated_mlp`` (gate and up    ``aten.mm`` T×E · E×(2F/tp)
+                           fused), else ``(E, F)``                                                 (F/tp ungated)
+mlp_down_proj              ``RowParallelLinear(F, E)``, no all-reduce                              ``aten.mm`` T×(F/tp) · (F/tp)×E
+mlp_act                    ``SiluAndMul`` (one custom kernel: reads T×2F/tp, writes T×F/tp) when   elementwise, 6 (GELU 4)
+                           gated, else ``torch.nn.GELU`` (reads and writes T×F/tp)                 bytes / output element
+input_layernorm,           ``RMSNorm`` (sarathi's ``layernorm_ops.rms_norm``, one kernel: reads    layernorm, T rows of E
+post_attention_layernorm   T×E and the E weights, writes T×E); phi-2: ``torch.nn.LayerNorm``
+                           (weight and bias) and no post-attention norm
+attn_rope                  sarathi's in-place ``pos_encoding_ops.rotary_embedding`` on q           elementwise, reads and
+                           (T×H d/tp) and k (T×KV d/tp), reading the int64 positions and one       writes q and k
+                           FP16 cos/sin row of ``d`` per token
+add                        the MLP residual ``residual + hidden_states`` (T×E; the attention      elementwise T×E, 2 inputs;
+                           residual add is not timed); phi-2: ``attn + ff + residual``, two adds  phi-2: 2 kernels
+emb                        ``VocabParallelEmbedding``: only ``F.embedding`` is timed (a gather:   elementwise, reads the ids
+                           T int64 ids, T rows of E read, T×E written)                             and T×E, writes T×E
+=========================  =====================================================================  ========================
+
+Each operator is described as the per-op row :func:`perfmodel.features.extract` (``per_op=True``) would give for it
+(``op``, ``op_class``, bytes read and written, shapes) and turned into work rows by
+:func:`perfmodel.models.op_step_time.work_from_ops` itself, so the rows the model learns from follow exactly the convention
+of the rows it will be asked about in a step: a matmul is ``("matmul", 2·m·n·k, bytes, ⌈m/128⌉·⌈k/128⌉, m, n, k, 1)``
+with ``n`` the reduction dimension; an elementwise operator that moves other than 8-12 bytes per output element (every
+FP16 one) is the binary op over ``bytes / 12`` elements.
+
+Times: Vidur's ``CudaTimer`` regions (``vidur/profiling/common/cuda_timer.py``). With the profiler's default
+``--profile_method record_function`` (``vidur/profiling/mlp/main.py``) a region's time is the sum of the durations of
+the CUDA kernels launched inside it, read from a PyTorch-profiler (Kineto) trace
+(``vidur/profiling/utils/record_function_tracer.py``), over 20 repetitions of the block in one forward pass
+(``mlp_wrapper.py``); with ``kineto`` it is the summed ``cuda_time_total`` of the region's kernels. Either way these are
+**kernel times, without launch overhead**: exactly what :meth:`OpLatencyModel.predict_in_stream` predicts. (The
+estimator still estimates a launch overhead per GPU and class as the fastest measurement less
+:data:`~perfmodel.models.op_latency.KERNEL_MIN_S`; Vidur's fastest kernels are 1-2 µs, so it is 0 here.) Kernels
+shorter than ``KERNEL_MIN_S`` (5 µs) are learned and predicted at 5 µs, the floor of an eager step: they weigh little in
+time-weighted errors, but dominate the median error of the small operators of few tokens.
+
+GPUs. ``a100`` is read as the A100 80GB PCIe (:data:`perfmodel.datasets.llm_runs.VIDUR_GPUS` gives the evidence). The
+A40 is not in perfmodel's catalog: :data:`A40_SPEC` is its datasheet row. ``h100``: Vidur's device SKU for the H100
+(``vidur/config/device_sku_config.py``, ``H100DeviceSKUConfig``) has ``fp16_tflops = 1000``, the SXM5 part's dense
+989.4 TFLOPS (the PCIe card's is 756, the NVL's 835), and Vidur's H100 node types are an H100 DGX (SXM5) and a
+"pairwise NVLink" node; but ``docs/profiling.md`` says compute profiles are shared by all nodes of a SKU and describes
+``h100_pair_nvlink`` as "Azure internal VM with 4 80GB H100 NVL GPUs", so the card that produced ``compute/h100`` is not
+named. We score against the catalog's ``H100`` (SXM5, as the loader does) and, as a sensitivity check only, against the
+``H100-NVL`` row (:func:`vidur_scores`, ``h100_spec``).
+
+BF16 is treated as FP16: the A100's and H100's dense BF16 tensor-core rates equal their FP16 rates (312 and 989.4
+TFLOPS; the A40's 149.7 both) and the kernels move the same 2-byte elements; Vidur measured FP16 only.
+
+Parameters. The model uses :class:`OpLatencyModel`'s defaults (300 boosting iterations, learning rate 0.1, 31 leaves,
+``random_state=0``, a model of its own for each training GPU); nothing was tuned, with or without the H100 in view.
+GPU features follow the step predictor (``_kernel_seconds_uncached``): matmul rows at the tensor-core peak of the precision
+(:func:`~perfmodel.datasets.matmul_peak_tflops`), every other row at the CUDA-core FP32 peak
+(``gpu_columns(precision="fp32")``), so that :func:`half_precision_kernel_seconds` sees the GPU as the step predictor does.
+
+Classes never seen: Vidur's layer has no convolution and no softmax (attention is profiled apart, ``attention.csv``,
+not mirrored). :func:`half_precision_kernel_seconds` predicts those rows with the default FP32-learned model and the
+tensor-core peak, as the step predictor does today.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.datasets.gpus import GPUSpec
+
+__all__ = ["A40_SPEC", "VIDUR_SPECS", "TRAINING_SOURCE_GPUS", "HALF_PRECISIONS", "vidur_work", "half_precision_design",
+           "vidur_rows", "fit_half_bundle", "half_precision_op_model", "half_precision_kernel_seconds", "vidur_scores",
+           "baseline_kernel_seconds", "HALF_ARTIFACT", "HALF_SHA256", "half_artifact_path", "save_half_bundle",
+           "load_half_bundle", "PROTOCOLS"]
+
+#: NVIDIA A40 (not in perfmodel's catalog), from the NVIDIA A40 datasheet (https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf):
+#: FP32 37.4 TFLOPS, TF32 74.8, BF16 149.7, FP16 149.7 TFLOPS dense (the starred figures are with sparsity), 48 GB GDDR6
+#: at 696 GB/s, 10,752 CUDA cores (84 SMs x 128), PCIe Gen4, NVLink 112.5 GB/s, 300 W; GA102's 6 MB L2 (NVIDIA Ampere
+#: GA102 whitepaper); 84 x 128 x 2 x 1.74 GHz = 37.4 TFLOPS.
+A40_SPEC = GPUSpec("A40", fp32_peak_tflops=37.4, memory_bandwidth_gb_per_s=696.0, memory_gib=48.0, sm_count=84,
+                   tf32_peak_tflops=74.8, fp16_peak_tflops=149.7, bf16_peak_tflops=149.7, l2_mib=6.0, clock_ghz=1.74,
+                   pcie_generation=4, nvlink_gb_per_s=112.5, tdp_w=300.0, vendor="NVIDIA", architecture="Ampere GA102",
+                   form_factor="PCIe 48 GB")
+
+#: Vidur's compute folders -> the GPU spec each is predicted with (a catalog id, or :data:`A40_SPEC`).
+VIDUR_SPECS = {"a40": A40_SPEC, "a100": "A100-PCIe-80GB", "h100": "H100"}
+
+#: Vidur's GPUs the shipped half-precision model is fitted on; ``h100`` is held out.
+TRAINING_SOURCE_GPUS = ("a40", "a100")
+
+#: Precisions :func:`half_precision_kernel_seconds` serves (BF16 is treated as FP16).
+HALF_PRECISIONS = ("fp16", "bf16")
+
+_ITEM = 2  # bytes per FP16 element
+
+
+def vidur_work(frame: pd.DataFrame) -> pd.DataFrame:
+    """Work rows (:data:`~perfmodel.models.op_latency.WORK_COLUMNS`) of Vidur's operator rows, one per row of ``frame``.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Rows of :func:`perfmodel.datasets.llm_runs.load_vidur_operators` (``operator``, ``num_tokens``, ``tp``,
+        ``n_head``, ``n_kv_head``, ``n_embd``, ``n_expanded_embd``, ``use_gated_mlp``, ``model``).
+
+    Returns
+    -------
+    DataFrame
+        ``WORK_COLUMNS`` of **one kernel** of each row (FLOPs, bytes, tiles, GEMM dimensions, as
+        :func:`perfmodel.models.op_step_time.work_from_ops` describes the per-op row of that kernel; see the module
+        docstring for the mapping), plus ``op`` (the aten-style name) and ``n_kernels`` (identical kernels the Vidur
+        operator times: 2 for phi-2's ``add``, else 1), on ``frame``'s index.
+
+    Raises
+    ------
+    ValueError
+        An operator Vidur's layer does not have.
+    """
+    from perfmodel.models.op_latency import WORK_COLUMNS
+    from perfmodel.models.op_step_time import work_from_ops
+
+    op = frame["operator"].astype(str).to_numpy()
+    known = {"attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "mlp_act", "input_layernorm",
+             "post_attention_layernorm", "attn_rope", "add", "emb"}
+    bad = sorted(set(op) - known)
+    if bad:
+        raise ValueError(f"Unknown Vidur operator(s) {bad}; expected some of {sorted(known)}.")
+    T = frame["num_tokens"].to_numpy(np.int64)
+    tp = frame["tp"].to_numpy(np.int64)
+    E = frame["n_embd"].to_numpy(np.int64)
+    H = frame["n_head"].to_numpy(np.int64)
+    KV = frame["n_kv_head"].to_numpy(np.int64)
+    F = frame["n_expanded_embd"].to_numpy(np.int64)
+    gated = frame["use_gated_mlp"].to_numpy(bool)
+    d = E // H
+    phi = ~gated  # phi-2 is the only model without a gated MLP: LayerNorm, no post-attention norm, two residual adds
+    n = len(frame)
+    name = np.empty(n, dtype=object)
+    cls = np.empty(n, dtype=object)
+    ins = np.empty(n, dtype=object)
+    outs = np.empty(n, dtype=object)
+    rd = np.zeros(n)
+    wr = np.zeros(n)
+    flops = np.zeros(n)
+    kernels = np.ones(n, dtype=np.int64)
+
+    def mm(mask, m, r, k):
+        name[mask], cls[mask] = "aten.mm", "matmul"
+        ins[mask] = [f"{a}x{b};{b}x{c}" for a, b, c in zip(m[mask], r[mask], k[mask])]
+        outs[mask] = [f"{a}x{c}" for a, c in zip(m[mask], k[mask])]
+        flops[mask] = 2.0 * m[mask] * r[mask] * k[mask]
+        rd[mask] = _ITEM * (m[mask] * r[mask] + r[mask] * k[mask])
+        wr[mask] = _ITEM * m[mask] * k[mask]
+
+    def ew(mask, opname, rows, width, read, written, klass="elementwise"):
+        name[mask], cls[mask] = opname, klass
+        outs[mask] = [f"{a}x{b}" for a, b in zip(rows[mask], width[mask])]
+        ins[mask] = outs[mask]
+        rd[mask], wr[mask] = read[mask], written[mask]
+
+    up_cols = np.where(gated, 2 * F, F) // tp
+    mm(op == "attn_pre_proj", T, E, (H + 2 * KV) * d // tp)
+    mm(op == "attn_post_proj", T, H * d // tp, E)
+    mm(op == "mlp_up_proj", T, E, up_cols)
+    mm(op == "mlp_down_proj", T, F // tp, E)
+    norm = np.isin(op, ["input_layernorm", "post_attention_layernorm"])
+    te = (T * E).astype(float)
+    ew(norm, "aten.native_layer_norm", T, E, _ITEM * (te + np.where(phi, 2, 1) * E), _ITEM * te, klass="norm")
+    fo = (T * (F // tp)).astype(float)
+    ew(op == "mlp_act", "aten.silu_and_mul", T, F // tp, _ITEM * np.where(gated, 2, 1) * fo, _ITEM * fo)
+    name[(op == "mlp_act") & ~gated] = "aten.gelu"
+    ew(op == "add", "aten.add", T, E, _ITEM * 2 * te, _ITEM * te)
+    kernels[(op == "add") & phi] = 2
+    qk = (T * (H + KV) * d // tp).astype(float)
+    ew(op == "attn_rope", "aten.rotary_embedding", T, (H + KV) * d // tp, _ITEM * (qk + T * d) + 8.0 * T, _ITEM * qk)
+    ew(op == "emb", "aten.embedding", T, E, 8.0 * T + _ITEM * te, _ITEM * te)
+    per_op = pd.DataFrame({"op": name, "op_class": cls, "phase": "forward", "flops": flops, "bytes_read": rd,
+                           "bytes_written": wr, "input_shapes": ins, "output_shapes": outs})
+    w = work_from_ops(per_op)
+    if len(w) != n:  # pragma: no cover - every row moves bytes
+        raise AssertionError("work_from_ops dropped a Vidur operator row")
+    out = w[WORK_COLUMNS].copy()
+    out["op"] = w["op"].to_numpy()
+    out["n_kernels"] = kernels
+    out.index = frame.index
+    return out
+
+
+def half_precision_design(work: pd.DataFrame, spec, prec: str = "fp16") -> pd.DataFrame:
+    """Model inputs (:func:`~perfmodel.models.op_latency.op_design`) of work rows on one GPU, as the step predictor
+    builds them: matmul and conv rows at the tensor-core peak of ``prec`` (:func:`~perfmodel.datasets.matmul_peak_tflops`),
+    the others at the CUDA-core FP32 peak; bandwidth, SMs and L2 from the spec.
+
+    Parameters
+    ----------
+    work : DataFrame
+        :data:`~perfmodel.models.op_latency.WORK_COLUMNS` rows.
+    spec : str or GPUSpec
+        The GPU (catalog name, or a spec).
+    prec : {"fp16", "bf16"}
+        Precision of the matrix units.
+
+    Returns
+    -------
+    DataFrame
+        ``op_design`` columns, ``gpu`` the spec's name; index 0..n-1.
+    """
+    from perfmodel.datasets import gpu_spec, matmul_peak_tflops
+    from perfmodel.models.op_latency import WORK_COLUMNS, gpu_columns, op_design
+
+    s = gpu_spec(spec)
+    cols = gpu_columns([s] * len(work), precision="fp32")
+    mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
+    cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(s, prec) * 1e12
+    return op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
+
+
+def vidur_rows(gpus=("a40", "a100", "h100"), *, h100_spec=None) -> pd.DataFrame:
+    """Vidur's operator rows as model rows: design columns, the measurement, and the row's provenance.
+
+    Parameters
+    ----------
+    gpus : sequence of str
+        Vidur's compute folders to read (``"a40"``, ``"a100"``, ``"h100"``).
+    h100_spec : str or GPUSpec, optional
+        The spec the ``h100`` rows are described with (default the catalog's ``"H100"``, SXM5).
+
+    Returns
+    -------
+    DataFrame
+        One row per Vidur row (:func:`perfmodel.datasets.llm_runs.load_vidur_operators`, same order):
+        :func:`half_precision_design` columns (``gpu`` the spec name: ``A40``, ``A100-PCIe-80GB``, ``H100``), ``op``,
+        ``n_kernels``, ``source_gpu``, ``model``, ``operator``, ``num_tokens``, ``tp``, ``measured_s`` (the operator's
+        median over Vidur's repetitions, s, all its kernels) and ``kernel_s`` (``measured_s / n_kernels``: one kernel).
+    """
+    from perfmodel.datasets.llm_runs import load_vidur_operators
+
+    frames = []
+    for g in gpus:
+        if g not in VIDUR_SPECS:
+            raise ValueError(f"Unknown Vidur GPU folder {g!r}; expected some of {sorted(VIDUR_SPECS)}.")
+        v = load_vidur_operators(g).reset_index(drop=True)
+        spec = h100_spec if (g == "h100" and h100_spec is not None) else VIDUR_SPECS[g]
+        w = vidur_work(v)
+        X = half_precision_design(w, spec, "fp16")
+        X["op"], X["n_kernels"] = w["op"].to_numpy(), w["n_kernels"].to_numpy()
+        for c in ("source_gpu", "model", "operator", "num_tokens", "tp"):
+            X[c] = v[c].astype(str).to_numpy() if c in ("source_gpu", "model", "operator") else v[c].to_numpy()
+        X["measured_s"] = v["time_ms_median"].to_numpy(float) / 1e3
+        X["kernel_s"] = X["measured_s"] / X["n_kernels"]
+        frames.append(X)
+    return pd.concat(frames, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------------------------------- fit and artifact
+
+#: Version of this module's fitting code (mapping, features, parameters): part of the artifact's key.
+HALF_MODEL_VERSION = "1"
+
+#: The shipped A40+A100 half-precision model and the sha256 its bytes must have.
+HALF_ARTIFACT = "fitted/op_latency_half.npz"
+HALF_SHA256 = "2e60e035f7177856a050eaf0ef6f0ff58e32a69b960b28d1aa8ffc9b2694ed10"
+
+_PROVENANCE = ("microsoft/vidur @ 7d47513 FP16 operator profiles (data/profiling/compute/{{a40,a100}}/*/*/mlp.csv), "
+               "{n} rows of A40, A100-PCIe-80GB; no H100 row (Vidur's H100 is test data)")
+
+_LOADED: dict = {}
+
+
+def _half_key() -> str:
+    """Hash of what the fit depends on: both code versions and the sha256 of every A40/A100 Vidur ``mlp.csv``."""
+    from perfmodel.datasets import registry
+    from perfmodel.models.op_latency import MODEL_VERSION
+
+    reg = registry()
+    keys = reg[reg["key"].str.contains("/profiling/compute/", regex=False) & reg["key"].str.endswith("/mlp.csv")]
+    keys = keys[[k.split("/profiling/compute/")[1].split("/")[0] in TRAINING_SOURCE_GPUS for k in keys["key"]]].sort_values("key")
+    h = hashlib.sha256(f"op_latency={MODEL_VERSION};half={HALF_MODEL_VERSION}".encode())
+    for k, sha in zip(keys["key"], keys["sha256"]):
+        h.update(f"{k}={sha};".encode())
+    return h.hexdigest()[:16]
+
+
+def _fit(X: pd.DataFrame, **params):
+    from perfmodel.models.op_latency import OpLatencyModel
+
+    return OpLatencyModel(**params).fit(X, X["kernel_s"])
+
+
+def fit_half_bundle() -> dict:
+    """Fit the half-precision model on Vidur's A40 and A100 rows, with its leave-one-GPU-out scores on them.
+
+    Returns
+    -------
+    dict
+        ``model`` (fitted :class:`~perfmodel.models.op_latency.OpLatencyModel`, default parameters), ``scores``
+        (``|log(Σ predicted / Σ measured)|`` of each training GPU predicted by the model fitted on the other),
+        ``logo_predictions`` (every training row's in-stream kernel time, s, with its GPU held out), ``key``
+        (:func:`_half_key`) and ``sklearn_version``: what :func:`save_half_bundle` writes.
+    """
+    import sklearn
+
+    X = vidur_rows(TRAINING_SOURCE_GPUS)
+    model = _fit(X)
+    model.provenance_ = _PROVENANCE.format(n=len(X))
+    gpus = X["gpu"].to_numpy()
+    logo = np.empty(len(X))
+    for g in sorted(set(gpus)):
+        held = gpus == g
+        logo[held] = _fit(X[~held], per_gpu=False).predict_in_stream(X[held])
+    t = X["kernel_s"].to_numpy(float)
+    scores = pd.Series({g: abs(float(np.log(logo[gpus == g].sum() / t[gpus == g].sum()))) for g in sorted(set(gpus))},
+                       name="abs_log_ratio")
+    return {"model": model, "scores": scores, "logo_predictions": logo, "key": _half_key(), "sklearn_version": sklearn.__version__,
+            "fitted_with": f"perfmodel.models.half_precision.fit_half_bundle v{HALF_MODEL_VERSION}"}
+
+
+def half_artifact_path() -> Path:
+    """Path of the shipped half-precision model inside the installed package."""
+    return Path(__file__).resolve().parent / HALF_ARTIFACT
+
+
+def save_half_bundle(bundle: dict, path) -> str:
+    """Write a bundle of :func:`fit_half_bundle` as an artifact (same safe format as the default model: numbers and
+    JSON only, deterministic bytes; ``<path>.sha256`` beside it). Returns its sha256."""
+    from perfmodel.models import _artifact
+    from perfmodel.models.op_latency import bundle_arrays
+
+    header, arrays = bundle_arrays(bundle)
+    return _artifact.save(path, header, arrays)
+
+
+def load_half_bundle(path=None, *, sha256: str | None = None) -> dict:
+    """Read a half-precision bundle: the shipped one (sha256 pinned in :data:`HALF_SHA256`) when ``path`` is None."""
+    from perfmodel.models import _artifact
+    from perfmodel.models.op_latency import bundle_from_arrays
+
+    if path is None:
+        path, sha256 = half_artifact_path(), HALF_SHA256
+    return bundle_from_arrays(*_artifact.load(path, sha256=sha256))
+
+
+def half_precision_op_model():
+    """The shipped half-precision operator model: an :class:`~perfmodel.models.op_latency.OpLatencyModel` fitted on
+    Vidur's measured FP16 operators of the A40 and A100 (never the H100), read from the package's artifact
+    (``perfmodel/models/fitted/op_latency_half.npz``, sha256 pinned in :data:`HALF_SHA256`) — no data mirror, no fit.
+
+    Returns
+    -------
+    OpLatencyModel
+        Its ``predict_in_stream(X)`` gives in-stream kernel seconds of :func:`half_precision_design` rows; it knows the
+        classes ``matmul``, ``layernorm`` and ``elementwise`` (``classes_``).
+    """
+    if "shipped" not in _LOADED:
+        _LOADED["shipped"] = load_half_bundle()["model"]
+    return _LOADED["shipped"]
+
+
+def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
+    """In-stream time (s) of each work row on a GPU at FP16 / BF16, with the half-precision model.
+
+    Integration into the step predictor is this one call in place of ``op_step_time._kernel_seconds`` when
+    ``prec`` is ``"fp16"`` or ``"bf16"``.
+
+    Parameters
+    ----------
+    work : DataFrame
+        Work rows as :func:`perfmodel.models.op_step_time.work_from_ops` returns them
+        (:data:`~perfmodel.models.op_latency.WORK_COLUMNS`; other columns are ignored).
+    spec : str or GPUSpec
+        The GPU.
+    prec : {"fp16", "bf16"}
+        BF16 is treated as FP16 (same tensor-core rate on A100 / H100, same element size).
+    op_model : OpLatencyModel, optional
+        The half-precision model (default :func:`half_precision_op_model`).
+
+    Returns
+    -------
+    ndarray
+        Seconds per row, in ``work``'s order. Rows of classes the model never saw — ``conv`` and ``softmax`` (Vidur's
+        layer has neither) — are predicted as the step predictor does today: the default FP32-learned model
+        (:func:`~perfmodel.models.op_latency.default_op_model`) with the tensor-core peak for convolutions
+        (``op_step_time._kernel_seconds``).
+
+    Raises
+    ------
+    ValueError
+        ``prec`` is not a half precision.
+    """
+    from perfmodel.models.op_step_time import _kernel_seconds
+
+    if prec not in HALF_PRECISIONS:
+        raise ValueError(f"half_precision_kernel_seconds predicts at {HALF_PRECISIONS}; got {prec!r}. Use the default "
+                         "operator model for fp32 / tf32.")
+    model = half_precision_op_model() if op_model is None else op_model
+    work = work.reset_index(drop=True)
+    out = np.empty(len(work))
+    known = work["op_class"].isin(model.classes_).to_numpy()
+    if known.any():
+        out[known] = model.predict_in_stream(half_precision_design(work[known], spec, prec))
+    if (~known).any():
+        out[~known] = _kernel_seconds(work[~known].reset_index(drop=True), spec, prec)
+    return out
+
+
+def baseline_kernel_seconds(work: pd.DataFrame, spec, prec: str = "fp16") -> np.ndarray:
+    """What the step predictor gives today at half precision: the default FP32-learned model with the tensor-core
+    peak for matmul and conv rows (``op_step_time._kernel_seconds_uncached``), seconds per work row."""
+    from perfmodel.models.op_latency import default_op_model
+    from perfmodel.models.op_step_time import _kernel_seconds_uncached
+
+    return _kernel_seconds_uncached(work.reset_index(drop=True), spec, prec, default_op_model())
+
+
+# ------------------------------------------------------------------------------------------------------------- scoring
+
+#: Scoring protocols of :func:`vidur_scores`: (name, Vidur GPU scored, Vidur GPUs fitted on). The first is the shipped
+#: model's; the next two are context (the H100 is in their training set, never in their test set); the last two hold out
+#: one training GPU of the shipped model with the other alone — the only protocols a choice could be made by.
+PROTOCOLS = (("leave-h100-out", "h100", ("a40", "a100")),
+             ("leave-a40-out", "a40", ("a100", "h100")),
+             ("leave-a100-out", "a100", ("a40", "h100")),
+             ("a100-only-to-a40", "a40", ("a100",)),
+             ("a40-only-to-a100", "a100", ("a40",)))
+
+
+def _errors(frame: pd.DataFrame, pred: np.ndarray, by: str = "operator") -> pd.DataFrame:
+    from perfmodel.models.op_latency import KERNEL_MIN_S
+
+    meas = frame["measured_s"].to_numpy(float)
+    big = frame["kernel_s"].to_numpy(float) >= KERNEL_MIN_S
+    d = pd.DataFrame({by: frame[by].to_numpy(), "meas": meas, "abs": np.abs(pred - meas), "ape": np.abs(pred - meas) / meas,
+                      "pred": pred, "big": big})
+    rows = []
+    for key, g in [*d.groupby(by, sort=True), ("all", d)]:
+        b = g[g["big"]]
+        rows.append({by: key, "n_rows": len(g), "measured_s": g["meas"].sum(), "predicted_s": g["pred"].sum(),
+                     "time_weighted_ape_pct": 100 * g["abs"].sum() / g["meas"].sum(),
+                     "median_ape_pct": 100 * float(np.median(g["ape"])),
+                     "time_weighted_ape_ge_5us_pct": 100 * b["abs"].sum() / b["meas"].sum() if len(b) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
+    """Held-out errors on Vidur's operators, of this module's model and of the current approach on the same rows.
+
+    Every model is fitted here on the rows of the GPUs of its protocol (:data:`PROTOCOLS`; :class:`OpLatencyModel`
+    defaults, ``per_gpu=False``: a held-out GPU is predicted by the pooled model, from its spec sheet, so the
+    leave-H100-out predictions are the shipped model's). The baseline is the default FP32-learned model with the
+    tensor-core peak (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
+
+    Parameters
+    ----------
+    h100_spec : str or GPUSpec, optional
+        Spec of Vidur's H100 (default the catalog's SXM5 ``"H100"``; ``"H100-NVL"`` for the sensitivity check).
+    protocols : sequence of (str, str, tuple of str)
+        (name, scored GPU, training GPUs), Vidur's folder names.
+
+    Returns
+    -------
+    DataFrame
+        One row per (``protocol``, ``held_out``, ``trained_on``, ``predictor``, ``operator``) — the ten operators and
+        ``"all"`` — with ``n_rows``, ``measured_s``, ``predicted_s`` (sums, s), ``time_weighted_ape_pct``
+        (100 · Σ|pred − meas| / Σ meas), ``median_ape_pct`` and ``time_weighted_ape_ge_5us_pct`` (the same over the
+        rows whose measured kernel takes at least ``KERNEL_MIN_S``, the floor of every prediction). ``predictor`` is
+        ``"half_precision"`` (this module) or ``"baseline"``.
+    """
+    X = vidur_rows(("a40", "a100", "h100"), h100_spec=h100_spec)
+    src = X["source_gpu"].to_numpy()
+    n_k = X["n_kernels"].to_numpy(float)
+    out = []
+    for name, held, train in protocols:
+        test = src == held
+        model = _fit(X[np.isin(src, list(train))], per_gpu=False)
+        T = X[test].reset_index(drop=True)
+        pred = model.predict_in_stream(T) * n_k[test]
+        spec = h100_spec if (held == "h100" and h100_spec is not None) else VIDUR_SPECS[held]
+        base = baseline_kernel_seconds(T, spec) * n_k[test]
+        for who, p in (("half_precision", pred), ("baseline", base)):
+            e = _errors(T, p)
+            e.insert(0, "predictor", who)
+            e.insert(0, "trained_on", "+".join(train) if who == "half_precision" else "NeuSight FP32 (default model)")
+            e.insert(0, "held_out", str(T["gpu"].iloc[0]))
+            e.insert(0, "protocol", name)
+            out.append(e)
+    return pd.concat(out, ignore_index=True)

@@ -1,0 +1,135 @@
+"""Half-precision operator model on Vidur's measured FP16 operators of the H100, learned on A40 and A100 only (leave-H100-out) vs the FP32-learned model at tensor-core peak.
+
+The H100 is predicted from its spec sheet by the model shipped in ``perfmodel/models/fitted/op_latency_half.npz``
+(:mod:`perfmodel.models.half_precision`); leave-A40-out and leave-A100-out are context. The goal of the work item is a
+time-weighted error of at most 15 % on Vidur's H100 operators; ``numbers()`` reports whether it is met.
+
+Paper: perfmodel, external benchmark (Vidur's FP16 operator profiles). Upstream: microsoft/vidur operator profiles.
+
+Sources
+-------
+* microsoft/vidur: FP16 per-operator CUDA kernel times of one Llama-family transformer layer (A40, A100, H100)
+
+Procedure
+---------
+Each Vidur operator row (10 operators x models x num_tokens x tp) described as the work row of its kernel; an
+OpLatencyModel (defaults) fitted on the A40 and A100 rows predicts the H100 rows from the H100's catalog row; the
+time-weighted absolute percentage error (sum |pred - meas| / sum meas) and the median APE per operator and overall, next
+to the current approach (default FP32-learned model with the tensor-core peak) on the same rows; leave-A40-out,
+leave-A100-out and each training GPU from the other alone for context.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pandas as pd
+
+from perfmodel.papers import _item
+
+#: paper the item belongs to ("perfmodel": beyond the papers)
+PAPER = "perfmodel"
+#: figure/table number as the paper prints it
+NUMBER = "external benchmark (Vidur's FP16 operator profiles)"
+#: title
+TITLE = ("Half-precision operator model on Vidur's measured FP16 operators of the H100, learned on A40 and A100 only "
+         "(leave-H100-out) vs the FP32-learned model at tensor-core peak")
+#: the upstream file / notebook cell it redraws
+UPSTREAM = "microsoft/vidur operator profiles"
+#: upstream data files
+SOURCES = ("microsoft/vidur: FP16 per-operator CUDA kernel times of one Llama-family transformer layer (A40, A100, H100)",)
+#: procedure
+PROCEDURE = ("Each Vidur operator row (10 operators x models x num_tokens x tp) described as the work row of its kernel; an "
+             "OpLatencyModel (defaults) fitted on the A40 and A100 rows predicts the H100 rows from the H100's catalog row; the "
+             "time-weighted absolute percentage error (sum |pred - meas| / sum meas) and the median APE per operator and overall, next "
+             "to the current approach (default FP32-learned model with the tensor-core peak) on the same rows; leave-A40-out, "
+             "leave-A100-out and each training GPU from the other alone for context.")
+#: tolerance rule of its numbers
+TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
+#: reproduction status of the data behind it
+STATUS = "perfmodel analysis"
+#: non-empty: why the item cannot be reproduced at all
+UNAVAILABLE = ""
+#: non-empty: why figure() draws nothing
+NO_FIGURE = ""
+#: non-empty: why numbers() is empty
+NO_NUMBERS = ""
+#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
+NUMBERS_AREA = ""
+#: item whose numbers() computes this item's numbers
+NUMBERS_FROM = ""
+#: the id before the papers were packages (still accepted by --only)
+LEGACY_ID = "vidur_h100_ops"
+#: keyword arguments of each figure the runner draws
+VARIANTS = ({},)
+#: notebook showing it
+NOTEBOOK = "notebooks/14-vidur-h100-ops.ipynb"
+#: test checking it
+TEST = "tests/papers/test_vidur_h100_ops.py"
+#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
+AUTHORS_IMAGE = ""
+
+#: The work item's goal: time-weighted error on Vidur's H100 operators, %.
+GOAL_PCT = 15.0
+
+__all__ = ["data", "numbers", "figure"]
+
+
+@lru_cache(maxsize=1)
+def _scores() -> pd.DataFrame:
+    from perfmodel.models.half_precision import vidur_scores
+
+    return vidur_scores()
+
+
+def data() -> pd.DataFrame:
+    """Errors per (protocol, predictor, operator) (:func:`perfmodel.models.half_precision.vidur_scores`): ``protocol``,
+    ``held_out``, ``trained_on``, ``predictor`` (``half_precision`` / ``baseline``), ``operator`` (``all`` for every
+    row), ``n_rows``, ``measured_s``, ``predicted_s``, ``time_weighted_ape_pct``, ``median_ape_pct``,
+    ``time_weighted_ape_ge_5us_pct``. Computed once per process (five fits, a few minutes)."""
+    return _scores().copy()
+
+
+def numbers() -> pd.DataFrame:
+    """perfmodel's own results: for every protocol, predictor and operator (and overall) the time-weighted and median
+    absolute percentage errors (``COMPARISON_COLUMNS``, no paper value, status ``PERFMODEL-RESULT``, the protocol in
+    ``reason``), and ``h100_goal_met`` (1 when the leave-H100-out time-weighted error over all operators is at most
+    :data:`GOAL_PCT`, else 0)."""
+    d = data()
+    rows = []
+    for r in d.itertuples(index=False):
+        stem = f"{r.protocol.replace('-', '_')}_{r.predictor}_{r.operator}"
+        how = (f"{'the half-precision OpLatencyModel fitted on Vidur ' + r.trained_on if r.predictor == 'half_precision' else 'the default FP32-learned operator model at the FP16 tensor-core peak'}"
+               f", predicting Vidur's {r.n_rows} {r.operator if r.operator != 'all' else 'operator'} rows of {r.held_out} "
+               f"({r.protocol}) from its spec sheet")
+        rows.append(dict(quantity=f"{stem}_time_weighted_ape_pct", unit="pct", value=float(r.time_weighted_ape_pct),
+                         protocol=f"100 * sum|pred - meas| / sum meas of {how}"))
+        rows.append(dict(quantity=f"{stem}_median_ape_pct", unit="pct", value=float(r.median_ape_pct),
+                         protocol=f"median of 100 * |pred - meas| / meas of {how}"))
+    h = d[(d["protocol"] == "leave-h100-out") & (d["predictor"] == "half_precision") & (d["operator"] == "all")].iloc[0]
+    rows.append(dict(quantity="h100_goal_met", unit="bool", value=float(h["time_weighted_ape_pct"] <= GOAL_PCT),
+                     protocol=f"1 when the leave-H100-out time-weighted error over all of Vidur's H100 operator rows is at most "
+                              f"{GOAL_PCT:g} % (the work item's goal), else 0"))
+    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+
+
+def figure(data: pd.DataFrame | None = None, ax=None):
+    """Time-weighted error per Vidur operator on the H100 (leave-H100-out): the half-precision model next to the
+    current approach, with the 15 % goal (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into)."""
+    from perfmodel.plotting import figure_size, legend_outside, plot_bars, subplots
+
+    d = globals()["data"]() if data is None else data
+    h = d[d["protocol"] == "leave-h100-out"].copy()
+    h["predictor"] = h["predictor"].map({"half_precision": "learned on A40+A100 FP16", "baseline": "FP32-learned at tensor-core peak"})
+    fig, ax, own = subplots(ax, figsize=figure_size("text", 2.6))
+    order = [*sorted(set(h["operator"]) - {"all"}), "all"]
+    plot_bars(h, x="operator", y="time_weighted_ape_pct", hue="predictor", order=order, palette=["C0", "0.6"], ax=ax, legend=False)
+    ax.axhline(GOAL_PCT, color="C3", lw=0.8, ls="--", label=f"goal {GOAL_PCT:g} %")
+    allrow = h[(h["operator"] == "all")].set_index("predictor")["time_weighted_ape_pct"]
+    ax.set(xlabel="", ylabel="Time-weighted |error| (%)",
+           title=f"Vidur H100 FP16 operators: {allrow['learned on A40+A100 FP16']:.1f} % (current {allrow['FP32-learned at tensor-core peak']:.1f} %)")
+    ax.tick_params(axis="x", labelsize=6, rotation=30)
+    legend_outside(ax, where="right")
+    if own:
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,98 @@
+"""The half-precision operator model: Vidur's operators as work rows, the shipped A40+A100 artifact read without the data
+mirror, the step-predictor hook with its fallback for classes it never saw, and a rebuild bit for bit from the data."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfmodel.models import _artifact
+from perfmodel.models import half_precision as hp
+from perfmodel.models.op_latency import WORK_COLUMNS
+
+_HAS_VIDUR = (Path(os.environ.get("PERFMODEL_DATA", "")) / "microsoft" / "vidur").is_dir()
+needs_data = pytest.mark.skipif(not _HAS_VIDUR, reason="needs Vidur's profiles in the data mirror (PERFMODEL_DATA)")
+
+
+def _llama7b(op, T=1024, tp=2):
+    return pd.DataFrame({"operator": [op], "num_tokens": [T], "tp": [tp], "n_head": [32], "n_kv_head": [32], "n_embd": [4096],
+                         "n_expanded_embd": [11008], "use_gated_mlp": [True], "model": ["meta-llama/Llama-2-7b-hf"]})
+
+
+def test_vidur_operators_become_the_work_rows_of_their_kernels():
+    ops = ["attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "mlp_act", "input_layernorm",
+           "post_attention_layernorm", "attn_rope", "add", "emb"]
+    w = hp.vidur_work(pd.concat([_llama7b(o) for o in ops], ignore_index=True)).set_index(pd.Index(ops))
+    assert list(w.columns) == [*WORK_COLUMNS, "op", "n_kernels"]
+    T, E, F = 1024, 4096, 11008
+    # F.linear of the 1/tp shard: (m, n, k) = (tokens, reduction, output columns), 2-byte elements
+    for op, n, k in (("attn_pre_proj", E, 3 * E // 2), ("attn_post_proj", E // 2, E), ("mlp_up_proj", E, F), ("mlp_down_proj", F // 2, E)):
+        r = w.loc[op]
+        assert (r.op_class, r.dim_m, r.dim_n, r.dim_k, r.dim_b) == ("matmul", T, n, k, 1)
+        assert r.flops == 2 * T * n * k and r.bytes == 2 * (T * n + n * k + T * k)
+        assert r.tiles == np.ceil(T / 128) * np.ceil(k / 128)
+    assert w.loc["input_layernorm", "op_class"] == "layernorm" and w.loc["input_layernorm", "bytes"] == 2 * (2 * T * E + E)
+    assert w.loc["add", "bytes"] == 6 * T * E and w.loc["mlp_act", "bytes"] == 6 * T * F // 2
+    assert w.loc["emb", "bytes"] == 8 * T + 4 * T * E
+    assert w.loc["attn_rope", "bytes"] == 4 * T * 2 * E // 2 + 2 * T * (E // 32) + 8 * T
+    # FP16 elementwise moves 6 bytes per output element: the binary FP32 op over bytes / 12 elements (work_from_ops)
+    assert w.loc["add", "flops"] == 6 * T * E / 12
+    assert (w["n_kernels"] == 1).all()
+    phi = _llama7b("add").assign(use_gated_mlp=False, n_embd=2560, n_expanded_embd=10240)
+    assert hp.vidur_work(phi)["n_kernels"].item() == 2  # attn + ff + residual: two adds
+    with pytest.raises(ValueError, match=r"Unknown Vidur operator\(s\) \['attention'\]"):
+        hp.vidur_work(_llama7b("attention"))
+
+
+def test_the_shipped_model_is_read_without_the_data_and_never_saw_an_h100(monkeypatch):
+    monkeypatch.setattr(hp, "_LOADED", {})
+    monkeypatch.setattr(hp, "vidur_rows", lambda *a, **k: (_ for _ in ()).throw(AssertionError("read the data")))
+    m = hp.half_precision_op_model()
+    assert m.training_devices_ == ["A100-PCIe-80GB", "A40"] and "no H100 row" in m.provenance_
+    assert m.classes_ == ["elementwise", "layernorm", "matmul"]
+    header, _ = _artifact.load(hp.half_artifact_path(), sha256=hp.HALF_SHA256)
+    assert header["key"] == hp._half_key() and header["format"] == _artifact.FORMAT
+    assert hp.half_artifact_path().stat().st_size < 4_000_000
+
+
+def test_kernel_seconds_use_the_half_model_and_fall_back_for_unseen_classes():
+    from perfmodel.models.op_step_time import _kernel_seconds
+
+    w = hp.vidur_work(pd.concat([_llama7b(o) for o in ("mlp_up_proj", "add", "input_layernorm")], ignore_index=True))
+    conv = pd.DataFrame([("conv", 2 * 4096 * 576 * 64, 2e6, 32 * 1, 4096, 576, 64, 1), ("softmax", 5e6, 4e6, 1024, 1024, 1, 1024, 1)],
+                        columns=WORK_COLUMNS)
+    work = pd.concat([w[WORK_COLUMNS], conv], ignore_index=True)
+    t = hp.half_precision_kernel_seconds(work, "H100", "fp16")
+    assert t.shape == (5,) and (t > 0).all()
+    np.testing.assert_array_equal(t[:3], hp.half_precision_op_model().predict_in_stream(hp.half_precision_design(w, "H100", "fp16")))
+    np.testing.assert_array_equal(t[3:], _kernel_seconds(conv, "H100", "fp16"))
+    np.testing.assert_array_equal(hp.half_precision_kernel_seconds(work, "H100", "bf16"), t)  # BF16 rate = FP16 rate on H100
+    with pytest.raises(ValueError, match=r"half_precision_kernel_seconds predicts at \('fp16', 'bf16'\); got 'fp32'"):
+        hp.half_precision_kernel_seconds(work, "H100", "fp32")
+
+
+@needs_data
+def test_rebuild_gives_the_shipped_half_artifact():
+    """fit_half_bundle + bundle_arrays rebuild the shipped artifact from Vidur's A40/A100 rows: the same header and
+    arrays bit for bit with the scikit-learn release it was built with; else the same predictions within 2 %."""
+    import sklearn
+
+    from perfmodel.models.op_latency import bundle_arrays, bundle_from_arrays
+
+    header, arrays = _artifact.load(hp.half_artifact_path(), sha256=hp.HALF_SHA256)
+    rebuilt = hp.fit_half_bundle()
+    h2, a2 = bundle_arrays(rebuilt)
+    if header["sklearn_version"] == sklearn.__version__:
+        assert json.loads(json.dumps({"format": _artifact.FORMAT, **h2})) == header
+        assert sorted(a2) == sorted(arrays)
+        for k in arrays:
+            assert a2[k].dtype == arrays[k].dtype and np.array_equal(a2[k], arrays[k]), k
+        assert _artifact.sha256_of(_artifact.to_bytes(h2, a2)) == hp.HALF_SHA256
+    else:  # pragma: no cover - another scikit-learn release in the environment
+        X = hp.vidur_rows(hp.TRAINING_SOURCE_GPUS)
+        shipped = bundle_from_arrays(header, arrays)["model"].predict_in_stream(X)
+        assert np.max(np.abs(rebuilt["model"].predict_in_stream(X) / shipped - 1)) < 0.02
