@@ -1,7 +1,7 @@
 """Half-precision (FP16 / BF16) kernel times learned from measured FP16 operators: Vidur's A40 and A100 profiles.
 
 The default operator model (:mod:`perfmodel.models.op_latency`) is fitted on NeuSight's FP32 microbenchmarks; in BF16 /
-FP16 the step predictor (``op_step_time._kernel_seconds_uncached``) only swaps the tensor-core peak
+FP16 the step predictor used to swap only the tensor-core peak
 (:func:`perfmodel.datasets.matmul_peak_tflops`) into that FP32-learned model. This module fits the **same** estimator
 (:class:`~perfmodel.models.op_latency.OpLatencyModel`, same features, default parameters) on measured FP16 kernels:
 microsoft/vidur's per-operator profiles of one Llama-family transformer layer (:func:`perfmodel.datasets.llm_runs.load_vidur_operators`)
@@ -378,8 +378,8 @@ def half_precision_op_model():
 def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
     """In-stream time (s) of each work row on a GPU at FP16 / BF16, with the half-precision model.
 
-    Integration into the step predictor is this one call in place of ``op_step_time._kernel_seconds`` when
-    ``prec`` is ``"fp16"`` or ``"bf16"``.
+    The step predictor makes the same choice (``op_step_time._kernel_seconds_uncached`` with
+    :func:`perfmodel.models.op_step_time.half_model_applies`).
 
     Parameters
     ----------
@@ -424,11 +424,12 @@ def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=
 
 def baseline_kernel_seconds(work: pd.DataFrame, spec, prec: str = "fp16") -> np.ndarray:
     """What the step predictor gives today at half precision: the default FP32-learned model with the tensor-core
-    peak for matmul and conv rows (``op_step_time._kernel_seconds_uncached``), seconds per work row."""
+    peak for matmul and conv rows (``op_step_time._default_kernel_seconds``, what the step predictor gave before the
+    half-precision model), seconds per work row."""
     from perfmodel.models.op_latency import default_op_model
-    from perfmodel.models.op_step_time import _kernel_seconds_uncached
+    from perfmodel.models.op_step_time import _default_kernel_seconds
 
-    return _kernel_seconds_uncached(work.reset_index(drop=True), spec, prec, default_op_model())
+    return _default_kernel_seconds(work.reset_index(drop=True), spec, prec, default_op_model())
 
 
 # ------------------------------------------------------------------------------------------------------------- scoring

@@ -24,7 +24,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
@@ -466,25 +466,94 @@ _KERNEL_MEMO: dict = {}
 _KERNEL_MEMO_MAX = 512
 
 
+#: Best published efficiency of the fused attention kernel PyTorch's ``scaled_dot_product_attention`` runs in half
+#: precision (its flash backend is FlashAttention-2), as a share of the dense BF16/FP16 tensor-core peak, per GPU
+#: architecture; a fused attention row is never predicted faster than this (:func:`fused_attention_floor_s`).
+#: Hopper: FlashAttention-2's causal forward pass, head dim 128, sequence 8k-16k, on an H100 80GB SXM5: 333-335
+#: TFLOPS of 989.4 (Shah et al., "FlashAttention-3", 2024, Figure 5; FlashAttention-2 does not use Hopper's wgmma/TMA,
+#: which cuBLAS GEMMs do). Other GPUs: the top of "50-73% of the theoretical maximum FLOPs/s on A100" (Dao,
+#: "FlashAttention-2", 2023, abstract). FLOPs counted as the papers count them: causal masks halve them.
+FUSED_ATTENTION_EFFICIENCY = {"Hopper": 335 / 989.4, "default": 0.73}
+
+
+def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
+    """Per work row: the least time a fused attention kernel can take (its FLOPs at
+    :data:`FUSED_ATTENTION_EFFICIENCY` of the GPU's matrix peak), 0 for every other row and outside BF16/FP16/FP8."""
+    from perfmodel.datasets import matmul_peak_tflops
+
+    out = np.zeros(len(work))
+    if prec not in HALF_MODEL_PRECISIONS or "op" not in work.columns:
+        return out
+    fused = work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy()
+    if fused.any():
+        arch = "Hopper" if "hopper" in str(getattr(spec, "architecture", "")).lower() else "default"
+        rate = FUSED_ATTENTION_EFFICIENCY[arch] * matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
+        out[fused] = work["flops"].to_numpy(float)[fused] / rate
+    return out
+
+
 def _kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
-    """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec`` (memoised)."""
+    """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec`` (memoised); a fused
+    attention row no faster than :func:`fused_attention_floor_s`."""
     from perfmodel.models.op_latency import WORK_COLUMNS, default_op_model
 
     op_model = default_op_model() if op_model is None else op_model
     w = work[WORK_COLUMNS].reset_index(drop=True)
     fp8 = work["fp8"].to_numpy(bool) if "fp8" in work.columns else np.zeros(len(w), bool)
-    key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), fp8.tobytes(), repr(spec), prec, id(op_model))
+    floor = fused_attention_floor_s(work.reset_index(drop=True), spec, prec)
+    key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), fp8.tobytes(), floor.tobytes(), repr(spec), prec,
+           id(op_model))
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
         return hit[1].copy()
-    t = _kernel_seconds_uncached(w, spec, prec, op_model, fp8=fp8)
+    t = np.maximum(_kernel_seconds_uncached(w, spec, prec, op_model, fp8=fp8), floor)
     if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
         _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
     _KERNEL_MEMO[key] = (op_model, t.copy())
     return t
 
 
+#: precisions whose matmul, layer-norm and elementwise kernels are predicted by the half-precision model learned on
+#: measured FP16 kernels (:mod:`perfmodel.models.half_precision`); FP8 GEMMs at the FP8 rate in its features.
+HALF_MODEL_PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+def half_model_applies(op_model, prec: str) -> bool:
+    """Whether the half-precision model predicts this step's kernels: at BF16 / FP16 / FP8 with perfmodel's shipped
+    operator model. A user's refit (``PERFMODEL_OP_MODEL``, :func:`perfmodel.models.op_latency.using_op_model`, an
+    explicit ``op_model``) is used for every precision instead — it may hold the user's own half-precision
+    measurements (``perfmodel measure ops --precision bf16``)."""
+    import os
+
+    from perfmodel.models.op_latency import _OVERRIDE, ENV_OP_MODEL, fitted_bundle
+
+    if prec not in HALF_MODEL_PRECISIONS or _OVERRIDE or os.environ.get(ENV_OP_MODEL):
+        return False
+    return op_model is fitted_bundle()["model"]
+
+
 def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
+    if half_model_applies(op_model, prec):
+        from perfmodel.datasets import matmul_peak_tflops
+        from perfmodel.models.half_precision import half_precision_design, half_precision_op_model
+
+        half = half_precision_op_model()
+        known = work["op_class"].isin(half.classes_).to_numpy()
+        t = np.empty(len(work))
+        if known.any():
+            X = half_precision_design(work[known], spec, "bf16" if prec == "fp8" else prec)
+            if prec == "fp8" and fp8 is not None:
+                fast = fp8[known] & (X["op_class"].to_numpy() == "matmul")
+                X.loc[fast, "peak_flops_per_s"] = matmul_peak_tflops(spec, "fp8") * 1e12
+            t[known] = half.predict_in_stream(X)
+        if (~known).any():  # convolutions and softmax: never measured in half precision
+            rest = work[~known].reset_index(drop=True)
+            t[~known] = _default_kernel_seconds(rest, spec, prec, op_model, None if fp8 is None else fp8[~known])
+        return t
+    return _default_kernel_seconds(work, spec, prec, op_model, fp8)
+
+
+def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
     from perfmodel.datasets import matmul_peak_tflops
     from perfmodel.models.op_latency import WORK_COLUMNS, gpu_columns, op_design
 
