@@ -32,7 +32,7 @@ def test_every_item_points_at_existing_notebooks_and_tests():
             assert (ROOT / it.test).is_file(), it.test
     items = list_items()
     assert items["id"].is_unique and set(items["paper"]) <= {"CM-DARE", "ICAC'19", "perfmodel"}
-    assert len(items) == 40 and items["legacy_id"].is_unique
+    assert len(items) == 42 and items["legacy_id"].is_unique
 
 
 @pytest.mark.parametrize("row, expected", [

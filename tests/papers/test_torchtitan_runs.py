@@ -26,13 +26,15 @@ def test_every_published_row_is_predicted_or_says_why(data):
 
 
 def test_numbers_are_computed_from_the_rows(data):
-    n = item.numbers().set_index("quantity")["value"]
+    n = item.summary(data).set_index("quantity")["value"]
     t = data["tokens_abs_error_pct"].dropna()
     assert n["tokens_mape_pct"] == pytest.approx(t.mean()) and n["tokens_worst_pct"] == pytest.approx(t.max())
     assert n["rows_predicted"] + n["rows_skipped"] == n["rows"] == len(data)
     m = data["memory_abs_error_pct"].dropna()
     assert n["memory_mape_pct"] == pytest.approx(m.mean()) and n["memory_rows"] == len(m)
     assert np.isfinite(n.to_numpy()).all()
+    own = item.numbers().set_index("quantity")["reproduced"]
+    assert own["tokens_mape_pct"] == pytest.approx(n["tokens_mape_pct"])
 
 
 def test_more_gpus_never_raise_tokens_per_gpu(data):
@@ -46,5 +48,5 @@ def test_figure(data):
     import matplotlib
 
     matplotlib.use("Agg")
-    ax = item.figure(data)
-    assert ax.get_xlabel().startswith("measured tokens/s")
+    fig = item.figure(data)
+    assert fig.axes[0].get_xlabel().startswith("measured tokens/s")

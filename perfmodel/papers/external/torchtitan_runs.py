@@ -67,7 +67,7 @@ TEST = "tests/papers/test_torchtitan_runs.py"
 #: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
 AUTHORS_IMAGE = ""
 
-__all__ = ["data", "numbers", "figure", "MODEL_CONFIGS", "LINKS"]
+__all__ = ["data", "numbers", "figure"]
 
 _LLAMA3 = dict(model_type="llama", vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
                rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8)
@@ -153,9 +153,10 @@ def data() -> pd.DataFrame:
     return out
 
 
-def numbers() -> pd.DataFrame:
-    """Tokens/s MAPE, worst row and share within 25 %; memory MAPE and share within 10 %; rows predicted and skipped."""
-    d = data()
+def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The scores of :func:`data`: tokens/s MAPE, worst row and share within 25 %; memory MAPE and share within 10 %;
+    rows predicted and skipped (one row per quantity: ``quantity``, ``value``)."""
+    d = data() if d is None else d
     t = d["tokens_abs_error_pct"].dropna()
     m = d["memory_abs_error_pct"].dropna()
     vals = [("rows", float(len(d))), ("rows_predicted", float(len(t))), ("rows_skipped", float((d["skipped"] != "").sum())),
@@ -166,8 +167,33 @@ def numbers() -> pd.DataFrame:
     return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
 
 
+_UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows",
+          "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio"}
+_WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "runs one perfmodel call states",
+         "rows_skipped": "runs listed with the reason they are not predicted (TP/PP/CP, async TP, per-layer selective AC)",
+         "tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the predicted runs",
+         "tokens_worst_pct": "largest absolute % error of tokens/s per GPU over the predicted runs",
+         "tokens_within_25_pct_share": "share of the predicted runs within 25 % on tokens/s per GPU",
+         "memory_rows": "predicted runs with a published peak memory",
+         "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
+         "memory_within_10_pct_share": "share of those runs within 10 % on peak memory"}
+
+
+def numbers() -> pd.DataFrame:
+    """perfmodel's own results (``COMPARISON_COLUMNS``, no paper value): :func:`summary`'s scores, each with how it was
+    computed."""
+    from perfmodel.papers import _item
+
+    rows = [dict(quantity=r.quantity, unit=_UNITS.get(r.quantity, "pct"), value=float(r.value),
+                 protocol=f"{_WHAT[r.quantity]}; predicted by pm.predict_step_time from the GPU's spec sheet, nothing "
+                          "fitted on these runs (torchtitan_runs.data)")
+            for r in summary().itertuples(index=False)]
+    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + SOURCES[0])
+
+
 def figure(data: pd.DataFrame | None = None, ax=None):
-    """Predicted against measured tokens/s per GPU (one point per predicted run), the diagonal and ±25 %."""
+    """Predicted against measured tokens/s per GPU (one point per predicted run), the diagonal and ±25 %; returns the
+    Figure."""
     import matplotlib.pyplot as plt
 
     d = globals()["data"]() if data is None else data
@@ -182,7 +208,7 @@ def figure(data: pd.DataFrame | None = None, ax=None):
     ax.set(xlim=lim, ylim=lim, xlabel="measured tokens/s per GPU (torchtitan)", ylabel="predicted tokens/s per GPU",
            title="torchtitan's Llama runs")
     ax.legend()
-    return ax
+    return ax.figure
 
 
 

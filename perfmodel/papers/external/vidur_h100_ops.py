@@ -63,7 +63,7 @@ LEGACY_ID = "vidur_h100_ops"
 #: keyword arguments of each figure the runner draws
 VARIANTS = ({},)
 #: notebook showing it
-NOTEBOOK = "notebooks/14-vidur-h100-ops.ipynb"
+NOTEBOOK = "notebooks/16-vidur-h100-ops.ipynb"
 #: test checking it
 TEST = "tests/papers/test_vidur_h100_ops.py"
 #: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
