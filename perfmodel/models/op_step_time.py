@@ -376,12 +376,10 @@ def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
     chain = np.cumsum(start)
     out = work.copy()
     out["_chain"] = np.where(fusable, chain, -np.arange(1, len(work) + 1))
-    nbytes = out["bytes"].to_numpy(float)
     keep = out.groupby("_chain", sort=False)["bytes"].idxmax()
     flops = out.groupby("_chain", sort=False)["flops"].sum()
     fused = out.loc[keep.to_numpy()].copy()
     fused["flops"] = flops.loc[fused["_chain"]].to_numpy()
-    del nbytes
     return fused.drop(columns="_chain").sort_index().reset_index(drop=True)
 
 
