@@ -38,7 +38,10 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   over the ``tp`` group rebuilds them; the ``dp`` all-reduce of each GPU's gradients (its stage's parameters, the
   split ones ``/ tp``) runs in DDP's buckets under the **last** micro-batch's backward pass of the stage (with
   ``overlap_grad_reduce=False`` after it), and the step ends when the slowest stage has reduced and applied its
-  optimizer step (the other stages' earlier finish is not credited). ``fsdp`` is not combined with ``tp`` / ``pp``.
+  optimizer step (the other stages' earlier finish is not credited). ``fsdp`` combines with ``tp`` (torchtitan's
+  2D parallelism, ``"fsdp32-tp8"``): each tensor-parallel rank's share of the parameters is sharded over the ``dp``
+  group, gathered per layer and reduce-scattered as for ``fsdp``, with the tensor-parallel all-reduces of every layer
+  on the critical path; ``fsdp`` is not combined with ``pp``.
   One ``interconnect`` serves all the groups unless a dict ``{"tp": ..., "pp": ..., "dp": ...}`` gives each its
   own (:func:`resolve_links`; e.g. NVLink for ``tp`` inside a node, InfiniBand for ``pp`` and ``dp`` across nodes).
   A single strategy spelled with its degree (``"dp4"`` on 4 GPUs) is the single strategy, to the bit.
@@ -49,7 +52,7 @@ NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL c
 What it does not model: congestion between collectives of different groups (or of several groups sharing one
 link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
 NVSwitch in-network reduction (NVLS), kernel slow-down from communication sharing the GPU's SMs,
-interleaved pipeline schedules, sequence parallelism, and fsdp combined with tp or pp.
+interleaved pipeline schedules, sequence parallelism, asynchronous tensor parallelism, and fsdp combined with pp.
 """
 from __future__ import annotations
 
@@ -326,9 +329,10 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
     if "dp" in names and "fsdp" in names:
         raise StrategyError(f"parallel strategy {strategy!r} combines dp and fsdp: both are the data-parallel dimension "
                             "(fsdp shards it). Use one of them.")
-    if "fsdp" in names and len(out) > 1:
-        raise StrategyError(f"parallel strategy {strategy!r} combines fsdp with tensor or pipeline parallelism, which "
-                            "perfmodel does not model. Use 'fsdp' alone, or 'dp' with 'tp' / 'pp' (e.g. 'dp2-tp2').")
+    if "fsdp" in names and "pp" in names:
+        raise StrategyError(f"parallel strategy {strategy!r} combines fsdp with pipeline parallelism, which perfmodel "
+                            "does not model. Use 'fsdp' alone or with 'tp' (e.g. 'fsdp4-tp2'), or 'dp' with 'tp' / 'pp' "
+                            "(e.g. 'dp2-tp2-pp2').")
     if sum(d is None for _, d in out) > 1 and len(out) > 1:
         raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
                             "without a degree (it takes the GPUs the others leave), e.g. 'dp-tp2'.")
@@ -348,7 +352,7 @@ def check_strategy_name(strategy) -> str:
     perfmodel.datasets.UnknownNameError
         An unknown strategy or factor (the message lists the known ones).
     StrategyError
-        A factor named twice, ``dp`` with ``fsdp``, ``fsdp`` with ``tp`` / ``pp`` (not modelled), a degree below 1,
+        A factor named twice, ``dp`` with ``fsdp``, ``fsdp`` with ``pp`` (not modelled), a degree below 1,
         more than one factor without a degree.
     """
     if isinstance(strategy, str) and strategy.strip().lower() in STRATEGIES:
@@ -861,8 +865,8 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     if tpd > 1:
         work = _divide_rows(work, _tp_split_mask(work, layer, lay), tpd, tokens)
         work = _scale_rows(work, is_opt, rank_P / P)
-    elif fsdp:
-        work = _scale_rows(work, is_opt, 1 / n)
+    if fsdp:  # the optimizer updates this rank's shard: 1/dp of its tensor-parallel share
+        work = _scale_rows(work, is_opt, 1 / d)
     pipe_path = p > 1 or strat == "pp"
     if pipe_path:
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net)
@@ -885,13 +889,16 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         if fsdp:
             link = lk["dp"]
             units = max(lay.n_layers, 1)
-            ag = allgather_time(P * size, n, link)
-            rs = reduce_scatter_time(P * size, n, link)
-            f_pass = max(fwd, ag) + ag / units
-            b_pass = max(bwd, ag + rs) + rs / units
+            ag = allgather_time(rank_P * size, d, link)
+            rs = reduce_scatter_time(rank_P * size, d, link)
+            # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
+            # projection, in each pass) sit on the critical path
+            tp_f = tp_b = (2 * lay.n_layers + 1) * tp_per
+            f_pass = max(fwd, ag) + ag / units + tp_f
+            b_pass = max(bwd, ag + rs) + rs / units + tp_b
             compute = m * (fwd + bwd) + opt
             step = m * (f_pass + b_pass) + opt
-            exposed, comm_total = step - compute, m * (2 * ag + rs)
+            exposed, comm_total = step - compute, m * (2 * ag + rs + tp_f + tp_b)
             f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
         elif not pipe_path:
             # dp x tp: tp all-reduces on the critical path of every micro-batch; the gradient buckets of the rank's

@@ -19,7 +19,9 @@ Counted per GPU:
   left out) at the GPU's micro-batch; with ``activation_checkpointing`` the input of each
   layer plus one layer's activations recomputed, and whatever runs outside the layers. ``"tp"`` splits the
   activations of the split operators ``n`` ways; under 1F1B a pipeline stage ``s`` keeps ``min(m, p − s)``
-  micro-batches in flight. ``activation_checkpointing="selective"`` (torchtitan's per-operator policy) keeps each
+  micro-batches in flight. ``"fsdp"`` with ``"tp"`` (torchtitan's 2D) shards the hidden states along the sequence too
+  (sequence parallelism): every saved tensor and each layer's checkpointed input ``/ tp``.
+  ``activation_checkpointing="selective"`` (torchtitan's per-operator policy) keeps each
   layer's input, its fused attention outputs and every other matmul output. The backward pass starts with the
   gradient of the largest tensor the head saved (a language model's logits), allocated while every saved activation
   is alive: counted on top of them (or one recomputed layer, whichever is larger).
@@ -265,7 +267,10 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         lay = meta_lay
     layer = _op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
     out_b = saved["bytes"].to_numpy(float)
-    if tpd > 1 and len(saved):
+    sp = fsdp and tpd > 1  # 2D parallelism as torchtitan runs it: tensor parallel with sequence parallelism
+    if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
+        out_b = out_b / tpd
+    elif tpd > 1 and len(saved):
         out_b = np.where(_split_saved(saved, layer, lay), out_b / tpd, out_b)
     tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
     per_layer_act = np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)
@@ -286,7 +291,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         fwd_in = (ops["phase"].astype(str).to_numpy() == "forward") & (op_layer >= 0) & (op_layer < lay.n_layers)
         keep = fwd_in & ~ost.selective_recompute_mask(ops, op_layer, lay.n_layers)
         wrote = ops["bytes_written"].to_numpy(float)
-        if tpd > 1:  # column-parallel outputs are split; those of hidden width (row-parallel, all-reduced) are not
+        if sp:
+            wrote = wrote / tpd
+        elif tpd > 1:  # column-parallel outputs are split; those of hidden width (row-parallel, all-reduced) are not
             last = ops["output_shapes"].astype(str).str.split(";").str[0].str.split("x").str[-1].to_numpy()
             wrote = np.where(last == str(lay.hidden), wrote, wrote / tpd)
         kept_sel = np.bincount(op_layer[keep], weights=wrote[keep], minlength=lay.n_layers)[:lay.n_layers]
@@ -297,7 +304,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         acts = per_layer_act[idx] if len(idx) else np.zeros(0)
         if not ac or not len(acts):
             return float(acts.sum()), 0.0
-        inp = float(tokens * lay.hidden * size) if lay.hidden else float(acts.min())
+        inp = float(tokens * lay.hidden * size) / (tpd if sp else 1) if lay.hidden else float(acts.min())
         if ac == "selective":
             kept = np.minimum(kept_sel[idx] + inp, acts)
             return float(kept.sum()), float((acts - kept).max())
@@ -342,9 +349,12 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     else:
         kept, tmp = activations(range(lay.n_layers))
         act_b = kept + float(out_b[outside].sum()) + max(tmp, head_grad)
-        if fsdp:
-            rank_p = P / n
-            params_b = rank_p * size + 2 * float(layer_params.max()) * size
+        if fsdp:  # with tp (2D): the tensor-parallel rank's share, sharded over the dp group
+            tp_share = split / tpd + (P - split) if tpd > 1 else P
+            rank_p = tp_share / d
+            gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
+                        else float(layer_params.max()))
+            params_b = rank_p * size + 2 * gathered * size
         elif tpd > 1:
             rank_p = split / tpd + (P - split)
             params_b = rank_p * size

@@ -101,8 +101,9 @@ def test_parse_strategy_errors():
         check_strategy_name("tp2-tp2")
     with pytest.raises(StrategyError, match=r"combines dp and fsdp"):
         check_strategy_name("dp2-fsdp2")
-    with pytest.raises(StrategyError, match=r"combines fsdp with tensor or pipeline parallelism, which perfmodel does not model"):
-        parse_strategy("fsdp2-tp2", 4)
+    with pytest.raises(StrategyError, match=r"combines fsdp with pipeline parallelism, which perfmodel does not model"):
+        parse_strategy("fsdp2-pp2", 4)
+    assert parse_strategy("fsdp2-tp2", 4) == dict(dp=2, tp=2, pp=1, fsdp=True, name="fsdp2-tp2")
     with pytest.raises(StrategyError, match=r"leaves more than one degree open"):
         check_strategy_name("dp-tp")
     with pytest.raises(StrategyError, match=r"factor 'tp0' has degree 0; degrees must be positive"):
@@ -388,3 +389,28 @@ def test_models_without_repeated_layers_still_run_data_parallel():
         pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, n_gpus=2, strategy="pp")
     with pytest.raises(pm.models.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
         pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, strategy="dp2-tp2")
+
+
+def test_fsdp_with_tp_shards_the_tensor_parallel_share_and_pays_both_collectives():
+    """torchtitan's 2D parallelism: fsdp over dp replicas of tp groups. One tp degree gives fsdp to the bit; the memory
+    of the parameters is the tp rank's share over dp; the exposed communication holds the tp all-reduces."""
+    import warnings
+
+    import perfmodel as pm
+    from perfmodel.models import ExtrapolationWarning
+
+    cfg = dict(model_type="llama", hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
+               num_key_value_heads=8, vocab_size=1000, max_position_embeddings=256)
+    kw = dict(input_shape=(128,), batch_size=8, precision="bf16", optimizer="adam", n_gpus=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        plain = pm.predict_step_time(cfg, "H100", strategy="fsdp", **kw).iloc[0]
+        same = pm.predict_step_time(cfg, "H100", strategy="fsdp8-tp1", **kw).iloc[0]
+        two = pm.predict_step_time(cfg, "H100", strategy="fsdp4-tp2", **kw).iloc[0]
+    assert same["step_time_s"] == plain["step_time_s"] and same["comm_total_s"] == plain["comm_total_s"]
+    assert two["strategy"] == "fsdp4-tp2" and two["comm_total_s"] > 0 and two["step_time_s"] > 0
+    m1 = pm.predict_memory(cfg, "H100", strategy="fsdp", **{k: v for k, v in kw.items()}).iloc[0]
+    m2 = pm.predict_memory(cfg, "H100", strategy="fsdp4-tp2", **{k: v for k, v in kw.items()}).iloc[0]
+    # the optimizer states: the tp rank's share (split weights / 2, norms whole) over 4 replicas, more than 1/8 of all
+    assert m1["optimizer_bytes"] < m2["optimizer_bytes"] < 2 * m1["optimizer_bytes"]
+    assert m2["activations_bytes"] < 2 * m1["activations_bytes"]  # twice the tokens per rank, the split ones halved

@@ -20,9 +20,17 @@ def test_every_published_row_is_predicted_or_says_why(data):
     done = data["skipped"] == ""
     assert data.loc[done, "predicted_tokens_per_s"].gt(0).all()
     assert data.loc[~done, "predicted_tokens_per_s"].isna().all() and data.loc[~done, "skipped"].str.len().gt(10).all()
-    # the FSDP-only H100 runs of Table 1 (8 GPUs) and Table 3 (128 GPUs) are all stated
+    # the FSDP-only H100 runs of Table 1 (8 GPUs) and Table 3 (128 GPUs) are all stated, and FSDP x TP without async TP
     fsdp_h100 = data[(data["gpu"] == "H100") & data["table"].str.startswith(("Table 1", "Table 3"))]
     assert len(fsdp_h100) == 6 and (fsdp_h100["skipped"] == "").all()
+    from perfmodel.datasets import load_torchtitan_runs
+
+    raw = load_torchtitan_runs()
+    two_d = (raw["tp"] > 1) & (raw["pp"] == 1) & (raw["cp"] == 1) & ~raw["async_tp"].fillna(False).astype(bool) \
+        & (raw["float8_recipe"].fillna("") != "rowwise")
+    assert two_d.sum() >= 4 and (data.loc[two_d.to_numpy(), "skipped"] == "").all()
+    async_only = (raw["async_tp"].fillna(False).astype(bool) & (raw["pp"] == 1) & (raw["cp"] == 1)).to_numpy()
+    assert async_only.sum() >= 4 and data.loc[async_only, "skipped"].str.contains("asynchronous").all()
 
 
 def test_numbers_are_computed_from_the_rows(data):

@@ -12,11 +12,13 @@ Procedure
 ---------
 Every published row a single perfmodel call can state is predicted with pm.predict_step_time (and pm.predict_memory):
 the model's Hugging Face Llama config (sizes of the published models, MODEL_CONFIGS), sequence length (torchtitan's
-train config default 8192 where the table does not say), global batch = local batch x GPUs, BF16 (fp8 for the Float8
-rows), the fused Adam step, FSDP over all the GPUs, 8 GPUs per node with NVLink inside and the per-GPU NIC between
+train config default 8192 where the table does not say), global batch = local batch x data-parallel degree, BF16 (fp8
+for the Float8 rows), the fused Adam step, FSDP over all the GPUs or FSDP x TP ("fsdp32-tp8"; Megatron's tensor
+parallel without sequence parallelism), 8 GPUs per node with NVLink inside and the per-GPU NIC between
 nodes (LINKS), compile and activation checkpointing (full or torchtitan's per-operator selective policy) as the row
-says. Rows with tensor, pipeline or context parallelism, asynchronous TP or per-layer selective checkpointing are
-listed with the reason they are not predicted. Nothing is fitted on these rows. Scored: absolute % error of tokens/s
+says; tokens/s per GPU is a data-parallel rank's tokens over the step time and the GPUs of its model replica, as
+torchtitan counts it. Rows with pipeline or context parallelism, asynchronous TP, rowwise Float8 scaling or per-layer
+selective checkpointing are listed with the reason they are not predicted. Nothing is fitted on these rows. Scored: absolute % error of tokens/s
 per GPU and of peak memory (GiB) per row, their mean (MAPE), and the share of rows within 25 %.
 """
 
@@ -100,10 +102,12 @@ def _text(v) -> str:
 
 
 def _why_not(r) -> str:
-    if int(r.tp) > 1 or int(r.pp) > 1 or int(r.cp) > 1:
-        return f"FSDP combined with tp={int(r.tp)}, pp={int(r.pp)}, cp={int(r.cp)}: perfmodel's FSDP is not combined with TP/PP/CP"
-    if r.async_tp is True:
-        return "asynchronous tensor parallelism is not modelled"
+    if int(r.pp) > 1 or int(r.cp) > 1:
+        return f"FSDP combined with pp={int(r.pp)}, cp={int(r.cp)}: perfmodel's FSDP is not combined with PP or CP"
+    if pd.notna(r.async_tp) and bool(r.async_tp):
+        return "asynchronous tensor parallelism (communication overlapped inside the matmuls) is not modelled"
+    if _text(r.float8_recipe) == "rowwise":
+        return "rowwise Float8 scaling is not modelled (perfmodel's fp8 is torchao's tensorwise recipe)"
     if _text(r.activation_checkpointing) == "selective" and _text(r.selective_ac) == "layer":
         return "per-layer selective checkpointing (every other layer) is not modelled; the per-operator policy is"
     if r.model not in MODEL_CONFIGS:
@@ -135,14 +139,16 @@ def data() -> pd.DataFrame:
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
                    predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, skipped=why)
         if not why:
-            kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * int(r.n_gpus), precision=prec,
-                      n_gpus=int(r.n_gpus), strategy="fsdp", activation_checkpointing=ac, compile=comp, gpus_per_node=8,
-                      interconnect=LINKS[r.gpu])
+            tp, dp = int(r.tp), int(r.n_gpus) // int(r.tp)
+            kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * dp, precision=prec,
+                      n_gpus=int(r.n_gpus), strategy="fsdp" if tp == 1 else f"fsdp{dp}-tp{tp}",
+                      activation_checkpointing=ac, compile=comp, gpus_per_node=8, interconnect=LINKS[r.gpu])
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExtrapolationWarning)
                 warnings.simplefilter("ignore", OutOfMemoryWarning)
                 p = pm.predict_step_time(MODEL_CONFIGS[r.model], r.gpu, optimizer="adam-fused", **kw).iloc[0]
-            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / float(p["step_time_s"])
+            # torchtitan's tokens/s per GPU: a data-parallel rank's tokens over the GPUs of its model replica
+            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / tp / float(p["step_time_s"])
             row["predicted_memory_gib"] = float(p["memory_per_gpu_bytes"]) / 2**30
         rows.append(row)
     out = pd.DataFrame(rows)
@@ -216,8 +222,8 @@ def figure(data: pd.DataFrame | None = None, ax=None):
 
 def llama_8b_options(gpu: str = "H100", n_gpus: int = 8, *, local_batch_size: int = 2, seq_len: int = DEFAULT_SEQ_LEN) -> pd.DataFrame:
     """How long and how much memory a step of Llama 3.1 8B takes on ``n_gpus`` GPUs, for each choice an engineer weighs:
-    BF16 or FP8, FSDP or tensor parallel (FSDP combined with TP is not modelled yet), no / selective / full activation
-    checkpointing, eager or ``torch.compile``. One row per choice with tokens/s per GPU, step time, memory per GPU and
+    BF16 or FP8, FSDP or FSDP with 2-way tensor parallelism, no / selective / full activation checkpointing, eager or
+    ``torch.compile``. One row per choice with tokens/s per GPU, step time, memory per GPU and
     whether it fits (:func:`perfmodel.predict_step_time`)."""
     import itertools
 
@@ -226,15 +232,17 @@ def llama_8b_options(gpu: str = "H100", n_gpus: int = 8, *, local_batch_size: in
     from perfmodel.models.op_step_time import OutOfMemoryWarning
 
     rows = []
-    for prec, strat, ac, comp in itertools.product(("bf16", "fp8"), ("fsdp", "tp"), (False, "selective", "full"), (False, True)):
+    for prec, strat, ac, comp in itertools.product(("bf16", "fp8"), ("fsdp", f"fsdp{n_gpus // 2}-tp2"),
+                                                   (False, "selective", "full"), (False, True)):
+        tp = 2 if "tp" in strat else 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ExtrapolationWarning)
             warnings.simplefilter("ignore", OutOfMemoryWarning)
             p = pm.predict_step_time(MODEL_CONFIGS["Llama 3.1 8B"], gpu, input_shape=(seq_len,),
-                                     batch_size=local_batch_size * n_gpus, precision=prec, optimizer="adam-fused",
+                                     batch_size=local_batch_size * n_gpus // tp, precision=prec, optimizer="adam-fused",
                                      n_gpus=n_gpus, strategy=strat, activation_checkpointing=ac, compile=comp,
                                      gpus_per_node=8, interconnect=LINKS.get(gpu)).iloc[0]
-        per_gpu_tokens = local_batch_size * seq_len * (n_gpus if strat == "tp" else 1) / n_gpus
+        per_gpu_tokens = local_batch_size * seq_len / tp  # a data-parallel rank's tokens over its replica's GPUs
         rows.append(dict(precision=prec, strategy=strat, activation_checkpointing=str(ac), compile=comp,
                          step_time_s=float(p["step_time_s"]), tokens_per_s_per_gpu=per_gpu_tokens / float(p["step_time_s"]),
                          memory_gib=float(p["memory_per_gpu_bytes"]) / 2**30, fits=bool(p["fits"])))
