@@ -500,7 +500,7 @@ def _kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nd
     fp8 = work["fp8"].to_numpy(bool) if "fp8" in work.columns else np.zeros(len(w), bool)
     floor = fused_attention_floor_s(work.reset_index(drop=True), spec, prec)
     key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), fp8.tobytes(), floor.tobytes(), repr(spec), prec,
-           id(op_model))
+           id(op_model), half_model_applies(op_model, prec))  # the same model object predicts differently under an override
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
         return hit[1].copy()
@@ -656,13 +656,30 @@ def gpu_extrapolation(gpu) -> list[str]:
     return where
 
 
+def learned_on(prec: str) -> str:
+    """What the kernel efficiencies of a step at ``prec`` were learned on, for the ``basis`` column."""
+    from perfmodel.models.op_latency import TRAINING_GPUS, default_op_model
+
+    fp32 = f"learned on NeuSight microbenchmarks of {', '.join(TRAINING_GPUS)} (FP32)"
+    if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
+        return (f"learned on Vidur's FP16 kernels of the A40 and A100 (GEMMs, norms, elementwise; fused attention no "
+                f"faster than FlashAttention-2's published rate) and, for convolutions and softmax, {fp32}")
+    return fp32
+
+
 def _warn_extrapolation(far, prec):
     import warnings
 
     from perfmodel.models._extrapolation import ExtrapolationWarning
 
+    from perfmodel.models.op_latency import default_op_model
+
     far = list(far)
-    if prec != "fp32":
+    if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
+        far.append(f"precision {prec}: GEMMs, norms and elementwise kernels from the model learned on Vidur's A40 and A100 "
+                   "FP16 kernels (scored on the held-out H100 by external.vidur_h100_ops), convolutions and softmax from the FP32-learned "
+                   "model at the tensor-core peak" + ("; FP8 linears extrapolated at the FP8 rate" if prec == "fp8" else ""))
+    elif prec != "fp32":
         far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
                    "matmuls are scaled by the tensor-core peak")
     if far:
@@ -958,8 +975,6 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         from perfmodel.models.parallel import parse_strategy
 
         parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
-    from perfmodel.models.op_latency import TRAINING_GPUS
-
     specs = _gpu_specs(gpus, prec)
     if interconnect is not None:
         from perfmodel.models.parallel import resolve_interconnect
@@ -985,8 +1000,7 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                          forward_s=float(by_phase.get("forward", 0.0)), backward_s=float(by_phase.get("backward", 0.0)),
                          optimizer_s=float(by_phase.get("optimizer", 0.0)), n_kernels=len(work),
                          flops=float(ops["flops"].sum()),
-                         basis=f"sum of {len(work)} operators, each roofline x efficiency learned on NeuSight microbenchmarks of "
-                               f"{', '.join(TRAINING_GPUS)} (FP32); interval: {interval}"))
+                         basis=f"sum of {len(work)} operators, each roofline x efficiency {learned_on(prec)}; interval: {interval}"))
     _warn_extrapolation(far, prec)
     return pd.DataFrame(rows)
 

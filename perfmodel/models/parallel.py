@@ -789,7 +789,6 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     import torch
 
     from perfmodel.models import op_step_time as ost
-    from perfmodel.models.op_latency import TRAINING_GPUS
 
     prec = ost._check_step_args(alpha, optimizer, inference, precision, batch_size)
     check_strategy_name(strategy)
@@ -954,8 +953,8 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                          forward_s=f_rank, backward_s=b_rank_s, optimizer_s=o_rank, n_kernels=len(work),
                          flops=float(work.loc[~is_opt, "flops"].sum()) * m, n_gpus=n, strategy=strat, micro_batches=m,
                          interconnect=link_name, compute_s=compute, comm_s=exposed, comm_total_s=comm_total, bubble_s=bubble,
-                         basis=f"{strat} over {n} GPUs ({how}): per-GPU operators, each roofline x efficiency learned on NeuSight "
-                               f"microbenchmarks of {', '.join(TRAINING_GPUS)} (FP32), plus alpha-beta communication; "
+                         basis=f"{strat} over {n} GPUs ({how}): per-GPU operators, each roofline x efficiency "
+                               f"{ost.learned_on(prec)}, plus alpha-beta communication; "
                                f"interval on the compute only: {interval}"))
     ost._warn_extrapolation(far, prec)
     return pd.DataFrame(rows)

@@ -52,9 +52,17 @@ def test_a_gpu_outside_the_catalog_as_a_spec():
 def test_extrapolation_and_precision_warn():
     with pytest.warns(ExtrapolationWarning, match=r"H100: peak FP32 66.9 TFLOPS outside the training GPUs"):
         pm.predict_step_time(TINY_GPT2, "H100", input_shape=(32,), batch_size=2)
-    with pytest.warns(ExtrapolationWarning, match="precision bf16: the efficiencies were learned on FP32"):
+    with pytest.warns(ExtrapolationWarning, match="precision bf16: GEMMs, norms and elementwise kernels from the model "
+                                                  "learned on Vidur's A40 and A100 FP16 kernels"):
         b = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="bf16")
-    assert b["precision"].iloc[0] == "bf16"
+    assert b["precision"].iloc[0] == "bf16" and "Vidur's FP16 kernels" in b["basis"].iloc[0]
+    # a user's refit predicts every precision: the FP32-learned wording comes back
+    from perfmodel.models.op_latency import default_op_model, using_op_model
+
+    with using_op_model(default_op_model()), pytest.warns(ExtrapolationWarning, match="precision bf16: the efficiencies were "
+                                                                                       "learned on FP32"):
+        c = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="bf16")
+    assert "Vidur" not in c["basis"].iloc[0] and c["step_time_s"].iloc[0] != b["step_time_s"].iloc[0]
 
 
 def test_bad_input():
