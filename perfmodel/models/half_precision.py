@@ -224,14 +224,10 @@ def half_precision_design(work: pd.DataFrame, spec, prec: str = "fp16") -> pd.Da
     DataFrame
         ``op_design`` columns, ``gpu`` the spec's name; index 0..n-1.
     """
-    from perfmodel.datasets import gpu_spec, matmul_peak_tflops
-    from perfmodel.models.op_latency import WORK_COLUMNS, gpu_columns, op_design
+    from perfmodel.datasets import gpu_spec
+    from perfmodel.models.op_step_time import step_design
 
-    s = gpu_spec(spec)
-    cols = gpu_columns([s] * len(work), precision="fp32")
-    mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
-    cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(s, prec) * 1e12
-    return op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
+    return step_design(work, gpu_spec(spec), prec)
 
 
 def vidur_rows(gpus=("a40", "a100", "h100"), *, h100_spec=None) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
@@ -532,18 +532,13 @@ def half_model_applies(op_model, prec: str) -> bool:
 
 def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
     if half_model_applies(op_model, prec):
-        from perfmodel.datasets import matmul_peak_tflops
-        from perfmodel.models.half_precision import half_precision_design, half_precision_op_model
+        from perfmodel.models.half_precision import half_precision_op_model
 
         half = half_precision_op_model()
         known = work["op_class"].isin(half.classes_).to_numpy()
         t = np.empty(len(work))
         if known.any():
-            X = half_precision_design(work[known], spec, "bf16" if prec == "fp8" else prec)
-            if prec == "fp8" and fp8 is not None:
-                fast = fp8[known] & (X["op_class"].to_numpy() == "matmul")
-                X.loc[fast, "peak_flops_per_s"] = matmul_peak_tflops(spec, "fp8") * 1e12
-            t[known] = half.predict_in_stream(X)
+            t[known] = half.predict_in_stream(step_design(work[known], spec, prec, None if fp8 is None else fp8[known]))
         if (~known).any():  # convolutions and softmax: never measured in half precision
             rest = work[~known].reset_index(drop=True)
             t[~known] = _default_kernel_seconds(rest, spec, prec, op_model, None if fp8 is None else fp8[~known])
@@ -551,19 +546,24 @@ def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=
     return _default_kernel_seconds(work, spec, prec, op_model, fp8)
 
 
-def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
+def step_design(work: pd.DataFrame, spec, prec: str, fp8=None) -> pd.DataFrame:
+    """Operator-model inputs (:func:`perfmodel.models.op_latency.op_design`) of work rows on the GPU ``spec`` at
+    ``prec``, as the step predictor sees the GPU: GEMMs and convolutions at the matrix units' rate (tensor cores; FP32
+    too where the vendor BLAS runs FP32 GEMMs on matrix cores, AMD CDNA), the rest on the CUDA cores / vector units; at
+    ``"fp8"`` the rows marked in ``fp8`` (:func:`fp8_work`) at the FP8 rate and every other GEMM at BF16's."""
     from perfmodel.datasets import matmul_peak_tflops
     from perfmodel.models.op_latency import WORK_COLUMNS, gpu_columns, op_design
 
     cols = gpu_columns([spec] * len(work), precision="fp32")
-    # GEMMs and convolutions at the matrix units' rate (tensor cores; FP32 too where the vendor BLAS runs FP32 GEMMs on
-    # matrix cores, AMD CDNA); the rest stays on the CUDA cores / vector units. At "fp8" the marked linears run at the
-    # FP8 rate and every other GEMM at BF16's (fp8_work)
     mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
     cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
     if prec == "fp8" and fp8 is not None and fp8.any():
         cols.loc[fp8 & mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "fp8") * 1e12
-    X = op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
+    return op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
+
+
+def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
+    X = step_design(work, spec, prec, fp8)
     t = op_model.predict_in_stream(X)
     conv = np.flatnonzero(X["op_class"].to_numpy() == "conv")
     if len(conv):
