@@ -24,7 +24,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
@@ -687,20 +687,27 @@ def _warn_extrapolation(far, prec):
 
 
 #: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
-#: Megatron's full recompute) and ``"selective"`` (torchtitan's per-operator policy, below).
-CHECKPOINTING_MODES = ("full", "selective")
+#: Megatron's full recompute), ``"selective"`` (torchtitan's per-operator policy) and ``"layer"`` (torchtitan's
+#: per-layer selective policy: every ``N``-th layer fully checkpointed, ``"layer:N"``, default every other one).
+CHECKPOINTING_MODES = ("full", "selective", "layer")
 _MM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul", "aten._scaled_mm")
+_LAYER_MODE = re.compile(r"^(?:selective-)?layer(?::(\d+))?$")
 
 
 def checkpointing_mode(value) -> str | None:
-    """``None`` (no checkpointing), ``"full"`` or ``"selective"`` from what a caller passes as
+    """``None`` (no checkpointing), ``"full"``, ``"selective"`` or ``"layer:N"`` from what a caller passes as
     ``activation_checkpointing``: ``False``/``None`` → ``None``; ``True``/``"full"`` → ``"full"``; ``"selective"``
-    (or ``"op"``, torchtitan's name) → ``"selective"``.
+    (or ``"op"``, torchtitan's name) → ``"selective"``; ``"layer"`` / ``"layer:N"`` (or ``"selective-layer[:N]"``) →
+    ``"layer:N"`` (``N`` = 2 when not given; ``"layer:1"`` is ``"full"``).
 
     ``"selective"`` is torchtitan's per-operator selective checkpointing (``selective_ac_option = "op"``): inside each
     transformer layer the outputs of the fused attention kernel and of every other matmul (the first, third, …
     ``aten.mm`` of the layer's forward pass) are kept; every other operator of the layer (norms, activations, rotary
     embeddings, casts, the remaining matmuls) is recomputed in the backward pass from the layer's input.
+
+    ``"layer:N"`` is torchtitan's per-layer selective checkpointing (``selective_ac_option = "N"``, its default
+    ``"2"``): the ``N``-th, ``2N``-th, … transformer layers are checkpointed whole (keep their input, recompute their
+    forward pass), the others keep every activation.
 
     Raises
     ------
@@ -713,8 +720,35 @@ def checkpointing_mode(value) -> str | None:
         return "full"
     if isinstance(value, str) and value.lower() in ("full", "selective", "op"):
         return "selective" if value.lower() in ("selective", "op") else "full"
-    raise ValueError(f"activation_checkpointing must be False, True (= 'full'), 'full' or 'selective' (torchtitan's "
-                     f"per-operator policy); got {value!r}.")
+    hit = _LAYER_MODE.match(value.strip().lower()) if isinstance(value, str) else None
+    if hit and (hit.group(1) is None or int(hit.group(1)) >= 1):
+        every = int(hit.group(1) or 2)
+        return "full" if every == 1 else f"layer:{every}"
+    raise ValueError(f"activation_checkpointing must be False, True (= 'full'), 'full', 'selective' (torchtitan's "
+                     f"per-operator policy) or 'layer' / 'layer:N' (every N-th layer checkpointed, N >= 1; torchtitan's "
+                     f"per-layer policy); got {value!r}.")
+
+
+def checkpointed_layers(mode: str, n_layers: int) -> np.ndarray:
+    """Which transformer layers ``mode`` checkpoints whole (bool per layer): all for ``"full"``, the ``N``-th, ``2N``-th
+    … for ``"layer:N"`` (torchtitan counts its layers from 1), none for ``"selective"``."""
+    idx = np.arange(n_layers)
+    if mode == "full":
+        return np.ones(n_layers, bool)
+    if isinstance(mode, str) and mode.startswith("layer:"):
+        return (idx + 1) % int(mode.split(":")[1]) == 0
+    return np.zeros(n_layers, bool)
+
+
+def recompute_mask(mode: str, rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
+    """Forward rows a checkpointing ``mode`` (:func:`checkpointing_mode`) recomputes in the backward pass:
+    :func:`selective_recompute_mask` for ``"selective"``; every forward row of a checkpointed layer
+    (:func:`checkpointed_layers`) otherwise."""
+    if mode == "selective":
+        return selective_recompute_mask(rows, layer, n_layers)
+    fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers)
+    ck = checkpointed_layers(mode, n_layers)
+    return fwd & ck[np.clip(layer, 0, max(n_layers - 1, 0))] if n_layers else fwd & False
 
 
 def selective_recompute_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
@@ -764,8 +798,11 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0) -> p
         p = np.array([k if s == "pp" else parse_strategy(s, int(k))["pp"] for s, k in zip(out["strategy"], out["n_gpus"])], dtype=float)
         pp = (out["strategy"] == "pp").to_numpy() | (p > 1)
         m = out["micro_batches"].to_numpy(float)
-        extra = np.where(pp, (m + p - 1) * fwd / m, fwd)
-        out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) * fwd / m, 0.0)
+        # interleaved 1F1B: the fill and drain are v times shorter (perfmodel.models.parallel.pipeline_time)
+        v = (out["pipeline_schedule"].map({"interleaved-1f1b": 2.0}).fillna(1.0).to_numpy(float)
+             if "pipeline_schedule" in out.columns else np.ones(len(out)))
+        extra = np.where(pp, (m + (p - 1) / v) * fwd / m, fwd)
+        out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) / v * fwd / m, 0.0)
         out["compute_s"] = out["compute_s"].to_numpy(float) + fwd  # pp: step − comm − bubble grows by m·f = forward_s
     q, _ = _interval(alpha)
     out["backward_s"] = out["backward_s"].to_numpy(float) + fwd
@@ -773,7 +810,7 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0) -> p
     out["lower_s"] = out["lower_s"].to_numpy(float) + extra * np.exp(-q)
     out["upper_s"] = out["upper_s"].to_numpy(float) + extra * np.exp(q)
     what = ("the forward pass recomputed in the backward pass" if np.all(np.asarray(fraction) == 1.0) else
-            "selective: the forward operators it does not keep recomputed in the backward pass")
+            "selective: the forward operators (or layers) it does not keep recomputed in the backward pass")
     out["basis"] = out["basis"].astype(str) + f"; activation checkpointing: {what}"
     return out
 
@@ -782,23 +819,26 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
-                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False) -> pd.DataFrame:
+                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
     out = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                           input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
                           n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                           overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
-                          gpus_per_node=gpus_per_node, compile=compile)
+                          gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp,
+                          pipeline_schedule=pipeline_schedule)
     if inference:
         return out
     return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                        precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
-                       activation_checkpointing=activation_checkpointing)
+                       activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
 
 
-def _selective_fraction(model, gpus, *, input_shape, input_dtype, input_high, prec, frame, compile=False) -> np.ndarray:
-    """Per row of ``frame``: the share of one GPU's forward kernel time that selective checkpointing recomputes
-    (:func:`selective_recompute_mask`), on that row's GPU at its per-GPU micro-batch."""
-    from perfmodel.models.parallel import _op_layer, model_and_layout, parse_strategy
+def _recompute_fraction(model, gpus, mode, *, input_shape, input_dtype, input_high, prec, frame, compile=False) -> np.ndarray:
+    """Per row of ``frame``: the share of one GPU's forward kernel time that checkpointing ``mode`` (``"selective"``
+    or ``"layer:N"``) recomputes (:func:`recompute_mask`), on that row's GPU at its per-GPU micro-batch (a
+    context-parallel rank's shard of the sequence)."""
+    from perfmodel.models.parallel import _op_layer, context_parallel_shape, context_parallel_work, model_and_layout, parse_strategy
 
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
     high = int(input_high) if input_high is not None else vocab
@@ -807,20 +847,23 @@ def _selective_fraction(model, gpus, *, input_shape, input_dtype, input_high, pr
     for spec, r in zip(specs, frame.itertuples(index=False)):
         n = int(getattr(r, "n_gpus", 1))
         m = int(getattr(r, "micro_batches", 1))
-        d = parse_strategy(getattr(r, "strategy", "dp"), n)["dp"] if n > 1 else 1
-        b = max(int(r.batch_size) // d // m, 1)
-        work = _step_work(net, shape, in_dtype, high, batch_size=b, prec=prec, optimizer=None, inference=False,
+        deg = parse_strategy(getattr(r, "strategy", "dp"), n) if n > 1 else dict(dp=1, cp=1, name="dp")
+        b = max(int(r.batch_size) // deg["dp"] // m, 1)
+        rank_shape = context_parallel_shape(shape, in_dtype, deg["cp"], deg["name"])
+        work = _step_work(net, rank_shape, in_dtype, high, batch_size=b, prec=prec, optimizer=None, inference=False,
                           compile=compile)
+        if deg["cp"] > 1:
+            work = context_parallel_work(work, deg["cp"], lay)
         t = _kernel_seconds(work, spec, prec)
         layer = _op_layer(work, lay.n_layers)
         fwd = work["phase"].astype(str).to_numpy() == "forward"
         total = float(t[fwd].sum())
-        out.append(float(t[selective_recompute_mask(work, layer, lay.n_layers)].sum()) / total if total > 0 else 0.0)
+        out.append(float(t[recompute_mask(mode, work, layer, lay.n_layers)].sum()) / total if total > 0 else 0.0)
     return np.array(out)
 
 
 def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,
-                strategy, micro_batches, activation_checkpointing) -> pd.DataFrame:
+                strategy, micro_batches, activation_checkpointing, pipeline_schedule="1f1b") -> pd.DataFrame:
     """``out`` (one row per GPU of a training step) with ``memory_per_gpu_bytes`` and ``fits`` from
     :func:`perfmodel.predict_memory`, and a warning naming the GPUs the step does not fit on: a step time for a run that
     would stop with out-of-memory is said to be one, in the row and on the screen."""
@@ -831,7 +874,8 @@ def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, inpu
     specs = _gpu_specs(gpus, _check_step_args(0.2, optimizer, False, precision, batch_size))
     mem = [predict_memory(model, s, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy, precision=precision,
                           optimizer=optimizer, activation_checkpointing=activation_checkpointing, input_shape=input_shape,
-                          input_dtype=input_dtype, micro_batches=micro_batches).iloc[0] for s in specs]
+                          input_dtype=input_dtype, micro_batches=micro_batches,
+                          pipeline_schedule=pipeline_schedule).iloc[0] for s in specs]
     out = out.copy()
     out["memory_per_gpu_bytes"] = [float(m["total_bytes"]) for m in mem]
     out["fits"] = [bool(m["fits"]) for m in mem]
@@ -852,7 +896,8 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
-                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False) -> pd.DataFrame:
+                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -956,10 +1001,11 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         plain = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                                   input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
                                   n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
-                                  overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile)
+                                  overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile,
+                                  async_tp=async_tp, pipeline_schedule=pipeline_schedule)
         fraction = 1.0
-        if ac == "selective":
-            fraction = _selective_fraction(model, gpus, input_shape=input_shape, input_dtype=input_dtype,
+        if ac != "full":
+            fraction = _recompute_fraction(model, gpus, ac, input_shape=input_shape, input_dtype=input_dtype,
                                            input_high=input_high, prec=prec, frame=plain, compile=compile)
         return add_recompute(plain, alpha=alpha, fraction=fraction)
     if n_gpus > 1 or micro_batches not in (None, 1):
@@ -970,7 +1016,11 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                                           inference=inference, n_gpus=int(n_gpus), strategy=strategy,
                                           micro_batches=micro_batches, interconnect=interconnect,
                                           overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node,
-                                          compile=compile)
+                                          compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule)
+    from perfmodel.models.parallel import check_async_tp, pipeline_virtual_stages
+
+    pipeline_virtual_stages(pipeline_schedule)
+    check_async_tp(async_tp, 1, "one GPU")
     if strategy is not None:
         from perfmodel.models.parallel import parse_strategy
 

@@ -70,6 +70,7 @@ __all__ = [
     "Interconnect", "INTERCONNECTS", "LINK_LEVELS", "crosses_nodes", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
     "resolve_interconnect", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "allreduce_time", "allgather_time", "reduce_scatter_time", "p2p_time",
     "bucket_sizes", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "ModelLayout", "model_layout",
+    "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "context_parallel_work",
 ]
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -204,8 +205,9 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
     return INTERCONNECTS[key]
 
 
-#: process groups of a combined strategy that may use their own link (``interconnect={"tp": ..., "pp": ..., "dp": ...}``).
-LINK_GROUPS = ("tp", "pp", "dp")
+#: process groups of a combined strategy that may use their own link (``interconnect={"tp": ..., "pp": ..., "dp": ...}``;
+#: ``"cp"``, the context-parallel group, defaults to the ``"tp"`` link when the dict leaves it out and names ``"tp"``).
+LINK_GROUPS = ("tp", "pp", "dp", "cp")
 
 
 #: levels of a cluster's links (``interconnect={"intra": "nvlink", "inter": "infiniband-ndr"}``): inside a node of
@@ -221,13 +223,16 @@ def _check_gpus_per_node(gpus_per_node) -> int:
 
 
 def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
-    """Which process groups of a layout span more than one node, ranks placed Megatron's way (tensor parallel
-    innermost, then data parallel, pipeline outermost): the ``tp`` group when ``tp > gpus_per_node``; the ``dp`` group
-    (FSDP's too) when ``tp·dp > gpus_per_node``; the ``pp`` group (neighbouring stages ``tp·dp`` ranks apart) when
-    ``pp > 1`` and ``tp·dp >= gpus_per_node``."""
+    """Which process groups of a layout span more than one node, ranks placed Megatron's and torchtitan's way (tensor
+    parallel innermost, then context parallel, then data parallel, pipeline outermost): the ``tp`` group when
+    ``tp > gpus_per_node``; the ``cp`` group when ``tp·cp > gpus_per_node``; the ``dp`` group (FSDP's, which with
+    context parallelism spans the ``dp·cp`` ranks) when ``tp·cp·dp > gpus_per_node``; the ``pp`` group (neighbouring
+    stages ``tp·cp·dp`` ranks apart) when ``pp > 1`` and ``tp·cp·dp >= gpus_per_node``."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
+    cp = int(degrees.get("cp", 1))
     g = _check_gpus_per_node(gpus_per_node)
-    return {"tp": tp > g, "dp": dp > 1 and tp * dp > g, "pp": pp > 1 and tp * dp >= g}
+    return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
+            "pp": pp > 1 and tp * cp * dp >= g}
 
 
 def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, gpus_per_node: int = 8) -> dict:
@@ -276,17 +281,20 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
             raise UnknownNameError(f"interconnect dict has unknown group(s) {bad}; expected keys among {list(LINK_GROUPS)} "
                                    "(the tensor-, pipeline- and data-parallel groups), e.g. {'tp': 'nvlink', 'dp': "
                                    "'infiniband-ndr'}.")
-        return {g: resolve_interconnect(interconnect.get(g), gpu) for g in LINK_GROUPS}
+        out = {g: resolve_interconnect(interconnect.get(g), gpu) for g in LINK_GROUPS if g != "cp"}
+        out["cp"] = resolve_interconnect(interconnect.get("cp", interconnect.get("tp")), gpu)
+        return out
     link = resolve_interconnect(interconnect, gpu)
     return {g: link for g in LINK_GROUPS}
 
 
-_FACTORS = ("dp", "fsdp", "tp", "pp")
-_FACTOR = re.compile(r"^(dp|fsdp|tp|pp)(\d+)?$")
+_FACTORS = ("dp", "fsdp", "cp", "tp", "pp")
+_FACTOR = re.compile(r"^(dp|fsdp|cp|tp|pp)(\d+)?$")
 _SEPARATORS = re.compile(r"[-_,+\s]+")
 _KNOWN = ("Expected one of: dp, fsdp, tp, pp (data parallel, fully sharded data parallel, tensor parallel, pipeline "
-          "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2' or 'dp-tp2' (a factor without a "
-          "degree takes the GPUs the others leave), or a dict such as {'dp': 2, 'tp': 2}.")
+          "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2', 'dp-tp2', 'fsdp8-tp8-pp8' or "
+          "'fsdp4-cp2' (cp: context parallel, with fsdp) (a factor without a degree takes the GPUs the others leave), or a "
+          "dict such as {'dp': 2, 'tp': 2}.")
 
 
 def _factors(strategy) -> list[tuple[str, int | None]]:
@@ -299,7 +307,7 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
         for k, v in strategy.items():
             key = str(k).strip().lower() if isinstance(k, str) else k
             if key not in _FACTORS:
-                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: key {k!r} is not one of dp, fsdp, tp, pp. {_KNOWN}")
+                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: key {k!r} is not one of dp, fsdp, cp, tp, pp. {_KNOWN}")
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
                 raise StrategyError(f"parallel strategy {strategy!r}: the degree of {key!r} must be a positive int (or None: "
                                     f"the GPUs the others leave); got {v!r}.")
@@ -310,7 +318,7 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
         for tok in tokens:
             hit = _FACTOR.match(tok)
             if not hit:
-                where = "" if len(tokens) == 1 else f": factor {tok!r} is not one of dp, fsdp, tp, pp with an optional degree"
+                where = "" if len(tokens) == 1 else f": factor {tok!r} is not one of dp, fsdp, cp, tp, pp with an optional degree"
                 raise UnknownNameError(f"Unknown parallel strategy {strategy!r}{where}. {_KNOWN}")
             deg = hit.group(2)
             if deg is not None and int(deg) < 1:
@@ -329,10 +337,10 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
     if "dp" in names and "fsdp" in names:
         raise StrategyError(f"parallel strategy {strategy!r} combines dp and fsdp: both are the data-parallel dimension "
                             "(fsdp shards it). Use one of them.")
-    if "fsdp" in names and "pp" in names:
-        raise StrategyError(f"parallel strategy {strategy!r} combines fsdp with pipeline parallelism, which perfmodel "
-                            "does not model. Use 'fsdp' alone or with 'tp' (e.g. 'fsdp4-tp2'), or 'dp' with 'tp' / 'pp' "
-                            "(e.g. 'dp2-tp2-pp2').")
+    if "cp" in names and "fsdp" not in names:
+        raise StrategyError(f"parallel strategy {strategy!r} uses context parallelism without fsdp. perfmodel models cp "
+                            "as torchtitan runs it: FSDP shards the parameters over the data- and context-parallel "
+                            "ranks. Name fsdp with it, e.g. 'fsdp4-cp2', or 'fsdp1-cp8' for cp over every GPU.")
     if sum(d is None for _, d in out) > 1 and len(out) > 1:
         raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
                             "without a degree (it takes the GPUs the others leave), e.g. 'dp-tp2'.")
@@ -399,7 +407,7 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
     canon = check_strategy_name(strategy)
     if canon in STRATEGIES:
         deg = dict(dp=n if canon in ("dp", "fsdp") else 1, tp=n if canon == "tp" else 1, pp=n if canon == "pp" else 1,
-                   fsdp=canon == "fsdp", name=canon)
+                   cp=1, fsdp=canon == "fsdp", name=canon)
         return deg
     out = _factors(canon)
     fixed = int(np.prod([d for _, d in out if d is not None]))
@@ -418,15 +426,16 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
         degrees = {k: d for k, d in out}
     fsdp = "fsdp" in degrees
     dp = degrees.get("fsdp", degrees.get("dp", 1))
-    tp, pp = degrees.get("tp", 1), degrees.get("pp", 1)
-    used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("tp", tp), ("pp", pp)) if v > 1]
+    tp, pp, cp = degrees.get("tp", 1), degrees.get("pp", 1), degrees.get("cp", 1)
+    used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("cp", cp), ("tp", tp), ("pp", pp))
+            if v > 1 or (k == "fsdp" and cp > 1)]  # context parallel keeps its fsdp factor, even of degree 1
     if not used:
         name = "fsdp" if fsdp else "dp"
     elif len(used) == 1:
         name = used[0][0]
     else:
         name = "-".join(f"{k}{v}" for k, v in used)
-    return dict(dp=dp, tp=tp, pp=pp, fsdp=fsdp, name=name)
+    return dict(dp=dp, tp=tp, pp=pp, cp=cp, fsdp=fsdp, name=name)
 
 
 
@@ -542,22 +551,33 @@ def exposed_bucket_allreduce(backward_s: float, grad_bytes: float, n: int, link:
     return max(end - backward_s, 0.0), total
 
 
-def pipeline_time(stage_s, micro_batches: int, *, p2p_s: float = 0.0) -> tuple[float, float]:
+def pipeline_time(stage_s, micro_batches: int, *, p2p_s: float = 0.0, virtual_stages: int = 1) -> tuple[float, float]:
     """(step, bubble) seconds of a 1F1B pipeline: ``Σ t_s + (m−1)·max t_s`` with ``t_s`` the forward + backward time of
-    stage ``s`` for one micro-batch, plus ``2·p2p_s`` per stage boundary on the first micro-batch's path and per
-    micro-batch at the slowest stage. The bubble is the idle time of the slowest stage while the pipeline fills and
+    pipeline rank ``s`` for one micro-batch, plus ``2·p2p_s`` per stage boundary on the first micro-batch's path and
+    per micro-batch at the slowest rank. The bubble is the idle time of the slowest rank while the pipeline fills and
     drains, ``Σ t_s − max t_s`` (``(p−1)/(m+p−1)`` of the step for equal stages without communication); the sends are
-    communication, not bubble, so step = ``m·max t_s`` + bubble + sends."""
+    communication, not bubble, so step = ``m·max t_s`` + bubble + sends.
+
+    ``virtual_stages`` ``v > 1``: the interleaved 1F1B schedule (Narayanan et al., SC 2021), each rank running ``v``
+    model chunks of ``1/v`` of its layers: the fill and drain shrink ``v``-fold, ``Σ t_s / v + (m − 1/v)·max t_s``
+    (a bubble of ``(p−1)/(v·m)`` of the busy time for equal stages), at ``v`` times the stage boundaries:
+    ``2·p2p_s`` on each of the ``v·p − 1`` boundaries of the first micro-batch's path."""
     t = np.asarray(stage_s, dtype=float)
     if t.ndim != 1 or len(t) == 0 or (t < 0).any():
         raise ValueError(f"stage_s must be a non-empty sequence of non-negative seconds; got {stage_s!r}.")
     if isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer)) or micro_batches < 1:
         raise ValueError(f"micro_batches must be a positive int; got {micro_batches!r}.")
-    p, m = len(t), int(micro_batches)
+    if isinstance(virtual_stages, bool) or not isinstance(virtual_stages, (int, np.integer)) or virtual_stages < 1:
+        raise ValueError(f"virtual_stages must be a positive int (model chunks per pipeline rank); got {virtual_stages!r}.")
+    p, m, v = len(t), int(micro_batches), int(virtual_stages)
     hop = 2 * p2p_s if p > 1 else 0.0
-    step = float(t.sum() + (m - 1) * t.max() + (p - 1) * hop + (m - 1) * hop)
-    busy = float(m * t.max())
-    return step, max(step - busy - (m - 1) * hop - (p - 1) * hop, 0.0) if p > 1 else 0.0
+    if v == 1:
+        step = float(t.sum() + (m - 1) * t.max() + (p - 1) * hop + (m - 1) * hop)
+        busy = float(m * t.max())
+        return step, max(step - busy - (m - 1) * hop - (p - 1) * hop, 0.0) if p > 1 else 0.0
+    sends = (v * p - 1) * hop + (m - 1) * hop
+    step = float(t.sum() / v + (m - 1 / v) * t.max() + sends)
+    return step, max(step - float(m * t.max()) - sends, 0.0) if p > 1 else 0.0
 
 
 # -- the model's layout: transformer layers, what tensor parallelism splits ------------------------------------------
@@ -574,7 +594,8 @@ class ModelLayout:
     ``n_layers``; ``hidden``, ``heads``, ``ffn``, ``vocab`` from the config (``None`` when unknown);
     ``params``: parameter count; ``param_layer``: for each parameter name, its layer index (-1 before the layers,
     ``n_layers`` after); ``param_split``: whether tensor parallelism splits it; ``param_numel``; ``tied``: input and
-    output embeddings share their weight.
+    output embeddings share their weight; ``kv_heads``: key/value heads (grouped-query attention; ``heads`` when the
+    config does not say).
     """
 
     block_prefix: str
@@ -587,6 +608,7 @@ class ModelLayout:
     param_numel: dict
     param_layer: dict
     param_split: dict
+    kv_heads: int | None = None
 
     @property
     def params(self) -> int:
@@ -659,6 +681,7 @@ def _model_layout(net) -> ModelLayout:
     heads = _cfg_get(cfg, "num_attention_heads", "n_head", "num_heads") if cfg is not None else None
     ffn = (_cfg_get(cfg, "intermediate_size", "n_inner", "ffn_dim", "d_ff") if cfg is not None else None) or (4 * hidden if hidden else None)
     vocab = _cfg_get(cfg, "vocab_size") if cfg is not None else None
+    kv_heads = (_cfg_get(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads") if cfg is not None else None) or heads
     layer, split = {}, {}
     first = idx[0] if idx else 0
     for n in names:
@@ -672,7 +695,7 @@ def _model_layout(net) -> ModelLayout:
             shape = dict(named)[n].shape
             split[n] = bool(vocab) and vocab in tuple(shape)
     return ModelLayout(block_prefix=prefix, n_layers=len(idx), hidden=hidden, heads=heads, ffn=ffn, vocab=vocab, tied=tied,
-                       param_numel=numel, param_layer=layer, param_split=split)
+                       param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads)
 
 
 def _op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
@@ -747,12 +770,15 @@ def _tp_split_mask(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> n
     return mask
 
 
-def _stages(lay: ModelLayout, p: int, net) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Megatron's contiguous split of the layers into ``p`` stages: (stage of each layer, layers per stage, parameters
     per stage, tensor-parallel-split parameters per stage). The embedding goes to the first stage, the head to the
-    last, and a tied embedding is counted on both (Megatron keeps a copy on the last stage)."""
-    bounds = np.array_split(np.arange(lay.n_layers), p)
-    of_layer = np.concatenate([np.full(len(b), s) for s, b in enumerate(bounds)])
+    last, and a tied embedding is counted on both (Megatron keeps a copy on the last stage). With ``v`` virtual stages
+    (interleaved 1F1B) the layers split into ``v·p`` contiguous chunks and chunk ``c`` runs on rank ``c mod p``; the
+    "stage" of a layer is its rank."""
+    bounds = np.array_split(np.arange(lay.n_layers), p * v)
+    of_layer = np.concatenate([np.full(len(b), c % p) for c, b in enumerate(bounds)])
+    bounds = [np.flatnonzero(of_layer == s) for s in range(p)]
     stage_params = np.zeros(p)
     stage_split = np.zeros(p)
     shapes = None
@@ -777,11 +803,90 @@ def _links_label(links: dict, used: list) -> Interconnect | str:
     return "; ".join(f"{g}: {links[g].name} ({links[g].bandwidth_gb_per_s:g} GB/s x {links[g].efficiency:g})" for g in used)
 
 
+#: pipeline schedules and their model chunks per rank: 1F1B, and the interleaved 1F1B of Narayanan et al. (SC 2021)
+#: with torchtitan's default of two chunks per rank (``generate_split_points``: ``num_stages_per_rank = 2`` for its
+#: looped schedules).
+PIPELINE_SCHEDULES = {"1f1b": 1, "interleaved-1f1b": 2}
+
+
+def pipeline_virtual_stages(schedule) -> int:
+    """Model chunks per pipeline rank of a schedule name (:data:`PIPELINE_SCHEDULES`): ``"1f1b"`` → 1,
+    ``"interleaved-1f1b"`` (also ``"Interleaved1F1B"``, torchtitan's spelling) → 2.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown schedule (the message lists the known ones).
+    """
+    key = schedule.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(schedule, str) else None
+    key = {"interleaved1f1b": "interleaved-1f1b", "interleaved": "interleaved-1f1b"}.get(key, key)
+    if key not in PIPELINE_SCHEDULES:
+        raise UnknownNameError(f"Unknown pipeline_schedule {schedule!r}. Expected one of: {', '.join(PIPELINE_SCHEDULES)} "
+                               "(interleaved: two model chunks per pipeline rank).")
+    return PIPELINE_SCHEDULES[key]
+
+
+def check_async_tp(async_tp, tp: int, strategy: str) -> None:
+    """Refuse ``async_tp`` that is not a bool, or asked for without tensor parallelism."""
+    if not isinstance(async_tp, (bool, np.bool_)):
+        raise TypeError(f"async_tp must be True (tensor-parallel collectives overlapped with their matmuls) or False; "
+                        f"got {async_tp!r}.")
+    if async_tp and tp < 2:
+        raise StrategyError(f"async_tp=True overlaps the tensor-parallel collectives with the matmuls, but strategy="
+                            f"{strategy!r} has no tensor parallelism. Add a tp factor (e.g. 'fsdp8-tp8') or pass "
+                            "async_tp=False.")
+
+
+def _tp_layer_exposed(collective_s: float, tp: int, matmul_s: float, async_tp: bool) -> float:
+    """Exposed seconds of one tensor-parallel collective of a layer (half of the layer's tensor-parallel matmul time
+    ``matmul_s`` is the matmul it feeds or follows). Vanilla TP: all of it. Asynchronous TP (torchtitan's
+    micro-pipelined all-gather-matmul and matmul-reduce-scatter over symmetric memory): the collective is cut in ``tp``
+    chunks that each overlap a chunk of the matmul, so one chunk is exposed, or what the matmul cannot hide."""
+    if not async_tp or tp < 2:
+        return collective_s
+    return max(collective_s / tp, collective_s - matmul_s / 2)
+
+
+def context_parallel_shape(shape, in_dtype, cp: int, strategy: str) -> tuple:
+    """One rank's sample under context parallelism: a token sequence ``(s,)`` cut in ``cp`` shards ``(s / cp,)``."""
+    import torch
+
+    shape = tuple(shape)
+    if cp == 1:
+        return shape
+    if in_dtype not in (torch.long, torch.int, torch.int64) or len(shape) != 1:
+        raise StrategyError(f"strategy={strategy!r} splits a token sequence over {cp} context-parallel ranks; the input "
+                            f"is {tuple(shape)} of {in_dtype}. Use cp with a language model (input_shape=(seq_len,)).")
+    if shape[0] % (2 * cp):
+        raise StrategyError(f"strategy={strategy!r}: context parallelism over {cp} ranks cuts the sequence in {2 * cp} "
+                            f"chunks (two per rank, load-balanced for causal masks), but seq_len = {shape[0]} is not a "
+                            f"multiple of {2 * cp}. Use a sequence length divisible by {2 * cp}.")
+    return (shape[0] // cp,)
+
+
+def context_parallel_work(work: pd.DataFrame, cp: int, lay: ModelLayout) -> pd.DataFrame:
+    """Work rows of one context-parallel rank (traced at ``s / cp`` tokens): each fused attention kernel attends its
+    ``s / cp`` queries to the keys of the whole sequence (ring attention, load-balanced: ``1/cp`` of the causal work
+    of the sequence, ``cp`` times the traced shard's), so its FLOPs and key length grow ``cp``-fold and it reads the
+    whole sequence's K and V (the ``kv_heads / (heads + kv_heads)`` share of its traced bytes, ``cp``-fold). Every
+    other operator works on the rank's tokens, as traced."""
+    w = work.copy()
+    attn = w["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (w["op_class"] == "matmul").to_numpy()
+    if attn.any():
+        h, kv = float(lay.heads or 1), float(lay.kv_heads or lay.heads or 1)
+        share = kv / (h + kv)
+        w.loc[attn, "flops"] = w.loc[attn, "flops"] * cp
+        w.loc[attn, "dim_n"] = w.loc[attn, "dim_n"] * cp
+        w.loc[attn, "bytes"] = w.loc[attn, "bytes"] * ((1 - share) + share * cp)
+        w.loc[attn, "tiles"] = w.loc[attn, "tiles"] * cp
+    return w
+
+
 def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high=None,
                                precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                                inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
                                interconnect=None, overlap_grad_reduce: bool = True, gpus_per_node: int = 8,
-                               compile: bool = False) -> pd.DataFrame:
+                               compile: bool = False, async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
     """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
     ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
     ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
@@ -805,8 +910,10 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     else:
         m = int(micro_batches)
     deg = parse_strategy(strategy, n)
-    strat, d, tpd, p, fsdp = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"]
+    strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
     single = strat in STRATEGIES
+    v = pipeline_virtual_stages(pipeline_schedule)
+    check_async_tp(async_tp, tpd, strat)
     B = int(batch_size)
     specs = ost._gpu_specs(gpus, prec)
     links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node) for s in specs]
@@ -847,35 +954,49 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                                 "(n_gpus <= layers) or 'dp' / 'fsdp'.")
         raise StrategyError(f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers} "
                             "repeated layers. Use a pp degree of at most the number of layers.")
+    if p > 1 and lay.n_layers < p * v:
+        raise StrategyError(f"strategy={strat!r} with pipeline_schedule={pipeline_schedule!r}: {p} ranks x {v} model chunks "
+                            f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
     high = int(input_high) if input_high is not None else vocab
-    work = ost._step_work(net, shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer, inference=False,
-                          compile=compile)
+    rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
+    work = ost._step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
+                          inference=False, compile=compile)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
+    if cpd > 1:
+        work = context_parallel_work(work, cpd, lay)
     layer = _op_layer(work, lay.n_layers)
     phase = work["phase"].to_numpy()
     is_opt = phase == "optimizer"
     size = torch.empty((), dtype=getattr(torch, ost.PRECISION_DTYPES[prec])).element_size()
     P = lay.params
-    tokens = b_rank * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
+    tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
     act_bytes = float(tokens * (lay.hidden or 0) * size)
     split_params = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
     rank_P = P if tpd == 1 else split_params / tpd + (P - split_params)  # parameters of one tensor-parallel rank
     if tpd > 1:
         work = _divide_rows(work, _tp_split_mask(work, layer, lay), tpd, tokens)
         work = _scale_rows(work, is_opt, rank_P / P)
-    if fsdp:  # the optimizer updates this rank's shard: 1/dp of its tensor-parallel share
-        work = _scale_rows(work, is_opt, 1 / d)
+    if fsdp:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
+        work = _scale_rows(work, is_opt, 1 / (d * cpd))
     pipe_path = p > 1 or strat == "pp"
     if pipe_path:
-        of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net)
+        of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v)
         stage = np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1, of_layer[np.clip(layer, 0, lay.n_layers - 1)]))
         stage_rank = stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split)
         # tensor-parallel all-reduces per micro-batch on each stage: 4 per layer, the embedding's on the first stage,
         # the vocabulary projection's on the last; of them, backward: 2 per layer and the vocabulary projection's
         n_ar_stage = 4 * stage_layers + (np.arange(p) == 0) + (np.arange(p) == p - 1)
         n_ar_stage_bwd = 2 * stage_layers + (np.arange(p) == p - 1)
-    used = [g for g, k in (("tp", tpd), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
+    used = ([g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1]
+            or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")])
+    attn = work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy()
+    in_layers = (layer >= 0) & (layer < lay.n_layers)
+    tp_mm = (_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
+             if tpd > 1 else np.zeros(len(work), bool))
+    # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer
+    kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (lay.kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
+                      * size / tpd) if cpd > 1 else 0.0)
     q, interval = ost._interval(alpha)
     rows, far = [], []
     for spec, lk in zip(specs, links):
@@ -885,26 +1006,41 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         opt = float(t[is_opt].sum())
         bubble = 0.0
         tp_per = allreduce_time(act_bytes, tpd, lk["tp"])  # 0 without tensor parallelism
-        if fsdp:
+        L = max(lay.n_layers, 1)
+        # tensor-parallel collectives of the layers, per pass (2 per layer; async TP hides them under the matmuls)
+        tp_lf = _tp_layer_exposed(tp_per, tpd, float(t[tp_mm & (phase == "forward")].sum()) / L, async_tp)
+        tp_lb = _tp_layer_exposed(tp_per, tpd, float(t[tp_mm & (phase == "backward")].sum()) / L, async_tp)
+        # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
+        # reduce-scatter dK, dV after the backward one
+        ag_kv = allgather_time(kv_bytes, cpd, lk["cp"])
+        a_f = float(t[attn & (phase == "forward")].sum()) / L
+        a_b = float(t[attn & (phase == "backward")].sum()) / L
+        cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
+        cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
+        cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
+        if fsdp and not pipe_path:
             link = lk["dp"]
-            units = max(lay.n_layers, 1)
-            ag = allgather_time(rank_P * size, d, link)
-            rs = reduce_scatter_time(rank_P * size, d, link)
+            units = L
+            ag = allgather_time(rank_P * size, d * cpd, link)
+            rs = reduce_scatter_time(rank_P * size, d * cpd, link)
             # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
             # projection, in each pass) sit on the critical path
-            tp_f = tp_b = (2 * lay.n_layers + 1) * tp_per
-            f_pass = max(fwd, ag) + ag / units + tp_f
-            b_pass = max(bwd, ag + rs) + rs / units + tp_b
+            tp_f = 2 * lay.n_layers * tp_lf + tp_per if async_tp else (2 * lay.n_layers + 1) * tp_per
+            tp_b = 2 * lay.n_layers * tp_lb + tp_per if async_tp else (2 * lay.n_layers + 1) * tp_per
+            f_pass = max(fwd, ag) + ag / units + tp_f + cp_f
+            b_pass = max(bwd, ag + rs) + rs / units + tp_b + cp_b
             compute = m * (fwd + bwd) + opt
             step = m * (f_pass + b_pass) + opt
-            exposed, comm_total = step - compute, m * (2 * ag + rs + tp_f + tp_b)
+            exposed = step - compute
+            tp_all = (2 * lay.n_layers + 1) * tp_per
+            comm_total = m * (2 * ag + rs + tp_all + tp_all + cp_total)
             f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
         elif not pipe_path:
             # dp x tp: tp all-reduces on the critical path of every micro-batch; the gradient buckets of the rank's
             # parameters all-reduced over the dp replicas under the last micro-batch's backward pass (its tp
             # all-reduces included)
             n_ar = 4 * lay.n_layers + 2
-            tp_comm = m * n_ar * tp_per
+            tp_comm = m * (2 * lay.n_layers * (tp_lf + tp_lb) + 2 * tp_per) if async_tp else m * n_ar * tp_per
             dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * tp_per, rank_P * size, d,
                                                             lk["dp"], overlap=overlap_grad_reduce)
             compute = m * (fwd + bwd) + opt
@@ -914,29 +1050,52 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
             f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
         else:  # pipeline, with tp inside each stage and dp over replicas of the pipeline
             st_fb = np.array([float(t[(stage == s) & ~is_opt].sum()) for s in range(p)])
-            st_tp = n_ar_stage * tp_per
+            edges = (np.arange(p) == 0).astype(float) + (np.arange(p) == p - 1)
+            st_tp = (2 * stage_layers * (tp_lf + tp_lb) + edges * tp_per) if async_tp else n_ar_stage * tp_per
             st = st_fb + st_tp if tpd > 1 else st_fb
+            if cpd > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
+                st = st + stage_layers / L * (cp_f + cp_b)
             st_opt = opt * stage_rank / rank_P
             # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
             hop = p2p_time(act_bytes / tpd, lk["pp"]) + allgather_time(act_bytes, tpd, lk["tp"])
-            pipe, bubble = pipeline_time(st, m, p2p_s=hop)
+            pipe, bubble = pipeline_time(st, m, p2p_s=hop, virtual_stages=v)
             tied_ar = (allreduce_time(lay.vocab * lay.hidden * size / tpd, 2, lk["pp"])
                        if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
-            # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
             dp_ex = np.zeros(p)
             dp_tot = np.zeros(p)
-            if d > 1:
+            head = 0.0
+            if fsdp and d * cpd > 1:
+                # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
+                # parameters once per step, layer by layer under its first micro-batch's forward pass, and
+                # reduce-scatters the gradients once, under its last micro-batch's backward pass
+                heads = np.zeros(p)
+                for s in range(p):
+                    ag_s = allgather_time(stage_rank[s] * size, d * cpd, lk["dp"])
+                    rs_s = reduce_scatter_time(stage_rank[s] * size, d * cpd, lk["dp"])
+                    f_s = float(t[(stage == s) & (phase == "forward")].sum())
+                    b_s = float(t[(stage == s) & (phase == "backward")].sum())
+                    units_s = max(int(stage_layers[s]), 1)
+                    heads[s] = max(ag_s - f_s, 0.0) + ag_s / units_s
+                    dp_ex[s] = max(rs_s - b_s, 0.0) + rs_s / units_s
+                    dp_tot[s] = ag_s + rs_s
+                head = float(heads.max())
+            elif d > 1:
+                # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
                 for s in range(p):
                     b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_stage_bwd[s] * tp_per
                     dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, stage_rank[s] * size, d, lk["dp"],
                                                                    overlap=overlap_grad_reduce)
             tail = st_opt + dp_ex
             o_rank = float(st_opt.max())
-            step = pipe + tied_ar + float(tail.max())
+            step = pipe + tied_ar + float(tail.max()) + head
             sb = int(np.argmax(st))
-            tp_exposed = float(st_tp.sum() + (m - 1) * st_tp[sb]) if tpd > 1 else 0.0
-            exposed = 2 * hop * ((p - 1) + (m - 1)) + tied_ar + tp_exposed + (float(tail.max()) - o_rank)
-            comm_total = 2 * hop * ((p - 1) + (m - 1)) + tied_ar + tp_exposed + float(dp_tot.max())
+            tp_exposed = float(st_tp.sum() / v + (m - 1 / v) * st_tp[sb]) if tpd > 1 else 0.0
+            if cpd > 1:
+                cp_st = stage_layers / L * (cp_f + cp_b)
+                tp_exposed += float(cp_st.sum() / v + (m - 1 / v) * cp_st[sb])
+            sends = 2 * hop * ((v * p - 1) + (m - 1))
+            exposed = sends + tied_ar + tp_exposed + (float(tail.max()) - o_rank) + head
+            comm_total = sends + tied_ar + tp_exposed + float(dp_tot.max())
             compute = step - exposed - bubble
             f_rank = m * float(t[(stage == sb) & (phase == "forward")].sum())
             b_rank_s = m * float(t[(stage == sb) & (phase == "backward")].sum())
@@ -953,6 +1112,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                          forward_s=f_rank, backward_s=b_rank_s, optimizer_s=o_rank, n_kernels=len(work),
                          flops=float(work.loc[~is_opt, "flops"].sum()) * m, n_gpus=n, strategy=strat, micro_batches=m,
                          interconnect=link_name, compute_s=compute, comm_s=exposed, comm_total_s=comm_total, bubble_s=bubble,
+                         pipeline_schedule=("interleaved-1f1b" if v > 1 else "1f1b"), async_tp=bool(async_tp),
                          basis=f"{strat} over {n} GPUs ({how}): per-GPU operators, each roofline x efficiency "
                                f"{ost.learned_on(prec)}, plus alpha-beta communication; "
                                f"interval on the compute only: {interval}"))

@@ -153,7 +153,7 @@ def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
 def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: str = "dp", precision: str = "fp32",
                    optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
                    input_dtype=None, micro_batches: int | None = None, compile: bool = False, gpus_per_node: int = 8,
-                   interconnect=None) -> pd.DataFrame:
+                   interconnect=None, async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
     """Bytes per GPU of training ``model`` on ``n_gpus`` GPUs with ``strategy``, by part, and whether it fits.
 
     Parameters
@@ -183,10 +183,13 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         One sample, as for :func:`perfmodel.predict_step_time`.
     micro_batches : int, optional
         Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise); default 1.
-    compile, gpus_per_node, interconnect
+    compile, gpus_per_node, interconnect, async_tp
         As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
         not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 weights and
         activations are counted in BF16).
+    pipeline_schedule : {"1f1b", "interleaved-1f1b"}
+        With pipeline parallelism: the interleaved schedule keeps ``1 + (p−1)/(p·v)`` times 1F1B's activations in
+        flight (Korthikanti et al., 2022, §4.2.3; ``v`` = 2 model chunks per rank).
 
     Returns
     -------
@@ -214,9 +217,11 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     ac = ost.checkpointing_mode(activation_checkpointing)
     if not isinstance(compile, (bool, np.bool_)):
         raise TypeError(f"compile must be True or False; got {compile!r}.")
-    from perfmodel.models.parallel import _check_gpus_per_node, resolve_links
+    from perfmodel.models.parallel import (_check_gpus_per_node, check_async_tp, context_parallel_shape,
+                                           pipeline_virtual_stages, resolve_links)
 
     _check_gpus_per_node(gpus_per_node)
+    vchunks = pipeline_virtual_stages(pipeline_schedule)
     strat = check_strategy_name(strategy)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
@@ -226,10 +231,11 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     n, m, B = int(n_gpus), int(micro_batches or 1), int(batch_size)
     if n == 1:
         parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
-        strat, d, tpd, p, fsdp = "dp", 1, 1, 1, False
+        strat, d, tpd, p, fsdp, cpd = "dp", 1, 1, 1, False, 1
     else:
         deg = parse_strategy(strategy, n)
-        strat, d, tpd, p, fsdp = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"]
+        strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
+    check_async_tp(async_tp, tpd, strat)
     single = strat in STRATEGIES
     specs = ost._gpu_specs(gpu, prec)
     per_rank = B // d
@@ -246,8 +252,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     mb = per_rank // m
     if interconnect is not None:  # an unknown link is an error here too
         for s_ in specs:
-            resolve_links(interconnect, s_, degrees={"tp": tpd, "dp": d, "pp": p}, gpus_per_node=gpus_per_node)
+            resolve_links(interconnect, s_, degrees={"tp": tpd, "dp": d, "pp": p, "cp": cpd}, gpus_per_node=gpus_per_node)
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    shape = context_parallel_shape(shape, in_dtype, cpd, strat)  # a context-parallel rank holds s / cp tokens
     if tpd > 1 or strat == "tp":
         bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden)) if not v or v % tpd]
         if bad:
@@ -308,6 +315,10 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         if ac == "selective":
             kept = np.minimum(kept_sel[idx] + inp, acts)
             return float(kept.sum()), float((acts - kept).max())
+        if ac != "full":  # "layer:N": the checkpointed layers keep their input, the others everything
+            ck = ost.checkpointed_layers(ac, lay.n_layers)[idx]
+            kept = np.where(ck, np.minimum(inp, acts), acts)
+            return float(kept.sum()), float(acts[ck].max()) if ck.any() else 0.0
         return inp * len(acts), float(acts.max())
 
     P = lay.params
@@ -320,29 +331,39 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
             layer_split[lay.param_layer[k]] += v if lay.param_split[k] else 0
     split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
     if p > 1:
-        bounds = np.array_split(np.arange(lay.n_layers), p)
+        chunks = np.array_split(np.arange(lay.n_layers), p * vchunks)  # interleaved: chunk c on rank c mod p
+        bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
         shapes = {k: tuple(q.shape) for k, q in net.named_parameters()}
         best = None
         for s, ls in enumerate(bounds):
-            sp = float(layer_params[ls].sum()) if len(ls) else 0.0
+            stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0
             ss = float(layer_split[ls].sum()) if len(ls) else 0.0
             for k, v in lay.param_numel.items():
                 li = lay.param_layer[k]
                 if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
                         or (li < 0 and s == p - 1 and lay.tied and lay.vocab and lay.vocab in shapes[k])):
-                    sp += v
+                    stage_p += v
                     ss += v if lay.param_split[k] else 0
             if tpd > 1:
-                sp = ss / tpd + (sp - ss)
+                stage_p = ss / tpd + (stage_p - ss)
             kept, tmp = activations(ls)
             if s == 0:
                 kept += float(out_b[layer < 0].sum())
             if s == p - 1:
                 kept += float(out_b[layer >= lay.n_layers].sum())
             in_flight = min(m, p - s)
+            if vchunks > 1:
+                in_flight = in_flight * (1 + (p - 1) / (p * vchunks))
             if s == p - 1:
                 tmp = max(tmp, head_grad)
-            part = (sp * size, sp * size, sp * state, kept * in_flight + tmp)
+            if fsdp:
+                # FSDP with a pipeline (torchtitan): the stage's shard (1/(dp·cp)) of parameters, gradients and
+                # optimizer states, plus its parameters gathered whole for the step (no resharding between
+                # micro-batches) and their unsharded gradients accumulated until the last micro-batch
+                shard = stage_p / (d * cpd)
+                part = (shard * size + stage_p * size, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
+            else:
+                part = (stage_p * size, stage_p * size, stage_p * state, kept * in_flight + tmp)
             if best is None or sum(part) > sum(best):
                 best = part
         params_b, grads_b, opt_b, act_b = best
@@ -351,7 +372,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         act_b = kept + float(out_b[outside].sum()) + max(tmp, head_grad)
         if fsdp:  # with tp (2D): the tensor-parallel rank's share, sharded over the dp group
             tp_share = split / tpd + (P - split) if tpd > 1 else P
-            rank_p = tp_share / d
+            rank_p = tp_share / (d * cpd)
             gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
                         else float(layer_params.max()))
             params_b = rank_p * size + 2 * gathered * size

@@ -76,13 +76,15 @@ _LLAMA3 = dict(model_type="llama", vocab_size=128256, max_position_embeddings=13
 _LLAMA2 = dict(model_type="llama", vocab_size=32000, max_position_embeddings=4096, rms_norm_eps=1e-5,
                tie_word_embeddings=False)
 #: Hugging Face configs of the published models' sizes (the models' config.json on the Hugging Face Hub:
-#: meta-llama/Llama-3.1-8B, Meta-Llama-3-70B, Llama-2-13b-hf, Llama-2-70b-hf; torchtitan's own llama3 / llama2
+#: meta-llama/Llama-3.1-8B, Meta-Llama-3-70B, Llama-3.1-405B, Llama-2-13b-hf, Llama-2-70b-hf; torchtitan's own llama3 / llama2
 #: model args give the same dimensions). Llama 3 8B and Llama 3.1 8B share one shape.
 MODEL_CONFIGS = {
     "Llama 3.1 8B": dict(_LLAMA3, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32),
     "Llama 3 8B": dict(_LLAMA3, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32),
     "Llama 3.1 70B": dict(_LLAMA3, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64),
     "Llama 3 70B": dict(_LLAMA3, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64),
+    "Llama 3.1 405B": dict(_LLAMA3, hidden_size=16384, intermediate_size=53248, num_hidden_layers=126,
+                           num_attention_heads=128),
     "Llama 2 13B": dict(_LLAMA2, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40, num_attention_heads=40,
                         num_key_value_heads=40),
     "Llama 2 70B": dict(_LLAMA2, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
@@ -102,17 +104,18 @@ def _text(v) -> str:
 
 
 def _why_not(r) -> str:
-    if int(r.pp) > 1 or int(r.cp) > 1:
-        return f"FSDP combined with pp={int(r.pp)}, cp={int(r.cp)}: perfmodel's FSDP is not combined with PP or CP"
-    if pd.notna(r.async_tp) and bool(r.async_tp):
-        return "asynchronous tensor parallelism (communication overlapped inside the matmuls) is not modelled"
     if _text(r.float8_recipe) == "rowwise":
         return "rowwise Float8 scaling is not modelled (perfmodel's fp8 is torchao's tensorwise recipe)"
-    if _text(r.activation_checkpointing) == "selective" and _text(r.selective_ac) == "layer":
-        return "per-layer selective checkpointing (every other layer) is not modelled; the per-operator policy is"
     if r.model not in MODEL_CONFIGS:
         return f"no config for {r.model}"
     return ""
+
+
+def _strategy(r) -> str:
+    """The perfmodel spelling of a row's layout: FSDP over the dp ranks (and the cp ranks with them), then cp, tp, pp."""
+    fsdp, tp, pp, cp = int(r.fsdp), int(r.tp), int(r.pp), int(r.cp)
+    parts = [f"fsdp{fsdp}"] + [f"{k}{v}" for k, v in (("cp", cp), ("tp", tp), ("pp", pp)) if v > 1]
+    return "-".join(parts) if len(parts) > 1 else "fsdp"
 
 
 def data() -> pd.DataFrame:
@@ -130,7 +133,7 @@ def data() -> pd.DataFrame:
         seq = int(r.seq_len) if pd.notna(r.seq_len) else DEFAULT_SEQ_LEN
         # not stated (the H200 runs): torchtitan's train-config default, selective per-operator
         ac = _text(r.activation_checkpointing) or "selective"
-        ac = {"none": False, "full": "full", "selective": "selective"}[ac]
+        ac = {"none": False, "full": "full", "selective": "layer" if _text(r.selective_ac) == "layer" else "selective"}[ac]
         prec = "fp8" if (pd.notna(r.float8) and bool(r.float8)) else "bf16"
         comp = bool(r.compile) if pd.notna(r.compile) else False
         row = dict(source_file=r.source_file, table=r.table, model=r.model, gpu=r.gpu, n_gpus=int(r.n_gpus),
@@ -139,16 +142,19 @@ def data() -> pd.DataFrame:
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
                    predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, skipped=why)
         if not why:
-            tp, dp = int(r.tp), int(r.n_gpus) // int(r.tp)
+            tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
             kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * dp, precision=prec,
-                      n_gpus=int(r.n_gpus), strategy="fsdp" if tp == 1 else f"fsdp{dp}-tp{tp}",
-                      activation_checkpointing=ac, compile=comp, gpus_per_node=8, interconnect=LINKS[r.gpu])
+                      n_gpus=int(r.n_gpus), strategy=_strategy(r), activation_checkpointing=ac, compile=comp,
+                      gpus_per_node=8, interconnect=LINKS[r.gpu], async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False)
+            if pp > 1:  # torchtitan's default: as many micro-batches as pipeline stages
+                kw.update(micro_batches=pp, pipeline_schedule="interleaved-1f1b" if "interleaved" in _text(r.pp_schedule).lower() else "1f1b")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExtrapolationWarning)
                 warnings.simplefilter("ignore", OutOfMemoryWarning)
                 p = pm.predict_step_time(MODEL_CONFIGS[r.model], r.gpu, optimizer="adam-fused", **kw).iloc[0]
-            # torchtitan's tokens/s per GPU: a data-parallel rank's tokens over the GPUs of its model replica
-            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / tp / float(p["step_time_s"])
+            # torchtitan's tokens/s per GPU: a data-parallel rank's tokens over the step time and the GPUs of its model
+            # replica (its tp x pp x cp ranks)
+            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / (tp * pp * cp) / float(p["step_time_s"])
             row["predicted_memory_gib"] = float(p["memory_per_gpu_bytes"]) / 2**30
         rows.append(row)
     out = pd.DataFrame(rows)
