@@ -61,9 +61,12 @@ def test_pipeline_slots_grow_by_the_stage_forward():
 
 
 def test_errors():
-    with pytest.raises(ValueError, match=r"activation_checkpointing must be False, True \(= 'full'\), 'full' or 'selective' "
-                                         r"\(torchtitan's per-operator policy\); got 'yes'\."):
+    with pytest.raises(ValueError, match=r"activation_checkpointing must be False, True \(= 'full'\), 'full', 'selective' "
+                                         r"\(torchtitan's per-operator policy\) or 'layer' / 'layer:N' \(every N-th layer "
+                                         r"checkpointed, N >= 1; torchtitan's per-layer policy\); got 'yes'\."):
         _t(activation_checkpointing="yes")
+    with pytest.raises(ValueError, match=r"or 'layer' / 'layer:N' .*; got 'layer:0'\."):
+        _t(activation_checkpointing="layer:0")
     with pytest.raises(ValueError, match=r"activation_checkpointing recomputes the forward pass during the backward pass "
                                          r"of a training step; an inference pass has no backward pass\."):
         _t(activation_checkpointing=True, inference=True, optimizer=None)

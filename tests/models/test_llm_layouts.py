@@ -1,0 +1,156 @@
+"""The layouts of today's LLM training (torchtitan's): context parallelism, FSDP with pipeline parallelism, the
+interleaved 1F1B schedule, asynchronous tensor parallelism and per-layer selective checkpointing."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel._errors import UnknownNameError
+from perfmodel.models import ExtrapolationWarning
+from perfmodel.models.op_step_time import OutOfMemoryWarning, checkpointed_layers, checkpointing_mode
+from perfmodel.models.parallel import (StrategyError, context_parallel_work, crosses_nodes, model_and_layout,
+                                       pipeline_time, pipeline_virtual_stages)
+
+LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+
+
+def _t(**kw):
+    kw = {"input_shape": (64,), "batch_size": 4, "precision": "bf16", "optimizer": "adam-fused", **kw}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        warnings.simplefilter("ignore", OutOfMemoryWarning)
+        return pm.predict_step_time(LLAMA, "H100", **kw).iloc[0]
+
+
+def _mem(**kw):
+    kw = {"input_shape": (64,), "batch_size": 4, "precision": "bf16", "optimizer": "adam", **kw}
+    return pm.predict_memory(LLAMA, "H100", **kw).iloc[0]
+
+
+# -- the interleaved 1F1B schedule ------------------------------------------------------------------------------------
+
+def test_interleaved_pipeline_time_shrinks_the_bubble_v_fold():
+    m, p, t = 8, 4, 1.0
+    one, bubble1 = pipeline_time([t] * p, m)
+    two, bubble2 = pipeline_time([t] * p, m, virtual_stages=2)
+    assert one == pytest.approx((m + p - 1) * t) and bubble1 == pytest.approx((p - 1) * t)
+    assert two == pytest.approx(m * t + (p - 1) * t / 2) and bubble2 == pytest.approx((p - 1) * t / 2)
+    # sends: 2 x p2p on each of the v*p - 1 boundaries and once per further micro-batch
+    sent, _ = pipeline_time([t] * p, m, p2p_s=0.01, virtual_stages=2)
+    assert sent - two == pytest.approx(2 * 0.01 * ((2 * p - 1) + (m - 1)))
+    with pytest.raises(ValueError, match=r"virtual_stages must be a positive int \(model chunks per pipeline rank\); got 0"):
+        pipeline_time([t] * p, m, virtual_stages=0)
+
+
+def test_pipeline_schedule_names():
+    assert pipeline_virtual_stages("1F1B") == 1
+    assert pipeline_virtual_stages("Interleaved1F1B") == pipeline_virtual_stages("interleaved-1f1b") == 2
+    with pytest.raises(UnknownNameError, match=r"Unknown pipeline_schedule 'gpipe'\. Expected one of: 1f1b, interleaved-1f1b"):
+        _t(n_gpus=2, strategy="pp", micro_batches=2, pipeline_schedule="gpipe")
+
+
+def test_interleaved_schedule_is_faster_and_needs_layers():
+    one = _t(n_gpus=2, strategy="pp", micro_batches=4)
+    two = _t(n_gpus=2, strategy="pp", micro_batches=4, pipeline_schedule="interleaved-1f1b")
+    assert two["pipeline_schedule"] == "interleaved-1f1b" and one["pipeline_schedule"] == "1f1b"
+    assert two["bubble_s"] < one["bubble_s"] and two["step_time_s"] < one["step_time_s"]
+    with pytest.raises(StrategyError, match=r"pipeline_schedule='interleaved-1f1b': 4 ranks x 2 model chunks need at least 8 "
+                                            r"layers; .* has 4\. Use '1f1b' or fewer stages\."):
+        _t(n_gpus=4, strategy="pp", micro_batches=4, pipeline_schedule="interleaved-1f1b")
+    # the activations in flight grow by 1 + (p-1)/(p v)
+    m1 = _mem(n_gpus=2, strategy="pp", micro_batches=4)
+    m2 = _mem(n_gpus=2, strategy="pp", micro_batches=4, pipeline_schedule="interleaved-1f1b")
+    assert m2["activations_bytes"] > m1["activations_bytes"]
+
+
+# -- FSDP with a pipeline ---------------------------------------------------------------------------------------------
+
+def test_fsdp_with_pipeline_gathers_once_and_keeps_the_stage_whole():
+    plain = _t(n_gpus=4, strategy="dp2-pp2", micro_batches=2)
+    f = _t(n_gpus=4, strategy="fsdp2-pp2", micro_batches=2)
+    assert f["strategy"] == "fsdp2-pp2" and f["comm_total_s"] > 0 and f["step_time_s"] > 0
+    # one all-gather and one reduce-scatter of the stage per step: a ring all-reduce's bytes, as DDP's
+    assert f["comm_total_s"] == pytest.approx(plain["comm_total_s"], rel=1e-12)
+    m = _mem(n_gpus=4, strategy="fsdp2-pp2", micro_batches=2)
+    d = _mem(n_gpus=4, strategy="dp2-pp2", micro_batches=2)
+    # the stage's parameters whole (no resharding between micro-batches) plus its shard; optimizer states sharded
+    assert m["params_bytes"] == pytest.approx(1.5 * d["params_bytes"])
+    assert m["optimizer_bytes"] == pytest.approx(d["optimizer_bytes"] / 2)
+
+
+# -- context parallelism ----------------------------------------------------------------------------------------------
+
+def test_context_parallel_rank_attends_to_the_whole_sequence():
+    from perfmodel.models import op_step_time as ost
+
+    net, shape, dt, vocab, name, lay = model_and_layout(LLAMA, (64,), None)
+    w = ost._step_work(net, (32,), dt, vocab, batch_size=1, prec="bf16", optimizer=None, inference=False)
+    cp = context_parallel_work(w, 2, lay)
+    attn = w["op"].str.contains("scaled_dot_product").to_numpy() & (w["op_class"] == "matmul").to_numpy()
+    assert attn.any()
+    assert np.allclose(cp.loc[attn, "flops"], 2 * w.loc[attn, "flops"])
+    assert np.allclose(cp.loc[attn, "dim_n"], 2 * w.loc[attn, "dim_n"])
+    share = 2 / (4 + 2)  # K and V heads over all the heads the kernel reads
+    assert np.allclose(cp.loc[attn, "bytes"], w.loc[attn, "bytes"] * ((1 - share) + 2 * share))
+    assert cp.loc[~attn].equals(w.loc[~attn])
+
+
+def test_context_parallel_step_and_memory():
+    # the same global batch: a cp rank holds half of each sequence, an fsdp rank half of the sequences
+    fsdp = _t(n_gpus=2, strategy="fsdp", batch_size=2)
+    cp = _t(n_gpus=2, strategy="fsdp1-cp2", batch_size=2)
+    assert cp["strategy"] == "fsdp1-cp2" and cp["step_time_s"] > 0
+    # the rank's tokens are as many; its attention covers half of the causal work of two whole sequences
+    assert cp["flops"] == pytest.approx(fsdp["flops"], rel=0.05)
+    m_cp = _mem(n_gpus=2, strategy="fsdp1-cp2", batch_size=2)
+    m_fsdp = _mem(n_gpus=2, strategy="fsdp", batch_size=2)
+    assert m_cp["params_bytes"] == pytest.approx(m_fsdp["params_bytes"])  # sharded over dp x cp = 2 ranks
+    assert m_cp["activations_bytes"] == pytest.approx(m_fsdp["activations_bytes"], rel=0.05)
+    with pytest.raises(StrategyError, match=r"context parallelism over 2 ranks cuts the sequence in 4 chunks .* seq_len = 62 "
+                                            r"is not a multiple of 4"):
+        _t(n_gpus=2, strategy="fsdp1-cp2", batch_size=1, input_shape=(62,))
+
+
+def test_context_parallel_groups_and_links():
+    assert crosses_nodes({"tp": 8, "cp": 2, "dp": 1}, 8) == {"tp": False, "cp": True, "dp": True, "pp": False}
+    assert crosses_nodes({"tp": 1, "cp": 8, "dp": 1}, 8) == {"tp": False, "cp": False, "dp": False, "pp": False}
+    assert crosses_nodes({"tp": 1, "cp": 2, "dp": 8}, 8)["dp"]
+
+
+# -- asynchronous tensor parallelism ----------------------------------------------------------------------------------
+
+def test_async_tp_hides_the_collectives_under_the_matmuls():
+    van = _t(n_gpus=4, strategy="fsdp2-tp2", batch_size=4)
+    asy = _t(n_gpus=4, strategy="fsdp2-tp2", batch_size=4, async_tp=True)
+    assert asy["async_tp"] and not van["async_tp"]
+    assert asy["comm_s"] < van["comm_s"] and asy["step_time_s"] < van["step_time_s"]
+    assert asy["compute_s"] == pytest.approx(van["compute_s"], rel=1e-12)
+    with pytest.raises(StrategyError, match=r"async_tp=True overlaps the tensor-parallel collectives with the matmuls, but "
+                                            r"strategy='fsdp' has no tensor parallelism"):
+        _t(n_gpus=2, strategy="fsdp", batch_size=2, async_tp=True)
+    with pytest.raises(StrategyError, match=r"strategy='one GPU' has no tensor parallelism"):
+        _t(async_tp=True)
+    with pytest.raises(TypeError, match=r"async_tp must be True .* or False; got 'yes'"):
+        _t(n_gpus=4, strategy="fsdp2-tp2", async_tp="yes")
+
+
+# -- per-layer selective checkpointing --------------------------------------------------------------------------------
+
+def test_per_layer_checkpointing_modes():
+    assert checkpointing_mode("layer") == "layer:2" == checkpointing_mode("selective-layer")
+    assert checkpointing_mode("layer:3") == "layer:3" and checkpointing_mode("layer:1") == "full"
+    assert checkpointed_layers("layer:2", 4).tolist() == [False, True, False, True]
+    assert checkpointed_layers("full", 2).tolist() == [True, True]
+
+
+def test_per_layer_checkpointing_sits_between_none_and_full():
+    none, half, full = _t(), _t(activation_checkpointing="layer"), _t(activation_checkpointing="full")
+    assert none["step_time_s"] < half["step_time_s"] < full["step_time_s"]
+    every = _t(activation_checkpointing="layer:1")
+    assert every["step_time_s"] == full["step_time_s"]
+    m0, m2, mf = (_mem(activation_checkpointing=a)["activations_bytes"] for a in (False, "layer", True))
+    assert mf < m2 < m0
