@@ -191,7 +191,7 @@ def _cmd_predict(args) -> int:
     kw = dict(input_shape=shape, batch_size=args.batch_size, precision=args.precision, optimizer=optimizer, n_gpus=args.n_gpus,
               strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
               activation_checkpointing=args.activation_checkpointing, compile=args.compile,
-              gpus_per_node=args.gpus_per_node)
+              gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule)
     step = pm.predict_step_time(model, gpus, **kw)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
@@ -687,15 +687,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="optimizer step included (none: forward + backward only)")
     pred.add_argument("--n-gpus", type=int, default=1, help="GPUs the step runs on")
     pred.add_argument("--strategy", default="dp", help="parallel strategy for --n-gpus > 1: dp, fsdp, tp, pp or a "
-                                                         "combination such as dp2-tp2-pp2")
+                                                         "combination such as dp2-tp2-pp2, fsdp8-tp8-pp8 or fsdp4-cp2 "
+                                                         "(cp: context parallel)")
     pred.add_argument("--micro-batches", type=int, default=None, help="pipeline micro-batches (pp)")
+    pred.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "interleaved-1f1b"],
+                      help="pipeline schedule (interleaved: two model chunks per rank)")
+    pred.add_argument("--async-tp", action="store_true",
+                      help="asynchronous tensor parallelism: tp collectives overlapped with their matmuls")
     pred.add_argument("--interconnect", default=None,
                       help="link between GPUs: nvlink, pcie4, infiniband-ndr ..., a link per level "
                            "(intra=nvlink,inter=infiniband-ndr) or a link per group (tp=nvlink,dp=infiniband-ndr)")
     pred.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (for intra=/inter= links)")
-    pred.add_argument("--activation-checkpointing", nargs="?", const="full", default=False, choices=["full", "selective"],
-                      help="recompute activations in the backward pass: full (the flag alone) or selective "
-                           "(torchtitan's per-operator policy)")
+    pred.add_argument("--activation-checkpointing", nargs="?", const="full", default=False,
+                      help="recompute activations in the backward pass: full (the flag alone), selective "
+                           "(torchtitan's per-operator policy) or layer / layer:N (every N-th layer, default 2)")
     pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
     pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in CM-DARE's cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
