@@ -799,7 +799,9 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0) -> p
         pp = (out["strategy"] == "pp").to_numpy() | (p > 1)
         m = out["micro_batches"].to_numpy(float)
         # interleaved 1F1B: the fill and drain are v times shorter (perfmodel.models.parallel.pipeline_time)
-        v = (out["pipeline_schedule"].map({"interleaved-1f1b": 2.0}).fillna(1.0).to_numpy(float)
+        from perfmodel.models.parallel import PIPELINE_SCHEDULES
+
+        v = (out["pipeline_schedule"].map(PIPELINE_SCHEDULES).fillna(1).to_numpy(float)
              if "pipeline_schedule" in out.columns else np.ones(len(out)))
         extra = np.where(pp, (m + (p - 1) / v) * fwd / m, fwd)
         out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) / v * fwd / m, 0.0)
@@ -938,10 +940,18 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         parallel (ZeRO-3), ``"tp"`` Megatron tensor parallel, or ``"pp"`` 1F1B pipeline parallel over all the GPUs
         (:mod:`perfmodel.models.parallel`); or a Megatron combination with each factor's degree, ``"dp2-tp2-pp2"``,
         ``"tp4-pp2"``, ``"dp-tp2"`` (the factor without a degree takes the GPUs the others leave) or
-        ``{"dp": 2, "tp": 2}``, whose degrees multiply to ``n_gpus`` (:func:`perfmodel.models.parallel.parse_strategy`).
+        ``{"dp": 2, "tp": 2}``, whose degrees multiply to ``n_gpus`` (:func:`perfmodel.models.parallel.parse_strategy`);
+        torchtitan's layouts: ``"fsdp32-tp8"`` (2D), ``"fsdp8-tp8-pp8"`` (3D), ``"fsdp4-cp2"`` or
+        ``"fsdp2-cp2-tp8-pp8"`` (context parallel, with fsdp).
     micro_batches : int, optional
         Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others
         (default 1).
+    pipeline_schedule : {"1f1b", "interleaved-1f1b"}
+        With pipeline parallelism: 1F1B, or the interleaved 1F1B schedule with two model chunks per rank
+        (:func:`perfmodel.models.parallel.pipeline_time`).
+    async_tp : bool, default False
+        Asynchronous tensor parallelism (torchtitan's, with ``torch.compile``): each tensor-parallel collective of a
+        layer overlapped with its matmul, one chunk of ``1/tp`` exposed; needs a ``tp`` factor.
     interconnect : str, Interconnect or dict, optional
         Link between the GPUs: ``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"`` ... (:data:`perfmodel.models.parallel.INTERCONNECTS`)
         or an :class:`perfmodel.models.parallel.Interconnect`; default the GPU's NVLink from the catalog, else its PCIe.
@@ -956,12 +966,13 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     overlap_grad_reduce : bool
         ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
         after the backward pass (Megatron-LM's default).
-    activation_checkpointing : bool or {"full", "selective"}
+    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}
         ``True`` / ``"full"``: keep only each layer's input and recompute the forward pass during the backward pass
         (``torch.utils.checkpoint``, Megatron's full recompute): one more forward pass per micro-batch on every GPU,
         counted in ``backward_s`` (where it runs) and in ``step_time_s`` (:func:`add_recompute`). ``"selective"``:
         torchtitan's per-operator policy (:func:`checkpointing_mode`): only the forward operators it does not keep are
-        recomputed. The memory it saves is :func:`perfmodel.predict_memory`'s.
+        recomputed. ``"layer"`` / ``"layer:N"``: torchtitan's per-layer policy, every ``N``-th layer (default 2)
+        checkpointed whole. The memory it saves is :func:`perfmodel.predict_memory`'s.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""One training step on several GPUs: data, fully sharded, tensor and pipeline parallel, from the single-GPU operator model.
+"""One training step on several GPUs: data, fully sharded, tensor, pipeline and context parallel, from the single-GPU operator model.
 
 The compute of each GPU is the per-operator model of :mod:`perfmodel.models.op_step_time` applied to the operators that
 GPU runs; the communication is an α–β cost on the link between the GPUs:
@@ -41,7 +41,22 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   optimizer step (the other stages' earlier finish is not credited). ``fsdp`` combines with ``tp`` (torchtitan's
   2D parallelism, ``"fsdp32-tp8"``): each tensor-parallel rank's share of the parameters is sharded over the ``dp``
   group, gathered per layer and reduce-scattered as for ``fsdp``, with the tensor-parallel all-reduces of every layer
-  on the critical path; ``fsdp`` is not combined with ``pp``.
+  on the critical path. ``fsdp`` combines with ``pp`` (torchtitan's 3D, ``"fsdp8-tp8-pp8"``): as torchtitan runs it,
+  without resharding between micro-batches — each pipeline rank gathers its stage's shard once per step, under its
+  first micro-batch's forward pass (layer by layer: ``max(0, gather − forward) + gather / layers`` exposed, the
+  slowest rank's), and reduce-scatters the gradients once, under its last micro-batch's backward pass.
+* **cp** (context parallelism, torchtitan's ring attention with the all-gather rotation; only with ``fsdp``,
+  ``"fsdp4-cp2"``, ``"fsdp1-cp8"``): each of the ``cp`` ranks of a replica holds ``s / cp`` tokens of every sequence
+  (``s`` a multiple of ``2·cp``, two load-balanced chunks per rank); every operator runs on the rank's tokens except
+  the fused attention, whose queries attend to the whole sequence (:func:`context_parallel_work`: ``cp`` times the
+  traced shard's FLOPs, ``1/cp`` of the sequence's causal work). Per layer and pass, K and V of the whole sequence
+  (this tensor-parallel rank's heads) are all-gathered over the ``cp`` group under the first of the ``cp`` attention
+  chunks, and dK, dV reduce-scattered after the backward one. FSDP shards the parameters over the ``dp × cp`` ranks.
+* **asynchronous tp** (``async_tp=True``, torchtitan's micro-pipelined all-gather-matmul and matmul-reduce-scatter):
+  each tensor-parallel collective of a layer is cut into ``tp`` chunks that overlap the matmul it feeds or follows:
+  ``max(collective / tp, collective − matmul)`` is exposed (:func:`_tp_layer_exposed`).
+* **pipeline schedules**: ``"1f1b"`` and ``"interleaved-1f1b"`` (two model chunks per rank, torchtitan's default
+  for its looped schedules; :func:`pipeline_time`): the fill and drain shrink ``v``-fold, the sends grow ``v``-fold.
   One ``interconnect`` serves all the groups unless a dict ``{"tp": ..., "pp": ..., "dp": ...}`` gives each its
   own (:func:`resolve_links`; e.g. NVLink for ``tp`` inside a node, InfiniBand for ``pp`` and ``dp`` across nodes).
   A single strategy spelled with its degree (``"dp4"`` on 4 GPUs) is the single strategy, to the bit.
@@ -52,7 +67,9 @@ NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL c
 What it does not model: congestion between collectives of different groups (or of several groups sharing one
 link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
 NVSwitch in-network reduction (NVLS), kernel slow-down from communication sharing the GPU's SMs,
-interleaved pipeline schedules, sequence parallelism, asynchronous tensor parallelism, and fsdp combined with pp.
+sequence parallelism in the step time (its collectives move an all-reduce's bytes, as modelled; the memory counts it
+under ``fsdp`` with ``tp``), the slow-down of matmuls cut into chunks by asynchronous tensor parallelism, and the
+lower efficiency of ring attention's partial kernels under context parallelism.
 """
 from __future__ import annotations
 

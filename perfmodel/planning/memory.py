@@ -30,7 +30,10 @@ Counted per GPU:
   layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
   as above, the split operators' ``/ tp`` (Megatron without sequence parallelism: the layer norms, dropouts and
   residuals on the hidden state stay whole on every tensor-parallel rank) and ``min(m, pp − s)`` micro-batches in
-  flight on stage ``s``.
+  flight on stage ``s``. ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
+  gradients and optimizer states, plus its parameters and their gradients whole (no resharding between
+  micro-batches). Context parallelism (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters
+  sharded over ``dp·cp``.
 
 Not counted: the CUDA context and allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
 temporary workspaces of the kernels.
@@ -174,8 +177,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         Precision of parameters and activations.
     optimizer : {"adam", "adam-fused", "sgd-momentum", "sgd", None}
         What the optimizer keeps per parameter.
-    activation_checkpointing : bool or {"full", "selective"}
-        ``True``/``"full"``: keep only each layer's input and recompute the layer in the backward pass;
+    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}
+        ``True``/``"full"``: keep only each layer's input and recompute the layer in the backward pass; ``"layer:N"``:
+        every ``N``-th layer so (default 2), the others keep everything;
         ``"selective"``: torchtitan's per-operator policy — each layer keeps its input, the fused attention outputs and
         the outputs of every other matmul (:func:`perfmodel.models.op_step_time.checkpointing_mode`), and one layer's
         recomputed rest is transient.

@@ -13,13 +13,15 @@ Procedure
 Every published row a single perfmodel call can state is predicted with pm.predict_step_time (and pm.predict_memory):
 the model's Hugging Face Llama config (sizes of the published models, MODEL_CONFIGS), sequence length (torchtitan's
 train config default 8192 where the table does not say), global batch = local batch x data-parallel degree, BF16 (fp8
-for the Float8 rows), the fused Adam step, FSDP over all the GPUs or FSDP x TP ("fsdp32-tp8"; Megatron's tensor
-parallel without sequence parallelism), 8 GPUs per node with NVLink inside and the per-GPU NIC between
-nodes (LINKS), compile and activation checkpointing (full or torchtitan's per-operator selective policy) as the row
-says; tokens/s per GPU is a data-parallel rank's tokens over the step time and the GPUs of its model replica, as
-torchtitan counts it. Rows with pipeline or context parallelism, asynchronous TP, rowwise Float8 scaling or per-layer
-selective checkpointing are listed with the reason they are not predicted. Nothing is fitted on these rows. Scored: absolute % error of tokens/s
-per GPU and of peak memory (GiB) per row, their mean (MAPE), and the share of rows within 25 %.
+for the Float8 rows), the fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP ("fsdp32-tp8"), FSDP x
+TP x PP ("fsdp8-tp8-pp8", as many micro-batches as stages, torchtitan's default, 1F1B or interleaved 1F1B as the row
+says) or with context parallelism ("fsdp4-cp2-tp8-pp8"), asynchronous TP where the row says, 8 GPUs per node with
+NVLink inside and the per-GPU NIC between nodes (LINKS), compile and activation checkpointing (full, torchtitan's
+per-operator selective policy, or its per-layer policy every other layer) as the row says; tokens/s per GPU is a
+data-parallel rank's tokens over the step time and the GPUs of its model replica (tp x pp x cp), as torchtitan counts
+it. Rows with rowwise Float8 scaling are listed with the reason they are not predicted. Nothing is fitted on these
+rows. Scored: absolute % error of tokens/s per GPU and of peak memory (GiB) per row, their mean (MAPE), and the share
+of rows within 25 %.
 """
 
 from __future__ import annotations
@@ -182,7 +184,7 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
 _UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows",
           "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio"}
 _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "runs one perfmodel call states",
-         "rows_skipped": "runs listed with the reason they are not predicted (TP/PP/CP, async TP, per-layer selective AC)",
+         "rows_skipped": "runs listed with the reason they are not predicted (rowwise Float8 scaling)",
          "tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the predicted runs",
          "tokens_worst_pct": "largest absolute % error of tokens/s per GPU over the predicted runs",
          "tokens_within_25_pct_share": "share of the predicted runs within 25 % on tokens/s per GPU",
