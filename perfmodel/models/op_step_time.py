@@ -24,7 +24,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
 
 #: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
@@ -33,6 +33,11 @@ PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "f
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
 #: the BF16 tensor read for its absolute maximum (2), read again and written as FP8 (2 + 1).
 FP8_CAST_BYTES_PER_ELEMENT = 5
+#: the same under ``torch.compile``, per element of each **activation** operand: Inductor fuses the absolute-maximum
+#: reduction into the kernel that produced the tensor, and the cast reads the BF16 tensor once (2) and writes its FP8
+#: copy and the transposed FP8 copy the weight-gradient GEMM reads (1 + 1). Weights are cast on their FSDP shard before
+#: the FP8 all-gather (torchtitan's ``enable_fsdp_float8_all_gather``), not per GEMM.
+FP8_CAST_COMPILED_BYTES_PER_ELEMENT = 4
 
 _FREE = {"view", "factory"}
 _SHAPE = re.compile(r"[0-9]+(x[0-9]+)*")
@@ -341,8 +346,10 @@ def _step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infer
     memo = module_memo(net)
     if key not in memo:
         if compile:
-            memo[key] = compiled_work(_step_work(net, shape, in_dtype, high, batch_size=batch_size, prec=prec,
-                                                 optimizer=optimizer, inference=inference))
+            # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
+            ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            fused = compiled_work(work_from_ops(ops).reset_index(drop=True))
+            memo[key] = fp8_work(fused, vocab=high, compiled=True) if prec == "fp8" else fused
         else:
             ops = _step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
             work = work_from_ops(ops).reset_index(drop=True)
@@ -383,7 +390,7 @@ def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
     return fused.drop(columns="_chain").sort_index().reset_index(drop=True)
 
 
-def fp8_work(work: pd.DataFrame, *, vocab: int | None = None) -> pd.DataFrame:
+def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = False) -> pd.DataFrame:
     """Work rows of a BF16 step with its linear layers in FP8, as torchao's ``Float8Linear`` (tensorwise scaling, the
     recipe torchtitan's Float8 runs use) trains them — a stated extrapolation, no FP8 kernel was measured:
 
@@ -391,8 +398,14 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None) -> pd.DataFrame:
       GEMMs) runs at the GPU's FP8 tensor-core rate (``fp8`` column True), except a GEMM with a dimension of the
       vocabulary size (the output projection stays in BF16, as torchtitan leaves it);
     * each such GEMM first casts its two operands to FP8: one elementwise kernel per GEMM moving
-      :data:`FP8_CAST_BYTES_PER_ELEMENT` bytes per operand element;
+      :data:`FP8_CAST_BYTES_PER_ELEMENT` bytes per operand element (a work row as :func:`work_from_ops` describes an
+      elementwise kernel of those bytes);
     * attention, norms, activations and the optimizer stay in BF16 / FP32.
+
+    ``compiled`` (``torch.compile``, as torchtitan runs Float8): only the activation operand of a GEMM whose rows are
+    the tokens (the input of a forward GEMM, the output gradient of an input-gradient GEMM; the weight-gradient GEMM
+    reuses both) is cast, by one kernel of its own moving :data:`FP8_CAST_COMPILED_BYTES_PER_ELEMENT` bytes per
+    element; the token count is the commonest row count of the forward FP8 GEMMs.
     """
     w = work.copy()
     mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
@@ -400,11 +413,22 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None) -> pd.DataFrame:
         mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
     w["fp8"] = mm
     sel = w[mm]
+    per_el = FP8_CAST_COMPILED_BYTES_PER_ELEMENT if compiled else FP8_CAST_BYTES_PER_ELEMENT
+    if len(sel) and compiled:
+        fwd_m = sel.loc[sel["phase"].astype(str) == "forward", "dim_m"]
+        tokens = float(fwd_m.mode().iloc[0]) if len(fwd_m) else np.nan
+        sel = sel[sel["dim_m"].to_numpy(float) == tokens]
     if len(sel):
-        n_el = sel["dim_b"].to_numpy(float) * (sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
-                                               + sel["dim_n"].to_numpy(float) * sel["dim_k"].to_numpy(float))
-        casts = pd.DataFrame({"op_class": "elementwise", "flops": n_el, "bytes": FP8_CAST_BYTES_PER_ELEMENT * n_el,
-                              "tiles": np.ceil(n_el / 512), "dim_m": 1.0, "dim_n": 1.0, "dim_k": n_el, "dim_b": 1.0,
+        n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
+        if not compiled:
+            n_el = n_el + sel["dim_b"].to_numpy(float) * sel["dim_n"].to_numpy(float) * sel["dim_k"].to_numpy(float)
+        # described as work_from_ops describes an elementwise kernel moving other than 8-12 bytes per element: the
+        # binary op over bytes / 12 elements, rows of the operand's last dimension (the GEMM's reduction dimension)
+        nbytes = per_el * n_el
+        eq = np.maximum(nbytes / 12.0, 1.0)
+        last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
+        casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes,
+                              "tiles": np.ceil(eq / 512), "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0,
                               "op": "float8_cast", "phase": sel["phase"].to_numpy(), "fp8": False})
         if "module" in w.columns:
             casts["module"] = sel["module"].to_numpy()

@@ -23,8 +23,9 @@ Counted per GPU:
   (sequence parallelism): every saved tensor and each layer's checkpointed input ``/ tp``.
   ``activation_checkpointing="selective"`` (torchtitan's per-operator policy) keeps each
   layer's input, its fused attention outputs and every other matmul output. The backward pass starts with the
-  gradient of the largest tensor the head saved (a language model's logits), allocated while every saved activation
-  is alive: counted on top of them (or one recomputed layer, whichever is larger).
+  gradients of the largest tensor the head saved (a language model's log-softmax output): the one flowing into its
+  backward kernel and the one it writes, both of its size, allocated while every saved activation is alive: counted
+  on top of them (or one recomputed layer, whichever is larger).
 * **combinations** (``"dp2-tp2-pp2"``, :func:`perfmodel.models.parallel.parse_strategy`): the GPU's micro-batch is
   ``batch / dp / m``; parameters, gradients and optimizer states are those of the largest pipeline stage (all the
   layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
@@ -288,11 +289,12 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     outside = (layer < 0) | (layer >= lay.n_layers)
     n_saved = len(saved)
 
-    # the backward pass starts at the loss: the gradient of the largest tensor the head saved (the logits of a language
-    # model) is allocated while every saved activation is still alive; later transients (one layer recomputed) come
-    # after it has been freed
+    # the backward pass starts at the loss: the backward kernel of the largest tensor the head saved (a language
+    # model's log-softmax output, FP32 logits) reads the gradient flowing into it and writes the gradient of its input,
+    # both of that size, while every saved activation is still alive; later transients (one layer recomputed) come
+    # after they have been freed
     head = layer >= lay.n_layers
-    head_grad = float(out_b[head].max()) if head.any() else 0.0
+    head_grad = 2 * float(out_b[head].max()) if head.any() else 0.0
     kept_sel = np.zeros(lay.n_layers)
     if ac == "selective" and lay.n_layers:
         # torchtitan's per-operator policy: the outputs of the fused attention kernels and of every other matmul of a
