@@ -133,8 +133,9 @@ def _llm_claims():
     links = collectives.fitted_params()["links"]
     yield "(NVLink {}, InfiniBand {};", (f"{links['nvlink']['efficiency']:.2f}", f"{links['infiniband']['efficiency']:.2f}")
     n = torchtitan_runs.summary().set_index("quantity")["value"]
-    yield ("On torchtitan's published Llama runs that one call can state ({} of {}: FSDP and FSDP x TP on H100, H200 and A100), tokens/s per "
-           "GPU errs by {} % MAPE (worst {} %), peak memory by {} % on the {} runs that publish it"), (
+    yield ("On torchtitan's published Llama runs that one call can state ({} of {}: every layout but rowwise Float8, on "
+           "H100, H200 and A100), tokens/s per GPU errs by {} % MAPE (worst {} %), peak memory by {} % on the {} runs "
+           "that publish it"), (
         int(n["rows_predicted"]), int(n["rows"]), _pct(n["tokens_mape_pct"]), _pct(n["tokens_worst_pct"]),
         _pct(n["memory_mape_pct"]), int(n["memory_rows"]))
 
