@@ -1,7 +1,7 @@
 """Import cycles in the package, read statically (every ``import`` and ``from … import``, at module level or inside a
 function): the layers of DESIGN.md import only downward. A module importing its own package's ``__init__`` (the
-package's public face) is not counted. The cycles that remain are listed here, with the issue that removes them: a
-new cycle fails, and so does a listed one that is gone (take it off the list)."""
+package's public face) is not counted. The cycles that remain are listed here: a new cycle fails, and so does a listed
+one that is gone (take it off the list)."""
 from __future__ import annotations
 
 import ast
@@ -9,8 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "perfmodel"
 
-#: cycles still in the package (issue 22, "One shape, said once": the step-time model as layers that only import
-#: downward, and the two two-file circles it names)
+#: cycles still in the package (the step-time model is to become layers that only import downward; the two two-file
+#: circles go with it)
 KNOWN = [
     {"perfmodel.models.bathtub", "perfmodel.models.lifetimes"},
     {"perfmodel.reproduce._report", "perfmodel.reproduce._runner"},
