@@ -34,7 +34,7 @@ def main() -> None:
               strategies=("dp", "fsdp", "tp", "pp"), spot=(True, False), precision="bf16", optimizer="adam")
     t = time.perf_counter()
     from perfmodel.models.op_latency import default_op_model  # the shipped fitted model
-    from perfmodel.models.parallel import model_and_layout
+    from perfmodel.models.workload import model_and_layout
 
     model_and_layout(cfg, (1024,))  # imports transformers' GPT-2 and builds the model on meta
     default_op_model()  # the fitted per-operator model, read from the package

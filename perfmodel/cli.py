@@ -605,6 +605,7 @@ def _cmd_fit(args) -> int:
     from pathlib import Path
 
     import perfmodel.models.op_latency as ol
+    from perfmodel.models import op_fit as of
 
     extra = None
     if args.with_:
@@ -612,7 +613,7 @@ def _cmd_fit(args) -> int:
 
         extra = pd.concat([ol.load_op_rows(p) for p in args.with_], ignore_index=True)
     out = Path(args.out) if args.out else None
-    b = ol.fit_op_model(extra, out=out, progress=not args.quiet, force=args.force)
+    b = of.fit_op_model(extra, out=out, progress=not args.quiet, force=args.force)
     verb = "fitted and wrote" if b["fitted"] else "already up to date:"
     print(f"{verb} {b['path']} (sha256 {b['sha256']})")
     print(f"fitted on: {b['model'].provenance_}")

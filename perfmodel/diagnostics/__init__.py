@@ -1,7 +1,4 @@
-"""perfmodel.diagnostics — metrics, evaluation protocols, bottleneck detection.
-
-Each section below is owned by one work item; add exports only inside your section.
-"""
+"""perfmodel.diagnostics — metrics, evaluation protocols, bottleneck detection."""
 from __future__ import annotations
 
 from perfmodel.diagnostics.metrics import ape, mae, mape, percent_error, r2, regression_report, rmse
@@ -19,7 +16,6 @@ from perfmodel.diagnostics.evaluation import (
 )
 
 __all__ += ["paper_split", "kfold_cv", "unseen_model_test", "leave_one_model_out", "cross_gpu", "predictions_frame"]
-# -- end evaluation protocols --
 
 # -- cluster diagnostics --
 from perfmodel.diagnostics.cluster import diagnose_cluster, diagnose_timeseries
@@ -37,10 +33,8 @@ __all__ += ["spot_lifetime_heldout"]
 from perfmodel.diagnostics.ddp_overlap import check_ddp_overlap
 
 __all__ += ["check_ddp_overlap"]
-# -- end cluster diagnostics --
 
 # -- operator latency model --
 from perfmodel.diagnostics.op_model import op_model_errors
 
 __all__ += ["op_model_errors"]
-# -- end operator latency model --

@@ -136,7 +136,7 @@ def fit_link(frame: pd.DataFrame, *, name: str = "gloo (this machine, measured)"
     """
     from scipy.optimize import nnls
 
-    from perfmodel.models.parallel import Interconnect
+    from perfmodel.models.collectives import Interconnect
 
     if not isinstance(frame, pd.DataFrame) or not set(ALLREDUCE_COLUMNS) <= set(frame.columns):
         raise ValueError(f"fit_link needs the rows of measure_allreduce (columns {ALLREDUCE_COLUMNS}).")

@@ -49,7 +49,7 @@ class BathtubFitter(ParametricUnivariateFitter):
         ``event_observed`` booleans (the strings ``"True"``/``"False"`` are read as such)."""
         import numpy as np
 
-        from perfmodel.models.lifetimes import as_flags
+        from perfmodel.models._survival import as_flags
 
         t = np.asarray(durations, dtype=float).ravel()
         if t.size == 0 or not np.isfinite(t).all() or (t < 0).any():

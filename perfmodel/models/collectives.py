@@ -39,6 +39,7 @@ prediction time without the data; :func:`rebuild` refits them (``python -m perfm
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -192,8 +193,6 @@ def fitted_link(kind: str, gpu=None):
     ValueError
         ``"nvlink"`` without ``gpu``.
     """
-    from perfmodel.models.parallel import Interconnect
-
     if not isinstance(kind, str):
         raise TypeError(f"fitted_link: kind must be a link name, one of {list(_NAMED)}; got {type(kind).__name__}.")
     key = kind.strip().lower().replace("_", "-").replace(" ", "-")
@@ -238,3 +237,169 @@ def rebuild(path: str | Path | None = None, frame: pd.DataFrame | None = None) -
 
 if __name__ == "__main__":  # pragma: no cover
     print(json.dumps(rebuild(), indent=1))
+
+
+#: assumed share of a link's peak bandwidth NCCL's ring collectives reach on large messages (nccl-tests' all-reduce
+#: bus bandwidth on a DGX A100 is about 230 GB/s of NVLink's 300 GB/s per direction): the **fallback** for links
+#: without measured NCCL curves (PCIe, Ethernet, a user's ``Interconnect``). NVLink and InfiniBand take ``e`` and ``α``
+#: fitted on Vidur's measurements instead (:func:`perfmodel.models.collectives.fitted_link`).
+NCCL_EFFICIENCY = 0.75
+
+
+@dataclasses.dataclass(frozen=True)
+class Interconnect:
+    """A link between GPUs for the α–β cost model.
+
+    Parameters
+    ----------
+    name : str
+        Label.
+    bandwidth_gb_per_s : float
+        Peak bandwidth of one GPU's link **per direction**, GB/s (10^9 bytes/s).
+    latency_s : float
+        α, seconds per step of a collective (launch and synchronisation).
+    efficiency : float
+        Share of the peak a large collective reaches (:data:`NCCL_EFFICIENCY`).
+    """
+
+    name: str
+    bandwidth_gb_per_s: float
+    latency_s: float = 5e-6
+    efficiency: float = NCCL_EFFICIENCY
+
+    def __post_init__(self):
+        for f in ("bandwidth_gb_per_s", "latency_s", "efficiency"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (f != "latency_s" and v == 0):
+                raise ValueError(f"Interconnect {self.name!r}: {f} must be a positive finite number; got {v!r}.")
+        if self.efficiency > 1:
+            raise ValueError(f"Interconnect {self.name!r}: efficiency must be in (0, 1]; got {self.efficiency!r}.")
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Effective bandwidth per direction, bytes/s."""
+        return self.bandwidth_gb_per_s * 1e9 * self.efficiency
+
+
+#: Named links (per-direction peak bandwidth). PCIe x16: 8 / 16 / 32 GT/s per lane with 128b/130b encoding (PCI-SIG
+#: base specifications 3.0 / 4.0 / 5.0); networks: their line rate (100 GbE = 12.5 GB/s; InfiniBand HDR 200 Gb/s,
+#: NDR 400 Gb/s). ``"nvlink"`` takes the GPU's NVLink bandwidth from the catalog (``nvlink_gb_per_s``, both
+#: directions, halved). :func:`resolve_interconnect` gives ``"nvlink"``, ``"infiniband-hdr"`` and ``"infiniband-ndr"``
+#: the efficiency and latency fitted on Vidur's NCCL curves (:func:`perfmodel.models.collectives.fitted_link`); the
+#: entries below carry the assumed :data:`NCCL_EFFICIENCY` and guessed latencies (PCIe and Ethernet: no measurements).
+INTERCONNECTS = {
+    "pcie3": Interconnect("pcie3", 15.75, 10e-6),
+    "pcie4": Interconnect("pcie4", 31.5, 10e-6),
+    "pcie5": Interconnect("pcie5", 63.0, 10e-6),
+    "ethernet-25g": Interconnect("ethernet-25g", 3.125, 20e-6),
+    "ethernet-100g": Interconnect("ethernet-100g", 12.5, 20e-6),
+    "ethernet-200g": Interconnect("ethernet-200g", 25.0, 20e-6),
+    "infiniband-hdr": Interconnect("infiniband-hdr", 25.0, 10e-6),
+    "infiniband-ndr": Interconnect("infiniband-ndr", 50.0, 10e-6),
+}
+
+
+#: links whose efficiency and latency are fitted on measured NCCL curves (:mod:`perfmodel.models.collectives`)
+_FITTED_LINKS = ("infiniband-hdr", "infiniband-ndr")
+
+
+def _nvlink(spec) -> Interconnect:
+    return fitted_link("nvlink", spec)
+
+
+def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
+    """The :class:`Interconnect` for a name, a spec, or (``None``) the GPU's own: its NVLink when the catalog lists one,
+    else its PCIe generation.
+
+    NVLink and InfiniBand (``"infiniband-hdr"``, ``"infiniband-ndr"``) carry NCCL's efficiency and latency fitted on
+    Vidur's measured all-reduce and send/recv curves (:func:`perfmodel.models.collectives.fitted_link`); PCIe and
+    Ethernet the assumed :data:`NCCL_EFFICIENCY` and their guessed latencies.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown name (the message lists the known ones).
+    """
+    if isinstance(interconnect, Interconnect):
+        return interconnect
+    spec = None
+    if gpu is not None:
+        from perfmodel.datasets import gpu_spec
+
+        spec = gpu_spec(gpu)
+    if interconnect is None:
+        if spec is None:
+            raise ValueError("resolve_interconnect needs an interconnect name or a GPU to take the link from.")
+        if math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0:
+            return _nvlink(spec)
+        gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 3
+        return INTERCONNECTS[f"pcie{min(max(gen, 3), 5)}"]
+    if isinstance(interconnect, dict):
+        raise TypeError("resolve_interconnect gives one link; a dict of links per process group ({'tp': ..., 'pp': ..., "
+                        "'dp': ...}) is for multi-GPU strategies: use resolve_links, or pass the dict to "
+                        "predict_step_time / predict_memory / explore_strategies with n_gpus > 1.")
+    if not isinstance(interconnect, str):
+        raise TypeError(f"interconnect must be a name ({', '.join(['nvlink', *INTERCONNECTS])}) or an Interconnect; "
+                        f"got {type(interconnect).__name__}.")
+    key = interconnect.strip().lower().replace("_", "-").replace(" ", "-")
+    if key == "nvlink":
+        if spec is None:
+            raise ValueError("interconnect 'nvlink' takes its bandwidth from the GPU's catalog row: pass gpu=, or an "
+                             "Interconnect('nvlink', bandwidth_gb_per_s=..., latency_s=...).")
+        if not (math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0):
+            raise UnknownNameError(f"interconnect 'nvlink': GPU {spec.gpu} has no NVLink in the catalog (nvlink_gb_per_s = "
+                                   f"{spec.nvlink_gb_per_s:g}). Use its PCIe ('pcie{int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 4}') or pass an Interconnect.")
+        return _nvlink(spec)
+    if key in _FITTED_LINKS:
+        return fitted_link(key)
+    if key not in INTERCONNECTS:
+        raise UnknownNameError(f"Unknown interconnect {interconnect!r}. Expected one of: nvlink, {', '.join(INTERCONNECTS)}, "
+                               "or an Interconnect(name, bandwidth_gb_per_s, latency_s).")
+    return INTERCONNECTS[key]
+
+
+def _check_n(n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n (GPUs in the collective) must be a positive int; got {n!r}.")
+
+
+def _check_bytes(nbytes):
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float, np.integer, np.floating)) or not math.isfinite(nbytes) or nbytes < 0:
+        raise ValueError(f"nbytes (message size in bytes) must be a finite number >= 0; got {nbytes!r}.")
+
+
+def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str = "ring") -> float:
+    """Seconds to all-reduce ``nbytes`` over ``n`` GPUs: ring ``2(n−1)/n·S/(eB) + 2(n−1)α``, tree
+    ``2·S/(eB) + 2⌈log2 n⌉α``; 0 for one GPU or nothing to send."""
+    _check_n(n)
+    _check_bytes(nbytes)
+    if n == 1 or nbytes <= 0:
+        return 0.0
+    if algorithm == "ring":
+        return 2 * (n - 1) / n * nbytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
+    if algorithm == "tree":
+        return 2 * nbytes / link.bytes_per_s + 2 * math.ceil(math.log2(n)) * link.latency_s
+    raise UnknownNameError(f"Unknown all-reduce algorithm {algorithm!r}. Expected one of: ring, tree.")
+
+
+def allgather_time(nbytes: float, n: int, link: Interconnect) -> float:
+    """Seconds to all-gather a tensor of ``nbytes`` (the gathered size) over ``n`` GPUs: ``(n−1)/n·S/(eB) + (n−1)α``."""
+    _check_n(n)
+    _check_bytes(nbytes)
+    if n == 1 or nbytes <= 0:
+        return 0.0
+    return (n - 1) / n * nbytes / link.bytes_per_s + (n - 1) * link.latency_s
+
+
+def reduce_scatter_time(nbytes: float, n: int, link: Interconnect) -> float:
+    """Seconds to reduce-scatter ``nbytes`` (the full size before scattering) over ``n`` GPUs; same cost as
+    :func:`allgather_time`."""
+    return allgather_time(nbytes, n, link)
+
+
+def p2p_time(nbytes: float, link: Interconnect) -> float:
+    """Seconds to send ``nbytes`` from one GPU to another: ``S/(eB) + α``."""
+    _check_bytes(nbytes)
+    if nbytes <= 0:
+        return 0.0
+    return nbytes / link.bytes_per_s + link.latency_s

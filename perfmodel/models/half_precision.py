@@ -88,9 +88,8 @@ import pandas as pd
 from perfmodel.datasets.gpus import GPUSpec
 
 __all__ = ["A40_SPEC", "VIDUR_SPECS", "TRAINING_SOURCE_GPUS", "HALF_PRECISIONS", "vidur_work", "half_precision_design",
-           "vidur_rows", "fit_half_bundle", "half_precision_op_model", "half_precision_kernel_seconds", "vidur_scores",
-           "baseline_kernel_seconds", "HALF_ARTIFACT", "HALF_SHA256", "half_artifact_path", "save_half_bundle",
-           "load_half_bundle", "PROTOCOLS"]
+           "vidur_rows", "fit_half_bundle", "half_precision_op_model",
+           "HALF_ARTIFACT", "HALF_SHA256", "half_artifact_path", "save_half_bundle", "load_half_bundle"]
 
 #: NVIDIA A40 (not in perfmodel's catalog), from the NVIDIA A40 datasheet (https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf):
 #: FP32 37.4 TFLOPS, TF32 74.8, BF16 149.7, FP16 149.7 TFLOPS dense (the starred figures are with sparsity), 48 GB GDDR6
@@ -136,7 +135,7 @@ def vidur_work(frame: pd.DataFrame) -> pd.DataFrame:
         An operator Vidur's layer does not have.
     """
     from perfmodel.models.op_latency import WORK_COLUMNS
-    from perfmodel.models.op_step_time import work_from_ops
+    from perfmodel.models.workload import work_from_ops
 
     op = frame["operator"].astype(str).to_numpy()
     known = {"attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "mlp_act", "input_layernorm",
@@ -225,7 +224,7 @@ def half_precision_design(work: pd.DataFrame, spec, prec: str = "fp16") -> pd.Da
         ``op_design`` columns, ``gpu`` the spec's name; index 0..n-1.
     """
     from perfmodel.datasets import gpu_spec
-    from perfmodel.models.op_step_time import step_design
+    from perfmodel.models.op_latency import step_design
 
     return step_design(work, gpu_spec(spec), prec)
 
@@ -371,132 +370,6 @@ def half_precision_op_model():
     return _LOADED["shipped"]
 
 
-def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
-    """In-stream time (s) of each work row on a GPU at FP16 / BF16, with the half-precision model.
-
-    The step predictor makes the same choice (``op_step_time._kernel_seconds_uncached`` with
-    :func:`perfmodel.models.op_step_time.half_model_applies`).
-
-    Parameters
-    ----------
-    work : DataFrame
-        Work rows as :func:`perfmodel.models.op_step_time.work_from_ops` returns them
-        (:data:`~perfmodel.models.op_latency.WORK_COLUMNS`; other columns are ignored).
-    spec : str or GPUSpec
-        The GPU.
-    prec : {"fp16", "bf16"}
-        BF16 is treated as FP16 (same tensor-core rate on A100 / H100, same element size).
-    op_model : OpLatencyModel, optional
-        The half-precision model (default :func:`half_precision_op_model`).
-
-    Returns
-    -------
-    ndarray
-        Seconds per row, in ``work``'s order. Rows of classes the model never saw — ``conv`` and ``softmax`` (Vidur's
-        layer has neither) — are predicted as the step predictor does today: the default FP32-learned model
-        (:func:`~perfmodel.models.op_latency.default_op_model`) with the tensor-core peak for convolutions
-        (``op_step_time._kernel_seconds``).
-
-    Raises
-    ------
-    ValueError
-        ``prec`` is not a half precision.
-    """
-    from perfmodel.models.op_step_time import _kernel_seconds
-
-    if prec not in HALF_PRECISIONS:
-        raise ValueError(f"half_precision_kernel_seconds predicts at {HALF_PRECISIONS}; got {prec!r}. Use the default "
-                         "operator model for fp32 / tf32.")
-    model = half_precision_op_model() if op_model is None else op_model
-    work = work.reset_index(drop=True)
-    out = np.empty(len(work))
-    known = work["op_class"].isin(model.classes_).to_numpy()
-    if known.any():
-        out[known] = model.predict_in_stream(half_precision_design(work[known], spec, prec))
-    if (~known).any():
-        out[~known] = _kernel_seconds(work[~known].reset_index(drop=True), spec, prec)
-    return out
-
-
-def baseline_kernel_seconds(work: pd.DataFrame, spec, prec: str = "fp16") -> np.ndarray:
-    """What the step predictor gives today at half precision: the default FP32-learned model with the tensor-core
-    peak for matmul and conv rows (``op_step_time._default_kernel_seconds``, what the step predictor gave before the
-    half-precision model), seconds per work row."""
-    from perfmodel.models.op_latency import default_op_model
-    from perfmodel.models.op_step_time import _default_kernel_seconds
-
-    return _default_kernel_seconds(work.reset_index(drop=True), spec, prec, default_op_model())
-
-
 # ------------------------------------------------------------------------------------------------------------- scoring
 
-#: Scoring protocols of :func:`vidur_scores`: (name, Vidur GPU scored, Vidur GPUs fitted on). The first is the shipped
-#: model's; the next two are context (the H100 is in their training set, never in their test set); the last two hold out
-#: one training GPU of the shipped model with the other alone — the only protocols a choice could be made by.
-PROTOCOLS = (("leave-h100-out", "h100", ("a40", "a100")),
-             ("leave-a40-out", "a40", ("a100", "h100")),
-             ("leave-a100-out", "a100", ("a40", "h100")),
-             ("a100-only-to-a40", "a40", ("a100",)),
-             ("a40-only-to-a100", "a100", ("a40",)))
 
-
-def _errors(frame: pd.DataFrame, pred: np.ndarray, by: str = "operator") -> pd.DataFrame:
-    from perfmodel.models.op_latency import KERNEL_MIN_S
-
-    meas = frame["measured_s"].to_numpy(float)
-    big = frame["kernel_s"].to_numpy(float) >= KERNEL_MIN_S
-    d = pd.DataFrame({by: frame[by].to_numpy(), "meas": meas, "abs": np.abs(pred - meas), "ape": np.abs(pred - meas) / meas,
-                      "pred": pred, "big": big})
-    rows = []
-    for key, g in [*d.groupby(by, sort=True), ("all", d)]:
-        b = g[g["big"]]
-        rows.append({by: key, "n_rows": len(g), "measured_s": g["meas"].sum(), "predicted_s": g["pred"].sum(),
-                     "time_weighted_ape_pct": 100 * g["abs"].sum() / g["meas"].sum(),
-                     "median_ape_pct": 100 * float(np.median(g["ape"])),
-                     "time_weighted_ape_ge_5us_pct": 100 * b["abs"].sum() / b["meas"].sum() if len(b) else np.nan})
-    return pd.DataFrame(rows)
-
-
-def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
-    """Held-out errors on Vidur's operators, of this module's model and of the current approach on the same rows.
-
-    Every model is fitted here on the rows of the GPUs of its protocol (:data:`PROTOCOLS`; :class:`OpLatencyModel`
-    defaults, ``per_gpu=False``: a held-out GPU is predicted by the pooled model, from its spec sheet, so the
-    leave-H100-out predictions are the shipped model's). The baseline is the default FP32-learned model with the
-    tensor-core peak (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
-
-    Parameters
-    ----------
-    h100_spec : str or GPUSpec, optional
-        Spec of Vidur's H100 (default the catalog's SXM5 ``"H100"``; ``"H100-NVL"`` for the sensitivity check).
-    protocols : sequence of (str, str, tuple of str)
-        (name, scored GPU, training GPUs), Vidur's folder names.
-
-    Returns
-    -------
-    DataFrame
-        One row per (``protocol``, ``held_out``, ``trained_on``, ``predictor``, ``operator``) — the ten operators and
-        ``"all"`` — with ``n_rows``, ``measured_s``, ``predicted_s`` (sums, s), ``time_weighted_ape_pct``
-        (100 · Σ|pred − meas| / Σ meas), ``median_ape_pct`` and ``time_weighted_ape_ge_5us_pct`` (the same over the
-        rows whose measured kernel takes at least ``KERNEL_MIN_S``, the floor of every prediction). ``predictor`` is
-        ``"half_precision"`` (this module) or ``"baseline"``.
-    """
-    X = vidur_rows(("a40", "a100", "h100"), h100_spec=h100_spec)
-    src = X["source_gpu"].to_numpy()
-    n_k = X["n_kernels"].to_numpy(float)
-    out = []
-    for name, held, train in protocols:
-        test = src == held
-        model = _fit(X[np.isin(src, list(train))], per_gpu=False)
-        T = X[test].reset_index(drop=True)
-        pred = model.predict_in_stream(T) * n_k[test]
-        spec = h100_spec if (held == "h100" and h100_spec is not None) else VIDUR_SPECS[held]
-        base = baseline_kernel_seconds(T, spec) * n_k[test]
-        for who, p in (("half_precision", pred), ("baseline", base)):
-            e = _errors(T, p)
-            e.insert(0, "predictor", who)
-            e.insert(0, "trained_on", "+".join(train) if who == "half_precision" else "NeuSight FP32 (default model)")
-            e.insert(0, "held_out", str(T["gpu"].iloc[0]))
-            e.insert(0, "protocol", name)
-            out.append(e)
-    return pd.concat(out, ignore_index=True)

@@ -153,7 +153,10 @@ def predict_mixed_step_time(model, mix, *, batch_size: int, input_shape=None, in
     import torch
 
     from perfmodel.models import op_step_time as ost
-    from perfmodel.models.parallel import exposed_bucket_allreduce, model_and_layout, resolve_interconnect
+    from perfmodel.models import workload as wl
+    from perfmodel.models.parallel import exposed_bucket_allreduce
+    from perfmodel.models.workload import model_and_layout
+    from perfmodel.models.collectives import resolve_interconnect
 
     counts = parse_mix(mix)
     if balance not in BALANCES:
@@ -198,7 +201,7 @@ def predict_mixed_step_time(model, mix, *, batch_size: int, input_shape=None, in
     slow = per.loc[per["step"].idxmax()]
     fast = float(per["step"].min())
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
-    size = torch.empty((), dtype=getattr(torch, ost.PRECISION_DTYPES[str(precision).lower()])).element_size()
+    size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[str(precision).lower()])).element_size()
     exposed, total = exposed_bucket_allreduce(float(slow["backward"]), float(lay.params * size), n, link,
                                               overlap=overlap_grad_reduce)
     step = float(slow["step"]) + exposed

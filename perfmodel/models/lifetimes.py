@@ -9,39 +9,13 @@ import numpy as np
 import pandas as pd
 
 from perfmodel import datasets as ds
+from perfmodel.models._survival import as_flags
 
 __all__ = ["fit_icac_lifetimes", "time_between_failures_fit", "lifetimes_from_cdf", "fit_lifetimes", "fit_cdf_lifetimes", "MAX_LIFETIME_H",
            "as_flags"]
 
 #: Preemptible VMs are terminated after 24 hours.
 MAX_LIFETIME_H = 24.0
-
-_TRUE = {"true", "t", "yes", "y", "1", "1.0"}
-_FALSE = {"false", "f", "no", "n", "0", "0.0"}
-
-
-def as_flags(values, *, name: str = "revoked") -> np.ndarray:
-    """Boolean flags from booleans, 0/1 numbers or the strings ``"True"``/``"False"`` (any case; also yes/no, 1/0).
-
-    ``np.asarray(["False"], dtype=bool)`` is ``[True]`` (a non-empty string): a CSV column read as text would mark
-    every server revoked. Anything else (NaN, 2, "maybe") raises a ``ValueError`` naming the values.
-    """
-    a = np.asarray(values, dtype=object).ravel()
-    out = np.empty(a.size, dtype=bool)
-    bad = []
-    for i, v in enumerate(a):
-        if isinstance(v, (bool, np.bool_)):
-            out[i] = bool(v)
-        elif isinstance(v, (int, float, np.integer, np.floating)) and v in (0, 1):
-            out[i] = bool(v)
-        elif isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
-            out[i] = v.strip().lower() in _TRUE
-        else:
-            bad.append(v)
-    if bad:
-        raise ValueError(f"{name} must be booleans (True/False, 1/0 or the strings 'True'/'False'); got {len(bad)} other value(s), "
-                         f"e.g. {sorted(map(repr, set(map(str, bad))))[:3]}.")
-    return out
 
 
 def time_between_failures_fit(times_s=None, *, bins: int = 128) -> float:

@@ -43,9 +43,9 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
-           "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out", "fit_bundle", "fit_op_model",
-           "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path", "step_calibration", "CALIBRATION_GPUS",
-           "using_op_model", "PRECISION_ITEMSIZE"]
+           "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out",
+           "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path", "using_op_model", "PRECISION_ITEMSIZE",
+           "step_design"]
 
 #: Operator classes of the latency model.
 OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
@@ -521,61 +521,6 @@ def load_op_rows(path) -> pd.DataFrame:
     return _microbenchmark_rows(m.reset_index(drop=True), "user")
 
 
-def fit_bundle(extra=None, *, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = False) -> dict:
-    """Fit the operator model and its leave-one-GPU-out calibration (what :func:`fitted_bundle` serves).
-
-    Parameters
-    ----------
-    extra : path or DataFrame, optional
-        A user's measurements (:func:`load_op_rows`) added to NeuSight's training rows.
-    params : dict, optional
-        :class:`OpLatencyModel` parameters (the default model uses the defaults).
-    devices : sequence of str
-        NeuSight training GPUs whose microbenchmarks are used (all five by default).
-    progress : bool
-        Show a progress bar over the fits.
-
-    Returns
-    -------
-    dict
-        ``model`` (fitted :class:`OpLatencyModel`), ``scores`` (``|log(Σ predicted / Σ measured)|`` of each GPU held out),
-        ``logo_predictions`` (every training row predicted with its GPU held out) and ``key`` (:func:`_cache_key`).
-    """
-    from tqdm.auto import tqdm
-
-    X = neusight_op_frame("train", devices=devices)
-    extra_rows, extra_name, extra_sha = 0, "", ""
-    if extra is not None:
-        import hashlib
-
-        E = load_op_rows(extra) if not isinstance(extra, pd.DataFrame) else extra
-        extra_rows, extra_name = len(E), (str(extra) if not isinstance(extra, pd.DataFrame) else "a DataFrame")
-        extra_sha = hashlib.sha256(pd.util.hash_pandas_object(E[["gpu", "op", *WORK_COLUMNS[1:], "latency_s"]],
-                                                              index=False).to_numpy().tobytes()).hexdigest()
-        X = pd.concat([X, E[X.columns.intersection(E.columns)]], ignore_index=True)
-    params = dict(params or {})
-    gpus = sorted(set(X["gpu"]))
-    bar = tqdm(total=1 + len(gpus), desc="fitting the operator model", disable=not progress, unit="fit")
-    model = OpLatencyModel(**params).fit(X, X["latency_s"])
-    bar.update(1)
-    model.provenance_ = _provenance(X, extra_rows, extra_name)
-    logo_models: dict = {}
-    logo = leave_one_gpu_out(X, params=params, on_fit=lambda: bar.update(1), models=logo_models)
-    bar.close()
-    held_gpu = X["gpu"].to_numpy()
-    steps = step_calibration(logo_models, progress=progress)
-    t = X["latency_s"].to_numpy(float)
-    scores = {g: abs(float(np.log(logo[m].sum() / t[m].sum()))) for g in gpus for m in [held_gpu == g]}
-    import sklearn
-
-    return {"model": model, "scores": pd.Series(scores, name="abs_log_ratio"), "logo_predictions": logo,
-            "step_scores": steps, "key": _cache_key(extra_sha), "sklearn_version": sklearn.__version__}
-
-
-#: Training GPUs whose end-to-end labels calibrate the step intervals (:func:`step_calibration`): NeuSight's training
-#: GPUs except the V100, whose labels are test data of the NeuSight benchmark (``external.neusight_benchmark``).
-CALIBRATION_GPUS = ("P4", "P100", "T4", "A100-PCIe-40GB")
-
 _OVERRIDE: list = []
 
 
@@ -593,41 +538,6 @@ class using_op_model:
     def __exit__(self, *exc):
         _OVERRIDE.pop()
         return False
-
-
-def step_calibration(logo_models: dict, *, progress: bool = False) -> pd.DataFrame:
-    """Nonconformity of whole steps: each single-GPU label NeuSight measured on a GPU of :data:`CALIBRATION_GPUS`,
-    predicted by the operator model fitted without that GPU (``logo_models[gpu]``), and
-    ``score = |log(predicted / measured)|``. These scores set the step intervals (split conformal,
-    :func:`perfmodel.models.op_step_time.predict_step_time`): a GPU never seen, predicted from its spec sheet, as a
-    test GPU is. NeuSight measured only inference steps on these GPUs, so the scores are of forward passes.
-
-    Returns one row per label: ``gpu``, ``model``, ``mode``, ``seq_len``, ``batch_size``, ``measured_s``,
-    ``predicted_s``, ``score``."""
-    import warnings
-
-    from tqdm.auto import tqdm
-
-    from perfmodel.datasets import canonical_gpu, load_neusight_labels, neusight_traced_config
-    from perfmodel.models._extrapolation import ExtrapolationWarning
-    from perfmodel.models.op_step_time import predict_step_time
-
-    lab = load_neusight_labels()
-    lab = lab[(lab["parallel"] == "none") & ~lab["fused"]].copy()
-    lab["gpu"] = [canonical_gpu(d) for d in lab["device"]]
-    lab = lab[lab["gpu"].isin([g for g in CALIBRATION_GPUS if g in logo_models])]
-    lab = lab.sort_values(["gpu", "mode", "model", "seq_len", "batch_size"]).reset_index(drop=True)
-    rows = []
-    for r in tqdm(list(lab.itertuples(index=False)), desc="calibrating step intervals", disable=not progress, unit="label"):
-        cfg = neusight_traced_config(r.model, r.mode)
-        with using_op_model(logo_models[r.gpu]), warnings.catch_warnings():
-            warnings.simplefilter("ignore", ExtrapolationWarning)
-            p = predict_step_time(cfg, r.gpu, input_shape=(int(r.seq_len),), batch_size=int(r.batch_size), optimizer=None,
-                                  inference=r.mode == "inf")
-        pred, meas = float(p["step_time_s"].iloc[0]), float(r.e2e_latency_ms) / 1e3
-        rows.append(dict(gpu=r.gpu, model=r.model, mode=r.mode, seq_len=int(r.seq_len), batch_size=int(r.batch_size),
-                         measured_s=meas, predicted_s=pred, score=abs(float(np.log(pred / meas)))))
-    return pd.DataFrame(rows, columns=["gpu", "model", "mode", "seq_len", "batch_size", "measured_s", "predicted_s", "score"])
 
 
 def bundle_arrays(bundle: dict) -> tuple[dict, dict]:
@@ -715,80 +625,6 @@ def shipped_artifact_path() -> Path:
     return Path(__file__).resolve().parent / SHIPPED_ARTIFACT
 
 
-def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = True,
-                 force: bool = False) -> dict:
-    """Refit the operator model (with a user's measurements ``extra``) and write it to ``out`` — once, whatever the
-    number of processes asking at the same time.
-
-    The fit and the write happen under a lock on ``out`` (``filelock``): a second process asking for the same fit
-    waits, then reads the artifact the first one wrote (its key — code version, data and ``extra`` — matches) instead
-    of fitting again. The artifact is written atomically, so no reader ever sees half a file.
-
-    Parameters
-    ----------
-    extra : path or DataFrame, optional
-        Operator measurements in NeuSight's microbenchmark schema (:func:`load_op_rows`).
-    out : path, optional
-        Where to write the artifact; by default perfmodel's cache file ``<cache>/fitted/op_latency-user.npz`` (replaced
-        by a new fit). An existing file at a path you give is replaced only with ``force``.
-    params, devices, progress :
-        As :func:`fit_bundle`.
-    force : bool
-        Refit even when ``out`` already holds this fit, and replace a file at ``out`` that holds something else.
-
-    Returns
-    -------
-    dict
-        The bundle (:func:`fit_bundle`), with ``path`` and ``sha256`` of the artifact and ``fitted`` (False when it was
-        read from an earlier fit).
-    """
-    from filelock import FileLock
-
-    from perfmodel.datasets._registry import cache_dir
-    from perfmodel.models._artifact import ArtifactError, recorded_sha256
-
-    owned = out is None  # perfmodel's own cache file may be replaced by a new fit; a user's path only with force
-    if out is None:
-        out = cache_dir() / "fitted" / "op_latency-user.npz"
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.is_dir():
-        raise IsADirectoryError(f"cannot write the fitted model to {out}: a folder is there. Remove it or choose another path.")
-    with FileLock(str(out) + ".lock"):
-        want = None
-        if not force and out.is_file():
-            try:
-                old = load_bundle(out)
-                if old.get("fitted_with") == _fit_signature(extra, params, devices):
-                    want = old
-            except ArtifactError:
-                want = None
-            if want is None and not owned:
-                raise FileExistsError(f"{out} exists and is not this fit (another fit, or not a perfmodel artifact); "
-                                      "perfmodel never overwrites a file it was not asked to replace. Choose another "
-                                      "--out, or pass force=True (perfmodel fit --force) to replace it.")
-        if want is not None:
-            return {**want, "path": out, "sha256": recorded_sha256(out), "fitted": False}
-        bundle = fit_bundle(extra, params=params, devices=devices, progress=progress)
-        bundle["fitted_with"] = _fit_signature(extra, params, devices)
-        digest = save_bundle(bundle, out)
-        return {**bundle, "path": out, "sha256": digest, "fitted": True}
-
-
-def _fit_signature(extra, params, devices) -> str:
-    """What a refit depends on besides the code and NeuSight's data: the extra rows' bytes, the parameters, the GPUs."""
-    import hashlib
-    import json
-
-    h = hashlib.sha256(json.dumps({"params": params or {}, "devices": list(devices), "version": MODEL_VERSION}, sort_keys=True).encode())
-    if extra is not None:
-        if isinstance(extra, pd.DataFrame):
-            h.update(pd.util.hash_pandas_object(extra, index=False).to_numpy().tobytes())
-        else:
-            h.update(Path(extra).read_bytes())
-    return _cache_key() + "-" + h.hexdigest()[:16]
-
-
 def fitted_bundle() -> dict:
     """The operator model perfmodel predicts with, and its leave-one-GPU-out calibration scores — read, never fitted.
 
@@ -825,3 +661,19 @@ def interval_step_scores() -> pd.DataFrame | None:
     if _OVERRIDE:
         return _OVERRIDE[-1].step_scores
     return fitted_bundle().get("step_scores")
+
+
+def step_design(work: pd.DataFrame, spec, prec: str, fp8=None) -> pd.DataFrame:
+    """Operator-model inputs (:func:`perfmodel.models.op_latency.op_design`) of work rows on the GPU ``spec`` at
+    ``prec``, as the step predictor sees the GPU: GEMMs and convolutions at the matrix units' rate (tensor cores; FP32
+    too where the vendor BLAS runs FP32 GEMMs on matrix cores, AMD CDNA), the rest on the CUDA cores / vector units; at
+    ``"fp8"`` the rows marked in ``fp8`` (:func:`fp8_work`) at the FP8 rate and every other GEMM at BF16's."""
+    from perfmodel.datasets import matmul_peak_tflops
+    from perfmodel.models.op_latency import WORK_COLUMNS, gpu_columns, op_design
+
+    cols = gpu_columns([spec] * len(work), precision="fp32")
+    mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
+    cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
+    if prec == "fp8" and fp8 is not None and fp8.any():
+        cols.loc[fp8 & mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "fp8") * 1e12
+    return op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)

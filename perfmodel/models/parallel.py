@@ -73,15 +73,16 @@ lower efficiency of ring attention's partial kernels under context parallelism.
 """
 from __future__ import annotations
 
-import copy
-import dataclasses
-import math
-import re
-
 import numpy as np
 import pandas as pd
 
-from perfmodel._errors import UnknownNameError
+# what a layout is made of, re-exported here as the parallel layer's vocabulary
+from perfmodel.models.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, Interconnect, allgather_time, allreduce_time, p2p_time,
+                                          reduce_scatter_time, resolve_interconnect)
+from perfmodel.models.strategy import (LINK_GROUPS, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
+                                       check_strategy_name, context_parallel_shape, crosses_nodes, parse_strategy,
+                                       pipeline_virtual_stages, resolve_links, strategy_combinations)
+from perfmodel.models.workload import _SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout, model_layout, op_layer
 
 __all__ = [
     "Interconnect", "INTERCONNECTS", "LINK_LEVELS", "crosses_nodes", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
@@ -90,444 +91,9 @@ __all__ = [
     "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "context_parallel_work",
 ]
 
-#: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
-#: (``"dp2-tp2-pp2"``) are spelled as :func:`parse_strategy` reads them.
-STRATEGIES = ("dp", "fsdp", "tp", "pp")
 #: PyTorch DDP's gradient bucket cap (``bucket_cap_mb=25``) and its first, smaller bucket (1 MiB), bytes.
 DDP_BUCKET_BYTES = 25 * 2**20
 DDP_FIRST_BUCKET_BYTES = 2**20
-#: assumed share of a link's peak bandwidth NCCL's ring collectives reach on large messages (nccl-tests' all-reduce
-#: bus bandwidth on a DGX A100 is about 230 GB/s of NVLink's 300 GB/s per direction): the **fallback** for links
-#: without measured NCCL curves (PCIe, Ethernet, a user's ``Interconnect``). NVLink and InfiniBand take ``e`` and ``α``
-#: fitted on Vidur's measurements instead (:func:`perfmodel.models.collectives.fitted_link`).
-NCCL_EFFICIENCY = 0.75
-
-
-class StrategyError(ValueError):
-    """A parallel strategy does not divide the model or the batch (tensor parallel over heads that do not split, more
-    pipeline stages than layers, a global batch that does not split over the GPUs)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Interconnect:
-    """A link between GPUs for the α–β cost model.
-
-    Parameters
-    ----------
-    name : str
-        Label.
-    bandwidth_gb_per_s : float
-        Peak bandwidth of one GPU's link **per direction**, GB/s (10^9 bytes/s).
-    latency_s : float
-        α, seconds per step of a collective (launch and synchronisation).
-    efficiency : float
-        Share of the peak a large collective reaches (:data:`NCCL_EFFICIENCY`).
-    """
-
-    name: str
-    bandwidth_gb_per_s: float
-    latency_s: float = 5e-6
-    efficiency: float = NCCL_EFFICIENCY
-
-    def __post_init__(self):
-        for f in ("bandwidth_gb_per_s", "latency_s", "efficiency"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (f != "latency_s" and v == 0):
-                raise ValueError(f"Interconnect {self.name!r}: {f} must be a positive finite number; got {v!r}.")
-        if self.efficiency > 1:
-            raise ValueError(f"Interconnect {self.name!r}: efficiency must be in (0, 1]; got {self.efficiency!r}.")
-
-    @property
-    def bytes_per_s(self) -> float:
-        """Effective bandwidth per direction, bytes/s."""
-        return self.bandwidth_gb_per_s * 1e9 * self.efficiency
-
-
-#: Named links (per-direction peak bandwidth). PCIe x16: 8 / 16 / 32 GT/s per lane with 128b/130b encoding (PCI-SIG
-#: base specifications 3.0 / 4.0 / 5.0); networks: their line rate (100 GbE = 12.5 GB/s; InfiniBand HDR 200 Gb/s,
-#: NDR 400 Gb/s). ``"nvlink"`` takes the GPU's NVLink bandwidth from the catalog (``nvlink_gb_per_s``, both
-#: directions, halved). :func:`resolve_interconnect` gives ``"nvlink"``, ``"infiniband-hdr"`` and ``"infiniband-ndr"``
-#: the efficiency and latency fitted on Vidur's NCCL curves (:func:`perfmodel.models.collectives.fitted_link`); the
-#: entries below carry the assumed :data:`NCCL_EFFICIENCY` and guessed latencies (PCIe and Ethernet: no measurements).
-INTERCONNECTS = {
-    "pcie3": Interconnect("pcie3", 15.75, 10e-6),
-    "pcie4": Interconnect("pcie4", 31.5, 10e-6),
-    "pcie5": Interconnect("pcie5", 63.0, 10e-6),
-    "ethernet-25g": Interconnect("ethernet-25g", 3.125, 20e-6),
-    "ethernet-100g": Interconnect("ethernet-100g", 12.5, 20e-6),
-    "ethernet-200g": Interconnect("ethernet-200g", 25.0, 20e-6),
-    "infiniband-hdr": Interconnect("infiniband-hdr", 25.0, 10e-6),
-    "infiniband-ndr": Interconnect("infiniband-ndr", 50.0, 10e-6),
-}
-#: links whose efficiency and latency are fitted on measured NCCL curves (:mod:`perfmodel.models.collectives`)
-_FITTED_LINKS = ("infiniband-hdr", "infiniband-ndr")
-
-
-def _nvlink(spec) -> Interconnect:
-    from perfmodel.models.collectives import fitted_link
-
-    return fitted_link("nvlink", spec)
-
-
-def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
-    """The :class:`Interconnect` for a name, a spec, or (``None``) the GPU's own: its NVLink when the catalog lists one,
-    else its PCIe generation.
-
-    NVLink and InfiniBand (``"infiniband-hdr"``, ``"infiniband-ndr"``) carry NCCL's efficiency and latency fitted on
-    Vidur's measured all-reduce and send/recv curves (:func:`perfmodel.models.collectives.fitted_link`); PCIe and
-    Ethernet the assumed :data:`NCCL_EFFICIENCY` and their guessed latencies.
-
-    Raises
-    ------
-    perfmodel.datasets.UnknownNameError
-        An unknown name (the message lists the known ones).
-    """
-    if isinstance(interconnect, Interconnect):
-        return interconnect
-    spec = None
-    if gpu is not None:
-        from perfmodel.datasets import gpu_spec
-
-        spec = gpu_spec(gpu)
-    if interconnect is None:
-        if spec is None:
-            raise ValueError("resolve_interconnect needs an interconnect name or a GPU to take the link from.")
-        if math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0:
-            return _nvlink(spec)
-        gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 3
-        return INTERCONNECTS[f"pcie{min(max(gen, 3), 5)}"]
-    if isinstance(interconnect, dict):
-        raise TypeError("resolve_interconnect gives one link; a dict of links per process group ({'tp': ..., 'pp': ..., "
-                        "'dp': ...}) is for multi-GPU strategies: use resolve_links, or pass the dict to "
-                        "predict_step_time / predict_memory / explore_strategies with n_gpus > 1.")
-    if not isinstance(interconnect, str):
-        raise TypeError(f"interconnect must be a name ({', '.join(['nvlink', *INTERCONNECTS])}) or an Interconnect; "
-                        f"got {type(interconnect).__name__}.")
-    key = interconnect.strip().lower().replace("_", "-").replace(" ", "-")
-    if key == "nvlink":
-        if spec is None:
-            raise ValueError("interconnect 'nvlink' takes its bandwidth from the GPU's catalog row: pass gpu=, or an "
-                             "Interconnect('nvlink', bandwidth_gb_per_s=..., latency_s=...).")
-        if not (math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0):
-            raise UnknownNameError(f"interconnect 'nvlink': GPU {spec.gpu} has no NVLink in the catalog (nvlink_gb_per_s = "
-                                   f"{spec.nvlink_gb_per_s:g}). Use its PCIe ('pcie{int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 4}') or pass an Interconnect.")
-        return _nvlink(spec)
-    if key in _FITTED_LINKS:
-        from perfmodel.models.collectives import fitted_link
-
-        return fitted_link(key)
-    if key not in INTERCONNECTS:
-        raise UnknownNameError(f"Unknown interconnect {interconnect!r}. Expected one of: nvlink, {', '.join(INTERCONNECTS)}, "
-                               "or an Interconnect(name, bandwidth_gb_per_s, latency_s).")
-    return INTERCONNECTS[key]
-
-
-#: process groups of a combined strategy that may use their own link (``interconnect={"tp": ..., "pp": ..., "dp": ...}``;
-#: ``"cp"``, the context-parallel group, defaults to the ``"tp"`` link when the dict leaves it out and names ``"tp"``).
-LINK_GROUPS = ("tp", "pp", "dp", "cp")
-
-
-#: levels of a cluster's links (``interconnect={"intra": "nvlink", "inter": "infiniband-ndr"}``): inside a node of
-#: ``gpus_per_node`` GPUs, and between nodes (the NIC of each GPU: DGX-class nodes give every GPU its own NIC).
-LINK_LEVELS = ("intra", "inter")
-
-
-def _check_gpus_per_node(gpus_per_node) -> int:
-    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, (int, np.integer)) or gpus_per_node < 1:
-        raise ValueError(f"gpus_per_node must be a positive int (GPUs sharing a node's fast link, e.g. 8 for a DGX / "
-                         f"p5.48xlarge / a3-highgpu-8g); got {gpus_per_node!r}.")
-    return int(gpus_per_node)
-
-
-def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
-    """Which process groups of a layout span more than one node, ranks placed Megatron's and torchtitan's way (tensor
-    parallel innermost, then context parallel, then data parallel, pipeline outermost): the ``tp`` group when
-    ``tp > gpus_per_node``; the ``cp`` group when ``tp·cp > gpus_per_node``; the ``dp`` group (FSDP's, which with
-    context parallelism spans the ``dp·cp`` ranks) when ``tp·cp·dp > gpus_per_node``; the ``pp`` group (neighbouring
-    stages ``tp·cp·dp`` ranks apart) when ``pp > 1`` and ``tp·cp·dp >= gpus_per_node``."""
-    tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
-    cp = int(degrees.get("cp", 1))
-    g = _check_gpus_per_node(gpus_per_node)
-    return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
-            "pp": pp > 1 and tp * cp * dp >= g}
-
-
-def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, gpus_per_node: int = 8) -> dict:
-    """The :class:`Interconnect` of each process group, ``{"tp": ..., "pp": ..., "dp": ...}``.
-
-    Parameters
-    ----------
-    interconnect : str, Interconnect, dict or None
-        One link (a name, a spec or ``None`` for the GPU's own, :func:`resolve_interconnect`) serves all the groups;
-        a dict with keys among ``"tp"``, ``"pp"``, ``"dp"`` gives a group its own link (e.g. ``{"tp": "nvlink",
-        "pp": "infiniband-ndr", "dp": "infiniband-ndr"}``: tensor parallel inside a node, the rest across nodes); a
-        group the dict leaves out uses the GPU's own link. The data-parallel group of ``"fsdp"`` is ``"dp"``.
-        Or a link per level, ``{"intra": "nvlink", "inter": "infiniband-ndr"}`` (:data:`LINK_LEVELS`): a group inside
-        one node uses ``"intra"`` (default the GPU's own link), a group spanning nodes (:func:`crosses_nodes`)
-        ``"inter"`` — the per-GPU NIC, which bounds a ring that leaves the node.
-    gpu : str or GPUSpec, optional
-        The GPU whose own link (NVLink, else PCIe) fills in.
-    degrees : dict, optional
-        ``{"tp": .., "dp": .., "pp": ..}`` of the layout (:func:`parse_strategy`), for the per-level form.
-    gpus_per_node : int, default 8
-        GPUs per node, for the per-level form.
-
-    Raises
-    ------
-    perfmodel.datasets.UnknownNameError
-        An unknown link name, or a dict key that is not a group.
-    TypeError
-        A link that is not a name, an Interconnect or None.
-    """
-    if isinstance(interconnect, dict) and interconnect and set(interconnect) <= set(LINK_LEVELS):
-        intra = resolve_interconnect(interconnect.get("intra"), gpu)
-        cross = crosses_nodes(degrees or {}, gpus_per_node)
-        if any(cross.values()) and interconnect.get("inter") is None:
-            raise ValueError(f"the {', '.join(k for k, v in cross.items() if v)} group(s) span more than one node of "
-                             f"{gpus_per_node} GPUs, but interconnect gives no 'inter' link. Add one, e.g. "
-                             "{'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or raise gpus_per_node.")
-        inter = resolve_interconnect(interconnect["inter"], gpu) if interconnect.get("inter") is not None else intra
-        return {g: (inter if cross[g] else intra) for g in LINK_GROUPS}
-    if isinstance(interconnect, dict):
-        bad = [k for k in interconnect if k not in LINK_GROUPS]
-        if set(interconnect) & set(LINK_LEVELS):
-            raise UnknownNameError(f"interconnect dict mixes link levels ('intra', 'inter') with process groups "
-                                   f"({list(LINK_GROUPS)}): {sorted(interconnect)}. Give either the levels, e.g. "
-                                   "{'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or a link per group.")
-        if bad:
-            raise UnknownNameError(f"interconnect dict has unknown group(s) {bad}; expected keys among {list(LINK_GROUPS)} "
-                                   "(the tensor-, pipeline- and data-parallel groups), e.g. {'tp': 'nvlink', 'dp': "
-                                   "'infiniband-ndr'}.")
-        out = {g: resolve_interconnect(interconnect.get(g), gpu) for g in LINK_GROUPS if g != "cp"}
-        out["cp"] = resolve_interconnect(interconnect.get("cp", interconnect.get("tp")), gpu)
-        return out
-    link = resolve_interconnect(interconnect, gpu)
-    return {g: link for g in LINK_GROUPS}
-
-
-_FACTORS = ("dp", "fsdp", "cp", "tp", "pp")
-_FACTOR = re.compile(r"^(dp|fsdp|cp|tp|pp)(\d+)?$")
-_SEPARATORS = re.compile(r"[-_,+\s]+")
-_KNOWN = ("Expected one of: dp, fsdp, tp, pp (data parallel, fully sharded data parallel, tensor parallel, pipeline "
-          "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2', 'dp-tp2', 'fsdp8-tp8-pp8' or "
-          "'fsdp4-cp2' (cp: context parallel, with fsdp) (a factor without a degree takes the GPUs the others leave), or a "
-          "dict such as {'dp': 2, 'tp': 2}.")
-
-
-def _factors(strategy) -> list[tuple[str, int | None]]:
-    """The (name, degree or None) factors of a strategy spelling or dict, in the order dp/fsdp, tp, pp; spelling errors
-    raise."""
-    if isinstance(strategy, dict):
-        if not strategy:
-            raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: an empty dict. {_KNOWN}")
-        out = []
-        for k, v in strategy.items():
-            key = str(k).strip().lower() if isinstance(k, str) else k
-            if key not in _FACTORS:
-                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: key {k!r} is not one of dp, fsdp, cp, tp, pp. {_KNOWN}")
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-                raise StrategyError(f"parallel strategy {strategy!r}: the degree of {key!r} must be a positive int (or None: "
-                                    f"the GPUs the others leave); got {v!r}.")
-            out.append((key, None if v is None else int(v)))
-    elif isinstance(strategy, str):
-        tokens = [t for t in _SEPARATORS.split(strategy.strip().lower()) if t]
-        out = []
-        for tok in tokens:
-            hit = _FACTOR.match(tok)
-            if not hit:
-                where = "" if len(tokens) == 1 else f": factor {tok!r} is not one of dp, fsdp, cp, tp, pp with an optional degree"
-                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}{where}. {_KNOWN}")
-            deg = hit.group(2)
-            if deg is not None and int(deg) < 1:
-                raise StrategyError(f"parallel strategy {strategy!r}: factor {tok!r} has degree {int(deg)}; degrees must be "
-                                    "positive (e.g. 'dp2-tp2').")
-            out.append((hit.group(1), None if deg is None else int(deg)))
-        if not out:
-            raise UnknownNameError(f"Unknown parallel strategy {strategy!r}. {_KNOWN}")
-    else:
-        raise UnknownNameError(f"Unknown parallel strategy {strategy!r}. {_KNOWN}")
-    names = [k for k, _ in out]
-    dup = sorted({k for k in names if names.count(k) > 1})
-    if dup:
-        raise StrategyError(f"parallel strategy {strategy!r} names {', '.join(dup)} more than once. Name each factor once "
-                            "(e.g. 'dp2-tp2-pp2').")
-    if "dp" in names and "fsdp" in names:
-        raise StrategyError(f"parallel strategy {strategy!r} combines dp and fsdp: both are the data-parallel dimension "
-                            "(fsdp shards it). Use one of them.")
-    if "cp" in names and "fsdp" not in names:
-        raise StrategyError(f"parallel strategy {strategy!r} uses context parallelism without fsdp. perfmodel models cp "
-                            "as torchtitan runs it: FSDP shards the parameters over the data- and context-parallel "
-                            "ranks. Name fsdp with it, e.g. 'fsdp4-cp2', or 'fsdp1-cp8' for cp over every GPU.")
-    if sum(d is None for _, d in out) > 1 and len(out) > 1:
-        raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
-                            "without a degree (it takes the GPUs the others leave), e.g. 'dp-tp2'.")
-    return sorted(out, key=lambda f: _FACTORS.index(f[0]) if f[0] != "fsdp" else 0)
-
-
-def check_strategy_name(strategy) -> str:
-    """The canonical spelling of a parallel strategy, else a clear error.
-
-    One of :data:`STRATEGIES` (lower-cased; over all the GPUs), or a combination of them with their degrees,
-    ``"dp2-tp2-pp2"``, ``"tp4-pp2"``, ``"dp-tp2"`` (factors joined by ``-``; a factor without a degree takes the GPUs the
-    others leave), or a dict ``{"dp": 2, "tp": 2}``; combinations come back with their factors in the order dp, tp,
-    pp (``"TP2-DP2"`` → ``"dp2-tp2"``). The degrees are checked against a GPU count by :func:`parse_strategy`.
-
-    Raises
-    ------
-    perfmodel.datasets.UnknownNameError
-        An unknown strategy or factor (the message lists the known ones).
-    StrategyError
-        A factor named twice, ``dp`` with ``fsdp``, ``fsdp`` with ``pp`` (not modelled), a degree below 1,
-        more than one factor without a degree.
-    """
-    if isinstance(strategy, str) and strategy.strip().lower() in STRATEGIES:
-        return strategy.strip().lower()
-    out = _factors(strategy)
-    if len(out) == 1 and out[0][1] is None:
-        return out[0][0]
-    return "-".join(f"{k}{'' if d is None else d}" for k, d in out)
-
-
-def parse_strategy(strategy, n_gpus: int) -> dict:
-    """Degrees of the data-, tensor- and pipeline-parallel dimensions of ``strategy`` on ``n_gpus`` GPUs.
-
-    Parameters
-    ----------
-    strategy : str or dict
-        As for :func:`check_strategy_name`: ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` (all ``n_gpus``), a combination
-        ``"dp2-tp2-pp2"``, ``"dp-tp4"`` (the factor without a degree takes ``n_gpus`` / the others), or a dict
-        ``{"dp": 2, "tp": 2}``.
-    n_gpus : int
-        GPUs training together; must equal ``dp × tp × pp``.
-
-    Returns
-    -------
-    dict
-        ``dp``, ``tp``, ``pp`` (ints, 1 for a dimension not used; ``dp`` is the sharded dimension for fsdp), ``fsdp``
-        (bool) and ``name``: the canonical name on ``n_gpus`` GPUs — a bare ``"dp"`` / ``"fsdp"`` / ``"tp"`` / ``"pp"``
-        when one dimension spans all the GPUs (``"tp4"`` on 4 GPUs is ``"tp"``; a bare name on one GPU stays as
-        given), else the factors above 1, ``"dp2-tp2"``.
-
-    Raises
-    ------
-    perfmodel.datasets.UnknownNameError
-        An unknown strategy or factor.
-    StrategyError
-        The degrees do not multiply to ``n_gpus`` (or the open one does not divide it), or a spelling
-        :func:`check_strategy_name` refuses.
-    ValueError
-        ``n_gpus`` is not a positive int.
-    """
-    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
-        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    n = int(n_gpus)
-    canon = check_strategy_name(strategy)
-    if canon in STRATEGIES:
-        deg = dict(dp=n if canon in ("dp", "fsdp") else 1, tp=n if canon == "tp" else 1, pp=n if canon == "pp" else 1,
-                   cp=1, fsdp=canon == "fsdp", name=canon)
-        return deg
-    out = _factors(canon)
-    fixed = int(np.prod([d for _, d in out if d is not None]))
-    open_ = [k for k, d in out if d is None]
-    shown = " x ".join(f"{k}{d}" for k, d in out if d is not None)
-    if open_:
-        if n % fixed:
-            raise StrategyError(f"strategy={canon!r} on {n} GPUs: the fixed degrees ({shown} = {fixed}) do not divide "
-                                f"n_gpus = {n}, so {open_[0]!r} has no whole degree. Use n_gpus that is a multiple of {fixed}.")
-        degrees = {k: (n // fixed if d is None else d) for k, d in out}
-    else:
-        if fixed != n:
-            raise StrategyError(f"strategy={canon!r}: the degrees multiply to {shown} = {fixed}, but n_gpus = {n}. Make "
-                                f"their product n_gpus, or leave one factor without a degree to take the rest (e.g. "
-                                f"'{'-'.join([out[0][0]] + [f'{k}{d}' for k, d in out[1:]])}').")
-        degrees = {k: d for k, d in out}
-    fsdp = "fsdp" in degrees
-    dp = degrees.get("fsdp", degrees.get("dp", 1))
-    tp, pp, cp = degrees.get("tp", 1), degrees.get("pp", 1), degrees.get("cp", 1)
-    used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("cp", cp), ("tp", tp), ("pp", pp))
-            if v > 1 or (k == "fsdp" and cp > 1)]  # context parallel keeps its fsdp factor, even of degree 1
-    if not used:
-        name = "fsdp" if fsdp else "dp"
-    elif len(used) == 1:
-        name = used[0][0]
-    else:
-        name = "-".join(f"{k}{v}" for k, v in used)
-    return dict(dp=dp, tp=tp, pp=pp, cp=cp, fsdp=fsdp, name=name)
-
-
-
-def strategy_combinations(n_gpus: int) -> list[str]:
-    """Every combination of data, tensor and pipeline parallelism on ``n_gpus`` GPUs with at least two dimensions
-    above 1: the factorisations ``dp × tp × pp = n_gpus``, spelled as :func:`parse_strategy` names them
-    (``"dp2-tp2"``, ``"tp2-pp2"``, ``"dp2-tp2-pp2"`` ...), in the order dp, tp, pp descending. Empty for a prime or
-    one GPU.
-
-    Raises
-    ------
-    ValueError
-        ``n_gpus`` is not a positive int.
-    """
-    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
-        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    n = int(n_gpus)
-    out = []
-    for d in range(n, 0, -1):
-        if n % d:
-            continue
-        for t in range(n // d, 0, -1):
-            if (n // d) % t:
-                continue
-            pp = n // d // t
-            used = [f"{k}{v}" for k, v in (("dp", d), ("tp", t), ("pp", pp)) if v > 1]
-            if len(used) >= 2:
-                out.append("-".join(used))
-    return out
-
-def _check_n(n):
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n (GPUs in the collective) must be a positive int; got {n!r}.")
-
-
-def _check_bytes(nbytes):
-    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float, np.integer, np.floating)) or not math.isfinite(nbytes) or nbytes < 0:
-        raise ValueError(f"nbytes (message size in bytes) must be a finite number >= 0; got {nbytes!r}.")
-
-
-def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str = "ring") -> float:
-    """Seconds to all-reduce ``nbytes`` over ``n`` GPUs: ring ``2(n−1)/n·S/(eB) + 2(n−1)α``, tree
-    ``2·S/(eB) + 2⌈log2 n⌉α``; 0 for one GPU or nothing to send."""
-    _check_n(n)
-    _check_bytes(nbytes)
-    if n == 1 or nbytes <= 0:
-        return 0.0
-    if algorithm == "ring":
-        return 2 * (n - 1) / n * nbytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
-    if algorithm == "tree":
-        return 2 * nbytes / link.bytes_per_s + 2 * math.ceil(math.log2(n)) * link.latency_s
-    raise UnknownNameError(f"Unknown all-reduce algorithm {algorithm!r}. Expected one of: ring, tree.")
-
-
-def allgather_time(nbytes: float, n: int, link: Interconnect) -> float:
-    """Seconds to all-gather a tensor of ``nbytes`` (the gathered size) over ``n`` GPUs: ``(n−1)/n·S/(eB) + (n−1)α``."""
-    _check_n(n)
-    _check_bytes(nbytes)
-    if n == 1 or nbytes <= 0:
-        return 0.0
-    return (n - 1) / n * nbytes / link.bytes_per_s + (n - 1) * link.latency_s
-
-
-def reduce_scatter_time(nbytes: float, n: int, link: Interconnect) -> float:
-    """Seconds to reduce-scatter ``nbytes`` (the full size before scattering) over ``n`` GPUs; same cost as
-    :func:`allgather_time`."""
-    return allgather_time(nbytes, n, link)
-
-
-def p2p_time(nbytes: float, link: Interconnect) -> float:
-    """Seconds to send ``nbytes`` from one GPU to another: ``S/(eB) + α``."""
-    _check_bytes(nbytes)
-    if nbytes <= 0:
-        return 0.0
-    return nbytes / link.bytes_per_s + link.latency_s
 
 
 def bucket_sizes(grad_bytes: float, *, bucket_bytes: float = DDP_BUCKET_BYTES, first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES) -> np.ndarray:
@@ -598,140 +164,6 @@ def pipeline_time(stage_s, micro_batches: int, *, p2p_s: float = 0.0, virtual_st
 
 
 # -- the model's layout: transformer layers, what tensor parallelism splits ------------------------------------------
-
-_SPLIT_MODULE = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|mlp|ffn|feed_forward|feedforward|intermediate|experts)(\.|$)",
-                           re.IGNORECASE)
-
-
-@dataclasses.dataclass
-class ModelLayout:
-    """Where the transformer layers of a module are and what tensor parallelism splits.
-
-    ``block_prefix``: module path of the repeated layers in the per-op frame (``"model.transformer.h"``);
-    ``n_layers``; ``hidden``, ``heads``, ``ffn``, ``vocab`` from the config (``None`` when unknown);
-    ``params``: parameter count; ``param_layer``: for each parameter name, its layer index (-1 before the layers,
-    ``n_layers`` after); ``param_split``: whether tensor parallelism splits it; ``param_numel``; ``tied``: input and
-    output embeddings share their weight; ``kv_heads``: key/value heads (grouped-query attention; ``heads`` when the
-    config does not say).
-    """
-
-    block_prefix: str
-    n_layers: int
-    hidden: int | None
-    heads: int | None
-    ffn: int | None
-    vocab: int | None
-    tied: bool
-    param_numel: dict
-    param_layer: dict
-    param_split: dict
-    kv_heads: int | None = None
-
-    @property
-    def params(self) -> int:
-        return int(sum(self.param_numel.values()))
-
-
-def _cfg_get(cfg, *names):
-    for n in names:
-        v = getattr(cfg, n, None) if not isinstance(cfg, dict) else cfg.get(n)
-        if v is not None:
-            return int(v) if not isinstance(v, bool) else v
-    return None
-
-
-def _layer_prefix(names) -> tuple[str, list[int]]:
-    """The dotted prefix followed by an integer index that carries the most distinct indices (the layer list)."""
-    found: dict[str, set] = {}
-    for name in names:
-        parts = str(name).split(".")
-        for i, part in enumerate(parts[1:], 1):
-            if part.isdigit():
-                found.setdefault(".".join(parts[:i]), set()).add(int(part))
-    if not found:
-        return "", []
-    prefix = max(found, key=lambda k: (len(found[k]), -k.count(".")))
-    return prefix, sorted(found[prefix])
-
-
-def model_and_layout(model, input_shape=None, input_dtype=None):
-    """The module of ``model`` (any form :func:`perfmodel.predict_step_time` takes; a zoo id is built on the meta device),
-    its input shape, input dtype, vocabulary size and name, and its :func:`model_layout`."""
-    from perfmodel.models import op_step_time as ost
-
-    net, shape, in_dtype, vocab, name = ost._model_input(model, input_shape, input_dtype)
-    if isinstance(net, str):  # a zoo id: built on the meta device
-        from perfmodel import zoo
-
-        net = zoo.build(net, device="meta")
-    return net, shape, in_dtype, vocab, name, model_layout(net)
-
-
-def model_layout(net) -> ModelLayout:
-    """:class:`ModelLayout` of a module (a Hugging Face model carries its config: hidden size, heads, vocabulary).
-
-    Memoised (:func:`perfmodel.models.op_step_time.module_memo`); the layout returned is a copy, so changing it
-    changes nothing for the next caller."""
-    from perfmodel.models.op_step_time import module_fingerprint, module_memo
-
-    key = ("layout", module_fingerprint(net))
-    memo = module_memo(net)
-    if key not in memo:
-        memo[key] = _model_layout(net)
-    return copy.deepcopy(memo[key])
-
-
-def _model_layout(net) -> ModelLayout:
-    cfg = next((getattr(mod, "config") for mod in net.modules() if getattr(mod, "config", None) is not None), None)
-    named = [(n, p) for n, p in net.named_parameters(remove_duplicate=False)]
-    seen = {}
-    tied = False
-    for n, p in named:
-        key = id(p)
-        if key in seen:
-            tied = True
-        seen.setdefault(key, n)
-    names = [n for n, p in named if seen[id(p)] == n]
-    numel = {n: int(p.numel()) for n, p in named if seen[id(p)] == n}
-    prefix, idx = _layer_prefix(names)
-    hidden = _cfg_get(cfg, "hidden_size", "n_embd", "d_model") if cfg is not None else None
-    heads = _cfg_get(cfg, "num_attention_heads", "n_head", "num_heads") if cfg is not None else None
-    ffn = (_cfg_get(cfg, "intermediate_size", "n_inner", "ffn_dim", "d_ff") if cfg is not None else None) or (4 * hidden if hidden else None)
-    vocab = _cfg_get(cfg, "vocab_size") if cfg is not None else None
-    kv_heads = (_cfg_get(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads") if cfg is not None else None) or heads
-    layer, split = {}, {}
-    first = idx[0] if idx else 0
-    for n in names:
-        if prefix and n.startswith(prefix + "."):
-            i = int(n[len(prefix) + 1:].split(".")[0]) - first
-            layer[n] = i
-            split[n] = bool(_SPLIT_MODULE.search(n[len(prefix) + 1:]))
-        else:
-            before = not prefix or names.index(n) < next((k for k, m in enumerate(names) if m.startswith(prefix + ".")), len(names))
-            layer[n] = -1 if before else len(idx)
-            shape = dict(named)[n].shape
-            split[n] = bool(vocab) and vocab in tuple(shape)
-    return ModelLayout(block_prefix=prefix, n_layers=len(idx), hidden=hidden, heads=heads, ffn=ffn, vocab=vocab, tied=tied,
-                       param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads)
-
-
-def _op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
-    """Layer index of each per-op row from its module path: -1 for modules the forward pass runs before the first
-    layer (embeddings), ``n_layers`` for the others outside the layers (final norm, head, loss, optimizer)."""
-    modules = ops["module"].astype(str)
-    prefix, idx = _layer_prefix(modules.unique())
-    out = np.full(len(ops), n_layers, dtype=int)
-    if not prefix or not idx:
-        return out
-    pat = re.compile(r"^" + re.escape(prefix) + r"\.(\d+)(\.|$)")
-    hits = modules.str.extract(pat)[0]
-    inside = hits.notna().to_numpy()
-    out[inside] = hits[inside].astype(int).to_numpy() - idx[0]
-    fwd = (ops["phase"] == "forward").to_numpy()
-    first = int(np.argmax(inside & fwd)) if (inside & fwd).any() else len(ops)
-    pre = set(modules[:first][fwd[:first]]) - {""}
-    out[(~inside) & modules.isin(pre).to_numpy()] = -1
-    return out
 
 
 def _divide_rows(work: pd.DataFrame, mask: np.ndarray, n: int, tokens: int) -> pd.DataFrame:
@@ -820,40 +252,6 @@ def _links_label(links: dict, used: list) -> Interconnect | str:
     return "; ".join(f"{g}: {links[g].name} ({links[g].bandwidth_gb_per_s:g} GB/s x {links[g].efficiency:g})" for g in used)
 
 
-#: pipeline schedules and their model chunks per rank: 1F1B, and the interleaved 1F1B of Narayanan et al. (SC 2021)
-#: with torchtitan's default of two chunks per rank (``generate_split_points``: ``num_stages_per_rank = 2`` for its
-#: looped schedules).
-PIPELINE_SCHEDULES = {"1f1b": 1, "interleaved-1f1b": 2}
-
-
-def pipeline_virtual_stages(schedule) -> int:
-    """Model chunks per pipeline rank of a schedule name (:data:`PIPELINE_SCHEDULES`): ``"1f1b"`` → 1,
-    ``"interleaved-1f1b"`` (also ``"Interleaved1F1B"``, torchtitan's spelling) → 2.
-
-    Raises
-    ------
-    perfmodel.datasets.UnknownNameError
-        An unknown schedule (the message lists the known ones).
-    """
-    key = schedule.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(schedule, str) else None
-    key = {"interleaved1f1b": "interleaved-1f1b", "interleaved": "interleaved-1f1b"}.get(key, key)
-    if key not in PIPELINE_SCHEDULES:
-        raise UnknownNameError(f"Unknown pipeline_schedule {schedule!r}. Expected one of: {', '.join(PIPELINE_SCHEDULES)} "
-                               "(interleaved: two model chunks per pipeline rank).")
-    return PIPELINE_SCHEDULES[key]
-
-
-def check_async_tp(async_tp, tp: int, strategy: str) -> None:
-    """Refuse ``async_tp`` that is not a bool, or asked for without tensor parallelism."""
-    if not isinstance(async_tp, (bool, np.bool_)):
-        raise TypeError(f"async_tp must be True (tensor-parallel collectives overlapped with their matmuls) or False; "
-                        f"got {async_tp!r}.")
-    if async_tp and tp < 2:
-        raise StrategyError(f"async_tp=True overlaps the tensor-parallel collectives with the matmuls, but strategy="
-                            f"{strategy!r} has no tensor parallelism. Add a tp factor (e.g. 'fsdp8-tp8') or pass "
-                            "async_tp=False.")
-
-
 def _tp_layer_exposed(collective_s: float, tp: int, matmul_s: float, async_tp: bool) -> float:
     """Exposed seconds of one tensor-parallel collective of a layer (half of the layer's tensor-parallel matmul time
     ``matmul_s`` is the matmul it feeds or follows). Vanilla TP: all of it. Asynchronous TP (torchtitan's
@@ -862,41 +260,6 @@ def _tp_layer_exposed(collective_s: float, tp: int, matmul_s: float, async_tp: b
     if not async_tp or tp < 2:
         return collective_s
     return max(collective_s / tp, collective_s - matmul_s / 2)
-
-
-def context_parallel_shape(shape, in_dtype, cp: int, strategy: str) -> tuple:
-    """One rank's sample under context parallelism: a token sequence ``(s,)`` cut in ``cp`` shards ``(s / cp,)``."""
-    import torch
-
-    shape = tuple(shape)
-    if cp == 1:
-        return shape
-    if in_dtype not in (torch.long, torch.int, torch.int64) or len(shape) != 1:
-        raise StrategyError(f"strategy={strategy!r} splits a token sequence over {cp} context-parallel ranks; the input "
-                            f"is {tuple(shape)} of {in_dtype}. Use cp with a language model (input_shape=(seq_len,)).")
-    if shape[0] % (2 * cp):
-        raise StrategyError(f"strategy={strategy!r}: context parallelism over {cp} ranks cuts the sequence in {2 * cp} "
-                            f"chunks (two per rank, load-balanced for causal masks), but seq_len = {shape[0]} is not a "
-                            f"multiple of {2 * cp}. Use a sequence length divisible by {2 * cp}.")
-    return (shape[0] // cp,)
-
-
-def context_parallel_work(work: pd.DataFrame, cp: int, lay: ModelLayout) -> pd.DataFrame:
-    """Work rows of one context-parallel rank (traced at ``s / cp`` tokens): each fused attention kernel attends its
-    ``s / cp`` queries to the keys of the whole sequence (ring attention, load-balanced: ``1/cp`` of the causal work
-    of the sequence, ``cp`` times the traced shard's), so its FLOPs and key length grow ``cp``-fold and it reads the
-    whole sequence's K and V (the ``kv_heads / (heads + kv_heads)`` share of its traced bytes, ``cp``-fold). Every
-    other operator works on the rank's tokens, as traced."""
-    w = work.copy()
-    attn = w["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (w["op_class"] == "matmul").to_numpy()
-    if attn.any():
-        h, kv = float(lay.heads or 1), float(lay.kv_heads or lay.heads or 1)
-        share = kv / (h + kv)
-        w.loc[attn, "flops"] = w.loc[attn, "flops"] * cp
-        w.loc[attn, "dim_n"] = w.loc[attn, "dim_n"] * cp
-        w.loc[attn, "bytes"] = w.loc[attn, "bytes"] * ((1 - share) + share * cp)
-        w.loc[attn, "tiles"] = w.loc[attn, "tiles"] * cp
-    return w
 
 
 def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high=None,
@@ -910,9 +273,10 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     (:func:`resolve_links`). Prefer calling :func:`perfmodel.predict_step_time` with ``n_gpus=``."""
     import torch
 
-    from perfmodel.models import op_step_time as ost
+    from perfmodel.models import workload as wl
+    from perfmodel.models import kernels as kn
 
-    prec = ost._check_step_args(alpha, optimizer, inference, precision, batch_size)
+    prec = wl.check_step_args(alpha, optimizer, inference, precision, batch_size)
     check_strategy_name(strategy)
     if inference:
         raise ValueError("inference=True predicts one forward pass on one GPU; parallel strategies model training steps "
@@ -932,7 +296,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     v = pipeline_virtual_stages(pipeline_schedule)
     check_async_tp(async_tp, tpd, strat)
     B = int(batch_size)
-    specs = ost._gpu_specs(gpus, prec)
+    specs = kn.gpu_specs(gpus, prec)
     links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node) for s in specs]
     if B % d:
         if single:
@@ -976,16 +340,16 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                             f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
     high = int(input_high) if input_high is not None else vocab
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
-    work = ost._step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
+    work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
                           inference=False, compile=compile)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
-    layer = _op_layer(work, lay.n_layers)
+    layer = op_layer(work, lay.n_layers)
     phase = work["phase"].to_numpy()
     is_opt = phase == "optimizer"
-    size = torch.empty((), dtype=getattr(torch, ost.PRECISION_DTYPES[prec])).element_size()
+    size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     P = lay.params
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
     act_bytes = float(tokens * (lay.hidden or 0) * size)
@@ -1014,10 +378,10 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer
     kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (lay.kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
                       * size / tpd) if cpd > 1 else 0.0)
-    q, interval = ost._interval(alpha)
+    q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
     for spec, lk in zip(specs, links):
-        t = ost._kernel_seconds(work, spec, prec)
+        t = kn.kernel_seconds(work, spec, prec)
         fwd = float(t[phase == "forward"].sum())
         bwd = float(t[phase == "backward"].sum())
         opt = float(t[is_opt].sum())
@@ -1117,7 +481,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
             f_rank = m * float(t[(stage == sb) & (phase == "forward")].sum())
             b_rank_s = m * float(t[(stage == sb) & (phase == "backward")].sum())
         work_s = step - exposed
-        far += ost._extrapolation_notes(spec)
+        far += kn._extrapolation_notes(spec)
         label = _links_label(lk, used)
         if isinstance(label, Interconnect):
             link_name = label.name
@@ -1131,7 +495,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                          interconnect=link_name, compute_s=compute, comm_s=exposed, comm_total_s=comm_total, bubble_s=bubble,
                          pipeline_schedule=("interleaved-1f1b" if v > 1 else "1f1b"), async_tp=bool(async_tp),
                          basis=f"{strat} over {n} GPUs ({how}): per-GPU operators, each roofline x efficiency "
-                               f"{ost.learned_on(prec)}, plus alpha-beta communication; "
+                               f"{kn.learned_on(prec)}, plus alpha-beta communication; "
                                f"interval on the compute only: {interval}"))
-    ost._warn_extrapolation(far, prec)
+    kn._warn_extrapolation(far, prec)
     return pd.DataFrame(rows)

@@ -65,7 +65,7 @@ def own_results(item: str, rows, *, citation: str) -> pd.DataFrame:
     Parameters
     ----------
     item : str
-        The item the rows belong to, by the name ``datasets/reference`` gives items (its ``LEGACY_ID``).
+        The item the rows belong to, by the name ``datasets/reference`` gives items (its ``legacy_id``).
     rows : iterable of dict
         ``quantity``, ``unit``, ``value`` (a finite number) and ``protocol`` (how it was computed: data, split,
         estimator, seed) per result.

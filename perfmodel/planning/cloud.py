@@ -72,7 +72,7 @@ _MODULE_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def clear_plan_cache() -> None:
     """Forget the memoised step-time and memory predictions of :func:`plan_cloud` and the per-operator traces behind
     them (:func:`perfmodel.models.op_step_time.clear_trace_cache`): the next plan starts cold."""
-    from perfmodel.models.op_step_time import clear_trace_cache
+    from perfmodel.models.kernels import clear_trace_cache
 
     _MEMO.clear()
     clear_trace_cache()
@@ -289,9 +289,9 @@ class _Rental(NamedTuple):
 
 
 def _gpu_notes(spec, prec: str) -> list[str]:
-    from perfmodel.models import op_step_time as ost
+    from perfmodel.models import kernels as kn
 
-    notes = ost._extrapolation_notes(spec)
+    notes = kn._extrapolation_notes(spec)
     if prec != "fp32":
         notes.append(f"precision {prec} (operator efficiencies learned on FP32)")
     return notes
@@ -494,7 +494,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     """
     from perfmodel import datasets as ds
     from perfmodel.models import op_step_time as ost
-    from perfmodel.models.parallel import StrategyError, check_strategy_name, resolve_interconnect
+    from perfmodel.models.strategy import StrategyError, check_strategy_name
+    from perfmodel.models.collectives import resolve_interconnect
     from perfmodel.planning.memory import predict_memory
     from perfmodel.models.hetero import BALANCES, mix_label, parse_mix
     from perfmodel.planning.plan import mark_feasible

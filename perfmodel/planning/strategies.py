@@ -60,7 +60,7 @@ def _positive_ints(name, values) -> list[int]:
 
 
 def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h):
-    from perfmodel.models.parallel import STRATEGIES, check_strategy_name, strategy_combinations
+    from perfmodel.models.strategy import STRATEGIES, check_strategy_name, strategy_combinations
 
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
@@ -142,17 +142,19 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         Bad ``n_gpus``, ``micro_batches``, ``activation_checkpointing``, ``usd_per_gpu_h`` or a batch / optimizer
         :func:`perfmodel.predict_step_time` refuses; every combination skipped (the message lists their reasons).
     """
-    from perfmodel.models.op_step_time import _check_step_args, _gpu_specs, add_recompute
+    from perfmodel.models.workload import check_step_args
+    from perfmodel.models.kernels import gpu_specs
+    from perfmodel.models.one_step import add_recompute
     from perfmodel.models.op_step_time import _step_time_only as predict_step_time  # memory is predicted apart here
-    from perfmodel.models.parallel import StrategyError, parse_strategy, resolve_links
+    from perfmodel.models.strategy import StrategyError, parse_strategy, resolve_links
     from perfmodel.planning.memory import predict_memory
 
     n, strats, mbs, acs = _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h)
-    prec = _check_step_args(0.2, optimizer, False, precision, batch_size)
+    prec = check_step_args(0.2, optimizer, False, precision, batch_size)
     if not (isinstance(gpu, str) or not hasattr(gpu, "__iter__")):
         raise TypeError(f"explore_strategies compares strategies on one GPU type; got {type(gpu).__name__}. Call it once per "
                         "GPU type (e.g. gpu='A100').")
-    spec = _gpu_specs(gpu, prec)[0]
+    spec = gpu_specs(gpu, prec)[0]
     resolve_links(interconnect, spec)  # UnknownNameError before any prediction
     rows, skipped, done = [], [], set()
     for strat in strats:

@@ -5,7 +5,7 @@ runner (:mod:`perfmodel.reproduce._runner`) draws their figures (PNG and PDF) an
 writer (:mod:`perfmodel.reproduce._report`) writes
 
 * ``figures/<stem>.png`` and ``.pdf``;
-* ``authors/<repository>/<file>``: the authors' own image of a figure (an item's ``AUTHORS_IMAGE``, fetched and
+* ``authors/<repository>/<file>``: the authors' own image of a figure (an item's ``authors_image``, fetched and
   hash-verified through the registry), shown beside the reproduced figure;
 * ``numbers.json``: one record per reported quantity, byte-identical across runs (sorted, no timestamps);
 * ``report.md`` and a self-contained ``report.html`` (figures inline) with a status per number, citing each item's

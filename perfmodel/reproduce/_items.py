@@ -8,7 +8,10 @@ import re
 from dataclasses import dataclass, field
 from types import ModuleType
 
-__all__ = ["Item", "discover_items"]
+from perfmodel.papers._item import ITEM_METADATA, declaration
+from perfmodel.papers._item import Item as Declaration
+
+__all__ = ["Item", "discover_items", "ITEMS", "CatalogItem", "ALIASES", "NUMBERS_AREAS"]
 
 _PAPER_ORDER = ("CM-DARE", "ICAC'19", "perfmodel")
 
@@ -17,7 +20,8 @@ _PAPER_ORDER = ("CM-DARE", "ICAC'19", "perfmodel")
 class Item:
     """One item of the reproduction: a figure or table of a paper, or one of perfmodel's own results.
 
-    A view of its module in :mod:`perfmodel.papers` (the module holds the metadata and the code; see there).
+    A view of its module in :mod:`perfmodel.papers`: the module holds the code and declares the metadata (its ``ITEM``, a
+    :class:`perfmodel.papers.Item`); ``it.paper``, ``it.procedure``, … read that declaration.
 
     Attributes
     ----------
@@ -26,17 +30,22 @@ class Item:
     package : str
         ``"cmdare"``, ``"icac19"``, ``"beyond"`` or ``"external"``.
     module : module
-        The item module: ``data()``, ``numbers()``, ``figure(data=None, ax=None)`` and the metadata.
+        The item module: ``data()``, ``numbers()``, ``figure(data=None, ax=None)`` and its declaration ``ITEM``.
     """
 
     id: str
     package: str
     module: ModuleType = field(compare=False, repr=False)
 
-    def __getattr__(self, name: str):  # metadata: it.paper -> module.PAPER ...
-        if name.isidentifier() and name.islower() and hasattr(self.module, name.upper()):
-            return getattr(self.module, name.upper())
+    def __getattr__(self, name: str):  # metadata: it.paper -> the module's ITEM.paper ...
+        if name in ITEM_METADATA:
+            return getattr(self.declaration, name)
         raise AttributeError(f"Item has no attribute {name!r}")
+
+    @property
+    def declaration(self) -> Declaration:
+        """The module's ``ITEM`` (``legacy_id`` defaulting to the id)."""
+        return declaration(self.module)
 
     @property
     def module_name(self) -> str:
@@ -44,34 +53,37 @@ class Item:
 
     @property
     def has_figure(self) -> bool:
-        return not self.module.NO_FIGURE and bool(self.module.VARIANTS)
+        return not self.no_figure and bool(self.variants)
 
     @property
     def computes_numbers(self) -> bool:
         """Whether the runner calls its ``numbers()``: it compares a ``datasets/reference/paper_numbers`` area, or
-        computes perfmodel's own results (no area, no ``NUMBERS_FROM``, no ``NO_NUMBERS`` reason)."""
-        m = self.module
-        return bool(m.NUMBERS_AREA) or not (m.NUMBERS_FROM or m.NO_NUMBERS or m.UNAVAILABLE)
+        computes perfmodel's own results (no area, no ``numbers_from``, no ``no_numbers`` reason)."""
+        return bool(self.numbers_area) or not (self.numbers_from or self.no_numbers or self.unavailable)
 
     @property
     def docstring(self) -> str:
-        return inspect.getdoc(self.module) or ""
+        """The module's docstring (title, then what a reviewer needs: quirks, choices), followed by the declared
+        sources and procedure as numpydoc sections."""
+        doc = inspect.getdoc(self.module) or ""
+        sources = "\n".join(f"* {s}" for s in self.sources)
+        return f"{doc}\n\nSources\n-------\n{sources}\n\nProcedure\n---------\n{self.procedure}"
 
     def stems(self) -> list[str]:
         """Output file stems of the figures: ``<id>``, or ``<id>_<variant values>`` for an item with several."""
-        variants = self.module.VARIANTS if self.has_figure else ()
+        variants = self.variants if self.has_figure else ()
         if len(variants) == 1:
             return [self.id]
         return [self.id + "_" + "_".join(str(v).lower() for v in kw.values()) for kw in variants]
 
     def authors_image_stem(self) -> str | None:
-        """The figure stem the authors' image (``AUTHORS_IMAGE``) goes beside: the first variant whose values all
+        """The figure stem the authors' image (``authors_image``) goes beside: the first variant whose values all
         appear among the words of the image's file name (``k80_cdf.png`` → the ``gpu="K80"`` variant,
         ``cluster_8_spots_heatmap.png`` → ``n_workers=8``), else the first figure. None without an image or figure."""
-        if not self.module.AUTHORS_IMAGE or not self.has_figure:
+        if not self.authors_image or not self.has_figure:
             return None
-        words = set(re.split(r"[^a-z0-9]+", self.module.AUTHORS_IMAGE.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()))
-        for kw, stem in zip(self.module.VARIANTS, self.stems()):
+        words = set(re.split(r"[^a-z0-9]+", self.authors_image.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()))
+        for kw, stem in zip(self.variants, self.stems()):
             if {str(v).lower() for v in kw.values()} <= words:
                 return stem
         return self.stems()[0]
@@ -91,3 +103,24 @@ def discover_items(packages=None) -> tuple[Item, ...]:
             items.append(Item(info.name, pkg, importlib.import_module(f"perfmodel.papers.{pkg}.{info.name}")))
     order = {p: i for i, p in enumerate(packages or PACKAGES)}
     return tuple(sorted(items, key=lambda it: (order[it.package], it.id)))
+
+
+#: Every item, discovered from :mod:`perfmodel.papers` (report order).
+ITEMS: tuple[Item, ...] = discover_items()
+#: Former name of :class:`Item`.
+CatalogItem = Item
+_BY_ID = {it.id: it for it in ITEMS}
+if len(_BY_ID) != len(ITEMS):  # pragma: no cover - a test checks the ids are unique
+    raise RuntimeError(f"duplicate item ids in perfmodel.papers: {sorted(i.id for i in ITEMS if sum(j.id == i.id for j in ITEMS) > 1)}")
+#: Former item ids (before the papers were packages) -> item id; ``--only`` accepts both.
+ALIASES: dict[str, str] = {it.legacy_id: it.id for it in ITEMS if it.legacy_id and it.legacy_id != it.id}
+#: The name ``datasets/reference/paper_numbers`` gives an item (its ``item`` column) -> item id.
+_BY_REFERENCE = {it.legacy_id or it.id: it.id for it in ITEMS}
+#: Item id -> the ``datasets/reference/paper_numbers`` area its ``numbers()`` compares. When ``numbers()`` fails, the
+#: quantities of its area are reported as not reproduced, and every item owning some of them as failed.
+NUMBERS_AREAS: dict[str, str] = {it.id: it.numbers_area for it in ITEMS if it.numbers_area}
+
+
+def _owner(item, runner: str) -> str:
+    """Item that owns a comparison row: the one named in its ``item`` column, else the item that computed it."""
+    return _BY_REFERENCE.get(item, runner) if isinstance(item, str) else runner

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import html
-import inspect
 import json
 import re
 from pathlib import Path
@@ -17,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from perfmodel.reproduce._items import Item
-from perfmodel.reproduce._runner import ITEMS, ReproductionResult, _isnan, _num, _str
+from perfmodel.reproduce._items import ITEMS, _owner
+from perfmodel.reproduce._results import ReproductionResult, _isnan, _num, _str
 
 __all__ = ["write_numbers_json", "write_report", "list_items", "items_markdown_table"]
 
@@ -47,8 +47,6 @@ def write_numbers_json(res: ReproductionResult, items: list[Item], path: Path) -
     """``numbers.json``: sorted records, sorted keys, no timestamps (byte-identical across runs). Every record names
     items by their current ids: ``id`` is the item that owns the number, ``item`` the item the reference table files
     it under (a former id there is translated)."""
-    from perfmodel.reproduce._runner import _owner
-
     recs = []
     for r in res.numbers.to_dict("records"):
         recs.append({
@@ -91,9 +89,9 @@ def write_report(res: ReproductionResult, items: list[Item], out: Path) -> None:
 
 
 def _docstring_lines(it: Item) -> list[str]:
-    """The item module's docstring without its title line, as Markdown paragraphs (numpydoc headings in bold)."""
-    doc = inspect.getdoc(it.module) or ""
-    paras = [p for p in doc.split("\n\n")[1:] if p.strip() and not p.startswith("Paper: ")]  # the metadata line says it
+    """The item's docstring (:attr:`Item.docstring`: the module's, then its declared sources and procedure) without
+    its title line, as Markdown paragraphs (numpydoc headings in bold)."""
+    paras = [p for p in it.docstring.split("\n\n")[1:] if p.strip()]
     out = []
     for p in paras:
         lines = p.splitlines()

@@ -1,10 +1,10 @@
 """The runner of ``perfmodel reproduce``: discover the items, draw their figures, collect their numbers.
 
 The items are the modules of :mod:`perfmodel.papers` (discovered, see :func:`discover_items`). For each item the
-runner draws its figures (``figure(**variant)`` for each of its ``VARIANTS``; PNG and PDF) and, for an item that owns
-a ``datasets/reference/paper_numbers`` area (``NUMBERS_AREA``), collects its ``numbers()`` (paper value, reproduced
+runner draws its figures (``figure(**variant)`` for each of its ``variants``; PNG and PDF) and, for an item that owns
+a ``datasets/reference/paper_numbers`` area (``numbers_area``), collects its ``numbers()`` (paper value, reproduced
 value, tolerance, status, reason, citation). A row of such a table belongs to the item its ``item`` column names (the
-name ``datasets/reference`` uses is the item's ``LEGACY_ID``), else to the item that computed it.
+name ``datasets/reference`` uses is the item's ``legacy_id``), else to the item that computed it.
 
 Statuses of a number: ``reproduced`` (within the EXACT tolerance), ``within tolerance`` (within an APPROX rule),
 ``differs`` (outside tolerance; expected when the reference gives a reason — stale output, solver version,
@@ -12,120 +12,27 @@ unrecoverable row selection), ``not reproducible`` (data missing), ``computed`` 
 context), ``perfmodel result`` (perfmodel's own computed result, beyond the papers: no paper value, its protocol in the
 row). A number that should reproduce but does not makes :func:`reproduce` report a failure (the CLI exits 1).
 
-An item whose ``AUTHORS_IMAGE`` names the authors' own image of the figure (a registry file of kind ``image``) gets it
+An item whose ``authors_image`` names the authors' own image of the figure (a registry file of kind ``image``) gets it
 fetched through :mod:`perfmodel.datasets` (hash-verified) and copied to ``authors/<repository>/<file name>`` in the output
 folder; the report shows it beside the reproduced figure.
 :mod:`perfmodel.reproduce._report` writes ``numbers.json`` and the report.
 """
 from __future__ import annotations
 
-import math
-import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from perfmodel.papers._numbers import OWN_RESULT_STATUS
-from perfmodel.reproduce._items import Item, discover_items
+from perfmodel.reproduce._items import _BY_ID, ALIASES, ITEMS, NUMBERS_AREAS, CatalogItem, Item, _owner
+from perfmodel.reproduce._report import write_numbers_json, write_report
+from perfmodel.reproduce._results import ReproductionResult, _isnan, number_status
 
 __all__ = ["CatalogItem", "ITEMS", "ALIASES", "NUMBERS_AREAS", "reproduce", "ReproductionResult", "number_status", "ReproduceOutputError",
            "select_items"]
 
-#: Every item, discovered from :mod:`perfmodel.papers` (report order).
-ITEMS: tuple[Item, ...] = discover_items()
-#: Former name of :class:`Item`.
-CatalogItem = Item
-_BY_ID = {it.id: it for it in ITEMS}
-if len(_BY_ID) != len(ITEMS):  # pragma: no cover - a test checks the ids are unique
-    raise RuntimeError(f"duplicate item ids in perfmodel.papers: {sorted(i.id for i in ITEMS if sum(j.id == i.id for j in ITEMS) > 1)}")
-#: Former item ids (before the papers were packages) -> item id; ``--only`` accepts both.
-ALIASES: dict[str, str] = {it.legacy_id: it.id for it in ITEMS if it.legacy_id and it.legacy_id != it.id}
-#: The name ``datasets/reference/paper_numbers`` gives an item (its ``item`` column) -> item id.
-_BY_REFERENCE = {it.legacy_id or it.id: it.id for it in ITEMS}
-#: Item id -> the ``datasets/reference/paper_numbers`` area its ``numbers()`` compares. When ``numbers()`` fails, the
-#: quantities of its area are reported as not reproduced, and every item owning some of them as failed.
-NUMBERS_AREAS: dict[str, str] = {it.id: it.numbers_area for it in ITEMS if it.numbers_area}
-
-
 class ReproduceOutputError(OSError):
     """The output folder of :func:`reproduce` cannot be used (an existing file, no permission)."""
-
-
-# --------------------------------------------------------------------------------------------------- statuses
-def number_status(row) -> tuple[str, bool]:
-    """(status, failed) of one comparison row (a mapping with ``paper_value``, ``reproduced``, ``status``,
-    ``within_tolerance``).
-
-    ``failed`` is True only for a number the reference says should reproduce (EXACT or APPROX) that does not.
-    """
-    cat = row["status"]
-    has_paper = not _isnan(row["paper_value"])
-    has_rep = not _isnan(row["reproduced"])
-    if cat == "NO-PAPER-VALUE":
-        return "computed", False
-    if cat == OWN_RESULT_STATUS:
-        return "perfmodel result", False
-    if cat == "MISSING" or (has_paper and not has_rep):
-        return "not reproducible", cat in ("EXACT", "APPROX")
-    ok = row["within_tolerance"]
-    ok = bool(ok) if ok is not None and not (isinstance(ok, float) and math.isnan(ok)) and ok is not pd.NA else False
-    if ok:
-        return ("reproduced" if cat == "EXACT" else "within tolerance"), False
-    return "differs", cat in ("EXACT", "APPROX")
-
-
-def _isnan(v) -> bool:
-    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
-
-
-def _str(v):
-    return None if _isnan(v) else str(v)
-
-
-def _num(v):
-    """JSON value of a number: None for NaN, int when integral and small, else the float."""
-    if _isnan(v):
-        return None
-    v = float(v)
-    return int(v) if v.is_integer() and abs(v) < 2**53 else v
-
-
-# ------------------------------------------------------------------------------------------------------ runner
-@dataclass
-class ReproductionResult:
-    """What :func:`reproduce` did: the numbers, the figures written, failures, and timings."""
-
-    out: Path
-    numbers: pd.DataFrame
-    figures: dict = field(default_factory=dict)  # item id -> [stems]
-    errors: dict = field(default_factory=dict)  # item id -> message
-    seconds: dict = field(default_factory=dict)  # item id -> wall time
-    authors_images: dict = field(default_factory=dict)  # item id -> (figure stem it goes beside, path in out, registry key)
-    missing_data: dict = field(default_factory=dict)  # upstream dataset folder -> {"items": [ids], "cause": network's reason}
-
-    @property
-    def failed(self) -> pd.DataFrame:
-        """Numbers that should reproduce and do not."""
-        return self.numbers[self.numbers["failed"]] if len(self.numbers) else self.numbers
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors and self.failed.empty
-
-    def summary(self) -> str:
-        """One closing line: OK, or how many items failed and how many numbers should reproduce and do not."""
-        n_fail = len(self.failed)
-        if self.ok:
-            return f"perfmodel reproduce: OK: {len(self.seconds)} items ran, every number that should reproduce does."
-        items = f"{len(self.errors)} item(s) failed ({', '.join(sorted(self.errors))})" if self.errors else "0 items failed"
-        return f"perfmodel reproduce: FAILED: {items}; {n_fail} number(s) that should reproduce do not."
-
-
-def _owner(item, runner: str) -> str:
-    """Item that owns a comparison row: the one named in its ``item`` column, else the item that computed it."""
-    return _BY_REFERENCE.get(item, runner) if isinstance(item, str) else runner
 
 
 def _lost_numbers(item_id: str, why: str) -> pd.DataFrame:
@@ -242,7 +149,6 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     from tqdm.auto import tqdm
 
     from perfmodel.datasets import data_root
-    from perfmodel.reproduce._report import write_numbers_json, write_report
 
     items = select_items(only)
     out = Path(out)
@@ -311,8 +217,8 @@ def _copy_authors_image(key: str, out: Path) -> tuple[str, str]:
 
     e = entry(key)
     if e.kind != "image":
-        raise ValueError(f"AUTHORS_IMAGE {key!r} is a registry file of kind {e.kind!r}, not an image. Name one of the registry's "
-                         "'image' files (the upstream data/img/ folders), or set AUTHORS_IMAGE = \"\".")
+        raise ValueError(f"authors_image {key!r} is a registry file of kind {e.kind!r}, not an image. Name one of the registry's "
+                         "'image' files (the upstream data/img/ folders), or set authors_image="" in its ITEM.")
     rel = f"authors/{e.repo.split('/')[-1]}/{Path(e.path).name}"
     dest = out / rel
     dest.parent.mkdir(parents=True, exist_ok=True)

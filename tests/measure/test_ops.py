@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import perfmodel.models.op_latency as ol
+from perfmodel.models import op_fit as of
 from perfmodel.cli import main
 from perfmodel.measure import MeasurementFileError
 from perfmodel.measure.ops import OP_COLUMNS, SHAPE_COLUMNS, check_precision, measure_ops, op_grid
@@ -121,7 +122,7 @@ def test_measured_rows_refit_the_operator_model(quick_rows, tmp_path):
     # Kept to seconds by a small fit: NeuSight's T4 rows only and 5 boosting iterations (the shipped model: five GPUs,
     # 300 iterations); min_gpu_rows 5 gives the 21 measured rows a model of their own where a class has 5 of them.
     csv = _as_gpu(quick_rows, tmp_path / "ops.csv", precision="bf16")
-    b = ol.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 5}, devices=("T4",),
+    b = of.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 5}, devices=("T4",),
                         progress=False)
     assert b["fitted"] and b["model"].training_devices_ == ["H100", "T4"]
     assert "plus 21 user rows from" in b["model"].provenance_ and "(H100)" in b["model"].provenance_

@@ -10,7 +10,8 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.models import ExtrapolationWarning
-from perfmodel.models.op_step_time import _interval, add_recompute
+from perfmodel.models.kernels import conformal_interval
+from perfmodel.models.one_step import add_recompute
 
 TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128, bos_token_id=0,
                  eos_token_id=0)
@@ -27,7 +28,7 @@ def test_one_gpu_adds_one_forward_pass():
     assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + plain["forward_s"], rel=1e-12)
     assert ckpt["backward_s"] == pytest.approx(plain["backward_s"] + plain["forward_s"], rel=1e-12)
     assert ckpt["forward_s"] == plain["forward_s"] and ckpt["optimizer_s"] == plain["optimizer_s"]
-    q, _ = _interval(0.2)
+    q, _ = conformal_interval(0.2)
     assert ckpt["lower_s"] == pytest.approx(plain["lower_s"] + plain["forward_s"] * np.exp(-q), rel=1e-12)
     assert ckpt["upper_s"] == pytest.approx(plain["upper_s"] + plain["forward_s"] * np.exp(q), rel=1e-12)
     assert ckpt["basis"].endswith("activation checkpointing: the forward pass recomputed in the backward pass")
@@ -90,7 +91,7 @@ def test_selective_recomputes_part_of_the_forward_pass_and_keeps_part_of_the_act
 
 
 def test_selective_mask_keeps_attention_and_every_other_matmul():
-    from perfmodel.models.op_step_time import selective_recompute_mask
+    from perfmodel.models.workload import selective_recompute_mask
 
     rows = pd.DataFrame({"op": ["aten.mm", "aten.add", "aten.mm", "aten._scaled_dot_product_flash_attention_for_cpu",
                                 "aten.mm", "aten.mm", "aten.mm"],

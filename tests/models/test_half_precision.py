@@ -12,6 +12,7 @@ import pytest
 
 from perfmodel.models import _artifact
 from perfmodel.models import half_precision as hp
+from perfmodel.models import half_precision_scores as hps
 from perfmodel.models.op_latency import WORK_COLUMNS
 
 _HAS_VIDUR = (Path(os.environ.get("PERFMODEL_DATA", "")) / "microsoft" / "vidur").is_dir()
@@ -60,19 +61,19 @@ def test_the_shipped_model_is_read_without_the_data_and_never_saw_an_h100(monkey
 
 
 def test_kernel_seconds_use_the_half_model_and_fall_back_for_unseen_classes():
-    from perfmodel.models.op_step_time import _kernel_seconds
+    from perfmodel.models.kernels import kernel_seconds
 
     w = hp.vidur_work(pd.concat([_llama7b(o) for o in ("mlp_up_proj", "add", "input_layernorm")], ignore_index=True))
     conv = pd.DataFrame([("conv", 2 * 4096 * 576 * 64, 2e6, 32 * 1, 4096, 576, 64, 1), ("softmax", 5e6, 4e6, 1024, 1024, 1, 1024, 1)],
                         columns=WORK_COLUMNS)
     work = pd.concat([w[WORK_COLUMNS], conv], ignore_index=True)
-    t = hp.half_precision_kernel_seconds(work, "H100", "fp16")
+    t = hps.half_precision_kernel_seconds(work, "H100", "fp16")
     assert t.shape == (5,) and (t > 0).all()
     np.testing.assert_array_equal(t[:3], hp.half_precision_op_model().predict_in_stream(hp.half_precision_design(w, "H100", "fp16")))
-    np.testing.assert_array_equal(t[3:], _kernel_seconds(conv, "H100", "fp16"))
-    np.testing.assert_array_equal(hp.half_precision_kernel_seconds(work, "H100", "bf16"), t)  # BF16 rate = FP16 rate on H100
+    np.testing.assert_array_equal(t[3:], kernel_seconds(conv, "H100", "fp16"))
+    np.testing.assert_array_equal(hps.half_precision_kernel_seconds(work, "H100", "bf16"), t)  # BF16 rate = FP16 rate on H100
     with pytest.raises(ValueError, match=r"half_precision_kernel_seconds predicts at \('fp16', 'bf16'\); got 'fp32'"):
-        hp.half_precision_kernel_seconds(work, "H100", "fp32")
+        hps.half_precision_kernel_seconds(work, "H100", "fp32")
 
 
 @needs_data

@@ -7,7 +7,8 @@ pytest.importorskip("transformers")
 import perfmodel as pm
 from perfmodel._errors import UnknownNameError
 from perfmodel.models.hetero import _split_by_speed, mix_label, parse_mix, predict_mixed_step_time
-from perfmodel.models.parallel import Interconnect, exposed_bucket_allreduce, resolve_interconnect
+from perfmodel.models.collectives import Interconnect, resolve_interconnect
+from perfmodel.models.parallel import exposed_bucket_allreduce
 
 CFG = dict(model_type="gpt2", n_layer=2, n_embd=128, n_head=4, vocab_size=500, n_positions=64, bos_token_id=0, eos_token_id=0)
 KW = dict(input_shape=(64,), precision="fp32", optimizer="adam")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import perfmodel as pm
-import perfmodel.models.op_step_time as ost
+from perfmodel.models import kernels as kn
 
 MODELS = ("resnet-15", "resnet-32", "custom-resnet-5", "shake-shake-16", "shake-shake-big")
 GPUS = ("V100", "A100", "H100")
@@ -41,7 +41,7 @@ def test_the_projection_raises_a_dip_to_the_time_of_fewer_rows_and_keeps_a_monot
                       "flops": 2 * rows * 144 * 32, "bytes": 4 * (rows * 144 + 144 * 32 + rows * 32),
                       "tiles": np.ceil(rows / 128)})
     raw = _Dipping().predict_in_stream(X)
-    out = ost._monotone_in_batch(X, raw, _Dipping(), "fp32")
+    out = kn._monotone_in_batch(X, raw, _Dipping(), "fp32")
     assert np.all(np.diff(out) >= 0)
     assert np.all(out >= raw * (1 - 1e-12))  # only raised, never lowered
     assert out[rows < 2**12] == pytest.approx(100e-6)  # already monotone where nothing smaller is slower

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import perfmodel.models.op_latency as ol
+from perfmodel.models import op_fit as of
 from perfmodel.models import _artifact
 from perfmodel.models._artifact import ArtifactError, TreeEnsemble
 
@@ -29,7 +30,7 @@ def fresh_default(monkeypatch):
         raise AssertionError("the operator model was fitted at prediction time")
 
     monkeypatch.setattr(ol.OpLatencyModel, "fit", refuse)
-    monkeypatch.setattr(ol, "fit_bundle", refuse)
+    monkeypatch.setattr(of, "fit_bundle", refuse)
 
 
 def test_first_prediction_reads_the_shipped_model_and_fits_nothing(fresh_default):
@@ -115,7 +116,7 @@ def test_rebuild_gives_the_shipped_artifact():
     from _rebuild import check_rebuild
 
     header, arrays = _artifact.load(ol.shipped_artifact_path(), sha256=ol.SHIPPED_SHA256)
-    rebuilt = ol.fit_bundle()
+    rebuilt = of.fit_bundle()
     h2, a2 = ol.bundle_arrays(rebuilt)
     X = ol.neusight_op_frame("train", devices=ol.TRAINING_GPUS)
     shipped = ol.bundle_from_arrays(header, arrays)["model"].predict_in_stream(X)
@@ -128,7 +129,7 @@ def test_rebuild_gives_the_shipped_artifact():
 
 _CONCURRENT = """
 import sys, perfmodel.models.op_latency as ol
-b = ol.fit_op_model(out=sys.argv[1], params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"), progress=False)
+b = of.fit_op_model(out=sys.argv[1], params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"), progress=False)
 print("FITTED" if b["fitted"] else "READ", b["sha256"])
 """
 
@@ -155,10 +156,10 @@ def test_a_user_refit_is_used_when_named_and_records_its_data(tmp_path, monkeypa
     # NeuSight's schema back from the model rows: the device, the op, its shape and the latency in ms
     pd.DataFrame({"device": "Tesla T4", "op": "linear", "b": 1, "m": rows["dim_m"].astype(int), "n": rows["dim_n"].astype(int),
                   "k": rows["dim_k"].astype(int), "latency_ms": rows["latency_s"] * 1e3 * 1.5}).to_csv(csv, index=False)
-    b = ol.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"),
+    b = of.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"),
                         progress=False)
     assert b["fitted"] and "plus 400 user rows from" in b["model"].provenance_
-    again = ol.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"),
+    again = of.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"),
                             progress=False)
     assert not again["fitted"]
     monkeypatch.setattr(ol, "_DEFAULT", {})
@@ -176,7 +177,7 @@ def test_bad_user_measurements_and_a_folder_in_the_way_are_clear_errors(tmp_path
         ol.load_op_rows(bad)
     (tmp_path / "dir.npz").mkdir()
     with pytest.raises(IsADirectoryError, match="a folder is there"):
-        ol.fit_op_model(out=tmp_path / "dir.npz", progress=False)
+        of.fit_op_model(out=tmp_path / "dir.npz", progress=False)
 
 
 def test_cli_fit_refuses_a_bad_csv_in_one_line(tmp_path, capsys):
@@ -194,7 +195,7 @@ def test_a_refit_never_overwrites_a_file_it_was_not_asked_to_replace(tmp_path):
     mine.write_bytes(b"a user's own file")
     kw = dict(params={"max_iter": 3, "min_gpu_rows": 50}, devices=("P4", "T4"), progress=False)
     with pytest.raises(FileExistsError, match=r"results.npz exists and is not this fit .*\(perfmodel fit --force\)"):
-        ol.fit_op_model(out=mine, **kw)
+        of.fit_op_model(out=mine, **kw)
     assert mine.read_bytes() == b"a user's own file"
-    b = ol.fit_op_model(out=mine, force=True, **kw)
+    b = of.fit_op_model(out=mine, force=True, **kw)
     assert b["fitted"] and ol.load_bundle(mine)["model"].training_devices_ == ["P4", "T4"]

@@ -12,19 +12,10 @@ import pytest
 import perfmodel as pm
 from perfmodel.datasets import UnknownNameError
 from perfmodel.models import ExtrapolationWarning
-from perfmodel.models.parallel import (
-    DDP_BUCKET_BYTES,
-    Interconnect,
-    StrategyError,
-    allgather_time,
-    allreduce_time,
-    bucket_sizes,
-    exposed_bucket_allreduce,
-    p2p_time,
-    pipeline_time,
-    reduce_scatter_time,
-    resolve_interconnect,
-)
+from perfmodel.models.parallel import DDP_BUCKET_BYTES, bucket_sizes, exposed_bucket_allreduce, pipeline_time
+from perfmodel.models.collectives import (Interconnect, allgather_time, allreduce_time, p2p_time, reduce_scatter_time,
+                                          resolve_interconnect)
+from perfmodel.models.strategy import StrategyError
 
 TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128)
 #: large enough that its kernels are above the launch floor (where splitting work saves time)
@@ -187,12 +178,13 @@ def test_fsdp_and_pipeline():
 
 def test_fused_adam_moves_seven_parameter_sizes():
     from perfmodel.models import op_step_time as ost
+    from perfmodel.models import workload as wl
     from perfmodel.zoo import hf
 
     net = hf.build(TINY_GPT2, attn_implementation="eager")
     import torch
 
-    ops = ost._step_ops(net, (64,), torch.long, 512, batch_size=2, prec="fp32", optimizer="adam-fused", inference=False)
+    ops = wl.step_ops(net, (64,), torch.long, 512, batch_size=2, prec="fp32", optimizer="adam-fused", inference=False)
     fused = ops[ops["op"] == "fused_adam"]
     n = sum(p.numel() for p in net.parameters())
     assert len(fused) == 1 and int(fused["bytes_read"].iloc[0] + fused["bytes_written"].iloc[0]) == 7 * 4 * n

@@ -15,20 +15,11 @@ from hypothesis import strategies as st
 import perfmodel as pm
 from perfmodel.datasets import UnknownNameError, neusight_model_config
 from perfmodel.models import ExtrapolationWarning
-from perfmodel.models.op_step_time import add_recompute
-from perfmodel.models.parallel import (
-    Interconnect,
-    StrategyError,
-    allgather_time,
-    allreduce_time,
-    check_strategy_name,
-    model_layout,
-    p2p_time,
-    parse_strategy,
-    resolve_interconnect,
-    resolve_links,
-    strategy_combinations,
-)
+from perfmodel.models.one_step import add_recompute
+from perfmodel.models.collectives import Interconnect, allgather_time, allreduce_time, p2p_time, resolve_interconnect
+from perfmodel.models.strategy import (StrategyError, check_strategy_name, parse_strategy, resolve_links,
+                                       strategy_combinations)
+from perfmodel.models.workload import model_layout
 from perfmodel.planning import explore_strategies, plot_strategies
 
 #: 4 layers, 4 heads: tp up to 4, pp up to 4

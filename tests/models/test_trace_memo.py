@@ -4,6 +4,8 @@ import torch
 
 import perfmodel as pm
 from perfmodel.models import op_step_time as ost
+from perfmodel.models import workload as wl
+from perfmodel.models import kernels as kn
 
 
 def _net(width):
@@ -11,9 +13,9 @@ def _net(width):
 
 
 def test_same_module_same_prediction_and_one_trace(monkeypatch):
-    ost.clear_trace_cache()
+    kn.clear_trace_cache()
     calls = []
-    real = ost._trace_step_ops
+    real = wl._trace_step_ops
     monkeypatch.setattr(ost, "_trace_step_ops", lambda *a, **k: calls.append(1) or real(*a, **k))
     net = _net(256)
     a = pm.predict_step_time(net, "V100", input_shape=(64,), batch_size=32)
@@ -24,42 +26,42 @@ def test_same_module_same_prediction_and_one_trace(monkeypatch):
 
 
 def test_a_module_changed_in_place_is_traced_again():
-    ost.clear_trace_cache()
+    kn.clear_trace_cache()
     net = _net(256)
     small = pm.predict_step_time(net, "V100", input_shape=(64,), batch_size=512)["flops"].iloc[0]
     net[0], net[2] = torch.nn.Linear(64, 4096), torch.nn.Linear(4096, 10)
     big = pm.predict_step_time(net, "V100", input_shape=(64,), batch_size=512)["flops"].iloc[0]
     assert big > 10 * small
-    assert ost.module_fingerprint(net) != ost.module_fingerprint(_net(256))
+    assert wl.module_fingerprint(net) != wl.module_fingerprint(_net(256))
 
 
 def test_the_memo_returns_copies():
-    ost.clear_trace_cache()
+    kn.clear_trace_cache()
     net = _net(128)
-    ops = ost._step_ops(net, (64,), None, 2, batch_size=8, prec="fp32", optimizer=None, inference=False)
+    ops = wl.step_ops(net, (64,), None, 2, batch_size=8, prec="fp32", optimizer=None, inference=False)
     ops["flops"] = -1
-    again = ost._step_ops(net, (64,), None, 2, batch_size=8, prec="fp32", optimizer=None, inference=False)
+    again = wl.step_ops(net, (64,), None, 2, batch_size=8, prec="fp32", optimizer=None, inference=False)
     assert (again["flops"] >= 0).all()
 
 
 @pytest.mark.parametrize("form", ["dict", "config"])
 def test_a_config_is_built_once(form):
     transformers = pytest.importorskip("transformers")
-    ost.clear_trace_cache()
+    kn.clear_trace_cache()
     cfg = dict(model_type="gpt2", n_layer=1, n_embd=64, n_head=2, vocab_size=100, n_positions=32, bos_token_id=0, eos_token_id=0)
     model = cfg if form == "dict" else transformers.GPT2Config(**cfg)
     pm.predict_step_time(model, "V100", input_shape=(32,), batch_size=2)
     pm.predict_step_time(model, "V100", input_shape=(32,), batch_size=4)
-    assert len(ost._BUILT) == 1
+    assert len(wl._BUILT) == 1
 
 
 def test_memory_in_bf16_leaves_the_shared_module_in_fp32():
     pytest.importorskip("transformers")
-    ost.clear_trace_cache()
+    kn.clear_trace_cache()
     cfg = dict(model_type="gpt2", n_layer=1, n_embd=64, n_head=2, vocab_size=100, n_positions=32, bos_token_id=0, eos_token_id=0)
     before = pm.predict_step_time(cfg, "A100", input_shape=(32,), batch_size=4)["step_time_s"].iloc[0]
     pm.predict_memory(cfg, "A100", batch_size=4, precision="bf16", input_shape=(32,))
-    (net,) = ost._BUILT.values()
+    (net,) = wl._BUILT.values()
     assert {p.dtype for p in net.parameters()} == {torch.float32}
-    ost._TRACES.clear()  # trace again from the shared module
+    wl._TRACES.clear()  # trace again from the shared module
     assert pm.predict_step_time(cfg, "A100", input_shape=(32,), batch_size=4)["step_time_s"].iloc[0] == before

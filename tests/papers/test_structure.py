@@ -2,6 +2,7 @@
 `perfmodel.figures` stays a working alias, and nothing user-facing cites a document outside the project."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from perfmodel.papers import COMPARISON_COLUMNS, ITEM_METADATA, PACKAGES, NoFigureError  # noqa: E402
+from perfmodel.papers import COMPARISON_COLUMNS, ITEM_METADATA, PACKAGES, Item, NoFigureError  # noqa: E402
 from perfmodel.reproduce import ALIASES, ITEMS, discover_items  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Every public name perfmodel.figures exported before the papers became packages.
 FIGURES_NAMES = """BENCHMARK_GPUS CPU_FEATURE_SETS campaign_floor checkpoint_interval checkpoint_interval_data checkpoint_prediction_data chief_rejoining chief_rejoining_data ckpt_duration_size_correlation ckpt_duration_size_correlation_data cluster_size_training_speed cluster_size_training_speed_data cluster_speed_numbers_data cluster_speed_observations cmdare_op_model_data cpu_lomo cpu_lomo_data cpu_step_times estimate_time_after_revocation figure_12 figure_12_data figure_4 figure_4_data figure_5 figure_5_data icac_cluster_numbers_data icac_fig1 icac_fig3 icac_fig3_data icac_fig4 icac_fig5 icac_fig5_data icac_fig6 icac_fig6_data icac_fig7 icac_fig7_data icac_fig8 icac_fig8_data icac_heatmap icac_heatmap_data icac_table_i_data icac_table_iii_data icac_table_iv_data icac_table_numbers_data icac_table_v_data lifetime_cdf lifetime_cdf_data lifetime_models lifetime_models_data lifetime_numbers_data neusight_benchmark neusight_benchmark_data neusight_benchmark_summary plan_validation plan_validation_data prediction_error prediction_error_data ps_bot_k80 ps_bot_k80_data ps_bot_p100 ps_bot_p100_data reproduce_checkpoint_numbers reproduce_speed_numbers restart_training_overhead restart_training_overhead_data revocation_expectations revocation_expectations_data revocations_by_hour revocations_by_hour_data single_worker_mean_speeds single_worker_numbers_data single_worker_timeseries single_worker_timeseries_data speed_complexity_correlation speed_complexity_correlation_data speed_computation_correlation speed_computation_correlation_data speed_prediction speed_prediction_data speed_protocols speed_protocols_data startup_breakdown startup_breakdown_data tf_restart tf_restart_data training_time_estimates training_time_estimates_data transient_numbers_data v100_samples vm_startup_exp vm_startup_exp_data""".split()
 
-_TYPES = dict(PAPER=str, NUMBER=str, TITLE=str, UPSTREAM=str, SOURCES=tuple, PROCEDURE=str, TOLERANCE=str, STATUS=str, UNAVAILABLE=str,
-              NO_FIGURE=str, NO_NUMBERS=str, NUMBERS_AREA=str, NUMBERS_FROM=str, LEGACY_ID=str, VARIANTS=tuple, NOTEBOOK=str, TEST=str,
-              AUTHORS_IMAGE=str)
+_TYPES = dict(paper=str, number=str, title=str, upstream=str, sources=tuple, procedure=str, tolerance=str, status=str, unavailable=str,
+              no_figure=str, no_numbers=str, numbers_area=str, numbers_from=str, legacy_id=str, variants=tuple, notebook=str, test=str,
+              authors_image=str)
 
 
 def test_items_are_discovered_from_every_public_module_of_the_paper_packages():
@@ -37,35 +38,57 @@ def test_items_are_discovered_from_every_public_module_of_the_paper_packages():
 @pytest.mark.parametrize("item", ITEMS, ids=lambda it: it.id)
 def test_every_item_module_has_the_same_public_shape(item):
     mod = item.module
-    assert mod.__all__ == ["data", "numbers", "figure"]
+    assert mod.__all__ == ["ITEM", "data", "numbers", "figure"]
+    assert isinstance(mod.ITEM, Item), "the module declares its metadata in one ITEM = Item(...)"
+    assert not [n for n in dir(mod) if n.upper() == n and n.lower() in ITEM_METADATA], "no metadata constant beside ITEM"
     assert set(_TYPES) == set(ITEM_METADATA)
+    d = item.declaration
     for name, typ in _TYPES.items():
-        assert isinstance(getattr(mod, name), typ), (item.id, name)
-    assert mod.PAPER in ("CM-DARE", "ICAC'19", "perfmodel") and mod.TITLE and mod.NUMBER and mod.LEGACY_ID
+        assert isinstance(getattr(d, name), typ), (item.id, name)
+        assert getattr(item, name) == getattr(d, name)
+    assert d.paper in ("CM-DARE", "ICAC'19", "perfmodel") and d.title and d.number and d.legacy_id and d.procedure
+    assert d.sources or d.unavailable, "the data it reads, or why it reads none"
     doc = inspect.getdoc(mod)
-    assert doc and doc.splitlines()[0] == mod.TITLE + "." and "Procedure" in doc
+    assert doc and doc.splitlines()[0] == d.title + "."
+    assert "Procedure" not in doc and "Sources" not in doc.split("\n"), "the procedure and sources are said once, in ITEM"
+    assert item.docstring.endswith("Procedure\n---------\n" + d.procedure)
     params = list(inspect.signature(mod.figure).parameters)
     assert params[:2] == ["data", "ax"], params
-    assert all(set(v) <= set(params) for v in mod.VARIANTS), "every variant's keywords are figure() parameters"
-    assert all(set(v) <= set(inspect.signature(mod.data).parameters) for v in mod.VARIANTS)
+    assert all(set(v) <= set(params) for v in d.variants), "every variant's keywords are figure() parameters"
+    assert all(set(v) <= set(inspect.signature(mod.data).parameters) for v in d.variants)
     assert inspect.signature(mod.numbers).parameters == {}
     # a figure, or the reason there is none; numbers, or the reason there are none
-    assert bool(mod.VARIANTS) != bool(mod.NO_FIGURE)
+    assert bool(d.variants) != bool(d.no_figure)
     # a paper item compares an area (or takes its rows from the item that does) or says why it has no numbers; an item of
-    # perfmodel's own (beyond, external) computes its own results: no area, no NO_NUMBERS
+    # perfmodel's own (beyond, external) computes its own results: no area, no no_numbers
     if item.package in ("beyond", "external"):
-        assert not (mod.NUMBERS_AREA or mod.NUMBERS_FROM or mod.NO_NUMBERS) and item.computes_numbers
+        assert not (d.numbers_area or d.numbers_from or d.no_numbers) and item.computes_numbers
     else:
-        assert bool(mod.NUMBERS_AREA or mod.NUMBERS_FROM) != bool(mod.NO_NUMBERS)
-        assert item.computes_numbers == bool(mod.NUMBERS_AREA)
-    assert not (mod.NUMBERS_AREA and mod.NUMBERS_FROM)
-    if mod.NUMBERS_FROM:
-        src = next(it for it in ITEMS if it.id == mod.NUMBERS_FROM)
-        assert src.numbers_area, "NUMBERS_FROM names an item that computes an area"
-    if mod.UNAVAILABLE:
-        assert mod.NO_FIGURE and mod.NO_NUMBERS and mod.UNAVAILABLE in mod.NO_FIGURE
+        assert bool(d.numbers_area or d.numbers_from) != bool(d.no_numbers)
+        assert item.computes_numbers == bool(d.numbers_area)
+    assert not (d.numbers_area and d.numbers_from)
+    if d.numbers_from:
+        src = next(it for it in ITEMS if it.id == d.numbers_from)
+        assert src.numbers_area, "numbers_from names an item that computes an area"
+    if d.unavailable:
+        assert d.no_figure and d.no_numbers and d.unavailable in d.no_figure
     else:
-        assert (ROOT / mod.NOTEBOOK).is_file() and (ROOT / mod.TEST).is_file()
+        assert (ROOT / d.notebook).is_file() and (ROOT / d.test).is_file()
+
+
+def test_a_bad_declaration_says_what_is_wrong():
+    base = dict(paper="CM-DARE", number="Fig. 1", title="t", upstream="-", sources=("s",), procedure="p", status="EXACT-DATA")
+    assert Item(**base).tolerance.startswith("EXACT numbers") and Item(**{**base, "paper": "perfmodel"}).tolerance.startswith("none")
+    with pytest.raises(ValueError, match=r"Item paper must be one of \('CM-DARE', \"ICAC'19\", 'perfmodel'\); got 'ICDCS'"):
+        Item(**{**base, "paper": "ICDCS"})
+    with pytest.raises(TypeError, match=r"Item sources must be a tuple; got str 's'"):
+        Item(**{**base, "sources": "s"})
+    with pytest.raises(ValueError, match=r"no figure .* but lists variants"):
+        Item(**{**base, "no_figure": "a table"})
+    with pytest.raises(TypeError, match=r"variants must be a tuple of keyword dicts"):
+        Item(**{**base, "variants": ("K80",)})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Item(**base).title = "other"
 
 
 def test_every_authors_image_of_the_registry_belongs_to_one_item_with_a_figure():

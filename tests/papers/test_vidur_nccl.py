@@ -9,7 +9,7 @@ import pytest
 
 from perfmodel._errors import UnknownNameError
 from perfmodel.models import collectives
-from perfmodel.models.parallel import allreduce_time, p2p_time, resolve_interconnect
+from perfmodel.models.collectives import allreduce_time, p2p_time, resolve_interconnect
 from perfmodel.papers.external import vidur_nccl as item
 
 

@@ -1,20 +1,6 @@
 """The cost of asynchronous staleness per cluster size: accuracy lost and extra steps of 1-8 K80 workers.
 
 Mean accuracy vs step per cluster size, and the step multiplier vs workers with its linear fit, two panels.
-
-Paper: perfmodel, beyond ICAC'19. Upstream: -.
-
-Sources
--------
-* ICAC'19 accuracy curves (training/k80_on_demand, k80_spot, experiment_1ps_vs_2ps/1ps_k80)
-
-Procedure
----------
-perfmodel.planning.staleness_cost on perfmodel.planning.icac_staleness_curves (homogeneous single-region K80 clusters, one PS,
-no revoked server or failed run): per cluster size the final accuracy and its gap to one worker, and the steps the mean curve
-needs to reach 95 % of the best level the worst size reaches before the learning-rate step (32 000), relative to one worker;
-bootstrap intervals over the runs (1000 resamples, seed 0). perfmodel.planning.fit_staleness_multiplier fits 1 + c (n - 1),
-weighted by runs.
 """
 
 from __future__ import annotations
@@ -23,50 +9,27 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.plotting import figure_size, legend_outside, paper_figure, plot_lines, subplots
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "beyond ICAC'19"
-#: title
-TITLE = "The cost of asynchronous staleness per cluster size: accuracy lost and extra steps of 1-8 K80 workers"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "-"
-#: upstream data files
-SOURCES = ("ICAC'19 accuracy curves (training/k80_on_demand, k80_spot, experiment_1ps_vs_2ps/1ps_k80)",)
-#: procedure
-PROCEDURE = ("perfmodel.planning.staleness_cost on perfmodel.planning.icac_staleness_curves (homogeneous single-region K80 clusters, "
-             "one PS, no revoked server or failed run): per cluster size the final accuracy and its gap to one worker, and the steps "
-             "the mean curve needs to reach 95 % of the best level the worst size reaches before the learning-rate step (32 000), "
-             "relative to one worker; bootstrap intervals over the runs (1000 resamples, seed 0). "
-             "perfmodel.planning.fit_staleness_multiplier fits 1 + c (n - 1), weighted by runs.")
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "async_staleness"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/07-planner-and-revocations.ipynb"
-#: test checking it
-TEST = "tests/planning/test_staleness.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="beyond ICAC'19",
+    title="The cost of asynchronous staleness per cluster size: accuracy lost and extra steps of 1-8 K80 workers",
+    upstream="-",
+    sources=("ICAC'19 accuracy curves (training/k80_on_demand, k80_spot, experiment_1ps_vs_2ps/1ps_k80)",),
+    procedure=("perfmodel.planning.staleness_cost on perfmodel.planning.icac_staleness_curves (homogeneous "
+               "single-region K80 clusters, one PS, no revoked server or failed run): per cluster size the final "
+               "accuracy and its gap to one worker, and the steps the mean curve needs to reach 95 % of the best "
+               "level the worst size reaches before the learning-rate step (32 000), relative to one worker; "
+               "bootstrap intervals over the runs (1000 resamples, seed 0). "
+               "perfmodel.planning.fit_staleness_multiplier fits 1 + c (n - 1), weighted by runs."),
+    status="perfmodel analysis",
+    notebook="notebooks/07-planner-and-revocations.ipynb",
+    test="tests/planning/test_staleness.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -119,7 +82,7 @@ def numbers() -> pd.DataFrame:
         rows.append(dict(quantity=f"accuracy_gap ({n} workers)", unit="fraction", value=r.accuracy_gap,
                          protocol=f"final accuracy of 1 worker minus that of {n} ({r.runs} run(s)); interval {r.accuracy_gap_low:.4f}-"
                                   f"{r.accuracy_gap_high:.4f} over {a['n_boot']} bootstrap resamples"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 @paper_figure

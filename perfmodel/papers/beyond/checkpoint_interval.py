@@ -1,17 +1,6 @@
 """Wall time vs checkpoint interval, Young/Daly optimum vs simulation.
 
 Default job: ResNet-32 on 4 K80 servers, 10 h of work.
-
-Paper: perfmodel, beyond CM-DARE section on checkpoints. Upstream: -.
-
-Sources
--------
-* CM-DARE checkpoint data (predicted checkpoint time)
-* CM-DARE lifetime CDF arrays
-
-Procedure
----------
-Expected wall time of a job vs checkpoint interval, simulated and by the Young/Daly first-order formula, with the optimum marked.
 """
 
 from __future__ import annotations
@@ -19,46 +8,23 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.beyond import _revocation_overhead as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "beyond CM-DARE section on checkpoints"
-#: title
-TITLE = "Wall time vs checkpoint interval, Young/Daly optimum vs simulation"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "-"
-#: upstream data files
-SOURCES = ("CM-DARE checkpoint data (predicted checkpoint time)", "CM-DARE lifetime CDF arrays")
-#: procedure
-PROCEDURE = "Expected wall time of a job vs checkpoint interval, simulated and by the Young/Daly first-order formula, with the optimum marked."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "checkpoint_interval"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/07-planner-and-revocations.ipynb"
-#: test checking it
-TEST = "tests/papers/test_plan_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="beyond CM-DARE section on checkpoints",
+    title="Wall time vs checkpoint interval, Young/Daly optimum vs simulation",
+    upstream="-",
+    sources=("CM-DARE checkpoint data (predicted checkpoint time)", "CM-DARE lifetime CDF arrays"),
+    procedure=("Expected wall time of a job vs checkpoint interval, simulated and by the Young/Daly first-order "
+               "formula, with the optimum marked."),
+    status="perfmodel analysis",
+    notebook="notebooks/07-planner-and-revocations.ipynb",
+    test="tests/papers/test_plan_figures.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -101,7 +67,7 @@ def numbers() -> pd.DataFrame:
         dict(quantity="simulated_wall_h_at_daly", unit="h", value=daly["simulated_wall_s"] / 3600,
              protocol=f"{mc} wall time at the Daly interval (± {daly['stderr_s'] / 3600:.2g} h standard error), " + job),
     ]
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

@@ -2,16 +2,6 @@
 
 The figure refits on the measurements, so it takes no ``data`` frame (``perfmodel.figures.cpu_lomo(steps=...)`` takes other
 measurements).
-
-Paper: perfmodel, beyond CM-DARE prediction models. Upstream: -.
-
-Sources
--------
-* datasets/measurements (perfmodel's own CPU step times)
-
-Procedure
----------
-Leave-one-model-out evaluation of CM-DARE's step-time regressors on perfmodel's CPU measurements, per feature set.
 """
 
 from __future__ import annotations
@@ -19,46 +9,24 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.beyond import _cpu_measurements as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "beyond CM-DARE prediction models"
-#: title
-TITLE = "CM-DARE's step-time regressions on perfmodel's own CPU measurements, leave-one-model-out"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "-"
-#: upstream data files
-SOURCES = ("datasets/measurements (perfmodel's own CPU step times)",)
-#: procedure
-PROCEDURE = "Leave-one-model-out evaluation of CM-DARE's step-time regressors on perfmodel's CPU measurements, per feature set."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "cpu_lomo"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/10-cpu-measurements.ipynb"
-#: test checking it
-TEST = "tests/papers/test_cpu_measurements.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="beyond CM-DARE prediction models",
+    title="CM-DARE's step-time regressions on perfmodel's own CPU measurements, leave-one-model-out",
+    upstream="-",
+    sources=("datasets/measurements (perfmodel's own CPU step times)",),
+    procedure=("Leave-one-model-out evaluation of CM-DARE's step-time regressors on perfmodel's CPU measurements, "
+               "per feature set."),
+    status="perfmodel analysis",
+    legacy_id="cpu_lomo",
+    notebook="notebooks/10-cpu-measurements.ipynb",
+    test="tests/papers/test_cpu_measurements.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -76,7 +44,7 @@ def numbers() -> pd.DataFrame:
                          protocol=f"leave-one-model-out over the {r.n_models} zoo CNNs timed on perfmodel's CPU at batch {r.batch_size}, "
                                   f"{threads}: each CNN predicted by a {r.fit} StepTimeRegressor fitted on the others, features "
                                   f"{', '.join(_impl.CPU_FEATURE_SETS[r.features])}; MAPE from perfmodel.diagnostics.metrics"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

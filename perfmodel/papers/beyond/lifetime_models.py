@@ -2,17 +2,6 @@
 
 The per-server lifetimes are reconstructed from the CDF arrays (the only lifetime data of CM-DARE). The figure is drawn from the
 fits, so it takes no ``data``; ``data()`` is the AIC table.
-
-Paper: perfmodel, beyond CM-DARE section on lifetimes. Upstream: -.
-
-Sources
--------
-* CM-DARE lifetime CDF arrays (per-server lifetimes reconstructed from them, censored at 24 h)
-
-Procedure
----------
-Kaplan-Meier estimate of the pooled per-GPU lifetimes with fitted exponential, Weibull and bathtub CDFs (lifelines); AIC per model
-and GPU.
 """
 
 from __future__ import annotations
@@ -20,46 +9,24 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.beyond import _lifetime_models as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "beyond CM-DARE section on lifetimes"
-#: title
-TITLE = "Lifetime models (KM, exponential, Weibull, bathtub) compared by AIC per GPU"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "-"
-#: upstream data files
-SOURCES = ("CM-DARE lifetime CDF arrays (per-server lifetimes reconstructed from them, censored at 24 h)",)
-#: procedure
-PROCEDURE = "Kaplan-Meier estimate of the pooled per-GPU lifetimes with fitted exponential, Weibull and bathtub CDFs (lifelines); AIC per model and GPU."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "lifetime_models"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"})
-#: notebook showing it
-NOTEBOOK = "notebooks/06-lifetimes.ipynb"
-#: test checking it
-TEST = "tests/models/test_bathtub.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="beyond CM-DARE section on lifetimes",
+    title="Lifetime models (KM, exponential, Weibull, bathtub) compared by AIC per GPU",
+    upstream="-",
+    sources=("CM-DARE lifetime CDF arrays (per-server lifetimes reconstructed from them, censored at 24 h)",),
+    procedure=("Kaplan-Meier estimate of the pooled per-GPU lifetimes with fitted exponential, Weibull and "
+               "bathtub CDFs (lifelines); AIC per model and GPU."),
+    status="perfmodel analysis",
+    variants=({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"}),
+    notebook="notebooks/06-lifetimes.ipynb",
+    test="tests/models/test_bathtub.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data(gpu=None) -> pd.DataFrame:
@@ -89,7 +56,7 @@ def numbers() -> pd.DataFrame:
                           f"exponential / Weibull / bathtub on the {r.n} pooled {r.gpu} lifetimes ({r.n_revoked} revoked) of {r.source}; "
                           "0 = the best model")
             for r in d.itertuples(index=False)]
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on the CM-DARE lifetime CDF arrays and ICAC'19 lifetime.csv")
+    return _item.item_results(__name__, rows, citation="perfmodel's own result on the CM-DARE lifetime CDF arrays and ICAC'19 lifetime.csv")
 
 
 def figure(data: pd.DataFrame | None = None, ax=None, *, gpu="K80"):

@@ -1,17 +1,6 @@
 """The planner vs the measured ICAC'19 clusters: predicted vs measured time and cost.
 
 Predicted vs measured, two panels (time, cost).
-
-Paper: perfmodel, beyond ICAC'19. Upstream: -.
-
-Sources
--------
-* ICAC'19 cluster runs (training/k80_spot, p100_v100_spot, k80_on_demand)
-
-Procedure
----------
-perfmodel.planning.plan.validate_against_icac: the planner's predicted training time and cost of each measured ICAC'19
-configuration next to the measured means.
 """
 
 from __future__ import annotations
@@ -19,46 +8,23 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.beyond import _plan_validation as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "beyond ICAC'19"
-#: title
-TITLE = "The planner vs the measured ICAC'19 clusters: predicted vs measured time and cost"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "-"
-#: upstream data files
-SOURCES = ("ICAC'19 cluster runs (training/k80_spot, p100_v100_spot, k80_on_demand)",)
-#: procedure
-PROCEDURE = "perfmodel.planning.plan.validate_against_icac: the planner's predicted training time and cost of each measured ICAC'19 configuration next to the measured means."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "plan_validation"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/07-planner-and-revocations.ipynb"
-#: test checking it
-TEST = "tests/papers/test_plan_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="beyond ICAC'19",
+    title="The planner vs the measured ICAC'19 clusters: predicted vs measured time and cost",
+    upstream="-",
+    sources=("ICAC'19 cluster runs (training/k80_spot, p100_v100_spot, k80_on_demand)",),
+    procedure=("perfmodel.planning.plan.validate_against_icac: the planner's predicted training time and cost of "
+               "each measured ICAC'19 configuration next to the measured means."),
+    status="perfmodel analysis",
+    notebook="notebooks/07-planner-and-revocations.ipynb",
+    test="tests/papers/test_plan_figures.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -84,7 +50,7 @@ def numbers() -> pd.DataFrame:
             rows.append(dict(quantity=f"{what}_ape_pct ({r.config})", unit="pct", value=mape([m], [p]),
                              protocol=f"{how} of {r.config} ({r.n_workers} {r.gpu} workers, {kind}; {r.n_runs} runs); absolute % "
                                       "error from perfmodel.diagnostics.metrics"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

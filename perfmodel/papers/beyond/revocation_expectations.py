@@ -1,17 +1,6 @@
 """Expected revocations vs job length: renewal function vs Monte Carlo.
 
 Deterministic: the simulation takes a fixed ``random_state``.
-
-Paper: perfmodel, beyond CM-DARE section on lifetimes. Upstream: -.
-
-Sources
--------
-* CM-DARE lifetime CDF arrays
-
-Procedure
----------
-Expected number of revocations of n servers over a job of given hours: the renewal function of the fitted lifetime model vs a
-seeded Monte Carlo simulation.
 """
 
 from __future__ import annotations
@@ -19,46 +8,23 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.beyond import _revocation_overhead as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "beyond CM-DARE section on lifetimes"
-#: title
-TITLE = "Expected revocations vs job length: renewal function vs Monte Carlo"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "-"
-#: upstream data files
-SOURCES = ("CM-DARE lifetime CDF arrays",)
-#: procedure
-PROCEDURE = "Expected number of revocations of n servers over a job of given hours: the renewal function of the fitted lifetime model vs a seeded Monte Carlo simulation."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "revocation_expectations"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/07-planner-and-revocations.ipynb"
-#: test checking it
-TEST = "tests/papers/test_plan_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="beyond CM-DARE section on lifetimes",
+    title="Expected revocations vs job length: renewal function vs Monte Carlo",
+    upstream="-",
+    sources=("CM-DARE lifetime CDF arrays",),
+    procedure=("Expected number of revocations of n servers over a job of given hours: the renewal function of "
+               "the fitted lifetime model vs a seeded Monte Carlo simulation."),
+    status="perfmodel analysis",
+    notebook="notebooks/07-planner-and-revocations.ipynb",
+    test="tests/papers/test_plan_figures.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -88,7 +54,7 @@ def numbers() -> pd.DataFrame:
         rows.append(dict(quantity=f"{str(g).lower()}_monte_carlo_vs_renewal_mape_pct", unit="pct", value=mape(sub["expected"], sub["simulated"]),
                          protocol=f"{mc} against the renewal function over the {len(sub)} job lengths of {g}; MAPE from "
                                   "perfmodel.diagnostics.metrics"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

@@ -1,18 +1,6 @@
 """Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split.
 
 The figure refits one configuration, so it takes no ``data``.
-
-Paper: perfmodel, beyond CM-DARE prediction models. Upstream: -.
-
-Sources
--------
-* cake-lab/CM-DARE: data/processed_data/speed_data/ (speed samples)
-* cake-lab/CM-DARE: data/processed_data/speed_data_base/ (V100 samples)
-
-Procedure
----------
-The paper's random 80/20 split (which leaks models between train and test) vs leave-one-model-out (K80, P100) and cross-GPU (train
-K80+P100, test V100), per feature configuration.
 """
 
 from __future__ import annotations
@@ -20,49 +8,25 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.beyond import _speed_protocols as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "beyond CM-DARE prediction models"
-#: title
-TITLE = "Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "-"
-#: upstream data files
-SOURCES = (
-    "cake-lab/CM-DARE: data/processed_data/speed_data/ (speed samples)",
-    "cake-lab/CM-DARE: data/processed_data/speed_data_base/ (V100 samples)",
+ITEM = Item(
+    paper="perfmodel",
+    number="beyond CM-DARE prediction models",
+    title="Step-time prediction under honest protocols (LOMO, cross-GPU) vs the paper's split",
+    upstream="-",
+    sources=("cake-lab/CM-DARE: data/processed_data/speed_data/ (speed samples)",
+             "cake-lab/CM-DARE: data/processed_data/speed_data_base/ (V100 samples)"),
+    procedure=("The paper's random 80/20 split (which leaks models between train and test) vs leave-one-model-out "
+               "(K80, P100) and cross-GPU (train K80+P100, test V100), per feature configuration."),
+    status="perfmodel analysis",
+    legacy_id="speed_protocols",
+    notebook="notebooks/02-speed-prediction.ipynb",
+    test="tests/papers/test_speed_protocols.py",
 )
-#: procedure
-PROCEDURE = "The paper's random 80/20 split (which leaks models between train and test) vs leave-one-model-out (K80, P100) and cross-GPU (train K80+P100, test V100), per feature configuration."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "speed_protocols"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
-#: test checking it
-TEST = "tests/papers/test_speed_protocols.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -83,7 +47,7 @@ def numbers() -> pd.DataFrame:
                  protocol=protocols[r.protocol].format(gpu=r.gpu, n=r.n_test) + f"; StepTimeRegressor on {r.features}; "
                           "MAPE from perfmodel.diagnostics.metrics")
             for r in data().itertuples(index=False)]
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

@@ -2,16 +2,6 @@
 
 Quirk: in ``aggregated.csv`` "Duration mean (s)" is the mean of Diff (= Duration - Local duration, the upload part), not of the
 total Duration (ResNet-15 3.56 s = mean Diff; the total 3.79 s is in ``ckpt.csv``); CV = std(Diff)/mean(Diff).
-
-Paper: CM-DARE, not numbered in the upstream sources. Upstream: ckpt_duration_size_correlation.pdf (ckpt cell 39).
-
-Sources
--------
-* cake-lab/CM-DARE: data/processed_data/checkpoint/aggregated.csv
-
-Procedure
----------
-Scatter x = Checkpoint Size (MB), y = Duration mean (s), marker area = coefficient of variation x 800, ylim 0-8 (20 rows).
 """
 
 from __future__ import annotations
@@ -19,46 +9,26 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _checkpoint as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "not numbered in the upstream sources"
-#: title
-TITLE = "Checkpoint time vs checkpoint size, bubble = CV"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "ckpt_duration_size_correlation.pdf (ckpt cell 39)"
-#: upstream data files
-SOURCES = ("cake-lab/CM-DARE: data/processed_data/checkpoint/aggregated.csv",)
-#: procedure
-PROCEDURE = "Scatter x = Checkpoint Size (MB), y = Duration mean (s), marker area = coefficient of variation x 800, ylim 0-8 (20 rows)."
-#: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = "The papers quote no number for it beyond the data checked in its test."
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "ckpt_duration_size_correlation"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/05-checkpoint-time.ipynb"
-#: test checking it
-TEST = "tests/papers/test_checkpoint_numbers.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="CM-DARE",
+    number="not numbered in the upstream sources",
+    title="Checkpoint time vs checkpoint size, bubble = CV",
+    upstream="ckpt_duration_size_correlation.pdf (ckpt cell 39)",
+    sources=("cake-lab/CM-DARE: data/processed_data/checkpoint/aggregated.csv",),
+    procedure=("Scatter x = Checkpoint Size (MB), y = Duration mean (s), marker area = coefficient of variation x "
+               "800, ylim 0-8 (20 rows)."),
+    status="EXACT-DATA",
+    tolerance="no quoted numbers",
+    no_numbers="The papers quote no number for it beyond the data checked in its test.",
+    legacy_id="ckpt_duration_size_correlation",
+    notebook="notebooks/05-checkpoint-time.ipynb",
+    test="tests/papers/test_checkpoint_numbers.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -67,7 +37,7 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
+    """No quoted numbers (see ``ITEM.no_numbers``): an empty ``COMPARISON_COLUMNS`` frame."""
     return _item.no_numbers(__name__)
 
 

@@ -2,17 +2,6 @@
 
 The upstream file name ``figure_5`` is the SIGMETRICS draft's numbering. The plotted means are the authors' inline arrays; the
 numbers recomputed from the raw runs are checked by ``cluster_speed_vs_p100_workers``.
-
-Paper: CM-DARE, figure_5.pdf (SIGMETRICS-draft numbering). Upstream: figure_5.pdf (redraws cells 2-3, save commented out).
-
-Sources
--------
-* redraws cell 1 inline *k80, *p100 arrays (transcribed)
-* cake-lab/CM-DARE: data/processed_data/speed_and_cluster_size/{k80,p100}/
-
-Procedure
----------
-Two panels (K80 | P100), steps/s of the four CNNs vs 1-8 workers with one parameter server, error bars = the inline std arrays.
 """
 
 from __future__ import annotations
@@ -20,49 +9,27 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _cluster_one_ps as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "figure_5.pdf (SIGMETRICS-draft numbering)"
-#: title
-TITLE = "Steps/s vs #K80 and #P100 workers, 1 PS"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "figure_5.pdf (redraws cells 2-3, save commented out)"
-#: upstream data files
-SOURCES = (
-    "redraws cell 1 inline *k80, *p100 arrays (transcribed)",
-    "cake-lab/CM-DARE: data/processed_data/speed_and_cluster_size/{k80,p100}/",
+ITEM = Item(
+    paper="CM-DARE",
+    number="figure_5.pdf (SIGMETRICS-draft numbering)",
+    title="Steps/s vs #K80 and #P100 workers, 1 PS",
+    upstream="figure_5.pdf (redraws cells 2-3, save commented out)",
+    sources=("redraws cell 1 inline *k80, *p100 arrays (transcribed)",
+             "cake-lab/CM-DARE: data/processed_data/speed_and_cluster_size/{k80,p100}/"),
+    procedure=("Two panels (K80 | P100), steps/s of the four CNNs vs 1-8 workers with one parameter server, error "
+               "bars = the inline std arrays."),
+    status="INLINE / APPROX-DATA",
+    tolerance="no quoted numbers",
+    no_numbers="The papers quote no number for it beyond the data checked in its test.",
+    legacy_id="figure_5",
+    notebook="notebooks/03-cluster-speed.ipynb",
+    test="tests/papers/test_cluster_figures.py",
 )
-#: procedure
-PROCEDURE = "Two panels (K80 | P100), steps/s of the four CNNs vs 1-8 workers with one parameter server, error bars = the inline std arrays."
-#: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
-#: reproduction status of the data behind it
-STATUS = "INLINE / APPROX-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = "The papers quote no number for it beyond the data checked in its test."
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "figure_5"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/03-cluster-speed.ipynb"
-#: test checking it
-TEST = "tests/papers/test_cluster_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -71,7 +38,7 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
+    """No quoted numbers (see ``ITEM.no_numbers``): an empty ``COMPARISON_COLUMNS`` frame."""
     return _item.no_numbers(__name__)
 
 

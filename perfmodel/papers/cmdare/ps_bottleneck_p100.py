@@ -2,18 +2,6 @@
 
 The parameter-server bottleneck: with one PS the P100 cluster plateaus after 4-5 workers; a second PS lifts ResNet-15 and
 ResNet-32 by about 1.7x, while Shake-Shake big stays near 6.5 steps/s (communication-bound).
-
-Paper: CM-DARE, Fig. 3 = ps_bot_p100_1 (CM-DARE README numbering). Upstream: ps_bot_p100_{1,2,3,4}.pdf (redraws cells 8-11).
-
-Sources
--------
-* redraws cell 1 inline arrays (transcribed)
-* cake-lab/CM-DARE: data/processed_data/speed_and_cluster_size/{p100,p100ps2}/
-
-Procedure
----------
-For CNN k (1 = ResNet-15, 2 = ResNet-32, 3 = Shake-Shake small, 4 = Shake-Shake big): *p100 ('1 PS') vs *p100ps2 ('2 PS'), error
-bars = std arrays, 2x2 in, y-limits 205 / auto / 42 / 8.1.
 """
 
 from __future__ import annotations
@@ -21,49 +9,29 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _ps_bottleneck as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "Fig. 3 = ps_bot_p100_1 (CM-DARE README numbering)"
-#: title
-TITLE = "1 PS vs 2 PS speed vs #P100 workers, per CNN (ps_bot_p100_1..4)"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "ps_bot_p100_{1,2,3,4}.pdf (redraws cells 8-11)"
-#: upstream data files
-SOURCES = (
-    "redraws cell 1 inline arrays (transcribed)",
-    "cake-lab/CM-DARE: data/processed_data/speed_and_cluster_size/{p100,p100ps2}/",
+ITEM = Item(
+    paper="CM-DARE",
+    number="Fig. 3 = ps_bot_p100_1 (CM-DARE README numbering)",
+    title="1 PS vs 2 PS speed vs #P100 workers, per CNN (ps_bot_p100_1..4)",
+    upstream="ps_bot_p100_{1,2,3,4}.pdf (redraws cells 8-11)",
+    sources=("redraws cell 1 inline arrays (transcribed)",
+             "cake-lab/CM-DARE: data/processed_data/speed_and_cluster_size/{p100,p100ps2}/"),
+    procedure=("For CNN k (1 = ResNet-15, 2 = ResNet-32, 3 = Shake-Shake small, 4 = Shake-Shake big): *p100 ('1 "
+               "PS') vs *p100ps2 ('2 PS'), error bars = std arrays, 2x2 in, y-limits 205 / auto / 42 / 8.1."),
+    status="INLINE / APPROX-DATA",
+    tolerance="no quoted numbers",
+    no_numbers="The papers quote no number for it beyond the data checked in its test.",
+    legacy_id="ps_bot_p100",
+    variants=({"k": 1}, {"k": 2}, {"k": 3}, {"k": 4}),
+    notebook="notebooks/03-cluster-speed.ipynb",
+    test="tests/papers/test_cluster_figures.py",
+    authors_image="CM:img/ps_bot_p100_1.png",
 )
-#: procedure
-PROCEDURE = "For CNN k (1 = ResNet-15, 2 = ResNet-32, 3 = Shake-Shake small, 4 = Shake-Shake big): *p100 ('1 PS') vs *p100ps2 ('2 PS'), error bars = std arrays, 2x2 in, y-limits 205 / auto / 42 / 8.1."
-#: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
-#: reproduction status of the data behind it
-STATUS = "INLINE / APPROX-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = "The papers quote no number for it beyond the data checked in its test."
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "ps_bot_p100"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({"k": 1}, {"k": 2}, {"k": 3}, {"k": 4})
-#: notebook showing it
-NOTEBOOK = "notebooks/03-cluster-speed.ipynb"
-#: test checking it
-TEST = "tests/papers/test_cluster_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = "CM:img/ps_bot_p100_1.png"
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data(k=1) -> pd.DataFrame:
@@ -72,7 +40,7 @@ def data(k=1) -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
+    """No quoted numbers (see ``ITEM.no_numbers``): an empty ``COMPARISON_COLUMNS`` frame."""
     return _item.no_numbers(__name__)
 
 

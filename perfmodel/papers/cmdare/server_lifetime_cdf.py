@@ -4,19 +4,6 @@ K80: 48 + 48 + 30 + 30 = 156 servers (the README's "over 156 instances"); six re
 raw lifetime data; the older transient-deep-learning ``lifetime/lifetime.csv`` is a different, smaller sample. The fitted rate is
 a = 0.00033254 per minute (mean time between failures about 50 h); the Weibull, gamma and lognormal curves of the notebook are
 overlaid by hand, not fitted.
-
-Paper: CM-DARE, Fig. 2 = k80_cdf (CM-DARE README numbering). Upstream: k80_cdf.pdf, p100_cdf.pdf, v100_cdf.pdf (redraws cells 13-15); time between failures S2020 cells 25-30.
-
-Sources
--------
-* redraws cells 13-15 inline CDF arrays (transcribed)
-* S2020 cells 25-30 inline inter-failure times (transcribed)
-
-Procedure
----------
-Each inline array has 25 values plotted with x-ticks 1, 5, ..., 25: the value at index i is the fraction of servers revoked within
-i+1 hours (the final 1 is the forced 24-h termination). Sample sizes come from the denominators. Time between failures: curve_fit
-of 1 - exp(-a x) (x in minutes, p0 = 0.001) on the 128-bin histogram CDF of 128 inter-failure times.
 """
 
 from __future__ import annotations
@@ -24,46 +11,30 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _lifetime_cdf as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "Fig. 2 = k80_cdf (CM-DARE README numbering)"
-#: title
-TITLE = "Lifetime CDF of transient GPU servers per region (k80/p100/v100_cdf); time between failures"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "k80_cdf.pdf, p100_cdf.pdf, v100_cdf.pdf (redraws cells 13-15); time between failures S2020 cells 25-30"
-#: upstream data files
-SOURCES = ("redraws cells 13-15 inline CDF arrays (transcribed)", "S2020 cells 25-30 inline inter-failure times (transcribed)")
-#: procedure
-PROCEDURE = "Each inline array has 25 values plotted with x-ticks 1, 5, ..., 25: the value at index i is the fraction of servers revoked within i+1 hours (the final 1 is the forced 24-h termination). Sample sizes come from the denominators. Time between failures: curve_fit of 1 - exp(-a x) (x in minutes, p0 = 0.001) on the 128-bin histogram CDF of 128 inter-failure times."
-#: tolerance rule of its numbers
-TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
-#: reproduction status of the data behind it
-STATUS = "INLINE"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = "lifetimes"
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "lifetime_cdf"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"})
-#: notebook showing it
-NOTEBOOK = "notebooks/06-lifetimes.ipynb"
-#: test checking it
-TEST = "tests/papers/test_transient_lifetime_cdf.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = "CM:img/k80_cdf.png"
+ITEM = Item(
+    paper="CM-DARE",
+    number="Fig. 2 = k80_cdf (CM-DARE README numbering)",
+    title="Lifetime CDF of transient GPU servers per region (k80/p100/v100_cdf); time between failures",
+    upstream="k80_cdf.pdf, p100_cdf.pdf, v100_cdf.pdf (redraws cells 13-15); time between failures S2020 cells 25-30",
+    sources=("redraws cells 13-15 inline CDF arrays (transcribed)",
+             "S2020 cells 25-30 inline inter-failure times (transcribed)"),
+    procedure=("Each inline array has 25 values plotted with x-ticks 1, 5, ..., 25: the value at index i is the "
+               "fraction of servers revoked within i+1 hours (the final 1 is the forced 24-h termination). Sample "
+               "sizes come from the denominators. Time between failures: curve_fit of 1 - exp(-a x) (x in "
+               "minutes, p0 = 0.001) on the 128-bin histogram CDF of 128 inter-failure times."),
+    status="INLINE",
+    numbers_area="lifetimes",
+    legacy_id="lifetime_cdf",
+    variants=({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"}),
+    notebook="notebooks/06-lifetimes.ipynb",
+    test="tests/papers/test_transient_lifetime_cdf.py",
+    authors_image="CM:img/k80_cdf.png",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data(gpu="K80") -> pd.DataFrame:

@@ -4,18 +4,6 @@ Only the K80 panel is saved upstream; the P100 and V100 panels are drawn but not
 ResNet-15 9.4527 / 21.1586 / 27.3754, ResNet-32 4.5564 / 12.1919 / 15.6150, Shake-Shake small 2.5733 / 6.9922 / 8.8029, Shake-Shake big
 0.6961 / 1.9756 / 2.1826 (the P100/V100 numbers equal the summary row "mean" of the files). These are the only V100 speed
 measurements in the data.
-
-Paper: CM-DARE, not numbered in the upstream sources. Upstream: one_k80_cluster_training_speed_time_series.pdf (sigmetrics2020_figure3 cells 1-2).
-
-Sources
--------
-* cake-lab/CM-DARE: data/processed_data/speed_data_base/{res15,res32,shakesmall,shakebig}{k80,p100,v100}/data.csv
-
-Procedure
----------
-Drop rows 40, 41 for K80 (two summary rows; the K80 files keep a leading 0,0 row so the line starts at the origin) and rows 0, 39,
-40 for P100/V100 (first sample at step 101 plus the summary rows); plot Value (steps/s) vs Step, x 0-4000, y 0-11, 3.3x1.5 in.
-Mean speed over the plotted samples.
 """
 
 from __future__ import annotations
@@ -23,46 +11,29 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _single_worker as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "not numbered in the upstream sources"
-#: title
-TITLE = "Steps/s vs step, one worker, 4 CNNs (K80 saved; P100, V100 panels)"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "one_k80_cluster_training_speed_time_series.pdf (sigmetrics2020_figure3 cells 1-2)"
-#: upstream data files
-SOURCES = ("cake-lab/CM-DARE: data/processed_data/speed_data_base/{res15,res32,shakesmall,shakebig}{k80,p100,v100}/data.csv",)
-#: procedure
-PROCEDURE = "Drop rows 40, 41 for K80 (two summary rows; the K80 files keep a leading 0,0 row so the line starts at the origin) and rows 0, 39, 40 for P100/V100 (first sample at step 101 plus the summary rows); plot Value (steps/s) vs Step, x 0-4000, y 0-11, 3.3x1.5 in. Mean speed over the plotted samples."
-#: tolerance rule of its numbers
-TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = "timeseries"
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "single_worker_timeseries"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"})
-#: notebook showing it
-NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
-#: test checking it
-TEST = "tests/papers/test_speed_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="CM-DARE",
+    number="not numbered in the upstream sources",
+    title="Steps/s vs step, one worker, 4 CNNs (K80 saved; P100, V100 panels)",
+    upstream="one_k80_cluster_training_speed_time_series.pdf (sigmetrics2020_figure3 cells 1-2)",
+    sources=(("cake-lab/CM-DARE: "
+              "data/processed_data/speed_data_base/{res15,res32,shakesmall,shakebig}{k80,p100,v100}/data.csv"),),
+    procedure=("Drop rows 40, 41 for K80 (two summary rows; the K80 files keep a leading 0,0 row so the line "
+               "starts at the origin) and rows 0, 39, 40 for P100/V100 (first sample at step 101 plus the summary "
+               "rows); plot Value (steps/s) vs Step, x 0-4000, y 0-11, 3.3x1.5 in. Mean speed over the plotted "
+               "samples."),
+    status="EXACT-DATA",
+    numbers_area="timeseries",
+    legacy_id="single_worker_timeseries",
+    variants=({"gpu": "K80"}, {"gpu": "P100"}, {"gpu": "V100"}),
+    notebook="notebooks/02-speed-prediction.ipynb",
+    test="tests/papers/test_speed_figures.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data(gpu="K80") -> pd.DataFrame:

@@ -5,23 +5,6 @@ The supertable design matrix is rank-deficient (4 model-level columns take only 
 ``numpy.linalg.lstsq`` reproduces R2 0.80104, scikit-learn's LinearRegression does not. Stale stored outputs (the supertable split MAE,
 ``0latency_p100.csv`` after the file changed) are reported as differing with that reason. The README's "as low as 3.4 % MAPE" is
 found in no notebook output. The figure is drawn from a fit, so it takes no ``data``.
-
-Paper: CM-DARE, not numbered in the upstream sources (results likely a table). Upstream: sp2 cells 5-38, sp1 (Sigmetrics2020_speed_prediction.ipynb).
-
-Sources
--------
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_new.csv
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_p100_new2.csv
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_norm_computation.csv
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_data.csv
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_test.csv
-* cake-lab/CM-DARE: data/processed_data/speed_data/speed_data_supertable.csv
-
-Procedure
----------
-Shuffle with random_state=0, then train_test_split(test_size=0.2, random_state=0); X = Normalized Model (per GPU) or Model/GPU
-(GPU-agnostic), y = Step Time (s); MAPE = mean(|(y - y_hat)/y|)*100; 10-fold unshuffled KFold CV R2 on the training part. Unseen
-models: fit on the 16 K80 CNNs, test on the 4 held-out CNNs.
 """
 
 from __future__ import annotations
@@ -29,53 +12,33 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _speed_prediction as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "not numbered in the upstream sources (results likely a table)"
-#: title
-TITLE = "Speed-prediction results: LR / SVR per GPU, GPU-agnostic, unseen models, sp1, supertable"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "sp2 cells 5-38, sp1 (Sigmetrics2020_speed_prediction.ipynb)"
-#: upstream data files
-SOURCES = (
-    "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_new.csv",
-    "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_p100_new2.csv",
-    "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_norm_computation.csv",
-    "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_data.csv",
-    "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_test.csv",
-    "cake-lab/CM-DARE: data/processed_data/speed_data/speed_data_supertable.csv",
+ITEM = Item(
+    paper="CM-DARE",
+    number="not numbered in the upstream sources (results likely a table)",
+    title="Speed-prediction results: LR / SVR per GPU, GPU-agnostic, unseen models, sp1, supertable",
+    upstream="sp2 cells 5-38, sp1 (Sigmetrics2020_speed_prediction.ipynb)",
+    sources=("cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_new.csv",
+             "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_p100_new2.csv",
+             "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_norm_computation.csv",
+             "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_data.csv",
+             "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_test.csv",
+             "cake-lab/CM-DARE: data/processed_data/speed_data/speed_data_supertable.csv"),
+    procedure=("Shuffle with random_state=0, then train_test_split(test_size=0.2, random_state=0); X = Normalized "
+               "Model (per GPU) or Model/GPU (GPU-agnostic), y = Step Time (s); MAPE = mean(|(y - y_hat)/y|)*100; "
+               "10-fold unshuffled KFold CV R2 on the training part. Unseen models: fit on the 16 K80 CNNs, test "
+               "on the 4 held-out CNNs."),
+    status="EXACT-DATA (one SVR grid result differs)",
+    numbers_area="speed",
+    legacy_id="speed_prediction",
+    variants=({"gpu": "K80", "method": "linear"}, {"gpu": "P100", "method": "linear"}),
+    notebook="notebooks/02-speed-prediction.ipynb",
+    test="tests/papers/test_speed_prediction_numbers.py",
 )
-#: procedure
-PROCEDURE = "Shuffle with random_state=0, then train_test_split(test_size=0.2, random_state=0); X = Normalized Model (per GPU) or Model/GPU (GPU-agnostic), y = Step Time (s); MAPE = mean(|(y - y_hat)/y|)*100; 10-fold unshuffled KFold CV R2 on the training part. Unseen models: fit on the 16 K80 CNNs, test on the 4 held-out CNNs."
-#: tolerance rule of its numbers
-TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA (one SVR grid result differs)"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = "speed"
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "speed_prediction"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({"gpu": "K80", "method": "linear"}, {"gpu": "P100", "method": "linear"})
-#: notebook showing it
-NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
-#: test checking it
-TEST = "tests/papers/test_speed_prediction_numbers.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data(gpu="K80", method="linear") -> pd.DataFrame:

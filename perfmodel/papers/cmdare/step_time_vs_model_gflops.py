@@ -3,18 +3,6 @@
 One sample is one TensorBoard ``global_step/sec`` value (logged every 100 steps); ``Step Time (s)`` = 1/``Speed (steps/sec)``
 (max relative difference 4.5e-9). ``Normalized Model`` = (F - F_min)/(F_max - F_min) with F = ``Model FLOPs``, F_min = ResNet-15
 630989589, F_max = Shake-Shake big 22864820174; the rows are shuffled with ``random_state=0`` upstream (order only).
-
-Paper: CM-DARE, Fig. 1 (CM-DARE README numbering). Upstream: speed_complexity_correlation.pdf (sp2 cells 31-32).
-
-Sources
--------
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_new.csv
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_p100_new2.csv
-
-Procedure
----------
-Scatter of Step Time (s) against Normalized Model over 20 CNNs x 13 samples per GPU (260 rows each); K80 marker 'x', P100 '^',
-alpha 0.1, 2x2 in.
 """
 
 from __future__ import annotations
@@ -22,49 +10,28 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _speed_complexity as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "Fig. 1 (CM-DARE README numbering)"
-#: title
-TITLE = "Step time vs normalized model GFLOPs, K80 & P100, 20 CNNs"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "speed_complexity_correlation.pdf (sp2 cells 31-32)"
-#: upstream data files
-SOURCES = (
-    "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_new.csv",
-    "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_p100_new2.csv",
+ITEM = Item(
+    paper="CM-DARE",
+    number="Fig. 1 (CM-DARE README numbering)",
+    title="Step time vs normalized model GFLOPs, K80 & P100, 20 CNNs",
+    upstream="speed_complexity_correlation.pdf (sp2 cells 31-32)",
+    sources=("cake-lab/CM-DARE: data/processed_data/speed_data/0latency_k80_new.csv",
+             "cake-lab/CM-DARE: data/processed_data/speed_data/0latency_p100_new2.csv"),
+    procedure=("Scatter of Step Time (s) against Normalized Model over 20 CNNs x 13 samples per GPU (260 rows "
+               "each); K80 marker 'x', P100 '^', alpha 0.1, 2x2 in."),
+    status="EXACT-DATA",
+    tolerance="no quoted numbers",
+    no_numbers="The papers quote no number for it beyond the data checked in its test.",
+    legacy_id="speed_complexity_correlation",
+    notebook="notebooks/02-speed-prediction.ipynb",
+    test="tests/papers/test_speed_figures.py",
+    authors_image="CM:img/speed_complexity_correlation.png",
 )
-#: procedure
-PROCEDURE = "Scatter of Step Time (s) against Normalized Model over 20 CNNs x 13 samples per GPU (260 rows each); K80 marker 'x', P100 '^', alpha 0.1, 2x2 in."
-#: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = "The papers quote no number for it beyond the data checked in its test."
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "speed_complexity_correlation"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
-#: test checking it
-TEST = "tests/papers/test_speed_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = "CM:img/speed_complexity_correlation.png"
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -73,7 +40,7 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
+    """No quoted numbers (see ``ITEM.no_numbers``): an empty ``COMPARISON_COLUMNS`` frame."""
     return _item.no_numbers(__name__)
 
 

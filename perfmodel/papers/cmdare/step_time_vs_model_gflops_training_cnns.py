@@ -2,17 +2,6 @@
 
 The upstream file name ``figure_4`` is the SIGMETRICS draft's numbering, not the ICDCS'20 figure number. The four
 held-out CNNs (the unseen-model test of the speed prediction) are not in this file.
-
-Paper: CM-DARE, figure_4.pdf (SIGMETRICS-draft numbering). Upstream: figure_4.pdf (sp2 cell 6).
-
-Sources
--------
-* cake-lab/CM-DARE: data/processed_data/speed_data/0latency_data.csv
-
-Procedure
----------
-Scatter of Step Time (s) against Normalized Model of 416 rows = 16 CNNs x 2 GPUs x 13 samples (shuffled rs=0 upstream, order
-only).
 """
 
 from __future__ import annotations
@@ -20,46 +9,26 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.cmdare import _speed_training_cnns as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "figure_4.pdf (SIGMETRICS-draft numbering)"
-#: title
-TITLE = "Step time vs normalized model GFLOPs, the 16 training CNNs"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "figure_4.pdf (sp2 cell 6)"
-#: upstream data files
-SOURCES = ("cake-lab/CM-DARE: data/processed_data/speed_data/0latency_data.csv",)
-#: procedure
-PROCEDURE = "Scatter of Step Time (s) against Normalized Model of 416 rows = 16 CNNs x 2 GPUs x 13 samples (shuffled rs=0 upstream, order only)."
-#: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = "The papers quote no number for it beyond the data checked in its test."
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "figure_4"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/02-speed-prediction.ipynb"
-#: test checking it
-TEST = "tests/papers/test_speed_figures.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="CM-DARE",
+    number="figure_4.pdf (SIGMETRICS-draft numbering)",
+    title="Step time vs normalized model GFLOPs, the 16 training CNNs",
+    upstream="figure_4.pdf (sp2 cell 6)",
+    sources=("cake-lab/CM-DARE: data/processed_data/speed_data/0latency_data.csv",),
+    procedure=("Scatter of Step Time (s) against Normalized Model of 416 rows = 16 CNNs x 2 GPUs x 13 samples "
+               "(shuffled rs=0 upstream, order only)."),
+    status="EXACT-DATA",
+    tolerance="no quoted numbers",
+    no_numbers="The papers quote no number for it beyond the data checked in its test.",
+    legacy_id="figure_4",
+    notebook="notebooks/02-speed-prediction.ipynb",
+    test="tests/papers/test_speed_figures.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -68,7 +37,7 @@ def data() -> pd.DataFrame:
 
 
 def numbers() -> pd.DataFrame:
-    """No quoted numbers (see ``NO_NUMBERS``): an empty ``COMPARISON_COLUMNS`` frame."""
+    """No quoted numbers (see ``ITEM.no_numbers``): an empty ``COMPARISON_COLUMNS`` frame."""
     return _item.no_numbers(__name__)
 
 

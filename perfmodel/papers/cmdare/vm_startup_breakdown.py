@@ -6,17 +6,6 @@ take longer in Staging (41-49 s vs 28-33 s on-demand).
 
 Its numbers() computes the whole ``transient`` area of ``datasets/reference/paper_numbers`` at once: the rows of the other start-up,
 restart and revocation items (and of ICAC'19 Figs. 3 and 5) name their item in the ``item`` column and are reported with them.
-
-Paper: CM-DARE, not numbered in the upstream sources. Upstream: startup_breakdown.pdf (S2020 cells 5 and 7).
-
-Sources
--------
-* cake-lab/CM-DARE: data/processed_data/startup_time/{pre_east,pre_west,on_demand_east,on_demand_west}/vm_time_measure_*.csv
-
-Procedure
----------
-Two panels (east | west), 4 stacked bars each (preemptible K80, P100; on-demand K80, P100); bar = mean of the column, error bar =
-np.std (ddof=0).
 """
 
 from __future__ import annotations
@@ -24,48 +13,26 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers import _transient as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "CM-DARE"
-#: figure/table number as the paper prints it
-NUMBER = "not numbered in the upstream sources"
-#: title
-TITLE = "VM start-up: provisioning / staging / booting (s), preemptible vs on-demand"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "startup_breakdown.pdf (S2020 cells 5 and 7)"
-#: upstream data files
-SOURCES = (
-    "cake-lab/CM-DARE: data/processed_data/startup_time/{pre_east,pre_west,on_demand_east,on_demand_west}/vm_time_measure_*.csv",
+ITEM = Item(
+    paper="CM-DARE",
+    number="not numbered in the upstream sources",
+    title="VM start-up: provisioning / staging / booting (s), preemptible vs on-demand",
+    upstream="startup_breakdown.pdf (S2020 cells 5 and 7)",
+    sources=(("cake-lab/CM-DARE: "
+              "data/processed_data/startup_time/{pre_east,pre_west,on_demand_east,on_demand_west}/vm_time_measure_*.csv"),),
+    procedure=("Two panels (east | west), 4 stacked bars each (preemptible K80, P100; on-demand K80, P100); bar = "
+               "mean of the column, error bar = np.std (ddof=0)."),
+    status="EXACT-DATA",
+    numbers_area="transient",
+    legacy_id="startup_breakdown",
+    notebook="notebooks/09-restart-startup.ipynb",
+    test="tests/papers/test_transient_overheads.py",
 )
-#: procedure
-PROCEDURE = "Two panels (east | west), 4 stacked bars each (preemptible K80, P100; on-demand K80, P100); bar = mean of the column, error bar = np.std (ddof=0)."
-#: tolerance rule of its numbers
-TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = "transient"
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "startup_breakdown"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/09-restart-startup.ipynb"
-#: test checking it
-TEST = "tests/papers/test_transient_overheads.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:

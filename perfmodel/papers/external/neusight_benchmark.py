@@ -2,18 +2,6 @@
 
 The labels are test data only. NeuSight's AMD labels (MI100, MI210, MI250) are scored apart (the ``amd_`` quantities of
 :func:`numbers`, from ``perfmodel.figures.neusight_amd_benchmark_data``).
-
-Paper: perfmodel, external benchmark (NeuSight's published labels). Upstream: sitar-lab/NeuSight labels and reported errors.
-
-Sources
--------
-* sitar-lab/NeuSight: the single-GPU training and inference labels (NVIDIA and AMD) and the published per-predictor errors
-
-Procedure
----------
-predict_step_time for every eager single-GPU label (a GPU is never in the training set of the model scored on it); absolute %
-error per label next to NeuSight's own and its baselines'; NeuSight's AMD GPUs (MI100, MI210, MI250) scored apart, from
-their catalog rows alone.
 """
 
 from __future__ import annotations
@@ -21,46 +9,26 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.external import _neusight as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "external benchmark (NeuSight's published labels)"
-#: title
-TITLE = "Per-operator step-time predictor on NeuSight's single-GPU training and inference labels (V100, A100-80GB, L4, H100) vs NeuSight, Li et al., roofline, Habitat"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "sitar-lab/NeuSight labels and reported errors"
-#: upstream data files
-SOURCES = ("sitar-lab/NeuSight: the single-GPU training and inference labels (NVIDIA and AMD) and the published per-predictor errors",)
-#: procedure
-PROCEDURE = "predict_step_time for every eager single-GPU label (a GPU is never in the training set of the model scored on it); absolute % error per label next to NeuSight's own and its baselines'; NeuSight's AMD GPUs (MI100, MI210, MI250) scored apart, from their catalog rows alone."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "neusight_benchmark"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/11-neusight-benchmark.ipynb"
-#: test checking it
-TEST = "tests/papers/test_neusight_benchmark.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="external benchmark (NeuSight's published labels)",
+    title=("Per-operator step-time predictor on NeuSight's single-GPU training and inference labels (V100, "
+           "A100-80GB, L4, H100) vs NeuSight, Li et al., roofline, Habitat"),
+    upstream="sitar-lab/NeuSight labels and reported errors",
+    sources=(("sitar-lab/NeuSight: the single-GPU training and inference labels (NVIDIA and AMD) and the "
+              "published per-predictor errors"),),
+    procedure=("predict_step_time for every eager single-GPU label (a GPU is never in the training set of the "
+               "model scored on it); absolute % error per label next to NeuSight's own and its baselines'; "
+               "NeuSight's AMD GPUs (MI100, MI210, MI250) scored apart, from their catalog rows alone."),
+    status="perfmodel analysis",
+    notebook="notebooks/11-neusight-benchmark.ipynb",
+    test="tests/papers/test_neusight_benchmark.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -76,7 +44,7 @@ def numbers() -> pd.DataFrame:
     microbenchmarks), their quantities prefixed ``amd_`` (``amd_train_all_perfmodel_mape_pct`` ...)."""
     rows = [*_mape_rows(data(), "", "all benchmark GPUs"),
             *_mape_rows(_impl.neusight_amd_benchmark_data(), "amd_", "all AMD GPUs (MI100, MI210, MI250)")]
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 def _mape_rows(d: pd.DataFrame, prefix: str, everything: str) -> list[dict]:

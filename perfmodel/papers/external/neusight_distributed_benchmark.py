@@ -1,18 +1,6 @@
 """Cluster step time (data, tensor, pipeline parallel) on NeuSight's eleven 4-GPU training labels (A100-SXM4-40GB and H100, Megatron-LM) vs NeuSight.
 
 Predicted from the single-GPU operator model and the alpha-beta communication model; the labels are test data only.
-
-Paper: perfmodel, external benchmark (NeuSight's published labels). Upstream: sitar-lab/NeuSight labels and reported errors.
-
-Sources
--------
-* sitar-lab/NeuSight: the 4-GPU training labels (dp4, tp4, pp4_1) and NeuSight's published predictions of them
-
-Procedure
----------
-predict_step_time(n_gpus=4, strategy=dp|tp|pp, optimizer="adam-fused", overlap_grad_reduce=False) for every 4-GPU label
-(Megatron-LM's train_step as NeuSight's harness times it); absolute % error per label and MAPE per strategy, per GPU and
-overall next to NeuSight's.
 """
 
 from __future__ import annotations
@@ -20,46 +8,26 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.external import _neusight_distributed as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "external benchmark (NeuSight's 4-GPU labels)"
-#: title
-TITLE = "Cluster step time (data, tensor, pipeline parallel) on NeuSight's eleven 4-GPU training labels (A100-SXM4-40GB and H100, Megatron-LM) vs NeuSight"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "sitar-lab/NeuSight 4-GPU labels and summary/distributed.csv"
-#: upstream data files
-SOURCES = ("sitar-lab/NeuSight: the 4-GPU training labels (dp4, tp4, pp4_1) and NeuSight's published predictions of them",)
-#: procedure
-PROCEDURE = "predict_step_time(n_gpus=4, strategy=dp|tp|pp, optimizer='adam-fused', overlap_grad_reduce=False) for every 4-GPU label (Megatron-LM's train_step as NeuSight's harness times it); absolute % error per label and MAPE per strategy, per GPU and overall next to NeuSight's."
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "neusight_distributed_benchmark"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/12-neusight-distributed.ipynb"
-#: test checking it
-TEST = "tests/papers/test_neusight_distributed.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="external benchmark (NeuSight's 4-GPU labels)",
+    title=("Cluster step time (data, tensor, pipeline parallel) on NeuSight's eleven 4-GPU training labels "
+           "(A100-SXM4-40GB and H100, Megatron-LM) vs NeuSight"),
+    upstream="sitar-lab/NeuSight 4-GPU labels and summary/distributed.csv",
+    sources=(("sitar-lab/NeuSight: the 4-GPU training labels (dp4, tp4, pp4_1) and NeuSight's published "
+              "predictions of them"),),
+    procedure=("predict_step_time(n_gpus=4, strategy=dp|tp|pp, optimizer='adam-fused', overlap_grad_reduce=False) "
+               "for every 4-GPU label (Megatron-LM's train_step as NeuSight's harness times it); absolute % error "
+               "per label and MAPE per strategy, per GPU and overall next to NeuSight's."),
+    status="perfmodel analysis",
+    notebook="notebooks/12-neusight-distributed.ipynb",
+    test="tests/papers/test_neusight_distributed.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:
@@ -84,7 +52,7 @@ def numbers() -> pd.DataFrame:
                                   f"multi-GPU measurement) on {on}; MAPE from perfmodel.diagnostics.metrics"))
         rows.append(dict(quantity=f"{str(v).lower()}_neusight_published_mape_pct", unit="pct", value=float(grp["neusight_error_pct"].mean()),
                          protocol=f"mean of the absolute errors NeuSight publishes for its own predictor on {on} (sitar-lab/NeuSight)"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

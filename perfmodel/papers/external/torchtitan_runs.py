@@ -1,27 +1,4 @@
 """Published Llama training runs (torchtitan: tokens/s per GPU and peak memory under FSDP2) predicted from spec sheets.
-
-Paper: perfmodel, external benchmark (pytorch/torchtitan's published performance tables). Upstream: pytorch/torchtitan
-benchmarks/ and docs/performance.md.
-
-Sources
--------
-* pytorch/torchtitan: tokens/s per GPU and peak memory of Llama 3.1 8B/70B/405B and Llama 2 runs on 8-512 H100, 64
-  A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)
-
-Procedure
----------
-Every published row a single perfmodel call can state is predicted with pm.predict_step_time (and pm.predict_memory):
-the model's Hugging Face Llama config (sizes of the published models, MODEL_CONFIGS), sequence length (torchtitan's
-train config default 8192 where the table does not say), global batch = local batch x data-parallel degree, BF16 (fp8
-for the Float8 rows), the fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP ("fsdp32-tp8"), FSDP x
-TP x PP ("fsdp8-tp8-pp8", as many micro-batches as stages, torchtitan's default, 1F1B or interleaved 1F1B as the row
-says) or with context parallelism ("fsdp4-cp2-tp8-pp8"), asynchronous TP where the row says, 8 GPUs per node with
-NVLink inside and the per-GPU NIC between nodes (LINKS), compile and activation checkpointing (full, torchtitan's
-per-operator selective policy, or its per-layer policy every other layer) as the row says; tokens/s per GPU is a
-data-parallel rank's tokens over the step time and the GPUs of its model replica (tp x pp x cp), as torchtitan counts
-it. Rows with rowwise Float8 scaling are listed with the reason they are not predicted. Nothing is fitted on these
-rows. Scored: absolute % error of tokens/s per GPU and of peak memory (GiB) per row, their mean (MAPE), and the share
-of rows within 25 %.
 """
 
 from __future__ import annotations
@@ -31,47 +8,37 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from perfmodel.papers._item import Item
 
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "external benchmark (torchtitan's published Llama runs)"
-#: title
-TITLE = "Published Llama training runs (torchtitan: tokens/s per GPU and peak memory under FSDP2) predicted from spec sheets"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "pytorch/torchtitan benchmarks/ and docs/performance.md"
-#: upstream data files
-SOURCES = ("pytorch/torchtitan: tokens/s per GPU and peak memory of Llama 3.1 8B/70B/405B and Llama 2 runs on 8-512 H100, 64 "
-           "A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)",)
-#: procedure
-PROCEDURE = __doc__.split("Procedure\n---------\n", 1)[1].strip().replace("\n", " ")
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "torchtitan_runs"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/15-llama-training-plan.ipynb"
-#: test checking it
-TEST = "tests/papers/test_torchtitan_runs.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="external benchmark (torchtitan's published Llama runs)",
+    title=("Published Llama training runs (torchtitan: tokens/s per GPU and peak memory under FSDP2) predicted "
+           "from spec sheets"),
+    upstream="pytorch/torchtitan benchmarks/ and docs/performance.md",
+    sources=(("pytorch/torchtitan: tokens/s per GPU and peak memory of Llama 3.1 8B/70B/405B and Llama 2 runs on "
+              "8-512 H100, 64 A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)"),),
+    procedure=("Every published row a single perfmodel call can state is predicted with pm.predict_step_time (and "
+               "pm.predict_memory): the model's Hugging Face Llama config (sizes of the published models, "
+               "MODEL_CONFIGS), sequence length (torchtitan's train config default 8192 where the table does not "
+               "say), global batch = local batch x data-parallel degree, BF16 (fp8 for the Float8 rows), the "
+               "fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP (\"fsdp32-tp8\"), FSDP x TP x "
+               "PP (\"fsdp8-tp8-pp8\", as many micro-batches as stages, torchtitan's default, 1F1B or interleaved "
+               "1F1B as the row says) or with context parallelism (\"fsdp4-cp2-tp8-pp8\"), asynchronous TP where "
+               "the row says, 8 GPUs per node with NVLink inside and the per-GPU NIC between nodes (LINKS), "
+               "compile and activation checkpointing (full, torchtitan's per-operator selective policy, or its "
+               "per-layer policy every other layer) as the row says; tokens/s per GPU is a data-parallel rank's "
+               "tokens over the step time and the GPUs of its model replica (tp x pp x cp), as torchtitan counts "
+               "it. Rows with rowwise Float8 scaling are listed with the reason they are not predicted. Nothing "
+               "is fitted on these rows. Scored: absolute % error of tokens/s per GPU and of peak memory (GiB) "
+               "per row, their mean (MAPE), and the share of rows within 25 %."),
+    status="perfmodel analysis",
+    notebook="notebooks/15-llama-training-plan.ipynb",
+    test="tests/papers/test_torchtitan_runs.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 _LLAMA3 = dict(model_type="llama", vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
                rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8)
@@ -202,7 +169,7 @@ def numbers() -> pd.DataFrame:
                  protocol=f"{_WHAT[r.quantity]}; predicted by pm.predict_step_time from the GPU's spec sheet, nothing "
                           "fitted on these runs (torchtitan_runs.data)")
             for r in summary().itertuples(index=False)]
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + SOURCES[0])
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):
@@ -223,9 +190,6 @@ def figure(data: pd.DataFrame | None = None, ax=None):
            title="torchtitan's Llama runs")
     ax.legend()
     return ax.figure
-
-
-
 
 
 def llama_8b_options(gpu: str = "H100", n_gpus: int = 8, *, local_batch_size: int = 2, seq_len: int = DEFAULT_SEQ_LEN) -> pd.DataFrame:

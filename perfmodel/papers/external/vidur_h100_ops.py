@@ -1,22 +1,8 @@
 """Half-precision operator model on Vidur's measured FP16 operators of the H100, learned on A40 and A100 only (leave-H100-out) vs the FP32-learned model at tensor-core peak.
 
 The H100 is predicted from its spec sheet by the model shipped in ``perfmodel/models/fitted/op_latency_half.npz``
-(:mod:`perfmodel.models.half_precision`); leave-A40-out and leave-A100-out are context. The goal of the work item is a
+(:mod:`perfmodel.models.half_precision`); leave-A40-out and leave-A100-out are context. The goal set for this model is a
 time-weighted error of at most 15 % on Vidur's H100 operators; ``numbers()`` reports whether it is met.
-
-Paper: perfmodel, external benchmark (Vidur's FP16 operator profiles). Upstream: microsoft/vidur operator profiles.
-
-Sources
--------
-* microsoft/vidur: FP16 per-operator CUDA kernel times of one Llama-family transformer layer (A40, A100, H100)
-
-Procedure
----------
-Each Vidur operator row (10 operators x models x num_tokens x tp) described as the work row of its kernel; an
-OpLatencyModel (defaults) fitted on the A40 and A100 rows predicts the H100 rows from the H100's catalog row; the
-time-weighted absolute percentage error (sum |pred - meas| / sum meas) and the median APE per operator and overall, next
-to the current approach (default FP32-learned model with the tensor-core peak) on the same rows; leave-A40-out,
-leave-A100-out and each training GPU from the other alone for context.
 """
 
 from __future__ import annotations
@@ -26,58 +12,36 @@ from functools import lru_cache
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "external benchmark (Vidur's FP16 operator profiles)"
-#: title
-TITLE = ("Half-precision operator model on Vidur's measured FP16 operators of the H100, learned on A40 and A100 only "
-         "(leave-H100-out) vs the FP32-learned model at tensor-core peak")
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "microsoft/vidur operator profiles"
-#: upstream data files
-SOURCES = ("microsoft/vidur: FP16 per-operator CUDA kernel times of one Llama-family transformer layer (A40, A100, H100)",)
-#: procedure
-PROCEDURE = ("Each Vidur operator row (10 operators x models x num_tokens x tp) described as the work row of its kernel; an "
-             "OpLatencyModel (defaults) fitted on the A40 and A100 rows predicts the H100 rows from the H100's catalog row; the "
-             "time-weighted absolute percentage error (sum |pred - meas| / sum meas) and the median APE per operator and overall, next "
-             "to the current approach (default FP32-learned model with the tensor-core peak) on the same rows; leave-A40-out, "
-             "leave-A100-out and each training GPU from the other alone for context.")
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "vidur_h100_ops"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/16-vidur-h100-ops.ipynb"
-#: test checking it
-TEST = "tests/papers/test_vidur_h100_ops.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="external benchmark (Vidur's FP16 operator profiles)",
+    title=("Half-precision operator model on Vidur's measured FP16 operators of the H100, learned on A40 and A100 "
+           "only (leave-H100-out) vs the FP32-learned model at tensor-core peak"),
+    upstream="microsoft/vidur operator profiles",
+    sources=(("microsoft/vidur: FP16 per-operator CUDA kernel times of one Llama-family transformer layer (A40, "
+              "A100, H100)"),),
+    procedure=("Each Vidur operator row (10 operators x models x num_tokens x tp) described as the work row of "
+               "its kernel; an OpLatencyModel (defaults) fitted on the A40 and A100 rows predicts the H100 rows "
+               "from the H100's catalog row; the time-weighted absolute percentage error (sum |pred - meas| / sum "
+               "meas) and the median APE per operator and overall, next to the current approach (default "
+               "FP32-learned model with the tensor-core peak) on the same rows; leave-A40-out, leave-A100-out and "
+               "each training GPU from the other alone for context."),
+    status="perfmodel analysis",
+    notebook="notebooks/16-vidur-h100-ops.ipynb",
+    test="tests/papers/test_vidur_h100_ops.py",
+)
 
-#: The work item's goal: time-weighted error on Vidur's H100 operators, %.
+#: The goal set for this model: time-weighted error on Vidur's H100 operators, %.
 GOAL_PCT = 15.0
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 @lru_cache(maxsize=1)
 def _scores() -> pd.DataFrame:
-    from perfmodel.models.half_precision import vidur_scores
+    from perfmodel.models.half_precision_scores import vidur_scores
 
     return vidur_scores()
 
@@ -109,8 +73,8 @@ def numbers() -> pd.DataFrame:
     h = d[(d["protocol"] == "leave-h100-out") & (d["predictor"] == "half_precision") & (d["operator"] == "all")].iloc[0]
     rows.append(dict(quantity="h100_goal_met", unit="bool", value=float(h["time_weighted_ape_pct"] <= GOAL_PCT),
                      protocol=f"1 when the leave-H100-out time-weighted error over all of Vidur's H100 operator rows is at most "
-                              f"{GOAL_PCT:g} % (the work item's goal), else 0"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + " and ".join(SOURCES))
+                              f"{GOAL_PCT:g} % (the goal set for this model), else 0"))
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

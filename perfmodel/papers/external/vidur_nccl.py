@@ -1,21 +1,4 @@
 """NCCL all-reduce and send/recv times on NVLink, InfiniBand and PCIe predicted from spec sheets with efficiency and latency fitted on the other GPU generation (Vidur's measured curves).
-
-Paper: perfmodel, external benchmark (microsoft/vidur's NCCL profiles). Upstream: microsoft/vidur data/profiling/network.
-
-Sources
--------
-* microsoft/vidur: measured NCCL all_reduce and send_recv kernel times (fp16, 4 KiB to 64 MiB; 1 GiB for the 4-GPU
-  PCIe node) on DGX A100, DGX H100 and pairwise-NVLink A100 / H100 PCIe nodes
-
-Procedure
----------
-perfmodel.models.collectives: each row gets its link kind (NVLink inside a node, InfiniBand across DGX nodes, PCIe
-between the NVLink pairs of a 4-GPU PCIe node) and that link's peak per-direction bandwidth from the spec sheet (GPU
-catalog, NIC line rate, PCIe generation); NCCL's efficiency e and latency α per link kind are fitted by relative least
-squares on the A100 systems and the H100 systems are predicted with them (and the other way round); median and
-time-weighted absolute % error per direction, link, collective and message-size band (< 1 MiB, >= 1 MiB). The
-parameters perfmodel ships (perfmodel/models/fitted/nccl_links.json) are fitted on all the systems and are not what is
-scored here.
 """
 
 from __future__ import annotations
@@ -24,53 +7,30 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "perfmodel"
-#: figure/table number as the paper prints it
-NUMBER = "external benchmark (Vidur's NCCL profiles)"
-#: title
-TITLE = ("NCCL all-reduce and send/recv times on NVLink, InfiniBand and PCIe predicted from spec sheets with efficiency and "
-         "latency fitted on the other GPU generation (Vidur's measured curves)")
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "microsoft/vidur data/profiling/network"
-#: upstream data files
-SOURCES = ("microsoft/vidur: measured NCCL all_reduce and send_recv kernel times (fp16, 4 KiB to 64 MiB; 1 GiB for the 4-GPU "
-           "PCIe node) on DGX A100, DGX H100 and pairwise-NVLink A100 / H100 PCIe nodes",)
-#: procedure
-PROCEDURE = ("perfmodel.models.collectives: each row gets its link kind (NVLink inside a node, InfiniBand across DGX nodes, PCIe "
-             "between the NVLink pairs of a 4-GPU PCIe node) and that link's peak per-direction bandwidth from the spec sheet (GPU "
-             "catalog, NIC line rate, PCIe generation); NCCL's efficiency e and latency α per link kind are fitted by relative least "
-             "squares on the A100 systems and the H100 systems are predicted with them (and the other way round); median and "
-             "time-weighted absolute % error per direction, link, collective and message-size band (< 1 MiB, >= 1 MiB). The "
-             "parameters perfmodel ships (perfmodel/models/fitted/nccl_links.json) are fitted on all the systems and are not what is "
-             "scored here.")
-#: tolerance rule of its numbers
-TOLERANCE = "none: perfmodel's own results, no paper value to hold them against (deterministic: a rerun gives the same values)"
-#: reproduction status of the data behind it
-STATUS = "perfmodel analysis"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "vidur_nccl"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/14-vidur-nccl.ipynb"
-#: test checking it
-TEST = "tests/papers/test_vidur_nccl.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
+ITEM = Item(
+    paper="perfmodel",
+    number="external benchmark (Vidur's NCCL profiles)",
+    title=("NCCL all-reduce and send/recv times on NVLink, InfiniBand and PCIe predicted from spec sheets with "
+           "efficiency and latency fitted on the other GPU generation (Vidur's measured curves)"),
+    upstream="microsoft/vidur data/profiling/network",
+    sources=(("microsoft/vidur: measured NCCL all_reduce and send_recv kernel times (fp16, 4 KiB to 64 MiB; 1 GiB "
+              "for the 4-GPU PCIe node) on DGX A100, DGX H100 and pairwise-NVLink A100 / H100 PCIe nodes"),),
+    procedure=("perfmodel.models.collectives: each row gets its link kind (NVLink inside a node, InfiniBand "
+               "across DGX nodes, PCIe between the NVLink pairs of a 4-GPU PCIe node) and that link's peak "
+               "per-direction bandwidth from the spec sheet (GPU catalog, NIC line rate, PCIe generation); NCCL's "
+               "efficiency e and latency α per link kind are fitted by relative least squares on the A100 systems "
+               "and the H100 systems are predicted with them (and the other way round); median and time-weighted "
+               "absolute % error per direction, link, collective and message-size band (< 1 MiB, >= 1 MiB). The "
+               "parameters perfmodel ships (perfmodel/models/fitted/nccl_links.json) are fitted on all the "
+               "systems and are not what is scored here."),
+    status="perfmodel analysis",
+    notebook="notebooks/14-vidur-nccl.ipynb",
+    test="tests/papers/test_vidur_nccl.py",
+)
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 #: held-out directions: (name, GPU generation fitted on, generation predicted)
 DIRECTIONS = (("a100_to_h100", "a100", "h100"), ("h100_to_a100", "h100", "a100"))
@@ -141,7 +101,7 @@ def numbers() -> pd.DataFrame:
                              protocol=f"NCCL efficiency of {link} fitted by relative least squares on the {fit_on.upper()} systems"))
             rows.append(dict(quantity=f"fit_{fit_on}_{link}_latency_us", unit="us", value=float(1e6 * g["latency_s"].iloc[0]),
                              protocol=f"latency per collective step of {link} fitted by relative least squares on the {fit_on.upper()} systems"))
-    return _item.own_results(LEGACY_ID, rows, citation="perfmodel's own result on " + SOURCES[0])
+    return _item.item_results(__name__, rows)
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):

@@ -3,20 +3,6 @@
 13 of 128 servers were revoked in 11 of the 32 clusters (12 worker revocations and 1 master). The per-cluster annotations of the
 paper (accuracy / time / cost) charge the PS at the transient price (0.041 $/h), like Table I. Its numbers are the Fig. 1 rows of the
 ``icac_tables`` area, computed by ``cost_and_savings_tables``.
-
-Paper: ICAC'19, Fig. 1. Upstream: cluster_4_spots_heatmap.pdf (training/code/heatmap.py).
-
-Sources
--------
-* cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/vm_data.csv
-* cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/train_data_processed.csv
-
-Procedure
----------
-Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1;
-servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv
-order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole
-uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server.
 """
 
 from __future__ import annotations
@@ -24,49 +10,32 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.icac19 import _cost_tables as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "ICAC'19"
-#: figure/table number as the paper prints it
-NUMBER = "Fig. 1"
-#: title
-TITLE = "Heatmap: worker lifetime / cluster time of the 32 clusters of 4 transient K80"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "cluster_4_spots_heatmap.pdf (training/code/heatmap.py)"
-#: upstream data files
-SOURCES = (
-    "cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/vm_data.csv",
-    "cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/train_data_processed.csv",
+ITEM = Item(
+    paper="ICAC'19",
+    number="Fig. 1",
+    title="Heatmap: worker lifetime / cluster time of the 32 clusters of 4 transient K80",
+    upstream="cluster_4_spots_heatmap.pdf (training/code/heatmap.py)",
+    sources=("cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/vm_data.csv",
+             "cake-lab/transient-deep-learning: data/training/k80_spot/4-spot/train_data_processed.csv"),
+    procedure=("Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not "
+               "capped), every other server 1; servers sorted by it (W1 lightest); clusters numbered failed "
+               "first, then by revoked workers (descending), ties in vm_data.csv order; the r=0 clusters share "
+               "one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole "
+               "uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a "
+               "revoked server."),
+    status="EXACT-DATA (group means verified)",
+    numbers_from="cost_and_savings_tables",
+    legacy_id="icac_fig1",
+    variants=({"n_workers": 4},),
+    notebook="notebooks/08-icac-tables.ipynb",
+    test="tests/papers/test_icac_cost_tables.py",
+    authors_image="TDL:img/cluster_4_spots_heatmap.png",
 )
-#: procedure
-PROCEDURE = "Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1; servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server."
-#: tolerance rule of its numbers
-TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA (group means verified)"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = "cost_and_savings_tables"
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "icac_fig1"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({"n_workers": 4},)
-#: notebook showing it
-NOTEBOOK = "notebooks/08-icac-tables.ipynb"
-#: test checking it
-TEST = "tests/papers/test_icac_cost_tables.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = "TDL:img/cluster_4_spots_heatmap.png"
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data(n_workers=4) -> pd.DataFrame:

@@ -1,21 +1,6 @@
 """Heatmaps of the clusters of 2 and 8 transient K80.
 
 2-spot/8-spot VM names carry a ``spot2-``/``spot8-`` prefix that the ``agg_data.csv`` Zone lacks; the loader matches them.
-
-Paper: ICAC'19, Fig. 4. Upstream: cluster_2_8_spots_heatmap.pdf (training/code/heatmap.py).
-
-Sources
--------
-* cake-lab/transient-deep-learning: data/training/k80_spot/2-spot/
-* cake-lab/transient-deep-learning: data/training/k80_spot/8-spot/
-
-Procedure
----------
-Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1;
-servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv
-order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole
-uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server. Two panels: 2 K80
-left, 8 K80 right.
 """
 
 from __future__ import annotations
@@ -23,49 +8,32 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.icac19 import _cost_tables as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "ICAC'19"
-#: figure/table number as the paper prints it
-NUMBER = "Fig. 4"
-#: title
-TITLE = "Heatmaps of the clusters of 2 and 8 transient K80"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "cluster_2_8_spots_heatmap.pdf (training/code/heatmap.py)"
-#: upstream data files
-SOURCES = (
-    "cake-lab/transient-deep-learning: data/training/k80_spot/2-spot/",
-    "cake-lab/transient-deep-learning: data/training/k80_spot/8-spot/",
+ITEM = Item(
+    paper="ICAC'19",
+    number="Fig. 4",
+    title="Heatmaps of the clusters of 2 and 8 transient K80",
+    upstream="cluster_2_8_spots_heatmap.pdf (training/code/heatmap.py)",
+    sources=("cake-lab/transient-deep-learning: data/training/k80_spot/2-spot/",
+             "cake-lab/transient-deep-learning: data/training/k80_spot/8-spot/"),
+    procedure=("Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not "
+               "capped), every other server 1; servers sorted by it (W1 lightest); clusters numbered failed "
+               "first, then by revoked workers (descending), ties in vm_data.csv order; the r=0 clusters share "
+               "one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole "
+               "uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a "
+               "revoked server. Two panels: 2 K80 left, 8 K80 right."),
+    status="EXACT-DATA (group means verified)",
+    tolerance="no quoted numbers",
+    numbers_from="cost_and_savings_tables",
+    legacy_id="icac_fig4",
+    notebook="notebooks/08-icac-tables.ipynb",
+    test="tests/papers/test_icac_cost_tables.py",
+    authors_image="TDL:img/cluster_8_spots_heatmap.png",
 )
-#: procedure
-PROCEDURE = "Authors' heatmap.py: a server marked revoked gets its VM uptime / the master's VM uptime (not capped), every other server 1; servers sorted by it (W1 lightest); clusters numbered failed first, then by revoked workers (descending), ties in vm_data.csv order; the r=0 clusters share one column; accuracy / time / cost rows below (transient PS; a revoked worker billed by its whole uptime, as the authors' cost code), the r=0 column as (mean, std) over its clusters without a revoked server. Two panels: 2 K80 left, 8 K80 right."
-#: tolerance rule of its numbers
-TOLERANCE = "no quoted numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA (group means verified)"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = ""
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = ""
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = "cost_and_savings_tables"
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "icac_fig4"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ({},)
-#: notebook showing it
-NOTEBOOK = "notebooks/08-icac-tables.ipynb"
-#: test checking it
-TEST = "tests/papers/test_icac_cost_tables.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = "TDL:img/cluster_8_spots_heatmap.png"
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data() -> pd.DataFrame:

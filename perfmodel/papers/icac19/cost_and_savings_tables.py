@@ -6,20 +6,6 @@ for the full duration) and is recomputed with the cost model (giving the paper's
 excludes the clusters whose training failed; the r=0 8-K80 row of Tables IV and V also excludes the 2 clusters whose master was revoked
 after finishing. Table II's "savings potential" 35.4/38.5/40.2 % is transient/on-demand price x 100 (the text says the inverse).
 Headlines: 7.7x = 3.91 h / 0.51 h; 62.9 % = (2.83 - 1.05)/2.83.
-
-Paper: ICAC'19, Tables I, II, III, IV, V. Upstream: paper tables (no upstream file).
-
-Sources
--------
-* cake-lab/transient-deep-learning: data/training/k80_spot/{2,4,8}-spot/{agg_data,vm_data}.csv
-* cake-lab/transient-deep-learning: data/training/k80_on_demand/{k80-demand,2-demand,4-demand,8-demand}/agg_data.csv
-* cake-lab/transient-deep-learning: data/training/p100_v100_spot/{p100,v100}/agg_data.csv
-
-Procedure
----------
-Per configuration (mean, sample std ddof=1) of training time (h), cost ($) and accuracy (%). Cost = sum of worker price x worker
-time (revoked workers by uptime) + PS price x cluster time; r = number of VMs marked Revoked per run. Table IV overhead = (mean_r
-- mean_r0)/mean_r0 x 100 from the rounded table values (accuracy: absolute difference).
 """
 
 from __future__ import annotations
@@ -27,50 +13,32 @@ from __future__ import annotations
 import pandas as pd
 
 from perfmodel.papers import _item
+from perfmodel.papers._item import Item
 from perfmodel.papers.icac19 import _cost_tables as _impl
 
-#: paper the item belongs to ("perfmodel": beyond the papers)
-PAPER = "ICAC'19"
-#: figure/table number as the paper prints it
-NUMBER = "Tables I, II, III, IV, V"
-#: title
-TITLE = "Tables I, II (savings potential), III, IV, V and the Fig. 1 / Fig. 4 annotations"
-#: the upstream file / notebook cell it redraws
-UPSTREAM = "paper tables (no upstream file)"
-#: upstream data files
-SOURCES = (
-    "cake-lab/transient-deep-learning: data/training/k80_spot/{2,4,8}-spot/{agg_data,vm_data}.csv",
-    "cake-lab/transient-deep-learning: data/training/k80_on_demand/{k80-demand,2-demand,4-demand,8-demand}/agg_data.csv",
-    "cake-lab/transient-deep-learning: data/training/p100_v100_spot/{p100,v100}/agg_data.csv",
+ITEM = Item(
+    paper="ICAC'19",
+    number="Tables I, II, III, IV, V",
+    title="Tables I, II (savings potential), III, IV, V and the Fig. 1 / Fig. 4 annotations",
+    upstream="paper tables (no upstream file)",
+    sources=("cake-lab/transient-deep-learning: data/training/k80_spot/{2,4,8}-spot/{agg_data,vm_data}.csv",
+             ("cake-lab/transient-deep-learning: "
+              "data/training/k80_on_demand/{k80-demand,2-demand,4-demand,8-demand}/agg_data.csv"),
+             "cake-lab/transient-deep-learning: data/training/p100_v100_spot/{p100,v100}/agg_data.csv"),
+    procedure=("Per configuration (mean, sample std ddof=1) of training time (h), cost ($) and accuracy (%). Cost "
+               "= sum of worker price x worker time (revoked workers by uptime) + PS price x cluster time; r = "
+               "number of VMs marked Revoked per run. Table IV overhead = (mean_r - mean_r0)/mean_r0 x 100 from "
+               "the rounded table values (accuracy: absolute difference)."),
+    status="EXACT-DATA",
+    no_figure="Tables; their figures are the heatmap items (Figs. 1 and 4).",
+    numbers_area="icac_tables",
+    legacy_id="icac_tables",
+    variants=(),
+    notebook="notebooks/08-icac-tables.ipynb",
+    test="tests/papers/test_icac_cost_tables.py",
 )
-#: procedure
-PROCEDURE = "Per configuration (mean, sample std ddof=1) of training time (h), cost ($) and accuracy (%). Cost = sum of worker price x worker time (revoked workers by uptime) + PS price x cluster time; r = number of VMs marked Revoked per run. Table IV overhead = (mean_r - mean_r0)/mean_r0 x 100 from the rounded table values (accuracy: absolute difference)."
-#: tolerance rule of its numbers
-TOLERANCE = "EXACT numbers within 1e-6 relative (or the printed rounding as atol); APPROX numbers within the rule of their row in datasets/reference/paper_numbers"
-#: reproduction status of the data behind it
-STATUS = "EXACT-DATA"
-#: non-empty: why the item cannot be reproduced at all
-UNAVAILABLE = ""
-#: non-empty: why figure() draws nothing
-NO_FIGURE = "Tables; their figures are the heatmap items (Figs. 1 and 4)."
-#: non-empty: why numbers() is empty
-NO_NUMBERS = ""
-#: datasets/reference/paper_numbers area its numbers() compares (the whole area)
-NUMBERS_AREA = "icac_tables"
-#: item whose numbers() computes this item's numbers
-NUMBERS_FROM = ""
-#: the id before the papers were packages (still accepted by --only)
-LEGACY_ID = "icac_tables"
-#: keyword arguments of each figure the runner draws
-VARIANTS = ()
-#: notebook showing it
-NOTEBOOK = "notebooks/08-icac-tables.ipynb"
-#: test checking it
-TEST = "tests/papers/test_icac_cost_tables.py"
-#: the authors' own image of the figure (a registry key of kind "image"; the report shows it beside ours), "" when none
-AUTHORS_IMAGE = ""
 
-__all__ = ["data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 def data(table: str = "IV") -> pd.DataFrame:
@@ -87,5 +55,5 @@ def numbers() -> pd.DataFrame:
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):
-    """No figure (see ``NO_FIGURE``): raises :class:`perfmodel.papers.NoFigureError`."""
+    """No figure (see ``ITEM.no_figure``): raises :class:`perfmodel.papers.NoFigureError`."""
     return _item.no_figure(__name__)

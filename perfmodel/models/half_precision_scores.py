@@ -1,0 +1,141 @@
+"""The half-precision operator model scored on Vidur's held-out GPU (item ``external.vidur_h100_ops``): the model's
+kernel seconds as the step predictor uses them, the baseline it replaced, and the protocols.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.models.half_precision import (HALF_PRECISIONS, VIDUR_SPECS, _fit, half_precision_design,
+                                             half_precision_op_model, vidur_rows)
+
+__all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOLS", "vidur_scores"]
+
+
+def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
+    """In-stream time (s) of each work row on a GPU at FP16 / BF16, with the half-precision model.
+
+    The step predictor makes the same choice (``op_step_time._kernel_seconds_uncached`` with
+    :func:`perfmodel.models.op_step_time.half_model_applies`).
+
+    Parameters
+    ----------
+    work : DataFrame
+        Work rows as :func:`perfmodel.models.op_step_time.work_from_ops` returns them
+        (:data:`~perfmodel.models.op_latency.WORK_COLUMNS`; other columns are ignored).
+    spec : str or GPUSpec
+        The GPU.
+    prec : {"fp16", "bf16"}
+        BF16 is treated as FP16 (same tensor-core rate on A100 / H100, same element size).
+    op_model : OpLatencyModel, optional
+        The half-precision model (default :func:`half_precision_op_model`).
+
+    Returns
+    -------
+    ndarray
+        Seconds per row, in ``work``'s order. Rows of classes the model never saw — ``conv`` and ``softmax`` (Vidur's
+        layer has neither) — are predicted as the step predictor does today: the default FP32-learned model
+        (:func:`~perfmodel.models.op_latency.default_op_model`) with the tensor-core peak for convolutions
+        (``op_step_time.kernel_seconds``).
+
+    Raises
+    ------
+    ValueError
+        ``prec`` is not a half precision.
+    """
+    from perfmodel.models.kernels import kernel_seconds
+
+    if prec not in HALF_PRECISIONS:
+        raise ValueError(f"half_precision_kernel_seconds predicts at {HALF_PRECISIONS}; got {prec!r}. Use the default "
+                         "operator model for fp32 / tf32.")
+    model = half_precision_op_model() if op_model is None else op_model
+    work = work.reset_index(drop=True)
+    out = np.empty(len(work))
+    known = work["op_class"].isin(model.classes_).to_numpy()
+    if known.any():
+        out[known] = model.predict_in_stream(half_precision_design(work[known], spec, prec))
+    if (~known).any():
+        out[~known] = kernel_seconds(work[~known].reset_index(drop=True), spec, prec)
+    return out
+
+
+def baseline_kernel_seconds(work: pd.DataFrame, spec, prec: str = "fp16") -> np.ndarray:
+    """What the step predictor gives today at half precision: the default FP32-learned model with the tensor-core
+    peak for matmul and conv rows (``op_step_time._default_kernel_seconds``, what the step predictor gave before the
+    half-precision model), seconds per work row."""
+    from perfmodel.models.op_latency import default_op_model
+    from perfmodel.models.kernels import _default_kernel_seconds
+
+    return _default_kernel_seconds(work.reset_index(drop=True), spec, prec, default_op_model())
+
+
+#: Scoring protocols of :func:`vidur_scores`: (name, Vidur GPU scored, Vidur GPUs fitted on). The first is the shipped
+#: model's; the next two are context (the H100 is in their training set, never in their test set); the last two hold out
+#: one training GPU of the shipped model with the other alone — the only protocols a choice could be made by.
+PROTOCOLS = (("leave-h100-out", "h100", ("a40", "a100")),
+             ("leave-a40-out", "a40", ("a100", "h100")),
+             ("leave-a100-out", "a100", ("a40", "h100")),
+             ("a100-only-to-a40", "a40", ("a100",)),
+             ("a40-only-to-a100", "a100", ("a40",)))
+
+
+def _errors(frame: pd.DataFrame, pred: np.ndarray, by: str = "operator") -> pd.DataFrame:
+    from perfmodel.models.op_latency import KERNEL_MIN_S
+
+    meas = frame["measured_s"].to_numpy(float)
+    big = frame["kernel_s"].to_numpy(float) >= KERNEL_MIN_S
+    d = pd.DataFrame({by: frame[by].to_numpy(), "meas": meas, "abs": np.abs(pred - meas), "ape": np.abs(pred - meas) / meas,
+                      "pred": pred, "big": big})
+    rows = []
+    for key, g in [*d.groupby(by, sort=True), ("all", d)]:
+        b = g[g["big"]]
+        rows.append({by: key, "n_rows": len(g), "measured_s": g["meas"].sum(), "predicted_s": g["pred"].sum(),
+                     "time_weighted_ape_pct": 100 * g["abs"].sum() / g["meas"].sum(),
+                     "median_ape_pct": 100 * float(np.median(g["ape"])),
+                     "time_weighted_ape_ge_5us_pct": 100 * b["abs"].sum() / b["meas"].sum() if len(b) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
+    """Held-out errors on Vidur's operators, of this module's model and of the current approach on the same rows.
+
+    Every model is fitted here on the rows of the GPUs of its protocol (:data:`PROTOCOLS`; :class:`OpLatencyModel`
+    defaults, ``per_gpu=False``: a held-out GPU is predicted by the pooled model, from its spec sheet, so the
+    leave-H100-out predictions are the shipped model's). The baseline is the default FP32-learned model with the
+    tensor-core peak (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
+
+    Parameters
+    ----------
+    h100_spec : str or GPUSpec, optional
+        Spec of Vidur's H100 (default the catalog's SXM5 ``"H100"``; ``"H100-NVL"`` for the sensitivity check).
+    protocols : sequence of (str, str, tuple of str)
+        (name, scored GPU, training GPUs), Vidur's folder names.
+
+    Returns
+    -------
+    DataFrame
+        One row per (``protocol``, ``held_out``, ``trained_on``, ``predictor``, ``operator``) — the ten operators and
+        ``"all"`` — with ``n_rows``, ``measured_s``, ``predicted_s`` (sums, s), ``time_weighted_ape_pct``
+        (100 · Σ|pred − meas| / Σ meas), ``median_ape_pct`` and ``time_weighted_ape_ge_5us_pct`` (the same over the
+        rows whose measured kernel takes at least ``KERNEL_MIN_S``, the floor of every prediction). ``predictor`` is
+        ``"half_precision"`` (this module) or ``"baseline"``.
+    """
+    X = vidur_rows(("a40", "a100", "h100"), h100_spec=h100_spec)
+    src = X["source_gpu"].to_numpy()
+    n_k = X["n_kernels"].to_numpy(float)
+    out = []
+    for name, held, train in protocols:
+        test = src == held
+        model = _fit(X[np.isin(src, list(train))], per_gpu=False)
+        T = X[test].reset_index(drop=True)
+        pred = model.predict_in_stream(T) * n_k[test]
+        spec = h100_spec if (held == "h100" and h100_spec is not None) else VIDUR_SPECS[held]
+        base = baseline_kernel_seconds(T, spec) * n_k[test]
+        for who, p in (("half_precision", pred), ("baseline", base)):
+            e = _errors(T, p)
+            e.insert(0, "predictor", who)
+            e.insert(0, "trained_on", "+".join(train) if who == "half_precision" else "NeuSight FP32 (default model)")
+            e.insert(0, "held_out", str(T["gpu"].iloc[0]))
+            e.insert(0, "protocol", name)
+            out.append(e)
+    return pd.concat(out, ignore_index=True)

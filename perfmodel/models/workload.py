@@ -1,0 +1,673 @@
+"""The trace of a workload: what one training step of a model launches, from shapes alone.
+
+The bottom layer of the step-time model (:mod:`perfmodel.models.op_step_time` lists the layers). A workload is a
+model (zoo id, module or Hugging Face config), one sample's input shape, the batch, the precision, the optimizer and
+the fusions asked for. This module traces it (:func:`step_ops`: the aten operators of forward, backward and optimizer
+step, :func:`perfmodel.features.extract` with ``per_op=True``, memoised per module), describes each kernel by its
+operator class and shape (:func:`work_from_ops`), applies the fusions of ``torch.compile`` (:func:`compiled_work`) and
+of FP8 training (:func:`fp8_work`), and reads the model's layout: its transformer layers and what tensor parallelism
+splits (:func:`model_layout`), which operators activation checkpointing recomputes (:func:`recompute_mask`), what a
+context-parallel rank computes (:func:`context_parallel_work`). Nothing here knows a GPU.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+
+
+#: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
+PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
+
+
+#: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
+#: the BF16 tensor read for its absolute maximum (2), read again and written as FP8 (2 + 1).
+FP8_CAST_BYTES_PER_ELEMENT = 5
+
+
+#: the same under ``torch.compile``, per element of each **activation** operand: Inductor fuses the absolute-maximum
+#: reduction into the kernel that produced the tensor, and the cast reads the BF16 tensor once (2) and writes its FP8
+#: copy and the transposed FP8 copy the weight-gradient GEMM reads (1 + 1). Weights are cast on their FSDP shard before
+#: the FP8 all-gather (torchtitan's ``enable_fsdp_float8_all_gather``), not per GEMM.
+FP8_CAST_COMPILED_BYTES_PER_ELEMENT = 4
+
+
+_FREE = {"view", "factory"}
+
+
+_SHAPE = re.compile(r"[0-9]+(x[0-9]+)*")
+
+
+def _dims(text) -> list[tuple[int, ...]]:
+    out = []
+    for part in str(text).split(";"):
+        out.append(tuple(int(v) for v in part.split("x")) if _SHAPE.fullmatch(part) else ())
+    return out
+
+
+def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Operator-model rows (:data:`perfmodel.models.op_latency.WORK_COLUMNS`) of the per-op rows of
+    :func:`perfmodel.features.extract` (``per_op=True``).
+
+    * ``aten.mm`` / ``addmm`` / ``bmm`` → ``matmul`` with their ``b, m, n, k`` (``n`` the reduction dimension);
+      other matmul, attention and convolution kernels → ``matmul`` / ``conv`` with the counted FLOPs and the implicit
+      GEMM's output rows and columns; a fused attention kernel (FlashAttention through ``scaled_dot_product_attention``)
+      is the GEMM chain it runs on chip — rows ``batch × heads × queries``, columns the head dimension, its bytes the
+      O(s·d) inputs and outputs it moves (the score matrix never leaves the chip), and with ``attributes`` ``"causal"``
+      half the counted FLOPs (the blocks above the diagonal are skipped);
+    * layer norms (and their backward) → ``layernorm``; softmax kinds → ``softmax``;
+    * every other operator that moves data (elementwise, reductions, embeddings, copies, losses) → ``elementwise`` with
+      its counted bytes, as the microbenchmarked FP32 op that moves them: its output elements when it moves 8-12 bytes
+      per output element (one or two inputs read, one output written), otherwise ``bytes / 12`` elements (a reduction
+      reads far more than it writes; its cost is its traffic);
+    * views and allocations (``op_class`` ``view`` / ``factory``) launch no kernel and are dropped.
+
+    Returns the work frame plus ``op`` and ``phase`` of each kept row (and ``module`` when the per-op rows have it).
+    """
+    need = {"op", "op_class", "phase", "flops", "bytes_read", "bytes_written", "input_shapes", "output_shapes"}
+    missing = sorted(need - set(ops.columns))
+    if missing:
+        raise ValueError(f"work_from_ops needs the per-op rows of perfmodel.features.extract(per_op=True); missing {missing}.")
+    d = ops[~ops["op_class"].isin(_FREE)]
+    moved = d["bytes_read"].to_numpy(float) + d["bytes_written"].to_numpy(float)
+    d = d[(moved > 0) | (d["flops"].to_numpy(float) > 0)]
+    rows = []
+    has_module = "module" in d.columns
+    for r in d.itertuples(index=False):
+        mod = (r.module,) if has_module else ()
+        nbytes = max(float(r.bytes_read) + float(r.bytes_written), 1.0)
+        flops = float(r.flops)
+        ins, outs = _dims(r.input_shapes), _dims(r.output_shapes)
+        out = outs[0] if outs else ()
+        numel = float(np.prod(out)) if out else max(nbytes / 4, 1.0)
+        last = float(out[-1]) if out else 1.0
+        lines = max(numel / last, 1.0)
+        if r.op in ("aten.mm", "aten.addmm", "aten.bmm") and len(ins) >= 2:
+            a, b_ = (ins[1], ins[2]) if r.op == "aten.addmm" else (ins[0], ins[1])
+            if r.op == "aten.bmm" and len(a) == 3 and len(b_) == 3:
+                bb, m, n, k = a[0], a[1], a[2], b_[2]
+            elif len(a) == 2 and len(b_) == 2:
+                bb, m, n, k = 1, a[0], a[1], b_[1]
+            else:
+                bb = m = n = k = 0
+            if min(bb, m, n, k) > 0:
+                rows.append(("matmul", 2.0 * bb * m * n * k, nbytes, bb * np.ceil(m / 128) * np.ceil(k / 128), m, n, k, bb, r.op, r.phase, *mod))
+                continue
+        if r.op_class == "conv" and flops > 0 and len(out) >= 3:
+            # the implicit GEMM the microbenchmarks describe (op_latency.op_work): (batch x output pixels) rows by the
+            # output channels, reducing over in-channels x kernel taps; NCHW output (b, c, *spatial)
+            gk = float(out[1])
+            gm = max(numel / gk, 1.0)
+            red = max(flops / (2 * gm * gk), 1.0)
+            rows.append(("conv", flops, nbytes, np.ceil(gm / 128) * np.ceil(gk / 128), gm, red, gk, 1.0, r.op, r.phase, *mod))
+        elif r.op_class in ("matmul", "conv", "attention") and flops > 0:
+            cls = "conv" if r.op_class == "conv" else "matmul"
+            if r.op_class == "attention" and "causal" in str(getattr(r, "attributes", "") or ""):
+                flops /= 2  # a causal fused kernel skips the score blocks above the diagonal
+            red = max(flops / (2 * lines * last), 1.0)
+            rows.append((cls, flops, nbytes, np.ceil(lines / 128) * np.ceil(last / 128), lines, red, last, 1.0, r.op, r.phase, *mod))
+        elif r.op_class == "norm":
+            rows.append(("layernorm", 8 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase, *mod))
+        elif r.op_class == "softmax":
+            rows.append(("softmax", 5 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase, *mod))
+        else:
+            # described as the microbenchmarked op that moves the same bytes: an FP32 elementwise op reads one or two
+            # tensors and writes one (8-12 bytes per output element); a reduction, a pad, a gather or another dtype
+            # moves a different number, and is mapped to the binary op over bytes / 12 elements
+            n_el = max(numel, 1.0)
+            if not 8.0 <= nbytes / n_el <= 12.0:
+                n_el = max(nbytes / 12.0, 1.0)
+            w_last = min(last, n_el)
+            rows.append(("elementwise", n_el, nbytes, np.ceil(n_el / 512), n_el / w_last, 1.0, w_last, 1.0, r.op, r.phase, *mod))
+    from perfmodel.models.op_latency import WORK_COLUMNS
+
+    return pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase", *(["module"] if has_module else [])])
+
+
+def model_input(model, input_shape, input_dtype):
+    """(module, input_shape, input_dtype, input_high, name) for a zoo id, a module or a Hugging Face config."""
+    import torch
+
+    from pathlib import Path
+
+    if isinstance(model, Path) or (isinstance(model, str) and model.endswith(".json")):
+        from perfmodel.zoo.hf import read_config
+
+        model = read_config(model)
+    if isinstance(model, str):
+        from perfmodel.zoo import INPUT_SHAPE, load_model
+
+        m = load_model(model)
+        if isinstance(m, str):
+            return m, tuple(input_shape or INPUT_SHAPE), input_dtype, 2, m
+        model = m
+    if isinstance(model, torch.nn.Module):
+        if input_shape is None:
+            raise ValueError(f"input_shape is required for a torch module ({type(model).__name__}): the shape of one sample "
+                             "without the batch dimension, e.g. (3, 224, 224) for images or (seq_len,) for tokens.")
+        return model, tuple(input_shape), input_dtype, 2, type(model).__name__
+    is_config = isinstance(model, dict) or type(model).__name__.endswith("Config")
+    if is_config:
+        from perfmodel.zoo import hf
+
+        cfg = dict(model) if isinstance(model, dict) else model.to_dict()
+        impl = getattr(model, "_attn_implementation", None) if not isinstance(model, dict) else None
+        if impl and "attn_implementation" not in cfg:  # a PretrainedConfig keeps it out of to_dict()
+            cfg["attn_implementation"] = impl
+        if input_shape is None:
+            raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
+        name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")
+        net = _built_config(json.dumps(cfg, sort_keys=True, default=str), cfg)
+        vocab = int(cfg.get("vocab_size") or 2)
+        return net, tuple(input_shape), input_dtype or torch.long, vocab, name
+    from perfmodel._errors import ModelConfigError  # a TypeError (and a ValueError): e.g. a config.json holding [] or null
+
+    shown = "null (None)" if model is None else f"{type(model).__name__} {repr(model)[:40]}"
+    raise ModelConfigError(f"model must be a zoo id, 'package.module:Class', a torch.nn.Module or a Hugging Face config (a "
+                           f"dict with 'model_type', as a config.json holds, or a PretrainedConfig); got {shown}. Pass one "
+                           "of these, e.g. {'model_type': 'gpt2', 'n_layer': 12}.")
+
+
+#: optimizers :func:`predict_step_time` models (``None``: forward + backward only).
+OPTIMIZERS = ("sgd-momentum", "adam", "adam-fused", None)
+
+
+#: bytes a fused Adam step moves per parameter, in units of the parameter's size: parameter read and written, gradient
+#: read, both moments read and written (apex / Transformer Engine / Megatron-LM ``FusedAdam``, torch ``fused=True``).
+FUSED_ADAM_PASSES = 7
+
+
+def check_step_args(alpha, optimizer, inference, precision, batch_size) -> str:
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only), or 'adam-fused' (one "
+                         f"fused kernel, as apex / Megatron-LM); got {optimizer!r}.")
+    if inference and optimizer is not None:
+        raise ValueError(f"inference=True predicts a forward pass: pass optimizer=None (got optimizer={optimizer!r}).")
+    prec = str(precision).lower()
+    if prec not in PRECISION_DTYPES:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown precision {precision!r}. Expected one of: {', '.join(PRECISION_DTYPES)}.")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}.")
+    return prec
+
+
+_BUILT: "OrderedDict[str, object]" = OrderedDict()
+
+
+_BUILT_MAX = 8
+
+
+def _built_config(key: str, model):
+    """The meta-device module of a Hugging Face config, built once per distinct config (``key``: its sorted JSON; the
+    last :data:`_BUILT_MAX` configs are kept).
+
+    The attention kernel is the config's ``attn_implementation`` (:func:`attention_implementation`): ``"sdpa"``
+    (transformers' default; the fused, FlashAttention-style kernel) unless the config says ``"eager"``.
+
+    Planners predict the same model at many batches, GPU counts and strategies; building GPT-2-large from its config
+    takes a second each time. The module lives on the meta device and perfmodel never changes it."""
+    from perfmodel.zoo import hf
+
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+    else:
+        _BUILT[key] = hf.build({k: v for k, v in model.items() if k not in _ATTN_KEYS},
+                               attn_implementation=attention_implementation(model))
+        _FIXED_FINGERPRINTS[_BUILT[key]] = module_fingerprint(_BUILT[key])
+        while len(_BUILT) > _BUILT_MAX:
+            _BUILT.popitem(last=False)
+    return _BUILT[key]
+
+
+#: config keys that name the attention kernel (``_attn_implementation`` is transformers' attribute).
+_ATTN_KEYS = ("attn_implementation", "_attn_implementation")
+
+
+#: attention kernels perfmodel traces: the fused scaled-dot-product kernel (FlashAttention on a GPU) or the eager
+#: softmax(QKᵀ)V that materialises the score matrix.
+ATTN_IMPLEMENTATIONS = ("sdpa", "eager")
+
+
+def attention_implementation(cfg: dict) -> str:
+    """The attention kernel a Hugging Face config asks for: its ``attn_implementation`` (or ``_attn_implementation``),
+    default ``"sdpa"`` — what transformers chooses for every model that supports it, and the fused kernel every
+    LLM training stack runs (FlashAttention through ``scaled_dot_product_attention``). ``"flash_attention_2"`` /
+    ``"flash_attention_3"`` are the same fused kernel on a GPU and are traced as ``"sdpa"``.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Another value (e.g. ``"flex_attention"``), with the ones perfmodel traces."""
+    impl = next((cfg[k] for k in _ATTN_KEYS if cfg.get(k) is not None), "sdpa")
+    impl = str(impl).lower()
+    if impl.startswith("flash_attention"):
+        impl = "sdpa"
+    if impl not in ATTN_IMPLEMENTATIONS:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown attn_implementation {impl!r} in the config. Expected one of: "
+                               f"{', '.join(ATTN_IMPLEMENTATIONS)} (or flash_attention_2, traced as sdpa).")
+    return impl
+
+
+def module_fingerprint(net) -> tuple:
+    """What identifies a module's structure for the trace memo: its class, its ``repr`` (the submodules and their
+    hyper-parameters) and every parameter's name, shape, dtype and ``requires_grad``. A module changed in place gets
+    a new fingerprint, so a stale trace is never reused."""
+    if isinstance(net, str):  # a zoo id: its definition is fixed
+        return ("zoo", net)
+    try:
+        fixed = _FIXED_FINGERPRINTS.get(net)
+    except TypeError:
+        fixed = None
+    if fixed is not None:
+        return fixed
+    return (type(net).__qualname__, repr(net),
+            tuple((n, tuple(p.shape), str(p.dtype), bool(p.requires_grad)) for n, p in net.named_parameters()))
+
+
+#: Fingerprints of the modules perfmodel builds from configs (:func:`_built_config`) and never hands out or changes:
+#: computed once (a repr of GPT-2-large and its parameter list cost ~10 ms, and a planner asks hundreds of times).
+_FIXED_FINGERPRINTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+# what is derived from a module (traces, work rows, layouts, saved tensors): module (held weakly; a zoo id by name)
+# -> {(what, fingerprint, arguments): value}
+_TRACES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+_ZOO_TRACES: dict = {}
+
+
+def module_memo(net) -> dict:
+    """The memo of what perfmodel derives from ``net`` (its per-operator traces, work rows, layout, saved tensors),
+    held as long as the module lives; a zoo id's by its name; a fresh, unkept dict for a module that cannot be
+    referenced weakly. Keys start with what is stored and :func:`module_fingerprint`."""
+    if isinstance(net, str):
+        return _ZOO_TRACES.setdefault(net, {})
+    try:
+        return _TRACES.setdefault(net, {})
+    except TypeError:
+        return {}
+
+
+def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
+    """Per-op rows of one step of ``net`` (:func:`perfmodel.features.extract`); ``"adam-fused"`` adds one kernel that
+    moves :data:`FUSED_ADAM_PASSES` × the parameter bytes.
+
+    Memoised (:func:`module_memo`): the same step is traced once per process."""
+    key = ("ops", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    memo = module_memo(net)
+    if key not in memo:
+        memo[key] = _trace_step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
+                                    inference=inference)
+    return memo[key].copy()
+
+
+def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool = False) -> pd.DataFrame:
+    """:func:`work_from_ops` of :func:`step_ops` (index 0…n−1), memoised with the trace; at ``"fp8"`` with the FP8
+    linears marked and their casts added (:func:`fp8_work`); with ``compile`` its memory-bound chains fused
+    (:func:`compiled_work`)."""
+    key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    if compile:
+        key = (*key, "compile")
+    memo = module_memo(net)
+    if key not in memo:
+        if compile:
+            # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
+            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            fused = compiled_work(work_from_ops(ops).reset_index(drop=True))
+            memo[key] = fp8_work(fused, vocab=high, compiled=True) if prec == "fp8" else fused
+        else:
+            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            work = work_from_ops(ops).reset_index(drop=True)
+            memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
+    return memo[key].copy()
+
+
+_FUSABLE = ("elementwise", "layernorm", "softmax")
+
+
+def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
+    """Work rows of the step as ``torch.compile`` (Inductor) runs it: every maximal chain of consecutive memory-bound
+    operators (``elementwise``, ``layernorm``, ``softmax`` rows of one phase, between two GEMMs / attention kernels)
+    becomes one fused kernel — one launch, one pass over memory.
+
+    Without the dataflow of the chain, the fused kernel is described by its widest member: the ``bytes`` and shape of
+    the chain's row that moves the most (a chain reads its inputs and writes its outputs once; its intermediate tensors
+    stay in registers), the chain's summed ``flops``, the class of that member. GEMMs, attention and the optimizer's
+    kernels are unchanged (Inductor leaves matmuls to cuBLAS and FlashAttention). A stated approximation: a chain whose
+    side inputs (a residual, a saved tensor for the backward pass) are as wide as its widest member moves more.
+    """
+    if work.empty:
+        return work.copy()
+    cls = work["op_class"].to_numpy()
+    phase = work["phase"].astype(str).to_numpy()
+    fusable = np.isin(cls, _FUSABLE) & (phase != "optimizer")
+    if "op" in work.columns:
+        fusable &= work["op"].astype(str).to_numpy() != "fused_adam"
+    # chain id: a new chain starts at a non-fusable row, at a phase change, or after a non-fusable row
+    start = ~fusable | np.r_[True, ~fusable[:-1]] | np.r_[True, phase[1:] != phase[:-1]]
+    chain = np.cumsum(start)
+    out = work.copy()
+    out["_chain"] = np.where(fusable, chain, -np.arange(1, len(work) + 1))
+    keep = out.groupby("_chain", sort=False)["bytes"].idxmax()
+    flops = out.groupby("_chain", sort=False)["flops"].sum()
+    fused = out.loc[keep.to_numpy()].copy()
+    fused["flops"] = flops.loc[fused["_chain"]].to_numpy()
+    return fused.drop(columns="_chain").sort_index().reset_index(drop=True)
+
+
+def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = False) -> pd.DataFrame:
+    """Work rows of a BF16 step with its linear layers in FP8, as torchao's ``Float8Linear`` (tensorwise scaling, the
+    recipe torchtitan's Float8 runs use) trains them — a stated extrapolation, no FP8 kernel was measured:
+
+    * every ``aten.mm`` / ``addmm`` of the forward and backward passes (the linears' GEMMs and their two gradient
+      GEMMs) runs at the GPU's FP8 tensor-core rate (``fp8`` column True), except a GEMM with a dimension of the
+      vocabulary size (the output projection stays in BF16, as torchtitan leaves it);
+    * each such GEMM first casts its two operands to FP8: one elementwise kernel per GEMM moving
+      :data:`FP8_CAST_BYTES_PER_ELEMENT` bytes per operand element (a work row as :func:`work_from_ops` describes an
+      elementwise kernel of those bytes);
+    * attention, norms, activations and the optimizer stay in BF16 / FP32.
+
+    ``compiled`` (``torch.compile``, as torchtitan runs Float8): only the activation operand of a GEMM whose rows are
+    the tokens (the input of a forward GEMM, the output gradient of an input-gradient GEMM; the weight-gradient GEMM
+    reuses both) is cast, by one kernel of its own moving :data:`FP8_CAST_COMPILED_BYTES_PER_ELEMENT` bytes per
+    element; the token count is the commonest row count of the forward FP8 GEMMs.
+    """
+    w = work.copy()
+    mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
+    if vocab:
+        mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
+    w["fp8"] = mm
+    sel = w[mm]
+    per_el = FP8_CAST_COMPILED_BYTES_PER_ELEMENT if compiled else FP8_CAST_BYTES_PER_ELEMENT
+    if len(sel) and compiled:
+        fwd_m = sel.loc[sel["phase"].astype(str) == "forward", "dim_m"]
+        tokens = float(fwd_m.mode().iloc[0]) if len(fwd_m) else np.nan
+        sel = sel[sel["dim_m"].to_numpy(float) == tokens]
+    if len(sel):
+        n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
+        if not compiled:
+            n_el = n_el + sel["dim_b"].to_numpy(float) * sel["dim_n"].to_numpy(float) * sel["dim_k"].to_numpy(float)
+        # described as work_from_ops describes an elementwise kernel moving other than 8-12 bytes per element: the
+        # binary op over bytes / 12 elements, rows of the operand's last dimension (the GEMM's reduction dimension)
+        nbytes = per_el * n_el
+        eq = np.maximum(nbytes / 12.0, 1.0)
+        last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
+        casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes,
+                              "tiles": np.ceil(eq / 512), "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0,
+                              "op": "float8_cast", "phase": sel["phase"].to_numpy(), "fp8": False})
+        if "module" in w.columns:
+            casts["module"] = sel["module"].to_numpy()
+        w = pd.concat([w, casts[w.columns]], ignore_index=True)
+    return w
+
+
+def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
+    import torch
+
+    from perfmodel.features import extract
+
+    dtype = getattr(torch, PRECISION_DTYPES[prec])
+    ops = extract(net, shape, batch_size=int(batch_size), per_op=True, optimizer=None if optimizer == "adam-fused" else optimizer,
+                  input_dtype=in_dtype, input_high=high, dtype=None if dtype == torch.float32 else dtype, train=not inference)
+    if inference:
+        ops = ops[ops["phase"] == "forward"]
+    if optimizer == "adam-fused":
+        n = int(sum(p.numel() for p in net.parameters() if p.requires_grad))
+        size = torch.empty((), dtype=dtype).element_size()
+        fused = dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
+                     index=int(ops["index"].max()) + 1 if len(ops) else 0, op="fused_adam", op_class="elementwise", module="",
+                     flops=0, bytes_read=4 * size * n, bytes_written=3 * size * n, dtype=str(dtype).replace("torch.", ""),
+                     input_shapes=str(n), output_shapes=str(n), attributes="")
+        ops = pd.concat([ops, pd.DataFrame([fused])[ops.columns]], ignore_index=True)
+    return ops
+
+
+#: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
+#: Megatron's full recompute), ``"selective"`` (torchtitan's per-operator policy) and ``"layer"`` (torchtitan's
+#: per-layer selective policy: every ``N``-th layer fully checkpointed, ``"layer:N"``, default every other one).
+CHECKPOINTING_MODES = ("full", "selective", "layer")
+
+
+_MM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul", "aten._scaled_mm")
+
+
+_LAYER_MODE = re.compile(r"^(?:selective-)?layer(?::(\d+))?$")
+
+
+def checkpointing_mode(value) -> str | None:
+    """``None`` (no checkpointing), ``"full"``, ``"selective"`` or ``"layer:N"`` from what a caller passes as
+    ``activation_checkpointing``: ``False``/``None`` → ``None``; ``True``/``"full"`` → ``"full"``; ``"selective"``
+    (or ``"op"``, torchtitan's name) → ``"selective"``; ``"layer"`` / ``"layer:N"`` (or ``"selective-layer[:N]"``) →
+    ``"layer:N"`` (``N`` = 2 when not given; ``"layer:1"`` is ``"full"``).
+
+    ``"selective"`` is torchtitan's per-operator selective checkpointing (``selective_ac_option = "op"``): inside each
+    transformer layer the outputs of the fused attention kernel and of every other matmul (the first, third, …
+    ``aten.mm`` of the layer's forward pass) are kept; every other operator of the layer (norms, activations, rotary
+    embeddings, casts, the remaining matmuls) is recomputed in the backward pass from the layer's input.
+
+    ``"layer:N"`` is torchtitan's per-layer selective checkpointing (``selective_ac_option = "N"``, its default
+    ``"2"``): the ``N``-th, ``2N``-th, … transformer layers are checkpointed whole (keep their input, recompute their
+    forward pass), the others keep every activation.
+
+    Raises
+    ------
+    ValueError
+        Anything else, with the accepted values.
+    """
+    if value is None or value is False or (isinstance(value, np.bool_) and not value):
+        return None
+    if value is True or (isinstance(value, np.bool_) and value):
+        return "full"
+    if isinstance(value, str) and value.lower() in ("full", "selective", "op"):
+        return "selective" if value.lower() in ("selective", "op") else "full"
+    hit = _LAYER_MODE.match(value.strip().lower()) if isinstance(value, str) else None
+    if hit and (hit.group(1) is None or int(hit.group(1)) >= 1):
+        every = int(hit.group(1) or 2)
+        return "full" if every == 1 else f"layer:{every}"
+    raise ValueError(f"activation_checkpointing must be False, True (= 'full'), 'full', 'selective' (torchtitan's "
+                     f"per-operator policy) or 'layer' / 'layer:N' (every N-th layer checkpointed, N >= 1; torchtitan's "
+                     f"per-layer policy); got {value!r}.")
+
+
+def checkpointed_layers(mode: str, n_layers: int) -> np.ndarray:
+    """Which transformer layers ``mode`` checkpoints whole (bool per layer): all for ``"full"``, the ``N``-th, ``2N``-th
+    … for ``"layer:N"`` (torchtitan counts its layers from 1), none for ``"selective"``."""
+    idx = np.arange(n_layers)
+    if mode == "full":
+        return np.ones(n_layers, bool)
+    if isinstance(mode, str) and mode.startswith("layer:"):
+        return (idx + 1) % int(mode.split(":")[1]) == 0
+    return np.zeros(n_layers, bool)
+
+
+def recompute_mask(mode: str, rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
+    """Forward rows a checkpointing ``mode`` (:func:`checkpointing_mode`) recomputes in the backward pass:
+    :func:`selective_recompute_mask` for ``"selective"``; every forward row of a checkpointed layer
+    (:func:`checkpointed_layers`) otherwise."""
+    if mode == "selective":
+        return selective_recompute_mask(rows, layer, n_layers)
+    fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers)
+    ck = checkpointed_layers(mode, n_layers)
+    return fwd & ck[np.clip(layer, 0, max(n_layers - 1, 0))] if n_layers else fwd & False
+
+
+def selective_recompute_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
+    """Forward rows (per-op or work rows with ``op`` and ``phase``) that selective checkpointing recomputes: inside a
+    layer (``0 <= layer < n_layers``), every forward operator but the fused attention kernels and the odd-numbered
+    matmuls of the layer (1st, 3rd, …), which are kept (:func:`checkpointing_mode`)."""
+    op = rows["op"].astype(str).to_numpy()
+    fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers)
+    is_mm = np.isin(op, _MM_OPS)
+    kept = np.array(["attention" in o for o in op], dtype=bool)
+    count: dict = {}
+    for i in np.flatnonzero(fwd & is_mm):
+        count[layer[i]] = count.get(layer[i], 0) + 1
+        kept[i] = count[layer[i]] % 2 == 1
+    return fwd & ~kept
+
+
+_SPLIT_MODULE = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|mlp|ffn|feed_forward|feedforward|intermediate|experts)(\.|$)",
+                           re.IGNORECASE)
+
+
+@dataclasses.dataclass
+class ModelLayout:
+    """Where the transformer layers of a module are and what tensor parallelism splits.
+
+    ``block_prefix``: module path of the repeated layers in the per-op frame (``"model.transformer.h"``);
+    ``n_layers``; ``hidden``, ``heads``, ``ffn``, ``vocab`` from the config (``None`` when unknown);
+    ``params``: parameter count; ``param_layer``: for each parameter name, its layer index (-1 before the layers,
+    ``n_layers`` after); ``param_split``: whether tensor parallelism splits it; ``param_numel``; ``tied``: input and
+    output embeddings share their weight; ``kv_heads``: key/value heads (grouped-query attention; ``heads`` when the
+    config does not say).
+    """
+
+    block_prefix: str
+    n_layers: int
+    hidden: int | None
+    heads: int | None
+    ffn: int | None
+    vocab: int | None
+    tied: bool
+    param_numel: dict
+    param_layer: dict
+    param_split: dict
+    kv_heads: int | None = None
+
+    @property
+    def params(self) -> int:
+        return int(sum(self.param_numel.values()))
+
+
+def _cfg_get(cfg, *names):
+    for n in names:
+        v = getattr(cfg, n, None) if not isinstance(cfg, dict) else cfg.get(n)
+        if v is not None:
+            return int(v) if not isinstance(v, bool) else v
+    return None
+
+
+def _layer_prefix(names) -> tuple[str, list[int]]:
+    """The dotted prefix followed by an integer index that carries the most distinct indices (the layer list)."""
+    found: dict[str, set] = {}
+    for name in names:
+        parts = str(name).split(".")
+        for i, part in enumerate(parts[1:], 1):
+            if part.isdigit():
+                found.setdefault(".".join(parts[:i]), set()).add(int(part))
+    if not found:
+        return "", []
+    prefix = max(found, key=lambda k: (len(found[k]), -k.count(".")))
+    return prefix, sorted(found[prefix])
+
+
+def model_and_layout(model, input_shape=None, input_dtype=None):
+    """The module of ``model`` (any form :func:`perfmodel.predict_step_time` takes; a zoo id is built on the meta device),
+    its input shape, input dtype, vocabulary size and name, and its :func:`model_layout`."""
+
+    net, shape, in_dtype, vocab, name = model_input(model, input_shape, input_dtype)
+    if isinstance(net, str):  # a zoo id: built on the meta device
+        from perfmodel import zoo
+
+        net = zoo.build(net, device="meta")
+    return net, shape, in_dtype, vocab, name, model_layout(net)
+
+
+def model_layout(net) -> ModelLayout:
+    """:class:`ModelLayout` of a module (a Hugging Face model carries its config: hidden size, heads, vocabulary).
+
+    Memoised (:func:`perfmodel.models.op_step_time.module_memo`); the layout returned is a copy, so changing it
+    changes nothing for the next caller."""
+    from perfmodel.models.workload import module_fingerprint, module_memo
+
+    key = ("layout", module_fingerprint(net))
+    memo = module_memo(net)
+    if key not in memo:
+        memo[key] = _model_layout(net)
+    return copy.deepcopy(memo[key])
+
+
+def _model_layout(net) -> ModelLayout:
+    cfg = next((getattr(mod, "config") for mod in net.modules() if getattr(mod, "config", None) is not None), None)
+    named = [(n, p) for n, p in net.named_parameters(remove_duplicate=False)]
+    seen = {}
+    tied = False
+    for n, p in named:
+        key = id(p)
+        if key in seen:
+            tied = True
+        seen.setdefault(key, n)
+    names = [n for n, p in named if seen[id(p)] == n]
+    numel = {n: int(p.numel()) for n, p in named if seen[id(p)] == n}
+    prefix, idx = _layer_prefix(names)
+    hidden = _cfg_get(cfg, "hidden_size", "n_embd", "d_model") if cfg is not None else None
+    heads = _cfg_get(cfg, "num_attention_heads", "n_head", "num_heads") if cfg is not None else None
+    ffn = (_cfg_get(cfg, "intermediate_size", "n_inner", "ffn_dim", "d_ff") if cfg is not None else None) or (4 * hidden if hidden else None)
+    vocab = _cfg_get(cfg, "vocab_size") if cfg is not None else None
+    kv_heads = (_cfg_get(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads") if cfg is not None else None) or heads
+    layer, split = {}, {}
+    first = idx[0] if idx else 0
+    for n in names:
+        if prefix and n.startswith(prefix + "."):
+            i = int(n[len(prefix) + 1:].split(".")[0]) - first
+            layer[n] = i
+            split[n] = bool(_SPLIT_MODULE.search(n[len(prefix) + 1:]))
+        else:
+            before = not prefix or names.index(n) < next((k for k, m in enumerate(names) if m.startswith(prefix + ".")), len(names))
+            layer[n] = -1 if before else len(idx)
+            shape = dict(named)[n].shape
+            split[n] = bool(vocab) and vocab in tuple(shape)
+    return ModelLayout(block_prefix=prefix, n_layers=len(idx), hidden=hidden, heads=heads, ffn=ffn, vocab=vocab, tied=tied,
+                       param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads)
+
+
+def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
+    """Layer index of each per-op row from its module path: -1 for modules the forward pass runs before the first
+    layer (embeddings), ``n_layers`` for the others outside the layers (final norm, head, loss, optimizer)."""
+    modules = ops["module"].astype(str)
+    prefix, idx = _layer_prefix(modules.unique())
+    out = np.full(len(ops), n_layers, dtype=int)
+    if not prefix or not idx:
+        return out
+    pat = re.compile(r"^" + re.escape(prefix) + r"\.(\d+)(\.|$)")
+    hits = modules.str.extract(pat)[0]
+    inside = hits.notna().to_numpy()
+    out[inside] = hits[inside].astype(int).to_numpy() - idx[0]
+    fwd = (ops["phase"] == "forward").to_numpy()
+    first = int(np.argmax(inside & fwd)) if (inside & fwd).any() else len(ops)
+    pre = set(modules[:first][fwd[:first]]) - {""}
+    out[(~inside) & modules.isin(pre).to_numpy()] = -1
+    return out
+
+
+def context_parallel_work(work: pd.DataFrame, cp: int, lay: ModelLayout) -> pd.DataFrame:
+    """Work rows of one context-parallel rank (traced at ``s / cp`` tokens): each fused attention kernel attends its
+    ``s / cp`` queries to the keys of the whole sequence (ring attention, load-balanced: ``1/cp`` of the causal work
+    of the sequence, ``cp`` times the traced shard's), so its FLOPs and key length grow ``cp``-fold and it reads the
+    whole sequence's K and V (the ``kv_heads / (heads + kv_heads)`` share of its traced bytes, ``cp``-fold). Every
+    other operator works on the rank's tokens, as traced."""
+    w = work.copy()
+    attn = w["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (w["op_class"] == "matmul").to_numpy()
+    if attn.any():
+        h, kv = float(lay.heads or 1), float(lay.kv_heads or lay.heads or 1)
+        share = kv / (h + kv)
+        w.loc[attn, "flops"] = w.loc[attn, "flops"] * cp
+        w.loc[attn, "dim_n"] = w.loc[attn, "dim_n"] * cp
+        w.loc[attn, "bytes"] = w.loc[attn, "bytes"] * ((1 - share) + share * cp)
+        w.loc[attn, "tiles"] = w.loc[attn, "tiles"] * cp
+    return w
