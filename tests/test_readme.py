@@ -108,7 +108,7 @@ def _result_claims():
            "against NeuSight's {} %, on its {} AMD inference labels by {} % against {} %"), (
         int(at.loc["all", "n_labels"]), _pct(at.loc["all", "perfmodel_mape_pct"]), _pct(at.loc["all", "neusight_mape_pct"]),
         int(ai.loc["all", "n_labels"]), _pct(ai.loc["all", "perfmodel_mape_pct"]), _pct(ai.loc["all", "neusight_mape_pct"]))
-    from perfmodel.papers.external._neusight_distributed import neusight_distributed_summary
+    from perfmodel.papers.external.neusight_distributed_benchmark import neusight_distributed_summary
 
     dd = neusight_distributed_summary().set_index("value")
     yield ("on NeuSight's {} four-GPU training labels (data, tensor and pipeline parallel, predicted from the single-GPU model) it errs "

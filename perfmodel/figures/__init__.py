@@ -11,18 +11,18 @@ from __future__ import annotations
 __all__: list[str] = []
 
 # -- speed prediction figures --
-from perfmodel.papers.cmdare._speed_training_cnns import figure_4, figure_4_data
-from perfmodel.papers.cmdare._prediction_error import prediction_error, prediction_error_data
-from perfmodel.papers.cmdare._single_worker import (
+from perfmodel.papers.cmdare.step_time_vs_model_gflops_training_cnns import figure_4, figure_4_data
+from perfmodel.papers.cmdare.per_model_prediction_error import prediction_error, prediction_error_data
+from perfmodel.papers.cmdare.single_worker_speed_timeseries import (
     single_worker_mean_speeds,
     single_worker_numbers_data,
     single_worker_timeseries,
     single_worker_timeseries_data,
 )
-from perfmodel.papers.cmdare._speed_complexity import speed_complexity_correlation, speed_complexity_correlation_data
-from perfmodel.papers.cmdare._speed_computation import speed_computation_correlation, speed_computation_correlation_data
-from perfmodel.papers.cmdare._speed_prediction import reproduce_speed_numbers, speed_prediction, speed_prediction_data
-from perfmodel.papers.beyond._speed_protocols import campaign_floor, speed_protocols, speed_protocols_data, v100_samples
+from perfmodel.papers.cmdare.step_time_vs_model_gflops import speed_complexity_correlation, speed_complexity_correlation_data
+from perfmodel.papers.cmdare.step_time_vs_computation import speed_computation_correlation, speed_computation_correlation_data
+from perfmodel.papers.cmdare.step_time_prediction import reproduce_speed_numbers, speed_prediction, speed_prediction_data
+from perfmodel.papers.beyond.step_time_honest_protocols import campaign_floor, speed_protocols, speed_protocols_data, v100_samples
 
 __all__ += [
     "figure_4", "figure_4_data", "prediction_error", "prediction_error_data", "single_worker_mean_speeds", "single_worker_numbers_data", "single_worker_timeseries",
@@ -33,13 +33,13 @@ __all__ += [
 # -- end speed prediction figures --
 
 # -- cluster figures --
-from perfmodel.papers.cmdare._cluster_size import (
+from perfmodel.papers.cmdare.cluster_speed_vs_p100_workers import (
     cluster_size_training_speed,
     cluster_size_training_speed_data,
     cluster_speed_numbers_data,
     cluster_speed_observations,
 )
-from perfmodel.papers.cmdare._cluster_one_ps import figure_5, figure_5_data
+from perfmodel.papers.cmdare.cluster_speed_vs_workers_one_ps import figure_5, figure_5_data
 from perfmodel.papers.cmdare._ps_bottleneck import ps_bot_k80, ps_bot_k80_data, ps_bot_p100, ps_bot_p100_data
 
 from perfmodel.papers.icac19._clusters import (
@@ -67,7 +67,7 @@ from perfmodel.papers.cmdare._checkpoint import (
     reproduce_checkpoint_numbers,
 )
 
-from perfmodel.papers.cmdare._lifetime_cdf import lifetime_cdf, lifetime_cdf_data, lifetime_numbers_data
+from perfmodel.papers.cmdare.server_lifetime_cdf import lifetime_cdf, lifetime_cdf_data, lifetime_numbers_data
 
 __all__ += ["checkpoint_prediction_data", "ckpt_duration_size_correlation", "ckpt_duration_size_correlation_data", "figure_12", "figure_12_data",
             "reproduce_checkpoint_numbers", "lifetime_cdf", "lifetime_cdf_data", "lifetime_numbers_data"]
@@ -101,7 +101,7 @@ __all__ += ["startup_breakdown_data", "startup_breakdown", "vm_startup_exp_data"
 # -- end restart --
 
 # -- lifetime models --
-from perfmodel.papers.beyond._lifetime_models import lifetime_models, lifetime_models_data
+from perfmodel.papers.beyond.lifetime_models import lifetime_models, lifetime_models_data
 
 __all__ += ["lifetime_models", "lifetime_models_data"]
 # -- end lifetime models --
@@ -124,7 +124,7 @@ __all__ += ["icac_fig1", "icac_fig4", "icac_heatmap", "icac_heatmap_data", "icac
 # -- end ICAC'19 tables --
 
 # -- planner and revocations --
-from perfmodel.papers.beyond._plan_validation import plan_validation, plan_validation_data
+from perfmodel.papers.beyond.plan_validation import plan_validation, plan_validation_data
 from perfmodel.papers.beyond._revocation_overhead import (
     checkpoint_interval,
     checkpoint_interval_data,
@@ -137,7 +137,7 @@ __all__ += ["plan_validation", "plan_validation_data", "checkpoint_interval", "c
 # -- end planner and revocations --
 
 # -- CPU measurements --
-from perfmodel.papers.beyond._cpu_measurements import CPU_FEATURE_SETS, cpu_lomo, cpu_lomo_data, cpu_step_times
+from perfmodel.papers.beyond.cpu_step_time_lomo import CPU_FEATURE_SETS, cpu_lomo, cpu_lomo_data, cpu_step_times
 
 __all__ += ["CPU_FEATURE_SETS", "cpu_lomo", "cpu_lomo_data", "cpu_step_times"]
 # -- end CPU measurements --

@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from perfmodel.datasets import load_neusight_errors, load_neusight_labels  # noqa: E402
-from perfmodel.papers.external import _neusight_distributed as impl  # noqa: E402
+from perfmodel.papers.external import neusight_distributed_benchmark as impl  # noqa: E402
 from perfmodel.papers.external import neusight_distributed_benchmark as item  # noqa: E402
 
 

@@ -1,15 +1,24 @@
 """The planner vs the measured ICAC'19 clusters: predicted vs measured time and cost.
 
 Predicted vs measured, two panels (time, cost).
-"""
 
+The planner against what was measured: ICAC'19 clusters (ResNet-32, 64000 steps) predicted from CM-DARE's
+measurements vs their measured time and cost (beyond the papers).
+"""
 from __future__ import annotations
 
 import pandas as pd
 
 from perfmodel.papers import _item
 from perfmodel.papers._item import Item
-from perfmodel.papers.beyond import _plan_validation as _impl
+from perfmodel.planning.plan import validate_against_icac
+from perfmodel.plotting import (
+    figure_size,
+    legend_outside,
+    paper_figure,
+    plot_parity,
+    subplots,
+)
 
 ITEM = Item(
     paper="perfmodel",
@@ -27,9 +36,35 @@ ITEM = Item(
 __all__ = ["ITEM", "data", "numbers", "figure"]
 
 
+def plan_validation_data() -> pd.DataFrame:
+    """:func:`perfmodel.planning.validate_against_icac` — per configuration, measured and predicted time and cost."""
+    return validate_against_icac()
+
+
+@paper_figure
+def plan_validation(data: pd.DataFrame | None = None, *, ax=None):
+    """Two panels: predicted vs measured training time (h) and cost (USD), one point per ICAC'19 configuration (the
+    GPUs' legend right of the cost panel)."""
+    d = plan_validation_data() if data is None else data
+    frame = d.assign(gpu=d["gpu"].astype(str))
+    gpus = sorted(frame["gpu"].unique())
+    fig, axes, own = subplots(ax, 1, 2, figsize=figure_size("text", 2.8))
+    for ax, (m, p, unit) in zip(axes, (("measured_time_h", "predicted_time_h", "time (h)"), ("measured_cost_usd", "predicted_cost_usd", "cost (USD)"))):
+        plot_parity(frame, x=m, y=p, hue="gpu", hue_order=gpus, s=14, alpha=1.0, ax=ax, legend=False)
+        ax.set(xlabel=f"Measured {unit}", ylabel=f"Predicted {unit}")
+    mape = d.attrs.get("mape", {})
+    if mape:
+        axes[0].set_title(f"MAPE {mape['time_pct']:.1f} %")
+        axes[1].set_title(f"MAPE {mape['cost_pct']:.1f} %")
+    legend_outside(axes[1], where="right")
+    if own:
+        fig.tight_layout()
+    return fig
+
+
 def data() -> pd.DataFrame:
     """The tidy frame the figure draws (``perfmodel.figures.plan_validation_data``)."""
-    return _impl.plan_validation_data()
+    return plan_validation_data()
 
 
 def numbers() -> pd.DataFrame:
@@ -56,4 +91,4 @@ def numbers() -> pd.DataFrame:
 def figure(data: pd.DataFrame | None = None, ax=None):
     """The figure as a matplotlib Figure (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into,
     one per panel, default a new figure of the paper's size)."""
-    return _impl.plan_validation(data=data, ax=ax)
+    return plan_validation(data=data, ax=ax)

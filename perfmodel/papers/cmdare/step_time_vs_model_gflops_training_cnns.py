@@ -2,15 +2,18 @@
 
 The upstream file name ``figure_4`` is the SIGMETRICS draft's numbering, not the ICDCS'20 figure number. The four
 held-out CNNs (the unseen-model test of the speed prediction) are not in this file.
-"""
 
+CM-DARE ``figure_4.pdf`` (SIGMETRICS-draft numbering): step time vs normalized model GFLOPs of the 16 training CNNs,
+K80 and P100. Source: ``0latency_data.csv`` (416 rows), sp2 cell 6.
+"""
 from __future__ import annotations
 
 import pandas as pd
 
+from perfmodel import datasets as ds
 from perfmodel.papers import _item
 from perfmodel.papers._item import Item
-from perfmodel.papers.cmdare import _speed_training_cnns as _impl
+from perfmodel.plotting import scatter_figure
 
 ITEM = Item(
     paper="CM-DARE",
@@ -31,9 +34,19 @@ ITEM = Item(
 __all__ = ["ITEM", "data", "numbers", "figure"]
 
 
+def figure_4_data() -> pd.DataFrame:
+    """416 rows: ``gpu``, ``model``, ``normalized_model``, ``step_time_s``."""
+    return ds.load_speed_file("data")[["gpu", "model", "normalized_model", "step_time_s"]]
+
+
+def figure_4(data: pd.DataFrame | None = None, *, ax=None):
+    """The figure (2×2 in; K80 'x', P100 '^', alpha 0.1, as the notebook)."""
+    return scatter_figure(figure_4_data() if data is None else data, x="normalized_model", y="step_time_s", xlabel="Normalized Model GFLOPs", ax=ax)
+
+
 def data() -> pd.DataFrame:
     """The tidy frame the figure draws (``perfmodel.figures.figure_4_data``)."""
-    return _impl.figure_4_data()
+    return figure_4_data()
 
 
 def numbers() -> pd.DataFrame:
@@ -44,4 +57,4 @@ def numbers() -> pd.DataFrame:
 def figure(data: pd.DataFrame | None = None, ax=None):
     """The figure as a matplotlib Figure (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into,
     one per panel, default a new figure of the paper's size)."""
-    return _impl.figure_4(data=data, ax=ax)
+    return figure_4(data=data, ax=ax)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perfmodel.papers import _item
-from perfmodel.papers._item import Item
 from perfmodel.papers import _transient as _impl
+from perfmodel.papers._item import Item
 
 ITEM = Item(
     paper="CM-DARE",

@@ -1,15 +1,39 @@
 """Cluster step time (data, tensor, pipeline parallel) on NeuSight's eleven 4-GPU training labels (A100-SXM4-40GB and H100, Megatron-LM) vs NeuSight.
 
 Predicted from the single-GPU operator model and the alpha-beta communication model; the labels are test data only.
-"""
 
+An external benchmark: perfmodel's cluster step time (:mod:`perfmodel.models.parallel` on the per-operator model) on
+NeuSight's eleven 4-GPU training labels (Lee et al., ASPLOS'25; sitar-lab/NeuSight @ 6945927), next to NeuSight's own
+predictions of them.
+
+The labels: GPT-2-large (sequence 1024, global batch 4 and 16) and GPT-3-XL (sequence 2048, global batch 4) on
+4 × A100-SXM4-40GB and 4 × H100-SXM, data (``dp4``), tensor (``tp4``) and pipeline parallel with 4 stages and one
+micro-batch (``pp4_1``). NeuSight's harness (``scripts/asplos/collect_label_distributed.py``) runs Megatron-LM
+(core_r0.5.0) through Hugging Face Accelerate's ``MegatronLMPlugin`` with its defaults: FP32, one micro-batch, Adam,
+and times ``model(**batch)`` + ``accelerator.backward`` — under Megatron that call is Megatron's whole ``train_step``:
+forward and backward passes, the gradient all-reduce (after the backward pass: Megatron's ``overlap_grad_reduce``
+is off by default) and the fused Adam step. perfmodel predicts each label from the single-GPU operator model, never
+fitted on these labels or any multi-GPU measurement, with ``optimizer="adam-fused"``, ``overlap_grad_reduce=False``
+and the GPU's NVLink from the catalog.
+
+What the prediction leaves out: it runs Hugging Face's GPT-2 operators, not Megatron's (Megatron fuses bias + GeLU and
+bias + dropout + residual, and uses fused layer norms), and the gradient-norm clipping pass.
+"""
 from __future__ import annotations
 
 import pandas as pd
 
+from perfmodel.datasets._cache import cached_frame
+from perfmodel.diagnostics.metrics import percent_error
 from perfmodel.papers import _item
 from perfmodel.papers._item import Item
-from perfmodel.papers.external import _neusight_distributed as _impl
+from perfmodel.plotting import (
+    figure_size,
+    legend_outside,
+    paper_figure,
+    plot_bars,
+    subplots,
+)
 
 ITEM = Item(
     paper="perfmodel",
@@ -30,9 +54,103 @@ ITEM = Item(
 __all__ = ["ITEM", "data", "numbers", "figure"]
 
 
+_STRATEGY = {"dp4": ("dp", 4, 1), "tp4": ("tp", 4, 1), "pp4_1": ("pp", 4, 1)}
+
+
+@cached_frame
+def neusight_distributed_data() -> pd.DataFrame:
+    """One row per 4-GPU training label.
+
+    Returns
+    -------
+    DataFrame
+        ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``, ``batch_size`` (global),
+        ``parallel`` (NeuSight's option), ``strategy``, ``n_gpus``, ``micro_batches``, ``measured_ms``,
+        ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``compute_ms``, ``comm_ms`` (exposed communication),
+        ``bubble_ms``, ``error_pct`` (signed, ``(predicted − measured) / measured``), ``abs_error_pct``,
+        ``neusight_predicted_ms`` and ``neusight_error_pct`` (NeuSight's published prediction and absolute error).
+    """
+    import warnings
+
+    from perfmodel.datasets import (
+        canonical_gpu,
+        load_neusight_errors,
+        load_neusight_labels,
+        neusight_traced_config,
+    )
+    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel.models.op_step_time import predict_step_time
+
+    lab = load_neusight_labels()
+    lab = lab[(lab["parallel"] != "none") & (lab["mode"] == "train")].copy()
+    unknown = sorted(set(lab["parallel"]) - set(_STRATEGY))
+    if unknown:
+        raise ValueError(f"NeuSight's 4-GPU labels have parallel options {unknown} this benchmark does not map; known: "
+                         f"{sorted(_STRATEGY)}.")
+    lab["gpu"] = [canonical_gpu(d) for d in lab["device"]]
+    rows = []
+    for r in lab.sort_values(["gpu", "model", "batch_size", "parallel"]).itertuples(index=False):
+        strategy, n, m = _STRATEGY[r.parallel]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)  # H100 lies beyond the training GPUs by design
+            p = predict_step_time(neusight_traced_config(r.model, "train"), r.gpu, input_shape=(int(r.seq_len),), batch_size=int(r.batch_size),
+                                  optimizer="adam-fused", n_gpus=n, strategy=strategy, micro_batches=m, overlap_grad_reduce=False).iloc[0]
+        rows.append(dict(device=r.device, gpu=r.gpu, model=r.model, seq_len=int(r.seq_len), batch_size=int(r.batch_size),
+                         parallel=r.parallel, strategy=strategy, n_gpus=n, micro_batches=m, measured_ms=float(r.e2e_latency_ms),
+                         predicted_ms=p["step_time_s"] * 1e3, lower_ms=p["lower_s"] * 1e3, upper_ms=p["upper_s"] * 1e3,
+                         compute_ms=p["compute_s"] * 1e3, comm_ms=p["comm_s"] * 1e3, bubble_ms=p["bubble_s"] * 1e3))
+    out = pd.DataFrame(rows)
+    out["error_pct"] = percent_error(out["measured_ms"], out["predicted_ms"])
+    out["abs_error_pct"] = out["error_pct"].abs()
+    err = load_neusight_errors()
+    err = err[(err["parallel"] != "none") & (err["method"] == "neusight")]
+    err = err[["device", "model", "seq_len", "batch_size", "parallel", "predicted_e2e_latency_ms", "e2e_error_pct"]].rename(
+        columns={"predicted_e2e_latency_ms": "neusight_predicted_ms", "e2e_error_pct": "neusight_error_pct"})
+    out = out.merge(err, on=["device", "model", "seq_len", "batch_size", "parallel"], how="left")
+    return out
+
+
+def neusight_distributed_summary(data: pd.DataFrame | None = None) -> pd.DataFrame:
+    """MAPE of perfmodel and of NeuSight per strategy, per GPU and over all labels.
+
+    Returns ``group`` (``strategy``, ``gpu`` or ``all``), ``value``, ``n_labels``, ``perfmodel_mape_pct``,
+    ``neusight_mape_pct``.
+    """
+    d = neusight_distributed_data() if data is None else data
+    rows = []
+    for group, key in (("strategy", "strategy"), ("gpu", "gpu")):
+        for v, grp in d.groupby(key, sort=True):
+            rows.append(dict(group=group, value=v, n_labels=len(grp), perfmodel_mape_pct=float(grp["abs_error_pct"].mean()),
+                             neusight_mape_pct=float(grp["neusight_error_pct"].mean())))
+    rows.append(dict(group="all", value="all", n_labels=len(d), perfmodel_mape_pct=float(d["abs_error_pct"].mean()),
+                     neusight_mape_pct=float(d["neusight_error_pct"].mean())))
+    return pd.DataFrame(rows)
+
+
+@paper_figure
+def neusight_distributed(data: pd.DataFrame | None = None, *, ax=None):
+    """Grouped bars per label: measured, perfmodel's prediction and NeuSight's, with both MAPEs in the title."""
+    d = neusight_distributed_data() if data is None else data
+    s = neusight_distributed_summary(d)
+    label = [f"{g}\n{m.replace('_', '-')}\nB{b} {p}" for g, m, b, p in zip(d["gpu"], d["model"], d["batch_size"], d["parallel"])]
+    long = pd.concat([pd.DataFrame({"label": label, "by": by, "ms": d[col].to_numpy()})
+                      for by, col in (("measured (NeuSight labels)", "measured_ms"), ("perfmodel", "predicted_ms"),
+                                      ("NeuSight", "neusight_predicted_ms"))], ignore_index=True)
+    fig, ax, own = subplots(ax, figsize=figure_size("text", 2.8))
+    plot_bars(long, x="label", y="ms", hue="by", palette=["0.3", "C0", "C1"], ax=ax, legend=False)
+    allrow = s[s["group"] == "all"].iloc[0]
+    ax.set(yscale="log", xlabel="", ylabel="Step time (ms)",
+           title=f"4-GPU training: perfmodel MAPE {allrow['perfmodel_mape_pct']:.1f} % (NeuSight {allrow['neusight_mape_pct']:.1f} %)")
+    ax.tick_params(axis="x", labelsize=5)
+    legend_outside(ax, where="right")
+    if own:
+        fig.tight_layout()
+    return fig
+
+
 def data() -> pd.DataFrame:
-    """One row per 4-GPU label: measured, predicted and NeuSight's prediction (:func:`_impl.neusight_distributed_data`)."""
-    return _impl.neusight_distributed_data()
+    """One row per 4-GPU label: measured, predicted and NeuSight's prediction (:func:`neusight_distributed_data`)."""
+    return neusight_distributed_data()
 
 
 def numbers() -> pd.DataFrame:
@@ -58,4 +176,4 @@ def numbers() -> pd.DataFrame:
 def figure(data: pd.DataFrame | None = None, ax=None):
     """The figure as a matplotlib Figure (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into,
     one per panel, default a new figure of the paper's size)."""
-    return _impl.neusight_distributed(data=data, ax=ax)
+    return neusight_distributed(data=data, ax=ax)

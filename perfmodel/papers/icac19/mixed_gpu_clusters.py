@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perfmodel.papers import _item
 from perfmodel.papers._item import Item
 from perfmodel.papers.icac19 import _clusters as _impl
 
