@@ -26,6 +26,7 @@ _LAZY = {
     # prediction for any model and GPU
     "predict_step_time": "perfmodel.models.op_step_time",
     "predict_memory": "perfmodel.planning.memory",
+    "Workload": "perfmodel.models.workload",
     # one planner for every model and GPU (CM-DARE's measured world or today's clouds)
     "plan": "perfmodel.planning.unified",
 }

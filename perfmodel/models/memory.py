@@ -46,6 +46,8 @@ import copy
 import numpy as np
 import pandas as pd
 
+from perfmodel.models.workload import accepts_workload
+
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES"]
 
 #: bytes of optimizer state per parameter (FP32 states).
@@ -153,6 +155,7 @@ def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
     return mask
 
 
+@accepts_workload("batch_size", "precision", "optimizer", "activation_checkpointing", "input_shape", "input_dtype", "compile")
 def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: str = "dp", precision: str = "fp32",
                    optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
                    input_dtype=None, micro_batches: int | None = None, compile: bool = False, gpus_per_node: int = 8,
@@ -161,8 +164,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
 
     Parameters
     ----------
-    model : str, torch.nn.Module, dict or transformers.PretrainedConfig
+    model : str, torch.nn.Module, dict, transformers.PretrainedConfig or Workload
         As for :func:`perfmodel.predict_step_time`.
+        A :class:`perfmodel.Workload` gives the step's fields once (a keyword that is also given must agree).
     gpu : str, GPUSpec or sequence of them
         Catalog ids or specs; the capacity is the catalog's ``memory_gib``.
     batch_size : int

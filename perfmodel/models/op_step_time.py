@@ -25,7 +25,7 @@ from perfmodel.models.memory import predict_memory
 from perfmodel.models.one_step import _recompute_fraction, add_recompute, single_gpu_step_time
 from perfmodel.models.parallel import predict_parallel_step_time
 from perfmodel.models.strategy import _check_gpus_per_node, check_async_tp, parse_strategy, pipeline_virtual_stages
-from perfmodel.models.workload import check_step_args, checkpointing_mode
+from perfmodel.models.workload import Workload, accepts_workload, check_step_args, checkpointing_mode
 
 # the layers' public names, re-exported: this module is the step-time model's face
 from perfmodel.models.kernels import (FUSED_ATTENTION_EFFICIENCY, HALF_MODEL_PRECISIONS, clear_trace_cache, conformal_scores,  # noqa: E402,I001
@@ -36,10 +36,12 @@ from perfmodel.models.workload import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES
                                        checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
                                        recompute_mask, selective_recompute_mask, work_from_ops)
 
-__all__ = ["work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+__all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
 
 
+@accepts_workload("input_shape", "batch_size", "input_dtype", "input_high", "precision", "optimizer", "inference", "compile",
+                  "activation_checkpointing")
 def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
@@ -79,7 +81,7 @@ def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, inpu
                for g, m, f in zip(out["gpu"], mem, out["fits"]) if not f]
         warnings.warn(f"the step does not fit in GPU memory on {', '.join(bad)}: its time is that of a run that would stop "
                       "with out-of-memory. Use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch "
-                      "(see perfmodel.predict_memory).", OutOfMemoryWarning, stacklevel=3)
+                      "(see perfmodel.predict_memory).", OutOfMemoryWarning, stacklevel=4)
     return out
 
 
@@ -97,9 +99,10 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
 
     Parameters
     ----------
-    model : str, torch.nn.Module, dict or transformers.PretrainedConfig
+    model : str, torch.nn.Module, dict, transformers.PretrainedConfig or Workload
         A zoo id, ``"package.module:Class"``, a module (built on ``meta`` is fine), or a Hugging Face config (built on
         meta from the config, never downloaded; token inputs and the causal-LM / MLM loss on labels = inputs).
+        A :class:`perfmodel.Workload` gives the step's fields once (a keyword that is also given must agree).
     gpus : str, GPUSpec or sequence of them
         Catalog ids or device names (``"H100"``, ``"NVIDIA_H100_80GB_HBM3"``, ``"A100 80GB PCIe"``), or
         :class:`perfmodel.datasets.GPUSpec` for a GPU that is not in the catalog.

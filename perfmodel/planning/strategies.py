@@ -17,6 +17,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from perfmodel.models.workload import accepts_workload
+
 __all__ = ["explore_strategies", "pareto_mask", "plot_strategies", "STRATEGY_COLUMNS", "SKIPPED_COLUMNS"]
 
 #: columns of :func:`explore_strategies`.
@@ -82,6 +84,7 @@ def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd
     return int(n_gpus), strats, mbs, acs
 
 
+@accepts_workload("batch_size", "input_shape", "precision", "optimizer")
 def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=None, strategies=None,
                        micro_batches=(1, 2, 4, 8), activation_checkpointing=(False, True), precision: str = "fp32",
                        optimizer: str | None = "adam", usd_per_gpu_h: float | None = None, interconnect=None) -> pd.DataFrame:
@@ -90,8 +93,9 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
 
     Parameters
     ----------
-    model : str, torch.nn.Module, dict or transformers.PretrainedConfig
+    model : str, torch.nn.Module, dict, transformers.PretrainedConfig or Workload
         As for :func:`perfmodel.predict_step_time`.
+        A :class:`perfmodel.Workload` gives the step's fields once (a keyword that is also given must agree).
     gpu : str or GPUSpec
         One GPU type (catalog id or spec).
     n_gpus : int

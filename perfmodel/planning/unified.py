@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from perfmodel.models.workload import accepts_workload
+
 __all__ = ["plan", "WORLDS", "CMDARE_GPUS", "choose_world"]
 
 #: The planners :func:`plan` chooses between.
@@ -84,14 +86,17 @@ def choose_world(model, gpus=None, **kwargs) -> str:
     return "cmdare"
 
 
+@accepts_workload("input_shape", "input_dtype", "precision", "optimizer", "batch_size",
+                  rename={"batch_size": ("batch_sizes", lambda b: (b,))})
 def plan(model, gpus=None, *, world: str = "auto", **kwargs) -> pd.DataFrame:
     """Candidate rentals for training ``model``: time, cost, revocations and the Pareto front, from the planner that
     can answer (see :mod:`perfmodel.planning.unified`).
 
     Parameters
     ----------
-    model : str, torch.nn.Module, dict, transformers.PretrainedConfig or path to a config.json
-        A zoo id, a module, or a Hugging Face config.
+    model : str, torch.nn.Module, dict, transformers.PretrainedConfig, path to a config.json, or Workload
+        A zoo id, a module, or a Hugging Face config; or a :class:`perfmodel.Workload`, whose input shape and dtype,
+        precision, optimizer and batch (``batch_sizes=(batch_size,)``) are today's-cloud planner's arguments.
     gpus : str or sequence of str, optional
         GPU types (any catalog name or spelling); default: CM-DARE's K80/P100/V100 in its world, every priced GPU in
         today's.

@@ -128,7 +128,7 @@ def test_rebuild_gives_the_shipped_artifact():
 
 
 _CONCURRENT = """
-import sys, perfmodel.models.op_latency as ol
+import sys, perfmodel.models.op_fit as of
 b = of.fit_op_model(out=sys.argv[1], params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"), progress=False)
 print("FITTED" if b["fitted"] else "READ", b["sha256"])
 """

@@ -3,7 +3,6 @@ import pytest
 import torch
 
 import perfmodel as pm
-from perfmodel.models import op_step_time as ost
 from perfmodel.models import workload as wl
 from perfmodel.models import kernels as kn
 
@@ -16,7 +15,7 @@ def test_same_module_same_prediction_and_one_trace(monkeypatch):
     kn.clear_trace_cache()
     calls = []
     real = wl._trace_step_ops
-    monkeypatch.setattr(ost, "_trace_step_ops", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(wl, "_trace_step_ops", lambda *a, **k: calls.append(1) or real(*a, **k))
     net = _net(256)
     a = pm.predict_step_time(net, "V100", input_shape=(64,), batch_size=32)
     b = pm.predict_step_time(net, "V100", input_shape=(64,), batch_size=32)
