@@ -25,8 +25,8 @@ _LAZY = {
     "canonical_region": "perfmodel.datasets",
     # prediction for any model and GPU
     "predict_step_time": "perfmodel.models.op_step_time",
-    "predict_memory": "perfmodel.planning.memory",
-    "Workload": "perfmodel.models.workload",
+    "predict_memory": "perfmodel.models.memory",
+    "Workload": "perfmodel._workload",
     # one planner for every model and GPU (CM-DARE's measured world or today's clouds)
     "plan": "perfmodel.planning.unified",
 }

@@ -46,7 +46,7 @@ import copy
 import numpy as np
 import pandas as pd
 
-from perfmodel.models.workload import accepts_workload
+from perfmodel._workload import accepts_workload
 
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES"]
 

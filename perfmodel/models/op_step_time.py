@@ -13,6 +13,11 @@ predicted by a model fitted on the other four, and the nonconformity of that GPU
 over all its operators (what a sum of operators feels). The interval is ``[t·e^{−q}, t·e^{q}]`` with ``q`` the
 ``⌈(1−alpha)(n+1)⌉``-th smallest of the ``n = 5`` scores (the largest when that rank exceeds ``n``, and the row's
 ``interval`` says so): it covers ``1 − alpha`` of new GPUs if a new GPU behaves like one more draw of the training GPUs.
+
+This module is the face of a layered model (:mod:`perfmodel.models` lists the layers): it checks the arguments and
+hands over to one GPU's step (:mod:`perfmodel.models.one_step`) or a parallel layout's
+(:mod:`perfmodel.models.parallel`), each built on the trace (:mod:`perfmodel.models.workload`) and the kernel times
+(:mod:`perfmodel.models.kernels`); memory comes from :mod:`perfmodel.models.memory`.
 """
 from __future__ import annotations
 

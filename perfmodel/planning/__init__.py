@@ -21,7 +21,6 @@ from perfmodel.planning.plan import (
     plot_pareto,
     validate_against_icac,
 )
-from perfmodel.planning.memory import predict_memory
 from perfmodel.planning.cloud import cheapest_within_deadline, fastest_within_budget, plan_cloud
 from perfmodel.planning.unified import choose_world, plan
 from perfmodel.planning.prices import read_prices
@@ -49,3 +48,11 @@ __all__ = [
 from perfmodel.planning.strategies import explore_strategies, pareto_mask, plot_strategies
 
 __all__ += ["explore_strategies", "pareto_mask", "plot_strategies"]
+
+
+def __getattr__(name: str):
+    if name == "predict_memory":  # the memory model lives with the models; loaded on first use, not with the planner
+        from perfmodel.models.memory import predict_memory
+
+        return predict_memory
+    raise AttributeError(f"module 'perfmodel.planning' has no attribute {name!r}")

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from perfmodel.models.workload import accepts_workload
+from perfmodel._workload import accepts_workload
 
 __all__ = ["explore_strategies", "pareto_mask", "plot_strategies", "STRATEGY_COLUMNS", "SKIPPED_COLUMNS"]
 

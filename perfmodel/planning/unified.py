@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfmodel.models.workload import accepts_workload
+from perfmodel._workload import accepts_workload
 
 __all__ = ["plan", "WORLDS", "CMDARE_GPUS", "choose_world"]
 
