@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from pathlib import Path
 
@@ -111,11 +112,12 @@ def test_the_report_shows_the_authors_image_beside_the_reproduced_figure(tmp_pat
 def test_an_authors_image_that_is_not_an_image_fails_the_item(tmp_path, monkeypatch):
     from perfmodel.papers.cmdare import step_time_vs_model_gflops
 
-    monkeypatch.setattr(step_time_vs_model_gflops, "AUTHORS_IMAGE", "CM:processed_data/checkpoint/ckpt.csv")
+    monkeypatch.setattr(step_time_vs_model_gflops, "ITEM", dataclasses.replace(step_time_vs_model_gflops.ITEM,
+                                                                          authors_image="CM:processed_data/checkpoint/ckpt.csv"))
     res = reproduce(tmp_path, only="step_time_vs_model_gflops", progress=False)
-    assert res.errors == {"step_time_vs_model_gflops": "ValueError: AUTHORS_IMAGE 'CM:processed_data/checkpoint/ckpt.csv' is a registry "
+    assert res.errors == {"step_time_vs_model_gflops": "ValueError: authors_image 'CM:processed_data/checkpoint/ckpt.csv' is a registry "
                           "file of kind 'csv', not an image. Name one of the registry's 'image' files (the upstream data/img/ folders), "
-                          "or set AUTHORS_IMAGE = \"\"."}
+                          "or set authors_image=\"\" in its ITEM."}
     assert not res.ok and res.figures["step_time_vs_model_gflops"] == ["step_time_vs_model_gflops"]
 
 

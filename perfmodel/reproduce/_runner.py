@@ -218,7 +218,7 @@ def _copy_authors_image(key: str, out: Path) -> tuple[str, str]:
     e = entry(key)
     if e.kind != "image":
         raise ValueError(f"authors_image {key!r} is a registry file of kind {e.kind!r}, not an image. Name one of the registry's "
-                         "'image' files (the upstream data/img/ folders), or set authors_image="" in its ITEM.")
+                         "'image' files (the upstream data/img/ folders), or set authors_image=\"\" in its ITEM.")
     rel = f"authors/{e.repo.split('/')[-1]}/{Path(e.path).name}"
     dest = out / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
