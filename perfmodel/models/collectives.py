@@ -8,7 +8,7 @@ to 1 GiB for the 4-GPU PCIe node; times are the median NCCL kernel time of rank 
 
 * ``"nvlink"`` — rows inside one DGX node (``devices_per_node == n_gpus``) and the 2-GPU rows of the pairwise-NVLink
   nodes (an NVLink bridge joins GPUs 0 and 1, Vidur packs ranks in order): ``B`` = the GPU's ``nvlink_gb_per_s`` from
-  the catalog (both directions) halved, as :func:`~perfmodel.models.parallel.resolve_interconnect` does.
+  the catalog (both directions) halved, as :func:`resolve_interconnect` does.
 * ``"infiniband"`` — DGX rows across nodes (``devices_per_node < n_gpus``): ``B`` = the line rate of the one NIC each
   GPU has. DGX A100: 8 single-port ConnectX-6 HDR InfiniBand, 200 Gb/s = 25 GB/s each (NVIDIA DGX A100 System
   Architecture white paper, WP-10083-001, 2020, §"Networking"; DGX A100 datasheet); DGX H100: 8 single-port ConnectX-7
@@ -32,7 +32,7 @@ protocols and launch cost), so the fitted ``α`` is a compromise; send/recv reac
 all-reduce (``e`` ≈ 0.95 vs 0.51 on A100), and H100's 4- and 8-GPU all-reduces are faster than the ring over NVLink
 predicts (NVSwitch's in-network reduction, NVLS); a single GPU per node reaches ~0.3 of its HDR NIC on the A100
 cluster but ~0.7 of its NDR NIC on the H100 one. One ``(e, α)`` per link kind is what
-:class:`~perfmodel.models.parallel.Interconnect` carries; these misfits are the errors the benchmark reports.
+:class:`Interconnect` carries; these misfits are the errors the benchmark reports.
 
 The shipped parameters (``perfmodel/models/fitted/nccl_links.json``, fitted on **all** the systems above) are read at
 prediction time without the data; :func:`rebuild` refits them (``python -m perfmodel.models.collectives``).
@@ -171,7 +171,7 @@ def fitted_params() -> dict:
 
 
 def fitted_link(kind: str, gpu=None):
-    """The :class:`~perfmodel.models.parallel.Interconnect` of a named link with NCCL's fitted efficiency and latency.
+    """The :class:`Interconnect` of a named link with NCCL's fitted efficiency and latency.
 
     Parameters
     ----------
@@ -199,7 +199,7 @@ def fitted_link(kind: str, gpu=None):
     if key not in _NAMED:
         raise UnknownNameError(f"fitted_link: unknown link kind {kind!r}. Expected one of: {', '.join(_NAMED)} (links with "
                                "measured NCCL curves); other links (pcie3, ethernet-*) keep the assumed NCCL_EFFICIENCY "
-                               "via perfmodel.models.parallel.resolve_interconnect.")
+                               "via perfmodel.models.collectives.resolve_interconnect.")
     fam, gb = _NAMED[key]
     p = fitted_params()["links"][fam]
     name = key

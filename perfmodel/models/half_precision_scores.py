@@ -15,7 +15,7 @@ __all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOL
 def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
     """In-stream time (s) of each work row on a GPU at FP16 / BF16, with the half-precision model.
 
-    The step predictor makes the same choice (``op_step_time._kernel_seconds_uncached`` with
+    The step predictor makes the same choice (``kernels._kernel_seconds_uncached`` with
     :func:`perfmodel.models.op_step_time.half_model_applies`).
 
     Parameters
@@ -36,7 +36,7 @@ def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=
         Seconds per row, in ``work``'s order. Rows of classes the model never saw — ``conv`` and ``softmax`` (Vidur's
         layer has neither) — are predicted as the step predictor does today: the default FP32-learned model
         (:func:`~perfmodel.models.op_latency.default_op_model`) with the tensor-core peak for convolutions
-        (``op_step_time.kernel_seconds``).
+        (``kernels.kernel_seconds``).
 
     Raises
     ------
@@ -61,7 +61,7 @@ def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=
 
 def baseline_kernel_seconds(work: pd.DataFrame, spec, prec: str = "fp16") -> np.ndarray:
     """What the step predictor gives today at half precision: the default FP32-learned model with the tensor-core
-    peak for matmul and conv rows (``op_step_time._default_kernel_seconds``, what the step predictor gave before the
+    peak for matmul and conv rows (``kernels._default_kernel_seconds``, what the step predictor gave before the
     half-precision model), seconds per work row."""
     from perfmodel.models.op_latency import default_op_model
     from perfmodel.models.kernels import _default_kernel_seconds
