@@ -83,33 +83,30 @@ def accepts_workload(*fields: str, rename: dict | None = None):
     rename = dict(rename or {})
 
     def wrap(fn):
-        sig = inspect.signature(fn)
-        has_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+        params = inspect.signature(fn).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        keys = {name: rename.get(name, (name, None)) for name in fields}
+        wrong = sorted(k for k, _ in keys.values() if k not in params and not takes_any)
+        if wrong:  # checked once, when the function is defined
+            raise TypeError(f"accepts_workload: {fn.__name__} takes no {wrong}.")
         defaults = {f.name: f.default for f in dataclasses.fields(Workload)}
 
         @functools.wraps(fn)
         def inner(model, *args, **kwargs):
             if not isinstance(model, Workload):
                 return fn(model, *args, **kwargs)
-            bound = sig.bind_partial(model, *args, **kwargs)
-            given = dict(bound.arguments)
-            given.update(given.pop(next((p.name for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD), ""), {}) or {})
-            for name, value in model.values().items():
-                if name not in fields:
+            for name, value in model.values().items():  # the workload's fields are keyword-only in every function
+                if name not in keys:
                     if value != defaults[name]:
                         raise ValueError(f"{fn.__name__} has no use for the workload's {name}={value!r}; leave it at its "
                                          f"default ({defaults[name]!r}) in the Workload, or call a function that takes it.")
                     continue
-                key, conv = rename.get(name, (name, None))
+                key, conv = keys[name]
                 value = conv(value) if conv else value
-                if key in given:
-                    if given[key] != value:
-                        raise ValueError(f"{fn.__name__} was given {key}={given[key]!r} and a Workload with {key}={value!r}; "
-                                         "say it once: in the Workload, or as the keyword with a plain model.")
-                    continue
-                if key not in sig.parameters and not has_kwargs:  # pragma: no cover - a wrong decorator
-                    raise TypeError(f"{fn.__name__} takes no {key}")
-                kwargs[key] = value
+                if key in kwargs and kwargs[key] != value:
+                    raise ValueError(f"{fn.__name__} was given {key}={kwargs[key]!r} and a Workload with {key}={value!r}; "
+                                     "say it once: in the Workload, or as the keyword with a plain model.")
+                kwargs.setdefault(key, value)
             return fn(model.model, *args, **kwargs)
 
         return inner
