@@ -47,10 +47,11 @@ _PRECISION_ALIASES = {"float32": "fp32", "float": "fp32", "float16": "fp16", "ha
 
 #: What a GPU needs for each precision (said when it lacks it).
 _NEEDS = {
-    "tf32": "TF32 tensor cores (NVIDIA Ampere and later: A100, A10, L4, L40S, H100, H200)",
+    "tf32": "TF32 tensor cores (NVIDIA Ampere and later: A100, A10, L4, L40S, H100, H200, B200; AMD CDNA 3: MI300X, MI325X; "
+            "not CDNA 4's MI355X)",
     "fp16": "FP16 tensor/matrix cores or fast FP16 arithmetic (NVIDIA P100 and Volta onwards, AMD MI100 onwards)",
     "bf16": "BF16 tensor/matrix cores (NVIDIA Ampere and later, AMD MI100 onwards)",
-    "fp8": "FP8 tensor cores (NVIDIA Ada and Hopper: L4, L40S, H100, H200; not A100)",
+    "fp8": "FP8 tensor/matrix cores (NVIDIA Ada, Hopper and Blackwell: L4, L40S, H100, H200, B200; AMD MI300X onwards; not A100)",
 }
 
 
@@ -101,6 +102,9 @@ class GPUSpec:
         Board power, W.
     vendor, architecture, form_factor : str, optional
         Descriptive.
+    fp4_peak_tflops : float, optional
+        Dense FP4 tensor/matrix-core rate (NVFP4/MXFP4: NVIDIA Blackwell, AMD CDNA 4), TFLOPS; ``NaN`` (default) where
+        the GPU has no FP4 units. Spec data only: FP4 is not one of :data:`PRECISIONS`.
 
     Examples
     --------
@@ -130,6 +134,7 @@ class GPUSpec:
     vendor: str = ""
     architecture: str = ""
     form_factor: str = ""
+    fp4_peak_tflops: float = math.nan  # last, so that positional arguments keep their places
 
     def __post_init__(self):
         if isinstance(self.l2_mib, numbers.Real) and not isinstance(self.l2_mib, bool) and math.isnan(self.l2_mib):

@@ -154,28 +154,49 @@ _GPU_NAMES: tuple[_GPUName, ...] = (
     _GPUName("A100-PCIe-40GB", "a100", ("pcie",), ("40gb",), 4),
     _GPUName("A100-PCIe-80GB", "a100", ("pcie",), ("80gb",), 4),
     _GPUName("A10", "a10", ("pcie",), ("24gb",), 4),
+    # AWS's g5 part: its own chip token, never the A10 (the A10's "a10" token does not match "a10g", nor the reverse)
+    _GPUName("A10G", "a10g", ("pcie",), ("24gb",), 4),
     _GPUName("L4", "l4", ("pcie",), ("24gb",), 4),
+    _GPUName("L40", "l40", ("pcie",), ("48gb",), 4),
     _GPUName("L40S", "l40s", ("pcie",), ("48gb",), 4),
+    # "RTX 4090", "RTX 6000 Ada (Generation)" are read as one chip token each (see _gpu_tokens); a bare "RTX 6000" is the
+    # Turing Quadro RTX 6000, not catalogued
+    _GPUName("RTX-4090", "rtx4090", ("pcie",), ("24gb",), 4),
+    _GPUName("RTX-6000-Ada", "rtx6000ada", ("pcie",), ("48gb",), 4),
     # "mega": Google Cloud's A3 Mega accelerator type (nvidia-h100-mega-80gb) is the same H100 SXM5 80 GB
     _GPUName("H100", "h100", ("sxm", "sxm5", "hbm3", "mega"), ("80gb",), 5),
     _GPUName("H100-PCIe", "h100", ("pcie", "hbm2e"), ("80gb",), 5),
     _GPUName("H100-NVL", "h100", ("nvl",), ("94gb",), 5),
+    # export parts of GH100: chip tokens of their own, never an H100 ("H800 PCIe" and the 141 GB H20 are refused)
+    _GPUName("H800", "h800", ("sxm", "sxm5", "hbm3"), ("80gb",), 5),
+    _GPUName("H20", "h20", ("sxm", "hbm3"), ("96gb",), 5),
     _GPUName("H200", "h200", ("sxm", "sxm5", "hbm3e"), ("141gb",), 5),
+    _GPUName("RTX-5090", "rtx5090", ("pcie",), ("32gb",), 5),
+    # HGX B200 / B300 (SXM boards of 8) and the GPUs of GB200 / GB300 superchips (NVL72 racks) are apart: their chip
+    # tokens differ ("b200" is not "gb200"); memory: NVIDIA's current and launch-time figures
+    _GPUName("B200", "b200", ("sxm", "sxm6", "hgx", "hbm3e"), ("180gb", "179gb", "192gb"), 5),
+    _GPUName("GB200", "gb200", ("nvl", "nvl72", "nvl4", "superchip", "hbm3e"), ("186gb", "192gb"), 5),
+    _GPUName("B300", "b300", ("sxm", "sxm6", "ac", "hgx", "nvl16", "hbm3e"), ("270gb", "288gb"), 6),
+    _GPUName("GB300", "gb300", ("nvl", "nvl72", "superchip", "hbm3e"), ("279gb", "288gb"), 6),
     _GPUName("MI100", "mi100", ("pcie",), ("32gb",), 4),
     _GPUName("MI210", "mi210", ("pcie",), ("64gb",), 4),
     _GPUName("MI250", "mi250", ("oam",), ("64gb", "128gb"), 4),
+    _GPUName("MI300X", "mi300x", ("oam", "hbm3"), ("192gb",), 5),
+    _GPUName("MI325X", "mi325x", ("oam", "hbm3e"), ("256gb",), 5),
+    _GPUName("MI355X", "mi355x", ("oam", "hbm3e"), ("288gb",), 5),
 )
 
 #: GPUs that clouds and benchmark tables name but the catalog does not have, each with the catalogued part it is most
 #: often mistaken for (suggested, never substituted: their rates, SM counts or bandwidths differ).
 _NOT_IN_CATALOG: dict[str, tuple[str, ...]] = {
-    "a10g": ("A10",),  # AWS g5: an A10 variant of its own (different SM count and clocks)
     "v100s": ("V100-PCIe-32GB",),  # faster clocks and memory than the V100 PCIe
     "mi250x": ("MI250",),  # 110 CUs per die against the MI250's 104
-    "h800": ("H100",), "a800": ("A100",),  # export parts: cut NVLink
+    "a800": ("A100",),  # export part: cut NVLink
     "gh200": ("H100", "H200"),  # Grace Hopper: the Hopper GPU with 96 or 144 GB
-    "l40": ("L40S",), "h20": ("H100",), "mi300x": (), "mi300a": (), "mi325x": (), "b200": (), "gb200": (), "a40": (),
-    "a30": (),
+    "b100": ("B200",),  # the 700 W Blackwell for HGX H100 boards: lower clocks
+    "mi350x": ("MI355X",),  # the 1000 W air-cooled CDNA 4 part: lower clocks than the MI355X
+    "rtx6000": ("RTX-6000-Ada",),  # a bare "RTX 6000" is the Turing Quadro RTX 6000 (24 GB), not the Ada part
+    "mi300a": (), "a40": (), "a30": (),
 }
 
 #: Every GPU id of the GPU catalog (:func:`perfmodel.datasets.load_gpu_catalog`), in its row order.
@@ -210,13 +231,18 @@ _GPU_ALIASES = {_norm(g): g for g in CATALOG_GPU_IDS}
 _GPU_ALIASES.update({"teslak80": "K80", "teslap100": "P100", "teslav100": "V100", "k": "K80", "p": "P100", "v": "V100"})
 
 #: Words that do not help to tell GPUs apart (vendor and product-line names, "GPU", a memory type shared by every part).
-_GPU_NOISE = frozenset({"nvidia", "tesla", "amd", "instinct", "tensor", "core", "gpu", "gddr5", "gddr6", "hbm2"})
+_GPU_NOISE = frozenset({"nvidia", "tesla", "amd", "instinct", "tensor", "core", "gpu", "gddr5", "gddr6", "gddr6x", "gddr7", "hbm2",
+                        "geforce"})
 _GPU_CHIPS = frozenset(g.chip for g in _GPU_NAMES)
 _GPU_FORMS = frozenset(f for g in _GPU_NAMES for f in g.forms)
 #: A memory size: "80GB", "80 GB", "80GiB", "80G" (SkyPilot's "A100-80G"), any case.
 _GPU_MEMORY = re.compile(r"(?<![a-z0-9.])(\d+)\s*(?:gi?b|g)\b")  # not the "10g" of "A10G"
 #: The host link's PCIe generation: "Gen5", "PCIe Gen4", "PCIe5", "PCIe-Gen 5".
 _GPU_PCIE_GEN = re.compile(r"\b(pcie)?[\s\-_]*gen[\s\-_]*(\d)\b|\bpcie(\d)\b")
+#: The RTX cards' names as one chip token: "RTX 6000 Ada Generation" -> "rtx6000ada", "GeForce_RTX_4090" -> "rtx4090" (a bare
+#: "RTX 6000" -> "rtx6000", the Turing Quadro, not catalogued).
+_GPU_RTX_ADA = re.compile(r"(?<![a-z0-9])rtx[\s\-_]*(\d{4})[\s\-_]*ada(?:[\s\-_]*generation)?(?![a-z0-9])")
+_GPU_RTX = re.compile(r"(?<![a-z0-9])rtx[\s\-_]*(\d{4})(?![a-z0-9])")
 
 
 def _gpu_tokens(name) -> tuple[list[str], list[int]]:
@@ -230,6 +256,7 @@ def _gpu_tokens(name) -> tuple[list[str], list[int]]:
         return " pcie " if (m.group(1) or m.group(3)) else " "
 
     text = _GPU_PCIE_GEN.sub(gen, text)
+    text = _GPU_RTX.sub(r" rtx\1 ", _GPU_RTX_ADA.sub(r" rtx\1ada ", text))
     text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", text)
     return [t for t in re.split(r"[^a-z0-9]+", text) if t and t not in _GPU_NOISE], gens
 
@@ -321,7 +348,7 @@ def canonical_gpu(name: str) -> str:
     ------
     UnknownNameError
         For any other name, listing the catalog ids and the closest ones. A GPU that clouds name but the catalog does
-        not have (``"NVIDIA A10G"``, ``"AMD Instinct MI250X"``, ``"Tesla V100S-PCIE-32GB"``, ``"NVIDIA H800"``) is
+        not have (``"AMD Instinct MI250X"``, ``"Tesla V100S-PCIE-32GB"``, ``"NVIDIA A800"``, ``"Quadro RTX 6000"``) is
         refused with the catalogued part it is often taken for, never mapped to it; so is a name of two GPUs (ROCm's
         ``"AMD Instinct MI250X / MI250"``) or of a part the catalog does not list (``"H100 SXM 94GB"``). A GPU that
         is not in the catalog can be passed as a :class:`perfmodel.datasets.GPUSpec` wherever a GPU is expected.

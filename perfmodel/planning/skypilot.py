@@ -13,7 +13,7 @@ How the optimizer calls it (``sky/optimizer.py`` of skypilot 0.14.1): ``Optimize
 the chosen launchable resources, whose ``accelerators`` SkyPilot infers from the instance type with its catalog's
 names (``"A100-80GB"``, ``"H100-MEGA"``, ``"A10G"``, ``"L4"``, ``"T4"`` ...). Both spellings are mapped here to
 perfmodel's GPU catalog with :func:`perfmodel.datasets.canonical_gpu` (plus :data:`SKYPILOT_GPU_ALIASES`); a GPU the
-catalog lacks (AWS's ``A10G``, ``L40``, ``B200`` ...) is an :class:`perfmodel.datasets.UnknownNameError` naming the
+catalog lacks (AWS's ``M60``, ``K520`` ...) is an :class:`perfmodel.datasets.UnknownNameError` naming the
 SkyPilot accelerator, fixed with ``gpu_map``.
 
 :func:`task_yaml` / :func:`write_task_yaml` write a SkyPilot task file (``sky launch -c NAME task.yaml``) without

@@ -27,12 +27,12 @@ def cat() -> pd.DataFrame:
 # --- the catalog -------------------------------------------------------------------------------------------------------
 
 def test_one_row_per_device_with_every_column(cat):
-    assert list(cat.index) == list(ds.CATALOG_GPU_IDS) and cat.index.is_unique and len(cat) == 23
+    assert list(cat.index) == list(ds.CATALOG_GPU_IDS) and cat.index.is_unique and len(cat) == 37
     assert cat["device_name"].is_unique
     for col in ["fp32_peak_tflops", "memory_gib", "memory_bandwidth_gb_per_s", "sm_count", "cuda_cores", "clock_ghz", "l2_mib",
                 "pcie_generation", "tdp_w"]:
         assert (cat[col] > 0).all(), col
-    assert (cat["nvlink_gb_per_s"] >= 0).all() and set(cat["pcie_generation"]) == {3, 4, 5}
+    assert (cat["nvlink_gb_per_s"] >= 0).all() and set(cat["pcie_generation"]) == {3, 4, 5, 6}  # 6: Blackwell Ultra
     for src in ["fp32_tflops_source", "tensor_tflops_source", "bandwidth_source", "architecture_source", "interconnect_source"]:
         assert cat[src].str.len().gt(20).all(), src  # every group of values names where it comes from
     # a vendor document is cited for every value group (the paper-era K80/P100 FP32 rates cite CM-DARE's data, as before)
@@ -69,11 +69,15 @@ def test_precision_units_exist_where_the_hardware_has_them(cat):
     assert cat.loc[["MI100", "MI210", "MI250"], "tf32_peak_tflops"].isna().all()  # CDNA/CDNA2: no TF32
     assert cat.loc[cat["vendor"] == "NVIDIA", "fp32_matrix_tflops"].isna().all()
     has = cat[RATES[1:]].notna()
-    assert has.loc[~cat.index.isin(no_bf16 + ["MI100", "MI210", "MI250"])].all().all()  # every Ampere/Ada/Hopper part has all three
-    # tensor rates are above FP32 where present; TF32 is half of FP16 on Ampere/Ada/Hopper (dense, no sparsity)
+    # every Ampere/Ada/Hopper/Blackwell part and CDNA 3 has all three (CDNA 4's MI355X has no TF32)
+    assert has.loc[~cat.index.isin(no_bf16 + ["MI100", "MI210", "MI250", "MI355X"])].all().all()
+    # tensor rates are at or above FP32 where present (GeForce, L40 and A10G: TF32 at the FP32 rate); TF32 is half of FP16
+    # on Ampere/Ada/Hopper/Blackwell (dense, no sparsity)
     for col in RATES[1:]:
         sub = cat[cat[col].notna()]
-        assert (sub[col] > sub["fp32_peak_tflops"]).all(), col
+        assert (sub[col] >= sub["fp32_peak_tflops"]).all(), col
+    nv = cat[(cat["vendor"] == "NVIDIA") & cat["fp16_peak_tflops"].notna()]
+    assert (nv["fp16_peak_tflops"] > nv["fp32_peak_tflops"]).all()
     tc = cat[cat["tf32_peak_tflops"].notna()]
     np.testing.assert_allclose(tc["fp16_peak_tflops"] / tc["tf32_peak_tflops"], 2, rtol=0.02)
     # datasheet known answers (dense)
@@ -85,7 +89,10 @@ def test_precision_units_exist_where_the_hardware_has_them(cat):
 
 
 SOURCES = ["fp32_tflops_source", "tensor_tflops_source", "bandwidth_source", "architecture_source", "interconnect_source"]
-VENDOR_SITE = {"NVIDIA": r"https://([a-z]+\.)*nvidia\.com/", "AMD": r"https://www\.amd\.com/"}
+VENDOR_SITE = {"NVIDIA": r"https://([a-z]+\.)*nvidia\.(com|cn)/", "AMD": r"https://www\.amd\.com/"}
+#: Said in a source (and in the row's note) where NVIDIA publishes no datasheet for the part (H20, A10G): the values are
+#: secondary, and the note says they are unverified.
+NO_DATASHEET = "no public NVIDIA datasheet"
 #: Parts with no tensor/matrix units for TF32 or BF16: Kepler, Pascal, Volta, Turing (NVIDIA before Ampere).
 PRE_AMPERE = ("Kepler", "Pascal", "Volta", "Turing")
 
@@ -96,8 +103,13 @@ def test_every_value_group_cites_a_vendor_document_with_its_url(cat):
         site = VENDOR_SITE[row["vendor"]]
         for col in SOURCES:
             src = row[col]
+            if src.startswith(NO_DATASHEET):
+                assert NO_DATASHEET in row["note"] and "unverified" in row["note"], (g, col)
+                continue
             assert re.search(r"(datasheet|whitepaper|brochure)", src), (g, col)
             assert re.search(site, src), (g, col, src)
+        assert re.search(site, row["architecture_source"]), g  # the architecture always cites the vendor
+    assert set(cat.index[cat["note"].fillna("").str.contains(NO_DATASHEET)]) == {"A10G", "H20"}
     # the paper-era FP32 rates keep CM-DARE's values and quote the datasheet's figures beside them
     assert "CM-DARE data" in cat.loc["K80", "fp32_tflops_source"] and "8.73 TFLOPS per two-die board" in cat.loc["K80", "fp32_tflops_source"]
     assert "CM-DARE data" in cat.loc["P100", "fp32_tflops_source"] and "single precision 9.3 TFLOPS" in cat.loc["P100", "fp32_tflops_source"]
@@ -106,22 +118,25 @@ def test_every_value_group_cites_a_vendor_document_with_its_url(cat):
 def test_values_no_vendor_document_states_are_marked_unverified(cat):
     """Where NVIDIA publishes no SM count, clock or L2 for a part, the note says 'unverified' and names the values."""
     unverified = set(cat.index[cat["note"].fillna("").str.contains("unverified")])
-    assert unverified == {"P4", "V100-PCIe-16GB", "V100-PCIe-32GB", "T4", "A10", "L4", "L40S", "H100-NVL", "H200"}
-    for g in ["A10", "L4", "L40S", "H100-NVL", "H200"]:
+    assert unverified == {"P4", "V100-PCIe-16GB", "V100-PCIe-32GB", "T4", "A10", "A10G", "L4", "L40", "L40S", "RTX-4090",
+                          "RTX-6000-Ada", "H100-NVL", "H800", "H20", "H200", "RTX-5090", "B200", "GB200", "B300", "GB300", "MI355X"}
+    for g in ["A10", "A10G", "L4", "L40", "L40S", "RTX-6000-Ada", "H100-NVL", "H800", "H20", "H200", "B200", "GB200", "B300", "GB300"]:
         assert "l2_mib" in cat.loc[g, "note"], g
 
 
 def test_dense_rates_are_ordered_and_exist_exactly_where_the_hardware_has_them(cat):
-    """fp16 >= tf32 >= fp32 (dense, no sparsity); TF32/BF16 units from NVIDIA Ampere on; AMD CDNA has BF16 but no TF32."""
+    """fp16 >= tf32 >= fp32 (dense, no sparsity); TF32/BF16 units from NVIDIA Ampere on; AMD CDNA has BF16, TF32 only on CDNA 3."""
     for g, r in cat.iterrows():
         rates = [r[c] for c in ("fp16_peak_tflops", "tf32_peak_tflops", "fp32_peak_tflops") if np.isfinite(r[c])]
         assert rates == sorted(rates, reverse=True), g
     old = cat["architecture"].str.startswith(PRE_AMPERE)
     amd = cat["vendor"] == "AMD"
     assert (cat["bf16_peak_tflops"].isna() == old).all()
-    assert (cat["tf32_peak_tflops"].isna() == (old | amd)).all()
+    no_tf32_cdna = cat["architecture"].str.match(r"CDNA(\s|2|4)")  # CDNA, CDNA 2 and CDNA 4; CDNA 3 has TF32
+    assert set(cat.index[amd & ~no_tf32_cdna]) == {"MI300X", "MI325X"}
+    assert (cat["tf32_peak_tflops"].isna() == (old | no_tf32_cdna)).all()
     assert (cat["fp32_matrix_tflops"].notna() == amd).all()
-    # Ampere, Ada and Hopper tensor cores: BF16 at the FP16 rate, TF32 at half of it
+    # Ampere, Ada, Hopper and Blackwell tensor cores: BF16 at the FP16 rate, TF32 at half of it
     new = cat[~old & ~amd]
     assert (new["bf16_peak_tflops"] == new["fp16_peak_tflops"]).all()
     np.testing.assert_allclose(new["fp16_peak_tflops"] / new["tf32_peak_tflops"], 2, rtol=0.02)  # L4 121/60, L40S 362.05/183: vendor rounding
@@ -153,6 +168,26 @@ def test_dense_rates_are_ordered_and_exist_exactly_where_the_hardware_has_them(c
     # AMD Instinct MI100 / MI210 datasheets; MI200 series datasheet (MI250 module, halved per die)
     ("MI100", "bf16_peak_tflops", 92.3), ("MI100", "memory_bandwidth_gb_per_s", 1228.8), ("MI210", "fp32_matrix_tflops", 45.3),
     ("MI210", "fp16_peak_tflops", 181), ("MI250", "fp32_peak_tflops", 22.65), ("MI250", "memory_bandwidth_gb_per_s", 1638.4),
+    # NVIDIA HGX B200 (per GPU, dense: the sparse figures halved); GB200 NVL72 per GPU; GB300 NVL72 per GPU
+    ("B200", "bf16_peak_tflops", 2250), ("B200", "fp8_peak_tflops", 4500), ("B200", "fp4_peak_tflops", 9000),
+    ("B200", "memory_gib", 180), ("B200", "nvlink_gb_per_s", 1800), ("B200", "tdp_w", 1000),
+    ("GB200", "bf16_peak_tflops", 2500), ("GB200", "fp8_peak_tflops", 5000), ("GB200", "fp4_peak_tflops", 10000),
+    ("GB200", "nvlink_gb_per_s", 1800), ("GB300", "fp4_peak_tflops", 15000), ("GB300", "bf16_peak_tflops", 2500),
+    # NVIDIA H800 (H100 SXM compute, 400 GB/s NVLink); H20 (secondary, unverified); L40 and RTX 6000 Ada datasheets
+    ("H800", "bf16_peak_tflops", 989.5), ("H800", "nvlink_gb_per_s", 400), ("H20", "bf16_peak_tflops", 148),
+    ("H20", "fp8_peak_tflops", 296), ("H20", "memory_gib", 96), ("H20", "memory_bandwidth_gb_per_s", 4000),
+    ("L40", "fp32_peak_tflops", 90.5), ("L40", "fp16_peak_tflops", 181.05), ("L40", "memory_bandwidth_gb_per_s", 864),
+    ("RTX-6000-Ada", "fp32_peak_tflops", 91.1), ("RTX-6000-Ada", "memory_bandwidth_gb_per_s", 960),
+    # GeForce (Ada whitepaper, RTX Blackwell whitepaper): FP16/BF16 with FP32 accumulate
+    ("RTX-4090", "fp32_peak_tflops", 82.6), ("RTX-4090", "bf16_peak_tflops", 165.2), ("RTX-4090", "memory_bandwidth_gb_per_s", 1008),
+    ("RTX-5090", "memory_gib", 32), ("RTX-5090", "memory_bandwidth_gb_per_s", 1792), ("RTX-5090", "sm_count", 170),
+    # AWS A10G (secondary, unverified): 24 GB at 600 GB/s, 80 SMs, 70 TFLOPS FP16 with FP32 accumulate
+    ("A10G", "memory_gib", 24), ("A10G", "memory_bandwidth_gb_per_s", 600), ("A10G", "sm_count", 80), ("A10G", "bf16_peak_tflops", 70),
+    # AMD Instinct MI300X / MI325X / MI355X datasheets (dense)
+    ("MI300X", "bf16_peak_tflops", 1307.4), ("MI300X", "fp8_peak_tflops", 2614.9), ("MI300X", "memory_gib", 192),
+    ("MI300X", "memory_bandwidth_gb_per_s", 5300), ("MI300X", "sm_count", 304), ("MI300X", "l2_mib", 32),
+    ("MI325X", "memory_gib", 256), ("MI325X", "memory_bandwidth_gb_per_s", 6000), ("MI325X", "bf16_peak_tflops", 1307.4),
+    ("MI355X", "memory_gib", 288), ("MI355X", "memory_bandwidth_gb_per_s", 8000), ("MI355X", "fp8_peak_tflops", 5033.2),
 ])
 def test_datasheet_known_answers(cat, gpu, column, value):
     assert cat.loc[gpu, column] == value
@@ -163,6 +198,68 @@ def test_fp8_is_hopper_and_ada_only():
     assert gpu_spec("H100").fp8_peak_tflops == 1979 and gpu_spec("H200").fp8_peak_tflops == 1979
     assert gpu_spec("L4").fp8_peak_tflops == 242.5 and gpu_spec("L40S").fp8_peak_tflops == 733
     assert "fp8" not in gpu_spec("A100").precisions and "fp8" not in gpu_spec("MI250").precisions
+
+
+#: The rows added for the GPUs sold for training today (Blackwell, Blackwell Ultra, Hopper export parts, Ada, GeForce, CDNA 3/4).
+NEW_GPUS = ("A10G", "L40", "RTX-4090", "RTX-6000-Ada", "H800", "H20", "RTX-5090", "B200", "GB200", "B300", "GB300", "MI300X",
+            "MI325X", "MI355X")
+TENSOR = ["fp4_peak_tflops", "fp8_peak_tflops", "bf16_peak_tflops", "tf32_peak_tflops"]  # fastest first
+
+
+def test_the_new_gpus_are_distinct_parts(cat):
+    assert set(NEW_GPUS) <= set(ds.CATALOG_GPU_IDS) and len(set(NEW_GPUS)) == len(NEW_GPUS)
+    assert cat.loc[list(NEW_GPUS), "device_name"].is_unique
+    # parts of one family that are easily taken for each other differ in what the catalog holds
+    for a, b, col in [("L40", "L40S", "bf16_peak_tflops"), ("A10", "A10G", "sm_count"), ("H100", "H800", "nvlink_gb_per_s"),
+                      ("H100", "H20", "bf16_peak_tflops"), ("B200", "GB200", "bf16_peak_tflops"), ("B200", "B300", "fp4_peak_tflops"),
+                      ("GB200", "GB300", "fp4_peak_tflops"), ("MI300X", "MI325X", "memory_gib")]:
+        assert cat.loc[a, col] != cat.loc[b, col], (a, b, col)
+
+
+def test_rates_are_dense_and_ordered_fp4_fp8_bf16_tf32(cat):
+    """Every tensor rate is dense (sparse figures halved, and the source says so); FP4 >= FP8 >= BF16 >= TF32 where present."""
+    for g, r in cat.iterrows():
+        present = [r[c] for c in TENSOR if np.isfinite(r[c])]
+        assert present == sorted(present, reverse=True), g
+        if g in NEW_GPUS:
+            assert re.search(r"dense|halved", r["tensor_tflops_source"]), g
+            if np.isfinite(r["fp8_peak_tflops"]):
+                assert re.search(r"dense|halved", r["fp8_tflops_source"]), g
+    # dense figures, not the datasheets' with-sparsity ones (H100 SXM5: 989.4 dense, 1979 sparse)
+    assert cat.loc["H100", "bf16_peak_tflops"] == 989.4 and cat.loc["B200", "bf16_peak_tflops"] == 2250
+    assert cat.loc["GB200", ["bf16_peak_tflops", "fp8_peak_tflops", "fp4_peak_tflops"]].tolist() == [2500, 5000, 10000]
+    np.testing.assert_allclose(cat.loc["MI355X", ["bf16_peak_tflops", "fp8_peak_tflops", "fp4_peak_tflops"]].tolist(),
+                               [2516.6, 5033.2, 10066.3])
+
+
+def test_fp4_is_blackwell_and_cdna4_only_and_spec_data(cat):
+    """FP4 (NVFP4/MXFP4) rates: Blackwell and CDNA 4 only; a GPUSpec field, not a precision perfmodel predicts for."""
+    fp4 = set(cat.index[cat["fp4_peak_tflops"].notna()])
+    assert fp4 == {"RTX-5090", "B200", "GB200", "B300", "GB300", "MI355X"}
+    assert gpu_spec("B200").fp4_peak_tflops == 9000 and math.isnan(gpu_spec("H100").fp4_peak_tflops)
+    assert math.isnan(gpu_spec("H200").fp4_peak_tflops) and math.isnan(gpu_spec("L40S").fp4_peak_tflops)
+    assert math.isnan(GPUSpec("x", 10, 500, 16, 40).fp4_peak_tflops) and GPUSpec("x", 10, 500, 16, 40, fp4_peak_tflops=50).fp4_peak_tflops == 50
+    assert "fp4" not in ds.PRECISIONS and "fp4" not in gpu_spec("B200").precisions
+    with pytest.raises(UnknownNameError, match=r"^Unknown precision 'fp4'"):
+        peak_tflops("B200", "fp4")
+    with pytest.raises(InvalidGPUSpecError, match=r"fp4_peak_tflops must be a positive finite number or NaN"):
+        GPUSpec("x", 10, 500, 16, 40, fp4_peak_tflops=-1)
+
+
+def test_amd_infinity_fabric_is_not_nvlink_and_l2_is_the_total(cat):
+    """As the MI100-MI250 rows: nvlink_gb_per_s 0 for AMD (Infinity Fabric in the source); CDNA 3/4 L2 = 4 MB per XCD x 8."""
+    amd = cat[cat["vendor"] == "AMD"]
+    assert (amd["nvlink_gb_per_s"] == 0).all() and amd["interconnect_source"].str.contains("Infinity Fabric").all()
+    assert (cat.loc[["MI300X", "MI325X", "MI355X"], "l2_mib"] == 32).all()
+    assert cat.loc[["MI300X", "MI325X", "MI355X"], "note"].str.contains("Infinity Cache").all()
+    assert cat.loc[["B200", "GB200", "B300", "GB300"], "nvlink_gb_per_s"].eq(1800).all()
+
+
+def test_geforce_rates_are_the_fp32_accumulate_ones(cat):
+    """PyTorch trains with FP32 accumulation: GeForce cards run it at half their FP16-accumulate tensor rate."""
+    for g in ("RTX-4090", "RTX-5090"):
+        assert "FP32 accumulate" in cat.loc[g, "note"]
+        assert cat.loc[g, "bf16_peak_tflops"] == pytest.approx(2 * cat.loc[g, "fp32_peak_tflops"], rel=0.01)
 
 
 def test_the_h100_nvl_is_its_own_part():
@@ -251,10 +348,10 @@ def test_every_neusight_device_name_in_the_mirror_resolves(mirror):
     ("A100 SXM4 PCIe", "The catalog's A100 parts are 'A100' or 'A100-SXM4-80GB' or 'A100-PCIe-40GB' or 'A100-PCIe-80GB'"),
     ("NVIDIA_H100_80GB_HBM3_TP", "The catalog's H100 parts are"),  # NeuSight's two-GPU tensor-parallel config, not a device
     ("H10", "Did you mean 'H100'"),  # no chip named: the closest ids
-    ("RTX 4090", None),
+    ("Gaudi 3", None),
 ])
 def test_unknown_gpu_names_are_refused_with_suggestions(name, close):
-    with pytest.raises(UnknownNameError, match=rf"^Unknown GPU '{name}'\. Expected one of: K80, P4, .*, MI250\. Device names .* a GPU "
+    with pytest.raises(UnknownNameError, match=rf"^Unknown GPU '{name}'\. Expected one of: K80, P4, .*, MI355X\. Device names .* a GPU "
                                                r"that is not in the catalog can be passed as a perfmodel\.datasets\.GPUSpec\.") as info:
         canonical_gpu(name)
     msg = str(info.value)
@@ -316,7 +413,7 @@ def test_invalid_specs_name_the_field(bad, message):
 
 
 def test_other_gpu_inputs_are_refused():
-    with pytest.raises(InvalidGPUSpecError, match=r"A GPU spec frame must have exactly one row; got 23\."):
+    with pytest.raises(InvalidGPUSpecError, match=r"A GPU spec frame must have exactly one row; got 37\."):
         gpu_spec(ds.load_gpu_catalog())
     with pytest.raises(TypeError, match=r"A GPU must be a name \(str\), a GPUSpec, a dict or a one-row DataFrame of GPU specs; got int 100\."):
         gpu_spec(100)
@@ -368,11 +465,14 @@ def test_peak_tflops_matches_the_catalog_or_refuses(cat):
 
 @pytest.mark.parametrize("gpu, precision, supported, needs", [
     ("V100", "bf16", "fp32, fp16", r"BF16 tensor/matrix cores \(NVIDIA Ampere and later, AMD MI100 onwards\)"),
-    ("Tesla_V100-PCIE-32GB", "tf32", "fp32, fp16", r"TF32 tensor cores \(NVIDIA Ampere and later: A100, A10, L4, L40S, H100, H200\)"),
+    ("Tesla_V100-PCIE-32GB", "tf32", "fp32, fp16", r"TF32 tensor cores \(NVIDIA Ampere and later: A100, A10, L4, L40S, H100, H200, B200; AMD CDNA 3: MI300X, MI325X; not "
+                                       r"CDNA 4's MI355X\)"),
     ("T4", "tf32", "fp32, fp16", "TF32 tensor cores"),
     ("P100", "bf16", "fp32, fp16", "BF16 tensor/matrix cores"),
     ("K80", "fp16", "fp32", "FP16 tensor/matrix cores or fast FP16 arithmetic"),
     ("MI210", "tf32", "fp32, fp16, bf16", "TF32 tensor cores"),
+    ("MI355X", "tf32", "fp32, fp16, bf16, fp8", "TF32 tensor cores"),
+    ("A10G", "fp8", "fp32, tf32, fp16, bf16", r"FP8 tensor/matrix cores \(NVIDIA Ada, Hopper and Blackwell"),
 ])
 def test_a_precision_the_gpu_cannot_run_is_a_clear_error(gpu, precision, supported, needs):
     g = canonical_gpu(gpu)

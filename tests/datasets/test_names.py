@@ -41,7 +41,7 @@ def test_gpus_and_regions():
     assert ds.canonical_region("us-east1-c") == "us-east1" and ds.canonical_region("euwest4") == "europe-west4"
     assert ds.canonical_region("euro") == "europe-west1" and ds.canonical_region("asia") == "asia-east1"
     assert ds.region_of_zone("europe-west1-b") == "europe-west1"
-    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A6000'. Expected one of: K80, P4, P100, P100-SXM2, V100, .*, H100, H100-PCIe, H100-NVL, H200, MI100, MI210, MI250\. Device names .* are accepted too; a GPU that is not in the catalog can be passed as a perfmodel.datasets.GPUSpec\. Did you mean 'A100'"):
+    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A6000'. Expected one of: K80, P4, P100, P100-SXM2, V100, .*, H100, H100-PCIe, H100-NVL, H800, H20, H200, RTX-5090, B200, GB200, B300, GB300, MI100, MI210, MI250, MI300X, MI325X, MI355X\. Device names .* are accepted too; a GPU that is not in the catalog can be passed as a perfmodel.datasets.GPUSpec\. Did you mean 'A100'"):
         ds.canonical_gpu("A6000")
     with pytest.raises(UnknownNameError, match=r"Unknown region 'mars-1'. Expected one of: us-east1, us-central1, us-west1, europe-west1, europe-west4, asia-east1"):
         ds.canonical_region("mars-1")
@@ -104,6 +104,18 @@ REAL_GPU_SPELLINGS = [
     # SkyPilot / Lambda accelerator names
     ("A100-80GB", "A100-SXM4-80GB"), ("H100-SXM", "H100"), ("H100-MEGA", "H100"), ("V100-32GB", "V100-SXM2-32GB"),
     ("A100-80G", "A100-SXM4-80GB"), ("A100", "A100"), ("H100", "H100"), ("L40S", "L40S"),
+    # GPUs sold for training today: nvidia-smi / rocm-smi names, cloud catalogs (AWS p6-b200, g5; GCP a4 / a4x; SkyPilot,
+    # RunPod), MLPerf system descriptions and vendor tables
+    ("NVIDIA B200", "B200"), ("B200", "B200"), ("HGX B200", "B200"), ("NVIDIA B200-SXM-180GB", "B200"), ("nvidia-b200", "B200"),
+    ("B200 180GB", "B200"), ("GB200", "GB200"), ("NVIDIA GB200", "GB200"), ("GB200 NVL72", "GB200"), ("nvidia-gb200", "GB200"),
+    ("B300", "B300"), ("NVIDIA B300 SXM6 AC", "B300"), ("HGX B300", "B300"), ("GB300", "GB300"), ("NVIDIA GB300", "GB300"),
+    ("GB300 NVL72", "GB300"), ("NVIDIA H20", "H20"), ("H20", "H20"), ("H20 96GB", "H20"), ("H800", "H800"),
+    ("NVIDIA H800", "H800"), ("H800 SXM5 80GB", "H800"), ("A10G", "A10G"), ("NVIDIA A10G", "A10G"), ("a10g", "A10G"),
+    ("L40", "L40"), ("NVIDIA L40", "L40"), ("L40 48GB", "L40"), ("RTX 4090", "RTX-4090"), ("NVIDIA GeForce RTX 4090", "RTX-4090"),
+    ("RTX4090", "RTX-4090"), ("GeForce RTX 4090 24GB", "RTX-4090"), ("RTX 5090", "RTX-5090"), ("NVIDIA GeForce RTX 5090", "RTX-5090"),
+    ("RTX5090", "RTX-5090"), ("RTX 6000 Ada", "RTX-6000-Ada"), ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada"),
+    ("RTX6000-Ada", "RTX-6000-Ada"), ("MI300X", "MI300X"), ("AMD Instinct MI300X", "MI300X"), ("AMD Instinct MI300X OAM", "MI300X"),
+    ("MI325X", "MI325X"), ("AMD Instinct MI325X", "MI325X"), ("MI355X", "MI355X"), ("AMD Instinct MI355X", "MI355X"),
 ]
 
 
@@ -125,13 +137,18 @@ def test_a_bare_a100_is_the_sxm4_40gb_as_documented():
 
 @pytest.mark.parametrize("name, message", [
     # GPUs the catalog does not have: refused with the part they are often taken for, never mapped to it
-    ("NVIDIA A10G", r"A10G is not in the catalog: pass a perfmodel\.datasets\.GPUSpec with its datasheet numbers\. It is not the "
-                    r"catalog's 'A10' \(a different part\); pass that id to accept its numbers anyway\."),
+    ("NVIDIA A800", r"A800 is not in the catalog: pass a perfmodel\.datasets\.GPUSpec with its datasheet numbers\. It is not the "
+                    r"catalog's 'A100' \(a different part\); pass that id to accept its numbers anyway\."),
     ("AMD Instinct MI250X", r"MI250X is not in the catalog: .* It is not the catalog's 'MI250' \(a different part\)"),
     ("Tesla V100S-PCIE-32GB", r"V100S is not in the catalog: .* It is not the catalog's 'V100-PCIe-32GB'"),
-    ("NVIDIA H800", r"H800 is not in the catalog: .* It is not the catalog's 'H100'"),
+    ("Quadro RTX 6000", r"RTX6000 is not in the catalog: .* It is not the catalog's 'RTX-6000-Ada'"),  # Turing, 24 GB
+    ("RTX 6000", r"RTX6000 is not in the catalog: .* It is not the catalog's 'RTX-6000-Ada'"),
+    ("NVIDIA B100", r"B100 is not in the catalog: .* It is not the catalog's 'B200'"),
+    ("AMD Instinct MI350X", r"MI350X is not in the catalog: .* It is not the catalog's 'MI355X'"),
     ("NVIDIA GH200 480GB", r"GH200 is not in the catalog: .* It is not the catalog's 'H100' or 'H200'"),
-    ("AMD Instinct MI300X", r"MI300X is not in the catalog: pass a perfmodel\.datasets\.GPUSpec with its datasheet numbers\.$"),
+    ("AMD Instinct MI300A", r"MI300A is not in the catalog: pass a perfmodel\.datasets\.GPUSpec with its datasheet numbers\.$"),
+    # parts of catalogued chips that the catalog does not list
+    ("NVIDIA H800 PCIe", r"The catalog's H800 parts are 'H800'"), ("H20 141GB", r"The catalog's H20 parts are 'H20'"),
     # ROCm's one name for two GPUs
     ("AMD Instinct MI250X / MI250", r"'AMD Instinct MI250X / MI250' names more than one GPU \(MI250X, MI250\); pass one of them\. "
                                     r"ROCm reports MI250 and MI250X dies alike .* 104 compute units per die on an MI250 \(pass 'MI250'\)"),
@@ -141,5 +158,41 @@ def test_a_bare_a100_is_the_sxm4_40gb_as_documented():
     ("8x H100 SXM5", r"The catalog's H100 parts are"),
 ])
 def test_gpus_not_in_the_catalog_are_refused_with_close_matches(name, message):
-    with pytest.raises(UnknownNameError, match=rf"^Unknown GPU '{re.escape(name)}'\. Expected one of: K80, .*, MI250\. .*{message}"):
+    with pytest.raises(UnknownNameError, match=rf"^Unknown GPU '{re.escape(name)}'\. Expected one of: K80, .*, MI355X\. .*{message}"):
         ds.canonical_gpu(name)
+
+
+#: Names that differ by one letter or digit and name different parts (a lookup must never cross them).
+NEAR_NAMES = [
+    ("L40", "L40"), ("L40S", "L40S"), ("NVIDIA L40", "L40"), ("NVIDIA L40S", "L40S"),
+    ("A10", "A10"), ("A10G", "A10G"), ("NVIDIA A10", "A10"), ("NVIDIA A10G", "A10G"),
+    ("H100", "H100"), ("H800", "H800"), ("H20", "H20"), ("H200", "H200"), ("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H20", "H20"),
+    ("B200", "B200"), ("GB200", "GB200"), ("B300", "B300"), ("GB300", "GB300"), ("HGX B200", "B200"), ("GB200 NVL72", "GB200"),
+    ("RTX 4090", "RTX-4090"), ("RTX 5090", "RTX-5090"), ("RTX 6000 Ada", "RTX-6000-Ada"),
+    ("MI300X", "MI300X"), ("MI325X", "MI325X"), ("MI355X", "MI355X"), ("MI250", "MI250"),
+]
+
+
+@pytest.mark.parametrize("name, gpu", NEAR_NAMES)
+def test_near_names_are_never_confused(name, gpu):
+    assert ds.canonical_gpu(name) == gpu
+
+
+def test_every_new_gpu_resolves_from_its_everyday_spellings():
+    want = {"B200": ["NVIDIA B200", "B200", "HGX B200"], "GB200": ["GB200", "NVIDIA GB200"], "B300": ["B300"],
+            "GB300": ["GB300"], "H20": ["NVIDIA H20"], "H800": ["H800", "NVIDIA H800"], "A10G": ["A10G", "NVIDIA A10G"],
+            "L40": ["L40", "NVIDIA L40"], "RTX-4090": ["RTX 4090", "NVIDIA GeForce RTX 4090"],
+            "RTX-5090": ["RTX 5090", "NVIDIA GeForce RTX 5090"], "RTX-6000-Ada": ["RTX 6000 Ada", "NVIDIA RTX 6000 Ada Generation"],
+            "MI300X": ["MI300X", "AMD Instinct MI300X"], "MI325X": ["MI325X"], "MI355X": ["MI355X"]}
+    for gpu, names in want.items():
+        assert gpu in ds.CATALOG_GPU_IDS
+        for n in [*names, gpu, gpu.lower(), *(x.replace(" ", "_") for x in names)]:  # NeuSight-style underscores too
+            assert ds.canonical_gpu(n) == gpu, n
+
+
+def test_no_catalogued_gpu_is_in_the_near_miss_table():
+    """A GPU the catalog now has is never refused as 'not in the catalog' (the table only names uncatalogued parts)."""
+    from perfmodel.datasets.names import _GPU_CHIPS, _NOT_IN_CATALOG
+
+    assert not set(_NOT_IN_CATALOG) & set(_GPU_CHIPS)
+    assert all(set(near) <= set(ds.CATALOG_GPU_IDS) for near in _NOT_IN_CATALOG.values())
