@@ -68,14 +68,27 @@ BF16 is treated as FP16: the A100's and H100's dense BF16 tensor-core rates equa
 TFLOPS; the A40's 149.7 both) and the kernels move the same 2-byte elements; Vidur measured FP16 only.
 
 Parameters. The model uses :class:`OpLatencyModel`'s defaults (300 boosting iterations, learning rate 0.1, 31 leaves,
-``random_state=0``, a model of its own for each training GPU); nothing was tuned, with or without the H100 in view.
-GPU features follow the step predictor (``_kernel_seconds_uncached``): matmul rows at the tensor-core peak of the precision
-(:func:`~perfmodel.datasets.matmul_peak_tflops`), every other row at the CUDA-core FP32 peak
-(``gpu_columns(precision="fp32")``), so that :func:`half_precision_kernel_seconds` sees the GPU as the step predictor does.
+``random_state=0``) pooled over its GPUs (``per_gpu=False``): no GPU has a model of its own, so a GPU enters only
+through its spec sheet (with a per-GPU model, the A100-PCIe-80GB's own trees, fitted on transformer shapes, answered
+for every norm and elementwise kernel of a CNN on that card: 121 ms of batch-norm where the A100-PCIe-40GB gets 13).
+Nothing was tuned, with or without the H100 in view. GPU features follow the step predictor
+(``_kernel_seconds_uncached``): matmul rows at the tensor-core peak of the precision
+(:func:`~perfmodel.datasets.matmul_peak_tflops`), so that :func:`half_precision_kernel_seconds` sees the GPU as the
+step predictor does.
 
-Classes never seen: Vidur's layer has no convolution and no softmax (attention is profiled apart, ``attention.csv``,
-not mirrored). :func:`half_precision_kernel_seconds` predicts those rows with the default FP32-learned model and the
-tensor-core peak, as the step predictor does today.
+Memory-bound kernels. Only the GEMMs are learned here (:data:`HALF_CLASSES`). A norm, softmax, elementwise, cast or
+optimizer kernel at any precision is described the same way — the bytes it moves at that precision's element size —
+and timed at the bandwidth efficiency learned on PyTorch's own kernels (the default operator model, fitted on
+NeuSight's FP32 microbenchmarks of five GPUs): it is the kernel and its bytes, not the dtype, that set a memory-bound
+kernel's efficiency. Vidur's norms and elementwise operators are sarathi-serve's custom serving kernels (module
+table), not PyTorch's; they run at 0.4-0.6 of the bandwidth where PyTorch's FP32 kernels of the same size run at
+0.75-0.95. The choice was made on the training GPUs only: each of the A40 and A100 predicted by trees fitted on the
+other misses those operators by 17-5,400 % (A40's norms from the A100's trees: 54×), the NeuSight-learned bandwidth
+efficiency by 5-84 % (:func:`vidur_scores`, protocols ``a100-only-to-a40`` and ``a40-only-to-a100``).
+
+Classes never measured in half precision: convolutions and softmax (Vidur's layer has neither; attention is profiled
+apart, ``attention.csv``, not mirrored). A convolution takes the efficiency learned for convolutions at FP32/TF32
+(NeuSight) at the tensor-core peak of the precision; softmax is memory-bound (above). ``basis`` says so.
 """
 from __future__ import annotations
 
@@ -88,7 +101,7 @@ import pandas as pd
 from perfmodel.datasets.gpus import GPUSpec
 
 __all__ = ["A40_SPEC", "VIDUR_SPECS", "TRAINING_SOURCE_GPUS", "HALF_PRECISIONS", "vidur_work", "half_precision_design",
-           "vidur_rows", "fit_half_bundle", "half_precision_op_model",
+           "HALF_CLASSES", "vidur_rows", "fit_half_bundle", "half_precision_op_model",
            "HALF_ARTIFACT", "HALF_SHA256", "half_artifact_path", "save_half_bundle", "load_half_bundle"]
 
 #: NVIDIA A40 (not in perfmodel's catalog), from the NVIDIA A40 datasheet (https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf):
@@ -108,6 +121,13 @@ TRAINING_SOURCE_GPUS = ("a40", "a100")
 
 #: Precisions :func:`half_precision_kernel_seconds` serves (BF16 is treated as FP16).
 HALF_PRECISIONS = ("fp16", "bf16")
+
+#: Operator classes the half-precision model learns from Vidur's rows: the GEMMs. Vidur's norms and elementwise
+#: operators are sarathi-serve's own kernels (``rms_norm``, in-place rotary, ``silu_and_mul``, the gather of the
+#: embedding), not the kernels PyTorch runs in a training step; they stay test rows (:func:`vidur_scores` scores
+#: them), and memory-bound kernels at every precision are predicted from the bandwidth efficiency learned on PyTorch's
+#: own kernels (NeuSight's microbenchmarks; module docstring, "Memory-bound kernels").
+HALF_CLASSES = ("matmul",)
 
 _ITEM = 2  # bytes per FP16 element
 
@@ -269,14 +289,14 @@ def vidur_rows(gpus=("a40", "a100", "h100"), *, h100_spec=None) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------------- fit and artifact
 
 #: Version of this module's fitting code (mapping, features, parameters): part of the artifact's key.
-HALF_MODEL_VERSION = "1"
+HALF_MODEL_VERSION = "2"
 
 #: The shipped A40+A100 half-precision model and the sha256 its bytes must have.
 HALF_ARTIFACT = "fitted/op_latency_half.npz"
-HALF_SHA256 = "2e60e035f7177856a050eaf0ef6f0ff58e32a69b960b28d1aa8ffc9b2694ed10"
+HALF_SHA256 = "99bd555ac85d1287d9db4968bf4c253fc0d4008bb01f98778609c025e5db78e5"
 
 _PROVENANCE = ("microsoft/vidur @ 7d47513 FP16 operator profiles (data/profiling/compute/{{a40,a100}}/*/*/mlp.csv), "
-               "{n} rows of A40, A100-PCIe-80GB; no H100 row (Vidur's H100 is test data)")
+               "{n} GEMM rows of A40, A100-PCIe-80GB, pooled (no per-GPU model); no H100 row (Vidur's H100 is test data)")
 
 _LOADED: dict = {}
 
@@ -296,9 +316,12 @@ def _half_key() -> str:
 
 
 def _fit(X: pd.DataFrame, **params):
+    """The half-precision estimator fitted on the :data:`HALF_CLASSES` rows of ``X`` (:func:`vidur_rows`), pooled over
+    GPUs (``per_gpu=False``: no GPU identity; a GPU is known to the model through its spec sheet only)."""
     from perfmodel.models.op_latency import OpLatencyModel
 
-    return OpLatencyModel(**params).fit(X, X["kernel_s"])
+    X = X[X["op_class"].isin(HALF_CLASSES).to_numpy()]
+    return OpLatencyModel(**{"per_gpu": False, **params}).fit(X, X["kernel_s"])
 
 
 def fit_half_bundle() -> dict:
@@ -315,13 +338,14 @@ def fit_half_bundle() -> dict:
     import sklearn
 
     X = vidur_rows(TRAINING_SOURCE_GPUS)
+    X = X[X["op_class"].isin(HALF_CLASSES).to_numpy()].reset_index(drop=True)
     model = _fit(X)
     model.provenance_ = _PROVENANCE.format(n=len(X))
     gpus = X["gpu"].to_numpy()
     logo = np.empty(len(X))
     for g in sorted(set(gpus)):
         held = gpus == g
-        logo[held] = _fit(X[~held], per_gpu=False).predict_in_stream(X[held])
+        logo[held] = _fit(X[~held]).predict_in_stream(X[held])
     t = X["kernel_s"].to_numpy(float)
     scores = pd.Series({g: abs(float(np.log(logo[gpus == g].sum() / t[gpus == g].sum()))) for g in sorted(set(gpus))},
                        name="abs_log_ratio")
@@ -363,7 +387,8 @@ def half_precision_op_model():
     -------
     OpLatencyModel
         Its ``predict_in_stream(X)`` gives in-stream kernel seconds of :func:`half_precision_design` rows; it knows the
-        classes ``matmul``, ``layernorm`` and ``elementwise`` (``classes_``).
+        class ``matmul`` only (``classes_``, :data:`HALF_CLASSES`), pooled over its two GPUs: no model of its own for
+        either (``per_gpu=False``).
     """
     if "shipped" not in _LOADED:
         _LOADED["shipped"] = load_half_bundle()["model"]

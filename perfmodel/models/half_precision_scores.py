@@ -99,10 +99,12 @@ def _errors(frame: pd.DataFrame, pred: np.ndarray, by: str = "operator") -> pd.D
 def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
     """Held-out errors on Vidur's operators, of this module's model and of the current approach on the same rows.
 
-    Every model is fitted here on the rows of the GPUs of its protocol (:data:`PROTOCOLS`; :class:`OpLatencyModel`
-    defaults, ``per_gpu=False``: a held-out GPU is predicted by the pooled model, from its spec sheet, so the
-    leave-H100-out predictions are the shipped model's). The baseline is the default FP32-learned model with the
-    tensor-core peak (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
+    Every half-precision GEMM model is fitted here on the GEMM rows of the GPUs of its protocol (:data:`PROTOCOLS`;
+    :class:`OpLatencyModel` defaults, pooled: a held-out GPU is predicted from its spec sheet, so the leave-H100-out
+    predictions are the shipped model's); the other operators are predicted as the step predictor predicts them
+    (:func:`half_precision_kernel_seconds`: the bandwidth efficiency learned on NeuSight's microbenchmarks). The
+    baseline is the default FP32-learned model for every operator, with the tensor-core peak
+    (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
 
     Parameters
     ----------
@@ -118,23 +120,33 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
         ``"all"`` — with ``n_rows``, ``measured_s``, ``predicted_s`` (sums, s), ``time_weighted_ape_pct``
         (100 · Σ|pred − meas| / Σ meas), ``median_ape_pct`` and ``time_weighted_ape_ge_5us_pct`` (the same over the
         rows whose measured kernel takes at least ``KERNEL_MIN_S``, the floor of every prediction). ``predictor`` is
-        ``"half_precision"`` (this module) or ``"baseline"``.
+        ``"half_precision"`` (the step predictor's choice), ``"baseline"`` (the FP32-learned model alone),
+        ``"roofline"`` (each kernel at the FP16 peak or the bandwidth, whichever binds) or ``"rule_of_thumb"`` (the
+        kernel's FLOPs at 40 % of the FP16 peak: the practitioner's rule, :mod:`perfmodel.models.baselines`).
     """
+    from perfmodel.datasets import matmul_peak_tflops
+    from perfmodel.models.baselines import RULE_OF_THUMB_MFU
+    from perfmodel.models.op_latency import _roofline_s
+
     X = vidur_rows(("a40", "a100", "h100"), h100_spec=h100_spec)
     src = X["source_gpu"].to_numpy()
     n_k = X["n_kernels"].to_numpy(float)
     out = []
     for name, held, train in protocols:
         test = src == held
-        model = _fit(X[np.isin(src, list(train))], per_gpu=False)
+        model = _fit(X[np.isin(src, list(train))])
         T = X[test].reset_index(drop=True)
-        pred = model.predict_in_stream(T) * n_k[test]
         spec = h100_spec if (held == "h100" and h100_spec is not None) else VIDUR_SPECS[held]
+        pred = half_precision_kernel_seconds(T, spec, "fp16", op_model=model) * n_k[test]
         base = baseline_kernel_seconds(T, spec) * n_k[test]
-        for who, p in (("half_precision", pred), ("baseline", base)):
+        roof = _roofline_s(T) * n_k[test]
+        rule = T["flops"].to_numpy(float) / (RULE_OF_THUMB_MFU * matmul_peak_tflops(spec, "fp16") * 1e12) * n_k[test]
+        trained = {"half_precision": "+".join(train), "baseline": "NeuSight FP32 (default model)",
+                   "roofline": "nothing (spec sheet)", "rule_of_thumb": "nothing (spec sheet)"}
+        for who, p in (("half_precision", pred), ("baseline", base), ("roofline", roof), ("rule_of_thumb", rule)):
             e = _errors(T, p)
             e.insert(0, "predictor", who)
-            e.insert(0, "trained_on", "+".join(train) if who == "half_precision" else "NeuSight FP32 (default model)")
+            e.insert(0, "trained_on", trained[who])
             e.insert(0, "held_out", str(T["gpu"].iloc[0]))
             e.insert(0, "protocol", name)
             out.append(e)

@@ -140,16 +140,22 @@ def half_model_applies(op_model, prec: str) -> bool:
 
 def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
     if half_model_applies(op_model, prec):
+        from perfmodel.models.bandwidth import MEMORY_BOUND_CLASSES, bandwidth_model
         from perfmodel.models.half_precision import half_precision_op_model
 
         half = half_precision_op_model()
-        known = work["op_class"].isin(half.classes_).to_numpy()
+        cls = work["op_class"].astype(str)
+        gemm = cls.isin(half.classes_).to_numpy()
+        mem = cls.isin(MEMORY_BOUND_CLASSES).to_numpy()
         t = np.empty(len(work))
-        if known.any():
-            t[known] = half.predict_in_stream(step_design(work[known], spec, prec, None if fp8 is None else fp8[known]))
-        if (~known).any():  # convolutions and softmax: never measured in half precision
-            rest = work[~known].reset_index(drop=True)
-            t[~known] = _default_kernel_seconds(rest, spec, prec, op_model, None if fp8 is None else fp8[~known])
+        if gemm.any():  # GEMMs: learned on measured FP16 GEMMs
+            t[gemm] = half.predict_in_stream(step_design(work[gemm], spec, prec, None if fp8 is None else fp8[gemm]))
+        if mem.any():  # norms, softmax, elementwise, casts, optimizer: their bytes at the learned bandwidth efficiency
+            t[mem] = bandwidth_model().predict_in_stream(step_design(work[mem], spec, prec))
+        rest = ~(gemm | mem)
+        if rest.any():  # convolutions: never measured in half precision; the FP32/TF32-learned efficiency at this peak
+            t[rest] = _default_kernel_seconds(work[rest].reset_index(drop=True), spec, prec, op_model,
+                                              None if fp8 is None else fp8[rest])
         return t
     return _default_kernel_seconds(work, spec, prec, op_model, fp8)
 
@@ -217,8 +223,19 @@ def _monotone_in_batch(X: pd.DataFrame, t: np.ndarray, op_model, prec: str) -> n
     return out
 
 
-def _extrapolation_notes(spec) -> list[str]:
+#: GPUs the half-precision GEMM model is fitted on (Vidur's A40 and A100-PCIe-80GB): their dense FP16 rates, TFLOPS.
+_HALF_GEMM_PEAKS = (149.7, 312.0)
+
+
+def _extrapolation_notes(spec, prec: str | None = None) -> list[str]:
     where = gpu_extrapolation(spec)
+    if prec in HALF_MODEL_PRECISIONS:
+        from perfmodel.datasets import matmul_peak_tflops
+
+        peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec)
+        if peak > max(_HALF_GEMM_PEAKS) or peak < min(_HALF_GEMM_PEAKS):
+            where = [*where, f"{prec} GEMM peak {peak:.4g} TFLOPS, {peak / max(_HALF_GEMM_PEAKS):.2g}x the fastest GPU the "
+                             f"half-precision GEMM model was fitted on (A100 {max(_HALF_GEMM_PEAKS):g})"]
     return [f"{spec.gpu}: " + ", ".join(where)] if where else []
 
 
@@ -254,8 +271,11 @@ def learned_on(prec: str) -> str:
 
     fp32 = f"learned on NeuSight microbenchmarks of {', '.join(TRAINING_GPUS)} (FP32)"
     if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
-        return (f"learned on Vidur's FP16 kernels of the A40 and A100 (GEMMs, norms, elementwise; fused attention no "
-                f"faster than FlashAttention-2's published rate) and, for convolutions and softmax, {fp32}")
+        return (f"GEMMs learned on Vidur's FP16 GEMMs of the A40 and A100 (pooled; fused attention no faster than "
+                f"FlashAttention-2's published rate); norms, softmax, elementwise, casts and the optimizer at their "
+                f"{prec} bytes and the bandwidth efficiency learned on PyTorch's kernels (NeuSight FP32 "
+                f"microbenchmarks of {', '.join(TRAINING_GPUS)}); convolutions, never measured in half precision, at the "
+                f"efficiency learned for FP32/TF32 convolutions (NeuSight) at the {prec} tensor-core peak")
     return fp32
 
 
@@ -268,9 +288,10 @@ def _warn_extrapolation(far, prec):
 
     far = list(far)
     if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
-        far.append(f"precision {prec}: GEMMs, norms and elementwise kernels from the model learned on Vidur's A40 and A100 "
-                   "FP16 kernels (scored on the held-out H100 by external.vidur_h100_ops), convolutions and softmax from the FP32-learned "
-                   "model at the tensor-core peak" + ("; FP8 linears extrapolated at the FP8 rate" if prec == "fp8" else ""))
+        far.append(f"precision {prec}: GEMMs from the model learned on Vidur's A40 and A100 FP16 GEMMs (scored on the "
+                   "held-out H100 by external.vidur_h100_ops), memory-bound kernels from the bandwidth efficiency learned "
+                   "on NeuSight's FP32 microbenchmarks, convolutions from the FP32-learned model at the tensor-core peak"
+                   + ("; FP8 linears extrapolated at the FP8 rate" if prec == "fp8" else ""))
     elif prec != "fp32":
         far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
                    "matmuls are scaled by the tensor-core peak")

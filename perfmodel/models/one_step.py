@@ -106,7 +106,7 @@ def single_gpu_step_time(model, gpus, *, input_shape, batch_size: int, input_dty
         t = kernel_seconds(work, s, prec)
         by_phase = pd.Series(t).groupby(work["phase"].to_numpy()).sum()
         total = float(t.sum())
-        far += _extrapolation_notes(s)
+        far += _extrapolation_notes(s, prec)
         rows.append(dict(model=name, gpu=s.gpu, batch_size=int(batch_size), precision=prec,
                          optimizer="inference" if inference else (optimizer or "none"),
                          step_time_s=total, lower_s=total * np.exp(-q), upper_s=total * np.exp(q),

@@ -301,16 +301,21 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
         kernel = np.maximum(y - self._overhead(keys, cls), KERNEL_MIN_S)
         target = np.log10(kernel / _roofline_s(X))
         feats = _features(X)
-        self.models_ = {c: self._boost().fit(feats[cls == c], target[cls == c]) for c in self.classes_}
-        self.gpu_models_ = {}
-        if self.per_gpu and "gpu" in X.columns:
-            for k in sorted(set(keys)):
-                if k.startswith("|"):
-                    continue
-                for c in self.classes_:
-                    m = (keys == k) & (cls == c)
-                    if m.sum() >= self.min_gpu_rows:
-                        self.gpu_models_[(k, c)] = self._boost().fit(feats[m], target[m])
+        from threadpoolctl import threadpool_limits
+
+        # One OpenMP thread: the fitted trees do not depend on the thread count, and on a busy machine OpenMP's
+        # spinning threads made fits 5-10x slower than one thread (a refit: 30 s with one thread, > 240 s without)
+        with threadpool_limits(1, user_api="openmp"):
+            self.models_ = {c: self._boost().fit(feats[cls == c], target[cls == c]) for c in self.classes_}
+            self.gpu_models_ = {}
+            if self.per_gpu and "gpu" in X.columns:
+                for k in sorted(set(keys)):
+                    if k.startswith("|"):
+                        continue
+                    for c in self.classes_:
+                        m = (keys == k) & (cls == c)
+                        if m.sum() >= self.min_gpu_rows:
+                            self.gpu_models_[(k, c)] = self._boost().fit(feats[m], target[m])
         self.training_devices_ = sorted(set(X["gpu"].astype(str))) if "gpu" in X.columns else []
         self.n_training_rows_ = {c: int((cls == c).sum()) for c in self.classes_}
         self.provenance_ = "user data"

@@ -37,7 +37,7 @@ from perfmodel.models.kernels import (FUSED_ATTENTION_EFFICIENCY, HALF_MODEL_PRE
                                       fused_attention_floor_s, gpu_extrapolation, half_model_applies)
 from perfmodel.models.op_latency import step_design
 from perfmodel.models.workload import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8_CAST_COMPILED_BYTES_PER_ELEMENT,
-                                       FUSED_ADAM_PASSES, OPTIMIZERS, PRECISION_DTYPES, attention_implementation,
+                                       FUSED_ADAM_PASSES, OPTIMIZERS, PRECISION_DTYPES, attention_implementation, attention_note,
                                        checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
                                        recompute_mask, selective_recompute_mask, work_from_ops)
 
@@ -59,6 +59,9 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                           overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
                           gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp,
                           pipeline_schedule=pipeline_schedule)
+    note = attention_note(model)
+    if note:
+        out["basis"] = out["basis"].astype(str) + "; " + note
     if inference:
         return out
     return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,

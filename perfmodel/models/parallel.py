@@ -481,7 +481,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
             f_rank = m * float(t[(stage == sb) & (phase == "forward")].sum())
             b_rank_s = m * float(t[(stage == sb) & (phase == "backward")].sum())
         work_s = step - exposed
-        far += kn._extrapolation_notes(spec)
+        far += kn._extrapolation_notes(spec, prec)
         label = _links_label(lk, used)
         if isinstance(label, Interconnect):
             link_name = label.name

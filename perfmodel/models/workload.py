@@ -225,12 +225,45 @@ def _built_config(key: str, model):
     if key in _BUILT:
         _BUILT.move_to_end(key)
     else:
-        _BUILT[key] = hf.build({k: v for k, v in model.items() if k not in _ATTN_KEYS},
-                               attn_implementation=attention_implementation(model))
+        _BUILT[key] = _build_with_attention(hf, model)
         _FIXED_FINGERPRINTS[_BUILT[key]] = module_fingerprint(_BUILT[key])
         while len(_BUILT) > _BUILT_MAX:
             _BUILT.popitem(last=False)
     return _BUILT[key]
+
+
+def _build_with_attention(hf, model: dict):
+    """``hf.build`` at the config's attention kernel. A config that names none gets transformers' default, SDPA; a
+    model transformers has no SDPA path for (SwitchTransformers, some encoder-decoders) falls back to eager attention,
+    as transformers itself does when no kernel was asked for, and the module carries the note
+    (:func:`attention_note`) that ``basis`` reports. A kernel the config asks for is never replaced."""
+    from perfmodel._errors import ModelConfigError
+
+    cfg = {k: v for k, v in model.items() if k not in _ATTN_KEYS}
+    asked = any(model.get(k) is not None for k in _ATTN_KEYS)
+    try:
+        return hf.build(cfg, attn_implementation=attention_implementation(model))
+    except ModelConfigError as exc:
+        text = str(exc)
+        if asked or "scaled_dot_product_attention" not in text:
+            raise
+    net = hf.build(cfg, attn_implementation="eager")
+    kind = type(getattr(net, "model", net)).__name__
+    net._perfmodel_attention_note = (f"attention: eager (the config names no attention kernel and transformers has no "
+                                     f"SDPA path for {kind}; transformers falls back to eager likewise)")
+    return net
+
+
+def attention_note(model) -> str:
+    """What ``basis`` says of the attention kernel of ``model``: ``""``, or the note that a Hugging Face config which
+    names no kernel was traced with eager attention because transformers has no SDPA path for the model."""
+    from pathlib import Path
+
+    if not (isinstance(model, (dict, Path)) or type(model).__name__.endswith("Config")
+            or (isinstance(model, str) and model.endswith(".json"))):
+        return ""
+    net = model_input(model, (1,), None)[0]
+    return str(getattr(net, "_perfmodel_attention_note", ""))
 
 
 #: config keys that name the attention kernel (``_attn_implementation`` is transformers' attribute).

@@ -288,3 +288,27 @@ def test_predict_model_input_refuses_json_null_and_lists_with_the_project_error(
             wl.model_input(bad, (16,), None)
     with pytest.raises(ModelConfigError, match=r"n_layer = -2"):
         wl.model_input({"model_type": "gpt2", "n_layer": -2}, (16,), None)
+
+
+def test_a_config_without_an_sdpa_path_falls_back_to_eager_and_says_so():
+    """transformers has no SDPA path for Switch Transformers: a config that names no attention kernel is traced with
+    eager attention (as transformers itself falls back), and ``basis`` says so; a config that asks for SDPA is refused."""
+    import warnings
+
+    import perfmodel as pm
+    from perfmodel._errors import ModelConfigError
+
+    cfg = transformers.SwitchTransformersConfig(num_layers=2, num_decoder_layers=2, d_model=64, d_ff=128, num_heads=4,
+                                                d_kv=16, num_experts=4, vocab_size=512)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pm.predict_step_time(cfg, "H100", input_shape=(32,), batch_size=2, precision="bf16")
+    assert r["step_time_s"].item() > 0
+    assert "attention: eager (the config names no attention kernel and transformers has no SDPA path" in r["basis"].item()
+    asked = dict(cfg.to_dict(), attn_implementation="sdpa")
+    with pytest.raises(ModelConfigError, match="scaled_dot_product_attention"):
+        pm.predict_step_time(asked, "H100", input_shape=(32,), batch_size=2)
+    gpt2 = dict(model_type="gpt2", n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert "attention: eager" not in pm.predict_step_time(gpt2, "H100", input_shape=(16,), batch_size=2)["basis"].item()

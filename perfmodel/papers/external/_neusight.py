@@ -42,7 +42,9 @@ def neusight_benchmark_data() -> pd.DataFrame:
         ``mode`` (``train``/``inf``), ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``,
         ``batch_size``, ``measured_ms``,
         ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``error_pct`` (signed, ``(predicted − measured) / measured``),
-        ``abs_error_pct``, ``covered`` (measured inside the interval), ``status`` (``predicted``, or why not), and the
+        ``abs_error_pct``, ``covered`` (measured inside the interval), ``status`` (``predicted``, or why not),
+        ``rule_of_thumb_ms`` and ``rule_of_thumb_abs_error_pct`` (the baseline on the same label:
+        :func:`perfmodel.models.baselines.rule_of_thumb_step_time` at FP32, MFU 0.4), and the
         published absolute errors ``<method>_error_pct`` of NeuSight, Li et al., roofline and Habitat (NaN where NeuSight
         publishes none).
     """
@@ -65,6 +67,7 @@ def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     import warnings
 
     from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_traced_config
+    from perfmodel.models.baselines import rule_of_thumb_step_time
     from perfmodel.models.op_step_time import predict_step_time
 
     from perfmodel.models._extrapolation import ExtrapolationWarning
@@ -84,16 +87,19 @@ def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
                 warnings.simplefilter("ignore", ExtrapolationWarning)  # every benchmark GPU but V100 is outside by design
                 pred = predict_step_time(cfg, list(grp["gpu"]), input_shape=(int(seq),), batch_size=int(batch), optimizer=None,
                                          inference=mode == "inf")
+                rule = rule_of_thumb_step_time(cfg, list(grp["gpu"]), input_shape=(int(seq),), batch_size=int(batch),
+                                               precision="fp32", optimizer=None, inference=mode == "inf")
             status = "predicted"
         for i, r in enumerate(grp.itertuples(index=False)):
             row = dict(mode=mode, device=r.device, gpu=r.gpu, model=model, seq_len=int(seq), batch_size=int(batch),
                        measured_ms=float(r.e2e_latency_ms), status=status)
             if pred is not None:
                 p = pred.iloc[i]
-                row.update(predicted_ms=p["step_time_s"] * 1e3, lower_ms=p["lower_s"] * 1e3, upper_ms=p["upper_s"] * 1e3)
+                row.update(predicted_ms=p["step_time_s"] * 1e3, lower_ms=p["lower_s"] * 1e3, upper_ms=p["upper_s"] * 1e3,
+                           rule_of_thumb_ms=float(rule["step_time_s"].iloc[i]) * 1e3)
             rows.append(row)
     out = pd.DataFrame(rows)
-    for c in ("predicted_ms", "lower_ms", "upper_ms"):
+    for c in ("predicted_ms", "lower_ms", "upper_ms", "rule_of_thumb_ms"):
         if c not in out:
             out[c] = np.nan
     done = out["predicted_ms"].notna()  # a label without a model config is reported, not predicted
@@ -101,6 +107,10 @@ def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     if done.any():
         out.loc[done, "error_pct"] = percent_error(out.loc[done, "measured_ms"], out.loc[done, "predicted_ms"])
     out["abs_error_pct"] = out["error_pct"].abs()
+    out["rule_of_thumb_abs_error_pct"] = np.nan
+    if done.any():
+        out.loc[done, "rule_of_thumb_abs_error_pct"] = np.abs(np.asarray(percent_error(
+            out.loc[done, "measured_ms"], out.loc[done, "rule_of_thumb_ms"]), float))
     out["covered"] = (out["lower_ms"] <= out["measured_ms"]) & (out["measured_ms"] <= out["upper_ms"])
     err = load_neusight_errors()
     err = err[(err["parallel"] == "none") & ~err["fused"]]

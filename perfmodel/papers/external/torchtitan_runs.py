@@ -93,6 +93,7 @@ def data() -> pd.DataFrame:
     import perfmodel as pm
     from perfmodel.datasets import load_torchtitan_runs
     from perfmodel.models import ExtrapolationWarning
+    from perfmodel.models.baselines import rule_of_thumb_step_time
     from perfmodel.models.op_step_time import OutOfMemoryWarning
 
     runs = load_torchtitan_runs()
@@ -109,7 +110,8 @@ def data() -> pd.DataFrame:
                    local_batch_size=int(r.local_batch_size), seq_len=seq, seq_len_stated=pd.notna(r.seq_len),
                    activation_checkpointing=str(ac), precision=prec, compile=comp,
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
-                   predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, skipped=why)
+                   predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, rule_of_thumb_tokens_per_s=np.nan,
+                   skipped=why)
         if not why:
             tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
             kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * dp, precision=prec,
@@ -125,10 +127,17 @@ def data() -> pd.DataFrame:
             # replica (its tp x pp x cp ranks)
             row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / (tp * pp * cp) / float(p["step_time_s"])
             row["predicted_memory_gib"] = float(p["memory_per_gpu_bytes"]) / 2**30
+            rule = rule_of_thumb_step_time(MODEL_CONFIGS[r.model], r.gpu, input_shape=(seq,),
+                                           batch_size=int(r.local_batch_size) * dp, precision=prec,
+                                           n_gpus=int(r.n_gpus)).iloc[0]
+            # the rule spreads the global batch over every GPU: tokens/s per GPU = global tokens / GPUs / step
+            row["rule_of_thumb_tokens_per_s"] = int(r.local_batch_size) * dp * seq / int(r.n_gpus) / float(rule["step_time_s"])
         rows.append(row)
     out = pd.DataFrame(rows)
     out["tokens_abs_error_pct"] = (100 * (out["predicted_tokens_per_s"] - out["measured_tokens_per_s"]).abs()
                                    / out["measured_tokens_per_s"])
+    out["rule_of_thumb_tokens_abs_error_pct"] = (100 * (out["rule_of_thumb_tokens_per_s"] - out["measured_tokens_per_s"]).abs()
+                                                 / out["measured_tokens_per_s"])
     out["memory_abs_error_pct"] = (100 * (out["predicted_memory_gib"] - out["measured_memory_gib"]).abs()
                                    / out["measured_memory_gib"])
     return out
@@ -143,6 +152,7 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
     vals = [("rows", float(len(d))), ("rows_predicted", float(len(t))), ("rows_skipped", float((d["skipped"] != "").sum())),
             ("tokens_mape_pct", float(t.mean())), ("tokens_worst_pct", float(t.max())),
             ("tokens_within_25_pct_share", float((t <= 25).mean())),
+            ("rule_of_thumb_tokens_mape_pct", float(d.loc[t.index, "rule_of_thumb_tokens_abs_error_pct"].mean())),
             ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
             ("memory_within_10_pct_share", float((m <= 10).mean()))]
     return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
@@ -155,6 +165,9 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
          "tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the predicted runs",
          "tokens_worst_pct": "largest absolute % error of tokens/s per GPU over the predicted runs",
          "tokens_within_25_pct_share": "share of the predicted runs within 25 % on tokens/s per GPU",
+         "rule_of_thumb_tokens_mape_pct": ("the baseline on the same runs: mean absolute % error of tokens/s per GPU by the "
+                                           "rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the dense BF16 peak "
+                                           "(perfmodel.models.baselines.rule_of_thumb_step_time)"),
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
          "memory_within_10_pct_share": "share of those runs within 10 % on peak memory"}
@@ -166,8 +179,9 @@ def numbers() -> pd.DataFrame:
     from perfmodel.papers import _item
 
     rows = [dict(quantity=r.quantity, unit=_UNITS.get(r.quantity, "pct"), value=float(r.value),
-                 protocol=f"{_WHAT[r.quantity]}; predicted by pm.predict_step_time from the GPU's spec sheet, nothing "
-                          "fitted on these runs (torchtitan_runs.data)")
+                 protocol=f"{_WHAT[r.quantity]}; " + ("the same runs and arguments" if r.quantity.startswith("rule_of_thumb")
+                                                       else "predicted by pm.predict_step_time from the GPU's spec sheet")
+                          + ", nothing fitted on these runs (torchtitan_runs.data)")
             for r in summary().itertuples(index=False)]
     return _item.item_results(__name__, rows)
 

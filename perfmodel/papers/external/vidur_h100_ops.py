@@ -2,7 +2,7 @@
 
 The H100 is predicted from its spec sheet by the model shipped in ``perfmodel/models/fitted/op_latency_half.npz``
 (:mod:`perfmodel.models.half_precision`); leave-A40-out and leave-A100-out are context. The goal set for this model is a
-time-weighted error of at most 15 % on Vidur's H100 operators; ``numbers()`` reports whether it is met.
+time-weighted error of at most 10 % on Vidur's H100 operators; ``numbers()`` reports whether it is met.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ ITEM = Item(
     test="tests/papers/test_vidur_h100_ops.py",
 )
 
-#: The goal set for this model: time-weighted error on Vidur's H100 operators, %.
-GOAL_PCT = 15.0
+#: The goal set for this model: time-weighted error on Vidur's H100 operators, % (15 % at first; 10 % since the
+#: half-precision work that describes every precision's kernels the same way).
+GOAL_PCT = 10.0
 
 __all__ = ["ITEM", "data", "numbers", "figure"]
 
@@ -48,7 +49,8 @@ def _scores() -> pd.DataFrame:
 
 def data() -> pd.DataFrame:
     """Errors per (protocol, predictor, operator) (:func:`perfmodel.models.half_precision.vidur_scores`): ``protocol``,
-    ``held_out``, ``trained_on``, ``predictor`` (``half_precision`` / ``baseline``), ``operator`` (``all`` for every
+    ``held_out``, ``trained_on``, ``predictor`` (``half_precision`` / ``baseline`` / ``roofline`` / ``rule_of_thumb``),
+    ``operator`` (``all`` for every
     row), ``n_rows``, ``measured_s``, ``predicted_s``, ``time_weighted_ape_pct``, ``median_ape_pct``,
     ``time_weighted_ape_ge_5us_pct``. Computed once per process (five fits, a few minutes)."""
     return _scores().copy()
@@ -63,7 +65,12 @@ def numbers() -> pd.DataFrame:
     rows = []
     for r in d.itertuples(index=False):
         stem = f"{r.protocol.replace('-', '_')}_{r.predictor}_{r.operator}"
-        how = (f"{'the half-precision OpLatencyModel fitted on Vidur ' + r.trained_on if r.predictor == 'half_precision' else 'the default FP32-learned operator model at the FP16 tensor-core peak'}"
+        who = {"half_precision": f"the step predictor's half-precision kernels (GEMMs by the OpLatencyModel fitted on Vidur "
+                                 f"{r.trained_on}, memory-bound kernels at the bandwidth efficiency learned on NeuSight)",
+               "baseline": "the default FP32-learned operator model at the FP16 tensor-core peak",
+               "roofline": "the roofline (each kernel at the FP16 peak or the memory bandwidth, whichever binds)",
+               "rule_of_thumb": "the rule of thumb (each kernel's FLOPs at 40 % of the dense FP16 peak)"}[r.predictor]
+        how = (f"{who}"
                f", predicting Vidur's {r.n_rows} {r.operator if r.operator != 'all' else 'operator'} rows of {r.held_out} "
                f"({r.protocol}) from its spec sheet")
         rows.append(dict(quantity=f"{stem}_time_weighted_ape_pct", unit="pct", value=float(r.time_weighted_ape_pct),
@@ -79,11 +86,12 @@ def numbers() -> pd.DataFrame:
 
 def figure(data: pd.DataFrame | None = None, ax=None):
     """Time-weighted error per Vidur operator on the H100 (leave-H100-out): the half-precision model next to the
-    current approach, with the 15 % goal (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into)."""
+    FP32-learned model alone, with the goal (``data`` defaults to :func:`data`; ``ax``: the Axes to draw into)."""
     from perfmodel.plotting import figure_size, legend_outside, plot_bars, subplots
 
     d = globals()["data"]() if data is None else data
     h = d[d["protocol"] == "leave-h100-out"].copy()
+    h = h[h["predictor"].isin(["half_precision", "baseline"])]
     h["predictor"] = h["predictor"].map({"half_precision": "learned on A40+A100 FP16", "baseline": "FP32-learned at tensor-core peak"})
     fig, ax, own = subplots(ax, figsize=figure_size("text", 2.6))
     order = [*sorted(set(h["operator"]) - {"all"}), "all"]
