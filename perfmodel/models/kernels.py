@@ -2,10 +2,12 @@
 GPU's spec sheet by the operator models, and the step interval they are calibrated with.
 
 FP32/TF32 kernels and convolutions: the operator model learned on NeuSight's microbenchmarks
-(:func:`perfmodel.models.op_latency.default_op_model`); GEMMs, norms and elementwise kernels in half precision: the
-model learned on Vidur's FP16 profiles (:func:`perfmodel.models.half_precision.half_precision_op_model`); fused
-attention at no less than its published efficiency (:func:`fused_attention_floor_s`). The interval is split
-conformal over GPUs (:func:`conformal_interval`).
+(:func:`perfmodel.models.op_latency.default_op_model`). In half precision (BF16/FP16/FP8) a kernel is described as at
+any precision — its FLOPs and its bytes at the element size — and only the peak and the learned efficiency differ:
+GEMMs by the model learned on Vidur's FP16 GEMMs (:func:`perfmodel.models.half_precision.half_precision_op_model`,
+pooled, no GPU identity), memory-bound kernels by the bandwidth model (:func:`perfmodel.models.bandwidth.bandwidth_model`),
+convolutions by the FP32/TF32-learned model at the half-precision peak. Fused attention at no less than its published
+efficiency (:func:`fused_attention_floor_s`). The interval is split conformal over GPUs (:func:`conformal_interval`).
 """
 from __future__ import annotations
 

@@ -52,10 +52,15 @@ def test_a_gpu_outside_the_catalog_as_a_spec():
 def test_extrapolation_and_precision_warn():
     with pytest.warns(ExtrapolationWarning, match=r"H100: peak FP32 66.9 TFLOPS outside the training GPUs"):
         pm.predict_step_time(TINY_GPT2, "H100", input_shape=(32,), batch_size=2)
-    with pytest.warns(ExtrapolationWarning, match="precision bf16: GEMMs, norms and elementwise kernels from the model "
-                                                  "learned on Vidur's A40 and A100 FP16 kernels"):
+    with pytest.warns(ExtrapolationWarning, match="precision bf16: GEMMs from the model learned on Vidur's A40 and A100 "
+                                                  "FP16 GEMMs .*, memory-bound kernels from the bandwidth efficiency"):
         b = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="bf16")
-    assert b["precision"].iloc[0] == "bf16" and "Vidur's FP16 kernels" in b["basis"].iloc[0]
+    assert b["precision"].iloc[0] == "bf16" and "Vidur's FP16 GEMMs" in b["basis"].iloc[0]
+    assert "at their bf16 bytes and the bandwidth efficiency learned on PyTorch's kernels" in b["basis"].iloc[0]
+    # a GPU beyond the GEMM model's fastest training GPU says how far
+    with pytest.warns(ExtrapolationWarning, match=r"B200: .*bf16 GEMM peak 2250 TFLOPS, 7.2x the fastest GPU the "
+                                                  r"half-precision GEMM model was fitted on \(A100 312\)"):
+        pm.predict_step_time(TINY_GPT2, "B200", input_shape=(32,), batch_size=2, precision="bf16")
     # a user's refit predicts every precision: the FP32-learned wording comes back
     from perfmodel.models.op_latency import default_op_model, using_op_model
 
