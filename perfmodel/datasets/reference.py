@@ -154,8 +154,9 @@ def load_gpu_prices() -> pd.DataFrame:
     """Hourly prices of today's GPU VMs, one row per (provider, region, instance type), each read in a cited, dated source.
 
     Only numbers read in a source are kept (none is guessed, none derived from another GPU): AWS on-demand prices of
-    p4d/p4de (A100 40/80 GB), p5 (H100) and g6 (L4) in us-east-1 and us-west-2 from a dated third-party catalog of AWS
-    list prices (no dated AWS spot price was found, so AWS rows have none), and Google Cloud on-demand and Spot prices of
+    p4d/p4de (A100 40/80 GB), p5 (H100), g6 (L4), p5en (H200), p6-b200 (B200), p6-b300 (B300), g5 (A10G) and g6e (L40S)
+    in us-east-1 and us-west-2 from a dated third-party catalog of AWS list prices (no dated AWS spot price was found,
+    so AWS rows have none), and Google Cloud on-demand and Spot prices of
     a2-highgpu/a2-ultragpu (A100 40/80 GB), a3-highgpu-8g (H100) and g2-standard (L4) in us-central1 and europe-west4
     from a dated catalog built from Google's Cloud Billing Catalog API. Prices change (Spot daily): pass your own
     table to :func:`perfmodel.planning.cloud.plan_cloud` (``prices=``) or ``perfmodel plan-cloud --prices FILE`` for

@@ -35,7 +35,7 @@ def test_columns_and_every_row_cited_and_dated(prices):
     assert prices["price_date"].str.match(r"20\d\d-\d\d-\d\d\b").all()
     # the note names the instance's GPUs: "<count> x <model>" with the same count as gpus_per_instance
     for r in prices.itertuples(index=False):
-        m = re.search(r"\b(\d+) x (A100|H100|L4)\b", r.note)
+        m = re.search(r"\b(\d+) x (A100|H100|H200|B200|B300|A10G|L40S|L4)\b", r.note)
         assert m is not None and int(m.group(1)) == r.gpus_per_instance and r.gpu.startswith(m.group(2)), r.note
 
 

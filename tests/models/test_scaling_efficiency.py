@@ -1,9 +1,8 @@
 """Property: parallel training never scales better than perfectly. With the global batch B fixed, the scaling
 efficiency T1(B) / (n · Tn(B)) is at most 1, for every strategy, GPU count, batch and link, unless the single-GPU model
-itself is superlinear: when its forward + backward time F is faster per sample at B/n than at B (L2-resident
-operators: on the L4, whose 48 MB L2 holds a small per-GPU batch's activations, the learned elementwise efficiency
-drops once tensors spill to DRAM), the efficiency may reach T1(B) / (n · F(B/n) + O) and no more (O the optimizer
-step, which sharding may split but never shortens in total)."""
+itself is superlinear: when its forward + backward time F is faster per sample at B/n than at B (the FP32-learned
+trees can give a small operator a better efficiency than a large one), the efficiency may reach
+T1(B) / (n · F(B/n) + O) and no more (O the optimizer step, which sharding may split but never shortens in total)."""
 import pytest
 
 pytest.importorskip("transformers")
@@ -40,9 +39,11 @@ def test_a_mix_is_no_faster_than_its_gpus_would_be_if_all_were_the_fastest():
         assert fast / (4 * mixed) <= 1 + 1e-9
 
 
-def test_where_the_bound_exceeds_one_it_is_the_single_gpu_model():
-    """The exception above is real and comes from the single-GPU model, not from the parallel layer: on the L4 at a
-    large batch, n GPUs each running B/n are predicted faster than one GPU running B."""
+def test_in_half_precision_the_single_gpu_model_is_not_superlinear():
+    """The exception above came from the single-GPU model: on the L4 at a large batch, the trees' elementwise
+    efficiency made n GPUs each running B/n faster than one GPU running B. In half precision the memory-bound kernels
+    are now their bytes at one learned bandwidth efficiency (perfmodel.models.bandwidth), so a step of B/n samples
+    takes at least 1/n of a step of B: the bound is 1."""
     one = pm.predict_step_time(CFG, "L4", batch_size=512, **KW).iloc[0]
     share = float(pm.predict_step_time(CFG, "L4", batch_size=64, **KW)["step_time_s"].iloc[0]) - float(one["optimizer_s"])
-    assert float(one["step_time_s"]) / (8 * share + float(one["optimizer_s"])) > 1
+    assert float(one["step_time_s"]) / (8 * share + float(one["optimizer_s"])) <= 1
