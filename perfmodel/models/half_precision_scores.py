@@ -9,7 +9,7 @@ import pandas as pd
 from perfmodel.models.half_precision import (HALF_PRECISIONS, VIDUR_SPECS, _fit, half_precision_design,
                                              half_precision_op_model, vidur_rows)
 
-__all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOLS", "vidur_scores"]
+__all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOLS", "vidur_scores", "calibration_scores"]
 
 
 def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
@@ -151,3 +151,48 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
             e.insert(0, "protocol", name)
             out.append(e)
     return pd.concat(out, ignore_index=True)
+
+
+def calibration_scores() -> pd.DataFrame:
+    """How much a user's own half-precision measurements of one GPU improve its GEMMs: Vidur's H100 as that user.
+
+    For each model family Vidur profiles on the H100, the GEMM rows of that family play the user's measurements
+    (``perfmodel measure ops --precision bf16`` on their GPU, then ``perfmodel fit --with``): the GEMM model is fitted
+    on the A40 and A100 rows plus those H100 rows, with a model of its own for the measured GPU (what a user's refit
+    does: ``per_gpu=True``), and scored on the H100 GEMM rows of every *other* family, next to the shipped model
+    (A40 and A100 only) on the same rows. No row is both measured and scored.
+
+    Returns
+    -------
+    DataFrame
+        One row per measured family and one ``"mean"`` row: ``measured_family``, ``n_measured`` and ``n_scored`` (rows),
+        ``measured_s`` (Σ of the scored kernels, s), ``shipped_time_weighted_ape_pct`` and
+        ``calibrated_time_weighted_ape_pct`` (100 · Σ|pred − meas| / Σ meas over the scored rows).
+    """
+    from perfmodel.models.half_precision import HALF_CLASSES
+
+    X = vidur_rows(("a40", "a100", "h100"))
+    X = X[X["op_class"].isin(HALF_CLASSES).to_numpy()].reset_index(drop=True)
+    src = X["source_gpu"].to_numpy()
+    h = src == "h100"
+    shipped = _fit(X[~h])
+    rows = []
+    for fam in sorted(set(X.loc[h, "model"])):
+        mine = h & (X["model"] == fam).to_numpy()
+        test = h & ~mine
+        T = X[test].reset_index(drop=True)
+        calibrated = _fit(X[~h | mine], per_gpu=True)
+        meas = T["kernel_s"].to_numpy(float)
+
+        def twape(pred, meas=meas):
+            return float(100 * np.abs(pred - meas).sum() / meas.sum())
+
+        rows.append(dict(measured_family=fam, n_measured=int(mine.sum()), n_scored=int(test.sum()), measured_s=float(meas.sum()),
+                         shipped_time_weighted_ape_pct=twape(shipped.predict_in_stream(T)),
+                         calibrated_time_weighted_ape_pct=twape(calibrated.predict_in_stream(T))))
+    out = pd.DataFrame(rows)
+    mean = dict(measured_family="mean", n_measured=int(out["n_measured"].mean()), n_scored=int(out["n_scored"].mean()),
+                measured_s=float(out["measured_s"].mean()),
+                shipped_time_weighted_ape_pct=float(out["shipped_time_weighted_ape_pct"].mean()),
+                calibrated_time_weighted_ape_pct=float(out["calibrated_time_weighted_ape_pct"].mean()))
+    return pd.concat([out, pd.DataFrame([mean])], ignore_index=True)

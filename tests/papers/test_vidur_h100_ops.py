@@ -59,7 +59,20 @@ def test_numbers_are_the_rows_of_data_and_say_whether_the_goal_is_met(data):
     h = data[(data["protocol"] == "leave-h100-out") & (data["predictor"] == "half_precision") & (data["operator"] == "all")].iloc[0]
     assert n["leave_h100_out_half_precision_all_time_weighted_ape_pct"] == pytest.approx(h["time_weighted_ape_pct"], rel=1e-12)
     assert n["h100_goal_met"] == float(h["time_weighted_ape_pct"] <= item.GOAL_PCT)
-    assert len(n) == 2 * len(data) + 1
+    assert len(n) == 2 * len(data) + 3
+    c = item.calibration().set_index("measured_family")
+    assert n["h100_calibrated_gemm_time_weighted_ape_pct"] == pytest.approx(c.loc["mean", "calibrated_time_weighted_ape_pct"])
+
+
+def test_a_users_own_measurements_of_the_h100_improve_its_gemms():
+    """Calibrate beats guess: one model family's H100 GEMMs measured (as ``perfmodel measure ops --precision bf16`` and
+    ``perfmodel fit --with`` would add them) lower the error on the other families' H100 GEMMs on average; no scored
+    row is ever a measured one."""
+    c = item.calibration().set_index("measured_family")
+    fams = c.drop(index="mean")
+    assert len(fams) == 6 and (fams["n_measured"] + fams["n_scored"]).nunique() == 1  # every H100 GEMM row, split in two
+    assert c.loc["mean", "calibrated_time_weighted_ape_pct"] < c.loc["mean", "shipped_time_weighted_ape_pct"]
+    assert (fams["calibrated_time_weighted_ape_pct"] < fams["shipped_time_weighted_ape_pct"]).sum() >= 4
 
 
 def test_figure_draws_one_bar_per_operator_and_predictor(data):
