@@ -67,7 +67,8 @@ def neusight_distributed_data() -> pd.DataFrame:
         ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``, ``batch_size`` (global),
         ``parallel`` (NeuSight's option), ``strategy``, ``n_gpus``, ``micro_batches``, ``measured_ms``,
         ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``compute_ms``, ``comm_ms`` (exposed communication),
-        ``bubble_ms``, ``error_pct`` (signed, ``(predicted − measured) / measured``), ``abs_error_pct``,
+        ``bubble_ms``, ``rule_of_thumb_ms`` (the baseline: :func:`perfmodel.models.baselines.rule_of_thumb_step_time`, FP32,
+        MFU 0.4, over ``n_gpus``), ``error_pct`` (signed, ``(predicted − measured) / measured``), ``abs_error_pct``,
         ``neusight_predicted_ms`` and ``neusight_error_pct`` (NeuSight's published prediction and absolute error).
     """
     import warnings
@@ -79,6 +80,7 @@ def neusight_distributed_data() -> pd.DataFrame:
         neusight_traced_config,
     )
     from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel.models.baselines import rule_of_thumb_step_time
     from perfmodel.models.op_step_time import predict_step_time
 
     lab = load_neusight_labels()
@@ -95,10 +97,13 @@ def neusight_distributed_data() -> pd.DataFrame:
             warnings.simplefilter("ignore", ExtrapolationWarning)  # H100 lies beyond the training GPUs by design
             p = predict_step_time(neusight_traced_config(r.model, "train"), r.gpu, input_shape=(int(r.seq_len),), batch_size=int(r.batch_size),
                                   optimizer="adam-fused", n_gpus=n, strategy=strategy, micro_batches=m, overlap_grad_reduce=False).iloc[0]
+        rule = rule_of_thumb_step_time(neusight_traced_config(r.model, "train"), r.gpu, input_shape=(int(r.seq_len),),
+                                       batch_size=int(r.batch_size), precision="fp32", n_gpus=n).iloc[0]
         rows.append(dict(device=r.device, gpu=r.gpu, model=r.model, seq_len=int(r.seq_len), batch_size=int(r.batch_size),
                          parallel=r.parallel, strategy=strategy, n_gpus=n, micro_batches=m, measured_ms=float(r.e2e_latency_ms),
                          predicted_ms=p["step_time_s"] * 1e3, lower_ms=p["lower_s"] * 1e3, upper_ms=p["upper_s"] * 1e3,
-                         compute_ms=p["compute_s"] * 1e3, comm_ms=p["comm_s"] * 1e3, bubble_ms=p["bubble_s"] * 1e3))
+                         compute_ms=p["compute_s"] * 1e3, comm_ms=p["comm_s"] * 1e3, bubble_ms=p["bubble_s"] * 1e3,
+                         rule_of_thumb_ms=float(rule["step_time_s"]) * 1e3))
     out = pd.DataFrame(rows)
     out["error_pct"] = percent_error(out["measured_ms"], out["predicted_ms"])
     out["abs_error_pct"] = out["error_pct"].abs()
@@ -170,6 +175,11 @@ def numbers() -> pd.DataFrame:
                                   f"multi-GPU measurement) on {on}; MAPE from perfmodel.diagnostics.metrics"))
         rows.append(dict(quantity=f"{str(v).lower()}_neusight_published_mape_pct", unit="pct", value=float(grp["neusight_error_pct"].mean()),
                          protocol=f"mean of the absolute errors NeuSight publishes for its own predictor on {on} (sitar-lab/NeuSight)"))
+        rows.append(dict(quantity=f"{str(v).lower()}_rule_of_thumb_mape_pct", unit="pct",
+                         value=mape(grp["measured_ms"], grp["rule_of_thumb_ms"]),
+                         protocol=f"the baseline on {on}: the rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the "
+                                  "dense FP32 peak, the step spread perfectly over the 4 GPUs "
+                                  "(perfmodel.models.baselines.rule_of_thumb_step_time)"))
     return _item.item_results(__name__, rows)
 
 

@@ -42,7 +42,8 @@ def data() -> pd.DataFrame:
     """One row per held-out prediction: ``direction`` (``a100_to_h100``: fitted on the A100 systems, predicting the
     H100 ones; ``h100_to_a100``), ``system``, ``gpu``, ``link``, ``collective``, ``n_gpus``, ``devices_per_node``,
     ``message_bytes``, ``band`` (``lt_1mib``, ``ge_1mib``), ``efficiency`` and ``latency_s`` (fitted on the other
-    generation), ``link_gb_per_s`` (spec sheet), ``measured_s``, ``predicted_s``, ``abs_error_pct``. A link kind
+    generation), ``link_gb_per_s`` (spec sheet), ``measured_s``, ``predicted_s``, ``roofline_s`` (the baseline: the
+    wire bytes at the link's peak bandwidth, no latency), ``abs_error_pct``. A link kind
     without rows in the fitting generation is not predicted (InfiniBand all-reduce: only the A100 cluster has it)."""
     from perfmodel.models.collectives import collective_frame, fit_links, predict_collective_time
 
@@ -53,6 +54,8 @@ def data() -> pd.DataFrame:
         params = fit_links(f[gen == fit_on])
         te = f[(gen == predict) & f["link"].isin(list(params))].copy()
         te["predicted_s"] = predict_collective_time(te, params)
+        # the baseline: the spec sheet alone (the wire bytes at the link's peak bandwidth, no latency)
+        te["roofline_s"] = predict_collective_time(te, {k: {"efficiency": 1.0, "latency_s": 0.0} for k in params})
         te["efficiency"] = te["link"].map({k: p["efficiency"] for k, p in params.items()})
         te["latency_s"] = te["link"].map({k: p["latency_s"] for k, p in params.items()})
         te["direction"] = name
@@ -62,13 +65,14 @@ def data() -> pd.DataFrame:
     d["band"] = np.where(d["message_bytes"] >= LARGE_BYTES, "ge_1mib", "lt_1mib")
     d["abs_error_pct"] = 100 * (d["predicted_s"] - d["measured_s"]).abs() / d["measured_s"]
     cols = ["direction", "system", "gpu", "link", "collective", "n_gpus", "devices_per_node", "message_bytes", "band",
-            "efficiency", "latency_s", "link_gb_per_s", "measured_s", "predicted_s", "abs_error_pct"]
+            "efficiency", "latency_s", "link_gb_per_s", "measured_s", "predicted_s", "roofline_s", "abs_error_pct"]
     return d[cols]
 
 
 def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
     """Median and time-weighted absolute % error (``Σ|p − t| / Σt``) per ``direction``, ``link``, ``collective`` and
-    ``band`` (``all``, ``lt_1mib``, ``ge_1mib``), with ``n_rows``."""
+    ``band`` (``all``, ``lt_1mib``, ``ge_1mib``), with ``n_rows``, and the time-weighted error of the spec-sheet
+    baseline on the same rows (``roofline_time_weighted_ape_pct``)."""
     d = data() if d is None else d
     rows = []
     for (direction, link, coll), g in d.groupby(["direction", "link", "collective"], sort=True, observed=True):
@@ -77,7 +81,9 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
                 continue
             rows.append(dict(direction=direction, link=link, collective=str(coll), band=band, n_rows=len(b),
                              median_ape_pct=float(b["abs_error_pct"].median()),
-                             time_weighted_ape_pct=float(100 * (b["predicted_s"] - b["measured_s"]).abs().sum() / b["measured_s"].sum())))
+                             time_weighted_ape_pct=float(100 * (b["predicted_s"] - b["measured_s"]).abs().sum() / b["measured_s"].sum()),
+                             roofline_time_weighted_ape_pct=float(100 * (b["roofline_s"] - b["measured_s"]).abs().sum()
+                                                                  / b["measured_s"].sum())))
     return pd.DataFrame(rows)
 
 
@@ -95,6 +101,10 @@ def numbers() -> pd.DataFrame:
                              protocol=f"{stat.replace('_', '-')} absolute % error on {what}, predicted from the spec-sheet bandwidth "
                                       f"with e and α fitted on the {r.direction.split('_')[0].upper()} systems only "
                                       "(perfmodel.models.collectives)"))
+        rows.append(dict(quantity=f"{r.direction}_{r.link}_{r.collective}_{r.band}_roofline_time_weighted_ape_pct", unit="pct",
+                         value=r.roofline_time_weighted_ape_pct,
+                         protocol=f"the baseline on the same {what}: time-weighted absolute % error of the wire bytes at the "
+                                  "link's spec-sheet bandwidth, no latency (efficiency 1)"))
     for name, fit_on, _ in DIRECTIONS:
         for link, g in d[d["direction"] == name].groupby("link", sort=True):
             rows.append(dict(quantity=f"fit_{fit_on}_{link}_efficiency", unit="ratio", value=float(g["efficiency"].iloc[0]),
