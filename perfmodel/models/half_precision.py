@@ -78,13 +78,14 @@ step predictor does.
 
 Memory-bound kernels. Only the GEMMs are learned here (:data:`HALF_CLASSES`). A norm, softmax, elementwise, cast or
 optimizer kernel at any precision is described the same way — the bytes it moves at that precision's element size —
-and timed at the bandwidth efficiency learned on PyTorch's own kernels (the default operator model, fitted on
+and timed at the bandwidth efficiency learned on PyTorch's own kernels (:mod:`perfmodel.models.bandwidth`, fitted on
 NeuSight's FP32 microbenchmarks of five GPUs): it is the kernel and its bytes, not the dtype, that set a memory-bound
 kernel's efficiency. Vidur's norms and elementwise operators are sarathi-serve's custom serving kernels (module
 table), not PyTorch's; they run at 0.4-0.6 of the bandwidth where PyTorch's FP32 kernels of the same size run at
 0.75-0.95. The choice was made on the training GPUs only: each of the A40 and A100 predicted by trees fitted on the
-other misses those operators by 17-5,400 % (A40's norms from the A100's trees: 54×), the NeuSight-learned bandwidth
-efficiency by 5-84 % (:func:`vidur_scores`, protocols ``a100-only-to-a40`` and ``a40-only-to-a100``).
+other misses those operators by 17-5,400 % (A40's norms from the A100's trees: 54×); the bandwidth model, which never
+saw a Vidur row, misses them by 4-31 % on the A40 and 25-78 % on the A100 (:func:`vidur_scores`, protocols
+``a100-only-to-a40`` and ``a40-only-to-a100``).
 
 Classes never measured in half precision: convolutions and softmax (Vidur's layer has neither; attention is profiled
 apart, ``attention.csv``, not mirrored). A convolution takes the efficiency learned for convolutions at FP32/TF32

@@ -28,15 +28,15 @@ def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=
     prec : {"fp16", "bf16"}
         BF16 is treated as FP16 (same tensor-core rate on A100 / H100, same element size).
     op_model : OpLatencyModel, optional
-        The half-precision model (default :func:`half_precision_op_model`).
+        The half-precision GEMM model (default :func:`half_precision_op_model`).
 
     Returns
     -------
     ndarray
-        Seconds per row, in ``work``'s order. Rows of classes the model never saw — ``conv`` and ``softmax`` (Vidur's
-        layer has neither) — are predicted as the step predictor does today: the default FP32-learned model
-        (:func:`~perfmodel.models.op_latency.default_op_model`) with the tensor-core peak for convolutions
-        (``kernels.kernel_seconds``).
+        Seconds per row, in ``work``'s order. GEMM rows by ``op_model``; every other row as the step predictor
+        predicts it (``kernels.kernel_seconds``): memory-bound kernels by the bandwidth model
+        (:func:`perfmodel.models.bandwidth.bandwidth_model`), convolutions by the default FP32-learned model
+        (:func:`~perfmodel.models.op_latency.default_op_model`) at the tensor-core peak.
 
     Raises
     ------
