@@ -27,6 +27,9 @@ _LAZY = {
     "predict_step_time": "perfmodel.models.op_step_time",
     "predict_memory": "perfmodel.models.memory",
     "Workload": "perfmodel._workload",
+    # the baselines every score is printed beside: (6N + 12·L·h·s) FLOPs per token at 40 % of peak, and the roofline
+    "rule_of_thumb_step_time": "perfmodel.models.baselines",
+    "roofline_step_time": "perfmodel.models.baselines",
     # one planner for every model and GPU (CM-DARE's measured world or today's clouds)
     "plan": "perfmodel.planning.unified",
 }

@@ -3,8 +3,10 @@
 The step-time model of any model on any GPU (:func:`perfmodel.predict_step_time`) is layered; each layer imports only
 the ones before it:
 
-1. :mod:`~perfmodel.models.op_latency` and :mod:`~perfmodel.models.half_precision` — operator models, read from
-   shipped artifacts (:mod:`~perfmodel.models.op_fit` and ``half_precision.fit_half_bundle`` rebuild them);
+1. :mod:`~perfmodel.models.op_latency`, :mod:`~perfmodel.models.half_precision` (half-precision GEMMs) and
+   :mod:`~perfmodel.models.bandwidth` (memory-bound kernels in half precision) — operator models, read from shipped
+   artifacts (:mod:`~perfmodel.models.op_fit`, ``half_precision.fit_half_bundle`` and
+   ``bandwidth.fit_bandwidth_bundle`` rebuild them);
 2. :mod:`~perfmodel.models.workload` — the trace of a workload (model, input, batch, precision, optimizer, fusions);
 3. :mod:`~perfmodel.models.kernels` — each kernel's time on a GPU;
 4. :mod:`~perfmodel.models.one_step` — one step on one GPU, and the recompute of activation checkpointing;
@@ -13,7 +15,8 @@ the ones before it:
 6. :mod:`~perfmodel.models.parallel` — one step of a parallel layout;
 7. :mod:`~perfmodel.models.op_step_time` — the face: ``predict_step_time`` checks its arguments and hands over.
 
-The plans (:mod:`perfmodel.planning`) sit above them.
+The plans (:mod:`perfmodel.planning`) sit above them. :mod:`~perfmodel.models.baselines` gives the two baselines every
+external score is printed beside: the rule of thumb ((6N + 12·L·h·s) FLOPs per token at 40 % of peak) and the roofline.
 """
 from __future__ import annotations
 
