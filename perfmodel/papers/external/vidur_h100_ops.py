@@ -40,7 +40,7 @@ ITEM = Item(
 #: half-precision work that describes every precision's kernels the same way).
 GOAL_PCT = 10.0
 
-__all__ = ["ITEM", "data", "calibration", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 @lru_cache(maxsize=1)
