@@ -125,7 +125,7 @@ def test_the_cases_that_failed_before():
         for g in ("H100", "H100-NVL", "A100-PCIe-80GB"):
             tf = pm.predict_step_time(gpt2, g, input_shape=(1024,), batch_size=8, precision="tf32", optimizer="adam")
             bf = pm.predict_step_time(gpt2, g, input_shape=(1024,), batch_size=8, precision="bf16", optimizer="adam")
-            assert bf["step_time_s"].item() < 0.9 * tf["step_time_s"].item(), g  # 1.39x, 1.21x, 1.51x (published AMP: 1.5-2.5x)
+            assert bf["step_time_s"].item() < 0.9 * tf["step_time_s"].item(), g  # 1.35x, 1.21x, 1.39x (published AMP: 1.5-2.5x)
         for model in ("shake-shake-big", "resnet-32"):
             t = {p: pm.predict_step_time(model, ["A100-PCIe-80GB", "A100-PCIe-40GB"], batch_size=128, precision=p)["step_time_s"]
                  for p in ("tf32", "bf16")}
