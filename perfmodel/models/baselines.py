@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["RULE_OF_THUMB_MFU", "rule_of_thumb_step_time", "roofline_step_time", "matmul_params", "baseline_columns"]
+__all__ = ["RULE_OF_THUMB_MFU", "rule_of_thumb_step_time", "roofline_step_time", "matmul_params"]
 
 #: Model-FLOPs utilisation of the rule of thumb: 40 % of the dense peak, the figure practitioners size runs with
 #: (well-tuned large runs report 38-43 % on A100/H100: PaLM 46 % on TPU v4, Llama 3 405B 38-43 % on H100).
@@ -182,18 +182,3 @@ def roofline_step_time(model, gpus, *, input_shape=None, batch_size: int, precis
                                "binds (100 % efficiency, no launch cost)"))
     return pd.DataFrame(rows)
 
-
-def baseline_columns(measured_s, perfmodel_s, rule_s, roofline_s=None) -> dict:
-    """Absolute % errors of perfmodel and the baselines on the same rows (NaN rows dropped pairwise): a dict of
-    ``perfmodel_mape_pct``, ``rule_of_thumb_mape_pct``, ``roofline_mape_pct`` (when given) and ``n_rows``."""
-    m = np.asarray(measured_s, float)
-    cols = {"perfmodel": np.asarray(perfmodel_s, float), "rule_of_thumb": np.asarray(rule_s, float)}
-    if roofline_s is not None:
-        cols["roofline"] = np.asarray(roofline_s, float)
-    ok = np.isfinite(m) & (m > 0)
-    for v in cols.values():
-        ok &= np.isfinite(v)
-    out = {f"{k}_mape_pct": float(100 * np.mean(np.abs(v[ok] - m[ok]) / m[ok])) if ok.any() else float("nan")
-           for k, v in cols.items()}
-    out["n_rows"] = int(ok.sum())
-    return out
