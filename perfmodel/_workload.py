@@ -1,20 +1,158 @@
-"""A training step said once (:class:`Workload`), and the decorator by which the functions that take a model take one.
+"""A training step said once (:class:`Workload`), the decorator by which the functions that take a model take one, and
+the checks of the step's arguments that the functions' keywords and a workload's fields share (so that a workload
+refuses, when it is made, what the functions refuse).
 
-It imports nothing of perfmodel and nothing heavy: the planner's modules import it when they are imported.
-:mod:`perfmodel.models.workload` (the trace of a workload) re-exports both.
+It imports nothing of perfmodel and nothing heavy when imported (the planner's modules import it when they are
+imported); the shape and dtype checks read :mod:`perfmodel.features`' rules when they run.
+:mod:`perfmodel.models.workload` (the trace of a workload) re-exports it all.
 """
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
-__all__ = ["Workload", "accepts_workload"]
+__all__ = ["Workload", "UNSET", "accepts_workload", "PRECISION_DTYPES", "OPTIMIZERS", "CHECKPOINTING_MODES", "check_step_args",
+           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode"]
+
+
+# -- the checks of a step's arguments (the functions' keywords and a Workload's fields share them) --------------------
+
+#: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
+PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
+
+
+#: optimizers :func:`predict_step_time` models (``None``: forward + backward only).
+OPTIMIZERS = ("sgd-momentum", "adam", "adam-fused", None)
+
+
+def check_step_args(alpha, optimizer, inference, precision, batch_size) -> str:
+    """The step's arguments checked (:func:`check_optimizer`, :func:`check_flag`, :func:`check_precision`,
+    :func:`check_batch_size`); the precision, lower-cased."""
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+    check_flag("inference", inference, "a forward pass in evaluation mode instead of a training step")
+    check_optimizer(optimizer, inference)
+    prec = check_precision(precision)
+    check_batch_size(batch_size)
+    return prec
+
+
+def check_optimizer(optimizer, inference=False) -> None:
+    """``optimizer`` one of :data:`OPTIMIZERS`, and None for an inference pass; a ``ValueError`` otherwise."""
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only), or 'adam-fused' (one "
+                         f"fused kernel, as apex / Megatron-LM); got {optimizer!r}.")
+    if inference and optimizer is not None:
+        raise ValueError(f"inference=True predicts a forward pass: pass optimizer=None (got optimizer={optimizer!r}).")
+
+
+def check_precision(precision) -> str:
+    """``precision`` lower-cased, one of :data:`PRECISION_DTYPES`; an ``UnknownNameError`` (a ``ValueError``) otherwise."""
+    prec = str(precision).lower()
+    if not isinstance(precision, str) or prec not in PRECISION_DTYPES:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown precision {precision!r}. Expected one of: {', '.join(PRECISION_DTYPES)}.")
+    return prec
+
+
+def check_batch_size(batch_size) -> None:
+    """``batch_size`` a positive int (not a bool); a ``ValueError`` otherwise."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}.")
+
+
+def check_flag(name: str, value, meaning: str = "") -> None:
+    """``value`` a real boolean (``True``/``False`` or a numpy bool): the string ``"False"`` and the int ``1`` are a
+    ``TypeError``, not a truth value."""
+    if not isinstance(value, (bool, np.bool_)):
+        what = f" ({meaning})" if meaning else ""
+        raise TypeError(f"{name} must be True or False{what}; got {value!r}. Pass {name}=True or {name}=False.")
+
+
+def check_input_shape(input_shape) -> tuple[int, ...]:
+    """One sample's shape as the trace takes it (:func:`perfmodel.features.extract`'s rule): a non-empty tuple or list
+    of positive ints without the batch dimension; an int is one dimension (``512`` is ``(512,)``), a numpy array its
+    list. A string (``"512"`` would read as ``(5, 1, 2)``), a float or a non-positive size raise
+    :class:`perfmodel.features.FeatureExtractionError`, with the tuple to pass where a string holds numbers."""
+    from perfmodel.features._extract import _check_shape
+
+    return _check_shape(input_shape.tolist() if isinstance(input_shape, np.ndarray) else input_shape)
+
+
+#: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
+#: Megatron's full recompute), ``"selective"`` (torchtitan's per-operator policy) and ``"layer"`` (torchtitan's
+#: per-layer selective policy: every ``N``-th layer fully checkpointed, ``"layer:N"``, default every other one).
+CHECKPOINTING_MODES = ("full", "selective", "layer")
+
+
+_LAYER_MODE = re.compile(r"^(?:selective-)?layer(?::(\d+))?$")
+
+
+def checkpointing_mode(value) -> str | None:
+    """``None`` (no checkpointing), ``"full"``, ``"selective"`` or ``"layer:N"`` from what a caller passes as
+    ``activation_checkpointing``: ``False``/``None`` → ``None``; ``True``/``"full"`` → ``"full"``; ``"selective"``
+    (or ``"op"``, torchtitan's name) → ``"selective"``; ``"layer"`` / ``"layer:N"`` (or ``"selective-layer[:N]"``) →
+    ``"layer:N"`` (``N`` = 2 when not given; ``"layer:1"`` is ``"full"``).
+
+    ``"selective"`` is torchtitan's per-operator selective checkpointing (``selective_ac_option = "op"``): inside each
+    transformer layer the outputs of the fused attention kernel and of every other matmul (the first, third, …
+    ``aten.mm`` of the layer's forward pass) are kept; every other operator of the layer (norms, activations, rotary
+    embeddings, casts, the remaining matmuls) is recomputed in the backward pass from the layer's input.
+
+    ``"layer:N"`` is torchtitan's per-layer selective checkpointing (``selective_ac_option = "N"``, its default
+    ``"2"``): the ``N``-th, ``2N``-th, … transformer layers are checkpointed whole (keep their input, recompute their
+    forward pass), the others keep every activation.
+
+    Raises
+    ------
+    ValueError
+        Anything else, with the accepted values.
+    """
+    if value is None or value is False or (isinstance(value, np.bool_) and not value):
+        return None
+    if value is True or (isinstance(value, np.bool_) and value):
+        return "full"
+    if isinstance(value, str) and value.lower() in ("full", "selective", "op"):
+        return "selective" if value.lower() in ("selective", "op") else "full"
+    hit = _LAYER_MODE.match(value.strip().lower()) if isinstance(value, str) else None
+    if hit and (hit.group(1) is None or int(hit.group(1)) >= 1):
+        every = int(hit.group(1) or 2)
+        return "full" if every == 1 else f"layer:{every}"
+    raise ValueError(f"activation_checkpointing must be False, True (= 'full'), 'full', 'selective' (torchtitan's "
+                     f"per-operator policy) or 'layer' / 'layer:N' (every N-th layer checkpointed, N >= 1; torchtitan's "
+                     f"per-layer policy); got {value!r}.")
 
 
 # -- a workload described once --------------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
+class _Unset:
+    """The value of a :class:`Workload` field left unset: the function the workload is passed to uses its own default."""
+
+    _one = None
+
+    def __new__(cls):
+        if cls._one is None:
+            cls._one = super().__new__(cls)
+        return cls._one
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self):
+        return "UNSET"
+
+
+#: a :class:`Workload` field left unset (``Workload.UNSET`` too).
+UNSET = _Unset()
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
 class Workload:
     """One training (or inference) step described once: what :func:`perfmodel.predict_step_time`,
     :func:`perfmodel.predict_memory`, :func:`perfmodel.planning.explore_strategies` and :func:`perfmodel.plan` share.
@@ -26,57 +164,158 @@ class Workload:
         pm.predict_step_time(w, "H100", n_gpus=8, strategy="fsdp")
         pm.predict_memory(w, "H100", n_gpus=8, strategy="fsdp")
 
+    Only the fields you set are passed on: a field left unset is :data:`UNSET` and means **the default of the function
+    the workload is passed to** (``predict_step_time`` defaults to FP32 and SGD with momentum, ``predict_memory`` and
+    ``explore_strategies`` to Adam, ``pm.plan`` to BF16 and Adam), exactly as if the keyword had not been written.
+    ``Workload(model, batch_size=8, input_shape=(64,))`` answers what ``batch_size=8, input_shape=(64,)`` as keywords
+    answer, in every function. :meth:`values` holds the fields set; ``repr`` shows only those.
+
     A keyword a function is also given must agree with the workload (a different value is an error that names both);
-    a workload field a function has no use for must be left at its default.
+    a workload field a function has no use for must be left unset.
+
+    Each field is checked when the workload is made, by the rule the functions apply to the same keyword
+    (:func:`perfmodel.models.workload.check_input_shape`, ``check_batch_size``, ``check_precision``,
+    ``check_optimizer``, ``check_flag``, :func:`~perfmodel.models.workload.checkpointing_mode`): a ``TypeError`` or
+    ``ValueError`` names the field, what it got and what to pass.
 
     Attributes
     ----------
     model : str, torch.nn.Module, dict or transformers.PretrainedConfig
         A zoo id, a module or a Hugging Face config (as ``predict_step_time`` takes it).
     input_shape : tuple of int, optional
-        One sample without the batch dimension (``(seq_len,)`` for token models).
-    batch_size : int
-        Samples per step (the global batch over all GPUs).
-    input_dtype : torch.dtype, optional
+        One sample without the batch dimension (``(seq_len,)`` for token models): a tuple or list of positive ints.
+        An int is one dimension (``512`` is ``(512,)``, as ``predict_step_time`` reads it); a string is refused
+        (``"512"`` is not ``(512,)``: pass ``input_shape=(512,)``), and so are floats, bools and sizes below 1.
+    batch_size : int, optional
+        Samples per step (the global batch over all GPUs; in CM-DARE's asynchronous world of :func:`perfmodel.plan`,
+        one worker's step).
+    input_dtype : torch.dtype or its name, optional
         ``torch.long`` for token models (set for Hugging Face configs).
     input_high : int, optional
         Exclusive upper bound of token ids.
-    precision : {"fp32", "tf32", "bf16", "fp16", "fp8"}
-    optimizer : {"sgd-momentum", "adam", "adam-fused", None}
-    inference : bool
-    compile : bool
-    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8"}, optional
+    optimizer : {"sgd-momentum", "adam", "adam-fused", None}, optional
+        ``None`` (forward + backward only) is a value, not unset.
+    inference : bool, optional
+        ``True`` or ``False`` (the string ``"False"`` is refused).
+    compile : bool, optional
+    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}, optional
     """
 
+    #: the value of a field left unset.
+    UNSET = UNSET
+
     model: object
-    input_shape: tuple | None = None
-    batch_size: int = 1
-    input_dtype: object = None
-    input_high: int | None = None
-    precision: str = "fp32"
-    optimizer: str | None = "sgd-momentum"
-    inference: bool = False
-    compile: bool = False
-    activation_checkpointing: bool | str = False
+    input_shape: tuple | None = UNSET
+    batch_size: int = UNSET
+    input_dtype: object = UNSET
+    input_high: int | None = UNSET
+    precision: str = UNSET
+    optimizer: str | None = UNSET
+    inference: bool = UNSET
+    compile: bool = UNSET
+    activation_checkpointing: bool | str = UNSET
 
     def __post_init__(self):
         if isinstance(self.model, Workload):
             raise TypeError("Workload(model=...) takes a model (zoo id, module or config), not another Workload.")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, (int, np.integer)) or self.batch_size < 1:
-            raise ValueError(f"Workload batch_size must be a positive int; got {self.batch_size!r}.")
-        if self.input_shape is not None:
-            object.__setattr__(self, "input_shape", tuple(int(d) for d in self.input_shape))
+        given = self.values()
+        for name in sorted(given, key=lambda k: k not in _FLAGS):  # the flags first: optimizer's check reads inference
+            value = given[name]
+            try:
+                if name == "input_shape":
+                    if value is not None:
+                        object.__setattr__(self, "input_shape", _workload_shape(value))
+                elif name == "batch_size":
+                    check_batch_size(value)
+                elif name == "input_dtype":
+                    _workload_dtype(value)
+                elif name == "input_high":
+                    if value is not None:
+                        _check_positive_int("input_high", value)
+                elif name == "precision":
+                    check_precision(value)
+                elif name == "optimizer":
+                    check_optimizer(value, isinstance(self.inference, (bool, np.bool_)) and bool(self.inference))
+                elif name in ("inference", "compile"):
+                    check_flag(name, value, _FLAGS[name])
+                elif name == "activation_checkpointing":
+                    checkpointing_mode(value)
+            except (TypeError, ValueError) as exc:
+                msg = str(exc)
+                raise type(exc)(f"Workload {msg}" if msg.startswith(name) else f"Workload {name}: {msg}") from None
 
     def values(self) -> dict:
-        """The step's fields (every field but ``model``) as keyword arguments."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "model"}
+        """The fields set (every field but ``model`` that is not :data:`UNSET`) as keyword arguments."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name != "model" and getattr(self, f.name) is not UNSET}
+
+    def is_set(self, name: str) -> bool:
+        """Whether the field ``name`` was given (a field left unset is the function's default)."""
+        if name not in {f.name for f in dataclasses.fields(self)}:
+            raise AttributeError(f"Workload has no field {name!r}.")
+        return getattr(self, name) is not UNSET
+
+    def __repr__(self) -> str:
+        shown = repr(self.model)
+        if "\n" in shown or len(shown) > 120:  # a module prints its whole tree
+            shown = f"<{type(self.model).__name__}>"
+        return "Workload(" + ", ".join([shown, *(f"{k}={v!r}" for k, v in self.values().items())]) + ")"
+
+
+_FLAGS = {"inference": "a forward pass instead of a training step", "compile": "torch.compile"}
+
+
+def _workload_shape(value) -> tuple:
+    from perfmodel.features import FeatureExtractionError
+    try:
+        return check_input_shape(value)
+    except FeatureExtractionError as exc:
+        kind = TypeError if isinstance(value, str) or not hasattr(value, "__len__") and not isinstance(value, (int, np.integer)) else ValueError
+        raise kind(str(exc)) from None
+
+
+def _workload_dtype(value) -> None:
+    if value is None:
+        return
+    from perfmodel.features import FeatureExtractionError
+    from perfmodel.features._extract import _check_dtype as check
+
+    try:
+        check(value, "input_dtype")
+    except FeatureExtractionError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _check_positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int, or None; got {value!r}.")
+
+
+def _merge(fn_name: str, workload: Workload, kwargs: dict, keys: dict, hint: str = "") -> dict:
+    """``kwargs`` with the fields ``workload`` sets filled in under the function's keywords (``keys``: field →
+    (keyword, conversion or None)); a keyword given with another value, or a set field the function has no use for,
+    raises a ``ValueError`` naming it (``hint``: what else the caller may do)."""
+    kwargs = dict(kwargs)
+    for name, value in workload.values().items():
+        if name not in keys:
+            raise ValueError(f"{fn_name} has no use for the workload's {name}={value!r}; leave it unset in the Workload"
+                             f"{hint or ', or call a function that takes it'}.")
+        key, conv = keys[name]
+        value = conv(value) if conv else value
+        if key in kwargs and kwargs[key] != value:
+            raise ValueError(f"{fn_name} was given {key}={kwargs[key]!r} and a Workload with {key}={value!r}; "
+                             "say it once: in the Workload, or as the keyword with a plain model.")
+        kwargs.setdefault(key, value)
+    return kwargs
 
 
 def accepts_workload(*fields: str, rename: dict | None = None):
-    """Decorator: the wrapped function's first argument may be a :class:`Workload`. Its ``fields`` (the ones the
-    function takes; ``rename`` maps a field to the function's own keyword and a conversion, e.g. ``batch_size`` to
-    ``batch_sizes=(b,)``) fill the keywords the caller left out; a keyword given with another value, or a workload
-    field the function has no use for set to other than its default, raises a ``ValueError`` naming it."""
+    """Decorator: the wrapped function's first argument may be a :class:`Workload`. The fields the workload sets that
+    are among ``fields`` (the ones the function takes; ``rename`` maps a field to the function's own keyword and a
+    conversion, e.g. ``batch_size`` to ``batch_sizes=(b,)``) fill the keywords the caller left out; fields left unset
+    are not passed, so the function's own defaults hold. A keyword given with another value, or a workload field the
+    function has no use for that is set, raises a ``ValueError`` naming it."""
     import functools
     import inspect
 
@@ -89,25 +328,12 @@ def accepts_workload(*fields: str, rename: dict | None = None):
         wrong = sorted(k for k, _ in keys.values() if k not in params and not takes_any)
         if wrong:  # checked once, when the function is defined
             raise TypeError(f"accepts_workload: {fn.__name__} takes no {wrong}.")
-        defaults = {f.name: f.default for f in dataclasses.fields(Workload)}
 
         @functools.wraps(fn)
         def inner(model, *args, **kwargs):
             if not isinstance(model, Workload):
                 return fn(model, *args, **kwargs)
-            for name, value in model.values().items():  # the workload's fields are keyword-only in every function
-                if name not in keys:
-                    if value != defaults[name]:
-                        raise ValueError(f"{fn.__name__} has no use for the workload's {name}={value!r}; leave it at its "
-                                         f"default ({defaults[name]!r}) in the Workload, or call a function that takes it.")
-                    continue
-                key, conv = keys[name]
-                value = conv(value) if conv else value
-                if key in kwargs and kwargs[key] != value:
-                    raise ValueError(f"{fn.__name__} was given {key}={kwargs[key]!r} and a Workload with {key}={value!r}; "
-                                     "say it once: in the Workload, or as the keyword with a plain model.")
-                kwargs.setdefault(key, value)
-            return fn(model.model, *args, **kwargs)
+            return fn(model.model, *args, **_merge(fn.__name__, model, kwargs, keys))
 
         return inner
 

@@ -83,9 +83,15 @@ def _check_shape(input_shape) -> tuple[int, ...]:
         and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in input_shape)
     )
     if not ok:
+        hint = ""
+        if isinstance(input_shape, str):  # "512" would be read as (5, 1, 2)
+            import re
+
+            dims = tuple(int(d) for d in re.findall(r"[0-9]+", input_shape))
+            hint = f" A string is not a shape: pass {f'input_shape={dims!r}' if dims else 'a tuple of ints, e.g. input_shape=(512,)'}."
         raise FeatureExtractionError(
             "input_shape must be a non-empty sequence of positive ints without the batch dimension, e.g. (3, 32, 32); "
-            f"got {input_shape!r}."
+            f"got {input_shape!r}.{hint}"
         )
     return tuple(int(d) for d in input_shape)
 

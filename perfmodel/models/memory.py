@@ -224,8 +224,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
     prec = wl.check_step_args(0.2, None, False, precision, batch_size)
     ac = wl.checkpointing_mode(activation_checkpointing)
-    if not isinstance(compile, (bool, np.bool_)):
-        raise TypeError(f"compile must be True or False; got {compile!r}.")
+    wl.check_flag("compile", compile, "torch.compile")
     from perfmodel.models.strategy import (_check_gpus_per_node, check_async_tp, context_parallel_shape,
                                            pipeline_virtual_stages, resolve_links)
 

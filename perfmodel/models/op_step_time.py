@@ -30,7 +30,7 @@ from perfmodel.models.memory import predict_memory
 from perfmodel.models.one_step import _recompute_fraction, add_recompute, single_gpu_step_time
 from perfmodel.models.parallel import predict_parallel_step_time
 from perfmodel.models.strategy import _check_gpus_per_node, check_async_tp, parse_strategy, pipeline_virtual_stages
-from perfmodel.models.workload import Workload, accepts_workload, check_step_args, checkpointing_mode
+from perfmodel.models.workload import Workload, accepts_workload, check_flag, check_step_args, checkpointing_mode
 
 # the layers' public names, re-exported: this module is the step-time model's face
 from perfmodel.models.kernels import (FUSED_ATTENTION_EFFICIENCY, HALF_MODEL_PRECISIONS, clear_trace_cache, conformal_scores,  # noqa: E402,I001
@@ -203,8 +203,7 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     prec = check_step_args(alpha, optimizer, inference, precision, batch_size)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    if not isinstance(compile, (bool, np.bool_)):
-        raise TypeError(f"compile must be True (torch.compile: memory-bound operator chains fused) or False; got {compile!r}.")
+    check_flag("compile", compile, "torch.compile: memory-bound operator chains fused")
     _check_gpus_per_node(gpus_per_node)
     ac = checkpointing_mode(activation_checkpointing)
     if ac and inference:

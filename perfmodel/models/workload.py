@@ -21,13 +21,13 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 
-from perfmodel._workload import Workload, accepts_workload  # the step said once, re-exported with its trace
+# the step said once, and the checks of its arguments (at the bottom, so that a Workload checks its fields when made),
+# re-exported with its trace
+from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYPES, Workload, accepts_workload, check_batch_size,
+                                 check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
+                                 checkpointing_mode)
 
-__all__ = ["Workload", "accepts_workload", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
-
-
-#: torch dtype of the tensors at each precision (TF32 keeps FP32 tensors; only the matmul units differ).
-PRECISION_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "bfloat16"}
+__all__ = ["Workload", "accepts_workload", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -140,6 +140,8 @@ def model_input(model, input_shape, input_dtype):
 
     from pathlib import Path
 
+    if input_shape is not None:
+        input_shape = check_input_shape(input_shape)
     if isinstance(model, Path) or (isinstance(model, str) and model.endswith(".json")):
         from perfmodel.zoo.hf import read_config
 
@@ -178,31 +180,9 @@ def model_input(model, input_shape, input_dtype):
                            "of these, e.g. {'model_type': 'gpt2', 'n_layer': 12}.")
 
 
-#: optimizers :func:`predict_step_time` models (``None``: forward + backward only).
-OPTIMIZERS = ("sgd-momentum", "adam", "adam-fused", None)
-
-
 #: bytes a fused Adam step moves per parameter, in units of the parameter's size: parameter read and written, gradient
 #: read, both moments read and written (apex / Transformer Engine / Megatron-LM ``FusedAdam``, torch ``fused=True``).
 FUSED_ADAM_PASSES = 7
-
-
-def check_step_args(alpha, optimizer, inference, precision, batch_size) -> str:
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be 'sgd-momentum', 'adam' or None (forward + backward only), or 'adam-fused' (one "
-                         f"fused kernel, as apex / Megatron-LM); got {optimizer!r}.")
-    if inference and optimizer is not None:
-        raise ValueError(f"inference=True predicts a forward pass: pass optimizer=None (got optimizer={optimizer!r}).")
-    prec = str(precision).lower()
-    if prec not in PRECISION_DTYPES:
-        from perfmodel._errors import UnknownNameError
-
-        raise UnknownNameError(f"Unknown precision {precision!r}. Expected one of: {', '.join(PRECISION_DTYPES)}.")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}.")
-    return prec
 
 
 _BUILT: "OrderedDict[str, object]" = OrderedDict()
@@ -472,51 +452,7 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
     return ops
 
 
-#: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
-#: Megatron's full recompute), ``"selective"`` (torchtitan's per-operator policy) and ``"layer"`` (torchtitan's
-#: per-layer selective policy: every ``N``-th layer fully checkpointed, ``"layer:N"``, default every other one).
-CHECKPOINTING_MODES = ("full", "selective", "layer")
-
-
 _MM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul", "aten._scaled_mm")
-
-
-_LAYER_MODE = re.compile(r"^(?:selective-)?layer(?::(\d+))?$")
-
-
-def checkpointing_mode(value) -> str | None:
-    """``None`` (no checkpointing), ``"full"``, ``"selective"`` or ``"layer:N"`` from what a caller passes as
-    ``activation_checkpointing``: ``False``/``None`` → ``None``; ``True``/``"full"`` → ``"full"``; ``"selective"``
-    (or ``"op"``, torchtitan's name) → ``"selective"``; ``"layer"`` / ``"layer:N"`` (or ``"selective-layer[:N]"``) →
-    ``"layer:N"`` (``N`` = 2 when not given; ``"layer:1"`` is ``"full"``).
-
-    ``"selective"`` is torchtitan's per-operator selective checkpointing (``selective_ac_option = "op"``): inside each
-    transformer layer the outputs of the fused attention kernel and of every other matmul (the first, third, …
-    ``aten.mm`` of the layer's forward pass) are kept; every other operator of the layer (norms, activations, rotary
-    embeddings, casts, the remaining matmuls) is recomputed in the backward pass from the layer's input.
-
-    ``"layer:N"`` is torchtitan's per-layer selective checkpointing (``selective_ac_option = "N"``, its default
-    ``"2"``): the ``N``-th, ``2N``-th, … transformer layers are checkpointed whole (keep their input, recompute their
-    forward pass), the others keep every activation.
-
-    Raises
-    ------
-    ValueError
-        Anything else, with the accepted values.
-    """
-    if value is None or value is False or (isinstance(value, np.bool_) and not value):
-        return None
-    if value is True or (isinstance(value, np.bool_) and value):
-        return "full"
-    if isinstance(value, str) and value.lower() in ("full", "selective", "op"):
-        return "selective" if value.lower() in ("selective", "op") else "full"
-    hit = _LAYER_MODE.match(value.strip().lower()) if isinstance(value, str) else None
-    if hit and (hit.group(1) is None or int(hit.group(1)) >= 1):
-        every = int(hit.group(1) or 2)
-        return "full" if every == 1 else f"layer:{every}"
-    raise ValueError(f"activation_checkpointing must be False, True (= 'full'), 'full', 'selective' (torchtitan's "
-                     f"per-operator policy) or 'layer' / 'layer:N' (every N-th layer checkpointed, N >= 1; torchtitan's "
-                     f"per-layer policy); got {value!r}.")
 
 
 def checkpointed_layers(mode: str, n_layers: int) -> np.ndarray:
