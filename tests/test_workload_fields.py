@@ -119,3 +119,24 @@ def test_unset_fields_are_not_passed_and_the_repr_shows_what_was_set():
     assert pm.Workload("resnet-32", precision="fp32").values() == {"precision": "fp32"}
     with pytest.raises(ValueError, match=r"explore_strategies has no use for the workload's compile=False; leave it unset"):
         pm.planning.explore_strategies(pm.Workload(LLAMA, compile=False, **STEP), "A100", 2)
+
+
+# -- 3. plan routes a workload to the world its fields ask for ---------------------------------------------------------
+
+def test_a_zoo_cnn_on_cmdare_gpus_plans_in_cmdares_world():
+    kw = dict(max_workers=2, ps=(1,), transient=(False,), steps=1000)
+    a = pm.plan(pm.Workload("resnet-32"), gpus="K80", **kw)
+    assert a.attrs["world"] == "cmdare"
+    pd.testing.assert_frame_equal(a, pm.plan("resnet-32", gpus="K80", **kw), check_exact=True)
+    # the Workload's batch is the samples of one (asynchronous) step: CM-DARE's batch_size
+    b = pm.plan(pm.Workload("resnet-32", batch_size=64), gpus="K80", world="cmdare", **kw)
+    pd.testing.assert_frame_equal(b, pm.plan("resnet-32", gpus="K80", world="cmdare", batch_size=64, **kw), check_exact=True)
+
+
+def test_a_workload_field_cmdares_world_has_no_use_for_is_named_with_the_way_out():
+    with pytest.raises(ValueError, match=r"world='cmdare'.*workload's precision='bf16'.*leave it unset.*world='cloud'"):
+        pm.plan(pm.Workload("resnet-32", precision="bf16"), gpus="K80", world="cmdare")
+    with pytest.raises(ValueError, match=r"Workload sets \['precision'\].*\['max_workers'\]"):
+        pm.plan(pm.Workload("resnet-32", precision="bf16"), gpus="K80", max_workers=2)
+    with pytest.raises(ValueError, match=r"plan was given batch_sizes=\(16,\) and a Workload with batch_sizes=\(8,\)"):
+        pm.plan(pm.Workload(LLAMA, **STEP), gpus=["H100"], batch_sizes=(16,))

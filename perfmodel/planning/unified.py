@@ -20,7 +20,9 @@ answered: the ``basis`` column and ``attrs["basis"]``. The rule, in order:
 2. a Hugging Face config, or a GPU other than K80/P100/V100, → today's clouds;
 3. otherwise (a CNN on CM-DARE's GPUs, or no GPUs named) → CM-DARE's measured world.
 
-``world="cmdare"`` or ``world="cloud"`` forces one.
+``world="cmdare"`` or ``world="cloud"`` forces one. A :class:`perfmodel.Workload` is routed by the fields it sets
+(:data:`WORKLOAD_ARGS`; :func:`plan`): precision, optimizer or input dtype ask for today's clouds; shape and batch
+alone leave the choice to the rule above.
 """
 from __future__ import annotations
 
@@ -29,9 +31,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfmodel._workload import accepts_workload
+from perfmodel._workload import Workload, _merge
 
-__all__ = ["plan", "WORLDS", "CMDARE_GPUS", "choose_world"]
+__all__ = ["plan", "WORLDS", "CMDARE_GPUS", "WORKLOAD_ARGS", "choose_world"]
 
 #: The planners :func:`plan` chooses between.
 WORLDS = ("cmdare", "cloud")
@@ -86,8 +88,37 @@ def choose_world(model, gpus=None, **kwargs) -> str:
     return "cmdare"
 
 
-@accepts_workload("input_shape", "input_dtype", "precision", "optimizer", "batch_size",
-                  rename={"batch_size": ("batch_sizes", lambda b: (b,))})
+#: the :class:`perfmodel.Workload` fields each world's planner takes, as (its keyword, conversion): CM-DARE's world
+#: plans FP32 asynchronous parameter-server training of one sample shape and one per-worker batch; today's clouds take
+#: the step's precision, optimizer and input dtype too, and a list of global batches.
+WORKLOAD_ARGS = {
+    "cmdare": {"input_shape": ("input_shape", None), "batch_size": ("batch_size", None)},
+    "cloud": {"input_shape": ("input_shape", None), "input_dtype": ("input_dtype", None), "precision": ("precision", None),
+              "optimizer": ("optimizer", None), "batch_size": ("batch_sizes", lambda b: (b,))},
+}
+
+
+def _workload_world(workload: Workload, gpus, world: str, kwargs: dict) -> tuple[str, dict]:
+    """The world a :class:`perfmodel.Workload` is planned in, and the planner's keywords with its fields filled in."""
+    cloud_only = {k: v for k, v in workload.values().items() if k in set(WORKLOAD_ARGS["cloud"]) - set(WORKLOAD_ARGS["cmdare"])}
+    if world == "auto":
+        from perfmodel.planning.cloud import plan_cloud
+        from perfmodel.planning.plan import plan_cmdare
+
+        cmdare_args = sorted(set(kwargs) & (_params(plan_cmdare) - _params(plan_cloud)))
+        if cloud_only and cmdare_args:
+            raise ValueError(f"the Workload sets {sorted(cloud_only)} (today's clouds: precision, optimizer and input dtype "
+                             f"of a synchronous step) and plan() was given {cmdare_args} (CM-DARE's measured world of "
+                             "2019's asynchronous parameter-server clusters); they answer different questions. Leave "
+                             f"{sorted(cloud_only)} unset in the Workload for CM-DARE's world, or drop {cmdare_args} for "
+                             "today's clouds.")
+        world = choose_world(workload.model, gpus, **kwargs, **cloud_only)
+    hint = (", or plan it in today's clouds with world='cloud' (CM-DARE's world plans FP32 asynchronous training of the "
+            "Workload's input_shape and batch_size only)") if world == "cmdare" else ""
+    name = "plan(world='cmdare')" if world == "cmdare" else "plan"
+    return world, _merge(name, workload, kwargs, WORKLOAD_ARGS[world], hint)
+
+
 def plan(model, gpus=None, *, world: str = "auto", **kwargs) -> pd.DataFrame:
     """Candidate rentals for training ``model``: time, cost, revocations and the Pareto front, from the planner that
     can answer (see :mod:`perfmodel.planning.unified`).
@@ -95,8 +126,17 @@ def plan(model, gpus=None, *, world: str = "auto", **kwargs) -> pd.DataFrame:
     Parameters
     ----------
     model : str, torch.nn.Module, dict, transformers.PretrainedConfig, path to a config.json, or Workload
-        A zoo id, a module, or a Hugging Face config; or a :class:`perfmodel.Workload`, whose input shape and dtype,
-        precision, optimizer and batch (``batch_sizes=(batch_size,)``) are today's-cloud planner's arguments.
+        A zoo id, a module, or a Hugging Face config; or a :class:`perfmodel.Workload`. Only the fields the workload
+        sets are passed on (one left unset is the chosen planner's default: BF16 and Adam in today's clouds), under
+        the chosen world's arguments (:data:`WORKLOAD_ARGS`): in today's clouds its input shape and dtype, precision,
+        optimizer and batch (``batch_sizes=(batch_size,)``); in CM-DARE's world its input shape and batch (the
+        samples of one asynchronous step, ``plan_cmdare``'s per-worker ``batch_size``). A workload that sets
+        precision, optimizer or input dtype asks for today's clouds, and ``world="auto"`` chooses them; one that sets
+        only its shape and batch is routed by the other arguments, as its model would be: ``pm.plan(pm.Workload(
+        "resnet-32"), gpus="K80")`` plans in CM-DARE's world, as ``pm.plan("resnet-32", gpus="K80")`` does. With
+        ``world="cmdare"``, a set field CM-DARE's world has no use for (precision, optimizer, ...) is a ``ValueError``
+        naming it and ``world="cloud"``; a workload field the world would need together with an argument only
+        CM-DARE's planner takes (``max_workers``, ``ps``, ...) is one too.
     gpus : str or sequence of str, optional
         GPU types (any catalog name or spelling); default: CM-DARE's K80/P100/V100 in its world, every priced GPU in
         today's.
@@ -117,6 +157,9 @@ def plan(model, gpus=None, *, world: str = "auto", **kwargs) -> pd.DataFrame:
 
     if world not in ("auto", *WORLDS):
         raise ValueError(f"world must be one of ('auto', 'cmdare', 'cloud'); got {world!r}.")
+    if isinstance(model, Workload):
+        world, kwargs = _workload_world(model, gpus, world, kwargs)
+        model = model.model
     if world == "auto":
         world = choose_world(model, gpus, **kwargs)
     if isinstance(model, (str, Path)) and str(model).endswith(".json"):
