@@ -294,7 +294,7 @@ HALF_MODEL_VERSION = "2"
 
 #: The shipped A40+A100 half-precision model and the sha256 its bytes must have.
 HALF_ARTIFACT = "fitted/op_latency_half.npz"
-HALF_SHA256 = "99bd555ac85d1287d9db4968bf4c253fc0d4008bb01f98778609c025e5db78e5"
+HALF_SHA256 = "52ffdb1cfa804797c0cabe2d668d2eea7fe312aad1ddebc92bc360f4ced45d1c"
 
 _PROVENANCE = ("microsoft/vidur @ 7d47513 FP16 operator profiles (data/profiling/compute/{{a40,a100}}/*/*/mlp.csv), "
                "{n} GEMM rows of A40, A100-PCIe-80GB, pooled (no per-GPU model); no H100 row (Vidur's H100 is test data)")

@@ -200,10 +200,27 @@ def _features(X: pd.DataFrame) -> np.ndarray:
     ridge = f["peak_flops_per_s"] / f["bandwidth_bytes_per_s"]
     waves = f["tiles"] / f["sm_count"]
     quant = f["tiles"] / (np.ceil(waves) * f["sm_count"])
-    return np.column_stack([
+    return on_feature_grid(np.column_stack([
         np.log10(t), np.log10(f["flops"] / f["bytes"] / ridge), np.log10(waves), quant, np.log10(f["bytes"] / f["l2_bytes"]),
         np.log10(f["dim_m"]), np.log10(f["dim_n"]), np.log10(f["dim_k"]), np.log10(f["dim_b"]),
-    ])
+    ]))
+
+
+#: Features are rounded to multiples of 1 / FEATURE_GRID (2**-32: 2.3e-10 in log10 units, far below any split the trees
+#: make) before a tree sees them, at fit and at prediction time.
+FEATURE_GRID = 2.0 ** 32
+
+
+def on_feature_grid(F: np.ndarray) -> np.ndarray:
+    """``F`` rounded to the nearest multiple of ``1 / FEATURE_GRID`` — with exact operations only (a power-of-two
+    scale and round-half-even), so the same on every machine.
+
+    numpy's ``log10`` is vectorised differently by CPU (AVX-512 against AVX2 builds of the same wheel) and may differ in
+    the last bit. A tree's split thresholds lie between (or on) training features, and a prediction for a shape of the
+    training set itself (a 1024 x 64 elementwise kernel) can sit exactly on one: a last-bit difference then takes the
+    other branch — GPT-2's step on a T4 came out 3e-5 slower on an AVX2 machine than on the AVX-512 one it was recorded
+    on. On the grid, two machines' features agree unless a value falls within one ulp of a grid midpoint."""
+    return np.round(F * FEATURE_GRID) / FEATURE_GRID
 
 
 class OpLatencyModel(RegressorMixin, BaseEstimator):
@@ -467,11 +484,11 @@ def _cache_key(extra_sha256: str = "") -> str:
 
 #: Version of the fitting code: part of the key of a fitted model (bump when the model changes, then rebuild the
 #: shipped artifact with ``perfmodel fit --out perfmodel/models/fitted/op_latency.npz`` and pin its new sha256).
-MODEL_VERSION = "7"
+MODEL_VERSION = "8"
 
 #: The fitted default model shipped in the package (:func:`fitted_bundle`) and the sha256 its bytes must have.
 SHIPPED_ARTIFACT = "fitted/op_latency.npz"
-SHIPPED_SHA256 = "ea9d498b209265ae6e36b49c15ee7518a82c4c3b0812bc4c29e6df2d43d21918"
+SHIPPED_SHA256 = "d63bfadb5cc479699edc52bff6c496e226ed19044e2429e44b4a4b9de204b5c1"
 
 #: Environment variable naming a user's refit (written by ``perfmodel fit --with ...``) to use instead of the shipped model.
 ENV_OP_MODEL = "PERFMODEL_OP_MODEL"
