@@ -600,8 +600,11 @@ def bundle_arrays(bundle: dict) -> tuple[dict, dict]:
 
 def bundle_from_arrays(header: dict, arrays: dict) -> dict:
     """Rebuild a fitted bundle from an artifact's (header, arrays): the model predicts bit for bit as it did fitted."""
-    from perfmodel.models._artifact import ArtifactError, TreeEnsemble
+    from perfmodel.models._artifact import ArtifactError, TreeEnsemble, check_bundle
 
+    # every field and array checked before use (a matching .sha256 proves no more than that the file is unaltered);
+    # 9 features: the columns of _features (tests/models/test_artifact_hardening.py checks)
+    check_bundle(header, arrays, model_version=MODEL_VERSION, params=OpLatencyModel().get_params(), n_features=9)
     if header.get("model_version") != MODEL_VERSION:
         raise ArtifactError(f"the fitted operator model is of version {header.get('model_version')!r}; this perfmodel "
                             f"needs version {MODEL_VERSION!r}. Rebuild it with `perfmodel fit`.")
