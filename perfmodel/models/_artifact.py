@@ -411,7 +411,7 @@ def _read_bounded(path: Path, limit: int, what: str, missing: str | None = None)
             if size > limit:
                 raise ArtifactError(f"the {what} {path} is {size / 2**20:.1f} MiB, over the {limit / 2**20:g} MiB perfmodel "
                                     f"reads: it is not a file `perfmodel fit` wrote. {_FIX}.")
-            data = f.read(limit + 1)
+            data = f.read(size + 1)  # not limit + 1: read(n) sets n bytes aside before it reads
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raise ArtifactError(missing or f"no {what} at {path}.") from None
     except OSError as exc:

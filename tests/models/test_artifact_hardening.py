@@ -213,6 +213,23 @@ def test_a_zip_bomb_header_is_refused_before_it_is_read(small, tmp_path, monkeyp
         assert "header.json" not in read  # refused from the sizes the ZIP declares, before inflating a byte
 
 
+def test_a_member_inflating_past_its_declared_size_is_refused_in_bounded_memory(tmp_path):
+    """A header.json that declares 100 bytes and inflates to 50 MiB: read no further than declared, then refused."""
+    import tracemalloc
+
+    data = bytearray(_zip({"header.json": b"{" + b" " * (50 * 2**20) + b"}"}))
+    struct.pack_into("<I", data, data.find(b"PK\x03\x04") + 22, 100)  # the local header's uncompressed size
+    struct.pack_into("<I", data, data.find(b"PK\x01\x02") + 24, 100)  # the central directory's
+    path = _write(tmp_path / "lie.npz", bytes(data))
+    tracemalloc.start()
+    try:
+        _refused(path, "ZIP cannot be read")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, peak / 2**20
+
+
 def test_an_array_claiming_a_huge_shape_is_refused(small, tmp_path):
     path, header, arrays, _ = small
     members = _members(header, arrays)
