@@ -613,10 +613,18 @@ def _cmd_fit(args) -> int:
 
         extra = pd.concat([ol.load_op_rows(p) for p in args.with_], ignore_index=True)
     out = Path(args.out) if args.out else None
-    b = of.fit_op_model(extra, out=out, progress=not args.quiet, force=args.force)
+    b = of.fit_op_model(extra, out=out, progress=not args.quiet, force=args.force,
+                        extra_name=", ".join(args.with_) if args.with_ else None)
     verb = "fitted and wrote" if b["fitted"] else "already up to date:"
     print(f"{verb} {b['path']} (sha256 {b['sha256']})")
     print(f"fitted on: {b['model'].provenance_}")
+    half = b.get("half") or {}
+    if half.get("half_gemm") or half.get("half_memory"):
+        print(f"half precision: {half['half_gemm']} BF16/FP16 GEMM rows refit the GEMM model and {half['half_memory']} "
+              "memory-bound rows the bandwidth model, written beside it: " + ", ".join(str(p) for p in half["paths"]))
+    if half.get("half_unused"):
+        print(f"{half['half_unused']} half-precision convolution rows refit nothing: convolutions in half precision are "
+              "predicted from the FP32/TF32-learned model at the half-precision peak")
     print("leave-one-GPU-out calibration |log(sum predicted / sum measured)|:")
     _print_frame(b["scores"].rename_axis("gpu").reset_index())
     if extra is None:

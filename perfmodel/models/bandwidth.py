@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["MEMORY_BOUND_CLASSES", "BandwidthModel", "bandwidth_rows", "fit_bandwidth_bundle", "leave_one_gpu_out_scores",
            "BANDWIDTH_ARTIFACT", "BANDWIDTH_SHA256", "bandwidth_artifact_path", "save_bandwidth_bundle",
-           "load_bandwidth_bundle", "bandwidth_model"]
+           "load_bandwidth_bundle", "bandwidth_model", "bandwidth_model_from_bundle", "fit_user_bandwidth_bundle", "MIN_OWN_ROWS"]
 
 #: Operator classes timed by their bytes (:class:`BandwidthModel`); matmul and conv are learned by the operator models.
 MEMORY_BOUND_CLASSES = ("elementwise", "layernorm", "softmax")
@@ -80,10 +80,6 @@ class BandwidthModel(RegressorMixin, BaseEstimator):
         return X
 
     def fit(self, X, y):
-        from scipy.optimize import least_squares
-
-        from perfmodel.models.op_latency import KERNEL_MIN_S
-
         X = self._check_X(X)
         y = np.asarray(y, dtype=float).ravel()
         if y.shape[0] != len(X) or not (np.isfinite(y).all() and (y > 0).all()):
@@ -91,20 +87,11 @@ class BandwidthModel(RegressorMixin, BaseEstimator):
         cls = X["op_class"].astype(str).to_numpy()
         self.classes_ = sorted(set(cls))
         self.latency_s_, self.efficiency_ = {}, {}
+        self.gpu_latency_s_, self.gpu_efficiency_ = {}, {}
         for c in self.classes_:
             m = cls == c
-            b = X["bytes"].to_numpy(float)[m]
-            bw = X["bandwidth_bytes_per_s"].to_numpy(float)[m]
-            t = y[m]
-            w = np.sqrt(t / t.mean())
-
-            def residual(p, b=b, bw=bw, t=t, w=w):
-                return w * (np.log(np.maximum(np.exp(p[0]) + b / (p[1] * bw), KERNEL_MIN_S)) - np.log(t))
-
-            r = least_squares(residual, x0=[np.log(5e-6), 0.8],
-                              bounds=([np.log(_BOUNDS_T0[0]), _BOUNDS_ETA[0]], [np.log(_BOUNDS_T0[1]), _BOUNDS_ETA[1]]))
-            self.latency_s_[c] = float(np.exp(r.x[0]))
-            self.efficiency_[c] = float(r.x[1])
+            self.latency_s_[c], self.efficiency_[c] = _fit_class(X["bytes"].to_numpy(float)[m],
+                                                                 X["bandwidth_bytes_per_s"].to_numpy(float)[m], y[m])
         self.training_devices_ = sorted(set(X["gpu"].astype(str))) if "gpu" in X.columns else []
         self.provenance_ = "user data"
         return self
@@ -121,12 +108,37 @@ class BandwidthModel(RegressorMixin, BaseEstimator):
             raise ValueError(f"BandwidthModel was not fitted on the operator class(es) {unseen}; it knows {self.classes_}.")
         t0 = np.array([self.latency_s_[c] for c in cls], dtype=float) if len(cls) else np.zeros(0)
         eta = np.array([self.efficiency_[c] for c in cls], dtype=float) if len(cls) else np.ones(0)
+        own = getattr(self, "gpu_efficiency_", {})
+        if own and "gpu" in X.columns:  # a GPU with measured rows of its own (a user's refit): its own t0 and eta
+            for i, k in enumerate(zip(X["gpu"].astype(str), cls)):
+                if k in own:
+                    t0[i], eta[i] = self.gpu_latency_s_[k], own[k]
         t = t0 + X["bytes"].to_numpy(float) / (eta * X["bandwidth_bytes_per_s"].to_numpy(float))
         return np.maximum(t, KERNEL_MIN_S)
 
     def predict(self, X) -> np.ndarray:
         """Same as :meth:`predict_in_stream` (a kernel time; no launch overhead is modelled here)."""
         return self.predict_in_stream(X)
+
+
+def _fit_class(b: np.ndarray, bw: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """``(t0, eta)`` of one class: least squares of ``log t``, weighted by the square root of the time."""
+    from scipy.optimize import least_squares
+
+    from perfmodel.models.op_latency import KERNEL_MIN_S
+
+    w = np.sqrt(t / t.mean())
+
+    def residual(p):
+        return w * (np.log(np.maximum(np.exp(p[0]) + b / (p[1] * bw), KERNEL_MIN_S)) - np.log(t))
+
+    r = least_squares(residual, x0=[np.log(5e-6), 0.8],
+                      bounds=([np.log(_BOUNDS_T0[0]), _BOUNDS_ETA[0]], [np.log(_BOUNDS_T0[1]), _BOUNDS_ETA[1]]))
+    return float(np.exp(r.x[0])), float(r.x[1])
+
+
+#: Least measured rows of one class on one GPU for a user's refit to give that GPU a ``t0`` and ``eta`` of its own.
+MIN_OWN_ROWS = 8
 
 
 def bandwidth_rows() -> pd.DataFrame:
@@ -280,6 +292,10 @@ def load_bandwidth_bundle(path=None, *, sha256: str | None = None) -> dict:
         b = json.loads(data)
         ok = all(isinstance(b[k], dict) for k in ("latency_s", "efficiency")) and set(b["latency_s"]) == set(b["efficiency"])
         vals = [*b["latency_s"].values(), *b["efficiency"].values()]
+        own = b.get("gpu") or {}
+        ok = ok and isinstance(own, dict) and all(isinstance(d, dict) and set(d["latency_s"]) == set(d["efficiency"])
+                                                  and set(d["efficiency"]) <= set(b["efficiency"]) for d in own.values())
+        vals += [v for d in own.values() for v in (*d["latency_s"].values(), *d["efficiency"].values())]
         ok = ok and all(isinstance(v, (int, float)) and np.isfinite(v) and v > 0 for v in vals)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ArtifactError(f"the bandwidth model {path} is not JSON of a perfmodel bandwidth model ({exc}).") from exc
@@ -288,16 +304,51 @@ def load_bandwidth_bundle(path=None, *, sha256: str | None = None) -> dict:
     return b
 
 
+def bandwidth_model_from_bundle(b: dict) -> BandwidthModel:
+    """The :class:`BandwidthModel` of a bundle (:func:`load_bandwidth_bundle`), with the per-GPU ``t0`` and ``eta`` of
+    a user's refit (``"gpu"``) where it has them."""
+    m = BandwidthModel()
+    m.classes_ = sorted(b["efficiency"])
+    m.latency_s_ = {k: float(v) for k, v in b["latency_s"].items()}
+    m.efficiency_ = {k: float(v) for k, v in b["efficiency"].items()}
+    own = b.get("gpu") or {}
+    m.gpu_latency_s_ = {(g, c): float(v) for g, d in own.items() for c, v in d["latency_s"].items()}
+    m.gpu_efficiency_ = {(g, c): float(v) for g, d in own.items() for c, v in d["efficiency"].items()}
+    m.training_devices_ = list(b["training_devices"])
+    m.provenance_ = str(b["provenance"])
+    return m
+
+
+def fit_user_bandwidth_bundle(rows: pd.DataFrame, *, key: str) -> dict:
+    """The shipped bandwidth model with a ``t0`` and ``eta`` of its own for each GPU and class a user measured in
+    half precision (``split_user_rows(...)["half_memory"]``; at least :data:`MIN_OWN_ROWS` rows of the class on the GPU,
+    else that class stays the shipped, pooled one). The rows' kernel times are their latencies less the launch
+    overhead (:func:`perfmodel.models.half_precision.user_kernel_seconds`). ``key`` ties it to the artifact it is
+    written beside; returns a bundle :func:`save_bandwidth_bundle` writes."""
+    from perfmodel.models.half_precision import user_kernel_seconds
+
+    b = dict(load_bandwidth_bundle())
+    U = rows.reset_index(drop=True)
+    t = user_kernel_seconds(U)
+    own: dict = {}
+    for (g, c), idx in U.groupby([U["gpu"].astype(str), U["op_class"].astype(str)]).groups.items():
+        if len(idx) < MIN_OWN_ROWS:
+            continue
+        i = np.asarray(idx)
+        t0, eta = _fit_class(U["bytes"].to_numpy(float)[i], U["bandwidth_bytes_per_s"].to_numpy(float)[i], t[i])
+        d = own.setdefault(g, {"latency_s": {}, "efficiency": {}, "n_rows": {}})
+        d["latency_s"][c], d["efficiency"][c], d["n_rows"][c] = t0, eta, int(len(i))
+    b["gpu"] = own
+    b["provenance"] = (b["provenance"] + f"; plus a user's {len(U)} measured half-precision rows (perfmodel fit --with): "
+                       + (", ".join(f"{g} ({', '.join(sorted(d['efficiency']))})" for g, d in sorted(own.items()))
+                          or f"no class with {MIN_OWN_ROWS} rows or more on one GPU, nothing refitted"))
+    b["key"] = b["fitted_with"] = key
+    return b
+
+
 def bandwidth_model() -> BandwidthModel:
     """The shipped :class:`BandwidthModel` (``perfmodel/models/fitted/bandwidth.json``, sha256 pinned): no data mirror,
     no fit."""
     if "shipped" not in _LOADED:
-        b = load_bandwidth_bundle()
-        m = BandwidthModel()
-        m.classes_ = sorted(b["efficiency"])
-        m.latency_s_ = {k: float(v) for k, v in b["latency_s"].items()}
-        m.efficiency_ = {k: float(v) for k, v in b["efficiency"].items()}
-        m.training_devices_ = list(b["training_devices"])
-        m.provenance_ = str(b["provenance"])
-        _LOADED["shipped"] = m
+        _LOADED["shipped"] = bandwidth_model_from_bundle(load_bandwidth_bundle())
     return _LOADED["shipped"]

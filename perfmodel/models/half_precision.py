@@ -103,7 +103,9 @@ from perfmodel.datasets.gpus import GPUSpec
 
 __all__ = ["A40_SPEC", "VIDUR_SPECS", "TRAINING_SOURCE_GPUS", "HALF_PRECISIONS", "vidur_work", "half_precision_design",
            "HALF_CLASSES", "vidur_rows", "fit_half_bundle", "half_precision_op_model",
-           "HALF_ARTIFACT", "HALF_SHA256", "half_artifact_path", "save_half_bundle", "load_half_bundle"]
+           "HALF_ARTIFACT", "HALF_SHA256", "half_artifact_path", "save_half_bundle", "load_half_bundle",
+           "USER_HALF_PRECISIONS", "user_kernel_seconds", "split_user_rows", "fit_user_half_bundle", "companion_paths",
+           "active_half_models"]
 
 #: NVIDIA A40 (not in perfmodel's catalog), from the NVIDIA A40 datasheet (https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf):
 #: FP32 37.4 TFLOPS, TF32 74.8, BF16 149.7, FP16 149.7 TFLOPS dense (the starred figures are with sparsity), 48 GB GDDR6
@@ -399,3 +401,131 @@ def half_precision_op_model():
 # ------------------------------------------------------------------------------------------------------------- scoring
 
 
+
+
+# ------------------------------------------------------------------------------------- a user's half-precision rows
+
+#: Precisions of a user's measured rows that refit the half-precision models (``perfmodel measure ops --precision``).
+USER_HALF_PRECISIONS = ("bf16", "fp16")
+
+
+def user_kernel_seconds(rows: pd.DataFrame) -> np.ndarray:
+    """In-stream kernel time of a user's measured rows (:func:`perfmodel.models.op_latency.load_op_rows`): the latency
+    less the launch overhead of its GPU and class — the fastest row of that GPU and class less ``KERNEL_MIN_S``, as the
+    bandwidth model's NeuSight rows are treated (:func:`perfmodel.models.bandwidth.bandwidth_rows`) — never below
+    ``KERNEL_MIN_S``."""
+    from perfmodel.models.op_latency import KERNEL_MIN_S
+
+    lat = rows["latency_s"].to_numpy(float)
+    overhead = rows.groupby(["gpu", "op_class"])["latency_s"].transform("min").to_numpy(float) - KERNEL_MIN_S
+    return np.maximum(lat - np.maximum(overhead, 0.0), KERNEL_MIN_S)
+
+
+def split_user_rows(rows: pd.DataFrame) -> dict:
+    """A user's measured rows by the model they refit: ``"fp32"`` (FP32/TF32 rows, or rows without a ``precision``
+    column: the FP32-learned operator model), ``"half_gemm"`` (BF16/FP16 GEMMs: the half-precision GEMM model) and
+    ``"half_memory"`` (BF16/FP16 norms, softmax and elementwise kernels: the bandwidth model). Half-precision
+    convolutions are predicted from the FP32/TF32-learned model at the half-precision peak and refit nothing; they are
+    returned as ``"half_unused"`` so that a caller can say so."""
+    from perfmodel.models.bandwidth import MEMORY_BOUND_CLASSES
+
+    prec = rows["precision"].astype(str).to_numpy() if "precision" in rows.columns else np.full(len(rows), "fp32")
+    half = np.isin(prec, USER_HALF_PRECISIONS)
+    cls = rows["op_class"].astype(str).to_numpy()
+    gemm = half & np.isin(cls, HALF_CLASSES)
+    mem = half & np.isin(cls, MEMORY_BOUND_CLASSES)
+    take = {"fp32": ~half, "half_gemm": gemm, "half_memory": mem, "half_unused": half & ~gemm & ~mem}
+    return {k: rows[m].reset_index(drop=True) for k, m in take.items()}
+
+
+def fit_user_half_bundle(rows: pd.DataFrame, *, key: str) -> dict:
+    """The half-precision GEMM model refitted with a user's measured BF16/FP16 GEMM rows (``split_user_rows(...)
+    ["half_gemm"]``).
+
+    Fitted on Vidur's A40 and A100 GEMM rows plus the user's, with a model of its own for each GPU
+    (``per_gpu=True``): the user's GPU is predicted from its own rows, every other GPU from the pooled model and its
+    spec sheet. This is the refit whose gain :func:`perfmodel.models.half_precision_scores.calibration_scores`
+    measures (Vidur's H100 as the user). ``key`` ties it to the FP32 artifact it is written beside
+    (:func:`perfmodel.models.op_fit.fit_op_model`).
+
+    Returns
+    -------
+    dict
+        A bundle :func:`save_half_bundle` writes: ``model``; ``scores`` (``|log(Σ shipped / Σ measured)|`` per measured
+        GPU: how far the shipped model was from the user's rows); ``logo_predictions`` (the shipped model's kernel time
+        of each user row, s); ``key`` and ``fitted_with`` (both ``key``); ``sklearn_version``.
+    """
+    import sklearn
+
+    if not len(rows):
+        raise ValueError("no half-precision GEMM rows to refit with: measure some with `perfmodel measure ops "
+                         "--precision bf16` (linear or bmm).")
+    U = rows.reset_index(drop=True).copy()
+    U["kernel_s"] = user_kernel_seconds(U)
+    X = vidur_rows(TRAINING_SOURCE_GPUS)
+    X = X[X["op_class"].isin(HALF_CLASSES).to_numpy()].reset_index(drop=True)
+    cols = [c for c in X.columns if c in U.columns]
+    both = pd.concat([X[cols], U[cols]], ignore_index=True)
+    model = _fit(both, per_gpu=True)
+    gpus = sorted(set(U["gpu"].astype(str)))
+    model.provenance_ = (_PROVENANCE.format(n=len(X)).replace(", pooled (no per-GPU model)", "")
+                         + f"; plus {len(U)} measured half-precision GEMM rows of {', '.join(gpus)} (a user's, "
+                         "perfmodel fit --with); a model of its own for each GPU")
+    shipped = half_precision_op_model().predict_in_stream(U)
+    t = U["kernel_s"].to_numpy(float)
+    g = U["gpu"].astype(str).to_numpy()
+    scores = pd.Series({k: abs(float(np.log(shipped[g == k].sum() / t[g == k].sum()))) for k in gpus}, name="abs_log_ratio")
+    return {"model": model, "scores": scores, "logo_predictions": shipped, "key": key, "fitted_with": key,
+            "sklearn_version": sklearn.__version__}
+
+
+def companion_paths(path) -> dict:
+    """Files a user's refit writes beside its FP32 artifact ``path`` when it has half-precision rows: ``"half"``
+    (``<path>.half.npz``, the GEMM model, with its ``.sha256``) and ``"bandwidth"`` (``<path>.bandwidth.json``)."""
+    path = Path(path)
+    return {"half": path.with_name(path.name + ".half.npz"), "bandwidth": path.with_name(path.name + ".bandwidth.json")}
+
+
+_USER: dict = {}
+
+
+def active_half_models() -> tuple:
+    """``(gemm_model, bandwidth_model, note)``: the models that time half-precision kernels.
+
+    The shipped ones, or — with ``PERFMODEL_OP_MODEL`` naming a user's refit — the half-precision models refitted with
+    that user's BF16/FP16 rows, written beside it (:func:`companion_paths`), where the refit had such rows. A companion
+    must carry the key of the artifact it sits beside (``fitted_with``): a file left from another fit is refused.
+    ``note`` says what the user's rows changed, for ``basis`` (empty for the shipped models)."""
+    import os
+
+    from perfmodel.models._artifact import ArtifactError
+    from perfmodel.models.bandwidth import bandwidth_model, bandwidth_model_from_bundle, load_bandwidth_bundle
+    from perfmodel.models.op_latency import ENV_OP_MODEL, fitted_bundle
+
+    user = os.environ.get(ENV_OP_MODEL, "")
+    if not user:
+        return half_precision_op_model(), bandwidth_model(), ""
+    paths = companion_paths(Path(user).expanduser())
+    stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) if p.exists() else None for p in paths.values())
+    mem = (user, stamp)
+    if mem not in _USER:
+        key = fitted_bundle().get("fitted_with", "")
+        gemm, bw, notes = half_precision_op_model(), bandwidth_model(), []
+        if paths["half"].exists():
+            b = load_half_bundle(paths["half"])
+            if b.get("fitted_with") != key or not key:
+                raise ArtifactError(f"{paths['half']} was written by another fit than {user} (their keys differ); refit "
+                                    "with `perfmodel fit --with ...` to write both again, or delete it.")
+            gemm = b["model"]
+            notes.append("GEMMs refitted with your measured half-precision rows of " + ", ".join(sorted(b["scores"].index)))
+        if paths["bandwidth"].exists():
+            bb = load_bandwidth_bundle(paths["bandwidth"])
+            if bb.get("fitted_with") != key or not key:
+                raise ArtifactError(f"{paths['bandwidth']} was written by another fit than {user} (their keys differ); "
+                                    "refit with `perfmodel fit --with ...` to write both again, or delete it.")
+            bw = bandwidth_model_from_bundle(bb)
+            notes.append("memory-bound kernels at the bandwidth efficiency of your measured rows on "
+                         + ", ".join(sorted(bb.get("gpu", {}))))
+        _USER.clear()
+        _USER[mem] = (gemm, bw, "; ".join(notes))
+    return _USER[mem]

@@ -127,25 +127,23 @@ HALF_MODEL_PRECISIONS = ("bf16", "fp16", "fp8")
 
 
 def half_model_applies(op_model, prec: str) -> bool:
-    """Whether the half-precision model predicts this step's kernels: at BF16 / FP16 / FP8 with perfmodel's shipped
-    operator model. A user's refit (``PERFMODEL_OP_MODEL``, :func:`perfmodel.models.op_latency.using_op_model`, an
-    explicit ``op_model``) is used for every precision instead — it may hold the user's own half-precision
-    measurements (``perfmodel measure ops --precision bf16``)."""
-    import os
+    """Whether the half-precision models predict this step's kernels: at BF16 / FP16 / FP8 with the operator model
+    perfmodel predicts with — the shipped one, or a user's refit named by ``PERFMODEL_OP_MODEL``, whose BF16/FP16 rows
+    refit the half-precision models beside it (:func:`perfmodel.models.half_precision.active_half_models`). A model
+    given explicitly (``op_model``, :func:`perfmodel.models.op_latency.using_op_model`) predicts every precision."""
+    from perfmodel.models.op_latency import _OVERRIDE, fitted_bundle
 
-    from perfmodel.models.op_latency import _OVERRIDE, ENV_OP_MODEL, fitted_bundle
-
-    if prec not in HALF_MODEL_PRECISIONS or _OVERRIDE or os.environ.get(ENV_OP_MODEL):
+    if prec not in HALF_MODEL_PRECISIONS or _OVERRIDE:
         return False
     return op_model is fitted_bundle()["model"]
 
 
 def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
     if half_model_applies(op_model, prec):
-        from perfmodel.models.bandwidth import MEMORY_BOUND_CLASSES, bandwidth_model
-        from perfmodel.models.half_precision import half_precision_op_model
+        from perfmodel.models.bandwidth import MEMORY_BOUND_CLASSES
+        from perfmodel.models.half_precision import active_half_models
 
-        half = half_precision_op_model()
+        half, bandwidth, _ = active_half_models()
         cls = work["op_class"].astype(str)
         gemm = cls.isin(half.classes_).to_numpy()
         mem = cls.isin(MEMORY_BOUND_CLASSES).to_numpy()
@@ -153,7 +151,7 @@ def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=
         if gemm.any():  # GEMMs: learned on measured FP16 GEMMs
             t[gemm] = half.predict_in_stream(step_design(work[gemm], spec, prec, None if fp8 is None else fp8[gemm]))
         if mem.any():  # norms, softmax, elementwise, casts, optimizer: their bytes at the learned bandwidth efficiency
-            t[mem] = bandwidth_model().predict_in_stream(step_design(work[mem], spec, prec))
+            t[mem] = bandwidth.predict_in_stream(step_design(work[mem], spec, prec))
         rest = ~(gemm | mem)
         if rest.any():  # convolutions: never measured in half precision; the FP32/TF32-learned efficiency at this peak
             t[rest] = _default_kernel_seconds(work[rest].reset_index(drop=True), spec, prec, op_model,
@@ -297,12 +295,17 @@ def learned_on(prec: str) -> str:
 
     fp32 = f"learned on NeuSight microbenchmarks of {', '.join(TRAINING_GPUS)} (FP32)"
     if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
+        from perfmodel.models.half_precision import active_half_models
+
+        mine = active_half_models()[2]
         return (f"GEMMs learned on Vidur's FP16 GEMMs of the A40 and A100 (pooled; fused attention no faster than "
                 f"FlashAttention-2's published rate); norms, softmax, elementwise, casts and the optimizer at their "
                 f"{prec} bytes and the bandwidth efficiency learned on PyTorch's kernels (NeuSight FP32 "
                 f"microbenchmarks of {', '.join(TRAINING_GPUS)}); convolutions, never measured in half precision, at the "
-                f"efficiency learned for FP32/TF32 convolutions (NeuSight) at the {prec} tensor-core peak")
-    return fp32
+                f"efficiency learned for FP32/TF32 convolutions (NeuSight) at the {prec} tensor-core peak"
+                + (f"; {mine}" if mine else ""))
+    user = default_op_model().provenance_
+    return fp32 if "user" not in user else f"{fp32}; refitted: {user}"
 
 
 def _warn_extrapolation(far, prec):
@@ -318,6 +321,11 @@ def _warn_extrapolation(far, prec):
                    "held-out H100 by external.vidur_h100_ops), memory-bound kernels from the bandwidth efficiency learned "
                    "on NeuSight's FP32 microbenchmarks, convolutions from the FP32-learned model at the tensor-core peak"
                    + ("; FP8 linears extrapolated at the FP8 rate" if prec == "fp8" else ""))
+        from perfmodel.models.half_precision import active_half_models
+
+        mine = active_half_models()[2]
+        if mine:
+            far[-1] += f" ({mine})"
     elif prec != "fp32":
         far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
                    "matmuls are scaled by the tensor-core peak")

@@ -17,13 +17,17 @@ from perfmodel.models.op_latency import (MODEL_VERSION, TRAINING_GPUS, WORK_COLU
 __all__ = ["fit_bundle", "CALIBRATION_GPUS", "step_calibration", "fit_op_model"]
 
 
-def fit_bundle(extra=None, *, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = False) -> dict:
+def fit_bundle(extra=None, *, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = False,
+               extra_name: str | None = None) -> dict:
     """Fit the operator model and its leave-one-GPU-out calibration (what :func:`fitted_bundle` serves).
 
     Parameters
     ----------
     extra : path or DataFrame, optional
-        A user's measurements (:func:`load_op_rows`) added to NeuSight's training rows.
+        A user's measurements (:func:`load_op_rows`): its FP32/TF32 rows are added to NeuSight's training rows (its
+        BF16/FP16 rows refit the half-precision models instead, :func:`fit_op_model`).
+    extra_name : str, optional
+        What to call ``extra`` in the provenance (the CSV files it was read from); default its path, or "a DataFrame".
     params : dict, optional
         :class:`OpLatencyModel` parameters (the default model uses the defaults).
     devices : sequence of str
@@ -44,10 +48,14 @@ def fit_bundle(extra=None, *, params: dict | None = None, devices=TRAINING_GPUS,
     if extra is not None:
         import hashlib
 
+        from perfmodel.models.half_precision import split_user_rows
+
         E = load_op_rows(extra) if not isinstance(extra, pd.DataFrame) else extra
-        extra_rows, extra_name = len(E), (str(extra) if not isinstance(extra, pd.DataFrame) else "a DataFrame")
         extra_sha = hashlib.sha256(pd.util.hash_pandas_object(E[["gpu", "op", *WORK_COLUMNS[1:], "latency_s"]],
                                                               index=False).to_numpy().tobytes()).hexdigest()
+        E = split_user_rows(E)["fp32"]
+        extra_rows = len(E)
+        extra_name = extra_name or (str(extra) if not isinstance(extra, pd.DataFrame) else "a DataFrame")
         X = pd.concat([X, E[X.columns.intersection(E.columns)]], ignore_index=True)
     params = dict(params or {})
     gpus = sorted(set(X["gpu"]))
@@ -109,7 +117,7 @@ def step_calibration(logo_models: dict, *, progress: bool = False) -> pd.DataFra
 
 
 def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TRAINING_GPUS, progress: bool = True,
-                 force: bool = False) -> dict:
+                 force: bool = False, extra_name: str | None = None) -> dict:
     """Refit the operator model (with a user's measurements ``extra``) and write it to ``out`` — once, whatever the
     number of processes asking at the same time.
 
@@ -120,7 +128,15 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
     Parameters
     ----------
     extra : path or DataFrame, optional
-        Operator measurements in NeuSight's microbenchmark schema (:func:`load_op_rows`).
+        Operator measurements in NeuSight's microbenchmark schema (:func:`load_op_rows`). Rows with a ``precision`` of
+        ``bf16`` or ``fp16`` (``perfmodel measure ops --precision bf16``) refit the half-precision models, written
+        beside ``out`` (:func:`perfmodel.models.half_precision.companion_paths`): GEMMs the GEMM model
+        (:func:`~perfmodel.models.half_precision.fit_user_half_bundle`, a model of its own for the measured GPU),
+        norms, softmax and elementwise kernels the bandwidth model
+        (:func:`~perfmodel.models.bandwidth.fit_user_bandwidth_bundle`). FP32/TF32 rows refit the FP32-learned model.
+        With ``PERFMODEL_OP_MODEL=<out>``, every precision is predicted by the models refitted with its own rows.
+    extra_name : str, optional
+        What to call ``extra`` in the provenance (default its path).
     out : path, optional
         Where to write the artifact; by default perfmodel's cache file ``<cache>/fitted/op_latency-user.npz`` (replaced
         by a new fit). An existing file at a path you give is replaced only with ``force``.
@@ -162,10 +178,37 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
                                       "--out, or pass force=True (perfmodel fit --force) to replace it.")
         if want is not None:
             return {**want, "path": out, "sha256": recorded_sha256(out), "fitted": False}
-        bundle = fit_bundle(extra, params=params, devices=devices, progress=progress)
+        bundle = fit_bundle(extra, params=params, devices=devices, progress=progress, extra_name=extra_name)
         bundle["fitted_with"] = _fit_signature(extra, params, devices)
+        half = _write_half_companions(extra, out, bundle["fitted_with"])
         digest = save_bundle(bundle, out)
-        return {**bundle, "path": out, "sha256": digest, "fitted": True}
+        return {**bundle, "path": out, "sha256": digest, "fitted": True, "half": half}
+
+
+def _write_half_companions(extra, out: Path, key: str) -> dict:
+    """Refit the half-precision models with ``extra``'s BF16/FP16 rows and write them beside ``out`` (before ``out``
+    itself: a reader that finds the new ``out`` finds its companions); companions of an earlier fit at ``out`` that
+    this one does not replace are removed (they would not match the new artifact). Returns what was written:
+    ``{"half_gemm": n, "half_memory": n, "half_unused": n, "paths": [...]}``."""
+    from perfmodel.models.bandwidth import fit_user_bandwidth_bundle, save_bandwidth_bundle
+    from perfmodel.models.half_precision import companion_paths, fit_user_half_bundle, save_half_bundle, split_user_rows
+
+    paths = companion_paths(out)
+    parts = {"half_gemm": pd.DataFrame(), "half_memory": pd.DataFrame(), "half_unused": pd.DataFrame()}
+    if extra is not None:
+        parts.update({k: v for k, v in split_user_rows(load_op_rows(extra) if not isinstance(extra, pd.DataFrame)
+                                                       else extra).items() if k != "fp32"})
+    written = []
+    if len(parts["half_gemm"]):
+        save_half_bundle(fit_user_half_bundle(parts["half_gemm"], key=key), paths["half"])
+        written.append(paths["half"])
+    if len(parts["half_memory"]):
+        save_bandwidth_bundle(fit_user_bandwidth_bundle(parts["half_memory"], key=key), paths["bandwidth"])
+        written.append(paths["bandwidth"])
+    for p in (paths["half"], Path(str(paths["half"]) + ".sha256"), paths["bandwidth"]):
+        if p.exists() and p not in written and not (p.name.endswith(".sha256") and paths["half"] in written):
+            p.unlink()
+    return {**{k: len(v) for k, v in parts.items()}, "paths": written}
 
 
 def _fit_signature(extra, params, devices) -> str:

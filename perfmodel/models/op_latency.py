@@ -418,6 +418,8 @@ def _microbenchmark_rows(m: pd.DataFrame, split) -> pd.DataFrame:
     else:  # NeuSight's rows: FP32
         X = op_design(op_work(ops), gpu_columns(m["device"].astype(str).tolist()))
     X["device"], X["op"], X["split"] = m["device"].to_numpy(), m["op"].to_numpy(), split
+    if "precision" in m.columns:
+        X["precision"] = m["precision"].astype(str).to_numpy()
     X["latency_s"] = pd.to_numeric(m["latency_ms"]).to_numpy(float) / 1e3
     return X
 
