@@ -874,7 +874,7 @@ def main(argv: list[str] | None = None) -> int:
         from perfmodel.measure import MeasurementFileError
 
         errors += (MeasurementFileError, ValueError, OSError)  # OSError: a file or folder that refuses (message names it)
-    if args.command == "features":
+    if args.command in ("features", "predict", "plan", "plan-cloud"):  # a model that cannot run on the input asked for
         from perfmodel.features import FeatureExtractionError
 
         errors += (FeatureExtractionError,)

@@ -329,6 +329,19 @@ def _check_sizes(d: dict, where: str) -> None:
             )
 
 
+def _check_heads(d: dict, where: str) -> None:
+    """Grouped-query attention: each key/value head serves ``heads / kv`` query heads, so ``num_key_value_heads``
+    must divide ``num_attention_heads`` (a larger count used to fail deep in the traced step, blamed on the input)."""
+    heads, kv = d.get("num_attention_heads"), d.get("num_key_value_heads")
+    if isinstance(heads, int) and isinstance(kv, int) and not isinstance(kv, bool) and heads >= 1 and kv >= 1 \
+            and (kv > heads or heads % kv):
+        raise _config_error(
+            f"The Hugging Face config{where} has num_key_value_heads = {kv} and num_attention_heads = {heads}; expected "
+            f"a number of key/value heads that divides the number of attention heads (each serves heads / kv query "
+            f"heads: {heads} itself for multi-head attention, or one of its divisors). Fix num_key_value_heads."
+        )
+
+
 def read_config(path) -> dict:
     """A Hugging Face ``config.json`` read from disk as a dict (what :func:`build` and ``predict_step_time`` take).
 
@@ -360,6 +373,7 @@ def _config(config):
     if isinstance(config, transformers.PretrainedConfig):
         cfg = config.__class__.from_dict(config.to_dict())  # a copy: the caller's config is not modified
         _check_sizes(cfg.to_dict(), f" ({type(config).__name__})")
+        _check_heads(cfg.to_dict(), f" ({type(config).__name__})")
         return cfg
     if isinstance(config, dict):
         d = dict(config)
@@ -372,6 +386,7 @@ def _config(config):
         if not isinstance(model_type, str):
             raise _config_error(f"The Hugging Face config's model_type must be a string such as 'gpt2'; got {model_type!r}.")
         _check_sizes(d, f" of model_type {model_type!r}")
+        _check_heads(d, f" of model_type {model_type!r}")
         try:
             return transformers.AutoConfig.for_model(model_type, **d)
         except ValueError as exc:

@@ -1,0 +1,37 @@
+"""A model that cannot run on the input asked for, or a config that cannot be built, is one line on stderr from the
+command line, not a traceback."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfmodel.cli import main
+
+LLAMA = {"model_type": "llama", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("case,config,args,says", [
+    ("cnn-given-a-token-shape", None, ["predict", "resnet-32", "--input-shape", "1024"], "failed to run a training step"),
+    ("llm-given-two-dims", LLAMA, ["--input-shape", "1024,2"], "failed to run a training step"),
+    ("more-kv-heads-than-heads", dict(LLAMA, num_key_value_heads=8), ["--input-shape", "64"],
+     "num_key_value_heads = 8 and num_attention_heads = 4"),
+])
+def test_one_line_error(tmp_path, capsys, case, config, args, says):
+    if config is not None:
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(config))
+        args = ["predict", str(path), *args]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_kv_heads_that_do_not_divide_the_heads_are_refused_before_tracing():
+    from perfmodel._errors import ModelConfigError
+    from perfmodel.zoo.hf import build
+
+    with pytest.raises(ModelConfigError, match="divides the number of attention heads"):
+        build(dict(LLAMA, num_attention_heads=4, num_key_value_heads=3))
+    build(dict(LLAMA, num_attention_heads=4, num_key_value_heads=4))  # multi-head attention: fine
