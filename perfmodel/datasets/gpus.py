@@ -159,6 +159,9 @@ class GPUSpec:
                 raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: {f.name} must be {want} ({_unit(f.name)}); got {v!r}.")
             if f.name == "sm_count" and v != int(v):
                 raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: sm_count must be a whole number of SMs; got {v!r}.")
+            if f.name == "pcie_generation" and math.isfinite(v) and (v != int(v) or not 1 <= v <= 7):
+                raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: pcie_generation must be a PCIe generation, a whole "
+                                          f"number from 1 to 7, or NaN (unknown); got {v!r}.")
             object.__setattr__(self, f.name, int(v) if f.name == "sm_count" else v)
 
     @property

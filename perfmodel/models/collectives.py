@@ -333,7 +333,12 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
         if math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0:
             return _nvlink(spec)
         gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 3
-        return INTERCONNECTS[f"pcie{min(max(gen, 3), 5)}"]
+        if f"pcie{gen}" not in INTERCONNECTS:  # never priced as another generation's link without a word
+            known = sorted(k for k in INTERCONNECTS if k.startswith("pcie"))
+            raise ValueError(f"{spec.gpu} has PCIe generation {gen}, for which perfmodel has no link model (it has "
+                             f"{', '.join(known)}). Pass the link explicitly: interconnect='{known[0]}' (or another), or an "
+                             "Interconnect(name, GB/s per direction, latency s).")
+        return INTERCONNECTS[f"pcie{gen}"]
     if isinstance(interconnect, dict):
         raise TypeError("resolve_interconnect gives one link; a dict of links per process group ({'tp': ..., 'pp': ..., "
                         "'dp': ...}) is for multi-GPU strategies: use resolve_links, or pass the dict to "
