@@ -225,8 +225,8 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     prec = wl.check_step_args(0.2, None, False, precision, batch_size)
     ac = wl.checkpointing_mode(activation_checkpointing)
     wl.check_flag("compile", compile, "torch.compile")
-    from perfmodel.models.strategy import (_check_gpus_per_node, check_async_tp, context_parallel_shape,
-                                           pipeline_virtual_stages, resolve_links)
+    from perfmodel.models.strategy import (_check_gpus_per_node, check_async_tp, check_sequence_length, check_tensor_parallel,
+                                           context_parallel_shape, pipeline_virtual_stages, resolve_links)
 
     _check_gpus_per_node(gpus_per_node)
     vchunks = pipeline_virtual_stages(pipeline_schedule)
@@ -262,14 +262,10 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         for s_ in specs:
             resolve_links(interconnect, s_, degrees={"tp": tpd, "dp": d, "pp": p, "cp": cpd}, gpus_per_node=gpus_per_node)
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     shape = context_parallel_shape(shape, in_dtype, cpd, strat)  # a context-parallel rank holds s / cp tokens
     if tpd > 1 or strat == "tp":
-        bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden)) if not v or v % tpd]
-        if bad:
-            raise StrategyError(f"strategy='tp' over {n} GPUs does not divide {name}: {', '.join(bad)} (must be known and "
-                                f"divisible by {n}). Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'." if single else
-                                f"strategy={strat!r}: tensor parallel over {tpd} GPUs does not divide {name}: "
-                                f"{', '.join(bad)} (must be known and divisible by {tpd}). Use a tp degree that divides them.")
+        check_tensor_parallel(lay, tpd, strat, n, name)
     if p > 1 and lay.n_layers < p:
         raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers}. Use fewer "
                             "GPUs or 'dp' / 'fsdp'." if single else

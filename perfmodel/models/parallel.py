@@ -80,7 +80,8 @@ import pandas as pd
 from perfmodel.models.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, Interconnect, allgather_time, allreduce_time, p2p_time,
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.models.strategy import (LINK_GROUPS, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
-                                       check_strategy_name, context_parallel_shape, crosses_nodes, parse_strategy,
+                                       check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
+                                       crosses_nodes, parse_strategy,
                                        pipeline_virtual_stages, resolve_links, strategy_combinations)
 from perfmodel.models.workload import _SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout, model_layout, op_layer
 
@@ -316,18 +317,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     b_rank = B // d // m
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
     if tpd > 1 or strat == "tp":
-        if not (lay.heads and lay.hidden):
-            raise StrategyError(f"strategy={strat!r} splits attention heads and hidden columns, but {name} has no config with "
-                                "num_attention_heads / hidden_size. Pass a Hugging Face config or model, or use "
-                                + ("'dp', 'fsdp' or 'pp'." if single else "a strategy without tp."))
-        bad = [f"{w} = {v}" for w, v in (("attention heads", lay.heads), ("hidden size", lay.hidden), ("MLP size", lay.ffn))
-               if v and v % tpd]
-        if bad:
-            if single:
-                raise StrategyError(f"strategy='tp' over {n} GPUs does not divide {name}: {', '.join(bad)} not divisible by "
-                                    f"{n}. Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'.")
-            raise StrategyError(f"strategy={strat!r}: tensor parallel over {tpd} GPUs does not divide {name}: "
-                                f"{', '.join(bad)} not divisible by {tpd}. Use a tp degree that divides them.")
+        check_tensor_parallel(lay, tpd, strat, n, name)
     if p > 1 and lay.n_layers < p:
         if single:
             raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers} "
@@ -339,6 +329,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         raise StrategyError(f"strategy={strat!r} with pipeline_schedule={pipeline_schedule!r}: {p} ranks x {v} model chunks "
                             f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
     high = int(input_high) if input_high is not None else vocab
+    check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
     work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
                           inference=False, compile=compile)

@@ -12,7 +12,7 @@ import numpy as np
 from perfmodel._errors import UnknownNameError
 from perfmodel.models.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -341,3 +341,53 @@ def context_parallel_shape(shape, in_dtype, cp: int, strategy: str) -> tuple:
                             f"chunks (two per rank, load-balanced for causal masks), but seq_len = {shape[0]} is not a "
                             f"multiple of {2 * cp}. Use a sequence length divisible by {2 * cp}.")
     return (shape[0] // cp,)
+
+
+def check_tensor_parallel(lay, tp: int, strategy: str, n_gpus: int, name: str, *, need_ffn: bool = True) -> None:
+    """Refuse a tensor-parallel degree that does not divide what it splits: the attention heads, the key/value heads
+    (grouped-query attention: perfmodel splits the K/V projections over the tp ranks, Megatron's replication of K/V
+    heads when tp > key/value heads is not modelled), the hidden size and (``need_ffn``) the MLP size.
+
+    ``lay`` is a :class:`perfmodel.models.workload.ModelLayout`; ``strategy`` the parsed name (``"tp"`` alone or a
+    combination); a model without a config of heads and hidden size cannot be split."""
+    single = strategy == "tp"
+    if not (lay.heads and lay.hidden):
+        raise StrategyError(f"strategy={strategy!r} splits attention heads and hidden columns, but {name} has no config with "
+                            "num_attention_heads / hidden_size. Pass a Hugging Face config or model, or use "
+                            + ("'dp', 'fsdp' or 'pp'." if single else "a strategy without tp."))
+    kv = lay.kv_heads if lay.kv_heads and lay.kv_heads != lay.heads else None
+    sizes = [("attention heads", lay.heads), ("key/value heads", kv), ("hidden size", lay.hidden),
+             ("MLP size", lay.ffn if need_ffn else None)]
+    bad = [f"{w} = {v}" for w, v in sizes if v and v % tp]
+    if not bad:
+        return
+    import math
+
+    g = 0
+    for _, v in sizes:
+        if v:
+            g = math.gcd(g, int(v))
+    valid = [k for k in range(1, g + 1) if g % k == 0]
+    shown = ", ".join(map(str, valid[:12])) + (", ..." if len(valid) > 12 else "")
+    why = (" (perfmodel splits the key/value heads over the tp ranks; replicating them when tp exceeds the key/value "
+           "heads, as Megatron does, is not modelled)" if kv and kv % tp else "")
+    if single:
+        raise StrategyError(f"strategy='tp' over {n_gpus} GPUs does not divide {name}: {', '.join(bad)} not divisible by "
+                            f"{n_gpus}{why}. Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'. Valid tp degrees for it: "
+                            f"{shown}.")
+    raise StrategyError(f"strategy={strategy!r}: tensor parallel over {tp} GPUs does not divide {name}: "
+                        f"{', '.join(bad)} not divisible by {tp}{why}. Use a tp degree that divides them. Valid tp "
+                        f"degrees for it: {shown}.")
+
+
+def check_sequence_length(net, shape, in_dtype) -> None:
+    """Refuse a token sequence longer than a Hugging Face model's position table, on the whole sequence: a
+    context-parallel rank traces ``s / cp`` tokens, but each still sits at its position of the full sequence."""
+    import torch
+
+    cfg = getattr(getattr(net, "model", None), "config", None)
+    if cfg is None or in_dtype not in (torch.long, torch.int, torch.int64) or len(tuple(shape)) < 1:
+        return
+    check = getattr(net, "_check_length", None)
+    if check is not None:
+        check(torch.empty((1, *tuple(shape)), dtype=torch.long, device="meta"))

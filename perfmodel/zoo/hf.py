@@ -317,6 +317,16 @@ def _config_error(msg):
     return ModelConfigError(msg)
 
 
+#: The most layers (per stack) a config may have. The deepest published dense models have about 126-160 layers; a
+#: count far above that is almost always a typo, and building and tracing it exhausts memory (100,000 layers grew past
+#: 23 GB before the kernel killed the process) rather than failing. Raise it (``perfmodel.zoo.hf.MAX_LAYERS = n``)
+#: before building if you truly mean a deeper model, knowing the traced step grows with the layer count.
+MAX_LAYERS = 1024
+
+#: Config fields that count layers (of one stack: encoder, decoder or the only one).
+_LAYER_FIELDS = ("n_layer", "num_hidden_layers", "num_layers", "num_decoder_layers", "encoder_layers", "decoder_layers")
+
+
 def _check_sizes(d: dict, where: str) -> None:
     for key in _SIZE_FIELDS:
         v = d.get(key)
@@ -326,6 +336,15 @@ def _check_sizes(d: dict, where: str) -> None:
             raise _config_error(
                 f"The Hugging Face config{where} has {key} = {v!r}; expected a positive int (a count of layers, heads, "
                 f"features, tokens or labels). Fix {key} in the config."
+            )
+    for key in _LAYER_FIELDS:
+        v = d.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v > MAX_LAYERS:
+            raise _config_error(
+                f"The Hugging Face config{where} has {key} = {v}; expected at most {MAX_LAYERS} layers (the deepest "
+                f"published dense models have about 126-160). Building and tracing {v} layers would take memory and time "
+                f"in proportion and is almost always a typo: fix {key}, or, if you truly mean it, raise the limit first "
+                f"(perfmodel.zoo.hf.MAX_LAYERS = {v})."
             )
 
 
