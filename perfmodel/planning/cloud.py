@@ -499,6 +499,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel.planning.memory import predict_memory
     from perfmodel.models.hetero import BALANCES, mix_label, parse_mix
     from perfmodel.planning.plan import mark_feasible
+    from perfmodel.planning._inputs import gpu_names, positive_int, positive_number
 
     if steps is None and samples is None:
         raise ValueError("steps must be a positive number of training steps (at every batch, or at reference_batch with "
@@ -518,17 +519,19 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                          f"b_simple); got {steps!r}.")
     if (b_simple is None) != (reference_batch is None):
         raise ValueError("b_simple and reference_batch go together: the noise scale and the batch `steps` were counted at.")
-    if b_simple is not None and not (b_simple > 0 and reference_batch > 0):
-        raise ValueError(f"b_simple and reference_batch must be positive; got {b_simple!r} and {reference_batch!r}.")
-    for name, v in (("deadline_h", deadline_h), ("budget_usd", budget_usd), ("checkpoint_s", checkpoint_s)):
-        if v is not None and not v > 0:
-            raise ValueError(f"{name} must be positive; got {v!r}.")
+    if b_simple is not None:
+        positive_number(b_simple, "b_simple", "number of samples (the gradient noise scale)", "1000.0")
+        reference_batch = positive_int(reference_batch, "reference_batch", "samples per step (the batch steps was counted at)", 32)
+    positive_number(deadline_h, "deadline_h", "number of hours", "2.0")
+    positive_number(budget_usd, "budget_usd", "amount of dollars", "500.0")
+    positive_number(checkpoint_s, "checkpoint_s", "number of seconds", "30.0")
     counts = _positive_ints(n_gpus, "n_gpus", "GPU counts")
     batches = _positive_ints(batch_sizes, "batch_sizes", "global batch sizes, samples per step")
     strats = [check_strategy_name(s) for s in _as_tuple(strategies, "strategies")]
     spots = [bool(s) for s in _as_tuple(spot, "spot")]
     p = check_gpu_prices(prices)
-    gpu_list = sorted(set(p["gpu"])) if gpus is None else [ds.canonical_gpu(g) for g in _as_tuple(gpus, "gpus")]
+    gpu_list = (sorted(set(p["gpu"])) if gpus is None else
+                [ds.canonical_gpu(g) for g in _as_tuple(gpu_names(gpus, "plan_cloud"), "gpus")])
     regions = None if regions is None else _as_tuple(regions, "regions")
     mixes = [parse_mix(m) for m in ([mixes] if isinstance(mixes, (str, dict)) else list(mixes))]
     if mix_balance not in BALANCES:

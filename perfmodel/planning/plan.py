@@ -202,13 +202,22 @@ def plan_cmdare(model, *, gpus=("K80", "P100", "V100"), max_workers: int = 8, ps
     from perfmodel.models.cluster import predict_cluster_speed
     from perfmodel.planning.revocation import expected_revocations, lifetime_distribution, tf_restart_s
 
-    gpus = [ds.canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
+    from perfmodel.planning._inputs import gpu_names, positive_int, positive_number
+
+    gpus = [ds.canonical_gpu(g) for g in gpu_names(gpus, "plan_cmdare")]
+    steps = positive_int(steps, "steps", "training steps", 64000)
+    batch_size = positive_int(batch_size, "batch_size", "samples per worker step", 128)
+    checkpoint_interval_steps = positive_int(checkpoint_interval_steps, "checkpoint_interval_steps", "steps", 4000)
+    positive_number(deadline_h, "deadline_h", "number of hours", "2.0")
+    positive_number(budget_usd, "budget_usd", "amount of dollars", "50.0")
     ps = [int(p) for p in ([ps] if np.isscalar(ps) else ps)]
     transient = [bool(t) for t in ([transient] if isinstance(transient, (bool, np.bool_)) else transient)]
     if not gpus or not ps or not transient:
         raise ValueError("gpus, ps and transient must each name at least one option.")
-    if int(max_workers) < 1 or min(ps) < 1:
+    numeric = isinstance(max_workers, (int, float, np.integer, np.floating)) and not isinstance(max_workers, bool)
+    if min(ps) < 1 or (numeric and int(max_workers) < 1):
         raise ValueError(f"max_workers and ps must be ≥ 1; got max_workers={max_workers}, ps={ps}.")
+    max_workers = positive_int(max_workers, "max_workers", "workers", 8)
     if int(steps) < 1:
         raise ValueError(f"steps must be a positive number of training steps; got {steps}.")
     if int(max_workers) > MEASURED_MAX_WORKERS:

@@ -82,7 +82,9 @@ def choose_world(model, gpus=None, **kwargs) -> str:
     if only_cloud or _is_hf_config(model):
         return "cloud"
     if gpus is not None:
-        names = [gpus] if isinstance(gpus, str) else list(gpus)
+        from perfmodel.planning._inputs import gpu_names
+
+        names = gpu_names(gpus, "plan")
         if any(canonical_gpu(g) not in CMDARE_GPUS for g in names):
             return "cloud"
     return "cmdare"
