@@ -232,6 +232,15 @@ def _cmd_plan(args) -> int:
 
     _positive(args.deadline_h, "--deadline-h")
     _positive(args.budget_usd, "--budget-usd")
+class _Given(argparse.Action):
+    """Store an option's value and remember that it was given (``args.given``): `perfmodel plan` passes on to today's-cloud
+    planner only the --steps / --batch-size a user typed, not CM-DARE's defaults."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, "given", set(getattr(namespace, "given", ())) | {self.dest})
+
+
     if args.steps < 1 or args.max_workers < 1 or args.batch_size < 1:
         raise _UsageError(f"--steps, --max-workers and --batch-size must be ≥ 1; got {args.steps}, {args.max_workers} and "
                           f"{args.batch_size}.")
@@ -241,7 +250,13 @@ def _cmd_plan(args) -> int:
     if world == "cloud":  # today's GPUs or a transformer: the spec-sheet planner (plan-cloud has every option)
         print("This question is answered by today's-cloud planner (spec-sheet prediction); see `perfmodel plan-cloud --help` "
               "for its options (GPU counts, batches, strategies, spot, precision).\n")
-        return _cmd_plan_cloud(_cloud_args_from_plan(args))
+        cloud = _cloud_args_from_plan(args)
+        if cloud.steps is not None:
+            print(f"Planning {cloud.steps} steps of batch {cloud.batch_sizes} (--steps x --batch-size), the batch fixed.\n")
+        elif "batch_size" in getattr(args, "given", set()):
+            print(f"Planning batch {cloud.batch_sizes} (--batch-size), the batch fixed; pass --steps for the amount of "
+                  f"training (default {PLAN_CLOUD_DEFAULT_SAMPLES} samples).\n")
+        return _cmd_plan_cloud(cloud)
     prices = None
     if args.prices:
         from perfmodel.planning import read_prices
@@ -264,13 +279,23 @@ def _cmd_plan(args) -> int:
 
 
 def _cloud_args_from_plan(args):
-    """`perfmodel plan`'s arguments as `perfmodel plan-cloud` would parse them (its defaults for the rest)."""
+    """`perfmodel plan`'s arguments as `perfmodel plan-cloud` would parse them (its defaults for the rest).
+
+    --steps and --batch-size, when typed, are honoured with the batch fixed: ``--steps S --batch-size B`` plans S steps
+    of batch B (S x B samples); ``--steps S`` alone plans S steps of plan's --batch-size default (a step count means
+    steps of one batch); ``--batch-size B`` alone plans plan-cloud's default amount of data at batch B. Neither typed:
+    plan-cloud's defaults (--samples 320000 at batches 8, 16 and 32), not CM-DARE's 64000 steps of 128 images."""
     argv = ["plan-cloud", args.model, "--gpus", args.gpus]
     if args.input_shape:
         argv += ["--input-shape", args.input_shape]
     if args.prices:
         argv += ["--prices", args.prices]
     if args.deadline_h is not None:
+    given = getattr(args, "given", set())
+    if "steps" in given or "batch_size" in given:
+        argv += ["--batch-sizes", str(args.batch_size)]
+    if "steps" in given:
+        argv += ["--steps", str(args.steps)]
         argv += ["--deadline-h", str(args.deadline_h)]
     if args.budget_usd is not None:
         argv += ["--budget-usd", str(args.budget_usd)]
@@ -684,7 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
         parser.add_argument("--input-shape", default=None,
                             help="shape of one input sample, without the batch dimension (3,32,32 for the zoo CNNs; "
                                  "the sequence length, e.g. 1024, for a config.json)")
-        parser.add_argument("--batch-size", type=int, default=128, help="samples per step (global over all GPUs)")
+        parser.add_argument("--batch-size", type=int, default=128, action=_Given, help="samples per step (global over all GPUs)")
 
     pred = sub.add_parser("predict", formatter_class=fmt,
                           help="step time and memory of a model on any GPU (pm.predict_step_time); on CM-DARE's GPUs also "
@@ -719,7 +744,10 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--world", default="auto", choices=["auto", "cmdare", "cloud"],
                     help="which planner answers (auto: CM-DARE's for its CNNs on K80/P100/V100, today's clouds otherwise)")
     pl.add_argument("--max-workers", type=int, default=8, help="clusters of 1..N workers (measured: 1-8)")
-    pl.add_argument("--steps", type=int, default=64000, help="training steps (global steps; ICAC'19 trains ResNet-32 for 64000)")
+    pl.add_argument("--steps", type=int, default=64000, action=_Given,
+                    help="training steps (global steps; ICAC'19 trains ResNet-32 for 64000). When today's-cloud planner "
+                         "answers, --steps and --batch-size as typed: steps of that one batch (without them: plan-cloud's "
+                         "default amount of training at its batches)")
     pl.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
     pl.add_argument("--budget-usd", type=float, default=None, help="budget in US dollars (none: unconstrained)")
     pl.add_argument("--prices", default=None, metavar="FILE",

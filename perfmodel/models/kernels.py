@@ -17,7 +17,7 @@ import pandas as pd
 from perfmodel.models.op_latency import step_design
 from perfmodel.models.workload import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache"]
 
 
 def conformal_scores() -> pd.Series:
@@ -83,6 +83,11 @@ _KERNEL_MEMO_MAX = 512
 #: "FlashAttention-2", 2023, abstract). FLOPs counted as the papers count them: causal masks halve them.
 FUSED_ATTENTION_EFFICIENCY = {"Hopper": 335 / 989.4, "default": 0.73}
 
+#: The same for Transformer Engine's fused attention (``stack="te"``: cuDNN's fused attention, FlashAttention-3 class on
+#: Hopper): "FP16 reaching up to 740 TFLOPs/s (75% utilization)" on an H100 (Shah et al., "FlashAttention-3", 2024,
+#: abstract); elsewhere FlashAttention-2's.
+TE_FUSED_ATTENTION_EFFICIENCY = {"Hopper": 740 / 989.4, "default": 0.73}
+
 
 def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
     """Per work row: the least time a fused attention kernel can take (its FLOPs at
@@ -95,8 +100,10 @@ def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
     fused = work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy()
     if fused.any():
         arch = "Hopper" if "hopper" in str(getattr(spec, "architecture", "")).lower() else "default"
-        rate = FUSED_ATTENTION_EFFICIENCY[arch] * matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
-        out[fused] = work["flops"].to_numpy(float)[fused] / rate
+        peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
+        te = work["op"].astype(str).str.startswith("te.").to_numpy()
+        eff = np.where(te, TE_FUSED_ATTENTION_EFFICIENCY[arch], FUSED_ATTENTION_EFFICIENCY[arch])
+        out[fused] = work["flops"].to_numpy(float)[fused] / (eff[fused] * peak)
     return out
 
 

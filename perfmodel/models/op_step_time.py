@@ -39,10 +39,11 @@ from perfmodel.models.op_latency import step_design
 from perfmodel.models.workload import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8_CAST_COMPILED_BYTES_PER_ELEMENT,
                                        FUSED_ADAM_PASSES, OPTIMIZERS, PRECISION_DTYPES, attention_implementation, attention_note,
                                        checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
-                                       recompute_mask, selective_recompute_mask, work_from_ops)
+                                       recompute_mask, selective_recompute_mask, work_from_ops, STACKS, stack_of)
 
 __all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
-           "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation"]
+           "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
+           "STACKS", "STACK_BASIS", "resolve_stack"]
 
 
 @accepts_workload("input_shape", "batch_size", "input_dtype", "input_high", "precision", "optimizer", "inference", "compile",
@@ -52,21 +53,48 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
-                      async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None) -> pd.DataFrame:
+    family = resolve_stack(stack, compile)
     out = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                           input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
                           n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                           overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
-                          gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp,
+                          gpus_per_node=gpus_per_node, compile=family, async_tp=async_tp,
                           pipeline_schedule=pipeline_schedule)
     note = attention_note(model)
-    if note:
-        out["basis"] = out["basis"].astype(str) + "; " + note
+    out["basis"] = out["basis"].astype(str) + "; kernels: " + STACK_BASIS[family] + (f"; {note}" if note else "")
     if inference:
         return out
     return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                        precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
                        activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
+
+
+#: What each kernel family (``stack=``) runs, for ``basis``.
+STACK_BASIS = {
+    "eager": ("eager PyTorch (one kernel per operator; attention through scaled_dot_product_attention, "
+              "FlashAttention-2)"),
+    "compile": ("torch.compile (each chain of memory-bound operators between two GEMMs one fused kernel, described by "
+                "its widest member)"),
+    "te": ("Transformer Engine (fused RMSNorm/LayerNorm, MLP activation, rotary embedding with q/k/v in the "
+           "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
+           "Hopper; nothing measured)"),
+}
+
+
+def resolve_stack(stack, compile) -> str:
+    """The kernel family of a call: ``stack`` (a name of :data:`perfmodel.models.workload.STACKS`) or, without it, the
+    ``compile`` flag; both given and disagreeing is an error."""
+    check_flag("compile", compile, "torch.compile: memory-bound operator chains fused")
+    if stack is None:
+        return "compile" if compile else "eager"
+    if not isinstance(stack, str):
+        raise TypeError(f"stack must be a name, one of {', '.join(map(repr, STACKS))}; got {type(stack).__name__} {stack!r}.")
+    family = stack_of(stack.strip().lower())
+    if compile and family != "compile":
+        raise ValueError(f"compile=True and stack={stack!r} ask for two kernel families; pass one: stack='compile' (the "
+                         f"same as compile=True) or stack={family!r} without compile.")
+    return family
 
 
 def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,
@@ -166,7 +194,13 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         GPUs per node, for the per-level ``interconnect``.
     compile : bool, default False
         ``torch.compile``: every chain of memory-bound operators between two GEMMs runs as one fused kernel
-        (:func:`compiled_work`).
+        (:func:`compiled_work`); the same as ``stack="compile"``.
+    stack : {"eager", "compile", "te"}, optional
+        The kernel family the run uses, said in ``basis``: ``"eager"`` (default; PyTorch's kernels), ``"compile"``
+        (``torch.compile``) or ``"te"`` (NVIDIA Transformer Engine's fused modules, as Megatron-core runs them:
+        :func:`perfmodel.models.workload.te_ops` — fused norms, MLP activation, rotary embedding and cross-entropy,
+        cuDNN fused attention at FlashAttention-3's published rate on Hopper; a stated model, no TE kernel was
+        measured).
     overlap_grad_reduce : bool
         ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
         after the backward pass (Megatron-LM's default).
@@ -203,7 +237,7 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     prec = check_step_args(alpha, optimizer, inference, precision, batch_size)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    check_flag("compile", compile, "torch.compile: memory-bound operator chains fused")
+    compile = stack_of(compile)  # the kernel family (predict_step_time resolves stack= and compile= into it)
     _check_gpus_per_node(gpus_per_node)
     ac = checkpointing_mode(activation_checkpointing)
     if ac and inference:

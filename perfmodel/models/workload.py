@@ -27,7 +27,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYP
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode)
 
-__all__ = ["Workload", "accepts_workload", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -331,16 +331,22 @@ def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inferen
     return memo[key].copy()
 
 
-def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool = False) -> pd.DataFrame:
+def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool | str = False) -> pd.DataFrame:
     """:func:`work_from_ops` of :func:`step_ops` (index 0…n−1), memoised with the trace; at ``"fp8"`` with the FP8
-    linears marked and their casts added (:func:`fp8_work`); with ``compile`` its memory-bound chains fused
-    (:func:`compiled_work`)."""
+    linears marked and their casts added (:func:`fp8_work`); ``compile`` is the kernel family (:func:`stack_of`: a
+    name of :data:`STACKS` or the ``torch.compile`` flag): ``"compile"`` fuses the memory-bound chains
+    (:func:`compiled_work`), ``"te"`` runs Transformer Engine's fused modules (:func:`te_ops`)."""
+    stack = stack_of(compile)
     key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
-    if compile:
-        key = (*key, "compile")
+    if stack != "eager":
+        key = (*key, stack)
     memo = module_memo(net)
     if key not in memo:
-        if compile:
+        if stack == "te":
+            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            work = work_from_ops(te_ops(ops)).reset_index(drop=True)
+            memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
+        elif stack == "compile":
             # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
             fused = compiled_work(work_from_ops(ops).reset_index(drop=True))
@@ -353,6 +359,145 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
 
 
 _FUSABLE = ("elementwise", "layernorm", "softmax")
+
+#: Kernel families a training step can run on (``stack=`` of :func:`perfmodel.predict_step_time`): ``"eager"``
+#: (PyTorch's own kernels, one per operator; attention through ``scaled_dot_product_attention``), ``"compile"``
+#: (``torch.compile``: :func:`compiled_work`) and ``"te"`` (NVIDIA Transformer Engine's fused modules:
+#: :func:`te_ops`).
+STACKS = ("eager", "compile", "te")
+
+
+def stack_of(value) -> str:
+    """The kernel family of ``value``: a name of :data:`STACKS`, or the ``compile`` flag (False -> ``"eager"``,
+    True -> ``"compile"``)."""
+    if value is None or value is False:
+        return "eager"
+    if value is True:
+        return "compile"
+    if isinstance(value, str) and value in STACKS:
+        return value
+    raise ValueError(f"stack must be one of {', '.join(map(repr, STACKS))}; got {value!r}. 'eager' is PyTorch's own "
+                     "kernels, 'compile' torch.compile's fused kernels, 'te' NVIDIA Transformer Engine's fused modules.")
+
+
+#: Module names (the last part of a module path, case-insensitive) whose memory-bound operators Transformer Engine runs
+#: as one fused kernel, by role: RMSNorm / LayerNorm; the MLP's activation (SwiGLU, GeGLU, GELU); the attention block's
+#: rotary embedding and head layout (TE's attention takes q, k, v in their projection layout).
+_TE_NORM = re.compile(r"(?:^|\.)(?:input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm|"
+                      r"norm|ln_\d+|ln_f|ln|layernorm|layer_norm|final_layer_norm|self_attn_layer_norm|attention_norm|"
+                      r"ffn_norm)$", re.IGNORECASE)
+_TE_MLP = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)(?:\.(?:act_fn|act|activation_fn|activation))?$", re.IGNORECASE)
+_TE_ATTN = re.compile(r"(?:^|\.)(?:self_attn|attention|attn|self_attention)$", re.IGNORECASE)
+_TE_CE_OPS = ("aten._log_softmax", "aten.nll_loss_forward", "aten.nll_loss_backward", "aten._log_softmax_backward_data")
+_TE_FREE = ("view", "factory", "matmul", "conv", "attention")
+_ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def _numel(shapes: str) -> float:
+    d = _dims(shapes)
+    return float(np.prod(d[0])) if d and d[0] else 0.0
+
+
+def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Per-op rows of the step as NVIDIA Transformer Engine (and Megatron-core on it) runs a transformer: the
+    memory-bound operators of a module TE fuses become one kernel per module and pass, moving what that kernel reads
+    and writes (``N`` the elements of the module's activation, ``s`` their element size):
+
+    * **RMSNorm / LayerNorm** (``te.RMSNorm``, ``te.LayerNorm``, and the norm of ``LayerNormLinear``): forward reads
+      ``x`` and writes ``y`` (``2·N·s``); backward reads ``dy`` and ``x``, writes ``dx`` (``3·N·s``) — the per-row
+      statistics and the weight are negligible;
+    * **the MLP's activation** (``LayerNormMLP``'s fused SwiGLU / GeGLU / GELU): gated, forward reads gate and up and
+      writes their product (``3·N·s``), backward reads ``dh``, gate and up and writes both gradients (``5·N·s``);
+      ungated, ``2·N·s`` and ``3·N·s``;
+    * **the attention block's rotary embedding and head layout** (TE's fused RoPE; its ``DotProductAttention`` takes
+      q, k, v in the projections' layout, so no transpose or contiguous copy runs): one kernel per pass reading and
+      writing q and k (``2·(|q| + |k|)·s``) where the block rotates (it has the ``neg``/``cat`` of a rotary
+      embedding), no kernel otherwise;
+    * **cross-entropy** (Megatron's fused cross-entropy, as Liger's): forward reads the logits once, backward reads
+      them and writes their gradient (``L`` logits: ``L·s`` and ``2·L·s``) — the FP32 copy of the logits, the
+      log-softmax and the NLL kernels of eager PyTorch vanish;
+    * **fused attention**: the kernel of ``scaled_dot_product_attention`` becomes TE's (cuDNN's fused attention;
+      FlashAttention-3's rate on Hopper, :data:`perfmodel.models.kernels.FUSED_ATTENTION_EFFICIENCY`).
+
+    GEMMs, residual adds, embeddings and the optimizer are unchanged (TE's linears run cuBLAS; pass
+    ``optimizer="adam-fused"`` for the fused Adam TE and Megatron use). A stated model of TE's documented fused
+    modules (TE ``transformer_engine.pytorch``: ``LayerNormLinear``, ``LayerNormMLP``, ``DotProductAttention``,
+    ``RMSNorm``, fused RoPE), applied to the modules a Hugging Face transformer names this way — nothing here was
+    measured or fitted.
+    """
+    if ops.empty or "module" not in ops.columns:
+        return ops.copy()
+    d = ops.reset_index(drop=True)
+    mod = d["module"].astype(str)
+    op = d["op"].astype(str)
+    phase = d["phase"].astype(str).to_numpy()
+    cls = d["op_class"].astype(str).to_numpy()
+    mem = ~np.isin(cls, _TE_FREE) & (phase != "optimizer")
+    act_item = 2 if d["dtype"].astype(str).isin(["bfloat16", "float16"]).any() else 4  # the step's activations
+    role = np.full(len(d), "", dtype=object)
+    role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
+    role[mem & (role == "") & mod.str.contains(_TE_MLP).to_numpy()] = "mlp_act"
+    role[mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy()] = "attention_prep"
+    ce = op.isin(_TE_CE_OPS).to_numpy()
+    if ce.any():  # the logits' FP32 copy of the loss module goes with its cross-entropy
+        loss_mods = set(mod[ce])
+        role[mem & (role == "") & mod.isin(loss_mods).to_numpy() & (cls == "copy")] = "cross_entropy"
+        role[ce] = "cross_entropy"
+    # the MLP's activation and the product of a gated MLP are one kernel: group them under the MLP module
+    mlp_mod = mod.str.replace(r"\.(act_fn|act|activation_fn|activation)$", "", regex=True, flags=re.IGNORECASE)
+    rows = []
+    keys = [(r, mm if r == "mlp_act" else m, ph) for r, m, mm, ph in zip(role, mod, mlp_mod, phase)]
+    groups: dict = {}
+    for i, k in enumerate(keys):
+        if k[0]:
+            groups.setdefault(k, []).append(i)
+    first_of = {g[0]: k for k, g in groups.items()}
+    in_group = {i for g in groups.values() for i in g}
+    # per attention block: the bytes of its rotated q and k, taken from the forward pass, reused in the backward pass
+    rope: dict = {}
+    for (r, m, ph), g in groups.items():
+        if r == "attention_prep" and ph == "forward":
+            sub = d.loc[g]
+            if sub["op"].isin(["aten.neg"]).any() and sub["op"].isin(["aten.cat", "aten.add"]).any():
+                adds = sub[sub["op"] == "aten.add"]
+                rope[m] = float(sum(_numel(s) * _ITEMSIZE.get(str(t), 2) for s, t in zip(adds["output_shapes"], adds["dtype"])))
+    for i in range(len(d)):
+        if i in first_of:
+            r, m, ph = first_of[i]
+            g = d.loc[groups[first_of[i]]]
+            big = g.loc[g["output_shapes"].map(_numel).idxmax()]
+            n = _numel(big["output_shapes"])
+            item = _ITEMSIZE.get(str(g["dtype"].iloc[-1]), 2)
+            if r == "norm":
+                read, written = (n * item, n * item) if ph == "forward" else (2 * n * item, n * item)
+            elif r == "mlp_act":
+                gated = bool((g["bytes_read"].to_numpy(float) >= 2 * n * item).any())  # a product of two N-tensors
+                if ph == "forward":
+                    read, written = (2 * n * item, n * item) if gated else (n * item, n * item)
+                else:
+                    read, written = (3 * n * item, 2 * n * item) if gated else (2 * n * item, n * item)
+            elif r == "attention_prep":
+                if m not in rope:
+                    continue  # no rotary embedding: TE's attention needs no layout kernel
+                read = written = rope[m]
+            else:  # cross_entropy: n is the logits' count (the largest tensor of the loss)
+                read, written = (n * act_item, 0.0) if ph == "forward" else (n * act_item, n * act_item)
+            row = big.copy()
+            row["op"] = f"te.{r}"
+            row["op_class"] = "norm" if r == "norm" else "elementwise"
+            row["flops"] = float(g["flops"].sum())
+            row["bytes_read"], row["bytes_written"] = float(read), float(written)
+            row["input_shapes"] = row["output_shapes"] = str(big["output_shapes"]).split(";")[0]
+            row["index"] = d.loc[i, "index"] if "index" in d.columns else i
+            rows.append(row)
+        elif i in in_group or op[i] == "aten._unsafe_view":  # fused away; a linear's output reshaped in place
+            continue
+        else:
+            row = d.loc[i].copy()
+            if cls[i] == "attention":
+                row["op"] = "te." + str(row["op"]).replace("aten.", "")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=d.columns).reset_index(drop=True)
 
 
 def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
@@ -442,6 +587,10 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
     if inference:
         ops = ops[ops["phase"] == "forward"]
     if optimizer == "adam-fused":
+        if isinstance(net, str):  # a zoo id: its parameters counted on the meta device
+            from perfmodel import zoo
+
+            net = zoo.build(net, device="meta")
         n = int(sum(p.numel() for p in net.parameters() if p.requires_grad))
         size = torch.empty((), dtype=dtype).element_size()
         fused = dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
