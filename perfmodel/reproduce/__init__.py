@@ -22,6 +22,7 @@ from perfmodel.reproduce._runner import (
     ITEMS,
     NUMBERS_AREAS,
     CatalogItem,
+    EmptySelectionError,
     ReproduceOutputError,
     ReproductionResult,
     number_status,
@@ -30,4 +31,4 @@ from perfmodel.reproduce._runner import (
 )
 
 __all__ = ["Item", "CatalogItem", "ITEMS", "ALIASES", "NUMBERS_AREAS", "discover_items", "list_items", "items_markdown_table", "reproduce",
-           "ReproductionResult", "number_status", "ReproduceOutputError", "select_items", "write_numbers_json", "write_report"]
+           "ReproductionResult", "number_status", "ReproduceOutputError", "EmptySelectionError", "select_items", "write_numbers_json", "write_report"]

@@ -29,10 +29,20 @@ from perfmodel.reproduce._report import write_numbers_json, write_report
 from perfmodel.reproduce._results import ReproductionResult, _isnan, number_status
 
 __all__ = ["CatalogItem", "ITEMS", "ALIASES", "NUMBERS_AREAS", "reproduce", "ReproductionResult", "number_status", "ReproduceOutputError",
-           "select_items"]
+           "select_items", "EmptySelectionError"]
 
 class ReproduceOutputError(OSError):
     """The output folder of :func:`reproduce` cannot be used (an existing file, no permission)."""
+
+
+class EmptySelectionError(ValueError):
+    """``only`` was given but names no item (``""``, ``","``, ``[]``): running nothing would replace a report by an
+    empty one and call it a success. ``option`` is the name the message uses (``--only`` in the CLI)."""
+
+    def __init__(self, only, option: str = "only"):
+        self.only, self.option = only, option
+        super().__init__(f"{option} names no item (got {only!r}). Expected comma-separated item ids, listed by "
+                         f"`perfmodel reproduce --list`: {', '.join(_BY_ID)}; or leave {option} out to run every item.")
 
 
 def _lost_numbers(item_id: str, why: str) -> pd.DataFrame:
@@ -86,10 +96,14 @@ def _prepare_out(out: Path) -> Path:
 
 
 def select_items(only=None) -> list[Item]:
-    """The items ``only`` names (ids or former ids, comma-separated or a list), all of them when None."""
-    if not only:
+    """The items ``only`` names (ids or former ids, comma-separated or a list), all of them when None.
+
+    Raises :class:`EmptySelectionError` when ``only`` is given but names no item (``""``, ``" , "``, ``[]``)."""
+    if only is None:
         return list(ITEMS)
     ids = [s.strip() for part in ([only] if isinstance(only, str) else only) for s in str(part).split(",") if s.strip()]
+    if not ids:
+        raise EmptySelectionError(only)
     unknown = [i for i in ids if i not in _BY_ID and i not in ALIASES]
     if unknown:
         from perfmodel._errors import UnknownNameError
@@ -132,6 +146,8 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     ------
     perfmodel.datasets.UnknownNameError
         An id in ``only`` is not an item id (nor a former one).
+    EmptySelectionError
+        ``only`` is given but names no item (``""``); nothing is run or written.
     ReproduceOutputError
         ``out`` is an existing file, or the folder cannot be created.
     perfmodel.datasets.DataNotAvailableError
