@@ -12,9 +12,19 @@ file (``os.replace``). So:
 * a symbolic link is written through: the rows go to the file it points at (resolved, locked and replaced there), and
   the link stays a link;
 * the temporary file is removed whenever the append fails (full disk, a folder at the file's path, ...);
-* an append the file refuses (read-only file or folder, other columns, unreadable or non-CSV file) raises, and the new
-  rows are first written to a new sibling file ``<stem>.unsaved-<UTC time>-<pid>.csv`` (in the system's temporary folder
-  when the file's own folder is not writable) whose path is in the message and in the exception's ``saved_to``.
+* the existing file must parse, with the :mod:`csv` module's strict rules, to records of its header's width and end
+  cleanly: a file missing only its final newline gets one, a file ending inside an open quoted field (a writer cut
+  off mid-row) or holding a row of another width is refused naming the line (appended rows would be swallowed by the
+  open quote, or misaligned);
+* anything at the path that is not a regular file (a FIFO, ``/dev/stdout`` into a pipe, a device, a socket) is refused
+  before it is opened: such a file cannot be replaced atomically, and opening a FIFO blocks until a reader comes;
+* an append the file refuses (read-only file or folder, other columns, unreadable, unparseable or non-CSV file, not a
+  regular file) raises, and the new rows are first written to a new sibling file
+  ``<stem>.unsaved-<UTC time>-<pid>.csv`` (in the system's temporary folder when the file's own folder is not writable
+  or is ``/dev`` or ``/proc``) whose path is in the message and in the exception's ``saved_to``. That file is complete or
+  absent: it is written to a hidden temporary file, flushed and fsynced, then linked under its name (a full disk leaves
+  no rescue file cut mid-row). When no folder takes it, the message says so, ends with the rows as CSV, and the
+  exception keeps them (``rows``, ``saved_to`` None).
 """
 from __future__ import annotations
 
@@ -23,6 +33,7 @@ import datetime as _dt
 import io
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -80,16 +91,99 @@ def _quoting(df: pd.DataFrame) -> int:
     return csv.QUOTE_MINIMAL
 
 
-def _header(path: Path) -> list[str]:
-    """The column names of the CSV file ``path`` (its first record, parsed with :mod:`csv`: a name may hold commas,
-    quotes or line breaks). Raises :class:`MeasurementFileError` when the file is not UTF-8 CSV."""
+def _not_utf8(path: Path, exc: Exception, line: int | None = None) -> MeasurementFileError:
+    where = f" at line {line}" if line is not None else ""
+    return MeasurementFileError(
+        f"{path} is not a UTF-8 CSV file ({type(exc).__name__}{where}: {exc}). Expected a measurement file written by "
+        "perfmodel; append to a new file, or move this one away.")
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(path, mode: int) -> MeasurementFileError | None:
+    """The error for a path whose ``st_mode`` is not a regular file (None for a regular file or a folder, which is
+    refused with its own message)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    return MeasurementFileError(
+        f"{path} is {kind}, not a regular file. Expected a CSV file to append measurement rows to (rows are appended by "
+        "atomically replacing the file, which a pipe or a device cannot be, and opening a pipe blocks until a reader "
+        "comes); write to a regular file (e.g. measurements.csv) and copy or pipe it from there.")
+
+
+def _refuse_not_regular(path) -> None:
+    """Raise when something at ``path`` (followed through links) exists and is not a regular file (or a folder);
+    nothing is opened."""
     try:
-        with open(path, encoding="utf-8", newline="") as f:
-            return next(csv.reader(f), [])
-    except (UnicodeDecodeError, csv.Error) as exc:
+        mode = os.stat(path).st_mode
+    except OSError:  # absent (created by the append), a dangling link, or refused later with the open's own error
+        return
+    err = _not_regular(path, mode)
+    if err is not None:
+        raise err
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path``, opened without blocking (a FIFO swapped in after the check is refused,
+    not waited on)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        err = _not_regular(path, os.fstat(fd).st_mode)
+        if err is not None:
+            raise err
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def _probe_append(path: Path) -> None:
+    """Refuse exactly as ``open(path, 'a')`` would (read-only file, ...), without blocking on a FIFO."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NONBLOCK", 0))
+    try:
+        err = _not_regular(path, os.fstat(fd).st_mode)
+        if err is not None:
+            raise err
+    finally:
+        os.close(fd)
+
+
+def _check_content(path: Path, data: bytes, cols: list[str] | None) -> None:
+    """Raise :class:`MeasurementFileError` unless the non-empty file content ``data`` is UTF-8 CSV (strict quoting)
+    whose header is ``cols`` (when given), whose records all have the header's width (blank lines aside) and that does
+    not end inside a quoted field."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc, data[:exc.start].count(b"\n") + 1) from exc
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header, end = None, 0
+    try:
+        for rec in reader:
+            start, end = end + 1, reader.line_num
+            if header is None:
+                header = rec
+                if cols is not None and header != cols:
+                    raise _columns_error(path, header, cols)
+            elif rec and len(rec) != len(header):
+                raise MeasurementFileError(
+                    f"{path} line {start} has {len(rec)} fields, its header {len(header)}: the file does not parse to its "
+                    "columns (a row cut short by an interrupted writer, or edited by hand). Expected every row to have "
+                    f"the header's fields; fix or delete line {start}, then append again (or write to a new file).")
+    except csv.Error as exc:
+        start = end + 1
+        if "unexpected end of data" in str(exc):
+            raise MeasurementFileError(
+                f"{path} line {start}: a quoted field opened there is never closed (the file ends inside it, e.g. a "
+                "writer was cut off mid-row), so rows appended now would be swallowed by it and the file would not "
+                f"parse. Fix the file first: close the quote, or delete line {start} and everything after it; then "
+                "append again (or write to a new file).") from None
         raise MeasurementFileError(
-            f"{path} is not a UTF-8 CSV file ({type(exc).__name__}: {exc}). Expected a measurement file written by "
-            "perfmodel; append to a new file, or move this one away.") from exc
+            f"{path} line {start} is not valid CSV ({exc}). Expected a measurement file written by perfmodel; fix "
+            f"line {start}, or append to a new file.") from None
 
 
 def read_rows(path) -> pd.DataFrame:
@@ -105,31 +199,94 @@ def _unsaved_name(path: Path) -> str:
     return f"{path.stem}.unsaved-{stamp}-{os.getpid()}.csv"
 
 
-def _save_elsewhere(df: pd.DataFrame, path: Path) -> Path | None:
-    """Write ``df`` (with a header) to a new file next to ``path``, or in the system's temporary folder when that
-    fails; never overwrite anything (``open(..., 'x')``). None when no folder takes it."""
-    data = df.to_csv(index=False, lineterminator="\n", quoting=_quoting(df))
+def _write_fully(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (a short write is continued; a full disk raises)."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view[:1 << 20])
+        view = view[n:]
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename or link in ``folder`` durable (best effort: some file systems cannot open or fsync a folder)."""
+    try:
+        dfd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def _rescue_folders(path: Path) -> list[Path]:
+    """Beside ``path``, then the system's temporary folder; never ``/dev`` or ``/proc`` (``/dev/stdout``, a device)."""
+    folders = []
     for folder in (path.parent, Path(tempfile.gettempdir())):
-        for _ in range(3):
+        real = os.path.realpath(folder)
+        if real in ("/dev", "/proc") or real.startswith(("/dev/", "/proc/")) or folder in folders:
+            continue
+        folders.append(folder)
+    return folders
+
+
+def _save_to(folder: Path, path: Path, data: bytes) -> Path:
+    """Write ``data`` to a hidden temporary file in ``folder``, flush and fsync it, then link it under a new
+    ``<stem>.unsaved-...csv`` name (never overwriting): the named file is complete or absent."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.unsaved-", suffix=".tmp", dir=folder)
+    try:
+        try:
+            _write_fully(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a rescue file gets a new file's usual mode
+        for _ in range(5):
             target = folder / _unsaved_name(path)
             try:
-                with open(target, "x", encoding="utf-8", newline="") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                return target
+                os.link(tmp, target)  # fails when the name exists: never overwrites
             except FileExistsError:
                 continue
-            except OSError:
-                break
-    return None
+            except OSError:  # a file system without hard links: rename, after checking the name is free
+                if os.path.lexists(target):
+                    continue
+                os.rename(tmp, target)
+            _fsync_folder(folder)
+            return target
+        raise FileExistsError(17, "File exists (five rescue file names taken)", str(folder))
+    finally:  # failed anywhere (full disk, fsync error, ...): no partial file is left; linked: the temporary name goes
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _save_elsewhere(df: pd.DataFrame, path: Path) -> tuple[Path | None, list[str]]:
+    """Write ``df`` (with a header) to a new file next to ``path``, or in the system's temporary folder when that
+    fails, complete or not at all (:func:`_save_to`). Returns the file (None when no folder takes it) and why each
+    folder tried did not."""
+    data = df.to_csv(index=False, lineterminator="\n", quoting=_quoting(df)).encode("utf-8")
+    failures = []
+    for folder in _rescue_folders(path):
+        try:
+            return _save_to(folder, path, data), failures
+        except OSError as exc:
+            failures.append(f"{folder}: {exc.strerror or exc}")
+    return None, failures
 
 
 def _with_rescue(exc: BaseException, df: pd.DataFrame, path: Path) -> BaseException:
-    """``exc`` again (same type, errno and file name), its message saying where the rows went."""
-    saved = _save_elsewhere(df, path)
-    where = (f"the {len(df)} new rows were saved to {saved} instead" if saved is not None else
-             f"the {len(df)} new rows could not be saved anywhere else either (no writable folder)")
+    """``exc`` again (same type, errno and file name), its message saying where the rows went (or, when no folder took
+    them, the rows themselves as CSV; also in the exception's ``rows``)."""
+    saved, failures = _save_elsewhere(df, path)
+    if saved is not None:
+        where = f"the {len(df)} new rows were saved to {saved} instead"
+    else:
+        rows = df.to_csv(index=False, lineterminator="\n", quoting=_quoting(df))
+        where = (f"the {len(df)} new rows could not be saved anywhere ({'; '.join(failures) or 'no folder to try'}); "
+                 f"copy them from here, as CSV:\n{rows}")
     try:
         if isinstance(exc, OSError) and exc.errno is not None and exc.strerror:
             new = type(exc)(exc.errno, f"{exc.strerror}; {where}", exc.filename)
@@ -138,16 +295,20 @@ def _with_rescue(exc: BaseException, df: pd.DataFrame, path: Path) -> BaseExcept
     except Exception:  # an exception type with another constructor: keep it, with the path as an attribute
         new = exc
     new.saved_to = saved
+    new.rows = df
     return new
 
 
 def check_appendable(path, columns=None) -> Path:
     """Raise now the error :func:`append_rows` would raise later (before a long measurement, not after it).
 
-    Checks (for a symbolic link: on the file it points at) that ``path`` is not a folder, that an existing file can be opened for appending (``open(path, 'a')``) and
-    has the header ``columns`` (when given), and that its folder exists or can be created and is writable (the
-    append writes a temporary file and a lock file there). Nothing is written.
+    Checks (for a symbolic link: on the file it points at) that ``path`` is not a folder, a FIFO, a device or anything
+    else than a regular file, that an existing file can be opened for appending (``open(path, 'a')``), has the header
+    ``columns`` (when given), parses (every row of its header's width, no quoted field left open at its end), and that
+    its folder exists or can be created and is writable (the append writes a temporary file and a lock file there).
+    Nothing is written.
     """
+    _refuse_not_regular(path)
     path = Path(os.path.realpath(path))  # a symbolic link is appended through: check the file and folder it points at
     if path.is_dir():
         raise IsADirectoryError(21, f"Is a directory (expected a CSV file path to append rows to; name a file inside it, "
@@ -161,12 +322,10 @@ def check_appendable(path, columns=None) -> Path:
         raise PermissionError(13, "Permission denied (the folder is not writable: appending writes a temporary file and "
                                   "a lock file next to the measurement file; choose a writable folder)", str(folder))
     if path.exists():
-        with open(path, "a"):
-            pass
-        if columns is not None and path.stat().st_size > 0:
-            have, cols = _header(path), [str(c) for c in columns]
-            if have != cols:
-                raise _columns_error(path, have, cols)
+        _probe_append(path)
+        data = _read_regular(path)
+        if data:
+            _check_content(path, data, None if columns is None else [str(c) for c in columns])
     return path
 
 
@@ -194,26 +353,31 @@ def append_rows(df: pd.DataFrame, path, *, timeout_s: float | None = None) -> Pa
     Raises
     ------
     MeasurementFileError
-        The file exists with other columns (in another order) than ``df`` (the rows would not line up), or is not a
-        UTF-8 CSV file. Write to a new file, or select/reorder the columns to the file's header.
+        The file exists with other columns (in another order) than ``df`` (the rows would not line up), is not a
+        UTF-8 CSV file, does not parse (a row of another width, a quoted field left open at its end: the message names
+        the line), or is not a regular file (a FIFO, a device). Write to a new file, select/reorder the columns to the
+        file's header, or fix the line named.
     PermissionError, IsADirectoryError, OSError
         The file or its folder refuses the append, exactly as ``open(path, 'a')`` would (a read-only file is refused).
     TimeoutError
         Another writer held the lock for longer than ``timeout_s``.
 
     In each case the new rows are not lost: they are written to a new file ``<stem>.unsaved-<UTC time>-<pid>.csv``
-    next to ``path`` (or in the system's temporary folder), named in the message and in the exception's ``saved_to``.
+    next to ``path`` (or in the system's temporary folder), complete or not at all, named in the message and in the
+    exception's ``saved_to``; when no folder takes them (a full disk everywhere) the message ends with them as CSV and
+    the exception keeps them in ``rows``.
     """
     from filelock import FileLock, Timeout
 
     given = path = Path(path)
     if df.empty:
         return given
-    # a symbolic link (or a chain of them) is written through: lock, write and replace the file it points at, never
-    # the link itself (os.replace over a link would turn it into a regular file and leave its target without the rows)
-    path = Path(os.path.realpath(path))
     timeout_s = LOCK_TIMEOUT_S if timeout_s is None else float(timeout_s)
     try:
+        _refuse_not_regular(given)  # a FIFO or a device: refused before anything opens it (opening a FIFO blocks)
+        # a symbolic link (or a chain of them) is written through: lock, write and replace the file it points at, never
+        # the link itself (os.replace over a link would turn it into a regular file and leave its target without the rows)
+        path = Path(os.path.realpath(path))
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(_lock_path(path), timeout=timeout_s)
         try:
@@ -240,14 +404,11 @@ def _append_locked(df: pd.DataFrame, path: Path) -> None:
                                     f"e.g. {path / 'measurements.csv'}, or move the folder away)", str(path))
     old = b""
     if path.exists():
-        with open(path, "ab"):  # refuse exactly as an append would (read-only file, a folder, ...)
-            pass
-        if path.stat().st_size > 0:
-            have = _header(path)
-            if have != cols:
-                raise _columns_error(path, have, cols)
-            old = path.read_bytes()
-            if not old.endswith(b"\n"):
+        _probe_append(path)  # refuse exactly as an append would (read-only file, a folder, ...); never blocks
+        old = _read_regular(path)
+        if old:
+            _check_content(path, old, cols)
+            if not old.endswith(b"\n"):  # the last row is complete (checked above), only its line break is missing
                 old += b"\n"
     buf = io.StringIO()
     df.to_csv(buf, index=False, header=not old, lineterminator="\n", quoting=_quoting(df))
@@ -259,23 +420,14 @@ def _append_locked(df: pd.DataFrame, path: Path) -> None:
         mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(old)
-            f.write(buf.getvalue().encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            _write_fully(fd, old + buf.getvalue().encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.chmod(tmp, mode)  # mkstemp creates 0600; keep the file's own mode (or the umask's default for a new file)
         os.replace(tmp, path)
     finally:  # failed anywhere (full disk, a folder raced into the path, interrupted): no temporary file is left
         if os.path.lexists(tmp):
             os.unlink(tmp)
-    try:  # make the rename itself durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    _fsync_folder(path.parent)  # make the rename itself durable
