@@ -37,7 +37,8 @@ from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["MEMORY_BOUND_CLASSES", "BandwidthModel", "bandwidth_rows", "fit_bandwidth_bundle", "leave_one_gpu_out_scores",
            "BANDWIDTH_ARTIFACT", "BANDWIDTH_SHA256", "bandwidth_artifact_path", "save_bandwidth_bundle",
-           "load_bandwidth_bundle", "bandwidth_model", "bandwidth_model_from_bundle", "fit_user_bandwidth_bundle", "MIN_OWN_ROWS"]
+           "load_bandwidth_bundle", "bandwidth_model", "bandwidth_model_from_bundle", "fit_user_bandwidth_bundle", "MIN_OWN_ROWS",
+           "user_kernel_seconds"]
 
 #: Operator classes timed by their bytes (:class:`BandwidthModel`); matmul and conv are learned by the operator models.
 MEMORY_BOUND_CLASSES = ("elementwise", "layernorm", "softmax")
@@ -323,10 +324,8 @@ def fit_user_bandwidth_bundle(rows: pd.DataFrame, *, key: str) -> dict:
     """The shipped bandwidth model with a ``t0`` and ``eta`` of its own for each GPU and class a user measured in
     half precision (``split_user_rows(...)["half_memory"]``; at least :data:`MIN_OWN_ROWS` rows of the class on the GPU,
     else that class stays the shipped, pooled one). The rows' kernel times are their latencies less the launch
-    overhead (:func:`perfmodel.models.half_precision.user_kernel_seconds`). ``key`` ties it to the artifact it is
+    overhead (:func:`user_kernel_seconds`). ``key`` ties it to the artifact it is
     written beside; returns a bundle :func:`save_bandwidth_bundle` writes."""
-    from perfmodel.models.half_precision import user_kernel_seconds
-
     b = dict(load_bandwidth_bundle())
     U = rows.reset_index(drop=True)
     t = user_kernel_seconds(U)
@@ -344,6 +343,18 @@ def fit_user_bandwidth_bundle(rows: pd.DataFrame, *, key: str) -> dict:
                           or f"no class with {MIN_OWN_ROWS} rows or more on one GPU, nothing refitted"))
     b["key"] = b["fitted_with"] = key
     return b
+
+
+def user_kernel_seconds(rows: pd.DataFrame) -> np.ndarray:
+    """In-stream kernel time of a user's measured rows (:func:`perfmodel.models.op_latency.load_op_rows`): the latency
+    less the launch overhead of its GPU and class — the fastest row of that GPU and class less ``KERNEL_MIN_S``, as the
+    bandwidth model's NeuSight rows are treated (:func:`perfmodel.models.bandwidth.bandwidth_rows`) — never below
+    ``KERNEL_MIN_S``."""
+    from perfmodel.models.op_latency import KERNEL_MIN_S
+
+    lat = rows["latency_s"].to_numpy(float)
+    overhead = rows.groupby(["gpu", "op_class"])["latency_s"].transform("min").to_numpy(float) - KERNEL_MIN_S
+    return np.maximum(lat - np.maximum(overhead, 0.0), KERNEL_MIN_S)
 
 
 def bandwidth_model() -> BandwidthModel:

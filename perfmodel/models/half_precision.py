@@ -410,15 +410,11 @@ USER_HALF_PRECISIONS = ("bf16", "fp16")
 
 
 def user_kernel_seconds(rows: pd.DataFrame) -> np.ndarray:
-    """In-stream kernel time of a user's measured rows (:func:`perfmodel.models.op_latency.load_op_rows`): the latency
-    less the launch overhead of its GPU and class — the fastest row of that GPU and class less ``KERNEL_MIN_S``, as the
-    bandwidth model's NeuSight rows are treated (:func:`perfmodel.models.bandwidth.bandwidth_rows`) — never below
-    ``KERNEL_MIN_S``."""
-    from perfmodel.models.op_latency import KERNEL_MIN_S
+    """:func:`perfmodel.models.bandwidth.user_kernel_seconds` (the latency less the launch overhead of its GPU and
+    class)."""
+    from perfmodel.models.bandwidth import user_kernel_seconds as kernel_seconds
 
-    lat = rows["latency_s"].to_numpy(float)
-    overhead = rows.groupby(["gpu", "op_class"])["latency_s"].transform("min").to_numpy(float) - KERNEL_MIN_S
-    return np.maximum(lat - np.maximum(overhead, 0.0), KERNEL_MIN_S)
+    return kernel_seconds(rows)
 
 
 def split_user_rows(rows: pd.DataFrame) -> dict:
