@@ -128,6 +128,19 @@ def max_positions(config) -> int | None:
     return int(n) if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
+def _has_position_table(model, limit: int) -> bool:
+    """Whether ``model`` looks positions up in a learned table of ``limit`` rows (GPT-2's ``wpe``, BERT's
+    ``position_embeddings``, OPT's ``embed_positions`` with its offset of 2), which a longer sequence indexes out of
+    range. Rotary models (Llama, Mistral, Qwen) compute their positions: ``max_position_embeddings`` is the context
+    they were trained for, not a table, and longer sequences run (torchtitan trains Llama 3 8B at 262,144 tokens)."""
+    try:
+        tokens = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        tokens = None
+    return any(isinstance(m, torch.nn.Embedding) and m is not tokens and limit <= m.num_embeddings <= limit + 2
+               for m in model.modules())
+
+
 class TrainingStep(torch.nn.Module):
     """One training step of a Hugging Face model: ``forward(input_ids) -> loss``, the loss its head trains with.
 
@@ -165,7 +178,8 @@ class TrainingStep(torch.nn.Module):
     Raises
     ------
     perfmodel._errors.ModelConfigError
-        (in ``forward``) ``input_ids`` is longer than the config's position table (:func:`max_positions`), or the
+        (in ``forward``) ``input_ids`` is longer than the config's learned position table (:func:`max_positions`;
+        rotary models have none and take longer sequences), or the
         model returned no loss (never a forward-only step counted as a training step).
     """
 
@@ -194,7 +208,7 @@ class TrainingStep(torch.nn.Module):
             )
         limit = max_positions(self.model.config)
         seq = int(input_ids.shape[-1])
-        if limit is not None and seq > limit:
+        if limit is not None and seq > limit and _has_position_table(self.model, limit):
             raise ModelConfigError(
                 f"{type(self.model).__name__} was given sequences of {seq} tokens, but its config holds positions for "
                 f"{limit} (max_position_embeddings / n_positions = {limit}); the position table would be indexed out of "
