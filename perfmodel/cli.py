@@ -197,7 +197,7 @@ def _cmd_predict(args) -> int:
               strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
               activation_checkpointing=args.activation_checkpointing, compile=args.compile,
               gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule)
-    step = pm.predict_step_time(model, gpus, **kw)
+    step = pm.predict_step_time(model, gpus, stack=args.stack, **kw)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
           "spec-sheet prediction by perfmodel's per-operator model:")
@@ -232,11 +232,6 @@ def _cmd_predict(args) -> int:
     return 0
 
 
-def _cmd_plan(args) -> int:
-    from perfmodel.planning import cheapest_under_deadline, choose_world, fastest_under_budget, plan
-
-    _positive(args.deadline_h, "--deadline-h")
-    _positive(args.budget_usd, "--budget-usd")
 class _Given(argparse.Action):
     """Store an option's value and remember that it was given (``args.given``): `perfmodel plan` passes on to today's-cloud
     planner only the --steps / --batch-size a user typed, not CM-DARE's defaults."""
@@ -246,6 +241,11 @@ class _Given(argparse.Action):
         setattr(namespace, "given", set(getattr(namespace, "given", ())) | {self.dest})
 
 
+def _cmd_plan(args) -> int:
+    from perfmodel.planning import cheapest_under_deadline, choose_world, fastest_under_budget, plan
+
+    _positive(args.deadline_h, "--deadline-h")
+    _positive(args.budget_usd, "--budget-usd")
     if args.steps < 1 or args.max_workers < 1 or args.batch_size < 1:
         raise _UsageError(f"--steps, --max-workers and --batch-size must be ≥ 1; got {args.steps}, {args.max_workers} and "
                           f"{args.batch_size}.")
@@ -291,16 +291,16 @@ def _cloud_args_from_plan(args):
     steps of one batch); ``--batch-size B`` alone plans plan-cloud's default amount of data at batch B. Neither typed:
     plan-cloud's defaults (--samples 320000 at batches 8, 16 and 32), not CM-DARE's 64000 steps of 128 images."""
     argv = ["plan-cloud", args.model, "--gpus", args.gpus]
-    if args.input_shape:
-        argv += ["--input-shape", args.input_shape]
-    if args.prices:
-        argv += ["--prices", args.prices]
-    if args.deadline_h is not None:
     given = getattr(args, "given", set())
     if "steps" in given or "batch_size" in given:
         argv += ["--batch-sizes", str(args.batch_size)]
     if "steps" in given:
         argv += ["--steps", str(args.steps)]
+    if args.input_shape:
+        argv += ["--input-shape", args.input_shape]
+    if args.prices:
+        argv += ["--prices", args.prices]
+    if args.deadline_h is not None:
         argv += ["--deadline-h", str(args.deadline_h)]
     if args.budget_usd is not None:
         argv += ["--budget-usd", str(args.budget_usd)]
@@ -741,6 +741,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="recompute activations in the backward pass: full (the flag alone), selective "
                            "(torchtitan's per-operator policy) or layer / layer:N (every N-th layer, default 2)")
     pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
+    pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
+                      help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "
+                           "NVIDIA Transformer Engine's fused modules (te)")
     pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in CM-DARE's cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
     pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front (CM-DARE's measured "
