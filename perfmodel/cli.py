@@ -650,8 +650,13 @@ def _cmd_fit(args) -> int:
     print(f"fitted on: {b['model'].provenance_}")
     half = b.get("half") or {}
     if half.get("half_gemm") or half.get("half_memory"):
-        print(f"half precision: {half['half_gemm']} BF16/FP16 GEMM rows refit the GEMM model and {half['half_memory']} "
-              "memory-bound rows the bandwidth model, written beside it: " + ", ".join(str(p) for p in half["paths"]))
+        from perfmodel.models.bandwidth import MIN_OWN_ROWS
+
+        mem = (f"{half['half_memory']} memory-bound rows give " + ", ".join(half["own_bandwidth"]) + " a bandwidth "
+               "efficiency of its own" if half.get("own_bandwidth") else
+               f"{half['half_memory']} memory-bound rows refit nothing (fewer than {MIN_OWN_ROWS} of a class on one GPU)")
+        print(f"half precision: {half['half_gemm']} BF16/FP16 GEMM rows refit the GEMM model; {mem}"
+              + (": written beside it: " + ", ".join(str(p) for p in half["paths"]) if half["paths"] else ""))
     if half.get("half_unused"):
         print(f"{half['half_unused']} half-precision convolution rows refit nothing: convolutions in half precision are "
               "predicted from the FP32/TF32-learned model at the half-precision peak")

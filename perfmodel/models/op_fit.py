@@ -189,7 +189,8 @@ def _write_half_companions(extra, out: Path, key: str) -> dict:
     """Refit the half-precision models with ``extra``'s BF16/FP16 rows and write them beside ``out`` (before ``out``
     itself: a reader that finds the new ``out`` finds its companions); companions of an earlier fit at ``out`` that
     this one does not replace are removed (they would not match the new artifact). Returns what was written:
-    ``{"half_gemm": n, "half_memory": n, "half_unused": n, "paths": [...]}``."""
+    ``{"half_gemm": n, "half_memory": n, "half_unused": n, "own_bandwidth": [GPUs], "paths": [...]}`` — the bandwidth
+    model is written only when a GPU has :data:`perfmodel.models.bandwidth.MIN_OWN_ROWS` rows of a class.""" 
     from perfmodel.models.bandwidth import fit_user_bandwidth_bundle, save_bandwidth_bundle
     from perfmodel.models.half_precision import companion_paths, fit_user_half_bundle, save_half_bundle, split_user_rows
 
@@ -202,13 +203,17 @@ def _write_half_companions(extra, out: Path, key: str) -> dict:
     if len(parts["half_gemm"]):
         save_half_bundle(fit_user_half_bundle(parts["half_gemm"], key=key), paths["half"])
         written.append(paths["half"])
+    own_bandwidth = []
     if len(parts["half_memory"]):
-        save_bandwidth_bundle(fit_user_bandwidth_bundle(parts["half_memory"], key=key), paths["bandwidth"])
-        written.append(paths["bandwidth"])
+        bb = fit_user_bandwidth_bundle(parts["half_memory"], key=key)
+        own_bandwidth = sorted(bb["gpu"])
+        if own_bandwidth:  # else no class had enough rows on one GPU: the shipped model stands, nothing to write
+            save_bandwidth_bundle(bb, paths["bandwidth"])
+            written.append(paths["bandwidth"])
     for p in (paths["half"], Path(str(paths["half"]) + ".sha256"), paths["bandwidth"]):
         if p.exists() and p not in written and not (p.name.endswith(".sha256") and paths["half"] in written):
             p.unlink()
-    return {**{k: len(v) for k, v in parts.items()}, "paths": written}
+    return {**{k: len(v) for k, v in parts.items()}, "own_bandwidth": own_bandwidth, "paths": written}
 
 
 def _fit_signature(extra, params, devices) -> str:

@@ -101,7 +101,8 @@ def _as_gpu(rows: pd.DataFrame, path, **cols):
 def test_rows_round_trip_through_load_op_rows_with_their_precision(quick_rows, tmp_path):
     fp32 = ol.load_op_rows(_as_gpu(quick_rows, tmp_path / "fp32.csv"))
     plain = ol.load_op_rows(_as_gpu(quick_rows.drop(columns="precision"), tmp_path / "plain.csv"))
-    pd.testing.assert_frame_equal(fp32, plain)  # an fp32 row is featurised as NeuSight's (FP32) rows are
+    assert (fp32["precision"] == "fp32").all() and "precision" not in plain.columns  # kept: it says which model a row refits
+    pd.testing.assert_frame_equal(fp32.drop(columns="precision"), plain)  # an fp32 row is featurised as NeuSight's are
     assert set(fp32["gpu"]) == {"H100"} and np.allclose(fp32["latency_s"], quick_rows["latency_ms"] / 1e3)
     bf16 = ol.load_op_rows(_as_gpu(quick_rows, tmp_path / "bf16.csv", precision="bf16"))
     assert np.allclose(bf16["bytes"], fp32["bytes"] / 2) and np.allclose(bf16["flops"], fp32["flops"])
@@ -121,13 +122,26 @@ def test_rows_round_trip_through_load_op_rows_with_their_precision(quick_rows, t
 def test_measured_rows_refit_the_operator_model(quick_rows, tmp_path):
     # Kept to seconds by a small fit: NeuSight's T4 rows only and 5 boosting iterations (the shipped model: five GPUs,
     # 300 iterations); min_gpu_rows 5 gives the 21 measured rows a model of their own where a class has 5 of them.
-    csv = _as_gpu(quick_rows, tmp_path / "ops.csv", precision="bf16")
+    csv = _as_gpu(quick_rows, tmp_path / "ops.csv", precision="fp32")
     b = of.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 5}, devices=("T4",),
                         progress=False)
     assert b["fitted"] and b["model"].training_devices_ == ["H100", "T4"]
     assert "plus 21 user rows from" in b["model"].provenance_ and "(H100)" in b["model"].provenance_
     assert any(k.startswith("H100|") for k, _ in b["model"].gpu_models_)
     assert ol.load_bundle(tmp_path / "mine.npz")["model"].training_devices_ == ["H100", "T4"]
+    assert not b["half"]["paths"]  # single-precision rows refit the FP32-learned model only
+
+
+def test_measured_half_precision_rows_refit_the_half_precision_models(quick_rows, tmp_path):
+    from perfmodel.models.half_precision import HALF_CLASSES, companion_paths
+
+    csv = _as_gpu(quick_rows, tmp_path / "ops.csv", precision="bf16")
+    b = of.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 5}, devices=("P4", "T4"),
+                        progress=False)
+    assert "user rows" not in b["model"].provenance_ and b["model"].training_devices_ == ["P4", "T4"]
+    gemms = int(quick_rows["op"].map(ol.NEUSIGHT_OP_CLASS).isin(HALF_CLASSES).sum())
+    assert b["half"]["half_gemm"] == gemms > 0 and companion_paths(tmp_path / "mine.npz")["half"].is_file()
+    assert b["half"]["half_unused"] == int((quick_rows["op"] == "conv").sum())
 
 
 def test_bad_device_and_precision_are_clear_errors(monkeypatch):
