@@ -159,7 +159,8 @@ def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
 def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: str = "dp", precision: str = "fp32",
                    optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
                    input_dtype=None, micro_batches: int | None = None, compile: bool = False, gpus_per_node: int = 8,
-                   interconnect=None, async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
+                   interconnect=None, async_tp: bool = False, pipeline_schedule: str = "1f1b",
+                   stack: str | None = None) -> pd.DataFrame:
     """Bytes per GPU of training ``model`` on ``n_gpus`` GPUs with ``strategy``, by part, and whether it fits.
 
     Parameters
@@ -191,7 +192,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         One sample, as for :func:`perfmodel.predict_step_time`.
     micro_batches : int, optional
         Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise); default 1.
-    compile, gpus_per_node, interconnect, async_tp
+    compile, gpus_per_node, interconnect, async_tp, stack
         As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
         not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 weights and
         activations are counted in BF16).
@@ -225,6 +226,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     prec = wl.check_step_args(0.2, None, False, precision, batch_size)
     ac = wl.checkpointing_mode(activation_checkpointing)
     wl.check_flag("compile", compile, "torch.compile")
+    wl.resolve_stack(stack, compile)
     from perfmodel.models.strategy import (_check_gpus_per_node, check_async_tp, check_sequence_length, check_tensor_parallel,
                                            context_parallel_shape, pipeline_virtual_stages, resolve_links)
 

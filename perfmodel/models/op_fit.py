@@ -163,6 +163,10 @@ def fit_op_model(extra=None, *, out=None, params: dict | None = None, devices=TR
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.is_dir():
         raise IsADirectoryError(f"cannot write the fitted model to {out}: a folder is there. Remove it or choose another path.")
+    if out.exists() and not out.is_file() or out.is_symlink() and not out.resolve().is_file():
+        # a pipe, a device or /dev/stdout: the artifact is a file replaced atomically beside its .sha256, never a stream
+        raise ValueError(f"cannot write the fitted model to {out}: it is not a regular file (a pipe, a device or a link to "
+                         "one, such as /dev/stdout). Give the path of a file, e.g. --out my_model.npz.")
     with FileLock(str(out) + ".lock"):
         want = None
         if not force and out.is_file():

@@ -39,7 +39,8 @@ from perfmodel.models.op_latency import step_design
 from perfmodel.models.workload import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8_CAST_COMPILED_BYTES_PER_ELEMENT,
                                        FUSED_ADAM_PASSES, OPTIMIZERS, PRECISION_DTYPES, attention_implementation, attention_note,
                                        checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
-                                       recompute_mask, selective_recompute_mask, work_from_ops, STACKS, stack_of)
+                                       recompute_mask, selective_recompute_mask, work_from_ops, STACKS, stack_of,
+                                       resolve_stack)
 
 __all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
@@ -80,21 +81,6 @@ STACK_BASIS = {
            "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
            "Hopper; nothing measured)"),
 }
-
-
-def resolve_stack(stack, compile) -> str:
-    """The kernel family of a call: ``stack`` (a name of :data:`perfmodel.models.workload.STACKS`) or, without it, the
-    ``compile`` flag; both given and disagreeing is an error."""
-    check_flag("compile", compile, "torch.compile: memory-bound operator chains fused")
-    if stack is None:
-        return "compile" if compile else "eager"
-    if not isinstance(stack, str):
-        raise TypeError(f"stack must be a name, one of {', '.join(map(repr, STACKS))}; got {type(stack).__name__} {stack!r}.")
-    family = stack_of(stack.strip().lower())
-    if compile and family != "compile":
-        raise ValueError(f"compile=True and stack={stack!r} ask for two kernel families; pass one: stack='compile' (the "
-                         f"same as compile=True) or stack={family!r} without compile.")
-    return family
 
 
 def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,

@@ -27,7 +27,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYP
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -378,6 +378,21 @@ def stack_of(value) -> str:
         return value
     raise ValueError(f"stack must be one of {', '.join(map(repr, STACKS))}; got {value!r}. 'eager' is PyTorch's own "
                      "kernels, 'compile' torch.compile's fused kernels, 'te' NVIDIA Transformer Engine's fused modules.")
+
+
+def resolve_stack(stack, compile) -> str:
+    """The kernel family of a call: ``stack`` (a name of :data:`perfmodel.models.workload.STACKS`) or, without it, the
+    ``compile`` flag; both given and disagreeing is an error."""
+    check_flag("compile", compile, "torch.compile: memory-bound operator chains fused")
+    if stack is None:
+        return "compile" if compile else "eager"
+    if not isinstance(stack, str):
+        raise TypeError(f"stack must be a name, one of {', '.join(map(repr, STACKS))}; got {type(stack).__name__} {stack!r}.")
+    family = stack_of(stack.strip().lower())
+    if compile and family != "compile":
+        raise ValueError(f"compile=True and stack={stack!r} ask for two kernel families; pass one: stack='compile' (the "
+                         f"same as compile=True) or stack={family!r} without compile.")
+    return family
 
 
 #: Module names (the last part of a module path, case-insensitive) whose memory-bound operators Transformer Engine runs

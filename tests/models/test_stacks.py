@@ -105,3 +105,11 @@ def test_a_cnn_under_transformer_engine_keeps_its_layers():
                                                                                   batch_size=32, stack="te")
     assert t["n_kernels"].iloc[0] <= e["n_kernels"].iloc[0]
     assert t["step_time_s"].iloc[0] <= e["step_time_s"].iloc[0]
+
+
+def test_predict_memory_takes_the_same_stack_argument():
+    a = pm.predict_memory(LLAMA, "H100", batch_size=4, input_shape=(64,), precision="bf16", stack="te")
+    b = pm.predict_memory(LLAMA, "H100", batch_size=4, input_shape=(64,), precision="bf16")
+    assert a["total_bytes"].iloc[0] == b["total_bytes"].iloc[0]  # the tensors autograd saves: counted as eager's
+    with pytest.raises(ValueError, match="ask for two kernel families"):
+        pm.predict_memory(LLAMA, "H100", batch_size=4, input_shape=(64,), precision="bf16", stack="te", compile=True)
