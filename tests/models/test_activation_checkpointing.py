@@ -12,6 +12,7 @@ import perfmodel as pm
 from perfmodel.models import ExtrapolationWarning
 from perfmodel.models.kernels import conformal_interval
 from perfmodel.models.one_step import add_recompute
+from perfmodel.models.op_step_time import STACK_BASIS
 
 TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128, bos_token_id=0,
                  eos_token_id=0)
@@ -31,7 +32,8 @@ def test_one_gpu_adds_one_forward_pass():
     q, _ = conformal_interval(0.2)
     assert ckpt["lower_s"] == pytest.approx(plain["lower_s"] + plain["forward_s"] * np.exp(-q), rel=1e-12)
     assert ckpt["upper_s"] == pytest.approx(plain["upper_s"] + plain["forward_s"] * np.exp(q), rel=1e-12)
-    assert ckpt["basis"].endswith("activation checkpointing: the forward pass recomputed in the backward pass")
+    assert ckpt["basis"].endswith("activation checkpointing: the forward pass recomputed in the backward pass; "
+                                  "kernels: " + STACK_BASIS["eager"])
     # the columns of the single-GPU frame are unchanged
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
