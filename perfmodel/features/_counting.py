@@ -162,6 +162,11 @@ _COPY_OPS = frozenset({
     "_index_put_impl_", "index_copy", "constant_pad_nd", "repeat", "flip", "roll", "select_backward", "slice_backward",
     "select_scatter", "slice_scatter", "masked_fill", "masked_fill_", "one_hot", "tril", "triu", "where",
 })
+#: Ops whose schema does not declare an alias but that only reshape their input's storage: ``_unsafe_view`` (the
+#: reshape after a matmul of a 3-D input; "unsafe" because autograd does not track it as a view) launches no kernel.
+_VIEW_LIKE_OPS = frozenset({"_unsafe_view"})
+#: Ops that run on the host and launch no kernel: ``_fused_sdp_choice`` picks the attention backend (returns an int).
+_HOST_OPS = frozenset({"_fused_sdp_choice"})
 _FACTORY_OPS = frozenset({
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros", "ones",
     "ones_like", "new_ones", "full", "full_like", "new_full", "scalar_tensor", "arange", "linspace", "fill", "fill_",
@@ -181,8 +186,10 @@ def op_class(func, view: bool | None = None) -> str:
     name = _op_name(func)
     if _packet(func) in formula_registry():
         return "conv" if "convolution" in name else "attention" if "attention" in name else "matmul"
-    if view if view is not None else _is_view(func):
+    if (view if view is not None else _is_view(func)) or name in _VIEW_LIKE_OPS:
         return "view"
+    if name in _HOST_OPS:
+        return "factory"
     if "embedding" in name:
         return "embedding"
     if "norm" in name:

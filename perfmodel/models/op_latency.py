@@ -490,7 +490,7 @@ MODEL_VERSION = "8"
 
 #: The fitted default model shipped in the package (:func:`fitted_bundle`) and the sha256 its bytes must have.
 SHIPPED_ARTIFACT = "fitted/op_latency.npz"
-SHIPPED_SHA256 = "d63bfadb5cc479699edc52bff6c496e226ed19044e2429e44b4a4b9de204b5c1"
+SHIPPED_SHA256 = "95fcf9d5641d54ce66a3ba7d857f80b238bf82c58064be99c66626c727cbd947"
 
 #: Environment variable naming a user's refit (written by ``perfmodel fit --with ...``) to use instead of the shipped model.
 ENV_OP_MODEL = "PERFMODEL_OP_MODEL"
