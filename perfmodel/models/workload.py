@@ -505,7 +505,7 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
             row["input_shapes"] = row["output_shapes"] = str(big["output_shapes"]).split(";")[0]
             row["index"] = d.loc[i, "index"] if "index" in d.columns else i
             rows.append(row)
-        elif i in in_group or op[i] == "aten._unsafe_view":  # fused away; a linear's output reshaped in place
+        elif i in in_group:  # fused away
             continue
         else:
             row = d.loc[i].copy()
