@@ -18,8 +18,11 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import flop_counter as fc
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from perfmodel.features._dataflow import footprint, span
 
 aten = torch.ops.aten
 
@@ -480,6 +483,8 @@ class ShapeOnlyMode(TorchDispatchMode):
         self.trace = trace
         self.host_only_skipped = False  # set while tracing an optimizer step on meta tensors
         self.trace_records: list = []
+        self._storages: dict = {}  # storage address -> (serial, weak reference), for the dataflow of traced ops
+        self._next_storage = 0
         self._views: dict = {}
         self.seen_ops: set = set()
         self.memory_limit = memory_limit
@@ -536,26 +541,36 @@ class ShapeOnlyMode(TorchDispatchMode):
 
     def _trace(self, func, flops, args, kwargs, out) -> None:
         """Record one op: (op, flops, bytes read, bytes written, dtype, input shapes, output shapes, scope, is view,
-        attributes: ``"causal"`` for a fused attention kernel called with ``is_causal=True``, else ``""``)."""
+        attributes: ``"causal"`` for a fused attention kernel called with ``is_causal=True``, else ``""``, dataflow:
+        the tensors read and written, :func:`perfmodel.features._dataflow.resolve` makes it relative)."""
         info = self._views.get(func)
         if info is None:
             schema = func._schema
             written = tuple(a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write)
-            info = self._views[func] = (_is_view(func), written, all(r.alias_info is None for r in schema.returns))
-        view, written, fresh = info
+            info = self._views[func] = (_is_view(func), written, all(r.alias_info is None for r in schema.returns),
+                                        _op_name(func) in _VIEW_LIKE_OPS)
+        view, written, fresh, alias = info
         ins = _flat_tensors(list(args) + list(kwargs.values()))
         outs = _flat_tensors(out)
         if self.host_only_skipped and not any(t.device.type == "meta" for t in (*ins, *outs)):
             return  # host-side bookkeeping of a step traced on meta (e.g. Adam's step counters stay on the CPU)
         first = outs[0] if outs else ins[0] if ins else None
         nwritten = 0
+        flow: tuple = ((), ())
         if not view:
             # an in-place or out= op writes the arguments it mutates (``_foreach_add_`` returns nothing); fresh outputs too
+            mutated: list = []
             if written:
                 named = dict(zip((a.name for a in func._schema.arguments), args)) | kwargs
-                nwritten = sum(t.numel() * t.element_size() for n in written for t in _flat_tensors(named.get(n)))
+                mutated = [t for n in written for t in _flat_tensors(named.get(n))]
+                nwritten = sum(t.numel() * t.element_size() for t in mutated)
             if fresh:
                 nwritten += sum(t.numel() * t.element_size() for t in outs)
+                mutated += outs
+            if not alias:
+                flow = (tuple(self._tensor_ref(t) for t in ins), tuple(self._tensor_ref(t) for t in mutated))
+            elif ins and outs:  # ``_unsafe_view`` aliases its input (traced on meta, its output is a fresh tensor)
+                self._alias(outs[0], ins[0])
         attributes = ""
         if "is_causal" in self._arg_names(func):  # fused attention: a causal kernel skips the blocks above the diagonal
             named = dict(zip(self._arg_names(func), args)) | kwargs
@@ -565,8 +580,33 @@ class ShapeOnlyMode(TorchDispatchMode):
             0 if view else sum(t.numel() * t.element_size() for t in ins),
             nwritten,
             str(first.dtype).replace("torch.", "") if first is not None else "",
-            tuple(tuple(t.shape) for t in ins), tuple(tuple(t.shape) for t in outs), self.scope, view, attributes,
+            tuple(tuple(t.shape) for t in ins), tuple(tuple(t.shape) for t in outs), self.scope, view, attributes, flow,
         ))
+
+    def _alias(self, t, base) -> None:
+        """Give ``t``'s storage the serial number of ``base``'s (one tensor, as far as the dataflow goes)."""
+        try:
+            st = t.untyped_storage()
+            sid = self._tensor_ref(base)[0]
+            self._storages[st._cdata] = (sid, StorageWeakRef(st))
+        except (RuntimeError, NotImplementedError, AttributeError):
+            pass
+
+    def _tensor_ref(self, t) -> tuple:
+        """(storage, (lo, hi) bytes of it covered, bytes) of a traced tensor (:mod:`perfmodel.features._dataflow`): the storage a serial
+        number per allocation — a weak reference keeps a freed allocation's address from being taken for it."""
+        try:
+            st = t.untyped_storage()
+            c = st._cdata
+        except (RuntimeError, NotImplementedError, AttributeError):  # no storage (a sparse or wrapper tensor)
+            self._next_storage += 1
+            return (-self._next_storage, (0, footprint(t)), footprint(t))
+        known = self._storages.get(c)
+        if known is None or known[1].expired():
+            self._next_storage += 1
+            known = self._storages[c] = (self._next_storage, StorageWeakRef(st))
+        sid = known[0]
+        return (sid, span(t), footprint(t))
 
     _ARG_NAMES: dict = {}
 

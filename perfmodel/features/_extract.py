@@ -46,7 +46,7 @@ PER_LAYER_COLUMNS = (
 #: Columns of the frame returned by :func:`extract` with ``per_op=True`` (one row per aten op of the training step).
 PER_OP_COLUMNS = (
     "model", "batch_size", "phase", "index", "op", "op_class", "module", "flops", "bytes_read", "bytes_written", "dtype",
-    "input_shapes", "output_shapes", "attributes",
+    "input_shapes", "output_shapes", "attributes", "dataflow",
 )
 
 # ----------------------------------------------------------------------------------------------------------- inputs
@@ -277,6 +277,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
     from torch.func import functional_call
 
     from perfmodel.features._counting import MetaSDPAMode, ShapeOnlyMode, ValueReadMode
+    from perfmodel.features._dataflow import resolve
 
     names = {m: n for n, m in net.named_modules()}
     leaves = {m for m in names if not list(m.children())}
@@ -347,7 +348,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
         "seen_ops": mode.seen_ops,
         "module_flops": module_flops,
         "module_out_bytes": out_bytes,
-        "trace": mode.trace_records,
+        "trace": resolve(mode.trace_records, n_trace) if per_op else mode.trace_records,
         "state": state,
         "trace_phases": n_trace,
     }
@@ -508,7 +509,10 @@ def extract(
         * ``input_shapes`` / ``output_shapes``: the tensors' shapes, ``"8x3x32x32;16x3x3x3"`` (``"-"`` for a 0-d tensor);
         * ``attributes``: what else of the call changes the kernel's work — ``"causal"`` for a fused attention kernel
           called with ``is_causal=True`` (its ``flops`` are still counted over the whole score matrix, FlopCounterMode's
-          convention; the kernel computes about half of it), else ``""``.
+          convention; the kernel computes about half of it), else ``""``;
+        * ``dataflow``: which tensors the op reads and writes and where they come from and go, in rows relative to
+          it — ``((bytes, produced, seen), ...)`` per tensor read and ``((bytes, reach, later), ...)`` per tensor
+          written (:mod:`perfmodel.features._dataflow`); what a compiler's fused kernel moves is computed from it.
 
         Runs once at the real ``batch_size`` (no extrapolation: every shape is the real one).
     optimizer : {None, "sgd-momentum", "adam"}, default None
@@ -853,6 +857,7 @@ def _repeated_run(net, run, batch_size, dtype, optimizer):
 
     from perfmodel.features import _repeats
     from perfmodel.features._counting import ShapeOnlyMode
+    from perfmodel.features._dataflow import resolve
 
     stacks = _repeats.find_stacks(net)
     if not stacks:
@@ -878,7 +883,7 @@ def _repeated_run(net, run, batch_size, dtype, optimizer):
                 t.grad = torch.empty(g.shape, dtype=g.dtype, device="meta")
         mode = ShapeOnlyMode(count=True, scoped=True, trace=True)
         _optimizer_step(mode, state, optimizer)
-        trace = trace + mode.trace_records
+        trace = trace + resolve(mode.trace_records, (0, 0))
         seen |= mode.seen
         seen_ops |= mode.seen_ops
     flops = [r[1] for r in trace]
@@ -959,7 +964,7 @@ def _per_op_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
     ops: dict = {}  # per (op, is view): (name, class); the rows of repeated layers share their shape tuples
     texts: dict = {}
     rows = []
-    for i, (func, flops, nread, nwritten, dt, ins, outs, scope, view, attributes) in enumerate(trace):
+    for i, (func, flops, nread, nwritten, dt, ins, outs, scope, view, attributes, flow) in enumerate(trace):
         op = ops.get((func, view))
         if op is None:
             op = ops[(func, view)] = (str(func._overloadpacket), op_class(func, view))
@@ -970,7 +975,7 @@ def _per_op_frame(net, name, runs, batch_size, unsupported) -> pd.DataFrame:
             tout = texts[outs] = _shape_text(outs)
         rows.append((
             name, batch_size, "forward" if i < n_fwd else "backward" if i < n_bwd else "optimizer", i,
-            op[0], op[1], (scope[-1] or "(root)") if scope else "", flops, nread, nwritten, dt, tin, tout, attributes,
+            op[0], op[1], (scope[-1] or "(root)") if scope else "", flops, nread, nwritten, dt, tin, tout, attributes, flow,
         ))
     df = pd.DataFrame(rows, columns=list(PER_OP_COLUMNS))
     df["phase"] = pd.Categorical(df["phase"], categories=["forward", "backward", "optimizer"])

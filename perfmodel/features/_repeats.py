@@ -258,7 +258,9 @@ def _expand_phase(records: list, names: _Names, forward: bool):
     shift = 1 if forward else -1  # unit of [b, c) relative to the unit of [a, b)
     for k in range(b - a):
         ra, rb = records[a + k], records[b + k]
-        if ra[:7] != rb[:7] or ra[8:] != rb[8:] or _shifted(names, ra[7], shift) != rb[7]:
+        # the dataflow (field 10) is relative to each row, identical across identical layers by construction, and
+        # not compared: a tensor of the model's root read by every layer (rotary tables) is farther from later ones
+        if ra[:7] != rb[:7] or ra[8:10] != rb[8:10] or _shifted(names, ra[7], shift) != rb[7]:
             return None
     n_copies = stack.units - UNITS
     seg = records[b:c] if forward else records[a:b]  # unit 2 (with its junction to the next unit)

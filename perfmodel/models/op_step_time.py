@@ -75,8 +75,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
 STACK_BASIS = {
     "eager": ("eager PyTorch (one kernel per operator; attention through scaled_dot_product_attention, "
               "FlashAttention-2)"),
-    "compile": ("torch.compile (each chain of memory-bound operators between two GEMMs one fused kernel, described by "
-                "its widest member)"),
+    "compile": ("torch.compile (each chain of memory-bound operators between two GEMMs one fused kernel moving what "
+                "the dataflow says it reads and writes; pointwise results saved for the backward pass recomputed there)"),
     "te": ("Transformer Engine (fused RMSNorm/LayerNorm, MLP activation, rotary embedding with q/k/v in the "
            "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
            "Hopper; nothing measured)"),

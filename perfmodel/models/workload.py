@@ -124,14 +124,26 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
             # described as the microbenchmarked op that moves the same bytes: an FP32 elementwise op reads one or two
             # tensors and writes one (8-12 bytes per output element); a reduction, a pad, a gather or another dtype
             # moves a different number, and is mapped to the binary op over bytes / 12 elements
-            n_el = max(numel, 1.0)
-            if not 8.0 <= nbytes / n_el <= 12.0:
-                n_el = max(nbytes / 12.0, 1.0)
-            w_last = min(last, n_el)
-            rows.append(("elementwise", n_el, nbytes, np.ceil(n_el / 512), n_el / w_last, 1.0, w_last, 1.0, r.op, r.phase, *mod))
+            rows.append(("elementwise", *_elementwise_fields(nbytes, numel, last), r.op, r.phase, *mod))
     from perfmodel.models.op_latency import WORK_COLUMNS
 
-    return pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase", *(["module"] if has_module else [])])
+    out = pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase", *(["module"] if has_module else [])])
+    if "dataflow" in d.columns and "index" in d.columns:
+        # kept for compiled_work, which computes what a fused chain moves from them (one work row per row of d)
+        out["index"] = d["index"].to_numpy()
+        out["dataflow"] = d["dataflow"].to_numpy()
+    return out
+
+
+def _elementwise_fields(nbytes: float, numel: float, last: float) -> tuple:
+    """(flops, bytes, tiles, dim_m, dim_n, dim_k, dim_b) of an ``elementwise`` work row moving ``nbytes``: the
+    microbenchmarked FP32 op that moves the same bytes — its ``numel`` output elements (``last`` the innermost
+    dimension) when it moves 8-12 bytes per output element, otherwise ``nbytes / 12`` elements."""
+    n_el = max(numel, 1.0)
+    if not 8.0 <= nbytes / n_el <= 12.0:
+        n_el = max(nbytes / 12.0, 1.0)
+    w_last = min(last, n_el)
+    return n_el, nbytes, np.ceil(n_el / 512), n_el / w_last, 1.0, w_last, 1.0
 
 
 def model_input(model, input_shape, input_dtype):
@@ -344,18 +356,22 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
     if key not in memo:
         if stack == "te":
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
-            work = work_from_ops(te_ops(ops)).reset_index(drop=True)
+            work = work_from_ops(te_ops(ops)).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
             memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
         elif stack == "compile":
             # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
-            fused = compiled_work(work_from_ops(ops).reset_index(drop=True))
+            fused = compiled_work(work_from_ops(ops).reset_index(drop=True)).drop(columns=_FLOW_COLUMNS, errors="ignore")
             memo[key] = fp8_work(fused, vocab=high, compiled=True) if prec == "fp8" else fused
         else:
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
-            work = work_from_ops(ops).reset_index(drop=True)
+            work = work_from_ops(ops).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
             memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
     return memo[key].copy()
+
+
+#: columns of work_from_ops that only compiled_work reads (the trace row and its dataflow)
+_FLOW_COLUMNS = ["index", "dataflow"]
 
 
 _FUSABLE = ("elementwise", "layernorm", "softmax")
@@ -518,13 +534,29 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
 def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
     """Work rows of the step as ``torch.compile`` (Inductor) runs it: every maximal chain of consecutive memory-bound
     operators (``elementwise``, ``layernorm``, ``softmax`` rows of one phase, between two GEMMs / attention kernels)
-    becomes one fused kernel — one launch, one pass over memory.
+    becomes one fused kernel — one launch, one pass over memory. GEMMs, attention and the optimizer's kernels are
+    unchanged (Inductor leaves matmuls to cuBLAS and FlashAttention; the optimizer step is not in the compiled graph).
 
-    Without the dataflow of the chain, the fused kernel is described by its widest member: the ``bytes`` and shape of
-    the chain's row that moves the most (a chain reads its inputs and writes its outputs once; its intermediate tensors
-    stay in registers), the chain's summed ``flops``, the class of that member. GEMMs, attention and the optimizer's
-    kernels are unchanged (Inductor leaves matmuls to cuBLAS and FlashAttention). A stated approximation: a chain whose
-    side inputs (a residual, a saved tensor for the backward pass) are as wide as its widest member moves more.
+    What the fused kernel moves is computed from the dataflow of the trace (``dataflow`` and ``index`` columns, from
+    :func:`work_from_ops` of :func:`perfmodel.features.extract` rows; :mod:`perfmodel.features._dataflow`):
+
+    * it **reads** each tensor produced outside the chain once (a parameter, the batch, a GEMM's output, a tensor the
+      forward pass saved), however many of its ops read it; what one of its ops produced stays on chip;
+    * it **writes** what is read after the chain in the same phase, the step's results (gradients, updated buffers)
+      and, in the backward pass, what the optimizer reads;
+    * what a forward chain computes only for the backward pass is **recomputed** there rather than saved, as
+      AOTAutograd's min-cut partitioner does for cheap pointwise chains: the forward kernel does not write it, and the
+      backward kernel that reads it is counted reading a tensor of the same size (the chain's input, for a pointwise
+      chain). A chain that writes nothing is no kernel at all.
+
+    The fused kernel keeps the class and shape of its widest member (the row that moves the most) and the chain's
+    summed ``flops``; an ``elementwise`` one is described, as :func:`work_from_ops` describes any, by the bytes it
+    moves. A chain that reads what the previous chain of its phase produced joins it when the GEMMs between them do
+    not read it (``silu(gate(x)) * up(x)``: one kernel, not two), as Inductor's scheduler fuses along the dataflow
+    rather than the program order. Stated approximations: one kernel per chain (Inductor splits a chain whose reductions run over different
+    dimensions into a few), small statistics a partitioner would save rather than recompute (a norm's mean) are
+    recomputed, and a fill fused into its consumer is not. Rows without ``dataflow`` (a hand-made work frame) fall back
+    to the widest member's bytes.
     """
     if work.empty:
         return work.copy()
@@ -538,11 +570,112 @@ def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
     chain = np.cumsum(start)
     out = work.copy()
     out["_chain"] = np.where(fusable, chain, -np.arange(1, len(work) + 1))
+    flow = {"dataflow", "index"} <= set(work.columns)
+    if flow:
+        out["_chain"] = _merge_across_gemms(out, fusable)
     keep = out.groupby("_chain", sort=False)["bytes"].idxmax()
     flops = out.groupby("_chain", sort=False)["flops"].sum()
     fused = out.loc[keep.to_numpy()].copy()
     fused["flops"] = flops.loc[fused["_chain"]].to_numpy()
+    if flow and fusable.any():
+        moved = _chain_bytes(out[fusable], set(out["index"].to_numpy(int).tolist()))
+        drop = []
+        for r, (c, ph) in enumerate(zip(fused["_chain"].to_numpy(), fused["phase"].astype(str).to_numpy())):
+            if c < 0 or c not in moved:
+                continue
+            nbytes = moved[c]
+            label = fused.index[r]
+            if nbytes <= 0:
+                drop.append(label)
+                continue
+            if fused.at[label, "op_class"] == "elementwise":
+                numel = float(fused.at[label, "dim_m"]) * float(fused.at[label, "dim_k"])
+                f = _elementwise_fields(nbytes, numel, float(fused.at[label, "dim_k"]))
+                for col, v in zip(("bytes", "tiles", "dim_m", "dim_n", "dim_k", "dim_b"), f[1:]):
+                    fused.at[label, col] = v
+            else:
+                fused.at[label, "bytes"] = nbytes
+        fused = fused.drop(index=drop)
     return fused.drop(columns="_chain").sort_index().reset_index(drop=True)
+
+
+def _merge_across_gemms(out: pd.DataFrame, fusable: np.ndarray) -> np.ndarray:
+    """Chain ids of ``out`` with each chain joined to the previous chain of its phase when it reads what that one
+    produced and no row between them does (:func:`compiled_work`)."""
+    ids = out["_chain"].to_numpy().copy()
+    idx = out["index"].to_numpy(int)
+    flows = out["dataflow"].to_numpy()
+    phase = out["phase"].astype(str).to_numpy()
+
+    def producers(rows):
+        found = set()
+        for r in rows:
+            f = flows[r]
+            if isinstance(f, tuple) and len(f) == 2:
+                found.update(idx[r] - t[1] for t in f[0] if t[1] > 0)
+        return found
+
+    members: dict = {}
+    for r in np.flatnonzero(fusable):
+        members.setdefault(ids[r], []).append(r)
+    prev = None
+    for c in list(members):
+        rows = members[c]
+        if prev is not None and phase[rows[0]] == phase[members[prev][0]]:
+            between = range(members[prev][-1] + 1, rows[0])
+            made = {idx[r] for r in members[prev]}
+            if producers(rows) & made and not producers(between) & made:
+                ids[rows] = prev
+                members[prev] = members[prev] + rows
+                continue
+        prev = c
+    return ids
+
+
+def _chain_bytes(rows: pd.DataFrame, kernels: set = frozenset()) -> dict:
+    """Bytes each fused chain (``_chain``) moves, from its rows' ``dataflow`` (:func:`compiled_work`): each version
+    of a tensor produced outside the chain is read once — its views read by the chain's ops (linked through ``seen``)
+    count the bytes they cover together, at most their summed footprints — and what is live after the chain is
+    written once. ``kernels``: the trace rows of every work row; a row between a chain's first and last that is not
+    one (an allocation, such as the empty tensor a dropout mask is drawn into) is fused into it too."""
+    from perfmodel.features._dataflow import FLOW_CAP, union_length
+
+    first = rows.groupby("_chain", sort=False)["index"].min().to_dict()
+    last = rows.groupby("_chain", sort=False)["index"].max().to_dict()
+    members = rows.groupby("_chain", sort=False)["index"].agg(set).to_dict()  # a joined chain has GEMMs between
+    groups: dict = {}  # (chain, row, slot) -> read group
+    views: dict = {}  # read group -> {(lo, hi): footprint}
+    written: dict = {}
+    for c, i, ph, flow in zip(rows["_chain"].to_numpy(), rows["index"].to_numpy(int), rows["phase"].astype(str).to_numpy(),
+                              rows["dataflow"].to_numpy()):
+        if not isinstance(flow, tuple) or len(flow) != 2:
+            continue
+        s, e = first[c], last[c]
+        ins, outs = flow
+        for slot, (nb, produced, seen, seen_slot, lo, hi, again, again_slot, recompute) in enumerate(ins):
+            p = i - produced
+            if produced > 0 and (p in members[c] or (s <= p and p not in kernels)):
+                continue  # produced by an op of the chain (or an allocation fused into it): on chip
+            if recompute > 0:  # saved only for this pass by a forward chain: recomputed from what that chain reads, once
+                g = groups.get((c, "origin", i - again, again_slot)) if again >= 0 else None
+                g = g or (c, "origin", i, slot)
+                groups[(c, "origin", i, slot)] = g
+                views.setdefault(g, {})[(0, recompute)] = recompute
+                continue
+            g = groups.get((c, i - seen, seen_slot)) if seen >= 0 else None
+            if g is None:
+                g = (c, i, slot)
+            groups[(c, i, slot)] = g
+            views.setdefault(g, {})[(lo, hi)] = nb
+        n = written.setdefault(c, 0.0)
+        for nb, reach, later in outs:
+            if reach > e - i or reach > FLOW_CAP or (later and ph != "forward"):
+                n += nb
+        written[c] = n
+    moved = dict(written)
+    for g, spans in views.items():
+        moved[g[0]] = moved.get(g[0], 0.0) + min(sum(spans.values()), union_length(spans))
+    return moved
 
 
 def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = False) -> pd.DataFrame:
@@ -611,7 +744,7 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
         fused = dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
                      index=int(ops["index"].max()) + 1 if len(ops) else 0, op="fused_adam", op_class="elementwise", module="",
                      flops=0, bytes_read=4 * size * n, bytes_written=3 * size * n, dtype=str(dtype).replace("torch.", ""),
-                     input_shapes=str(n), output_shapes=str(n), attributes="")
+                     input_shapes=str(n), output_shapes=str(n), attributes="", dataflow=((), ()))
         ops = pd.concat([ops, pd.DataFrame([fused])[ops.columns]], ignore_index=True)
     return ops
 
