@@ -58,10 +58,11 @@ def span(t) -> tuple:
     return (lo, hi)
 
 
-def resolve(records: list, bounds) -> list:
+def resolve(records: list, bounds, op_class) -> list:
     """``records`` (trace tuples whose last field is ``(reads, writes)`` of ``(storage, span, bytes)``) with that field
     replaced by the relative description of the module docstring. ``bounds`` = (first backward row, first optimizer
-    row): rows before the first are the forward pass."""
+    row): rows before the first are the forward pass. ``op_class(func, view)`` classes an op
+    (:func:`perfmodel.features._counting.op_class`): which ops a compiler fuses."""
     n0, n1 = bounds
 
     def phase(i):
@@ -73,7 +74,7 @@ def resolve(records: list, bounds) -> list:
     readers: dict = {}  # (row, storage) of a write -> [last same-phase reader row, read in a later phase]
     overwritten: set = set()  # (row, storage) of writes whose storage was written again
     ins_all = []
-    runs = _forward_runs(records, n0)
+    runs = _forward_runs(records, n0, op_class)
     origin_read: dict = {}  # first row of a forward run -> (row, slot) of the last backward read of what it saved
     for i, rec in enumerate(records):
         reads, writes = rec[-1]
@@ -134,12 +135,10 @@ _GEMM_CLASSES = ("matmul", "conv", "attention")
 _FREE_CLASSES = ("view", "factory")
 
 
-def _forward_runs(records: list, n0: int) -> dict:
+def _forward_runs(records: list, n0: int, op_class) -> dict:
     """Forward row of each memory-bound op -> (first row, last row, bytes read from outside) of the run of
     memory-bound ops it is in (views and allocations do not break a run): what recomputing its outputs in the backward
     pass reads, as a compiler that recomputes fused pointwise chains rather than saving them does."""
-    from perfmodel.features._counting import op_class
-
     classes: dict = {}
     runs: dict = {}
     members: list = []

@@ -276,7 +276,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
     import torch
     from torch.func import functional_call
 
-    from perfmodel.features._counting import MetaSDPAMode, ShapeOnlyMode, ValueReadMode
+    from perfmodel.features._counting import MetaSDPAMode, ShapeOnlyMode, ValueReadMode, op_class
     from perfmodel.features._dataflow import resolve
 
     names = {m: n for n, m in net.named_modules()}
@@ -348,7 +348,7 @@ def _one_step(net, state, x, *, skip_compute: bool, per_layer: bool, depth: bool
         "seen_ops": mode.seen_ops,
         "module_flops": module_flops,
         "module_out_bytes": out_bytes,
-        "trace": resolve(mode.trace_records, n_trace) if per_op else mode.trace_records,
+        "trace": resolve(mode.trace_records, n_trace, op_class) if per_op else mode.trace_records,
         "state": state,
         "trace_phases": n_trace,
     }
@@ -856,7 +856,7 @@ def _repeated_run(net, run, batch_size, dtype, optimizer):
     import torch
 
     from perfmodel.features import _repeats
-    from perfmodel.features._counting import ShapeOnlyMode
+    from perfmodel.features._counting import ShapeOnlyMode, op_class
     from perfmodel.features._dataflow import resolve
 
     stacks = _repeats.find_stacks(net)
@@ -883,7 +883,7 @@ def _repeated_run(net, run, batch_size, dtype, optimizer):
                 t.grad = torch.empty(g.shape, dtype=g.dtype, device="meta")
         mode = ShapeOnlyMode(count=True, scoped=True, trace=True)
         _optimizer_step(mode, state, optimizer)
-        trace = trace + resolve(mode.trace_records, (0, 0))
+        trace = trace + resolve(mode.trace_records, (0, 0), op_class)
         seen |= mode.seen
         seen_ops |= mode.seen_ops
     flops = [r[1] for r in trace]
