@@ -99,6 +99,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perfmodel.datasets._cache import cached_frame
 from perfmodel.datasets.gpus import GPUSpec
 
 __all__ = ["A40_SPEC", "VIDUR_SPECS", "TRAINING_SOURCE_GPUS", "HALF_PRECISIONS", "vidur_work", "half_precision_design",
@@ -270,23 +271,30 @@ def vidur_rows(gpus=("a40", "a100", "h100"), *, h100_spec=None) -> pd.DataFrame:
         ``n_kernels``, ``source_gpu``, ``model``, ``operator``, ``num_tokens``, ``tp``, ``measured_s`` (the operator's
         median over Vidur's repetitions, s, all its kernels) and ``kernel_s`` (``measured_s / n_kernels``: one kernel).
     """
-    from perfmodel.datasets.llm_runs import load_vidur_operators
-
     frames = []
     for g in gpus:
         if g not in VIDUR_SPECS:
             raise ValueError(f"Unknown Vidur GPU folder {g!r}; expected some of {sorted(VIDUR_SPECS)}.")
-        v = load_vidur_operators(g).reset_index(drop=True)
         spec = h100_spec if (g == "h100" and h100_spec is not None) else VIDUR_SPECS[g]
-        w = vidur_work(v)
-        X = half_precision_design(w, spec, "fp16")
-        X["op"], X["n_kernels"] = w["op"].to_numpy(), w["n_kernels"].to_numpy()
-        for c in ("source_gpu", "model", "operator", "num_tokens", "tp"):
-            X[c] = v[c].astype(str).to_numpy() if c in ("source_gpu", "model", "operator") else v[c].to_numpy()
-        X["measured_s"] = v["time_ms_median"].to_numpy(float) / 1e3
-        X["kernel_s"] = X["measured_s"] / X["n_kernels"]
-        frames.append(X)
+        frames.append(_vidur_gpu_rows(g, spec))
     return pd.concat(frames, ignore_index=True)
+
+
+@cached_frame
+def _vidur_gpu_rows(g: str, spec) -> pd.DataFrame:
+    """:func:`vidur_rows` of one Vidur folder described with ``spec``; once per process and data source (describing
+    its ~70,000 rows as work rows takes seconds, and the item that scores the model asks twice)."""
+    from perfmodel.datasets.llm_runs import load_vidur_operators
+
+    v = load_vidur_operators(g).reset_index(drop=True)
+    w = vidur_work(v)
+    X = half_precision_design(w, spec, "fp16")
+    X["op"], X["n_kernels"] = w["op"].to_numpy(), w["n_kernels"].to_numpy()
+    for c in ("source_gpu", "model", "operator", "num_tokens", "tp"):
+        X[c] = v[c].astype(str).to_numpy() if c in ("source_gpu", "model", "operator") else v[c].to_numpy()
+    X["measured_s"] = v["time_ms_median"].to_numpy(float) / 1e3
+    X["kernel_s"] = X["measured_s"] / X["n_kernels"]
+    return X
 
 
 # ----------------------------------------------------------------------------------------------------- fit and artifact

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfmodel.models.half_precision import (HALF_PRECISIONS, VIDUR_SPECS, _fit, half_precision_design,
-                                             half_precision_op_model, vidur_rows)
+from perfmodel.models.half_precision import (HALF_PRECISIONS, TRAINING_SOURCE_GPUS, VIDUR_SPECS, _fit,
+                                             half_precision_design, half_precision_op_model, vidur_rows)
 
 __all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOLS", "vidur_scores", "calibration_scores"]
 
@@ -100,8 +100,9 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
     """Held-out errors on Vidur's operators, of this module's model and of the current approach on the same rows.
 
     Every half-precision GEMM model is fitted here on the GEMM rows of the GPUs of its protocol (:data:`PROTOCOLS`;
-    :class:`OpLatencyModel` defaults, pooled: a held-out GPU is predicted from its spec sheet, so the leave-H100-out
-    predictions are the shipped model's); the other operators are predicted as the step predictor predicts them
+    :class:`OpLatencyModel` defaults, pooled: a held-out GPU is predicted from its spec sheet), except the
+    leave-H100-out one, which is the shipped model (:func:`half_precision_op_model`, fitted on the same A40 and A100
+    rows); the other operators are predicted as the step predictor predicts them
     (:func:`half_precision_kernel_seconds`: the bandwidth efficiency learned on NeuSight's microbenchmarks). The
     baseline is the default FP32-learned model for every operator, with the tensor-core peak
     (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
@@ -134,7 +135,8 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
     out = []
     for name, held, train in protocols:
         test = src == held
-        model = _fit(X[np.isin(src, list(train))])
+        # the leave-H100-out model is the shipped one (fitted on the A40 and A100 rows): scored as shipped, not refitted
+        model = half_precision_op_model() if sorted(train) == sorted(TRAINING_SOURCE_GPUS) else _fit(X[np.isin(src, list(train))])
         T = X[test].reset_index(drop=True)
         spec = h100_spec if (held == "h100" and h100_spec is not None) else VIDUR_SPECS[held]
         pred = half_precision_kernel_seconds(T, spec, "fp16", op_model=model) * n_k[test]
@@ -175,7 +177,7 @@ def calibration_scores() -> pd.DataFrame:
     X = X[X["op_class"].isin(HALF_CLASSES).to_numpy()].reset_index(drop=True)
     src = X["source_gpu"].to_numpy()
     h = src == "h100"
-    shipped = _fit(X[~h])
+    shipped = half_precision_op_model()  # fitted on the A40 and A100 rows, as X[~h]
     rows = []
     for fam in sorted(set(X.loc[h, "model"])):
         mine = h & (X["model"] == fam).to_numpy()

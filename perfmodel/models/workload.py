@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import functools
 import re
 import weakref
 from collections import OrderedDict
@@ -48,11 +49,14 @@ _FREE = {"view", "factory"}
 _SHAPE = re.compile(r"[0-9]+(x[0-9]+)*")
 
 
-def _dims(text) -> list[tuple[int, ...]]:
-    out = []
-    for part in str(text).split(";"):
-        out.append(tuple(int(v) for v in part.split("x")) if _SHAPE.fullmatch(part) else ())
-    return out
+def _dims(text) -> tuple[tuple[int, ...], ...]:
+    """The shapes of a ``"8x3x32x32;16x3x3x3"`` text (``()`` for a part that is not a shape)."""
+    return _parsed_dims(str(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed_dims(text: str) -> tuple[tuple[int, ...], ...]:  # a step repeats its shapes layer after layer
+    return tuple(tuple(int(v) for v in part.split("x")) if _SHAPE.fullmatch(part) else () for part in text.split(";"))
 
 
 def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
