@@ -89,6 +89,18 @@ def _cmd_features(args) -> int:
     return 0
 
 
+def _workers(text: str) -> int:
+    """``--jobs``: a positive whole number of worker processes."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of worker processes (1: run every item in this "
+                                         f"process), got {text!r}")
+    return n
+
+
 def _cmd_reproduce(args) -> int:
     from perfmodel.reproduce import EmptySelectionError, ReproduceOutputError, list_items, reproduce, select_items
 
@@ -101,7 +113,7 @@ def _cmd_reproduce(args) -> int:
         except EmptySelectionError:
             raise _UsageError(str(EmptySelectionError(",".join(args.only), "--only"))) from None
     try:
-        res = reproduce(args.out, only=args.only, figures=not args.no_figures, progress=not args.quiet)
+        res = reproduce(args.out, only=args.only, figures=not args.no_figures, progress=not args.quiet, jobs=args.jobs)
     except ReproduceOutputError as exc:
         print(f"perfmodel: {exc}", file=sys.stderr)
         return 1
@@ -696,6 +708,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--no-figures", action="store_true", help="numbers only")
     rep.add_argument("--list", action="store_true", help="list the items and exit")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep.add_argument("--jobs", type=_workers, default=None, metavar="N",
+                     help="worker processes running the items side by side (default: the CPUs, at most 4; 1: all in "
+                          "this process); the report is the same whatever N")
     rep.set_defaults(func=_cmd_reproduce)
 
     fit = sub.add_parser("fit", formatter_class=fmt,

@@ -332,7 +332,8 @@ def test_offline_one_concise_message_per_missing_file_group_and_no_empty_cache_f
     monkeypatch.setattr(_registry, "_downloader", lambda: dead)
     ds.clear_cache()
     only = "single_worker_timeseries,figure_5,cluster_size_training_speed,startup_breakdown"
-    assert main(["reproduce", "--only", only, "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    # --jobs 1: the dead downloader is patched into this process only (workers would start with the real one)
+    assert main(["reproduce", "--only", only, "--out", str(tmp_path / "out"), "--quiet", "--jobs", "1"]) == 1
     cap = capsys.readouterr()
     lines = [ln for ln in cap.err.splitlines() if ln.strip()]
     missing = [ln for ln in lines if ln.startswith("MISSING DATA ")]
@@ -361,3 +362,30 @@ def test_numbers_json_names_items_by_their_current_ids_only(tmp_path):
     by_q = {r["quantity"]: r for r in doc["numbers"]}
     assert by_q["tte_perfmodel_mape_pct"]["item"] == "training_time_after_revocation"
     assert by_q["fig3_ps_revoked_first_hour"]["item"] == "server_lifetime_cdf_by_type"
+
+
+def test_worker_processes_give_the_same_report_figures_and_numbers_as_one_process(tmp_path):
+    """``jobs=2`` runs the items in two fresh worker processes, the slowest first; what is written is the same, byte for
+    byte, as when every item runs in this process (merged in the items' order)."""
+    only = ["server_lifetime_cdf", "step_time_vs_model_gflops", "vm_startup_breakdown", "chief_rejoining",
+            "accuracy_growing_cluster"]
+    one = reproduce(tmp_path / "one", only=only, progress=False, jobs=1)
+    two = reproduce(tmp_path / "two", only=only, progress=False, jobs=2)
+    assert one.ok and two.ok and set(two.seconds) == set(one.seconds) and len(one.seconds) == len(only)
+    assert one.figures == two.figures and one.authors_images == two.authors_images
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file())
+    for rel in files:
+        assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5, True, "2"])
+def test_jobs_must_be_a_positive_whole_number(tmp_path, jobs):
+    with pytest.raises(ValueError, match="jobs must be a positive whole number"):
+        reproduce(tmp_path, only="server_lifetime_cdf", progress=False, jobs=jobs)
+
+
+def test_cli_jobs_must_be_a_positive_whole_number(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "--jobs", "0", "--no-figures"])
+    assert exc.value.code == 2 and "positive whole number of worker processes" in capsys.readouterr().err

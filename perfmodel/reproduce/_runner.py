@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from perfmodel.reproduce._items import _BY_ID, ALIASES, ITEMS, NUMBERS_AREAS, CatalogItem, Item, _owner
@@ -73,15 +74,6 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _note_missing(res: "ReproductionResult", exc: BaseException, item: str) -> None:
-    from perfmodel.datasets._registry import DownloadError
-
-    if isinstance(exc, DownloadError):
-        g = res.missing_data.setdefault(exc.group, {"items": [], "cause": exc.cause})
-        if item not in g["items"]:
-            g["items"].append(item)
-
-
 def _prepare_out(out: Path) -> Path:
     """Create the output folders, or say in one line why they cannot be used."""
     if out.exists() and not out.is_dir():
@@ -122,7 +114,117 @@ def _save(fig, folder: Path, stem: str) -> None:
     plt.close(fig)
 
 
-def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: bool = True) -> ReproductionResult:
+#: fewer items than this run in this process: starting worker processes (each imports perfmodel) costs more
+_MIN_ITEMS_IN_PARALLEL = 4
+#: worker processes at most when ``jobs`` is not given (each may hold ~1 GB while it runs an item)
+_MAX_DEFAULT_JOBS = 4
+#: items that take the longest (tens of seconds: model fits, traces of large models); started first, so that the
+#: others fill the remaining workers around them. Order only: what an item computes does not depend on it.
+_SLOW_FIRST = ("vidur_h100_ops", "torchtitan_runs", "neusight_benchmark", "lifetime_models", "cost_and_savings_tables")
+
+
+def _check_jobs(jobs) -> int:
+    """Worker processes for :func:`reproduce`: ``jobs`` (a positive integer), or by default the CPUs, at most
+    :data:`_MAX_DEFAULT_JOBS`."""
+    import os
+
+    if jobs is None:
+        return max(1, min(os.cpu_count() or 1, _MAX_DEFAULT_JOBS))
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
+        raise ValueError(f"jobs must be a positive whole number of worker processes (1: run every item in this process); "
+                         f"got {jobs!r}.")
+    return int(jobs)
+
+
+def _run_item(item_id: str, figdir: Path, out: Path, figures: bool) -> dict:
+    """Numbers, figures and the authors' image of one item, with what failed: ``numbers`` (its rows, owners and
+    citations set; None for an item without numbers), ``figures`` (stems written; None when not drawn),
+    ``authors_image``, ``errors`` ([(owner item, message)]), ``missing`` ([(data group, cause, item)]), ``seconds``.
+    Runs in this process or in a worker (:func:`_run_parallel`); touches nothing but ``figdir`` and ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from perfmodel.datasets._registry import DownloadError
+
+    it = _BY_ID[item_id]
+    errors: list = []
+    missing: list = []
+
+    def fail(owner, msg, exc):
+        errors.append((owner, msg))
+        if isinstance(exc, DownloadError):
+            missing.append((exc.group, exc.cause, owner))
+
+    t0 = time.perf_counter()
+    df = None
+    if it.computes_numbers:
+        try:
+            df = it.module.numbers().copy()
+        except Exception as exc:  # its numbers are lost: every item owning some of them fails, with them listed
+            why = f"numbers() of {it.id} failed with {_error_text(exc)}"
+            df = _lost_numbers(it.id, why)
+            owners = list(dict.fromkeys([it.id, *(_owner(i, it.id) for i in df["item"])]))
+            for o in owners:
+                fail(o, why if o == it.id else f"its numbers come from numbers() of item {it.id}, which failed: "
+                                               f"{_error_text(exc)}", exc)
+        # a row belongs to the item named in its `item` column when there is one (one numbers() may cover
+        # several figures/tables), else to the item that computed it
+        owner = [_owner(i, it.id) for i in df["item"]]
+        df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
+        df.insert(0, "figure_table", owner)
+        df["citation"] = [_citation(c, _BY_ID[o]) for c, o in zip(df["citation"], owner)]
+    stems = None
+    authors = None
+    if figures:
+        stems = []
+        with plt.rc_context({"svg.hashsalt": "perfmodel", "pdf.compression": 6}):
+            for kw, stem in zip(it.variants if it.has_figure else (), it.stems()):
+                try:
+                    _save(it.module.figure(**kw), figdir, stem)
+                    stems.append(stem)
+                except Exception as exc:  # one broken figure must not hide the others; it is reported and fails the run
+                    fail(it.id, _error_text(exc), exc)
+                    plt.close("all")
+        if it.authors_image:
+            try:
+                authors = (it.authors_image_stem(), *_copy_authors_image(it.authors_image, out))
+            except Exception as exc:  # offline or a corrupted file: reported like a figure that failed
+                fail(it.id, _error_text(exc), exc)
+    return {"numbers": df, "figures": stems, "authors_image": authors, "errors": errors, "missing": missing,
+            "seconds": time.perf_counter() - t0}
+
+
+def _run_parallel(items, figdir: Path, out: Path, figures: bool, jobs: int, bar) -> dict:
+    """:func:`_run_item` of every item in ``jobs`` worker processes (started fresh: ``spawn``), the slowest first."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    order = sorted(items, key=lambda it: (_SLOW_FIRST.index(it.id) if it.id in _SLOW_FIRST else len(_SLOW_FIRST)))
+    outcomes: dict = {}
+    with ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=multiprocessing.get_context("spawn")) as ex:
+        futures = {ex.submit(_run_item, it.id, figdir, out, figures): it for it in order}
+        for f in as_completed(futures):
+            it = futures[f]
+            try:
+                outcomes[it.id] = f.result()
+            except Exception as exc:  # the worker itself died (killed for memory): the item failed, the others stand
+                why = f"its worker process failed: {_error_text(exc)}"
+                lost = _lost_numbers(it.id, why) if it.computes_numbers else None
+                if lost is not None:
+                    owner = [_owner(i, it.id) for i in lost["item"]]
+                    lost.insert(0, "paper", [_BY_ID[o].paper for o in owner])
+                    lost.insert(0, "figure_table", owner)
+                outcomes[it.id] = {"numbers": lost, "figures": [] if figures else None, "authors_image": None,
+                                   "errors": [(it.id, why)], "missing": [], "seconds": float("nan")}
+            bar.set_postfix_str(it.id)
+            bar.update()
+    return outcomes
+
+
+def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: bool = True,
+              jobs: int | None = None) -> ReproductionResult:
     """Run every item (or ``only`` those), write figures, ``numbers.json`` and the report into ``out``.
 
     Parameters
@@ -135,6 +237,10 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
         Draw the figures (False: numbers only, faster).
     progress : bool, default True
         A tqdm progress bar on stderr.
+    jobs : int, optional
+        Worker processes that run the items side by side (each a fresh Python process); default the CPUs, at most
+        4. ``1`` runs every item in this process. Selections of fewer than 4 items always run in this process. The
+        numbers, figures and report are the same whatever the number.
 
     Returns
     -------
@@ -158,62 +264,42 @@ def reproduce(out="reproduction", *, only=None, figures: bool = True, progress: 
     Nothing is lost silently: when a numbers function fails, the paper numbers it compares are reported as not
     reproduced (failed where they should reproduce), and every item owning some of them is listed in ``errors``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from tqdm.auto import tqdm
 
     from perfmodel.datasets import data_root
 
     items = select_items(only)
+    jobs = _check_jobs(jobs)
     out = Path(out)
     data_root()  # a PERFMODEL_DATA naming no folder is one error, not one per item
     figdir = _prepare_out(out)
     res = ReproductionResult(out=out, numbers=pd.DataFrame())
-    frames = []
-    bar = tqdm(items, desc="perfmodel reproduce", unit="item", disable=not progress)
-    for it in bar:
-        bar.set_postfix_str(it.id)
-        t0 = time.perf_counter()
-        if it.computes_numbers:
-            try:
-                df = it.module.numbers().copy()
-            except Exception as exc:  # its numbers are lost: every item owning some of them fails, with them listed
-                why = f"numbers() of {it.id} failed with {_error_text(exc)}"
-                df = _lost_numbers(it.id, why)
-                owners = list(dict.fromkeys([it.id, *(_owner(i, it.id) for i in df["item"])]))
-                for o in owners:
-                    _add_error(res, o, why if o == it.id else f"its numbers come from numbers() of item {it.id}, which failed: "
-                                                              f"{_error_text(exc)}")
-                    _note_missing(res, exc, o)
-            # a row belongs to the item named in its `item` column when there is one (one numbers() may cover
-            # several figures/tables), else to the item that computed it
-            owner = [_owner(i, it.id) for i in df["item"]]
-            df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
-            df.insert(0, "figure_table", owner)
-            df["citation"] = [_citation(c, _BY_ID[o]) for c, o in zip(df["citation"], owner)]
-            frames.append(df)
-        if figures:
-            stems = []
-            with plt.rc_context({"svg.hashsalt": "perfmodel", "pdf.compression": 6}):
-                for kw, stem in zip(it.variants if it.has_figure else (), it.stems()):
-                    try:
-                        _save(it.module.figure(**kw), figdir, stem)
-                        stems.append(stem)
-                    except Exception as exc:  # one broken figure must not hide the others; it is reported and fails the run
-                        _add_error(res, it.id, _error_text(exc))
-                        _note_missing(res, exc, it.id)
-                        plt.close("all")
-            res.figures[it.id] = stems
-            if it.authors_image:
-                try:
-                    res.authors_images[it.id] = (it.authors_image_stem(), *_copy_authors_image(it.authors_image, out))
-                except Exception as exc:  # offline or a corrupted file: reported like a figure that failed
-                    _add_error(res, it.id, _error_text(exc))
-                    _note_missing(res, exc, it.id)
-        res.seconds[it.id] = time.perf_counter() - t0
+    bar = tqdm(total=len(items), desc="perfmodel reproduce", unit="item", disable=not progress)
+    outcomes: dict = {}
+    if jobs > 1 and len(items) >= _MIN_ITEMS_IN_PARALLEL:
+        outcomes = _run_parallel(items, figdir, out, figures, jobs, bar)
+    else:
+        for it in items:
+            bar.set_postfix_str(it.id)
+            outcomes[it.id] = _run_item(it.id, figdir, out, figures)
+            bar.update()
     bar.close()
+    frames = []
+    for it in items:  # merged in the items' order, however they ran: the same numbers.json and report either way
+        o = outcomes[it.id]
+        for owner, msg in o["errors"]:
+            _add_error(res, owner, msg)
+        for group, cause, owner in o["missing"]:
+            g = res.missing_data.setdefault(group, {"items": [], "cause": cause})
+            if owner not in g["items"]:
+                g["items"].append(owner)
+        if o["numbers"] is not None:
+            frames.append(o["numbers"])
+        if o["figures"] is not None:
+            res.figures[it.id] = o["figures"]
+        if o["authors_image"] is not None:
+            res.authors_images[it.id] = o["authors_image"]
+        res.seconds[it.id] = o["seconds"]
     nums = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["figure_table", "paper", "item", "quantity", "unit", "paper_value", "reproduced", "status", "rtol", "atol",
                  "within_tolerance", "reason", "citation"])
