@@ -272,7 +272,7 @@ def _cmd_plan(args) -> int:
             print(f"Planning {cloud.steps} steps of batch {cloud.batch_sizes} (--steps x --batch-size), the batch fixed.\n")
         elif "batch_size" in getattr(args, "given", set()):
             print(f"Planning batch {cloud.batch_sizes} (--batch-size), the batch fixed; pass --steps for the amount of "
-                  f"training (default {PLAN_CLOUD_DEFAULT_SAMPLES} samples).\n")
+                  f"training (default {_default_samples()} samples).\n")
         return _cmd_plan_cloud(cloud)
     prices = None
     if args.prices:
@@ -355,8 +355,11 @@ def _show_progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
-#: Training data the plan-cloud example plans for when none is given (10,000 steps of batch 32).
-PLAN_CLOUD_DEFAULT_SAMPLES = 320_000
+def _default_samples() -> int:
+    """The training data planned when none is given: the planner's own default, one value for both faces."""
+    from perfmodel.planning.cloud import DEFAULT_SAMPLES
+
+    return DEFAULT_SAMPLES
 
 
 def _cloud_table(frame):
@@ -402,7 +405,7 @@ def _cmd_plan_cloud(args) -> int:
                               f"--input-shape {args.input_shape}. Use --samples for other inputs.")
         samples = math.ceil(args.tokens / shape[0])
     if steps is None and samples is None:
-        samples = PLAN_CLOUD_DEFAULT_SAMPLES
+        samples = _default_samples()
     if steps is not None and args.b_simple is None and len(set(batches)) > 1:
         print(f"perfmodel plan-cloud: warning: --steps {steps} is the same step count at every batch size, so batch {max(batches)} "
               f"trains on {max(batches) / min(batches):g}x the data of batch {min(batches)} and smaller batches always look "

@@ -47,7 +47,11 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-__all__ = ["plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "read_gpu_prices", "nothing_fits",
+#: Training data planned when neither ``steps`` nor ``samples`` is given, by :func:`plan_cloud`, ``pm.plan`` and the
+#: ``perfmodel plan`` / ``plan-cloud`` commands alike: 320,000 samples (10,000 steps of batch 32).
+DEFAULT_SAMPLES = 320_000
+
+__all__ = ["DEFAULT_SAMPLES", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "read_gpu_prices", "nothing_fits",
            "clear_plan_cache",
            "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK"]
 
@@ -445,7 +449,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     steps : int, optional
         Training steps: the same count at every batch size (so batch 32 processes 4x the data of batch 8: compare batch
         sizes with ``samples`` or ``b_simple`` instead; a ``UserWarning`` says so when several batch sizes are planned),
-        or the count at ``reference_batch`` when ``b_simple`` is given. Give ``steps`` or ``samples``.
+        or the count at ``reference_batch`` when ``b_simple`` is given. Give ``steps`` or ``samples``; neither plans
+        :data:`DEFAULT_SAMPLES` samples, as ``perfmodel plan-cloud`` does (the ``steps`` column shows the count).
     samples : int, optional
         Total training data in samples (sequences for a language model; tokens / sequence length): every batch size
         processes the same data, in ``ceil(samples / batch)`` steps (the ``steps`` column). Not with ``b_simple``.
@@ -502,8 +507,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel.planning._inputs import gpu_names, positive_int, positive_number
 
     if steps is None and samples is None:
-        raise ValueError("steps must be a positive number of training steps (at every batch, or at reference_batch with "
-                         "b_simple), or pass samples= (the total training data: steps = ceil(samples / batch)); got neither.")
+        if b_simple is not None:
+            raise ValueError("b_simple= needs steps= (the training steps counted at reference_batch); got no steps.")
+        samples = DEFAULT_SAMPLES  # the amount perfmodel plan-cloud plans when none is given: one default for both faces
     if steps is not None and samples is not None:
         raise ValueError(f"Give exactly one of steps= (training steps at every batch size) and samples= (total training data, "
                          f"steps = ceil(samples / batch)); got steps={steps!r} and samples={samples!r}.")

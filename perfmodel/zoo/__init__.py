@@ -82,7 +82,18 @@ def load_model(target: str):
     if not isinstance(target, str):
         raise ValueError(f"The target must be a string; got {type(target).__name__}. {expected}.")
     if ":" not in target:
-        return canonical_model(target)
+        from perfmodel._errors import UnknownNameError
+
+        try:
+            return canonical_model(target)
+        except UnknownNameError as exc:
+            hub = (f" perfmodel does not download models: for the Hugging Face model {target!r}, pass the path of its "
+                   "config.json (the file of that name on its Hub page, or AutoConfig.from_pretrained(...)"
+                   ".save_pretrained(folder) where you have network)." if "/" in target else "")
+            raise UnknownNameError(f"{exc}{hub} Besides the zoo ids, a model is a Hugging Face config.json path (GPT-2, "
+                                   "Llama, BERT and any other transformers builds: examples/gpt2.json and "
+                                   "examples/llama-3-8b.json in perfmodel's repository) or 'package.module:ClassName' "
+                                   "of a torch module.") from None
     mod_name, _, cls_name = target.partition(":")
     if not mod_name or not all(p.isidentifier() for p in mod_name.split(".")) or not cls_name.isidentifier():
         raise ValueError(f"Malformed target {target!r}. {expected}, e.g. 'mynets:Net' for class Net in mynets.py of the "

@@ -91,9 +91,25 @@ def test_strategies_that_do_not_divide_are_skipped_and_listed():
     assert (skipped["strategy"] == "tp").all() and skipped["reason"].str.contains("attention heads = 8").all()
 
 
+def test_no_amount_of_training_plans_the_default_samples_in_every_face():
+    """pm.plan, plan_cloud and `perfmodel plan-cloud` plan DEFAULT_SAMPLES when neither steps nor samples is given
+    (pm.plan raised while the command planned 320,000 samples: two faces, two defaults)."""
+    import perfmodel as pm
+    from perfmodel.cli import _default_samples
+    from perfmodel.planning.cloud import DEFAULT_SAMPLES
+
+    kw = {k: v for k, v in KW.items() if k != "steps"}
+    f = plan_cloud(CFG, **kw)
+    assert (f["steps"] == np.ceil(DEFAULT_SAMPLES / f["batch_size"])).all()
+    g = pm.plan(CFG, gpus=sorted(set(PRICES["gpu"])), world="cloud", **kw)
+    assert g.drop(columns="basis").equals(f) and (g["basis"] == "cloud").all()
+    pd.testing.assert_frame_equal(f, plan_cloud(CFG, **kw, samples=DEFAULT_SAMPLES))
+    assert _default_samples() == DEFAULT_SAMPLES
+    with pytest.raises(ValueError, match=r"b_simple= needs steps="):
+        plan_cloud(CFG, **kw, b_simple=10.0, reference_batch=8)
+
+
 def test_bad_arguments():
-    with pytest.raises(ValueError, match=r"steps must be a positive number of training steps"):
-        plan_cloud(CFG, prices=PRICES, input_shape=(128,))
     with pytest.raises(ValueError, match=r"b_simple and reference_batch go together"):
         plan_cloud(CFG, **{**KW, "b_simple": 10.0})
     with pytest.raises(ValueError, match=r"prices lacks the columns \['gpus_per_instance'"):
