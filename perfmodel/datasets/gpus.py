@@ -63,6 +63,10 @@ class InvalidGPUSpecError(ValueError):
     """A GPU spec lacks a required field, has a field the spec does not know, or a value that is not a valid number."""
 
 
+#: link bandwidth fields of GPUSpec, where 0 means "no such link"
+_LINK_FIELDS = ("nvlink_gb_per_s", "infinity_fabric_gb_per_s")
+
+
 @dataclass(frozen=True)
 class GPUSpec:
     """The specification of one GPU, as perfmodel's predictors use it.
@@ -98,6 +102,9 @@ class GPUSpec:
         Host link PCIe generation.
     nvlink_gb_per_s : float, optional
         NVLink bandwidth per GPU, all links, both directions, GB/s (0: none).
+    infinity_fabric_gb_per_s : float, optional
+        AMD Infinity Fabric peer-to-peer bandwidth per GPU of an 8-GPU platform (its fully connected links), all
+        links, both directions, GB/s (0: none; NaN: not modelled, e.g. bridged PCIe cards).
     tdp_w : float, optional
         Board power, W.
     vendor, architecture, form_factor : str, optional
@@ -135,6 +142,7 @@ class GPUSpec:
     architecture: str = ""
     form_factor: str = ""
     fp4_peak_tflops: float = math.nan  # last, so that positional arguments keep their places
+    infinity_fabric_gb_per_s: float = math.nan
 
     def __post_init__(self):
         if isinstance(self.l2_mib, numbers.Real) and not isinstance(self.l2_mib, bool) and math.isnan(self.l2_mib):
@@ -153,7 +161,7 @@ class GPUSpec:
             if isinstance(v, bool) or not isinstance(v, numbers.Real):
                 raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: {f.name} must be a number ({_unit(f.name)}); got {v!r}.")
             v = float(v)
-            ok = (math.isfinite(v) and v > 0) or (not required and (math.isnan(v) or (f.name == "nvlink_gb_per_s" and v == 0)))
+            ok = (math.isfinite(v) and v > 0) or (not required and (math.isnan(v) or (f.name in _LINK_FIELDS and v == 0)))
             if not ok:
                 want = "a positive finite number" + ("" if required else " or NaN (unknown / no such unit)")
                 raise InvalidGPUSpecError(f"GPUSpec {self.gpu!r}: {f.name} must be {want} ({_unit(f.name)}); got {v!r}.")

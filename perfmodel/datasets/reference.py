@@ -113,7 +113,8 @@ def load_gpu_catalog() -> pd.DataFrame:
         * ``sm_count`` (compute units on AMD), ``cuda_cores`` (stream processors on AMD), ``clock_ghz`` (boost clock the FP32
           peak is computed at), ``l2_mib`` with ``architecture_source``;
         * ``pcie_generation``, ``nvlink_gb_per_s`` (per GPU, all links, both directions; 0 = none, with a bridge for PCIe
-          cards), ``tdp_w`` with ``interconnect_source``;
+          cards), ``infinity_fabric_gb_per_s`` (AMD's peer-to-peer links of an 8-GPU OAM platform, the same way; 0 for
+          NVIDIA, empty where not modelled), ``tdp_w`` with ``interconnect_source``;
         * ``in_paper_data`` (the row's value is the one the CM-DARE data uses: K80, P100), ``note`` (caveats: values that
           are uncertain or derived say so here).
 

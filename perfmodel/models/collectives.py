@@ -52,7 +52,7 @@ from perfmodel._errors import UnknownNameError
 
 __all__ = [
     "LINK_KINDS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
-    "fitted_link", "rebuild",
+    "fitted_link", "rebuild", "infinity_fabric",
 ]
 
 #: link kinds with measured NCCL curves
@@ -307,9 +307,28 @@ def _nvlink(spec) -> Interconnect:
     return fitted_link("nvlink", spec)
 
 
+def _has_infinity_fabric(spec) -> bool:
+    v = getattr(spec, "infinity_fabric_gb_per_s", math.nan)
+    return math.isfinite(v) and v > 0
+
+
+def infinity_fabric(gpu) -> Interconnect:
+    """The Infinity Fabric of an 8-GPU AMD platform (MI300X, MI325X, MI355X): every GPU linked to each other, the
+    catalog's aggregate peer-to-peer bandwidth (``infinity_fabric_gb_per_s``, both directions) halved per direction,
+    at the assumed :data:`NCCL_EFFICIENCY` and PCIe's guessed latency — RCCL's collectives were not measured (Vidur
+    profiles NVIDIA systems only), so it is the fallback, as for PCIe, and ``basis`` names the link."""
+    from perfmodel.datasets import gpu_spec
+
+    spec = gpu_spec(gpu)
+    if not _has_infinity_fabric(spec):
+        raise UnknownNameError(f"GPU {spec.gpu} has no Infinity Fabric in the catalog (infinity_fabric_gb_per_s = "
+                               f"{spec.infinity_fabric_gb_per_s:g}); use its PCIe link or pass an Interconnect.")
+    return Interconnect(f"infinity-fabric ({spec.gpu})", spec.infinity_fabric_gb_per_s / 2, 10e-6)
+
+
 def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
     """The :class:`Interconnect` for a name, a spec, or (``None``) the GPU's own: its NVLink when the catalog lists one,
-    else its PCIe generation.
+    else its Infinity Fabric (AMD's 8-GPU platforms, :func:`infinity_fabric`), else its PCIe generation.
 
     NVLink and InfiniBand (``"infiniband-hdr"``, ``"infiniband-ndr"``) carry NCCL's efficiency and latency fitted on
     Vidur's measured all-reduce and send/recv curves (:func:`perfmodel.models.collectives.fitted_link`); PCIe and
@@ -332,6 +351,8 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
             raise ValueError("resolve_interconnect needs an interconnect name or a GPU to take the link from.")
         if math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0:
             return _nvlink(spec)
+        if _has_infinity_fabric(spec):
+            return infinity_fabric(spec)
         gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 3
         if f"pcie{gen}" not in INTERCONNECTS:  # never priced as another generation's link without a word
             known = sorted(k for k in INTERCONNECTS if k.startswith("pcie"))
@@ -347,6 +368,12 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
         raise TypeError(f"interconnect must be a name ({', '.join(['nvlink', *INTERCONNECTS])}) or an Interconnect; "
                         f"got {type(interconnect).__name__}.")
     key = interconnect.strip().lower().replace("_", "-").replace(" ", "-")
+    if key in ("infinity-fabric", "xgmi"):
+        if spec is None or not _has_infinity_fabric(spec):
+            raise UnknownNameError(f"interconnect {interconnect!r} takes its bandwidth from the GPU's catalog row "
+                                   f"(infinity_fabric_gb_per_s): pass the gpu= of an AMD GPU that has it (MI300X, MI325X, "
+                                   f"MI355X){'' if spec is None else f'; {spec.gpu} has none'}, or an Interconnect.")
+        return infinity_fabric(spec)
     if key == "nvlink":
         if spec is None:
             raise ValueError("interconnect 'nvlink' takes its bandwidth from the GPU's catalog row: pass gpu=, or an "
@@ -358,7 +385,7 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
     if key in _FITTED_LINKS:
         return fitted_link(key)
     if key not in INTERCONNECTS:
-        raise UnknownNameError(f"Unknown interconnect {interconnect!r}. Expected one of: nvlink, {', '.join(INTERCONNECTS)}, "
+        raise UnknownNameError(f"Unknown interconnect {interconnect!r}. Expected one of: nvlink, infinity-fabric, {', '.join(INTERCONNECTS)}, "
                                "or an Interconnect(name, bandwidth_gb_per_s, latency_s).")
     return INTERCONNECTS[key]
 

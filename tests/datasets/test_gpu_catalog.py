@@ -253,6 +253,11 @@ def test_amd_infinity_fabric_is_not_nvlink_and_l2_is_the_total(cat):
     assert (cat.loc[["MI300X", "MI325X", "MI355X"], "l2_mib"] == 32).all()
     assert cat.loc[["MI300X", "MI325X", "MI355X"], "note"].str.contains("Infinity Cache").all()
     assert cat.loc[["B200", "GB200", "B300", "GB300"], "nvlink_gb_per_s"].eq(1800).all()
+    # their peer-to-peer links of an 8-GPU platform (7 links; 896 GB/s aggregate, MI355X 7 x 153.6): what carries
+    # their collectives; NVIDIA rows 0, the bridged CDNA 1/2 cards not modelled (empty)
+    assert cat.loc[["MI300X", "MI325X", "MI355X"], "infinity_fabric_gb_per_s"].tolist() == [896, 896, 1075.2]
+    assert (cat.loc[cat["vendor"] == "NVIDIA", "infinity_fabric_gb_per_s"] == 0).all()
+    assert cat.loc[["MI100", "MI210", "MI250"], "infinity_fabric_gb_per_s"].isna().all()
 
 
 def test_geforce_rates_are_the_fp32_accumulate_ones(cat):

@@ -110,7 +110,7 @@ def test_interconnect_from_the_catalog_a_name_or_a_spec():
     assert resolve_interconnect("PCIe5").bandwidth_gb_per_s == 63.0
     assert resolve_interconnect("nvlink", "A100").bandwidth_gb_per_s == 300
     assert resolve_interconnect(LINK) is LINK
-    with pytest.raises(UnknownNameError, match=r"Unknown interconnect 'warp-drive'\. Expected one of: nvlink, pcie3, pcie4, "
+    with pytest.raises(UnknownNameError, match=r"Unknown interconnect 'warp-drive'\. Expected one of: nvlink, infinity-fabric, pcie3, pcie4, "
                                                r"pcie5, .*infiniband-ndr, or an Interconnect\(name, bandwidth_gb_per_s, latency_s\)\."):
         resolve_interconnect("warp-drive", "H100")
     with pytest.raises(UnknownNameError, match=r"interconnect 'nvlink': GPU L4 has no NVLink in the catalog .* Use its PCIe \('pcie4'\)"):

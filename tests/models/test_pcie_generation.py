@@ -1,9 +1,12 @@
 """A GPU's PCIe generation is a generation, and a link perfmodel has no model of is never priced as another's."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from perfmodel.datasets import GPUSpec, InvalidGPUSpecError, gpu_spec
+from perfmodel._errors import UnknownNameError
 from perfmodel.models.collectives import resolve_interconnect
 
 
@@ -31,3 +34,35 @@ def test_a_generation_without_a_link_model_is_refused_not_clamped(gen):
 def test_known_generations_get_their_own_link(gen):
     assert resolve_interconnect(None, gpu=_pcie_card(gen)).name == f"pcie{gen}"
     assert isinstance(_pcie_card(gen), GPUSpec)
+
+
+def test_amd_8_gpu_platforms_talk_over_infinity_fabric_not_pcie():
+    """MI300X/MI325X/MI355X: 7 Infinity Fabric links to the other GPUs of the platform (896 / 1075.2 GB/s aggregate,
+    the datasheets), halved per direction at the assumed efficiency; before, they fell back to PCIe 5 (63 GB/s)."""
+    from perfmodel.datasets import gpu_spec
+    from perfmodel.models.collectives import NCCL_EFFICIENCY, infinity_fabric
+
+    for gpu, agg in (("MI300X", 896.0), ("MI325X", 896.0), ("MI355X", 1075.2)):
+        link = resolve_interconnect(gpu=gpu)
+        assert link.name == f"infinity-fabric ({gpu})" and link.bandwidth_gb_per_s == agg / 2
+        assert link.efficiency == NCCL_EFFICIENCY and link == resolve_interconnect("xgmi", gpu=gpu) == infinity_fabric(gpu)
+    for gpu in ("MI100", "MI210", "MI250"):  # bridged cards and dies: not modelled, their PCIe as before
+        assert resolve_interconnect(gpu=gpu).name.startswith("pcie") and math.isnan(gpu_spec(gpu).infinity_fabric_gb_per_s)
+    assert resolve_interconnect(gpu="H100").name == "nvlink (H100)" and gpu_spec("H100").infinity_fabric_gb_per_s == 0
+    with pytest.raises(UnknownNameError, match="H100 has none"):
+        resolve_interconnect("infinity-fabric", gpu="H100")
+    with pytest.raises(UnknownNameError, match="MI210 has no Infinity Fabric"):
+        infinity_fabric("MI210")
+
+
+def test_an_mi300x_fsdp_step_no_longer_waits_on_pcie():
+    transformers = pytest.importorskip("transformers")
+    import perfmodel as pm
+
+    cfg = transformers.LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
+                                   num_key_value_heads=8, vocab_size=32000)
+    kw = dict(input_shape=(1024,), batch_size=8, precision="bf16", optimizer="adam", n_gpus=8, strategy="fsdp")
+    out = pm.predict_step_time(cfg, ["MI300X"], **kw)
+    pcie = pm.predict_step_time(cfg, ["MI300X"], interconnect="pcie5", **kw)
+    assert out["interconnect"].iloc[0] == "infinity-fabric (MI300X)" and "infinity-fabric (MI300X)" in out["basis"].iloc[0]
+    assert out["comm_total_s"].iloc[0] < pcie["comm_total_s"].iloc[0] / 5

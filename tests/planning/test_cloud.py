@@ -74,7 +74,7 @@ def test_shipped_table_has_no_t4_price():
 
 
 def test_unknown_interconnect():
-    with pytest.raises(UnknownNameError, match=r"Unknown interconnect 'warp-drive'. Expected one of: nvlink, pcie3"):
+    with pytest.raises(UnknownNameError, match=r"Unknown interconnect 'warp-drive'. Expected one of: nvlink, infinity-fabric, pcie3"):
         plan_cloud(CFG, **{**KW, "interconnect": "warp-drive"})
 
 
