@@ -264,6 +264,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         for s_ in specs:
             resolve_links(interconnect, s_, degrees={"tp": tpd, "dp": d, "pp": p, "cp": cpd}, gpus_per_node=gpus_per_node)
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    wl.check_checkpointable(lay, activation_checkpointing if ac else False, name)
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     shape = context_parallel_shape(shape, in_dtype, cpd, strat)  # a context-parallel rank holds s / cp tokens
     if tpd > 1 or strat == "tp":

@@ -230,6 +230,10 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "
                          "step; an inference pass has no backward pass. Pass activation_checkpointing=False.")
     if ac:
+        from perfmodel.models.workload import check_checkpointable, model_and_layout
+
+        name, lay = model_and_layout(model, input_shape, input_dtype)[4:]
+        check_checkpointable(lay, activation_checkpointing, name)
         plain = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                                   input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
                                   n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,

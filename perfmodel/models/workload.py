@@ -28,7 +28,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYP
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -765,6 +765,23 @@ def checkpointed_layers(mode: str, n_layers: int) -> np.ndarray:
     if isinstance(mode, str) and mode.startswith("layer:"):
         return (idx + 1) % int(mode.split(":")[1]) == 0
     return np.zeros(n_layers, bool)
+
+
+def check_checkpointable(lay, mode, name: str) -> None:
+    """Refuse activation checkpointing ``mode`` for a model whose layout (:func:`model_layout`) is not one flat stack
+    of layers: none at all, or blocks nested in stages (a ResNet's ``layers.0.*``, ``layers.1.*`` …). The step time
+    charges the recomputed forward pass and the memory the checkpointed layers' inputs; both are modelled per layer of
+    one stack, and for a nested one they would disagree (the recompute of every stage against the memory of one)."""
+    if not mode:
+        return
+    nested = bool(lay.block_prefix) and any(part.isdigit() for part in lay.block_prefix.split("."))
+    if lay.n_layers and not nested:
+        return
+    what = (f"its blocks are nested in stages ({lay.block_prefix.rsplit('.', 1)[0]}.0.*, .1.*, …)" if nested
+            else "it has no stack of repeated layers")
+    raise ValueError(f"activation_checkpointing={mode!r}: perfmodel models checkpointing per layer of one stack of "
+                     f"identical layers (a transformer's), and {name} is not one: {what}. Pass "
+                     "activation_checkpointing=False, or a model whose layers form one ModuleList.")
 
 
 def recompute_mask(mode: str, rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:

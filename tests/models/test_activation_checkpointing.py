@@ -100,3 +100,22 @@ def test_selective_mask_keeps_attention_and_every_other_matmul():
                          "phase": ["forward"] * 6 + ["backward"]})
     layer = np.array([0, 0, 0, 0, 0, 1, 0])
     assert selective_recompute_mask(rows, layer, 2).tolist() == [False, True, True, False, False, False, False]
+
+
+@pytest.mark.parametrize("mode", ["full", "selective", "layer:2", True])
+def test_a_cnn_whose_blocks_are_nested_in_stages_is_refused_not_half_modelled(mode):
+    """ResNet-32's 15 blocks sit in 3 stages (layers.0.*, layers.1.*, layers.2.*): the step time charged the whole
+    forward pass (+36 %) while the memory checkpointed the first stage's 5 blocks only (+2 KiB). Both faces refuse it,
+    with the reason; without checkpointing both answer."""
+    for fn in (pm.predict_step_time, pm.predict_memory):
+        with pytest.raises(ValueError, match=r"resnet-32 is not one: its blocks are nested in stages \(layers\.0\.\*"):
+            fn("resnet-32", ["V100"], batch_size=32, activation_checkpointing=mode)
+        assert len(fn("resnet-32", ["V100"], batch_size=32, activation_checkpointing=False)) == 1
+
+
+def test_a_module_without_a_stack_of_layers_is_refused():
+    import torch
+
+    net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    with pytest.raises(ValueError, match="it has no stack of repeated layers"):
+        pm.predict_step_time(net, ["V100"], input_shape=(64,), batch_size=8, activation_checkpointing="full")
