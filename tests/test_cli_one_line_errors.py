@@ -14,7 +14,8 @@ LLAMA = {"model_type": "llama", "vocab_size": 512, "hidden_size": 64, "intermedi
 
 @pytest.mark.parametrize("case,config,args,says", [
     ("cnn-given-a-token-shape", None, ["predict", "resnet-32", "--input-shape", "1024"], "failed to run a training step"),
-    ("llm-given-two-dims", LLAMA, ["--input-shape", "1024,2"], "failed to run a training step"),
+    ("llm-given-two-dims", LLAMA, ["--input-shape", "1024,2"],
+     "its input is a sequence of token ids, so one sample's shape is one number, the sequence length"),
     ("more-kv-heads-than-heads", dict(LLAMA, num_key_value_heads=8), ["--input-shape", "64"],
      "num_key_value_heads = 8 and num_attention_heads = 4"),
 ])

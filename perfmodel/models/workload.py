@@ -185,6 +185,10 @@ def model_input(model, input_shape, input_dtype):
         if input_shape is None:
             raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
         name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")
+        if len(tuple(input_shape)) != 1 and input_dtype in (None, torch.long, torch.int, torch.int64, torch.int32):
+            raise ValueError(f"input_shape {tuple(input_shape)} for the Hugging Face config {name!r}: its input is a sequence "
+                             f"of token ids, so one sample's shape is one number, the sequence length (e.g. (1024,); "
+                             f"--input-shape 1024); the batch is batch_size.")
         net = _built_config(json.dumps(cfg, sort_keys=True, default=str), cfg)
         vocab = int(cfg.get("vocab_size") or 2)
         return net, tuple(input_shape), input_dtype or torch.long, vocab, name
