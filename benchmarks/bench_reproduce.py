@@ -1,6 +1,7 @@
 """Benchmark of ``perfmodel reproduce``, of the data layer's per-process cache, of import time and of the planner at scale.
 
-Run: ``PERFMODEL_DATA=../shared/datasets python benchmarks/bench_reproduce.py [--out DIR] [--no-figures] [--plan-workers N]``.
+Run: ``PERFMODEL_DATA=../shared/datasets python benchmarks/bench_reproduce.py [--out DIR] [--no-figures] [--jobs N]
+[--plan-workers N]``.
 Prints
 
 * the import time of ``perfmodel.planning`` (``python -X importtime``, a fresh process: cumulative µs of the package);
@@ -41,6 +42,9 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="output folder (default: a temporary folder)")
     ap.add_argument("--no-figures", action="store_true")
     ap.add_argument("--plan-workers", type=int, default=10000, help="max_workers of the planner benchmark (0: skip)")
+    ap.add_argument("--jobs", type=int, default=None, help="reproduce's worker processes (default: the CPUs, at most 4; 1: "
+                                                           "in this process, which also gives the time per item without "
+                                                           "contention)")
     args = ap.parse_args()
 
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}; data: {os.environ.get('PERFMODEL_DATA', 'cache')}")
@@ -56,7 +60,7 @@ def main() -> None:
     t_import = time.perf_counter() - t_start
     out = args.out or tempfile.mkdtemp(prefix="perfmodel-bench-")
     t0 = time.perf_counter()
-    res = reproduce(out, figures=not args.no_figures, progress=False)
+    res = reproduce(out, figures=not args.no_figures, progress=False, jobs=args.jobs)
     wall = time.perf_counter() - t0
     _registry.read_bytes = real
     print(f"import {t_import:6.2f} s   reproduce{' --no-figures' if args.no_figures else ''} {wall:6.2f} s   total {t_import + wall:6.2f} s"
@@ -69,9 +73,10 @@ def main() -> None:
         print(f"  {item:34s} {s:6.2f}")
     if not args.no_figures:
         t1 = time.perf_counter()
-        reproduce(tempfile.mkdtemp(prefix="perfmodel-bench-nofig-"), figures=False, progress=False)
+        reproduce(tempfile.mkdtemp(prefix="perfmodel-bench-nofig-"), figures=False, progress=False, jobs=args.jobs)
         numbers_only = time.perf_counter() - t1
-        print(f"\nnumbers only (second run, warm caches): {numbers_only:.2f} s; figures ≈ {wall - numbers_only:.2f} s of the first run")
+        caches = "warm caches" if args.jobs == 1 else "fresh worker processes: cold caches"
+        print(f"\nnumbers only (second run, {caches}): {numbers_only:.2f} s; figures ≈ {wall - numbers_only:.2f} s of the first run")
     if args.plan_workers:
         from perfmodel.planning import plan
 
