@@ -553,18 +553,18 @@ def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
     * it **writes** what is read after the chain in the same phase, the step's results (gradients, updated buffers)
       and, in the backward pass, what the optimizer reads;
     * what a forward chain computes only for the backward pass is **recomputed** there rather than saved, as
-      AOTAutograd's min-cut partitioner does for cheap pointwise chains: the forward kernel does not write it, and the
-      backward kernel that reads it is counted reading a tensor of the same size (the chain's input, for a pointwise
-      chain). A chain that writes nothing is no kernel at all.
+      AOTAutograd's min-cut partitioner does for cheap pointwise chains: the forward kernel does not write it, and a
+      backward kernel that reads any of it reads what that forward chain read, once. A chain that writes nothing is no
+      kernel at all.
 
     The fused kernel keeps the class and shape of its widest member (the row that moves the most) and the chain's
     summed ``flops``; an ``elementwise`` one is described, as :func:`work_from_ops` describes any, by the bytes it
     moves. A chain that reads what the previous chain of its phase produced joins it when the GEMMs between them do
     not read it (``silu(gate(x)) * up(x)``: one kernel, not two), as Inductor's scheduler fuses along the dataflow
-    rather than the program order. Stated approximations: one kernel per chain (Inductor splits a chain whose reductions run over different
-    dimensions into a few), small statistics a partitioner would save rather than recompute (a norm's mean) are
-    recomputed, and a fill fused into its consumer is not. Rows without ``dataflow`` (a hand-made work frame) fall back
-    to the widest member's bytes.
+    rather than the program order. Stated approximations: one kernel per chain (Inductor splits a chain whose
+    reductions run over different dimensions into a few), small statistics a partitioner would save rather than
+    recompute (a norm's mean) are recomputed, and a fill is fused only inside its chain's span. Rows without
+    ``dataflow`` (a hand-made work frame) fall back to the widest member's bytes.
     """
     if work.empty:
         return work.copy()
@@ -640,7 +640,7 @@ def _merge_across_gemms(out: pd.DataFrame, fusable: np.ndarray) -> np.ndarray:
     return ids
 
 
-def _chain_bytes(rows: pd.DataFrame, kernels: set = frozenset()) -> dict:
+def _chain_bytes(rows: pd.DataFrame, kernels: set) -> dict:
     """Bytes each fused chain (``_chain``) moves, from its rows' ``dataflow`` (:func:`compiled_work`): each version
     of a tensor produced outside the chain is read once — its views read by the chain's ops (linked through ``seen``)
     count the bytes they cover together, at most their summed footprints — and what is live after the chain is

@@ -136,6 +136,16 @@ def _check_jobs(jobs) -> int:
     return int(jobs)
 
 
+def _set_owners(df: pd.DataFrame, item_id: str) -> None:
+    """Give the numbers item ``item_id`` computed their owners, in place: a row belongs to the item named in its
+    ``item`` column when there is one (one numbers() may cover several figures/tables), else to ``item_id``; its paper
+    and its citation (pointing at the owner's module) follow."""
+    owner = [_owner(i, item_id) for i in df["item"]]
+    df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
+    df.insert(0, "figure_table", owner)
+    df["citation"] = [_citation(c, _BY_ID[o]) for c, o in zip(df["citation"], owner)]
+
+
 def _run_item(item_id: str, figdir: Path, out: Path, figures: bool) -> dict:
     """Numbers, figures and the authors' image of one item, with what failed: ``numbers`` (its rows, owners and
     citations set; None for an item without numbers), ``figures`` (stems written; None when not drawn),
@@ -169,12 +179,7 @@ def _run_item(item_id: str, figdir: Path, out: Path, figures: bool) -> dict:
             for o in owners:
                 fail(o, why if o == it.id else f"its numbers come from numbers() of item {it.id}, which failed: "
                                                f"{_error_text(exc)}", exc)
-        # a row belongs to the item named in its `item` column when there is one (one numbers() may cover
-        # several figures/tables), else to the item that computed it
-        owner = [_owner(i, it.id) for i in df["item"]]
-        df.insert(0, "paper", [_BY_ID[o].paper for o in owner])
-        df.insert(0, "figure_table", owner)
-        df["citation"] = [_citation(c, _BY_ID[o]) for c, o in zip(df["citation"], owner)]
+        _set_owners(df, it.id)
     stems = None
     authors = None
     if figures:
@@ -213,9 +218,7 @@ def _run_parallel(items, figdir: Path, out: Path, figures: bool, jobs: int, bar)
                 why = f"its worker process failed: {_error_text(exc)}"
                 lost = _lost_numbers(it.id, why) if it.computes_numbers else None
                 if lost is not None:
-                    owner = [_owner(i, it.id) for i in lost["item"]]
-                    lost.insert(0, "paper", [_BY_ID[o].paper for o in owner])
-                    lost.insert(0, "figure_table", owner)
+                    _set_owners(lost, it.id)
                 outcomes[it.id] = {"numbers": lost, "figures": [] if figures else None, "authors_image": None,
                                    "errors": [(it.id, why)], "missing": [], "seconds": float("nan")}
             bar.set_postfix_str(it.id)
