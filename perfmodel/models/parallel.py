@@ -73,6 +73,8 @@ lower efficiency of ring attention's partial kernels under context parallelism.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -263,42 +265,62 @@ def _tp_layer_exposed(collective_s: float, tp: int, matmul_s: float, async_tp: b
     return max(collective_s / tp, collective_s - matmul_s / 2)
 
 
-def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high=None,
-                               precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
-                               inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
-                               interconnect=None, overlap_grad_reduce: bool = True, gpus_per_node: int = 8,
-                               compile: bool = False, async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
-    """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
-    ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
-    ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
-    (:func:`resolve_links`). Prefer calling :func:`perfmodel.predict_step_time` with ``n_gpus=``."""
-    import torch
+#: the process groups of a layout, in the order a result lists their communication.
+COMM_GROUPS = ("tp", "cp", "pp", "dp")
 
-    from perfmodel.models import workload as wl
-    from perfmodel.models import kernels as kn
 
-    prec = wl.check_step_args(alpha, optimizer, inference, precision, batch_size)
-    check_strategy_name(strategy)
-    if inference:
-        raise ValueError("inference=True predicts one forward pass on one GPU; parallel strategies model training steps "
-                         "(pass n_gpus=1 for inference).")
-    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
-        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    n = int(n_gpus)
+@dataclasses.dataclass(frozen=True, eq=False)
+class RankWork:
+    """What one GPU of a parallel layout runs, whatever the GPU: the traced operators of its micro-batch after the
+    tensor-parallel split, the FSDP shard of the optimizer and the context-parallel attention (``work``), with the
+    layout's degrees and the sizes the collectives move. Built once per layout by :func:`rank_work`; each GPU's step
+    is then :func:`layout_step` over its kernel times."""
+
+    name: str
+    batch_size: int
+    n_gpus: int
+    micro_batches: int
+    strategy: str
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    fsdp: bool
+    virtual_stages: int
+    async_tp: bool
+    overlap_grad_reduce: bool
+    lay: ModelLayout
+    work: pd.DataFrame
+    layer: np.ndarray
+    phase: np.ndarray
+    is_opt: np.ndarray
+    elem_bytes: int
+    rank_params: float
+    act_bytes: float
+    kv_bytes: float
+    attn: np.ndarray
+    tp_mm: np.ndarray
+    used_groups: tuple
+    stage: np.ndarray | None = None
+    stage_layers: np.ndarray | None = None
+    stage_rank: np.ndarray | None = None
+
+    @property
+    def pipelined(self) -> bool:
+        return self.pp > 1 or self.strategy == "pp"
+
+
+def _check_micro_batches(micro_batches) -> int:
     if micro_batches is None:
-        m = 1
-    elif isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer)) or micro_batches < 1:
+        return 1
+    if isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer)) or micro_batches < 1:
         raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
-    else:
-        m = int(micro_batches)
-    deg = parse_strategy(strategy, n)
-    strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
+    return int(micro_batches)
+
+
+def _check_batch_split(B: int, d: int, m: int, n: int, strat: str) -> None:
+    """The global batch ``B`` splits over the ``d`` replicas and each replica's batch into ``m`` micro-batches."""
     single = strat in STRATEGIES
-    v = pipeline_virtual_stages(pipeline_schedule)
-    check_async_tp(async_tp, tpd, strat)
-    B = int(batch_size)
-    specs = kn.gpu_specs(gpus, prec)
-    links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node) for s in specs]
     if B % d:
         if single:
             raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size "
@@ -314,12 +336,12 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                                 "Use micro_batches that divides batch_size / n_gpus.")
         raise StrategyError(f"strategy={strat!r}: the per-replica batch {B // d} (batch_size / dp) does not split into "
                             f"micro_batches={m}. Use micro_batches that divides it.")
-    b_rank = B // d // m
-    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
-    if tpd > 1 or strat == "tp":
-        check_tensor_parallel(lay, tpd, strat, n, name)
+
+
+def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: str, pipeline_schedule) -> None:
+    """``p`` pipeline stages of ``v`` model chunks each have a repeated layer to hold."""
     if p > 1 and lay.n_layers < p:
-        if single:
+        if strat in STRATEGIES:
             raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers} "
                                 f"{'repeated layers' if lay.n_layers else 'repeated layers (none found)'}. Use fewer GPUs "
                                 "(n_gpus <= layers) or 'dp' / 'fsdp'.")
@@ -328,22 +350,42 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     if p > 1 and lay.n_layers < p * v:
         raise StrategyError(f"strategy={strat!r} with pipeline_schedule={pipeline_schedule!r}: {p} ranks x {v} model chunks "
                             f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
+
+
+def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, prec: str, optimizer, n_gpus: int, strategy,
+              micro_batches, compile, async_tp: bool, pipeline_schedule: str, overlap_grad_reduce: bool) -> RankWork:
+    """The :class:`RankWork` of a layout (arguments as :func:`predict_parallel_step_time` takes them, ``prec``
+    checked): the layout's checks, then the trace of one micro-batch of one rank, split as the layout splits it."""
+    import torch
+
+    from perfmodel.models import workload as wl
+
+    n, m = int(n_gpus), _check_micro_batches(micro_batches)
+    deg = parse_strategy(strategy, n)
+    strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
+    v = pipeline_virtual_stages(pipeline_schedule)
+    check_async_tp(async_tp, tpd, strat)
+    B = int(batch_size)
+    _check_batch_split(B, d, m, n, strat)
+    b_rank = B // d // m
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    if tpd > 1 or strat == "tp":
+        check_tensor_parallel(lay, tpd, strat, n, name)
+    _check_stages(lay, p, v, strat, n, name, pipeline_schedule)
     high = int(input_high) if input_high is not None else vocab
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
     work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
-                          inference=False, compile=compile)
+                        inference=False, compile=compile)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
     layer = op_layer(work, lay.n_layers)
-    phase = work["phase"].to_numpy()
-    is_opt = phase == "optimizer"
+    is_opt = work["phase"].to_numpy() == "optimizer"
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     P = lay.params
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
-    act_bytes = float(tokens * (lay.hidden or 0) * size)
     split_params = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
     rank_P = P if tpd == 1 else split_params / tpd + (P - split_params)  # parameters of one tensor-parallel rank
     if tpd > 1:
@@ -351,142 +393,272 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         work = _scale_rows(work, is_opt, rank_P / P)
     if fsdp:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
-    pipe_path = p > 1 or strat == "pp"
-    if pipe_path:
+    stages = {}
+    if p > 1 or strat == "pp":
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v)
-        stage = np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1, of_layer[np.clip(layer, 0, lay.n_layers - 1)]))
-        stage_rank = stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split)
-        # tensor-parallel all-reduces per micro-batch on each stage: 4 per layer, the embedding's on the first stage,
-        # the vocabulary projection's on the last; of them, backward: 2 per layer and the vocabulary projection's
-        n_ar_stage = 4 * stage_layers + (np.arange(p) == 0) + (np.arange(p) == p - 1)
-        n_ar_stage_bwd = 2 * stage_layers + (np.arange(p) == p - 1)
+        stages = dict(stage=np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1,
+                                                            of_layer[np.clip(layer, 0, lay.n_layers - 1)])),
+                      stage_layers=stage_layers,
+                      stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
     used = ([g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1]
             or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")])
-    attn = work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy()
     in_layers = (layer >= 0) & (layer < lay.n_layers)
-    tp_mm = (_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
-             if tpd > 1 else np.zeros(len(work), bool))
     # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer
     kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (lay.kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
                       * size / tpd) if cpd > 1 else 0.0)
+    return RankWork(
+        name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
+        virtual_stages=v, async_tp=bool(async_tp), overlap_grad_reduce=overlap_grad_reduce, lay=lay, work=work,
+        layer=layer, phase=work["phase"].to_numpy(), is_opt=is_opt, elem_bytes=size, rank_params=rank_P,
+        act_bytes=float(tokens * (lay.hidden or 0) * size), kv_bytes=kv_bytes,
+        attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
+        tp_mm=(_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
+               if tpd > 1 else np.zeros(len(work), bool)),
+        used_groups=tuple(used), **stages)
+
+
+@dataclasses.dataclass
+class _Comm:
+    """One GPU's per-layer collective times, shared by the three execution paths."""
+
+    tp_per: float  # one tensor-parallel all-reduce of the activations
+    tp_lf: float  # exposed seconds of one layer's tensor-parallel collective, forward
+    tp_lb: float  # ... backward
+    cp_f: float  # context parallel, exposed per pass over all layers
+    cp_b: float
+    cp_total: float
+
+
+def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
+    phase, lay = r.phase, r.lay
+    tp_per = allreduce_time(r.act_bytes, r.tp, lk["tp"])  # 0 without tensor parallelism
+    L = max(lay.n_layers, 1)
+    # tensor-parallel collectives of the layers, per pass (2 per layer; async TP hides them under the matmuls)
+    tp_lf = _tp_layer_exposed(tp_per, r.tp, float(t[r.tp_mm & (phase == "forward")].sum()) / L, r.async_tp)
+    tp_lb = _tp_layer_exposed(tp_per, r.tp, float(t[r.tp_mm & (phase == "backward")].sum()) / L, r.async_tp)
+    # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
+    # reduce-scatter dK, dV after the backward one
+    cpd = r.cp
+    ag_kv = allgather_time(r.kv_bytes, cpd, lk["cp"])
+    a_f = float(t[r.attn & (phase == "forward")].sum()) / L
+    a_b = float(t[r.attn & (phase == "backward")].sum()) / L
+    cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
+    cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
+    cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
+    return _Comm(tp_per, tp_lf, tp_lb, cp_f, cp_b, cp_total)
+
+
+@dataclasses.dataclass
+class LayoutStep:
+    """One GPU's step on a layout: the step and its parts, seconds. ``comm_exposed`` and ``comm_total`` give each
+    process group's share of ``comm_s`` and ``comm_total_s`` (:data:`COMM_GROUPS`; a group the layout lacks is 0)."""
+
+    step: float
+    compute: float
+    exposed: float
+    comm_total: float
+    bubble: float
+    forward: float
+    backward: float
+    optimizer: float
+    comm_exposed: dict
+    comm_total_by_group: dict
+
+
+def _groups(**parts) -> dict:
+    return {g: float(parts.get(g, 0.0)) for g in COMM_GROUPS}
+
+
+def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
+    """FSDP (with tp and cp inside it), no pipeline: each layer's parameters gathered under the previous layer's
+    compute in both passes, the gradients reduce-scattered under the backward pass."""
+    m, lay, units = r.micro_batches, r.lay, max(r.lay.n_layers, 1)
+    link = lk["dp"]
+    ag = allgather_time(r.rank_params * r.elem_bytes, r.dp * r.cp, link)
+    rs = reduce_scatter_time(r.rank_params * r.elem_bytes, r.dp * r.cp, link)
+    # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
+    # projection, in each pass) sit on the critical path
+    tp_f = 2 * lay.n_layers * c.tp_lf + c.tp_per if r.async_tp else (2 * lay.n_layers + 1) * c.tp_per
+    tp_b = 2 * lay.n_layers * c.tp_lb + c.tp_per if r.async_tp else (2 * lay.n_layers + 1) * c.tp_per
+    f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f
+    b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b
+    compute = m * (fwd + bwd) + opt
+    step = m * (f_pass + b_pass) + opt
+    tp_all = (2 * lay.n_layers + 1) * c.tp_per
+    dp_exposed = m * ((max(fwd, ag) - fwd) + ag / units + (max(bwd, ag + rs) - bwd) + rs / units)
+    return LayoutStep(step=step, compute=compute, exposed=step - compute,
+                      comm_total=m * (2 * ag + rs + tp_all + tp_all + c.cp_total), bubble=0.0,
+                      forward=m * fwd, backward=m * bwd, optimizer=opt,
+                      comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b)),
+                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * 2 * tp_all, cp=m * c.cp_total))
+
+
+def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
+    """dp × tp: tp all-reduces on the critical path of every micro-batch; the gradient buckets of the rank's
+    parameters all-reduced over the dp replicas under the last micro-batch's backward pass (its tp all-reduces
+    included)."""
+    m, lay = r.micro_batches, r.lay
+    n_ar = 4 * lay.n_layers + 2
+    tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per) if r.async_tp else m * n_ar * c.tp_per
+    dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * c.tp_per, r.rank_params * r.elem_bytes,
+                                                    r.dp, lk["dp"], overlap=r.overlap_grad_reduce)
+    compute = m * (fwd + bwd) + opt
+    exposed = tp_comm + dp_exposed
+    return LayoutStep(step=compute + exposed, compute=compute, exposed=exposed, comm_total=tp_comm + dp_total, bubble=0.0,
+                      forward=m * fwd, backward=m * bwd, optimizer=opt,
+                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed), comm_total_by_group=_groups(tp=tp_comm, dp=dp_total))
+
+
+def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per stage of a pipeline: the data-parallel communication left exposed after its last backward pass and its
+    total, and the exposed FSDP gather before the first forward pass (the slowest rank's)."""
+    p, d, size, phase, stage = r.pp, r.dp, r.elem_bytes, r.phase, r.stage
+    dp_ex, dp_tot, head = np.zeros(p), np.zeros(p), 0.0
+    if r.fsdp and d * r.cp > 1:
+        # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
+        # parameters once per step, layer by layer under its first micro-batch's forward pass, and
+        # reduce-scatters the gradients once, under its last micro-batch's backward pass
+        heads = np.zeros(p)
+        for s in range(p):
+            ag_s = allgather_time(r.stage_rank[s] * size, d * r.cp, lk["dp"])
+            rs_s = reduce_scatter_time(r.stage_rank[s] * size, d * r.cp, lk["dp"])
+            f_s = float(t[(stage == s) & (phase == "forward")].sum())
+            b_s = float(t[(stage == s) & (phase == "backward")].sum())
+            units_s = max(int(r.stage_layers[s]), 1)
+            heads[s] = max(ag_s - f_s, 0.0) + ag_s / units_s
+            dp_ex[s] = max(rs_s - b_s, 0.0) + rs_s / units_s
+            dp_tot[s] = ag_s + rs_s
+        head = float(heads.max())
+    elif d > 1:
+        # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
+        # (its tensor-parallel all-reduces of the backward pass: 2 per layer and the vocabulary projection's)
+        n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
+        for s in range(p):
+            b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
+            dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, r.stage_rank[s] * size, d, lk["dp"],
+                                                           overlap=r.overlap_grad_reduce)
+    return dp_ex, dp_tot, head
+
+
+def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
+    """Pipeline, with tp inside each stage and dp (or FSDP) over replicas of the pipeline."""
+    p, m, v, lay, tpd, phase, stage = r.pp, r.micro_batches, r.virtual_stages, r.lay, r.tp, r.phase, r.stage
+    L = max(lay.n_layers, 1)
+    st_fb = np.array([float(t[(stage == s) & ~r.is_opt].sum()) for s in range(p)])
+    edges = (np.arange(p) == 0).astype(float) + (np.arange(p) == p - 1)
+    # tensor-parallel all-reduces per micro-batch on each stage: 4 per layer, the embedding's on the first stage, the
+    # vocabulary projection's on the last
+    n_ar_stage = 4 * r.stage_layers + (np.arange(p) == 0) + (np.arange(p) == p - 1)
+    st_tp = (2 * r.stage_layers * (c.tp_lf + c.tp_lb) + edges * c.tp_per) if r.async_tp else n_ar_stage * c.tp_per
+    st = st_fb + st_tp if tpd > 1 else st_fb
+    if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
+        st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
+    st_opt = opt * r.stage_rank / r.rank_params
+    # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
+    hop = p2p_time(r.act_bytes / tpd, lk["pp"]) + allgather_time(r.act_bytes, tpd, lk["tp"])
+    pipe, bubble = pipeline_time(st, m, p2p_s=hop, virtual_stages=v)
+    tied_ar = (allreduce_time(lay.vocab * lay.hidden * r.elem_bytes / tpd, 2, lk["pp"])
+               if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
+    dp_ex, dp_tot, head = _pipeline_dp(r, t, lk, c.tp_per)
+    tail = st_opt + dp_ex
+    o_rank = float(st_opt.max())
+    step = pipe + tied_ar + float(tail.max()) + head
+    sb = int(np.argmax(st))
+    tp_exposed = float(st_tp.sum() / v + (m - 1 / v) * st_tp[sb]) if tpd > 1 else 0.0
+    tp_only = tp_exposed
+    if r.cp > 1:
+        cp_st = r.stage_layers / L * (c.cp_f + c.cp_b)
+        tp_exposed += float(cp_st.sum() / v + (m - 1 / v) * cp_st[sb])
+    sends = 2 * hop * ((v * p - 1) + (m - 1))
+    exposed = sends + tied_ar + tp_exposed + (float(tail.max()) - o_rank) + head
+    comm_total = sends + tied_ar + tp_exposed + float(dp_tot.max())
+    dp_exposed = (float(tail.max()) - o_rank) + head
+    return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
+                      forward=m * float(t[(stage == sb) & (phase == "forward")].sum()),
+                      backward=m * float(t[(stage == sb) & (phase == "backward")].sum()), optimizer=o_rank,
+                      comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only, dp=dp_exposed),
+                      comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only,
+                                                  dp=float(dp_tot.max())))
+
+
+def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
+    """One GPU's step on the layout ``r``, ``t`` its kernel times (:func:`perfmodel.models.kernels.kernel_seconds`
+    of ``r.work``) and ``links`` its link per group (:func:`resolve_links`)."""
+    fwd = float(t[r.phase == "forward"].sum())
+    bwd = float(t[r.phase == "backward"].sum())
+    opt = float(t[r.is_opt].sum())
+    c = _layer_comm(r, t, links)
+    if r.pipelined:
+        return _pipeline_step(r, t, links, c, fwd, bwd, opt)
+    return (_fsdp_step if r.fsdp else _dp_tp_step)(r, t, links, c, fwd, bwd, opt)
+
+
+#: the columns of :func:`predict_parallel_step_time`'s rows that only :func:`perfmodel.predict`'s result shows: each
+#: process group's exposed and total communication (dicts keyed by :data:`COMM_GROUPS`).
+GROUP_COLUMNS = ("comm_by_group_s", "comm_total_by_group_s")
+
+
+def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high=None,
+                               precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
+                               inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
+                               interconnect=None, overlap_grad_reduce: bool = True, gpus_per_node: int = 8,
+                               compile: bool = False, async_tp: bool = False, pipeline_schedule: str = "1f1b",
+                               by_group: bool = False) -> pd.DataFrame:
+    """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
+    ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
+    ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
+    (:func:`resolve_links`). ``by_group=True`` adds :data:`GROUP_COLUMNS`. Prefer calling
+    :func:`perfmodel.predict_step_time` with ``n_gpus=``, or :func:`perfmodel.predict`."""
+    from perfmodel.models import workload as wl
+    from perfmodel.models import kernels as kn
+
+    prec = wl.check_step_args(alpha, optimizer, inference, precision, batch_size)
+    check_strategy_name(strategy)
+    if inference:
+        raise ValueError("inference=True predicts one forward pass on one GPU; parallel strategies model training steps "
+                         "(pass n_gpus=1 for inference).")
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    _check_micro_batches(micro_batches)
+    deg = parse_strategy(strategy, int(n_gpus))
+    pipeline_virtual_stages(pipeline_schedule)
+    check_async_tp(async_tp, deg["tp"], deg["name"])
+    specs = kn.gpu_specs(gpus, prec)
+    links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node) for s in specs]
+    r = rank_work(model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype, input_high=input_high,
+                  prec=prec, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
+                  compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
+                  overlap_grad_reduce=overlap_grad_reduce)
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
     for spec, lk in zip(specs, links):
-        t = kn.kernel_seconds(work, spec, prec)
-        fwd = float(t[phase == "forward"].sum())
-        bwd = float(t[phase == "backward"].sum())
-        opt = float(t[is_opt].sum())
-        bubble = 0.0
-        tp_per = allreduce_time(act_bytes, tpd, lk["tp"])  # 0 without tensor parallelism
-        L = max(lay.n_layers, 1)
-        # tensor-parallel collectives of the layers, per pass (2 per layer; async TP hides them under the matmuls)
-        tp_lf = _tp_layer_exposed(tp_per, tpd, float(t[tp_mm & (phase == "forward")].sum()) / L, async_tp)
-        tp_lb = _tp_layer_exposed(tp_per, tpd, float(t[tp_mm & (phase == "backward")].sum()) / L, async_tp)
-        # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
-        # reduce-scatter dK, dV after the backward one
-        ag_kv = allgather_time(kv_bytes, cpd, lk["cp"])
-        a_f = float(t[attn & (phase == "forward")].sum()) / L
-        a_b = float(t[attn & (phase == "backward")].sum()) / L
-        cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
-        cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
-        cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
-        if fsdp and not pipe_path:
-            link = lk["dp"]
-            units = L
-            ag = allgather_time(rank_P * size, d * cpd, link)
-            rs = reduce_scatter_time(rank_P * size, d * cpd, link)
-            # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
-            # projection, in each pass) sit on the critical path
-            tp_f = 2 * lay.n_layers * tp_lf + tp_per if async_tp else (2 * lay.n_layers + 1) * tp_per
-            tp_b = 2 * lay.n_layers * tp_lb + tp_per if async_tp else (2 * lay.n_layers + 1) * tp_per
-            f_pass = max(fwd, ag) + ag / units + tp_f + cp_f
-            b_pass = max(bwd, ag + rs) + rs / units + tp_b + cp_b
-            compute = m * (fwd + bwd) + opt
-            step = m * (f_pass + b_pass) + opt
-            exposed = step - compute
-            tp_all = (2 * lay.n_layers + 1) * tp_per
-            comm_total = m * (2 * ag + rs + tp_all + tp_all + cp_total)
-            f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
-        elif not pipe_path:
-            # dp x tp: tp all-reduces on the critical path of every micro-batch; the gradient buckets of the rank's
-            # parameters all-reduced over the dp replicas under the last micro-batch's backward pass (its tp
-            # all-reduces included)
-            n_ar = 4 * lay.n_layers + 2
-            tp_comm = m * (2 * lay.n_layers * (tp_lf + tp_lb) + 2 * tp_per) if async_tp else m * n_ar * tp_per
-            dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * tp_per, rank_P * size, d,
-                                                            lk["dp"], overlap=overlap_grad_reduce)
-            compute = m * (fwd + bwd) + opt
-            exposed = tp_comm + dp_exposed
-            comm_total = tp_comm + dp_total
-            step = compute + exposed
-            f_rank, b_rank_s, o_rank = m * fwd, m * bwd, opt
-        else:  # pipeline, with tp inside each stage and dp over replicas of the pipeline
-            st_fb = np.array([float(t[(stage == s) & ~is_opt].sum()) for s in range(p)])
-            edges = (np.arange(p) == 0).astype(float) + (np.arange(p) == p - 1)
-            st_tp = (2 * stage_layers * (tp_lf + tp_lb) + edges * tp_per) if async_tp else n_ar_stage * tp_per
-            st = st_fb + st_tp if tpd > 1 else st_fb
-            if cpd > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
-                st = st + stage_layers / L * (cp_f + cp_b)
-            st_opt = opt * stage_rank / rank_P
-            # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
-            hop = p2p_time(act_bytes / tpd, lk["pp"]) + allgather_time(act_bytes, tpd, lk["tp"])
-            pipe, bubble = pipeline_time(st, m, p2p_s=hop, virtual_stages=v)
-            tied_ar = (allreduce_time(lay.vocab * lay.hidden * size / tpd, 2, lk["pp"])
-                       if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
-            dp_ex = np.zeros(p)
-            dp_tot = np.zeros(p)
-            head = 0.0
-            if fsdp and d * cpd > 1:
-                # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
-                # parameters once per step, layer by layer under its first micro-batch's forward pass, and
-                # reduce-scatters the gradients once, under its last micro-batch's backward pass
-                heads = np.zeros(p)
-                for s in range(p):
-                    ag_s = allgather_time(stage_rank[s] * size, d * cpd, lk["dp"])
-                    rs_s = reduce_scatter_time(stage_rank[s] * size, d * cpd, lk["dp"])
-                    f_s = float(t[(stage == s) & (phase == "forward")].sum())
-                    b_s = float(t[(stage == s) & (phase == "backward")].sum())
-                    units_s = max(int(stage_layers[s]), 1)
-                    heads[s] = max(ag_s - f_s, 0.0) + ag_s / units_s
-                    dp_ex[s] = max(rs_s - b_s, 0.0) + rs_s / units_s
-                    dp_tot[s] = ag_s + rs_s
-                head = float(heads.max())
-            elif d > 1:
-                # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
-                for s in range(p):
-                    b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_stage_bwd[s] * tp_per
-                    dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, stage_rank[s] * size, d, lk["dp"],
-                                                                   overlap=overlap_grad_reduce)
-            tail = st_opt + dp_ex
-            o_rank = float(st_opt.max())
-            step = pipe + tied_ar + float(tail.max()) + head
-            sb = int(np.argmax(st))
-            tp_exposed = float(st_tp.sum() / v + (m - 1 / v) * st_tp[sb]) if tpd > 1 else 0.0
-            if cpd > 1:
-                cp_st = stage_layers / L * (cp_f + cp_b)
-                tp_exposed += float(cp_st.sum() / v + (m - 1 / v) * cp_st[sb])
-            sends = 2 * hop * ((v * p - 1) + (m - 1))
-            exposed = sends + tied_ar + tp_exposed + (float(tail.max()) - o_rank) + head
-            comm_total = sends + tied_ar + tp_exposed + float(dp_tot.max())
-            compute = step - exposed - bubble
-            f_rank = m * float(t[(stage == sb) & (phase == "forward")].sum())
-            b_rank_s = m * float(t[(stage == sb) & (phase == "backward")].sum())
-        work_s = step - exposed
+        s = layout_step(r, kn.kernel_seconds(r.work, spec, prec), lk)
         far += kn._extrapolation_notes(spec, prec)
-        label = _links_label(lk, used)
-        if isinstance(label, Interconnect):
-            link_name = label.name
-            how = f"{label.name}, {label.bandwidth_gb_per_s:g} GB/s per direction x {label.efficiency:g}"
-        else:
-            link_name = how = label
-        rows.append(dict(model=name, gpu=spec.gpu, batch_size=B, precision=prec, optimizer=optimizer or "none",
-                         step_time_s=step, lower_s=work_s * np.exp(-q) + exposed, upper_s=work_s * np.exp(q) + exposed,
-                         forward_s=f_rank, backward_s=b_rank_s, optimizer_s=o_rank, n_kernels=len(work),
-                         flops=float(work.loc[~is_opt, "flops"].sum()) * m, n_gpus=n, strategy=strat, micro_batches=m,
-                         interconnect=link_name, compute_s=compute, comm_s=exposed, comm_total_s=comm_total, bubble_s=bubble,
-                         pipeline_schedule=("interleaved-1f1b" if v > 1 else "1f1b"), async_tp=bool(async_tp),
-                         basis=f"{strat} over {n} GPUs ({how}): per-GPU operators, each roofline x efficiency "
-                               f"{kn.learned_on(prec)}, plus alpha-beta communication; "
-                               f"interval on the compute only: {interval}"))
+        rows.append(_layout_row(r, s, spec, lk, prec, optimizer, q, interval, by_group))
     kn._warn_extrapolation(far, prec)
     return pd.DataFrame(rows)
+
+
+def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer, q: float, interval: str,
+                by_group: bool) -> dict:
+    from perfmodel.models import kernels as kn
+
+    work_s = s.step - s.exposed
+    label = _links_label(lk, list(r.used_groups))
+    if isinstance(label, Interconnect):
+        link_name = label.name
+        how = f"{label.name}, {label.bandwidth_gb_per_s:g} GB/s per direction x {label.efficiency:g}"
+    else:
+        link_name = how = label
+    row = dict(model=r.name, gpu=spec.gpu, batch_size=r.batch_size, precision=prec, optimizer=optimizer or "none",
+               step_time_s=s.step, lower_s=work_s * np.exp(-q) + s.exposed, upper_s=work_s * np.exp(q) + s.exposed,
+               forward_s=s.forward, backward_s=s.backward, optimizer_s=s.optimizer, n_kernels=len(r.work),
+               flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches, n_gpus=r.n_gpus, strategy=r.strategy,
+               micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
+               comm_total_s=s.comm_total, bubble_s=s.bubble,
+               pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
+               basis=f"{r.strategy} over {r.n_gpus} GPUs ({how}): per-GPU operators, each roofline x efficiency "
+                     f"{kn.learned_on(prec)}, plus alpha-beta communication; interval on the compute only: {interval}")
+    if by_group:
+        row.update(comm_by_group_s=dict(s.comm_exposed), comm_total_by_group_s=dict(s.comm_total_by_group))
+    return row
