@@ -27,6 +27,11 @@ _LAZY = {
     "predict_step_time": "perfmodel.models.op_step_time",
     "predict_memory": "perfmodel.models.memory",
     "Workload": "perfmodel._workload",
+    # a run in three objects (what is trained, on what, how) and the step model's one answer for it
+    "Cluster": "perfmodel._run",
+    "Parallelism": "perfmodel._run",
+    "predict": "perfmodel.models.prediction",
+    "Prediction": "perfmodel.models.prediction",
     # the baselines every score is printed beside: (6N + 12·L·h·s) FLOPs per token at 40 % of peak, and the roofline
     "rule_of_thumb_step_time": "perfmodel.models.baselines",
     "roofline_step_time": "perfmodel.models.baselines",

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 __all__ = ["Workload", "UNSET", "accepts_workload", "PRECISION_DTYPES", "OPTIMIZERS", "CHECKPOINTING_MODES", "check_step_args",
-           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode"]
+           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "stack_of", "resolve_stack"]
 
 
 # -- the checks of a step's arguments (the functions' keywords and a Workload's fields share them) --------------------
@@ -80,6 +80,41 @@ def check_input_shape(input_shape) -> tuple[int, ...]:
     from perfmodel.features._extract import _check_shape
 
     return _check_shape(input_shape.tolist() if isinstance(input_shape, np.ndarray) else input_shape)
+
+
+#: Kernel families a training step can run on (``stack=`` of :func:`perfmodel.predict_step_time`, :class:`Workload`'s ``stack``): ``"eager"``
+#: (PyTorch's own kernels, one per operator; attention through ``scaled_dot_product_attention``), ``"compile"``
+#: (``torch.compile``: :func:`perfmodel.models.workload.compiled_work`) and ``"te"`` (NVIDIA Transformer Engine's fused modules:
+#: :func:`perfmodel.models.workload.te_ops`).
+STACKS = ("eager", "compile", "te")
+
+
+def stack_of(value) -> str:
+    """The kernel family of ``value``: a name of :data:`STACKS`, or the ``compile`` flag (False -> ``"eager"``,
+    True -> ``"compile"``)."""
+    if value is None or value is False:
+        return "eager"
+    if value is True:
+        return "compile"
+    if isinstance(value, str) and value in STACKS:
+        return value
+    raise ValueError(f"stack must be one of {', '.join(map(repr, STACKS))}; got {value!r}. 'eager' is PyTorch's own "
+                     "kernels, 'compile' torch.compile's fused kernels, 'te' NVIDIA Transformer Engine's fused modules.")
+
+
+def resolve_stack(stack, compile) -> str:
+    """The kernel family of a call: ``stack`` (a name of :data:`STACKS`) or, without it, the
+    ``compile`` flag; both given and disagreeing is an error."""
+    check_flag("compile", compile, "torch.compile: memory-bound operator chains fused")
+    if stack is None:
+        return "compile" if compile else "eager"
+    if not isinstance(stack, str):
+        raise TypeError(f"stack must be a name, one of {', '.join(map(repr, STACKS))}; got {type(stack).__name__} {stack!r}.")
+    family = stack_of(stack.strip().lower())
+    if compile and family != "compile":
+        raise ValueError(f"compile=True and stack={stack!r} ask for two kernel families; pass one: stack='compile' (the "
+                         f"same as compile=True) or stack={family!r} without compile.")
+    return family
 
 
 #: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
@@ -200,6 +235,8 @@ class Workload:
         ``True`` or ``False`` (the string ``"False"`` is refused).
     compile : bool, optional
     activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}, optional
+    stack : {"eager", "compile", "te"}, optional
+        The kernel family the run uses (``predict_step_time``'s ``stack=``); ``"compile"`` is ``compile=True``.
     """
 
     #: the value of a field left unset.
@@ -215,6 +252,7 @@ class Workload:
     inference: bool = UNSET
     compile: bool = UNSET
     activation_checkpointing: bool | str = UNSET
+    stack: str = UNSET
 
     def __post_init__(self):
         if isinstance(self.model, Workload):
@@ -241,6 +279,8 @@ class Workload:
                     check_flag(name, value, _FLAGS[name])
                 elif name == "activation_checkpointing":
                     checkpointing_mode(value)
+                elif name == "stack":
+                    resolve_stack(value, bool(self.compile) if isinstance(self.compile, (bool, np.bool_)) else False)
             except (TypeError, ValueError) as exc:
                 msg = str(exc)
                 raise type(exc)(f"Workload {msg}" if msg.startswith(name) else f"Workload {name}: {msg}") from None

@@ -155,7 +155,7 @@ def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
     return mask
 
 
-@accepts_workload("batch_size", "precision", "optimizer", "activation_checkpointing", "input_shape", "input_dtype", "compile")
+@accepts_workload("batch_size", "precision", "optimizer", "activation_checkpointing", "input_shape", "input_dtype", "compile", "stack")
 def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: str = "dp", precision: str = "fp32",
                    optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
                    input_dtype=None, micro_batches: int | None = None, compile: bool = False, gpus_per_node: int = 8,

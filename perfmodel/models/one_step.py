@@ -14,7 +14,7 @@ from perfmodel.models.workload import context_parallel_work, model_and_layout, m
 __all__ = ["add_recompute", "single_gpu_step_time"]
 
 
-def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0) -> pd.DataFrame:
+def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, detail: bool = False) -> pd.DataFrame:
     """:func:`predict_step_time` rows with activation checkpointing: the forward pass run once more during the backward
     pass.
 
@@ -25,6 +25,8 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0) -> p
 
     ``fraction`` (a number or one per row): the share of the forward pass recomputed — 1 for full checkpointing, the
     recomputed operators' share of the forward kernel time for selective checkpointing (:func:`checkpointing_mode`).
+
+    ``detail=True`` adds ``recompute_s``: the seconds the step grew by.
 
     The interval grows with the compute (``lower_s`` by ``e^{−q}`` times the recompute, ``upper_s`` by ``e^{q}``).
     Not credited: a longer backward pass hides more of DDP's all-reduce, FSDP gathers the parameters again and tensor
@@ -58,6 +60,8 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0) -> p
     what = ("the forward pass recomputed in the backward pass" if np.all(np.asarray(fraction) == 1.0) else
             "selective: the forward operators (or layers) it does not keep recomputed in the backward pass")
     out["basis"] = out["basis"].astype(str) + f"; activation checkpointing: {what}"
+    if detail:
+        out["recompute_s"] = extra
     return out
 
 

@@ -44,31 +44,39 @@ from perfmodel.models.workload import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES
 
 __all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
-           "STACKS", "STACK_BASIS", "resolve_stack"]
+           "STACKS", "STACK_BASIS", "resolve_stack", "step_frame", "memory_rows"]
 
 
 @accepts_workload("input_shape", "batch_size", "input_dtype", "input_high", "precision", "optimizer", "inference", "compile",
-                  "activation_checkpointing")
+                  "activation_checkpointing", "stack")
 def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
                       precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
                       async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None) -> pd.DataFrame:
-    family = resolve_stack(stack, compile)
-    out = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                          input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
-                          n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
-                          overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
-                          gpus_per_node=gpus_per_node, compile=family, async_tp=async_tp,
-                          pipeline_schedule=pipeline_schedule)
-    note = attention_note(model)
-    out["basis"] = out["basis"].astype(str) + "; kernels: " + STACK_BASIS[family] + (f"; {note}" if note else "")
+    out = step_frame(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                     input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
+                     n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
+                     overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
+                     gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
+                     stack=stack)
     if inference:
         return out
     return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                        precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
                        activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
+
+
+def step_frame(model, gpus, *, stack=None, compile=False, by_group: bool = False, **kwargs) -> pd.DataFrame:
+    """:func:`predict_step_time`'s rows before memory: the step, its parts and ``basis`` (with the kernel family and
+    the attention note). ``by_group=True`` adds the per-group communication columns
+    (:data:`perfmodel.models.parallel.GROUP_COLUMNS`) and ``recompute_s``: what :func:`perfmodel.predict` shows."""
+    family = resolve_stack(stack, compile)
+    out = _step_time_only(model, gpus, compile=family, by_group=by_group, **kwargs)
+    note = attention_note(model)
+    out["basis"] = out["basis"].astype(str) + "; kernels: " + STACK_BASIS[family] + (f"; {note}" if note else "")
+    return out
 
 
 #: What each kernel family (``stack=``) runs, for ``basis``.
@@ -90,11 +98,9 @@ def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, inpu
     would stop with out-of-memory is said to be one, in the row and on the screen."""
     import warnings
 
-    specs = gpu_specs(gpus, check_step_args(0.2, optimizer, False, precision, batch_size))
-    mem = [predict_memory(model, s, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy, precision=precision,
-                          optimizer=optimizer, activation_checkpointing=activation_checkpointing, input_shape=input_shape,
-                          input_dtype=input_dtype, micro_batches=micro_batches,
-                          pipeline_schedule=pipeline_schedule).iloc[0] for s in specs]
+    mem = memory_rows(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                      precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
+                      activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
     out = out.copy()
     out["memory_per_gpu_bytes"] = [float(m["total_bytes"]) for m in mem]
     out["fits"] = [bool(m["fits"]) for m in mem]
@@ -107,6 +113,17 @@ def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, inpu
     return out
 
 
+def memory_rows(model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus, strategy, micro_batches,
+                activation_checkpointing, pipeline_schedule="1f1b") -> list:
+    """One :func:`perfmodel.predict_memory` row per GPU, for the step :func:`with_memory` and
+    :func:`perfmodel.predict` describe."""
+    specs = gpu_specs(gpus, check_step_args(0.2, optimizer, False, precision, batch_size))
+    return [predict_memory(model, s, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy, precision=precision,
+                           optimizer=optimizer, activation_checkpointing=activation_checkpointing, input_shape=input_shape,
+                           input_dtype=input_dtype, micro_batches=micro_batches,
+                           pipeline_schedule=pipeline_schedule).iloc[0] for s in specs]
+
+
 class OutOfMemoryWarning(UserWarning):
     """A predicted step needs more memory per GPU than the GPU has (``fits`` is False in its row)."""
 
@@ -116,7 +133,7 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
-                      async_tp: bool = False, pipeline_schedule: str = "1f1b") -> pd.DataFrame:
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b", by_group: bool = False) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -238,19 +255,20 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                                   input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
                                   n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                                   overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile,
-                                  async_tp=async_tp, pipeline_schedule=pipeline_schedule)
+                                  async_tp=async_tp, pipeline_schedule=pipeline_schedule, by_group=by_group)
         fraction = 1.0
         if ac != "full":
             fraction = _recompute_fraction(model, gpus, ac, input_shape=input_shape, input_dtype=input_dtype,
                                            input_high=input_high, prec=prec, frame=plain, compile=compile)
-        return add_recompute(plain, alpha=alpha, fraction=fraction)
+        return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group)
     if n_gpus > 1 or micro_batches not in (None, 1):
         return predict_parallel_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                                           input_high=input_high, precision=prec, optimizer=optimizer, alpha=alpha,
                                           inference=inference, n_gpus=int(n_gpus), strategy=strategy,
                                           micro_batches=micro_batches, interconnect=interconnect,
                                           overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node,
-                                          compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule)
+                                          compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
+                                          by_group=by_group)
     pipeline_virtual_stages(pipeline_schedule)
     check_async_tp(async_tp, 1, "one GPU")
     if strategy is not None:

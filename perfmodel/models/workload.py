@@ -26,7 +26,7 @@ import pandas as pd
 # re-exported with its trace
 from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYPES, Workload, accepts_workload, check_batch_size,
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
-                                 checkpointing_mode)
+                                 checkpointing_mode, STACKS, stack_of, resolve_stack)
 
 __all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
@@ -383,41 +383,6 @@ _FLOW_COLUMNS = ["index", "dataflow"]
 
 
 _FUSABLE = ("elementwise", "layernorm", "softmax")
-
-#: Kernel families a training step can run on (``stack=`` of :func:`perfmodel.predict_step_time`): ``"eager"``
-#: (PyTorch's own kernels, one per operator; attention through ``scaled_dot_product_attention``), ``"compile"``
-#: (``torch.compile``: :func:`compiled_work`) and ``"te"`` (NVIDIA Transformer Engine's fused modules:
-#: :func:`te_ops`).
-STACKS = ("eager", "compile", "te")
-
-
-def stack_of(value) -> str:
-    """The kernel family of ``value``: a name of :data:`STACKS`, or the ``compile`` flag (False -> ``"eager"``,
-    True -> ``"compile"``)."""
-    if value is None or value is False:
-        return "eager"
-    if value is True:
-        return "compile"
-    if isinstance(value, str) and value in STACKS:
-        return value
-    raise ValueError(f"stack must be one of {', '.join(map(repr, STACKS))}; got {value!r}. 'eager' is PyTorch's own "
-                     "kernels, 'compile' torch.compile's fused kernels, 'te' NVIDIA Transformer Engine's fused modules.")
-
-
-def resolve_stack(stack, compile) -> str:
-    """The kernel family of a call: ``stack`` (a name of :data:`perfmodel.models.workload.STACKS`) or, without it, the
-    ``compile`` flag; both given and disagreeing is an error."""
-    check_flag("compile", compile, "torch.compile: memory-bound operator chains fused")
-    if stack is None:
-        return "compile" if compile else "eager"
-    if not isinstance(stack, str):
-        raise TypeError(f"stack must be a name, one of {', '.join(map(repr, STACKS))}; got {type(stack).__name__} {stack!r}.")
-    family = stack_of(stack.strip().lower())
-    if compile and family != "compile":
-        raise ValueError(f"compile=True and stack={stack!r} ask for two kernel families; pass one: stack='compile' (the "
-                         f"same as compile=True) or stack={family!r} without compile.")
-    return family
-
 
 #: Module names (the last part of a module path, case-insensitive) whose memory-bound operators Transformer Engine runs
 #: as one fused kernel, by role: RMSNorm / LayerNorm; the MLP's activation (SwiGLU, GeGLU, GELU); the attention block's

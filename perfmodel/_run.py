@@ -1,0 +1,154 @@
+"""On what a run is trained (:class:`Cluster`) and how (:class:`Parallelism`): the two objects that, with
+:class:`perfmodel.Workload` (what is trained), say a run to :func:`perfmodel.predict`.
+
+Both are frozen and checked when made, by the rules the keyword functions apply to the same arguments (a
+``TypeError``/``ValueError`` that names the field, what it got and what to pass). Importing this module imports
+nothing heavy; the checks read the GPU catalog and the strategy grammar when an object is made.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from perfmodel._workload import checkpointing_mode, check_flag
+
+__all__ = ["Cluster", "Parallelism"]
+
+
+def _positive_int(owner: str, name: str, value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{owner} {name} must be a positive int ({what}); got {value!r}.")
+    return int(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """The GPUs a run trains on: which GPU, how many, how many share a node, and the links between them.
+
+    Attributes
+    ----------
+    gpu : str or GPUSpec
+        A catalog id or a device name as ``nvidia-smi`` or a cloud catalog spells it (``"H100"``,
+        ``"NVIDIA H100 80GB HBM3"``, ``"A100 80GB PCIe"``), or a :class:`perfmodel.datasets.GPUSpec` for a GPU the
+        catalog lacks. An unknown name is refused with the nearest ids.
+    n_gpus : int, default 1
+        GPUs training together.
+    gpus_per_node : int, default 8
+        GPUs that share a node's fast link (NVLink / Infinity Fabric); a process group larger than a node uses the
+        ``"inter"`` link of ``interconnect``.
+    interconnect : str, Interconnect or dict, optional
+        One link for every process group (``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"``, …), a link per level
+        (``{"intra": "nvlink", "inter": "infiniband-ndr"}``) or per group (``{"tp": ..., "pp": ..., "dp": ...}``);
+        default the GPU's own (NVLink or Infinity Fabric from the catalog, else its PCIe). See
+        :func:`perfmodel.models.strategy.resolve_links`.
+    """
+
+    gpu: object
+    n_gpus: int = 1
+    gpus_per_node: int = 8
+    interconnect: object = None
+
+    def __post_init__(self):
+        from perfmodel.datasets import gpu_spec
+
+        if isinstance(self.gpu, (list, tuple)):
+            raise TypeError(f"Cluster gpu is one GPU; got {self.gpu!r}. Make one Cluster per GPU "
+                            "(pm.predict answers for one cluster; pm.predict_step_time takes a list of GPUs).")
+        gpu_spec(self.gpu)  # UnknownNameError with the nearest ids
+        _positive_int("Cluster", "n_gpus", self.n_gpus, "GPUs training together")
+        _positive_int("Cluster", "gpus_per_node", self.gpus_per_node, "GPUs sharing a node's fast link, e.g. 8 for a DGX")
+        if isinstance(self.interconnect, dict):
+            object.__setattr__(self, "interconnect", dict(self.interconnect))
+        self._check_links()
+
+    def _check_links(self) -> None:
+        from perfmodel.models.strategy import LINK_GROUPS, LINK_LEVELS, resolve_interconnect
+
+        links = self.interconnect
+        if links is None:
+            return
+        if isinstance(links, dict):
+            known = set(LINK_GROUPS) | set(LINK_LEVELS)
+            bad = sorted(k for k in links if k not in known)
+            if bad:
+                from perfmodel._errors import UnknownNameError
+
+                raise UnknownNameError(f"Cluster interconnect has unknown key(s) {bad}; expected the levels 'intra' and "
+                                       f"'inter', or process groups among {list(LINK_GROUPS)}.")
+            for link in links.values():
+                resolve_interconnect(link, self.spec)
+        else:
+            resolve_interconnect(links, self.spec)
+
+    @property
+    def spec(self):
+        """The GPU's :class:`perfmodel.datasets.GPUSpec`."""
+        from perfmodel.datasets import gpu_spec
+
+        return gpu_spec(self.gpu)
+
+    @property
+    def nodes(self) -> int:
+        """Nodes the GPUs fill (the last one may be partly used)."""
+        return -(-int(self.n_gpus) // int(self.gpus_per_node))
+
+
+@dataclasses.dataclass(frozen=True)
+class Parallelism:
+    """How a run spreads its step over the GPUs of a :class:`Cluster`.
+
+    Attributes
+    ----------
+    strategy : str or dict, default "dp"
+        ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` over all the GPUs, or a combination with its degrees
+        (``"dp2-tp2-pp2"``, ``"fsdp32-tp8"``, ``"fsdp4-cp2"``, ``{"dp": 2, "tp": 2}``; a factor without a degree
+        takes the GPUs the others leave). :meth:`degrees` gives them for a number of GPUs.
+    micro_batches : int, optional
+        Micro-batches per step: the pipeline's ``m``, else gradient-accumulation steps (default 1).
+    pipeline_schedule : {"1f1b", "interleaved-1f1b"}
+    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}, default False
+        What the backward pass recomputes (:func:`perfmodel.models.workload.checkpointing_mode`). A
+        :class:`~perfmodel.Workload` may say it instead; saying it in both with different values is an error.
+    overlap_grad_reduce : bool, default True
+        ``"dp"``: gradient buckets all-reduced under the backward pass (PyTorch DDP); False after it (Megatron-LM's
+        default).
+    async_tp : bool, default False
+        Asynchronous tensor parallelism (torchtitan's, with ``torch.compile``); needs a ``tp`` factor.
+    """
+
+    strategy: object = "dp"
+    micro_batches: int | None = None
+    pipeline_schedule: str = "1f1b"
+    activation_checkpointing: object = False
+    overlap_grad_reduce: bool = True
+    async_tp: bool = False
+
+    def __post_init__(self):
+        from perfmodel.models.strategy import check_strategy_name, pipeline_virtual_stages
+
+        try:
+            if isinstance(self.strategy, dict):
+                object.__setattr__(self, "strategy", dict(self.strategy))
+            check_strategy_name(self.strategy)
+            if self.micro_batches is not None:
+                _positive_int("Parallelism", "micro_batches", self.micro_batches, "or None for 1")
+            pipeline_virtual_stages(self.pipeline_schedule)
+            checkpointing_mode(self.activation_checkpointing)
+            check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
+            check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")
+        except (TypeError, ValueError) as exc:
+            msg = str(exc)
+            raise type(exc)(msg if msg.startswith("Parallelism") else f"Parallelism: {msg}") from None
+
+    def degrees(self, n_gpus: int) -> dict:
+        """``{"dp", "tp", "pp", "cp", "fsdp", "name"}`` of the strategy over ``n_gpus`` GPUs
+        (:func:`perfmodel.models.strategy.parse_strategy`); a ``StrategyError`` where they do not multiply to it."""
+        from perfmodel.models.strategy import parse_strategy
+
+        return parse_strategy(self.strategy, int(n_gpus))
+
+    @property
+    def checkpointing(self) -> str | None:
+        """The checkpointing mode: None, ``"full"``, ``"selective"`` or ``"layer:N"``."""
+        return checkpointing_mode(self.activation_checkpointing)
