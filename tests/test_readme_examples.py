@@ -52,3 +52,40 @@ def test_the_quick_tour_runs_as_written_and_answers_what_its_comments_say():
     cmdare, cloud = values[5], values[6]
     assert cmdare.attrs["world"] == "cmdare" and cloud.attrs["world"] == "cloud"  # which world answers
     assert len(cloud) and (cloud["gpu"] == "H100").all() and (cloud["steps"] > 0).all()
+
+
+def _first_prediction() -> tuple[str, str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- predict-example -->(.*?)<!-- /predict-example -->", text, re.DOTALL)
+    assert block, "the README has no first prediction between <!-- predict-example --> markers"
+    code = re.search(r"```python\n(.*?)```", block.group(1), re.DOTALL)
+    printed = re.search(r"```text\n(.*?)\n```", block.group(1), re.DOTALL)
+    assert code and printed, "the first prediction needs its python block and its printed output (a text block)"
+    return code.group(1), printed.group(1)
+
+
+_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def _last_digit(token: str) -> float:
+    """The value of one unit in the last digit written (``896.8`` → 0.1, ``60,960`` → 1)."""
+    return 10.0 ** -len(token.split(".")[1]) if "." in token else 1.0
+
+
+def test_the_first_prediction_prints_what_the_readme_shows():
+    """The example runs as written and prints the README's output: the same words, and every number the same to
+    within one unit of its last written digit (the 4-digit rounding of a value that another CPU's floating-point
+    kernels move in its fifth digit)."""
+    code, shown = _first_prediction()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ns, values = _run_keeping_values(code)
+    printed = repr(values[-1])
+    assert _NUMBER.sub("#", printed) == _NUMBER.sub("#", shown), (
+        "the first prediction prints other words than the README shows; update the README's output:\n" + printed)
+    for got, want in zip(_NUMBER.findall(printed), _NUMBER.findall(shown), strict=True):
+        g, w = float(got.replace(",", "")), float(want.replace(",", ""))
+        assert abs(g - w) <= 1.01 * _last_digit(want), f"README shows {want}, the example prints {got}:\n{printed}"
+    result = values[-1]
+    assert result.step_time_s == ns["pm"].predict_step_time(
+        ns["run"], "H100", n_gpus=8, strategy="fsdp", activation_checkpointing="selective")["step_time_s"].iloc[0]

@@ -164,7 +164,10 @@ class Prediction:
                          f"({parts}): {'fits' if self.fits else 'DOES NOT FIT'}")
         if self.provenance.get("extrapolation"):
             lines.append(f"  extrapolates    {'; '.join(self.provenance['extrapolation'])}")
-        lines.append(f"  basis: {self.basis}")
+        import textwrap
+
+        lines.append(textwrap.fill(self.basis, width=118, initial_indent="  basis: ", subsequent_indent=" " * 9,
+                                   break_on_hyphens=False))
         return "\n".join(lines)
 
 
