@@ -224,6 +224,8 @@ def _cmd_predict(args) -> int:
         print("\nDOES NOT FIT on " + ", ".join(out.loc[~out["fits"], "gpu"]) + ": the step time above is for a run that "
               "would stop with out-of-memory; use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch.")
     print(f"\nbasis: {step['basis'].iloc[0]}")
+    if args.breakdown:
+        _print_breakdown(model, gpus, kw, args.stack)
     cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32"
               and all(canonical_gpu(g) in CMDARE_GPUS for g in gpus))
     if cmdare:  # CM-DARE's measured world answers too: parameter-server clusters and checkpoints of 2019
@@ -242,6 +244,25 @@ def _cmd_predict(args) -> int:
         ck = predict_checkpoint_time(model, input_shape=cshape)
         _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
     return 0
+
+
+def _print_breakdown(model, gpus, kw: dict, stack) -> None:
+    """Each GPU's :class:`perfmodel.Prediction` of the run the keywords ``kw`` say (the same numbers as the table)."""
+    import warnings
+
+    import perfmodel as pm
+
+    wkeys = ("input_shape", "batch_size", "precision", "optimizer", "compile")
+    work = pm.Workload(model, **{k: kw[k] for k in wkeys if kw[k] is not None or k == "optimizer"},
+                       **({"stack": stack} if stack else {}))
+    how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], pipeline_schedule=kw["pipeline_schedule"],
+                         activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"])
+    for g in gpus:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # said once above, by the table's prediction
+            res = pm.predict(work, pm.Cluster(g, n_gpus=kw["n_gpus"], gpus_per_node=kw["gpus_per_node"],
+                                              interconnect=kw["interconnect"]), how)
+        print(f"\n{res!r}")
 
 
 class _Given(argparse.Action):
@@ -767,6 +788,9 @@ def build_parser() -> argparse.ArgumentParser:
     pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                       help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "
                            "NVIDIA Transformer Engine's fused modules (te)")
+    pred.add_argument("--breakdown", action="store_true",
+                      help="also print each GPU's whole result (pm.predict): compute by pass, recompute, each process "
+                           "group's exposed and total communication, bubble, memory by part, throughput, MFU")
     pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in CM-DARE's cluster-speed table")
     pred.set_defaults(func=_cmd_predict)
     pl = sub.add_parser("plan", help="which cluster to rent: time, cost, revocations, Pareto front (CM-DARE's measured "

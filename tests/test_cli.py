@@ -161,6 +161,31 @@ def test_predict_answers_what_predict_step_time_answers_for_a_config_on_todays_g
     assert "CM-DARE's measured world" not in out  # a transformer on today's GPU: no parameter-server tables
 
 
+def test_predict_breakdown_prints_each_gpu_s_whole_result(tmp_path, capsys):
+    """`perfmodel predict --breakdown` prints pm.predict's result for each GPU after the table: the same step, then
+    where it goes (communication per group, memory by part), basis last."""
+    import json
+    import warnings
+
+    import perfmodel as pm
+
+    cfg = {"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 256, "vocab_size": 1000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    argv = ["predict", str(path), "--gpus", "H100,A100", "--input-shape", "128", "--batch-size", "8", "--precision", "bf16",
+            "--optimizer", "adam", "--n-gpus", "4", "--strategy", "fsdp2-tp2", "--activation-checkpointing", "selective",
+            "--breakdown"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = pm.predict(pm.Workload(cfg, input_shape=(128,), batch_size=8, precision="bf16", optimizer="adam"),
+                          pm.Cluster("A100", n_gpus=4), pm.Parallelism("fsdp2-tp2", activation_checkpointing="selective"))
+    assert repr(want) in out
+    assert out.count("Prediction: gpt2 on 4 x ") == 2 and "Prediction: gpt2 on 4 x H100 (fsdp2-tp2)" in out
+    assert "communication" in out and "memory per GPU" in out and "incl. recompute" in out
+
+
 def test_predict_and_plan_refuse_bad_new_options_in_one_line(tmp_path, capsys):
     assert main(["predict", "resnet-32", "--gpus", "H100", "--n-gpus", "0"]) == 2
     assert "--n-gpus must be ≥ 1" in capsys.readouterr().err

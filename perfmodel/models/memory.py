@@ -42,6 +42,7 @@ temporary workspaces of the kernels.
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -214,12 +215,40 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     perfmodel.models.parallel.StrategyError
         The strategy does not divide the model or the batch, or its degrees do not multiply to ``n_gpus``.
     """
-    import torch
+    prec, ac, deg, specs = _check_memory_args(gpu, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy,
+                                              precision=precision, optimizer=optimizer,
+                                              activation_checkpointing=activation_checkpointing,
+                                              micro_batches=micro_batches, compile=compile, gpus_per_node=gpus_per_node,
+                                              interconnect=interconnect, async_tp=async_tp,
+                                              pipeline_schedule=pipeline_schedule, stack=stack)
+    r = _memory_rank(model, deg, prec=prec, ac=ac, activation_checkpointing=activation_checkpointing,
+                     input_shape=input_shape, input_dtype=input_dtype)
+    state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
+    params_b, grads_b, opt_b, act_b = (_pipeline_memory if deg["pp"] > 1 else _flat_memory)(r, deg, state)
+    rows = []
+    for spec in specs:
+        total = params_b + grads_b + opt_b + act_b
+        cap = float(spec.memory_gib) * 2**30
+        rows.append(dict(model=r.name, gpu=spec.gpu, batch_size=deg["B"], n_gpus=deg["n"], strategy=deg["name"],
+                         micro_batches=deg["m"], precision=prec, optimizer=optimizer or "none",
+                         activation_checkpointing=ac if isinstance(activation_checkpointing, str) else bool(ac),
+                         params_bytes=float(params_b), grads_bytes=float(grads_b), optimizer_bytes=float(opt_b),
+                         activations_bytes=float(act_b), total_bytes=float(total), capacity_bytes=cap, fits=bool(total <= cap),
+                         basis=f"{r.lay.params:,} parameters at {r.size} B, optimizer states {state} B/parameter, forward "
+                               f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
+                               "and fragmentation are not counted"))
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
 
-    from perfmodel.models import workload as wl
+
+def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimizer, activation_checkpointing, micro_batches,
+                       compile, gpus_per_node, interconnect, async_tp, pipeline_schedule, stack):
+    """:func:`predict_memory`'s arguments checked: ``(precision, checkpointing mode, degrees, GPU specs)``; the
+    degrees (:func:`perfmodel.models.strategy.parse_strategy`'s) with the global batch ``B``, GPUs ``n``,
+    micro-batches ``m``, the GPU's micro-batch ``mb`` and the pipeline's model chunks ``v``."""
     from perfmodel.models import kernels as kn
-    from perfmodel.models.strategy import STRATEGIES, StrategyError, check_strategy_name, parse_strategy
-    from perfmodel.models.workload import model_and_layout, op_layer
+    from perfmodel.models import workload as wl
+    from perfmodel.models.strategy import (STRATEGIES, StrategyError, _check_gpus_per_node, check_async_tp, check_strategy_name,
+                                           parse_strategy, pipeline_virtual_stages, resolve_links)
 
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
@@ -227,12 +256,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     ac = wl.checkpointing_mode(activation_checkpointing)
     wl.check_flag("compile", compile, "torch.compile")
     wl.resolve_stack(stack, compile)
-    from perfmodel.models.strategy import (_check_gpus_per_node, check_async_tp, check_sequence_length, check_tensor_parallel,
-                                           context_parallel_shape, pipeline_virtual_stages, resolve_links)
-
     _check_gpus_per_node(gpus_per_node)
     vchunks = pipeline_virtual_stages(pipeline_schedule)
-    strat = check_strategy_name(strategy)
+    check_strategy_name(strategy)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
     if micro_batches is not None and (isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer))
@@ -241,11 +267,11 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     n, m, B = int(n_gpus), int(micro_batches or 1), int(batch_size)
     if n == 1:
         parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
-        strat, d, tpd, p, fsdp, cpd = "dp", 1, 1, 1, False, 1
+        deg = dict(name="dp", dp=1, tp=1, pp=1, fsdp=False, cp=1)
     else:
-        deg = parse_strategy(strategy, n)
-        strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
-    check_async_tp(async_tp, tpd, strat)
+        deg = dict(parse_strategy(strategy, n))
+    strat, d = deg["name"], deg["dp"]
+    check_async_tp(async_tp, deg["tp"], strat)
     single = strat in STRATEGIES
     specs = kn.gpu_specs(gpu, prec)
     per_rank = B // d
@@ -259,19 +285,74 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                             if single or d == 1 else
                             f"strategy={strat!r}: micro_batches={m} does not divide the per-replica batch {per_rank} "
                             "(batch_size / dp). Use micro_batches that divides it.")
-    mb = per_rank // m
     if interconnect is not None:  # an unknown link is an error here too
         for s_ in specs:
-            resolve_links(interconnect, s_, degrees={"tp": tpd, "dp": d, "pp": p, "cp": cpd}, gpus_per_node=gpus_per_node)
+            resolve_links(interconnect, s_, degrees={"tp": deg["tp"], "dp": d, "pp": deg["pp"], "cp": deg["cp"]},
+                          gpus_per_node=gpus_per_node)
+    deg.update(n=n, m=m, B=B, mb=per_rank // m, v=vchunks)
+    return prec, ac, deg, specs
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _MemoryRank:
+    """What one GPU keeps for the backward pass, before the layout places it: the bytes of each saved tensor
+    (``out_b``, split as tensor or sequence parallelism splits it) and its layer, per layer and outside them."""
+
+    net: object
+    name: str
+    lay: object
+    size: int
+    mb: int
+    tokens: int
+    ac: str | None
+    sp: bool
+    tp: int
+    out_b: np.ndarray
+    layer: np.ndarray
+    per_layer_act: np.ndarray
+    head_grad: float
+    kept_sel: np.ndarray
+    n_saved: int
+
+    def activations(self, layers) -> tuple[float, float]:
+        """(kept activations of one micro-batch, transient recompute) for a set of layer indices."""
+        from perfmodel.models import workload as wl
+
+        lay, ac = self.lay, self.ac
+        idx = list(layers)
+        acts = self.per_layer_act[idx] if len(idx) else np.zeros(0)
+        if not ac or not len(acts):
+            return float(acts.sum()), 0.0
+        inp = float(self.tokens * lay.hidden * self.size) / (self.tp if self.sp else 1) if lay.hidden else float(acts.min())
+        if ac == "selective":
+            kept = np.minimum(self.kept_sel[idx] + inp, acts)
+            return float(kept.sum()), float((acts - kept).max())
+        if ac != "full":  # "layer:N": the checkpointed layers keep their input, the others everything
+            ck = wl.checkpointed_layers(ac, lay.n_layers)[idx]
+            kept = np.where(ck, np.minimum(inp, acts), acts)
+            return float(kept.sum()), float(acts[ck].max()) if ck.any() else 0.0
+        return inp * len(acts), float(acts.max())
+
+
+def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, input_shape, input_dtype) -> _MemoryRank:
+    import torch
+
+    from perfmodel.models import workload as wl
+    from perfmodel.models.strategy import StrategyError, check_sequence_length, check_tensor_parallel, context_parallel_shape
+    from perfmodel.models.workload import model_and_layout, op_layer
+
+    strat, n, tpd, p, mb = deg["name"], deg["n"], deg["tp"], deg["pp"], deg["mb"]
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
     wl.check_checkpointable(lay, activation_checkpointing if ac else False, name)
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
-    shape = context_parallel_shape(shape, in_dtype, cpd, strat)  # a context-parallel rank holds s / cp tokens
+    shape = context_parallel_shape(shape, in_dtype, deg["cp"], strat)  # a context-parallel rank holds s / cp tokens
     if tpd > 1 or strat == "tp":
         check_tensor_parallel(lay, tpd, strat, n, name)
     if p > 1 and lay.n_layers < p:
+        from perfmodel.models.strategy import STRATEGIES
+
         raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers}. Use fewer "
-                            "GPUs or 'dp' / 'fsdp'." if single else
+                            "GPUs or 'dp' / 'fsdp'." if strat in STRATEGIES else
                             f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers}. "
                             "Use a pp degree of at most the number of layers.")
     dtype = getattr(torch, wl.PRECISION_DTYPES[prec])
@@ -281,126 +362,117 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         lay = meta_lay
     layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
     out_b = saved["bytes"].to_numpy(float)
-    sp = fsdp and tpd > 1  # 2D parallelism as torchtitan runs it: tensor parallel with sequence parallelism
+    sp = bool(deg["fsdp"] and tpd > 1)  # 2D parallelism as torchtitan runs it: tensor parallel with sequence parallelism
     if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
         out_b = out_b / tpd
     elif tpd > 1 and len(saved):
         out_b = np.where(_split_saved(saved, layer, lay), out_b / tpd, out_b)
     tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
-    per_layer_act = np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)
-    outside = (layer < 0) | (layer >= lay.n_layers)
-    n_saved = len(saved)
-
     # the backward pass starts at the loss: the backward kernel of the largest tensor the head saved (a language
     # model's log-softmax output, FP32 logits) reads the gradient flowing into it and writes the gradient of its input,
     # both of that size, while every saved activation is still alive; later transients (one layer recomputed) come
     # after they have been freed
     head = layer >= lay.n_layers
-    head_grad = 2 * float(out_b[head].max()) if head.any() else 0.0
-    kept_sel = np.zeros(lay.n_layers)
-    if ac == "selective" and lay.n_layers:
-        # torchtitan's per-operator policy: the outputs of the fused attention kernels and of every other matmul of a
-        # layer's forward pass are kept (wl.selective_recompute_mask); the rest is recomputed from the layer's input
-        ops = wl.step_ops(net, shape, in_dtype, vocab, batch_size=mb, prec=prec, optimizer=None, inference=False)
-        layer_of = op_layer(ops, lay.n_layers)
-        fwd_in = (ops["phase"].astype(str).to_numpy() == "forward") & (layer_of >= 0) & (layer_of < lay.n_layers)
-        keep = fwd_in & ~wl.selective_recompute_mask(ops, layer_of, lay.n_layers)
-        wrote = ops["bytes_written"].to_numpy(float)
-        if sp:
-            wrote = wrote / tpd
-        elif tpd > 1:  # column-parallel outputs are split; those of hidden width (row-parallel, all-reduced) are not
-            last = ops["output_shapes"].astype(str).str.split(";").str[0].str.split("x").str[-1].to_numpy()
-            wrote = np.where(last == str(lay.hidden), wrote, wrote / tpd)
-        kept_sel = np.bincount(layer_of[keep], weights=wrote[keep], minlength=lay.n_layers)[:lay.n_layers]
+    kept_sel = (_selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) if ac == "selective" and lay.n_layers
+                else np.zeros(lay.n_layers))
+    return _MemoryRank(
+        net=net, name=name, lay=lay, size=size, mb=mb, tokens=tokens, ac=ac, sp=sp, tp=tpd, out_b=out_b, layer=layer,
+        per_layer_act=(np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)),
+        head_grad=2 * float(out_b[head].max()) if head.any() else 0.0, kept_sel=kept_sel, n_saved=len(saved))
 
-    def activations(layers) -> tuple[float, float]:
-        """(kept activations of one micro-batch, transient recompute) for a set of layer indices."""
-        idx = list(layers)
-        acts = per_layer_act[idx] if len(idx) else np.zeros(0)
-        if not ac or not len(acts):
-            return float(acts.sum()), 0.0
-        inp = float(tokens * lay.hidden * size) / (tpd if sp else 1) if lay.hidden else float(acts.min())
-        if ac == "selective":
-            kept = np.minimum(kept_sel[idx] + inp, acts)
-            return float(kept.sum()), float((acts - kept).max())
-        if ac != "full":  # "layer:N": the checkpointed layers keep their input, the others everything
-            ck = wl.checkpointed_layers(ac, lay.n_layers)[idx]
-            kept = np.where(ck, np.minimum(inp, acts), acts)
-            return float(kept.sum()), float(acts[ck].max()) if ck.any() else 0.0
-        return inp * len(acts), float(acts.max())
 
-    P = lay.params
-    state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if size < 4 and optimizer is not None else 0)
+def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:
+    """Bytes per layer torchtitan's per-operator policy keeps: the outputs of the fused attention kernels and of every
+    other matmul of a layer's forward pass (:func:`perfmodel.models.workload.selective_recompute_mask`); the rest is
+    recomputed from the layer's input."""
+    from perfmodel.models import workload as wl
+    from perfmodel.models.workload import op_layer
+
+    ops = wl.step_ops(net, shape, in_dtype, vocab, batch_size=mb, prec=prec, optimizer=None, inference=False)
+    layer_of = op_layer(ops, lay.n_layers)
+    fwd_in = (ops["phase"].astype(str).to_numpy() == "forward") & (layer_of >= 0) & (layer_of < lay.n_layers)
+    keep = fwd_in & ~wl.selective_recompute_mask(ops, layer_of, lay.n_layers)
+    wrote = ops["bytes_written"].to_numpy(float)
+    if sp:
+        wrote = wrote / tpd
+    elif tpd > 1:  # column-parallel outputs are split; those of hidden width (row-parallel, all-reduced) are not
+        last = ops["output_shapes"].astype(str).str.split(";").str[0].str.split("x").str[-1].to_numpy()
+        wrote = np.where(last == str(lay.hidden), wrote, wrote / tpd)
+    return np.bincount(layer_of[keep], weights=wrote[keep], minlength=lay.n_layers)[:lay.n_layers]
+
+
+def _layer_params(lay) -> tuple[np.ndarray, np.ndarray]:
+    """Parameters of each repeated layer, and the tensor-parallel split ones among them."""
     layer_params = np.zeros(max(lay.n_layers, 1))
     layer_split = np.zeros(max(lay.n_layers, 1))
     for k, v in lay.param_numel.items():
         if 0 <= lay.param_layer[k] < lay.n_layers:
             layer_params[lay.param_layer[k]] += v
             layer_split[lay.param_layer[k]] += v if lay.param_split[k] else 0
+    return layer_params, layer_split
+
+
+def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
+    """(parameters, gradients, optimizer states, activations) bytes of one GPU without a pipeline."""
+    lay, size, tpd, d, cpd = r.lay, r.size, deg["tp"], deg["dp"], deg["cp"]
+    P = lay.params
     split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
-    if p > 1:
-        chunks = np.array_split(np.arange(lay.n_layers), p * vchunks)  # interleaved: chunk c on rank c mod p
-        bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
-        shapes = {k: tuple(q.shape) for k, q in net.named_parameters()}
-        best = None
-        for s, ls in enumerate(bounds):
-            stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0
-            ss = float(layer_split[ls].sum()) if len(ls) else 0.0
-            for k, v in lay.param_numel.items():
-                li = lay.param_layer[k]
-                if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
-                        or (li < 0 and s == p - 1 and lay.tied and lay.vocab and lay.vocab in shapes[k])):
-                    stage_p += v
-                    ss += v if lay.param_split[k] else 0
-            if tpd > 1:
-                stage_p = ss / tpd + (stage_p - ss)
-            kept, tmp = activations(ls)
-            if s == 0:
-                kept += float(out_b[layer < 0].sum())
-            if s == p - 1:
-                kept += float(out_b[layer >= lay.n_layers].sum())
-            in_flight = min(m, p - s)
-            if vchunks > 1:
-                in_flight = in_flight * (1 + (p - 1) / (p * vchunks))
-            if s == p - 1:
-                tmp = max(tmp, head_grad)
-            if fsdp:
-                # FSDP with a pipeline (torchtitan): the stage's shard (1/(dp·cp)) of parameters, gradients and
-                # optimizer states, plus its parameters gathered whole for the step (no resharding between
-                # micro-batches) and their unsharded gradients accumulated until the last micro-batch
-                shard = stage_p / (d * cpd)
-                part = (shard * size + stage_p * size, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
-            else:
-                part = (stage_p * size, stage_p * size, stage_p * state, kept * in_flight + tmp)
-            if best is None or sum(part) > sum(best):
-                best = part
-        params_b, grads_b, opt_b, act_b = best
+    layer_params, layer_split = _layer_params(lay)
+    outside = (r.layer < 0) | (r.layer >= lay.n_layers)
+    kept, tmp = r.activations(range(lay.n_layers))
+    act_b = kept + float(r.out_b[outside].sum()) + max(tmp, r.head_grad)
+    if deg["fsdp"]:  # with tp (2D): the tensor-parallel rank's share, sharded over the dp group
+        tp_share = split / tpd + (P - split) if tpd > 1 else P
+        rank_p = tp_share / (d * cpd)
+        gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
+                    else float(layer_params.max()))
+        params_b = rank_p * size + 2 * gathered * size
+    elif tpd > 1:
+        rank_p = split / tpd + (P - split)
+        params_b = rank_p * size
     else:
-        kept, tmp = activations(range(lay.n_layers))
-        act_b = kept + float(out_b[outside].sum()) + max(tmp, head_grad)
-        if fsdp:  # with tp (2D): the tensor-parallel rank's share, sharded over the dp group
-            tp_share = split / tpd + (P - split) if tpd > 1 else P
-            rank_p = tp_share / (d * cpd)
-            gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
-                        else float(layer_params.max()))
-            params_b = rank_p * size + 2 * gathered * size
-        elif tpd > 1:
-            rank_p = split / tpd + (P - split)
-            params_b = rank_p * size
+        rank_p = float(P)
+        params_b = rank_p * size
+    return params_b, rank_p * size, rank_p * state, act_b
+
+
+def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
+    """(parameters, gradients, optimizer states, activations) bytes of the pipeline stage that needs the most."""
+    lay, size, tpd, p, m, v = r.lay, r.size, deg["tp"], deg["pp"], deg["m"], deg["v"]
+    layer_params, layer_split = _layer_params(lay)
+    chunks = np.array_split(np.arange(lay.n_layers), p * v)  # interleaved: chunk c on rank c mod p
+    bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
+    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()}
+    best = None
+    for s, ls in enumerate(bounds):
+        stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0
+        ss = float(layer_split[ls].sum()) if len(ls) else 0.0
+        for k, n in lay.param_numel.items():
+            li = lay.param_layer[k]
+            if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
+                    or (li < 0 and s == p - 1 and lay.tied and lay.vocab and lay.vocab in shapes[k])):
+                stage_p += n
+                ss += n if lay.param_split[k] else 0
+        if tpd > 1:
+            stage_p = ss / tpd + (stage_p - ss)
+        kept, tmp = r.activations(ls)
+        if s == 0:
+            kept += float(r.out_b[r.layer < 0].sum())
+        if s == p - 1:
+            kept += float(r.out_b[r.layer >= lay.n_layers].sum())
+        in_flight = min(m, p - s)
+        if v > 1:
+            in_flight = in_flight * (1 + (p - 1) / (p * v))
+        if s == p - 1:
+            tmp = max(tmp, r.head_grad)
+        if deg["fsdp"]:
+            # FSDP with a pipeline (torchtitan): the stage's shard (1/(dp·cp)) of parameters, gradients and
+            # optimizer states, plus its parameters gathered whole for the step (no resharding between
+            # micro-batches) and their unsharded gradients accumulated until the last micro-batch
+            shard = stage_p / (deg["dp"] * deg["cp"])
+            part = (shard * size + stage_p * size, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
         else:
-            rank_p = float(P)
-            params_b = rank_p * size
-        grads_b = rank_p * size
-        opt_b = rank_p * state
-    rows = []
-    for spec in specs:
-        total = params_b + grads_b + opt_b + act_b
-        cap = float(spec.memory_gib) * 2**30
-        rows.append(dict(model=name, gpu=spec.gpu, batch_size=B, n_gpus=n, strategy=strat, micro_batches=m, precision=prec,
-                         optimizer=optimizer or "none",
-                         activation_checkpointing=ac if isinstance(activation_checkpointing, str) else bool(ac),
-                         params_bytes=float(params_b), grads_bytes=float(grads_b), optimizer_bytes=float(opt_b),
-                         activations_bytes=float(act_b), total_bytes=float(total), capacity_bytes=cap, fits=bool(total <= cap),
-                         basis=f"{P:,} parameters at {size} B, optimizer states {state} B/parameter, forward outputs of "
-                               f"the {n_saved} tensors autograd saves at micro-batch {mb}; the CUDA context and fragmentation are not counted"))
-    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+            part = (stage_p * size, stage_p * size, stage_p * state, kept * in_flight + tmp)
+        if best is None or sum(part) > sum(best):
+            best = part
+    return best
