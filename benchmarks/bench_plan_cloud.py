@@ -33,8 +33,8 @@ def main() -> None:
     kw = dict(prices=prices, input_shape=(1024,), steps=10000, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32),
               strategies=("dp", "fsdp", "tp", "pp"), spot=(True, False), precision="bf16", optimizer="adam")
     t = time.perf_counter()
-    from perfmodel.models.op_latency import default_op_model  # the shipped fitted model
-    from perfmodel.models.workload import model_and_layout
+    from perfmodel.step.op_latency import default_op_model  # the shipped fitted model
+    from perfmodel.step.trace import model_and_layout
 
     model_and_layout(cfg, (1024,))  # imports transformers' GPT-2 and builds the model on meta
     default_op_model()  # the fitted per-operator model, read from the package

@@ -10,7 +10,7 @@ case runs in a fresh process and prints wall times and peak RSS (``ru_maxrss``, 
   (interpreter start and imports of perfmodel, torch and transformers included), ``call s`` the ``predict_step_time``
   call alone. Goal: ≤ 5 s on an idle machine — nothing is fitted any more;
 * ``gpt2-large warm``: the same call in a process that has already imported perfmodel, torch and transformers and
-  loaded the operator model (``perfmodel.models.op_latency.default_op_model()``): ``call s`` is the first call in that
+  loaded the operator model (``perfmodel.step.op_latency.default_op_model()``): ``call s`` is the first call in that
   process (it still imports transformers' GPT-2 modelling code), ``again s`` a second identical call; ``RSS before``
   is the process before the first call, ``peak RSS`` the peak after both. Goal: < 3 s and < 1 GB (1024 MiB);
 * ``all labels``: the 26 NeuSight benchmark labels (goal < 60 s).
@@ -40,7 +40,7 @@ def peak_mib():
 CASES = {
     "load": PRELUDE + """
 t = time.perf_counter()
-import perfmodel.models.op_latency as o; o.fitted_bundle()
+import perfmodel.step.op_latency as o; o.fitted_bundle()
 print("RESULT", f"call={time.perf_counter() - t:.2f}", f"peak={peak_mib():.0f}")
 """,
     "gpt2-large cold": PRELUDE + f"""
@@ -54,7 +54,7 @@ print("RESULT", f"call={{time.perf_counter() - c:.2f}}", f"peak={{peak_mib():.0f
     "gpt2-large warm": PRELUDE + f"""
 import perfmodel as pm, torch, transformers
 from transformers import GPT2Config
-import perfmodel.models.op_latency as o
+import perfmodel.step.op_latency as o
 o.default_op_model()
 before = rss_mib()
 c = time.perf_counter()

@@ -11,7 +11,7 @@ import importlib
 
 __version__ = "0.1.0.dev0"
 
-_SUBMODULES = ("datasets", "zoo", "features", "models", "diagnostics", "planning", "measure", "figures")
+_SUBMODULES = ("datasets", "zoo", "features", "models", "step", "diagnostics", "planning", "measure", "figures")
 
 _LAZY = {
     # data layer
@@ -24,17 +24,17 @@ _LAZY = {
     "canonical_gpu": "perfmodel.datasets",
     "canonical_region": "perfmodel.datasets",
     # prediction for any model and GPU
-    "predict_step_time": "perfmodel.models.op_step_time",
-    "predict_memory": "perfmodel.models.memory",
+    "predict_step_time": "perfmodel.step.step_time",
+    "predict_memory": "perfmodel.step.memory",
     "Workload": "perfmodel._workload",
     # a run in three objects (what is trained, on what, how) and the step model's one answer for it
     "Cluster": "perfmodel._run",
     "Parallelism": "perfmodel._run",
-    "predict": "perfmodel.models.prediction",
-    "Prediction": "perfmodel.models.prediction",
+    "predict": "perfmodel.step.prediction",
+    "Prediction": "perfmodel.step.prediction",
     # the baselines every score is printed beside: (6N + 12·L·h·s) FLOPs per token at 40 % of peak, and the roofline
-    "rule_of_thumb_step_time": "perfmodel.models.baselines",
-    "roofline_step_time": "perfmodel.models.baselines",
+    "rule_of_thumb_step_time": "perfmodel.step.baselines",
+    "roofline_step_time": "perfmodel.step.baselines",
     # one planner for every model and GPU (CM-DARE's measured world or today's clouds)
     "plan": "perfmodel.planning.unified",
 }

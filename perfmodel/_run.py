@@ -41,7 +41,7 @@ class Cluster:
         One link for every process group (``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"``, …), a link per level
         (``{"intra": "nvlink", "inter": "infiniband-ndr"}``) or per group (``{"tp": ..., "pp": ..., "dp": ...}``);
         default the GPU's own (NVLink or Infinity Fabric from the catalog, else its PCIe). See
-        :func:`perfmodel.models.strategy.resolve_links`.
+        :func:`perfmodel.step.strategy.resolve_links`.
     """
 
     gpu: object
@@ -63,7 +63,7 @@ class Cluster:
         self._check_links()
 
     def _check_links(self) -> None:
-        from perfmodel.models.strategy import LINK_GROUPS, LINK_LEVELS, resolve_interconnect
+        from perfmodel.step.strategy import LINK_GROUPS, LINK_LEVELS, resolve_interconnect
 
         links = self.interconnect
         if links is None:
@@ -108,7 +108,7 @@ class Parallelism:
         Micro-batches per step: the pipeline's ``m``, else gradient-accumulation steps (default 1).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
     activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}, default False
-        What the backward pass recomputes (:func:`perfmodel.models.workload.checkpointing_mode`). A
+        What the backward pass recomputes (:func:`perfmodel.step.trace.checkpointing_mode`). A
         :class:`~perfmodel.Workload` may say it instead; saying it in both with different values is an error.
     overlap_grad_reduce : bool, default True
         ``"dp"``: gradient buckets all-reduced under the backward pass (PyTorch DDP); False after it (Megatron-LM's
@@ -125,7 +125,7 @@ class Parallelism:
     async_tp: bool = False
 
     def __post_init__(self):
-        from perfmodel.models.strategy import check_strategy_name, pipeline_virtual_stages
+        from perfmodel.step.strategy import check_strategy_name, pipeline_virtual_stages
 
         try:
             if isinstance(self.strategy, dict):
@@ -143,8 +143,8 @@ class Parallelism:
 
     def degrees(self, n_gpus: int) -> dict:
         """``{"dp", "tp", "pp", "cp", "fsdp", "name"}`` of the strategy over ``n_gpus`` GPUs
-        (:func:`perfmodel.models.strategy.parse_strategy`); a ``StrategyError`` where they do not multiply to it."""
-        from perfmodel.models.strategy import parse_strategy
+        (:func:`perfmodel.step.strategy.parse_strategy`); a ``StrategyError`` where they do not multiply to it."""
+        from perfmodel.step.strategy import parse_strategy
 
         return parse_strategy(self.strategy, int(n_gpus))
 

@@ -4,7 +4,7 @@ refuses, when it is made, what the functions refuse).
 
 It imports nothing of perfmodel and nothing heavy when imported (the planner's modules import it when they are
 imported); the shape and dtype checks read :mod:`perfmodel.features`' rules when they run.
-:mod:`perfmodel.models.workload` (the trace of a workload) re-exports it all.
+:mod:`perfmodel.step.trace` (the trace of a workload) re-exports it all.
 """
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def check_input_shape(input_shape) -> tuple[int, ...]:
 
 #: Kernel families a training step can run on (``stack=`` of :func:`perfmodel.predict_step_time`, :class:`Workload`'s ``stack``): ``"eager"``
 #: (PyTorch's own kernels, one per operator; attention through ``scaled_dot_product_attention``), ``"compile"``
-#: (``torch.compile``: :func:`perfmodel.models.workload.compiled_work`) and ``"te"`` (NVIDIA Transformer Engine's fused modules:
-#: :func:`perfmodel.models.workload.te_ops`).
+#: (``torch.compile``: :func:`perfmodel.step.trace.compiled_work`) and ``"te"`` (NVIDIA Transformer Engine's fused modules:
+#: :func:`perfmodel.step.trace.te_ops`).
 STACKS = ("eager", "compile", "te")
 
 
@@ -209,8 +209,8 @@ class Workload:
     a workload field a function has no use for must be left unset.
 
     Each field is checked when the workload is made, by the rule the functions apply to the same keyword
-    (:func:`perfmodel.models.workload.check_input_shape`, ``check_batch_size``, ``check_precision``,
-    ``check_optimizer``, ``check_flag``, :func:`~perfmodel.models.workload.checkpointing_mode`): a ``TypeError`` or
+    (:func:`perfmodel.step.trace.check_input_shape`, ``check_batch_size``, ``check_precision``,
+    ``check_optimizer``, ``check_flag``, :func:`~perfmodel.step.trace.checkpointing_mode`): a ``TypeError`` or
     ``ValueError`` names the field, what it got and what to pass.
 
     Attributes

@@ -670,9 +670,8 @@ def _cmd_measure(args) -> int:
 def _cmd_fit(args) -> int:
     from pathlib import Path
 
-    import perfmodel.models.op_latency as ol
-    from perfmodel.models import op_fit as of
-
+    import perfmodel.step.op_latency as ol
+    from perfmodel.step import op_fit as of
     extra = None
     if args.with_:
         import pandas as pd
@@ -686,7 +685,7 @@ def _cmd_fit(args) -> int:
     print(f"fitted on: {b['model'].provenance_}")
     half = b.get("half") or {}
     if half.get("half_gemm") or half.get("half_memory"):
-        from perfmodel.models.bandwidth import MIN_OWN_ROWS
+        from perfmodel.step.bandwidth import MIN_OWN_ROWS
 
         mem = (f"{half['half_memory']} memory-bound rows give " + ", ".join(half["own_bandwidth"]) + " a bandwidth "
                "efficiency of its own" if half.get("own_bandwidth") else

@@ -121,7 +121,8 @@ def test_bad_price_files(tmp_path, content, match):
 def test_predict_and_plan_take_a_batch_size(capsys):
     import warnings
 
-    from perfmodel.models import ExtrapolationWarning, predict_cluster_speed, predict_step_time
+    from perfmodel.models import ExtrapolationWarning, predict_cluster_speed
+    from perfmodel.models import predict_cmdare_step_time as predict_step_time
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)

@@ -5,9 +5,7 @@ import os
 
 import pytest
 
-from perfmodel.models import op_fit as of
-
-
+from perfmodel.step import op_fit as of
 def test_a_fitted_model_is_never_written_into_a_pipe_or_a_link_to_one(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -12,7 +12,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel._errors import ModelConfigError
-from perfmodel.models.strategy import StrategyError
+from perfmodel.step.strategy import StrategyError
 
 # Llama 3 8B's attention (32 query heads sharing 8 key/value heads), a small width so that nothing heavy is traced
 GQA = dict(model_type="llama", vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,

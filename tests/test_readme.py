@@ -121,14 +121,14 @@ def _result_claims():
     yield ("on NeuSight's {} four-GPU training labels (data, tensor and pipeline parallel, predicted from the single-GPU model) it errs "
            "by {} % MAPE against NeuSight's {} %"), (int(dd.loc["all", "n_labels"]), _pct(dd.loc["all", "perfmodel_mape_pct"]),
                                                     _pct(dd.loc["all", "neusight_mape_pct"]))
-    from perfmodel.models.op_latency import TRAINING_GPUS
+    from perfmodel.step.op_latency import TRAINING_GPUS
 
     words = {4: "four", 5: "five", 6: "six"}
     yield "microbenchmarks of {} training GPUs (P4, P100, T4, V100, A100-40GB)", (words.get(len(TRAINING_GPUS), len(TRAINING_GPUS)),)
 
 
 def _llm_claims():
-    from perfmodel.models import collectives
+    from perfmodel.step import collectives
     from perfmodel.papers.external import torchtitan_runs, vidur_h100_ops
 
     v = vidur_h100_ops.data()

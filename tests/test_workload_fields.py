@@ -10,7 +10,7 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.features import FeatureExtractionError
-from perfmodel.models._extrapolation import ExtrapolationWarning
+from perfmodel._extrapolation import ExtrapolationWarning
 
 LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)

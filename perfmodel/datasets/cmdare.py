@@ -285,7 +285,7 @@ def load_speed_samples(gpu: str | None = None) -> pd.DataFrame:
         g = canonical_gpu(gpu)  # an unknown name is an UnknownNameError with suggestions
         if g not in ("K80", "P100"):
             raise NoSamplesError(f"no speed samples for {g} (samples exist for K80, P100): CM-DARE measured single-worker speed on "
-                                 f"K80 and P100 only. Predict {g} with perfmodel.models.predict_step_time, which extrapolates "
+                                 f"K80 and P100 only. Predict {g} with perfmodel.models.predict_cmdare_step_time, which extrapolates "
                                  "through peak TFLOPS.")
         df = df[df["gpu"] == g].reset_index(drop=True)
     meta = load_model_metadata()[["model", *_METADATA_COLS]]

@@ -1,5 +1,5 @@
 """Does DDP overlap its gradient all-reduce with the backward pass on this machine? A check of the data-parallel model
-of :mod:`perfmodel.models.parallel` where it can be checked here: ``gloo`` processes on the CPU.
+of :mod:`perfmodel.step.parallel` where it can be checked here: ``gloo`` processes on the CPU.
 
 :func:`check_ddp_overlap`
 
@@ -10,7 +10,7 @@ of :mod:`perfmodel.models.parallel` where it can be checked here: ``gloo`` proce
 2. times forward and backward passes of the model on one process (the backward time the buckets are produced over);
 3. times DDP training steps on 1 and 2 processes with :func:`perfmodel.measure.measure_cluster_speed` (the per-process
    batch is the same, so the increase from 1 to 2 processes is what communication adds);
-4. predicts that increase with :func:`perfmodel.models.parallel.exposed_bucket_allreduce` on the measured link, with
+4. predicts that increase with :func:`perfmodel.step.parallel.exposed_bucket_allreduce` on the measured link, with
    DDP's bucket overlap and without it (all-reduce after the backward pass), and says which of the two the
    measurement is closer to (:func:`overlap_verdict`), or ``"neither"`` when the step grew by far more than any
    all-reduce could add (the processes competed for cores).
@@ -123,7 +123,7 @@ def measure_allreduce(sizes_bytes=(2**12, 2**16, 2**20, 2**22, 2**24), *, world_
 
 
 def fit_link(frame: pd.DataFrame, *, name: str = "gloo (this machine, measured)"):
-    """The :class:`perfmodel.models.parallel.Interconnect` whose ring all-reduce cost
+    """The :class:`perfmodel.step.parallel.Interconnect` whose ring all-reduce cost
     ``2(n−1)/n · S/B + 2(n−1)α`` (efficiency 1: ``B`` is the bandwidth gloo reaches) best fits the median times of
     :func:`measure_allreduce`'s rows, by non-negative least squares on the relative error (each size weighs the same,
     small messages fix α, large ones ``B``; ``scipy.optimize.nnls``).
@@ -136,7 +136,7 @@ def fit_link(frame: pd.DataFrame, *, name: str = "gloo (this machine, measured)"
     """
     from scipy.optimize import nnls
 
-    from perfmodel.models.collectives import Interconnect
+    from perfmodel.step.collectives import Interconnect
 
     if not isinstance(frame, pd.DataFrame) or not set(ALLREDUCE_COLUMNS) <= set(frame.columns):
         raise ValueError(f"fit_link needs the rows of measure_allreduce (columns {ALLREDUCE_COLUMNS}).")
@@ -162,8 +162,8 @@ def fit_link(frame: pd.DataFrame, *, name: str = "gloo (this machine, measured)"
 def predict_ddp_overlap(backward_s: float, grad_bytes: float, link, *, n: int = 2) -> dict:
     """Predicted exposed gradient all-reduce of DDP on ``n`` processes, with bucket overlap and without:
     ``{"predicted_overlap_s", "predicted_no_overlap_s", "predicted_comm_total_s", "n_buckets"}``
-    (:func:`perfmodel.models.parallel.exposed_bucket_allreduce`)."""
-    from perfmodel.models.parallel import bucket_sizes, exposed_bucket_allreduce
+    (:func:`perfmodel.step.parallel.exposed_bucket_allreduce`)."""
+    from perfmodel.step.parallel import bucket_sizes, exposed_bucket_allreduce
 
     for what, v in (("backward_s", backward_s), ("grad_bytes", grad_bytes)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not np.isfinite(v) or v < 0:
@@ -240,7 +240,7 @@ def check_ddp_overlap(model: str = "shake-shake-80", input_shape=(3, 32, 32), *,
                       threads: int = 1, sizes_bytes=(2**12, 2**16, 2**20, 2**22, 2**24), repeats: int = 5,
                       random_state: int = 0) -> pd.DataFrame:
     """Measure DDP on 1 and 2 ``gloo`` processes and say whether the increase of the step time is the overlapped or the
-    non-overlapped gradient all-reduce of :mod:`perfmodel.models.parallel` (see the module docstring).
+    non-overlapped gradient all-reduce of :mod:`perfmodel.step.parallel` (see the module docstring).
 
     Parameters
     ----------

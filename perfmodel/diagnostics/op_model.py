@@ -27,12 +27,12 @@ def _rows(frame: pd.DataFrame, pred: np.ndarray, protocol: str) -> list[dict]:
 
 
 def op_model_errors(op_classes=None, *, test_split: bool = True) -> pd.DataFrame:
-    """Errors of :class:`perfmodel.models.op_latency.OpLatencyModel` per GPU and operator class.
+    """Errors of :class:`perfmodel.step.op_latency.OpLatencyModel` per GPU and operator class.
 
     Parameters
     ----------
     op_classes : sequence of str, optional
-        Restrict to these classes (default all of :data:`~perfmodel.models.op_latency.OP_CLASSES` that were measured).
+        Restrict to these classes (default all of :data:`~perfmodel.step.op_latency.OP_CLASSES` that were measured).
     test_split : bool
         Also score the default model on NeuSight's ``test`` split of every GPU.
 
@@ -42,7 +42,7 @@ def op_model_errors(op_classes=None, *, test_split: bool = True) -> pd.DataFrame
         ``protocol`` (``leave-one-GPU-out`` or ``test split``), ``gpu``, ``op_class``, ``n_ops``, ``mape_pct``,
         ``weighted_pct``; ``attrs["provenance"]`` says what the scored default model was fitted on.
     """
-    from perfmodel.models.op_latency import TRAINING_GPUS, fitted_bundle, neusight_op_frame
+    from perfmodel.step.op_latency import TRAINING_GPUS, fitted_bundle, neusight_op_frame
 
     bundle = fitted_bundle()  # its leave-one-GPU-out fits are the ones scored here (fitted once, cached)
     X = neusight_op_frame("train", devices=TRAINING_GPUS).assign(pred=bundle["logo_predictions"])

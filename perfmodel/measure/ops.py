@@ -3,8 +3,8 @@
 :func:`measure_ops` times one PyTorch call of each operator NeuSight measures (``neusight/Dataset/collect.py``;
 :data:`perfmodel.datasets.neusight.MICROBENCHMARK_OPS`) — ``torch.bmm``, ``nn.Linear``, ``nn.Conv2d``,
 ``nn.LayerNorm``, ``nn.Softmax`` and the element-wise ops — over a grid of shapes (:func:`op_grid`), and returns (or
-appends to a CSV) one row per (op, shape) in the columns :func:`perfmodel.models.op_latency.load_op_rows` reads, so
-that ``perfmodel fit --with ops.csv`` (:func:`perfmodel.models.op_latency.fit_op_model`) refits the model with them.
+appends to a CSV) one row per (op, shape) in the columns :func:`perfmodel.step.op_latency.load_op_rows` reads, so
+that ``perfmodel fit --with ops.csv`` (:func:`perfmodel.step.op_latency.fit_op_model`) refits the model with them.
 
 Timing rules (NeuSight's, except the statistic):
 
@@ -12,7 +12,7 @@ Timing rules (NeuSight's, except the statistic):
   precision's dtype drawn once per shape (normal noise; positive for ``pow`` and ``div``);
 * CUDA: ``warmup`` untimed calls, a device synchronisation, then ``repeats`` calls each between two CUDA events
   (``elapsed_time`` after the end event's synchronisation) — one call timed alone on an idle GPU, as NeuSight does, so
-  a latency includes the host's launch overhead, which the model separates out (:mod:`perfmodel.models.op_latency`);
+  a latency includes the host's launch overhead, which the model separates out (:mod:`perfmodel.step.op_latency`);
 * CPU (and any other device): ``time.perf_counter`` around each call, after ``warmup`` untimed calls (synchronised
   for devices that run asynchronously);
 * ``latency_ms`` is the **median** of the repeats (NeuSight keeps the mean of the 5 fastest of 25; the median is
@@ -23,7 +23,7 @@ Timing rules (NeuSight's, except the statistic):
 
 The ``device`` column holds the device's name as ``torch.cuda.get_device_name()`` spells it (what
 :func:`perfmodel.datasets.gpu_spec` reads); a CPU run writes ``"CPU: <model name>"`` — useful to test the harness, but
-a CPU is not a GPU the operator model can be calibrated to (:func:`~perfmodel.models.op_latency.load_op_rows` refuses
+a CPU is not a GPU the operator model can be calibrated to (:func:`~perfmodel.step.op_latency.load_op_rows` refuses
 such rows). The ``precision`` column tells the model to featurise a row with that precision's element size and peak
 rate.
 """

@@ -1,28 +1,17 @@
-"""perfmodel.models — estimators (scikit-learn contract): step time, cluster speed, checkpoint/restart overhead, lifetimes.
+"""perfmodel.models — the papers' estimators (scikit-learn contract): CM-DARE's step-time regressors of its CNNs on
+K80/P100 (:func:`predict_cmdare_step_time`), cluster speed with parameter servers, checkpoint time, server lifetimes
+and the bathtub hazard.
 
-The step-time model of any model on any GPU (:func:`perfmodel.predict_step_time`) is layered; each layer imports only
-the ones before it:
-
-1. :mod:`~perfmodel.models.op_latency`, :mod:`~perfmodel.models.half_precision` (half-precision GEMMs) and
-   :mod:`~perfmodel.models.bandwidth` (memory-bound kernels in half precision) — operator models, read from shipped
-   artifacts (:mod:`~perfmodel.models.op_fit`, ``half_precision.fit_half_bundle`` and
-   ``bandwidth.fit_bandwidth_bundle`` rebuild them);
-2. :mod:`~perfmodel.models.workload` — the trace of a workload (model, input, batch, precision, optimizer, fusions);
-3. :mod:`~perfmodel.models.kernels` — each kernel's time on a GPU;
-4. :mod:`~perfmodel.models.one_step` — one step on one GPU, and the recompute of activation checkpointing;
-5. :mod:`~perfmodel.models.collectives` and :mod:`~perfmodel.models.strategy` — links, collectives, layouts by name;
-   :mod:`~perfmodel.models.memory` — memory per GPU of a layout;
-6. :mod:`~perfmodel.models.parallel` — one step of a parallel layout;
-7. :mod:`~perfmodel.models.op_step_time` — the face: ``predict_step_time`` checks its arguments and hands over.
-
-The plans (:mod:`perfmodel.planning`) sit above them. :mod:`~perfmodel.models.baselines` gives the two baselines every
-external score is printed beside: the rule of thumb ((6N + 12·L·h·s) FLOPs per token at 40 % of peak) and the roofline.
+The per-operator step model of any model on any GPU and layout (``pm.predict``, ``pm.predict_step_time``,
+``pm.predict_memory``) lives in :mod:`perfmodel.step`. Its modules were here before; their old names
+(``perfmodel.models.op_latency``, ``perfmodel.models.parallel``, …) stay aliases of the moved modules, and the
+collective and layout names below stay re-exported.
 """
 from __future__ import annotations
 
 __all__: list[str] = []
 
-from perfmodel.models._extrapolation import ExtrapolationWarning
+from perfmodel._extrapolation import ExtrapolationWarning
 
 __all__ += ["ExtrapolationWarning"]
 
@@ -34,12 +23,12 @@ from perfmodel.models.step_time import (
     exponential_speed_fit,
     graph_feature_frame,
     model_features,
-    predict_step_time,
+    predict_cmdare_step_time,
     quadratic_fit,
 )
 
 __all__ += ["StepTimeRegressor", "FEATURE_SETS", "PAPER_SVR_POLY", "graph_feature_frame", "quadratic_fit", "exponential_speed_fit",
-            "model_features", "predict_step_time"]
+            "model_features", "predict_cmdare_step_time"]
 
 # -- cluster speed (parameter servers) --
 from perfmodel.models.cluster import (
@@ -55,14 +44,14 @@ from perfmodel.models.cluster import (
 __all__ += ["ClusterSpeedModel", "cluster_speeds", "PS_TERMS", "fit_cluster_speed_model",
             "SHARED_PS_TERMS", "fit_shared_ps_terms", "predict_cluster_speed"]
 
-# -- links, collectives and parallel layouts --
-from perfmodel.models.collectives import (INTERCONNECTS, Interconnect, allgather_time, allreduce_time, p2p_time,
+# -- links, collectives and parallel layouts (the step model's, perfmodel.step; re-exported under their old home) --
+from perfmodel.step.collectives import (INTERCONNECTS, Interconnect, allgather_time, allreduce_time, p2p_time,
                                           reduce_scatter_time, resolve_interconnect)
-from perfmodel.models.strategy import STRATEGIES, StrategyError, parse_strategy, resolve_links, strategy_combinations
+from perfmodel.step.strategy import STRATEGIES, StrategyError, parse_strategy, resolve_links, strategy_combinations
 
 __all__ += ["Interconnect", "INTERCONNECTS", "STRATEGIES", "StrategyError", "allreduce_time", "allgather_time", "reduce_scatter_time",
             "p2p_time", "resolve_interconnect", "parse_strategy", "resolve_links", "strategy_combinations"]
-from perfmodel.models.collectives import fitted_link  # noqa: E402  (NCCL efficiency and latency fitted on Vidur's curves)
+from perfmodel.step.collectives import fitted_link  # noqa: E402  (NCCL efficiency and latency fitted on Vidur's curves)
 
 __all__ += ["fitted_link"]
 
@@ -84,7 +73,23 @@ __all__ += ["CheckpointTimeRegressor", "CHECKPOINT_FEATURE_SETS", "PAPER_CKPT_SV
             "as_flags"]
 
 
+#: the step model's modules that lived here, by their old name: ``perfmodel.models.<old>`` is ``perfmodel.step.<new>``.
+MOVED_TO_STEP = {"op_latency": "op_latency", "half_precision": "half_precision",
+                 "half_precision_scores": "half_precision_scores", "bandwidth": "bandwidth", "op_fit": "op_fit",
+                 "_artifact": "_artifact", "workload": "trace", "kernels": "kernels", "one_step": "one_gpu",
+                 "collectives": "collectives", "strategy": "strategy", "parallel": "parallel", "memory": "memory",
+                 "op_step_time": "step_time", "prediction": "prediction", "baselines": "baselines", "hetero": "hetero"}
+
+
 def __getattr__(name: str):
+    if name in MOVED_TO_STEP:  # pm.models.parallel and the like: the moved module
+        import importlib
+
+        return importlib.import_module(f"perfmodel.models.{name}")
+    if name == "predict_step_time":  # the old name of CM-DARE's regressor: warns (perfmodel.models.step_time)
+        from perfmodel.models.step_time import predict_step_time
+
+        return predict_step_time
     if name == "BathtubFitter":  # lifelines' fitters take 0.1-0.2 s to import: only when asked for
         from perfmodel.models.bathtub import BathtubFitter
 

@@ -300,7 +300,7 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     * Otherwise: ``1/S = t₁ / n + a_t · M / p + a_q · M · n / p + a_o`` with the shared, size-scaled PS terms of
       :func:`fit_shared_ps_terms` (of ``ps_terms_gpu``: the GPU itself when it has cluster runs, else P100 — the PS
       and network, not the worker GPU, set these terms; an assumption) and the compute term ``t₁`` from the
-      single-worker step time (``single_worker_step_s`` or :func:`perfmodel.models.predict_step_time`) minus the PS
+      single-worker step time (``single_worker_step_s`` or :func:`perfmodel.models.predict_cmdare_step_time`) minus the PS
       terms at ``n = p = 1`` (floored at half the step time).
 
     ``batch_size`` is per worker and step (default 128, CM-DARE's); another batch uses the second form with the
@@ -311,7 +311,7 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     -------
     DataFrame
         ``model``, ``gpu``, ``n_workers``, ``n_ps``, ``speed_steps_per_s``, ``step_time_s`` (per global step),
-        ``single_worker_speed_steps_per_s`` (the single-worker speed of :func:`predict_step_time`, or of
+        ``single_worker_speed_steps_per_s`` (the single-worker speed of :func:`predict_cmdare_step_time`, or of
         ``single_worker_step_s``), ``measured_speed_steps_per_s`` (mean of the CM-DARE cluster run of that
         configuration, NaN where there is none) and ``basis``. With the PS model fitted on a CNN's own runs, the
         1 worker / 1 PS speed is that fit's and can differ from ``single_worker_speed_steps_per_s`` (e.g. ResNet-32 on
@@ -319,7 +319,7 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
         prediction is 11.3); ``basis`` says by how much. An :class:`~perfmodel.models.ExtrapolationWarning` is raised for worker or PS counts beyond the measured
         ones (1–8 workers, 1–2 PS).
     """
-    from perfmodel.models.step_time import model_features, predict_step_time
+    from perfmodel.models.step_time import model_features, predict_cmdare_step_time
 
     g = ds.canonical_gpu(gpu)
     workers = [int(w) for w in workers]
@@ -334,7 +334,7 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
     _warn_beyond_measured(d, workers, n_ps, name, g)
     if len(have) and set(n_ps) <= set(have["n_ps"]) and single_worker_step_s is None and batch_size == 128:
         speed = fit_cluster_speed_model(d, gpu=g, model=name).predict(grid)
-        s1 = 1 / float(predict_step_time(feats, g)["step_time_s"].iloc[0])
+        s1 = 1 / float(predict_cmdare_step_time(feats, g)["step_time_s"].iloc[0])
         own1 = float(speed[0]) if (grid[0] == 1).all() else float(fit_cluster_speed_model(d, gpu=g, model=name).predict([[1, 1]])[0])
         run1 = have[(have["n_workers"] == 1) & (have["n_ps"] == 1)]["speed_mean_steps_per_s"]
         meas = f"the 1-worker run measured {float(run1.iloc[0]):.4g} steps/s, " if len(run1) else ""
@@ -347,7 +347,7 @@ def predict_cluster_speed(model, gpu: str, *, workers=range(1, 9), n_ps=(1, 2), 
         src = ps_terms_gpu or (g if g in set(d["gpu"].astype(str)) else "P100")
         terms = fit_shared_ps_terms(src, d)
         mib = float(feats["param_bytes"].iloc[0]) / 2**20 if "param_bytes" in feats.columns else float(feats["params"].iloc[0]) * 4 / 2**20
-        t1 = (float(predict_step_time(feats, g, batch_size=batch_size)["step_time_s"].iloc[0]) if single_worker_step_s is None
+        t1 = (float(predict_cmdare_step_time(feats, g, batch_size=batch_size)["step_time_s"].iloc[0]) if single_worker_step_s is None
               else float(single_worker_step_s))
         if not np.isfinite(t1) or t1 <= 0:
             raise ValueError(f"single_worker_step_s must be a positive number of seconds; got {single_worker_step_s!r}.")
@@ -375,7 +375,7 @@ def _warn_beyond_measured(d, workers, n_ps, name, gpu):
     """An :class:`ExtrapolationWarning` when worker or PS counts lie beyond those of the CM-DARE cluster runs."""
     import warnings
 
-    from perfmodel.models._extrapolation import ExtrapolationWarning, how_far_outside
+    from perfmodel._extrapolation import ExtrapolationWarning, how_far_outside
 
     far = []
     for label, asked, col in (("workers", workers, "n_workers"), ("parameter servers", n_ps, "n_ps")):

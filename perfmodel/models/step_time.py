@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from perfmodel.models._extrapolation import ExtrapolationWarning, range_report
+from perfmodel._extrapolation import ExtrapolationWarning, range_report
 
 __all__ = [
     "StepTimeRegressor",
@@ -22,6 +22,7 @@ __all__ = [
     "exponential_speed_fit",
     "PAPER_SVR_POLY",
     "model_features",
+    "predict_cmdare_step_time",
     "predict_step_time",
     "PREDICTION_FLOOR_FRACTION",
 ]
@@ -369,7 +370,7 @@ def model_features(model, *, input_shape=(3, 32, 32)) -> pd.DataFrame:
     return extract(model, input_shape, batch_size=1)
 
 
-def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), batch_size: int = PAPER_BATCH_SIZE,
+def predict_cmdare_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), batch_size: int = PAPER_BATCH_SIZE,
                       samples: pd.DataFrame | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Predicted single-worker step time (s) of a model on GPUs, from regressors fitted on CM-DARE's measurements.
 
@@ -421,7 +422,7 @@ def predict_step_time(model, gpus=("K80", "P100"), *, input_shape=(3, 32, 32), b
 
     from perfmodel.datasets import canonical_gpu, load_gpu_catalog, load_speed_samples
 
-    _check_alpha(alpha, "predict_step_time")
+    _check_alpha(alpha, "predict_cmdare_step_time")
     gpus = [canonical_gpu(g) for g in ([gpus] if isinstance(gpus, str) else gpus)]
     if not gpus:
         raise ValueError("gpus must name at least one GPU, e.g. ('K80', 'P100').")
@@ -499,7 +500,7 @@ def _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train, ba
     import warnings
 
     from perfmodel.features import load_zoo_features
-    from perfmodel.models._extrapolation import how_far_outside
+    from perfmodel._extrapolation import how_far_outside
 
     z = load_zoo_features().set_index("model")
     seen = z.loc[sorted(set(train["model"].astype(str)) & set(z.index))]
@@ -526,5 +527,17 @@ def _warn_step_time_extrapolation(feats, name, gpus, measured, tflops, train, ba
             where = ": " + where
         far.append(f"GPU {g} has no measurements, predicted through peak TFLOPS from {'+'.join(measured)}{where}")
     if far:
-        warnings.warn(f"predict_step_time extrapolates for {name}: " + "; ".join(far) + ". Measure it to be sure (perfmodel.measure).",
+        warnings.warn(f"predict_cmdare_step_time extrapolates for {name}: " + "; ".join(far) + ". Measure it to be sure (perfmodel.measure).",
                       ExtrapolationWarning, stacklevel=3)
+
+
+def predict_step_time(*args, **kwargs) -> pd.DataFrame:
+    """Deprecated: the old name of :func:`predict_cmdare_step_time` (CM-DARE's regressor), which shared its name with
+    :func:`perfmodel.predict_step_time` (the per-operator model). Warns and answers as the new name; it will be
+    removed in perfmodel 0.2."""
+    import warnings
+
+    warnings.warn("perfmodel.models.predict_step_time (CM-DARE's regressor on K80/P100 measurements) is now named "
+                  "perfmodel.models.predict_cmdare_step_time; perfmodel.predict_step_time is the per-operator model for any "
+                  "GPU. The old name will be removed in perfmodel 0.2.", DeprecationWarning, stacklevel=2)
+    return predict_cmdare_step_time(*args, **kwargs)

@@ -52,7 +52,7 @@ __all__ += ["explore_strategies", "pareto_mask", "plot_strategies"]
 
 def __getattr__(name: str):
     if name == "predict_memory":  # the memory model lives with the models; loaded on first use, not with the planner
-        from perfmodel.models.memory import predict_memory
+        from perfmodel.step.memory import predict_memory
 
         return predict_memory
     raise AttributeError(f"module 'perfmodel.planning' has no attribute {name!r}")

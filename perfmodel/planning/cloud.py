@@ -26,7 +26,7 @@ Hugging Face config), and predicts for each:
 * **cost** — whole instances (``ceil(n / gpus_per_instance)``) at the row's on-demand or spot price for the run,
   restart overhead included (the wait for capacity is not billed);
 * **mixed GPU types** (``mixes=``, as Srifty) — synchronous data parallel over GPUs of several types rented in one
-  provider and region, the batch split by speed (:func:`perfmodel.models.hetero.predict_mixed_step_time`).
+  provider and region, the batch split by speed (:func:`perfmodel.step.hetero.predict_mixed_step_time`).
 
 Then ``feasible`` (fits, within ``deadline_h`` and ``budget_usd``), ``pareto`` (time–cost front among the feasible
 rows, :func:`perfmodel.planning.plan.pareto_front`) and ``extrapolated`` (which inputs of the row lie outside what
@@ -75,8 +75,8 @@ _MODULE_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def clear_plan_cache() -> None:
     """Forget the memoised step-time and memory predictions of :func:`plan_cloud` and the per-operator traces behind
-    them (:func:`perfmodel.models.op_step_time.clear_trace_cache`): the next plan starts cold."""
-    from perfmodel.models.kernels import clear_trace_cache
+    them (:func:`perfmodel.step.step_time.clear_trace_cache`): the next plan starts cold."""
+    from perfmodel.step.kernels import clear_trace_cache
 
     _MEMO.clear()
     clear_trace_cache()
@@ -231,7 +231,7 @@ def _checkpoint_regressor():
 def _checkpoint_s(state_bytes: float, far: list | None = None) -> tuple[float, str]:
     """Seconds to write a checkpoint of ``state_bytes``, and a note when that extrapolates the fit. The regressor's
     own extrapolation warning is not repeated per candidate: the size goes to ``far`` (one summary per plan)."""
-    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel._extrapolation import ExtrapolationWarning
 
     est, min_mb, max_mb = _checkpoint_regressor()
     mb = state_bytes / 2**20
@@ -293,8 +293,7 @@ class _Rental(NamedTuple):
 
 
 def _gpu_notes(spec, prec: str) -> list[str]:
-    from perfmodel.models import kernels as kn
-
+    from perfmodel.step import kernels as kn
     notes = kn._extrapolation_notes(spec)
     if prec != "fp32":
         notes.append(f"precision {prec} (operator efficiencies learned on FP32)")
@@ -367,9 +366,9 @@ def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint
 
 
 def _mixed_candidate(model, mix: dict, B: int, *, input_shape, input_dtype, precision, optimizer, balance, interconnect) -> dict:
-    """Step time (:func:`perfmodel.models.hetero.predict_mixed_step_time`) and memory of a mix at global batch ``B``."""
+    """Step time (:func:`perfmodel.step.hetero.predict_mixed_step_time`) and memory of a mix at global batch ``B``."""
     from perfmodel import datasets as ds
-    from perfmodel.models.hetero import MIXED_DEFAULT_LINK, predict_mixed_step_time
+    from perfmodel.step.hetero import MIXED_DEFAULT_LINK, predict_mixed_step_time
     from perfmodel.planning.memory import predict_memory
 
     st = predict_mixed_step_time(model, mix, batch_size=B, input_shape=input_shape, input_dtype=input_dtype,
@@ -438,7 +437,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     strategies : sequence of {"dp", "fsdp", "tp", "pp"}
         Parallel strategies for ``n_gpus > 1`` (one GPU: ``"single"``). Combinations a strategy cannot split (heads
         not divisible, a batch that does not split) are left out and listed in ``attrs["skipped"]``; when none is left,
-        the first :class:`perfmodel.models.parallel.StrategyError` is raised.
+        the first :class:`perfmodel.step.parallel.StrategyError` is raised.
     spot : bool or sequence of bool
         Spot (revocable) and/or on-demand instances; spot only where the price row has a spot price.
     regions : sequence of str, optional
@@ -466,12 +465,12 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         Seconds to write (and to read back) one checkpoint; default predicted from the GPU's state size.
     mixes : sequence of dict or str, optional
         Mixes of GPU types to plan as well (Srifty's heterogeneous VM sets), e.g. ``[{"H100": 2, "L4": 4}, "4xA100+4xL4"]``
-        (:func:`perfmodel.models.hetero.parse_mix`): synchronous data parallel over all of them
-        (:func:`perfmodel.models.hetero.predict_mixed_step_time`), rented from one provider and region (every
+        (:func:`perfmodel.step.hetero.parse_mix`): synchronous data parallel over all of them
+        (:func:`perfmodel.step.hetero.predict_mixed_step_time`), rented from one provider and region (every
         combination of the types' price rows there), strategy ``"dp-mixed"``; memory must fit on every type at its
         local batch. Batches smaller than the mix's GPU count are skipped.
     mix_balance : {"speed", "equal"}
-        How a mix splits the global batch (:func:`perfmodel.models.hetero.predict_mixed_step_time`).
+        How a mix splits the global batch (:func:`perfmodel.step.hetero.predict_mixed_step_time`).
     wait_for_capacity : bool
         Spot rows: lengthen the time by the wait for capacity, ``run / p_hold_instances − run`` (synchronous training
         progresses only while all the instances are held; the traces' share of time at least that many were held),
@@ -492,17 +491,17 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     ValueError
         A GPU without a price (the message lists the table's rows and how to pass ``prices=``), bad counts or
         constraints, ``steps`` missing.
-    perfmodel.models.parallel.StrategyError
+    perfmodel.step.parallel.StrategyError
         No candidate of the grid can be split as asked (the first reason).
     perfmodel.datasets.UnknownNameError
         Unknown GPU, strategy, precision or interconnect.
     """
     from perfmodel import datasets as ds
-    from perfmodel.models import op_step_time as ost
-    from perfmodel.models.strategy import StrategyError, check_strategy_name
-    from perfmodel.models.collectives import resolve_interconnect
+    from perfmodel.step import step_time as ost
+    from perfmodel.step.strategy import StrategyError, check_strategy_name
+    from perfmodel.step.collectives import resolve_interconnect
     from perfmodel.planning.memory import predict_memory
-    from perfmodel.models.hetero import BALANCES, mix_label, parse_mix
+    from perfmodel.step.hetero import BALANCES, mix_label, parse_mix
     from perfmodel.planning.plan import mark_feasible
     from perfmodel.planning._inputs import gpu_names, positive_int, positive_number
 
@@ -640,7 +639,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
             _add_rows(dict(cand, steps=nsteps_of[B]), rentals, **common)
     bar.close()
     if ck_far:
-        from perfmodel.models._extrapolation import ExtrapolationWarning
+        from perfmodel._extrapolation import ExtrapolationWarning
 
         _, min_mb, max_mb = _checkpoint_regressor()
         warnings.warn(f"plan_cloud: the checkpoint time of {len(ck_far)} candidates extrapolates CM-DARE's Duration ~ Size fit "

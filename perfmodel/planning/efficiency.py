@@ -483,7 +483,7 @@ def staleness_multiplier(n_workers, fit: dict | None = None):
         raise ValueError(f"n_workers must be whole numbers ≥ 1; got {n_workers!r}.")
     lo, hi = fit.get("min_workers"), fit.get("max_workers")
     if lo is not None and hi is not None:
-        from perfmodel.models._extrapolation import ExtrapolationWarning, how_far_outside
+        from perfmodel._extrapolation import ExtrapolationWarning, how_far_outside
 
         out = n[(n < lo) | (n > hi)]
         if out.size:

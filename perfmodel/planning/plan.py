@@ -5,7 +5,7 @@ and a number of training steps, and predicts for each:
 
 * **speed** (global steps/s) — :func:`perfmodel.models.predict_cluster_speed`: the PS model fitted on the CNN's own
   CM-DARE cluster runs when they exist, otherwise size-scaled shared PS terms plus the predicted single-worker step
-  time (:func:`perfmodel.models.predict_step_time`);
+  time (:func:`perfmodel.models.predict_cmdare_step_time`);
 * **time** — ``steps / speed``, plus the expected revocation overhead for transient clusters;
 * **revocations** — the renewal expectation of :func:`perfmodel.planning.revocation.expected_revocations` over the
   worker slots, from the CM-DARE lifetimes of the GPU (pooled or per region). The parameter servers are on-demand, as

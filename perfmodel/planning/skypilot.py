@@ -126,7 +126,7 @@ def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, stra
     if num_nodes > 1 and predict_kwargs.get("interconnect") is None:
         raise ValueError(f"num_nodes={num_nodes}: the GPUs of different nodes talk over the network, and perfmodel's "
                          "default interconnect is the GPU's NVLink (one node). Pass interconnect= the network between "
-                         "the nodes, e.g. 'infiniband-ndr' or 'ethernet-100g' (perfmodel.models.parallel.INTERCONNECTS).")
+                         "the nodes, e.g. 'infiniband-ndr' or 'ethernet-100g' (perfmodel.step.parallel.INTERCONNECTS).")
     if gpu_map is not None and not isinstance(gpu_map, dict):
         raise TypeError(f"gpu_map must be a dict of SkyPilot accelerator name -> perfmodel GPU id or GPUSpec; got "
                         f"{type(gpu_map).__name__}.")
@@ -134,7 +134,7 @@ def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, stra
     cache: dict = {}
 
     def estimate(resources) -> float:
-        from perfmodel.models.op_step_time import predict_step_time
+        from perfmodel.step.step_time import predict_step_time
 
         name, per_node = _accelerator(resources)
         n = per_node * num_nodes

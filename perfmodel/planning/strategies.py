@@ -62,7 +62,7 @@ def _positive_ints(name, values) -> list[int]:
 
 
 def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h):
-    from perfmodel.models.strategy import STRATEGIES, check_strategy_name, strategy_combinations
+    from perfmodel.step.strategy import STRATEGIES, check_strategy_name, strategy_combinations
 
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
@@ -107,11 +107,11 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         One sample without the batch dimension (required for modules and Hugging Face configs).
     strategies : sequence of str or dict, optional
         Strategies to try: ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` (over all the GPUs) and combinations
-        ``"dp2-tp2"``, ``"tp2-pp2"``, ``{"dp": 2, "pp": 2}`` ... (:func:`perfmodel.models.parallel.parse_strategy`); a
+        ``"dp2-tp2"``, ``"tp2-pp2"``, ``{"dp": 2, "pp": 2}`` ... (:func:`perfmodel.step.parallel.parse_strategy`); a
         combination whose degrees do not multiply to ``n_gpus`` is skipped with that reason. Default (None): the four
         single strategies and every combination ``dp × tp × pp = n_gpus``
-        (:func:`perfmodel.models.parallel.strategy_combinations`). The ``strategy`` column names each as
-        :func:`~perfmodel.models.parallel.parse_strategy` does on ``n_gpus`` (``"tp2"`` on 2 GPUs is ``"tp"``).
+        (:func:`perfmodel.step.parallel.strategy_combinations`). The ``strategy`` column names each as
+        :func:`~perfmodel.step.parallel.parse_strategy` does on ``n_gpus`` (``"tp2"`` on 2 GPUs is ``"tp"``).
     micro_batches : sequence of int
         Micro-batch counts to try (the pipeline's ``m``; gradient accumulation for the others).
     activation_checkpointing : bool or sequence of bool
@@ -122,9 +122,9 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         Price of one GPU-hour (USD); gives ``cost_per_step_usd = step_time_s × n_gpus × usd_per_gpu_h / 3600`` and makes
         cost a Pareto objective. None: ``usd_per_gpu_h`` and ``cost_per_step_usd`` are NaN.
     interconnect : str, Interconnect or dict, optional
-        Link between the GPUs (:func:`perfmodel.models.parallel.resolve_interconnect`), one for all the process groups;
+        Link between the GPUs (:func:`perfmodel.step.parallel.resolve_interconnect`), one for all the process groups;
         or a dict ``{"tp": ..., "pp": ..., "dp": ...}`` giving each group its own
-        (:func:`perfmodel.models.parallel.resolve_links`); default the GPU's own.
+        (:func:`perfmodel.step.parallel.resolve_links`); default the GPU's own.
 
     Returns
     -------
@@ -146,11 +146,11 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         Bad ``n_gpus``, ``micro_batches``, ``activation_checkpointing``, ``usd_per_gpu_h`` or a batch / optimizer
         :func:`perfmodel.predict_step_time` refuses; every combination skipped (the message lists their reasons).
     """
-    from perfmodel.models.workload import check_step_args
-    from perfmodel.models.kernels import gpu_specs
-    from perfmodel.models.one_step import add_recompute
-    from perfmodel.models.op_step_time import _step_time_only as predict_step_time  # memory is predicted apart here
-    from perfmodel.models.strategy import StrategyError, parse_strategy, resolve_links
+    from perfmodel.step.trace import check_step_args
+    from perfmodel.step.kernels import gpu_specs
+    from perfmodel.step.one_gpu import add_recompute
+    from perfmodel.step.step_time import _step_time_only as predict_step_time  # memory is predicted apart here
+    from perfmodel.step.strategy import StrategyError, parse_strategy, resolve_links
     from perfmodel.planning.memory import predict_memory
 
     n, strats, mbs, acs = _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h)

@@ -516,7 +516,7 @@ def test_matmuls_run_at_the_matrix_rate_where_the_vendor_blas_uses_matrix_cores_
 
 def test_gpu_columns_of_a_spec_of_its_required_fields_are_finite():
     """The per-operator model's GPU columns of GPUSpec's docstring example (no L2 given) are positive and finite."""
-    from perfmodel.models.op_latency import gpu_columns
+    from perfmodel.step.op_latency import gpu_columns
 
     cols = gpu_columns([GPUSpec("my-gpu", fp32_peak_tflops=40.0, memory_bandwidth_gb_per_s=1000.0, memory_gib=48, sm_count=100,
                                 bf16_peak_tflops=300.0)])

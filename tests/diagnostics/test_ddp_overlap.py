@@ -16,7 +16,7 @@ from perfmodel.diagnostics.ddp_overlap import (
     overlap_verdict,
     predict_ddp_overlap,
 )
-from perfmodel.models.collectives import Interconnect, allreduce_time
+from perfmodel.step.collectives import Interconnect, allreduce_time
 
 MiB = 2**20
 

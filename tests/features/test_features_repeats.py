@@ -12,7 +12,7 @@ from torch import nn
 
 from perfmodel.features import FeatureExtractionError, extract
 from perfmodel.features import _repeats as R
-from perfmodel.models.workload import compiled_work, work_from_ops
+from perfmodel.step.trace import compiled_work, work_from_ops
 
 SEQ, VOCAB = 8, 64
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-import perfmodel.models.op_latency as ol
-from perfmodel.models import op_fit as of
+import perfmodel.step.op_latency as ol
+from perfmodel.step import op_fit as of
 from perfmodel.cli import main
 from perfmodel.measure import MeasurementFileError
 from perfmodel.measure.ops import OP_COLUMNS, SHAPE_COLUMNS, check_precision, measure_ops, op_grid
@@ -133,7 +133,7 @@ def test_measured_rows_refit_the_operator_model(quick_rows, tmp_path):
 
 
 def test_measured_half_precision_rows_refit_the_half_precision_models(quick_rows, tmp_path):
-    from perfmodel.models.half_precision import HALF_CLASSES, companion_paths
+    from perfmodel.step.half_precision import HALF_CLASSES, companion_paths
 
     csv = _as_gpu(quick_rows, tmp_path / "ops.csv", precision="bf16")
     b = of.fit_op_model(csv, out=tmp_path / "mine.npz", params={"max_iter": 5, "min_gpu_rows": 5}, devices=("P4", "T4"),

@@ -10,9 +10,9 @@ import pytest
 
 import perfmodel as pm
 from perfmodel.models import ExtrapolationWarning
-from perfmodel.models.kernels import conformal_interval
-from perfmodel.models.one_step import add_recompute
-from perfmodel.models.op_step_time import STACK_BASIS
+from perfmodel.step.kernels import conformal_interval
+from perfmodel.step.one_gpu import add_recompute
+from perfmodel.step.step_time import STACK_BASIS
 
 TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128, bos_token_id=0,
                  eos_token_id=0)
@@ -93,7 +93,7 @@ def test_selective_recomputes_part_of_the_forward_pass_and_keeps_part_of_the_act
 
 
 def test_selective_mask_keeps_attention_and_every_other_matmul():
-    from perfmodel.models.workload import selective_recompute_mask
+    from perfmodel.step.trace import selective_recompute_mask
 
     rows = pd.DataFrame({"op": ["aten.mm", "aten.add", "aten.mm", "aten._scaled_dot_product_flash_attention_for_cpu",
                                 "aten.mm", "aten.mm", "aten.mm"],

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import perfmodel.models.op_latency as ol
-from perfmodel.models import _artifact
-from perfmodel.models._artifact import ArtifactError, TreeEnsemble
+import perfmodel.step.op_latency as ol
+from perfmodel.step import _artifact
+from perfmodel.step._artifact import ArtifactError, TreeEnsemble
 
 
 # --------------------------------------------------------------------------------------------------- a small artifact
@@ -447,7 +447,7 @@ def test_fuzzed_artifacts_never_crash_nor_predict_non_finite(small, tmp_path):
 
 def test_valid_artifacts_load_as_before(small):
     """The shipped models pass every check and predict exactly what the fitted trees do."""
-    import perfmodel.models.half_precision as hp
+    import perfmodel.step.half_precision as hp
 
     ol.load_bundle(ol.shipped_artifact_path(), sha256=ol.SHIPPED_SHA256)
     hp.load_half_bundle()

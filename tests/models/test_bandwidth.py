@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.models import bandwidth as bw
-from perfmodel.models._artifact import ArtifactError
-from perfmodel.models.op_latency import KERNEL_MIN_S
+from perfmodel.step import bandwidth as bw
+from perfmodel.step._artifact import ArtifactError
+from perfmodel.step.op_latency import KERNEL_MIN_S
 
 _HAS_NEUSIGHT = (Path(os.environ.get("PERFMODEL_DATA", "")) / "sitar-lab" / "NeuSight").is_dir()
 needs_data = pytest.mark.skipif(not _HAS_NEUSIGHT, reason="needs NeuSight's microbenchmarks in the data mirror (PERFMODEL_DATA)")
@@ -63,8 +63,8 @@ def test_errors_say_what_was_wrong(tmp_path):
 
 
 def test_memory_bound_kernels_in_half_precision_use_it():
-    from perfmodel.models.kernels import kernel_seconds
-    from perfmodel.models.op_latency import WORK_COLUMNS, step_design
+    from perfmodel.step.kernels import kernel_seconds
+    from perfmodel.step.op_latency import WORK_COLUMNS, step_design
 
     work = pd.DataFrame([("elementwise", 1e6, 6e8, 1e6 / 512, 5e7, 1, 1, 1), ("layernorm", 1e6, 2e8, 4096, 4096, 1, 4096, 1)],
                         columns=WORK_COLUMNS)

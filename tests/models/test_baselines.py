@@ -6,14 +6,14 @@ import warnings
 import pytest
 
 from perfmodel.datasets import gpu_spec
-from perfmodel.models.baselines import matmul_params, roofline_step_time, rule_of_thumb_step_time
+from perfmodel.step.baselines import matmul_params, roofline_step_time, rule_of_thumb_step_time
 
 LLAMA = dict(model_type="llama", vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256, tie_word_embeddings=False)
 
 
 def test_rule_of_thumb_is_6n_plus_12lhs_per_token_at_40_percent_of_peak():
-    from perfmodel.models.workload import model_input
+    from perfmodel.step.trace import model_input
 
     net = model_input(LLAMA, (128,), None)[0]
     n = matmul_params(net)

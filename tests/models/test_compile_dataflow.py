@@ -1,5 +1,5 @@
 """torch.compile as a dataflow model: what each fused kernel reads and writes, computed from the trace's dataflow
-(:mod:`perfmodel.features._dataflow`, :func:`perfmodel.models.workload.compiled_work`), on modules whose fused bytes
+(:mod:`perfmodel.features._dataflow`, :func:`perfmodel.step.trace.compiled_work`), on modules whose fused bytes
 can be written down by hand."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from perfmodel.features import extract
-from perfmodel.models.workload import _FUSABLE, compiled_work, work_from_ops
+from perfmodel.step.trace import _FUSABLE, compiled_work, work_from_ops
 
 B, D = 4, 256  # a batch of 4 rows of 256 FP32 features: one activation is N = 4 KiB
 N = B * D * 4

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from perfmodel.models.op_latency import FEATURE_GRID, on_feature_grid
+from perfmodel.step.op_latency import FEATURE_GRID, on_feature_grid
 
 
 def test_values_one_ulp_apart_land_on_the_same_grid_point():

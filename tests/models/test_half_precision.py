@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.models import _artifact
-from perfmodel.models import half_precision as hp
-from perfmodel.models import half_precision_scores as hps
-from perfmodel.models.op_latency import WORK_COLUMNS
+from perfmodel.step import _artifact
+from perfmodel.step import half_precision as hp
+from perfmodel.step import half_precision_scores as hps
+from perfmodel.step.op_latency import WORK_COLUMNS
 
 _HAS_VIDUR = (Path(os.environ.get("PERFMODEL_DATA", "")) / "microsoft" / "vidur").is_dir()
 needs_data = pytest.mark.skipif(not _HAS_VIDUR, reason="needs Vidur's profiles in the data mirror (PERFMODEL_DATA)")
@@ -62,7 +62,7 @@ def test_the_shipped_model_is_read_without_the_data_and_never_saw_an_h100(monkey
 
 
 def test_kernel_seconds_use_the_half_model_for_gemms_only():
-    from perfmodel.models.kernels import kernel_seconds
+    from perfmodel.step.kernels import kernel_seconds
 
     w = hp.vidur_work(pd.concat([_llama7b(o) for o in ("mlp_up_proj", "add", "input_layernorm")], ignore_index=True))
     conv = pd.DataFrame([("conv", 2 * 4096 * 576 * 64, 2e6, 32 * 1, 4096, 576, 64, 1), ("softmax", 5e6, 4e6, 1024, 1024, 1, 1024, 1)],
@@ -87,7 +87,7 @@ def test_rebuild_gives_the_shipped_half_artifact():
     import sklearn
 
     from _rebuild import check_rebuild
-    from perfmodel.models.op_latency import bundle_arrays, bundle_from_arrays
+    from perfmodel.step.op_latency import bundle_arrays, bundle_from_arrays
 
     header, arrays = _artifact.load(hp.half_artifact_path(), sha256=hp.HALF_SHA256)
     rebuilt = hp.fit_half_bundle()

@@ -6,9 +6,9 @@ pytest.importorskip("transformers")
 
 import perfmodel as pm
 from perfmodel._errors import UnknownNameError
-from perfmodel.models.hetero import _split_by_speed, mix_label, parse_mix, predict_mixed_step_time
-from perfmodel.models.collectives import Interconnect, resolve_interconnect
-from perfmodel.models.parallel import exposed_bucket_allreduce
+from perfmodel.step.hetero import _split_by_speed, mix_label, parse_mix, predict_mixed_step_time
+from perfmodel.step.collectives import Interconnect, resolve_interconnect
+from perfmodel.step.parallel import exposed_bucket_allreduce
 
 CFG = dict(model_type="gpt2", n_layer=2, n_embd=128, n_head=4, vocab_size=500, n_positions=64, bos_token_id=0, eos_token_id=0)
 KW = dict(input_shape=(64,), precision="fp32", optimizer="adam")
@@ -55,7 +55,7 @@ def test_equal_split_is_the_slowest_single_gpu_step_plus_exposed_allreduce():
     slow = single["step_time_s"].idxmax()
     assert r["local_batches"] == "H100:4,T4:4" and r["slowest_gpu"] == slow
     assert r["compute_s"] == pytest.approx(single.loc[slow, "step_time_s"])
-    params = sum(p.numel() for p in pm.models.parallel.model_and_layout(CFG, (64,))[0].parameters())
+    params = sum(p.numel() for p in pm.step.parallel.model_and_layout(CFG, (64,))[0].parameters())
     exposed, total = exposed_bucket_allreduce(single.loc[slow, "backward_s"], params * 4, 4, resolve_interconnect("ethernet-100g"))
     assert r["comm_s"] == pytest.approx(exposed) and r["comm_total_s"] == pytest.approx(total)
     assert r["step_time_s"] == pytest.approx(r["compute_s"] + r["comm_s"])

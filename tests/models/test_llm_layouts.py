@@ -10,11 +10,11 @@ import pytest
 import perfmodel as pm
 from perfmodel._errors import UnknownNameError
 from perfmodel.models import ExtrapolationWarning
-from perfmodel.models.op_step_time import OutOfMemoryWarning
-from perfmodel.models.workload import checkpointed_layers, checkpointing_mode
-from perfmodel.models.strategy import StrategyError, crosses_nodes, pipeline_virtual_stages
-from perfmodel.models.workload import context_parallel_work, model_and_layout
-from perfmodel.models.parallel import pipeline_time
+from perfmodel.step.step_time import OutOfMemoryWarning
+from perfmodel.step.trace import checkpointed_layers, checkpointing_mode
+from perfmodel.step.strategy import StrategyError, crosses_nodes, pipeline_virtual_stages
+from perfmodel.step.trace import context_parallel_work, model_and_layout
+from perfmodel.step.parallel import pipeline_time
 
 LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
@@ -87,8 +87,7 @@ def test_fsdp_with_pipeline_gathers_once_and_keeps_the_stage_whole():
 # -- context parallelism ----------------------------------------------------------------------------------------------
 
 def test_context_parallel_rank_attends_to_the_whole_sequence():
-    from perfmodel.models import workload as wl
-
+    from perfmodel.step import trace as wl
     net, shape, dt, vocab, name, lay = model_and_layout(LLAMA, (64,), None)
     w = wl.step_work(net, (32,), dt, vocab, batch_size=1, prec="bf16", optimizer=None, inference=False)
     cp = context_parallel_work(w, 2, lay)

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 import perfmodel as pm
-from perfmodel.models import kernels as kn
-
+from perfmodel.step import kernels as kn
 MODELS = ("resnet-15", "resnet-32", "custom-resnet-5", "shake-shake-16", "shake-shake-big")
 GPUS = ("V100", "A100", "H100")
 BATCHES = (16, 32, 48, 64, 96, 128, 192, 256, 384)

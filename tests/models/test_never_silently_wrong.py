@@ -91,7 +91,7 @@ def _check_prediction(out):
 
 def test_tiny_mlp_has_positive_intervals_and_a_warning_that_says_how_far_outside():
     with pytest.warns(ExtrapolationWarning) as rec:
-        out = pm.models.predict_step_time(_tiny_mlp(), GPUS)
+        out = pm.models.predict_cmdare_step_time(_tiny_mlp(), GPUS)
     _check_prediction(out)
     msg = str(rec[0].message)
     assert rec[0].filename.endswith("test_never_silently_wrong.py")  # points at the caller
@@ -104,7 +104,7 @@ def test_tiny_mlp_has_positive_intervals_and_a_warning_that_says_how_far_outside
 
 def test_wide_conv_is_not_predicted_slower_on_v100_than_on_p100():
     with pytest.warns(ExtrapolationWarning, match="trainable_tensors 6 is 8.33x below"):
-        out = pm.models.predict_step_time(_wide_conv(), ["P100", "V100", "H100"]).set_index("gpu")
+        out = pm.models.predict_cmdare_step_time(_wide_conv(), ["P100", "V100", "H100"]).set_index("gpu")
     assert out.loc["V100", "step_time_s"] < out.loc["P100", "step_time_s"]
     assert out.loc["V100", "basis"].startswith("P100 prediction x (peak TFLOPS P100/V100)^0.718")
     _check_prediction(out.reset_index())
@@ -113,10 +113,10 @@ def test_wide_conv_is_not_predicted_slower_on_v100_than_on_p100():
 def test_a_training_cnn_on_measured_gpus_does_not_warn_and_alpha_is_validated():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = pm.models.predict_step_time("resnet-32", ["K80", "P100"])
+        out = pm.models.predict_cmdare_step_time("resnet-32", ["K80", "P100"])
     _check_prediction(out)
-    with pytest.raises(ValueError, match=r"predict_step_time: alpha must be a number in \(0, 1\).*got 2"):
-        pm.models.predict_step_time("resnet-32", "K80", alpha=2)
+    with pytest.raises(ValueError, match=r"predict_cmdare_step_time: alpha must be a number in \(0, 1\).*got 2"):
+        pm.models.predict_cmdare_step_time("resnet-32", "K80", alpha=2)
 
 
 def _row(flops, act, params, tensors, n_conv):
@@ -131,7 +131,7 @@ def _row(flops, act, params, tensors, n_conv):
 def test_property_random_feature_rows_give_positive_ordered_consistent_predictions(flops, act, params, tensors, n_conv, gpus, alpha):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
-        out = pm.models.predict_step_time(_row(flops, act, params, tensors, n_conv), gpus, alpha=alpha)
+        out = pm.models.predict_cmdare_step_time(_row(flops, act, params, tensors, n_conv), gpus, alpha=alpha)
     assert list(out["gpu"]) == gpus
     _check_prediction(out)
 
@@ -161,7 +161,7 @@ def _random_net(draw):
 def test_property_random_small_networks(net, gpus):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
-        out = pm.models.predict_step_time(net, gpus)
+        out = pm.models.predict_cmdare_step_time(net, gpus)
     _check_prediction(out)
 
 
@@ -294,7 +294,7 @@ def test_predict_cluster_speed_warns_beyond_measured_and_explains_the_one_worker
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         c = pm.models.predict_cluster_speed("resnet-32", "P100", workers=[1, 8], n_ps=1)
-    step = pm.models.predict_step_time("resnet-32", "P100")
+    step = pm.models.predict_cmdare_step_time("resnet-32", "P100")
     assert c["single_worker_speed_steps_per_s"].iloc[0] == pytest.approx(step["speed_steps_per_s"].iloc[0])
     one = c[c.n_workers == 1].iloc[0]
     assert one["measured_speed_steps_per_s"] == pytest.approx(11.48, abs=0.01)
@@ -359,7 +359,7 @@ def test_a_linear_fit_crossing_zero_falls_back_to_the_log_log_fit():
     s = s[s["gpu"].astype(str) == "K80"].copy()
     s["step_time_s"] = s["step_time_s"] ** 2 * 5  # convex in the features: the fitted line's intercept is negative
     with pytest.warns(ExtrapolationWarning, match="train_step_flops"):
-        out = pm.models.predict_step_time(_row(1e4, 1e4, 100, 2, 1), ["K80", "P100"], samples=s)
+        out = pm.models.predict_cmdare_step_time(_row(1e4, 1e4, 100, 2, 1), ["K80", "P100"], samples=s)
     _check_prediction(out)
     assert out.loc[0, "basis"].startswith("log-log on graph features, fitted on 260 K80 samples (the linear fit is ≤ 0 s")
 
@@ -409,7 +409,7 @@ def test_a_step_that_does_not_fit_says_so_in_its_row_and_on_the_screen():
     """A step time for a run that would stop with out-of-memory is flagged: ``fits`` False with the bytes per GPU, and
     an OutOfMemoryWarning naming the GPU (predict_memory's numbers)."""
     import perfmodel as pm
-    from perfmodel.models.op_step_time import OutOfMemoryWarning
+    from perfmodel.step.step_time import OutOfMemoryWarning
 
     cfg = {"model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "n_positions": 1024}
     with pytest.warns(OutOfMemoryWarning, match=r"does not fit in GPU memory on T4 \([0-9.]+ GiB of 15\.[0-9] GiB\)|does not fit in GPU memory on T4 \([0-9.]+ GiB of 1[0-9]\.[0-9]\)"):

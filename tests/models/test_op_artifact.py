@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import perfmodel.models.op_latency as ol
-from perfmodel.models import op_fit as of
-from perfmodel.models import _artifact
-from perfmodel.models._artifact import ArtifactError, TreeEnsemble
+import perfmodel.step.op_latency as ol
+from perfmodel.step import op_fit as of
+from perfmodel.step import _artifact
+from perfmodel.step._artifact import ArtifactError, TreeEnsemble
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_first_prediction_reads_the_shipped_model_and_fits_nothing(fresh_default
 
 def test_shipped_model_was_fitted_on_the_registered_data():
     """Its key is the hash of the code version and of every NeuSight training file's registered sha256: a change in
-    either makes this fail until the artifact is rebuilt (`perfmodel fit --out perfmodel/models/fitted/op_latency.npz`)."""
+    either makes this fail until the artifact is rebuilt (`perfmodel fit --out perfmodel/step/fitted/op_latency.npz`)."""
     header, _ = _artifact.load(ol.shipped_artifact_path(), sha256=ol.SHIPPED_SHA256)
     assert header["key"] == ol._cache_key()
     assert header["model_version"] == ol.MODEL_VERSION
@@ -128,7 +128,7 @@ def test_rebuild_gives_the_shipped_artifact():
 
 
 _CONCURRENT = """
-import sys, perfmodel.models.op_fit as of
+import sys, perfmodel.step.op_fit as of
 b = of.fit_op_model(out=sys.argv[1], params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"), progress=False)
 print("FITTED" if b["fitted"] else "READ", b["sha256"])
 """

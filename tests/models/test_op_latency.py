@@ -6,9 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfmodel.models import op_latency as ol
-
-
+from perfmodel.step import op_latency as ol
 def test_op_work_known_answers():
     ops = pd.DataFrame([
         dict(op_class="matmul", b=2, m=256, n=64, k=300),
@@ -34,7 +32,7 @@ def op_work(ops):
 def test_roofline_is_the_bound_of_the_gpu():
     """A 4096³ FP32 GEMM on an A100-PCIe-40GB: 1.37e11 FLOP at 19.5 TFLOPS is compute-bound (7.05 ms); a 1e8-element
     add at 1555 GB/s is memory-bound (1.2e9 B → 0.772 ms)."""
-    from perfmodel.models.op_latency import _roofline_s
+    from perfmodel.step.op_latency import _roofline_s
 
     work = ol.op_work(pd.DataFrame([dict(op_class="matmul", b=1, m=4096, n=4096, k=4096),
                                     dict(op_class="elementwise", b=1, h=10**8, n_inputs=2)]))

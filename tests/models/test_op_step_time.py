@@ -62,7 +62,7 @@ def test_extrapolation_and_precision_warn():
                                                   r"half-precision GEMM model was fitted on \(A100 312\)"):
         pm.predict_step_time(TINY_GPT2, "B200", input_shape=(32,), batch_size=2, precision="bf16")
     # a user's refit predicts every precision: the FP32-learned wording comes back
-    from perfmodel.models.op_latency import default_op_model, using_op_model
+    from perfmodel.step.op_latency import default_op_model, using_op_model
 
     with using_op_model(default_op_model()), pytest.warns(ExtrapolationWarning, match="precision bf16: the efficiencies were "
                                                                                        "learned on FP32"):

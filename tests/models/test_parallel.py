@@ -12,10 +12,10 @@ import pytest
 import perfmodel as pm
 from perfmodel.datasets import UnknownNameError
 from perfmodel.models import ExtrapolationWarning
-from perfmodel.models.parallel import DDP_BUCKET_BYTES, bucket_sizes, exposed_bucket_allreduce, pipeline_time
-from perfmodel.models.collectives import (Interconnect, allgather_time, allreduce_time, p2p_time, reduce_scatter_time,
+from perfmodel.step.parallel import DDP_BUCKET_BYTES, bucket_sizes, exposed_bucket_allreduce, pipeline_time
+from perfmodel.step.collectives import (Interconnect, allgather_time, allreduce_time, p2p_time, reduce_scatter_time,
                                           resolve_interconnect)
-from perfmodel.models.strategy import StrategyError
+from perfmodel.step.strategy import StrategyError
 
 TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128)
 #: large enough that its kernels are above the launch floor (where splitting work saves time)
@@ -177,8 +177,8 @@ def test_fsdp_and_pipeline():
 
 
 def test_fused_adam_moves_seven_parameter_sizes():
-    from perfmodel.models import op_step_time as ost
-    from perfmodel.models import workload as wl
+    from perfmodel.step import step_time as ost
+    from perfmodel.step import trace as wl
     from perfmodel.zoo import hf
 
     net = hf.build(TINY_GPT2, attn_implementation="eager")

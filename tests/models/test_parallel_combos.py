@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 import perfmodel as pm
 from perfmodel.datasets import UnknownNameError, neusight_model_config
 from perfmodel.models import ExtrapolationWarning
-from perfmodel.models.one_step import add_recompute
-from perfmodel.models.collectives import Interconnect, allgather_time, allreduce_time, p2p_time, resolve_interconnect
-from perfmodel.models.strategy import (StrategyError, check_strategy_name, parse_strategy, resolve_links,
+from perfmodel.step.one_gpu import add_recompute
+from perfmodel.step.collectives import Interconnect, allgather_time, allreduce_time, p2p_time, resolve_interconnect
+from perfmodel.step.strategy import (StrategyError, check_strategy_name, parse_strategy, resolve_links,
                                        strategy_combinations)
-from perfmodel.models.workload import model_layout
+from perfmodel.step.trace import model_layout
 from perfmodel.planning import explore_strategies, plot_strategies
 
 #: 4 layers, 4 heads: tp up to 4, pp up to 4
@@ -371,7 +371,7 @@ def test_pipeline_compute_does_not_move_with_the_link():
 def test_a_combination_over_more_gpus_is_an_error_on_one_gpu():
     net = __import__("torch").nn.Linear(8, 8)
     assert pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, strategy="tp")["step_time_s"].iloc[0] > 0
-    with pytest.raises(pm.models.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
+    with pytest.raises(pm.step.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
         pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, strategy="dp2-tp2")
 
 
@@ -383,9 +383,9 @@ def test_models_without_repeated_layers_still_run_data_parallel():
     for n, strat in ((1, "dp"), (2, "dp"), (2, "fsdp")):
         assert pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, n_gpus=n, strategy=strat)["fits"].all()
         assert pm.predict_step_time(net, "A100", input_shape=(8,), batch_size=4, n_gpus=n, strategy=strat)["step_time_s"].iloc[0] > 0
-    with pytest.raises(pm.models.parallel.StrategyError, match="needs at least 2 layers"):
+    with pytest.raises(pm.step.parallel.StrategyError, match="needs at least 2 layers"):
         pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, n_gpus=2, strategy="pp")
-    with pytest.raises(pm.models.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
+    with pytest.raises(pm.step.parallel.StrategyError, match=r"multiply to dp2 x tp2 = 4, but n_gpus = 1"):
         pm.predict_memory(net, "A100", input_shape=(8,), batch_size=4, strategy="dp2-tp2")
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from perfmodel.datasets import GPUSpec, InvalidGPUSpecError, gpu_spec
 from perfmodel._errors import UnknownNameError
-from perfmodel.models.collectives import resolve_interconnect
+from perfmodel.step.collectives import resolve_interconnect
 
 
 def _pcie_card(gen):
@@ -40,7 +40,7 @@ def test_amd_8_gpu_platforms_talk_over_infinity_fabric_not_pcie():
     """MI300X/MI325X/MI355X: 7 Infinity Fabric links to the other GPUs of the platform (896 / 1075.2 GB/s aggregate,
     the datasheets), halved per direction at the assumed efficiency; before, they fell back to PCIe 5 (63 GB/s)."""
     from perfmodel.datasets import gpu_spec
-    from perfmodel.models.collectives import NCCL_EFFICIENCY, infinity_fabric
+    from perfmodel.step.collectives import NCCL_EFFICIENCY, infinity_fabric
 
     for gpu, agg in (("MI300X", 896.0), ("MI325X", 896.0), ("MI355X", 1075.2)):
         link = resolve_interconnect(gpu=gpu)

@@ -156,7 +156,7 @@ def test_objects_are_frozen_and_the_run_is_said_once():
         pm.predict(w, pm.Parallelism(), "H100")
     with pytest.raises(TypeError, match="parallelism"):
         pm.predict(w, "H100", 4)
-    with pytest.raises(pm.models.parallel.StrategyError):
+    with pytest.raises(pm.step.parallel.StrategyError):
         pm.predict(w, pm.Cluster("H100", n_gpus=6), "dp4-tp2")
 
 

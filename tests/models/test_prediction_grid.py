@@ -72,7 +72,7 @@ CASES = [
 
 def _call(fn: str, args, kw) -> pd.DataFrame:
     import perfmodel as pm
-    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel._extrapolation import ExtrapolationWarning
 
     f = getattr(pm, fn) if hasattr(pm, fn) else getattr(pm.planning, fn)
     with warnings.catch_warnings():

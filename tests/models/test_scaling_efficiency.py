@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("transformers")
 
 import perfmodel as pm
-from perfmodel.models.hetero import predict_mixed_step_time
+from perfmodel.step.hetero import predict_mixed_step_time
 
 CFG = dict(model_type="gpt2", n_layer=4, n_embd=256, n_head=8, vocab_size=1000, n_positions=128, bos_token_id=0, eos_token_id=0)
 KW = dict(input_shape=(128,), precision="bf16", optimizer="adam")
@@ -23,9 +23,9 @@ def test_scaling_efficiency_is_at_most_one(gpu, link):
         for n in (2, 4, 8):
             share = float(pm.predict_step_time(CFG, gpu, batch_size=B // n, **KW)["step_time_s"].iloc[0]) - opt
             bound = max(1.0, t1 / (n * share + opt))
-            combos = [pm.models.parallel.parse_strategy(c, n)["name"] for c in pm.models.parallel.strategy_combinations(n)]
+            combos = [pm.step.parallel.parse_strategy(c, n)["name"] for c in pm.step.parallel.strategy_combinations(n)]
             for strat in ["dp", "fsdp", "tp", *(["pp"] if n <= 4 else []), *combos]:  # CFG has 4 layers
-                if "pp" in strat and pm.models.parallel.parse_strategy(strat, n)["pp"] > 4:
+                if "pp" in strat and pm.step.parallel.parse_strategy(strat, n)["pp"] > 4:
                     continue
                 tn = float(pm.predict_step_time(CFG, gpu, batch_size=B, n_gpus=n, strategy=strat, interconnect=link,
                                                 **KW)["step_time_s"].iloc[0])
@@ -42,7 +42,7 @@ def test_a_mix_is_no_faster_than_its_gpus_would_be_if_all_were_the_fastest():
 def test_in_half_precision_the_single_gpu_model_is_not_superlinear():
     """The exception above came from the single-GPU model: on the L4 at a large batch, the trees' elementwise
     efficiency made n GPUs each running B/n faster than one GPU running B. In half precision the memory-bound kernels
-    are now their bytes at one learned bandwidth efficiency (perfmodel.models.bandwidth), so a step of B/n samples
+    are now their bytes at one learned bandwidth efficiency (perfmodel.step.bandwidth), so a step of B/n samples
     takes at least 1/n of a step of B: the bound is 1."""
     one = pm.predict_step_time(CFG, "L4", batch_size=512, **KW).iloc[0]
     share = float(pm.predict_step_time(CFG, "L4", batch_size=64, **KW)["step_time_s"].iloc[0]) - float(one["optimizer_s"])

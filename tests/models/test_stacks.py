@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import perfmodel as pm
-from perfmodel.models.kernels import FUSED_ATTENTION_EFFICIENCY, TE_FUSED_ATTENTION_EFFICIENCY, fused_attention_floor_s
-from perfmodel.models.workload import model_input, step_ops, step_work, te_ops
+from perfmodel.step.kernels import FUSED_ATTENTION_EFFICIENCY, TE_FUSED_ATTENTION_EFFICIENCY, fused_attention_floor_s
+from perfmodel.step.trace import model_input, step_ops, step_work, te_ops
 
 LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)

@@ -90,7 +90,7 @@ def test_predict_step_time_for_a_zoo_id_a_module_and_a_features_row():
 
     import perfmodel as pm
 
-    a = pm.models.predict_step_time("resnet-32", ["K80", "P100", "V100"])
+    a = pm.models.predict_cmdare_step_time("resnet-32", ["K80", "P100", "V100"])
     assert list(a["gpu"]) == ["K80", "P100", "V100"] and (a["lower_s"] < a["step_time_s"]).all() and (a["step_time_s"] < a["upper_s"]).all()
     assert a["basis"].str.startswith("linear on graph features").tolist() == [True, True, False]
     measured = pm.datasets.load_speed_samples().groupby(["gpu", "model"], observed=True)["step_time_s"].mean()
@@ -98,9 +98,9 @@ def test_predict_step_time_for_a_zoo_id_a_module_and_a_features_row():
     assert a.loc[1, "step_time_s"] == pytest.approx(measured[("P100", "resnet-32")], rel=0.10)
     np.testing.assert_allclose(a["speed_steps_per_s"], 1 / a["step_time_s"])
     torch.manual_seed(0)
-    b = pm.models.predict_step_time(pm.zoo.build("resnet-32"), ["K80", "P100", "V100"])
+    b = pm.models.predict_cmdare_step_time(pm.zoo.build("resnet-32"), ["K80", "P100", "V100"])
     row = pm.features.extract("resnet-32", (3, 32, 32))
-    c = pm.models.predict_step_time(row, ["K80", "P100", "V100"])
+    c = pm.models.predict_cmdare_step_time(row, ["K80", "P100", "V100"])
     np.testing.assert_allclose(b["step_time_s"], a["step_time_s"], rtol=1e-9)
     np.testing.assert_allclose(c["step_time_s"], a["step_time_s"], rtol=1e-9)
 
@@ -109,11 +109,26 @@ def test_predict_step_time_errors():
     import perfmodel as pm
 
     with pytest.raises(pm.datasets.UnknownNameError, match="GPU"):
-        pm.models.predict_step_time("resnet-32", ["X99"])
+        pm.models.predict_cmdare_step_time("resnet-32", ["X99"])
     with pytest.raises(ValueError, match="at least one GPU"):
-        pm.models.predict_step_time("resnet-32", [])
+        pm.models.predict_cmdare_step_time("resnet-32", [])
     row = pm.features.extract("resnet-32", (3, 32, 32), batch_size=4)
     with pytest.raises(ValueError, match="batch_size=1"):
-        pm.models.predict_step_time(row, "K80")
+        pm.models.predict_cmdare_step_time(row, "K80")
     with pytest.raises(ValueError, match="one-row frame"):
-        pm.models.predict_step_time(pd.concat([row, row]), "K80")
+        pm.models.predict_cmdare_step_time(pd.concat([row, row]), "K80")
+
+
+def test_the_old_name_of_cmdare_s_regressor_warns_and_answers_as_the_new_one():
+    import warnings
+
+    import perfmodel as pm
+
+    from perfmodel.models.step_time import predict_cmdare_step_time, predict_step_time
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pm.models.ExtrapolationWarning)
+        new = predict_cmdare_step_time("resnet-32", ["K80", "P100"])
+        with pytest.warns(DeprecationWarning, match="predict_cmdare_step_time"):
+            old = pm.models.predict_step_time("resnet-32", ["K80", "P100"])
+    pd.testing.assert_frame_equal(old, new)

@@ -3,10 +3,8 @@ import pytest
 import torch
 
 import perfmodel as pm
-from perfmodel.models import workload as wl
-from perfmodel.models import kernels as kn
-
-
+from perfmodel.step import trace as wl
+from perfmodel.step import kernels as kn
 def _net(width):
     return torch.nn.Sequential(torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import perfmodel.models.half_precision as hp
-import perfmodel.models.op_latency as ol
-from perfmodel.models import op_fit as of
-from perfmodel.models._artifact import ArtifactError
+import perfmodel.step.half_precision as hp
+import perfmodel.step.op_latency as ol
+from perfmodel.step import op_fit as of
+from perfmodel.step._artifact import ArtifactError
 
 H100 = "NVIDIA H100 80GB HBM3"  # as torch.cuda.get_device_name() spells it
 FAST = dict(params={"max_iter": 5, "min_gpu_rows": 50}, devices=("P4", "T4"), progress=False)

@@ -47,7 +47,7 @@ def test_published_errors_are_neusights_own(bench):
 
 
 def test_the_predictor_never_saw_a_benchmark_gpu():
-    from perfmodel.models.op_latency import default_op_model
+    from perfmodel.step.op_latency import default_op_model
 
     assert not set(pm.figures.BENCHMARK_GPUS) - {"V100-PCIe-32GB"} & set(default_op_model().training_devices_)
 
@@ -94,7 +94,7 @@ def test_every_amd_label_is_predicted_and_scored_apart(amd):
     assert s.loc["all", "perfmodel_mape_pct"] <= 15
     i = pm.figures.neusight_benchmark_summary(amd, mode="inf").set_index("gpu")
     assert i.loc["all", "n_labels"] == 28 and i.loc["all", "neusight_mape_pct"] == pytest.approx(8.82, abs=0.01)
-    from perfmodel.models.op_latency import default_op_model
+    from perfmodel.step.op_latency import default_op_model
 
     assert not set(pm.figures.AMD_BENCHMARK_GPUS) & set(default_op_model().training_devices_)
 
@@ -102,7 +102,7 @@ def test_every_amd_label_is_predicted_and_scored_apart(amd):
 def test_a_gpu_spec_of_its_required_fields_alone_is_predicted():
     """GPUSpec's docstring example (no L2 given) predicts: l2_mib takes its documented default."""
     from perfmodel.datasets import DEFAULT_L2_MIB, GPUSpec
-    from perfmodel.models.op_step_time import predict_step_time
+    from perfmodel.step.step_time import predict_step_time
 
     spec = GPUSpec("my-gpu", fp32_peak_tflops=40.0, memory_bandwidth_gb_per_s=1000.0, memory_gib=48, sm_count=100,
                    bf16_peak_tflops=300.0)

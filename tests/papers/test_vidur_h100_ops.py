@@ -41,8 +41,8 @@ def test_protocols_score_a_gpu_never_in_their_training_set(data):
 def test_memory_bound_kernels_use_the_bandwidth_efficiency_learned_on_pytorch_kernels(data):
     """Vidur's norms and elementwise operators are predicted as the step predictor predicts a memory-bound kernel in
     half precision (the bandwidth model at the kernel's FP16 bytes), the GEMMs by the half-precision GEMM model."""
-    from perfmodel.models.bandwidth import bandwidth_model
-    from perfmodel.models.half_precision import vidur_rows
+    from perfmodel.step.bandwidth import bandwidth_model
+    from perfmodel.step.half_precision import vidur_rows
 
     X = vidur_rows(("h100",))
     h = data[(data["protocol"] == "leave-h100-out") & (data["operator"] != "all")].set_index(["predictor", "operator"])

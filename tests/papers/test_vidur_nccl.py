@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from perfmodel._errors import UnknownNameError
-from perfmodel.models import collectives
-from perfmodel.models.collectives import allreduce_time, p2p_time, resolve_interconnect
+from perfmodel.step import collectives
+from perfmodel.step.collectives import allreduce_time, p2p_time, resolve_interconnect
 from perfmodel.papers.external import vidur_nccl as item
 
 

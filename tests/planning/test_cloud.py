@@ -10,7 +10,7 @@ pytest.importorskip("transformers")
 from perfmodel import datasets as ds
 from perfmodel._errors import UnknownNameError
 from perfmodel.datasets.reference import GPU_PRICE_COLUMNS, load_gpu_prices
-from perfmodel.models.strategy import StrategyError
+from perfmodel.step.strategy import StrategyError
 from perfmodel.planning import PlanInfeasibleError, cheapest_within_deadline, fastest_within_budget, plan_cloud
 
 CFG = dict(model_type="gpt2", n_layer=4, n_embd=256, n_head=8, vocab_size=1000, n_positions=128, bos_token_id=0, eos_token_id=0)
@@ -406,7 +406,7 @@ def test_checkpoint_extrapolation_is_one_summarised_warning():
     """Every candidate whose state lies outside the checkpoint fit used to warn on its own (one line per size)."""
     import warnings
 
-    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel._extrapolation import ExtrapolationWarning
 
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")

@@ -36,7 +36,7 @@ def test_mixed_rows_rent_both_types_in_one_place(frame):
 
 
 def test_mixed_rows_carry_the_mixed_step_time(frame):
-    from perfmodel.models.hetero import predict_mixed_step_time
+    from perfmodel.step.hetero import predict_mixed_step_time
 
     row = frame[(frame["strategy"] == "dp-mixed") & (frame["batch_size"] == 16)].iloc[0]
     want = predict_mixed_step_time(CFG, {"H100": 1, "L4": 3}, batch_size=16, input_shape=(64,), precision="fp32", optimizer="adam")

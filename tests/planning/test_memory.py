@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import perfmodel as pm
 from perfmodel.datasets import GPUSpec, UnknownNameError
-from perfmodel.models.strategy import StrategyError
+from perfmodel.step.strategy import StrategyError
 
 TINY_GPT2 = dict(model_type="gpt2", n_layer=4, n_embd=64, n_head=4, vocab_size=512, n_positions=128)
 # per layer: c_attn 64x192 + 192, c_proj 64x64 + 64, c_fc 64x256 + 256, c_proj 256x64 + 64, two layer norms; embeddings

@@ -280,9 +280,8 @@ def test_bad_config_json_gives_one_clear_project_error(config, match):
 
 
 def test_predict_model_input_refuses_json_null_and_lists_with_the_project_error():
-    from perfmodel.models import op_step_time as ost
-    from perfmodel.models import workload as wl
-
+    from perfmodel.step import step_time as ost
+    from perfmodel.step import trace as wl
     for bad, shown in (([], r"list \[\]"), (None, r"null \(None\)")):
         with pytest.raises(ModelConfigError, match=rf"model must be a zoo id.*got {shown}\. Pass one of these"):
             wl.model_input(bad, (16,), None)

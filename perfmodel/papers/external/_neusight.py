@@ -6,7 +6,7 @@ The labels are single-GPU FP32 training steps (TF32 off), forward + backward wit
 inference forward passes (eager, not the ``torch.compile`` runs), on the GPUs NeuSight tests on: V100-PCIe-32GB,
 A100-PCIe-80GB, L4 and H100 (``perfmodel.datasets.load_neusight_labels``). The
 predictor never saw a label, nor any measurement of A100-80GB, L4 or H100: its operator model is fitted on the
-microbenchmarks of NeuSight's five training GPUs only (``perfmodel.models.op_latency``).
+microbenchmarks of NeuSight's five training GPUs only (``perfmodel.step.op_latency``).
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def neusight_benchmark_data() -> pd.DataFrame:
         ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``error_pct`` (signed, ``(predicted − measured) / measured``),
         ``abs_error_pct``, ``covered`` (measured inside the interval), ``status`` (``predicted``, or why not),
         ``rule_of_thumb_ms`` and ``rule_of_thumb_abs_error_pct`` (the baseline on the same label:
-        :func:`perfmodel.models.baselines.rule_of_thumb_step_time` at FP32, MFU 0.4), and the
+        :func:`perfmodel.step.baselines.rule_of_thumb_step_time` at FP32, MFU 0.4), and the
         published absolute errors ``<method>_error_pct`` of NeuSight, Li et al., roofline and Habitat (NaN where NeuSight
         publishes none).
     """
@@ -67,10 +67,10 @@ def _benchmark_rows(gpus: tuple[str, ...]) -> pd.DataFrame:
     import warnings
 
     from perfmodel.datasets import canonical_gpu, load_neusight_errors, load_neusight_labels, neusight_traced_config
-    from perfmodel.models.baselines import rule_of_thumb_step_time
-    from perfmodel.models.op_step_time import predict_step_time
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+    from perfmodel.step.step_time import predict_step_time
 
-    from perfmodel.models._extrapolation import ExtrapolationWarning
+    from perfmodel._extrapolation import ExtrapolationWarning
 
     lab = load_neusight_labels()
     lab = lab[(lab["parallel"] == "none") & ~lab["fused"]].copy()
@@ -189,8 +189,8 @@ def cmdare_op_model_data() -> pd.DataFrame:
 
     from perfmodel.datasets import load_speed_samples
     from perfmodel.diagnostics.metrics import mape
-    from perfmodel.models._extrapolation import ExtrapolationWarning
-    from perfmodel.models.op_step_time import predict_step_time
+    from perfmodel._extrapolation import ExtrapolationWarning
+    from perfmodel.step.step_time import predict_step_time
 
     s = load_speed_samples()
     m = s.groupby(["model", "gpu"], observed=True)["step_time_s"].agg(measured_s="mean", n_samples="size").reset_index()

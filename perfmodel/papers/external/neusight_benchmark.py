@@ -67,7 +67,7 @@ def _mape_rows(d: pd.DataFrame, prefix: str, everything: str) -> list[dict]:
                              value=float(grp["rule_of_thumb_abs_error_pct"].mean()),
                              protocol=f"the baseline on the same {len(grp)} labels of {on}: mean absolute % error of the rule "
                                       "of thumb, (6N + 12·L·h·s) FLOPs per token (2N + 4·L·h·s for inference) at 40 % of "
-                                      "the dense FP32 peak (perfmodel.models.baselines.rule_of_thumb_step_time)"))
+                                      "the dense FP32 peak (perfmodel.step.baselines.rule_of_thumb_step_time)"))
             pub = grp["neusight_error_pct"].dropna()
             if len(pub):
                 rows.append(dict(quantity=f"{prefix}{mode}_{str(g).lower()}_neusight_published_mape_pct", unit="pct", value=float(pub.mean()),

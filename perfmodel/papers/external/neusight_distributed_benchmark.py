@@ -2,7 +2,7 @@
 
 Predicted from the single-GPU operator model and the alpha-beta communication model; the labels are test data only.
 
-An external benchmark: perfmodel's cluster step time (:mod:`perfmodel.models.parallel` on the per-operator model) on
+An external benchmark: perfmodel's cluster step time (:mod:`perfmodel.step.parallel` on the per-operator model) on
 NeuSight's eleven 4-GPU training labels (Lee et al., ASPLOS'25; sitar-lab/NeuSight @ 6945927), next to NeuSight's own
 predictions of them.
 
@@ -67,7 +67,7 @@ def neusight_distributed_data() -> pd.DataFrame:
         ``device`` (NeuSight's name), ``gpu`` (catalog id), ``model``, ``seq_len``, ``batch_size`` (global),
         ``parallel`` (NeuSight's option), ``strategy``, ``n_gpus``, ``micro_batches``, ``measured_ms``,
         ``predicted_ms``, ``lower_ms``, ``upper_ms``, ``compute_ms``, ``comm_ms`` (exposed communication),
-        ``bubble_ms``, ``rule_of_thumb_ms`` (the baseline: :func:`perfmodel.models.baselines.rule_of_thumb_step_time`, FP32,
+        ``bubble_ms``, ``rule_of_thumb_ms`` (the baseline: :func:`perfmodel.step.baselines.rule_of_thumb_step_time`, FP32,
         MFU 0.4, over ``n_gpus``), ``error_pct`` (signed, ``(predicted − measured) / measured``), ``abs_error_pct``,
         ``neusight_predicted_ms`` and ``neusight_error_pct`` (NeuSight's published prediction and absolute error).
     """
@@ -79,9 +79,9 @@ def neusight_distributed_data() -> pd.DataFrame:
         load_neusight_labels,
         neusight_traced_config,
     )
-    from perfmodel.models._extrapolation import ExtrapolationWarning
-    from perfmodel.models.baselines import rule_of_thumb_step_time
-    from perfmodel.models.op_step_time import predict_step_time
+    from perfmodel._extrapolation import ExtrapolationWarning
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+    from perfmodel.step.step_time import predict_step_time
 
     lab = load_neusight_labels()
     lab = lab[(lab["parallel"] != "none") & (lab["mode"] == "train")].copy()
@@ -179,7 +179,7 @@ def numbers() -> pd.DataFrame:
                          value=mape(grp["measured_ms"], grp["rule_of_thumb_ms"]),
                          protocol=f"the baseline on {on}: the rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the "
                                   "dense FP32 peak, the step spread perfectly over the 4 GPUs "
-                                  "(perfmodel.models.baselines.rule_of_thumb_step_time)"))
+                                  "(perfmodel.step.baselines.rule_of_thumb_step_time)"))
     return _item.item_results(__name__, rows)
 
 

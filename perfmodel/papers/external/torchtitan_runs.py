@@ -93,8 +93,8 @@ def data() -> pd.DataFrame:
     import perfmodel as pm
     from perfmodel.datasets import load_torchtitan_runs
     from perfmodel.models import ExtrapolationWarning
-    from perfmodel.models.baselines import rule_of_thumb_step_time
-    from perfmodel.models.op_step_time import OutOfMemoryWarning
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+    from perfmodel.step.step_time import OutOfMemoryWarning
 
     runs = load_torchtitan_runs()
     rows = []
@@ -167,7 +167,7 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
          "tokens_within_25_pct_share": "share of the predicted runs within 25 % on tokens/s per GPU",
          "rule_of_thumb_tokens_mape_pct": ("the baseline on the same runs: mean absolute % error of tokens/s per GPU by the "
                                            "rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the dense BF16 peak "
-                                           "(perfmodel.models.baselines.rule_of_thumb_step_time)"),
+                                           "(perfmodel.step.baselines.rule_of_thumb_step_time)"),
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
          "memory_within_10_pct_share": "share of those runs within 10 % on peak memory"}
@@ -215,7 +215,7 @@ def llama_8b_options(gpu: str = "H100", n_gpus: int = 8, *, local_batch_size: in
 
     import perfmodel as pm
     from perfmodel.models import ExtrapolationWarning
-    from perfmodel.models.op_step_time import OutOfMemoryWarning
+    from perfmodel.step.step_time import OutOfMemoryWarning
 
     rows = []
     for prec, strat, ac, comp in itertools.product(("bf16", "fp8"), ("fsdp", f"fsdp{n_gpus // 2}-tp2"),

@@ -1,7 +1,7 @@
 """Half-precision operator model on Vidur's measured FP16 operators of the H100, learned on A40 and A100 only (leave-H100-out) vs the FP32-learned model at tensor-core peak.
 
-The H100 is predicted from its spec sheet by the model shipped in ``perfmodel/models/fitted/op_latency_half.npz``
-(:mod:`perfmodel.models.half_precision`); leave-A40-out and leave-A100-out are context. The goal set for this model is a
+The H100 is predicted from its spec sheet by the model shipped in ``perfmodel/step/fitted/op_latency_half.npz``
+(:mod:`perfmodel.step.half_precision`); leave-A40-out and leave-A100-out are context. The goal set for this model is a
 time-weighted error of at most 10 % on Vidur's H100 operators; ``numbers()`` reports whether it is met.
 """
 
@@ -45,26 +45,26 @@ __all__ = ["ITEM", "data", "numbers", "figure"]
 
 @lru_cache(maxsize=1)
 def _scores() -> pd.DataFrame:
-    from perfmodel.models.half_precision_scores import vidur_scores
+    from perfmodel.step.half_precision_scores import vidur_scores
 
     return vidur_scores()
 
 
 @lru_cache(maxsize=1)
 def _calibration() -> pd.DataFrame:
-    from perfmodel.models.half_precision_scores import calibration_scores
+    from perfmodel.step.half_precision_scores import calibration_scores
 
     return calibration_scores()
 
 
 def calibration() -> pd.DataFrame:
     """How much a user's own half-precision GEMM measurements of the H100 improve it
-    (:func:`perfmodel.models.half_precision_scores.calibration_scores`; computed once per process)."""
+    (:func:`perfmodel.step.half_precision_scores.calibration_scores`; computed once per process)."""
     return _calibration().copy()
 
 
 def data() -> pd.DataFrame:
-    """Errors per (protocol, predictor, operator) (:func:`perfmodel.models.half_precision.vidur_scores`): ``protocol``,
+    """Errors per (protocol, predictor, operator) (:func:`perfmodel.step.half_precision.vidur_scores`): ``protocol``,
     ``held_out``, ``trained_on``, ``predictor`` (``half_precision`` / ``baseline`` / ``roofline`` / ``rule_of_thumb``),
     ``operator`` (``all`` for every
     row), ``n_rows``, ``measured_s``, ``predicted_s``, ``time_weighted_ape_pct``, ``median_ape_pct``,

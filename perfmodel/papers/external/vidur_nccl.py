@@ -17,13 +17,13 @@ ITEM = Item(
     upstream="microsoft/vidur data/profiling/network",
     sources=(("microsoft/vidur: measured NCCL all_reduce and send_recv kernel times (fp16, 4 KiB to 64 MiB; 1 GiB "
               "for the 4-GPU PCIe node) on DGX A100, DGX H100 and pairwise-NVLink A100 / H100 PCIe nodes"),),
-    procedure=("perfmodel.models.collectives: each row gets its link kind (NVLink inside a node, InfiniBand "
+    procedure=("perfmodel.step.collectives: each row gets its link kind (NVLink inside a node, InfiniBand "
                "across DGX nodes, PCIe between the NVLink pairs of a 4-GPU PCIe node) and that link's peak "
                "per-direction bandwidth from the spec sheet (GPU catalog, NIC line rate, PCIe generation); NCCL's "
                "efficiency e and latency α per link kind are fitted by relative least squares on the A100 systems "
                "and the H100 systems are predicted with them (and the other way round); median and time-weighted "
                "absolute % error per direction, link, collective and message-size band (< 1 MiB, >= 1 MiB). The "
-               "parameters perfmodel ships (perfmodel/models/fitted/nccl_links.json) are fitted on all the "
+               "parameters perfmodel ships (perfmodel/step/fitted/nccl_links.json) are fitted on all the "
                "systems and are not what is scored here."),
     status="perfmodel analysis",
     notebook="notebooks/14-vidur-nccl.ipynb",
@@ -45,7 +45,7 @@ def data() -> pd.DataFrame:
     generation), ``link_gb_per_s`` (spec sheet), ``measured_s``, ``predicted_s``, ``roofline_s`` (the baseline: the
     wire bytes at the link's peak bandwidth, no latency), ``abs_error_pct``. A link kind
     without rows in the fitting generation is not predicted (InfiniBand all-reduce: only the A100 cluster has it)."""
-    from perfmodel.models.collectives import collective_frame, fit_links, predict_collective_time
+    from perfmodel.step.collectives import collective_frame, fit_links, predict_collective_time
 
     f = collective_frame()
     gen = f["system"].astype(str).str.split("_").str[0]
@@ -100,7 +100,7 @@ def numbers() -> pd.DataFrame:
             rows.append(dict(quantity=f"{r.direction}_{r.link}_{r.collective}_{r.band}_{stat}_ape_pct", unit="pct", value=v,
                              protocol=f"{stat.replace('_', '-')} absolute % error on {what}, predicted from the spec-sheet bandwidth "
                                       f"with e and α fitted on the {r.direction.split('_')[0].upper()} systems only "
-                                      "(perfmodel.models.collectives)"))
+                                      "(perfmodel.step.collectives)"))
         rows.append(dict(quantity=f"{r.direction}_{r.link}_{r.collective}_{r.band}_roofline_time_weighted_ape_pct", unit="pct",
                          value=r.roofline_time_weighted_ape_pct,
                          protocol=f"the baseline on the same {what}: time-weighted absolute % error of the wire bytes at the "

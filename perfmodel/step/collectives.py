@@ -1,0 +1,437 @@
+"""NCCL link efficiency and latency fitted on Vidur's measured all-reduce and send/recv curves.
+
+The α–β cost of :mod:`perfmodel.step.parallel` (ring all-reduce ``2(n−1)/n · S/(eB) + 2(n−1)α``, a send
+``S/(eB) + α``) needs, per kind of link, NCCL's efficiency ``e`` (share of the link's peak per-direction bandwidth
+``B``) and the latency ``α`` per step. This module fits them on microsoft/vidur's NCCL measurements
+(:func:`perfmodel.datasets.load_vidur_collectives`: fp16 ``all_reduce`` and ``send``/``recv``, 4 KiB to 64 MiB, and
+to 1 GiB for the 4-GPU PCIe node; times are the median NCCL kernel time of rank 0) with ``B`` from spec sheets:
+
+* ``"nvlink"`` — rows inside one DGX node (``devices_per_node == n_gpus``) and the 2-GPU rows of the pairwise-NVLink
+  nodes (an NVLink bridge joins GPUs 0 and 1, Vidur packs ranks in order): ``B`` = the GPU's ``nvlink_gb_per_s`` from
+  the catalog (both directions) halved, as :func:`resolve_interconnect` does.
+* ``"infiniband"`` — DGX rows across nodes (``devices_per_node < n_gpus``): ``B`` = the line rate of the one NIC each
+  GPU has. DGX A100: 8 single-port ConnectX-6 HDR InfiniBand, 200 Gb/s = 25 GB/s each (NVIDIA DGX A100 System
+  Architecture white paper, WP-10083-001, 2020, §"Networking"; DGX A100 datasheet); DGX H100: 8 single-port ConnectX-7
+  NDR InfiniBand in four OSFP cages, 400 Gb/s = 50 GB/s each (NVIDIA DGX H100 datasheet, 2023; DGX H100 user guide,
+  "Hardware overview"). These are ``INTERCONNECTS["infiniband-hdr"]`` and ``["infiniband-ndr"]``.
+* ``"pcie"`` — the 4-GPU all-reduce of the pairwise-NVLink nodes: the ring crosses PCIe between the two NVLink pairs,
+  the slowest hop, so ``B`` = PCIe x16 per direction (gen 4: 31.5 GB/s for A100 PCIe, gen 5: 63 GB/s for H100 PCIe).
+* left out: the pairwise nodes' send/recv across nodes (Vidur does not say what network joins those nodes, so there is
+  no ``B``); ``h100_pairwise_nvlink/send_recv.csv`` (a byte-identical copy of the A100 file, not an H100
+  measurement); A40 (not in the catalog).
+
+**Fit.** Per link kind, on all its rows (both collectives, every size), ``t = α·k + w/(e·B)`` with ``k`` the steps
+(``2(n−1)`` for a ring all-reduce, 1 for a send) and ``w`` the bytes each GPU puts on the wire (``2(n−1)/n·S``, or
+``S``) is linear in ``(α, 1/e)``; they minimise the squared **relative** error ``Σ ((α·k + w/(eB) − t) / t)²`` (every
+size weighs the same, whatever its time) with ``α ≥ 0`` and ``e ≤ 1`` (:func:`scipy.optimize.lsq_linear`).
+
+What the data show (``perfmodel.papers.external.vidur_nccl`` scores it): the bandwidth term's ``2(n−1)/n`` holds on
+A100 NVLink (a per-``n`` fit gives ``e`` = 0.53, 0.51, 0.51 for 2, 4, 8 GPUs), but the latency does not grow as
+``2(n−1)``: below ~256 KiB the kernel time is a floor of roughly 10–60 µs whatever ``n`` (NCCL's low-latency
+protocols and launch cost), so the fitted ``α`` is a compromise; send/recv reaches a larger share of NVLink than the
+all-reduce (``e`` ≈ 0.95 vs 0.51 on A100), and H100's 4- and 8-GPU all-reduces are faster than the ring over NVLink
+predicts (NVSwitch's in-network reduction, NVLS); a single GPU per node reaches ~0.3 of its HDR NIC on the A100
+cluster but ~0.7 of its NDR NIC on the H100 one. One ``(e, α)`` per link kind is what
+:class:`Interconnect` carries; these misfits are the errors the benchmark reports.
+
+The shipped parameters (``perfmodel/step/fitted/nccl_links.json``, fitted on **all** the systems above) are read at
+prediction time without the data; :func:`rebuild` refits them (``python -m perfmodel.step.collectives``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfmodel._errors import UnknownNameError
+
+__all__ = [
+    "LINK_KINDS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
+    "fitted_link", "rebuild", "infinity_fabric",
+]
+
+#: link kinds with measured NCCL curves
+LINK_KINDS = ("nvlink", "infiniband", "pcie")
+#: per-GPU NIC line rate of Vidur's DGX systems, GB/s (see the module docstring for the spec sheets)
+NIC_GB_PER_S = {"a100_dgx": 25.0, "h100_dgx": 50.0}
+#: PCIe x16 per direction, GB/s, of Vidur's pairwise-NVLink systems (A100 PCIe: gen 4, H100 PCIe: gen 5)
+_PCIE_GB_PER_S = {"a100_pairwise_nvlink": 31.5, "h100_pairwise_nvlink": 63.0}
+#: the shipped fit
+FITTED_PATH = Path(__file__).resolve().parent / "fitted" / "nccl_links.json"
+_FORMAT = 1
+#: named links resolved with a fitted kind, and their per-direction line rate (GB/s; None: from the GPU's catalog row)
+_NAMED = {"nvlink": ("nvlink", None), "infiniband-hdr": ("infiniband", 25.0), "infiniband-ndr": ("infiniband", 50.0),
+          "pcie4": ("pcie", 31.5), "pcie5": ("pcie", 63.0)}
+
+
+def collective_frame(data: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Vidur's NCCL rows with the link each crosses and the terms of the α–β cost.
+
+    Parameters
+    ----------
+    data : DataFrame, optional
+        Rows of :func:`perfmodel.datasets.load_vidur_collectives` (default: all of them).
+
+    Returns
+    -------
+    DataFrame
+        The rows that have a link kind (see the module docstring for those left out), with added columns ``link``
+        (``nvlink``, ``infiniband``, ``pcie``), ``link_gb_per_s`` (``B``, peak per direction, GB/s), ``steps``
+        (``k``), ``wire_bytes`` (``w``) and ``time_s`` (the median, s).
+    """
+    if data is None:
+        from perfmodel.datasets import load_vidur_collectives
+
+        data = load_vidur_collectives()
+    from perfmodel.datasets import gpu_spec
+
+    d = data[data["gpu_in_catalog"]].copy()
+    system = d["system"].astype(str)
+    d = d[~((system == "h100_pairwise_nvlink") & (d["collective"] == "send_recv"))]  # a copy of the A100 file
+    system = d["system"].astype(str)
+    dgx = system.str.endswith("_dgx")
+    inside = d["devices_per_node"] >= d["n_gpus"]
+    link = np.select([dgx & inside, dgx & ~inside, ~dgx & inside & (d["n_gpus"] == 2), ~dgx & inside & (d["n_gpus"] == 4)],
+                     ["nvlink", "infiniband", "nvlink", "pcie"], "")
+    d["link"] = link
+    d = d[d["link"] != ""].copy()
+    nv = {g: gpu_spec(g).nvlink_gb_per_s / 2 for g in d["gpu"].astype(str).unique()}
+    d["link_gb_per_s"] = [nv[g] if k == "nvlink" else NIC_GB_PER_S[s] if k == "infiniband" else _PCIE_GB_PER_S[s]
+                          for k, s, g in zip(d["link"], d["system"].astype(str), d["gpu"].astype(str))]
+    ar = (d["collective"] == "all_reduce").to_numpy()
+    n = d["n_gpus"].to_numpy()
+    d["steps"] = np.where(ar, 2 * (n - 1), 1)
+    d["wire_bytes"] = np.where(ar, 2 * (n - 1) / n, 1.0) * d["message_bytes"].to_numpy()
+    d["time_s"] = d["time_ms_median"] * 1e-3
+    return d.reset_index(drop=True)
+
+
+def _fit(rows: pd.DataFrame) -> tuple[float, float]:
+    from scipy.optimize import lsq_linear
+
+    t = rows["time_s"].to_numpy()
+    a = np.c_[rows["steps"].to_numpy(), rows["wire_bytes"].to_numpy() / (rows["link_gb_per_s"].to_numpy() * 1e9)] / t[:, None]
+    res = lsq_linear(a, np.ones(len(t)), bounds=([0.0, 1.0], [np.inf, np.inf]), method="bvls")
+    return float(res.x[0]), float(1.0 / res.x[1])
+
+
+def fit_links(frame: pd.DataFrame | None = None) -> dict:
+    """Fit ``(e, α)`` per link kind by relative least squares (module docstring).
+
+    Parameters
+    ----------
+    frame : DataFrame, optional
+        :func:`collective_frame` rows to fit on (default: all; pass a subset, e.g. the A100 systems, for a held-out
+        score).
+
+    Returns
+    -------
+    dict
+        ``{kind: {"efficiency": e, "latency_s": α, "n_rows": int, "systems": [...]}}`` for each kind with rows;
+        ``e`` and ``α`` rounded to 6 significant digits (what is shipped).
+    """
+    frame = collective_frame() if frame is None else frame
+    out = {}
+    for kind in LINK_KINDS:
+        rows = frame[frame["link"] == kind]
+        if len(rows) == 0:
+            continue
+        alpha, e = _fit(rows)
+        out[kind] = {"efficiency": float(f"{e:.6g}"), "latency_s": float(f"{alpha:.6g}"), "n_rows": int(len(rows)),
+                     "systems": sorted(set(rows["system"].astype(str)))}
+    return out
+
+
+def predict_collective_time(frame: pd.DataFrame, params: dict) -> np.ndarray:
+    """α–β time (s) of each :func:`collective_frame` row with the ``(e, α)`` of its link kind in ``params``
+    (:func:`fit_links`'s layout); rows whose kind ``params`` lacks are NaN."""
+    out = np.full(len(frame), np.nan)
+    for kind, p in params.items():
+        m = (frame["link"] == kind).to_numpy()
+        f = frame[m]
+        out[m] = p["latency_s"] * f["steps"].to_numpy() + f["wire_bytes"].to_numpy() / (p["efficiency"] * f["link_gb_per_s"].to_numpy() * 1e9)
+    return out
+
+
+@functools.cache
+def fitted_params() -> dict:
+    """The shipped fit (``perfmodel/step/fitted/nccl_links.json``): ``{"format", "fitted_on", "links": {kind:
+    {"efficiency", "latency_s", "n_rows", "systems"}}}``. JSON: loading it runs no code."""
+    with open(FITTED_PATH, encoding="utf-8") as fh:
+        p = json.load(fh)
+    if p.get("format") != _FORMAT or set(p.get("links", {})) != set(LINK_KINDS):
+        raise ValueError(f"{FITTED_PATH}: expected format {_FORMAT} with links {list(LINK_KINDS)}; got format "
+                         f"{p.get('format')!r} with {sorted(p.get('links', {}))}. Rebuild it: python -m perfmodel.step.collectives")
+    return p
+
+
+def fitted_link(kind: str, gpu=None):
+    """The :class:`Interconnect` of a named link with NCCL's fitted efficiency and latency.
+
+    Parameters
+    ----------
+    kind : str
+        ``"nvlink"`` (bandwidth from ``gpu``'s catalog row, both directions halved), ``"infiniband-hdr"`` (25 GB/s),
+        ``"infiniband-ndr"`` (50 GB/s), ``"pcie4"`` (31.5 GB/s) or ``"pcie5"`` (63 GB/s): per-direction peak; ``e``
+        and ``α`` of its kind from :func:`fitted_params`.
+    gpu : str or GPUSpec, optional
+        Required for ``"nvlink"``.
+
+    Returns
+    -------
+    Interconnect
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown kind, or ``"nvlink"`` for a GPU the catalog lists without NVLink.
+    ValueError
+        ``"nvlink"`` without ``gpu``.
+    """
+    if not isinstance(kind, str):
+        raise TypeError(f"fitted_link: kind must be a link name, one of {list(_NAMED)}; got {type(kind).__name__}.")
+    key = kind.strip().lower().replace("_", "-").replace(" ", "-")
+    if key not in _NAMED:
+        raise UnknownNameError(f"fitted_link: unknown link kind {kind!r}. Expected one of: {', '.join(_NAMED)} (links with "
+                               "measured NCCL curves); other links (pcie3, ethernet-*) keep the assumed NCCL_EFFICIENCY "
+                               "via perfmodel.step.collectives.resolve_interconnect.")
+    fam, gb = _NAMED[key]
+    p = fitted_params()["links"][fam]
+    name = key
+    if gb is None:
+        if gpu is None:
+            raise ValueError("fitted_link('nvlink') takes its bandwidth from the GPU's catalog row: pass gpu=.")
+        from perfmodel.datasets import gpu_spec
+
+        spec = gpu_spec(gpu)
+        if not (math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0):
+            raise UnknownNameError(f"fitted_link('nvlink'): GPU {spec.gpu} has no NVLink in the catalog (nvlink_gb_per_s = "
+                                   f"{spec.nvlink_gb_per_s:g}); expected a GPU with NVLink, or use its PCIe link.")
+        gb, name = spec.nvlink_gb_per_s / 2, f"nvlink ({spec.gpu})"
+    return Interconnect(name, gb, p["latency_s"], p["efficiency"])
+
+
+def rebuild(path: str | Path | None = None, frame: pd.DataFrame | None = None) -> dict:
+    """Refit on all the systems and write the JSON the package ships (``path`` default :data:`FITTED_PATH`).
+
+    Returns
+    -------
+    dict
+        What was written.
+    """
+    out = {"format": _FORMAT,
+           "fitted_on": "microsoft/vidur@7d47513 data/profiling/network (all systems with a link kind; see "
+                        "perfmodel.step.collectives), relative least squares per link kind",
+           "links": fit_links(frame)}
+    path = Path(path) if path is not None else FITTED_PATH
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if path.resolve() == FITTED_PATH:
+        fitted_params.cache_clear()
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(json.dumps(rebuild(), indent=1))
+
+
+#: assumed share of a link's peak bandwidth NCCL's ring collectives reach on large messages (nccl-tests' all-reduce
+#: bus bandwidth on a DGX A100 is about 230 GB/s of NVLink's 300 GB/s per direction): the **fallback** for links
+#: without measured NCCL curves (PCIe, Ethernet, a user's ``Interconnect``). NVLink and InfiniBand take ``e`` and ``α``
+#: fitted on Vidur's measurements instead (:func:`perfmodel.step.collectives.fitted_link`).
+NCCL_EFFICIENCY = 0.75
+
+
+@dataclasses.dataclass(frozen=True)
+class Interconnect:
+    """A link between GPUs for the α–β cost model.
+
+    Parameters
+    ----------
+    name : str
+        Label.
+    bandwidth_gb_per_s : float
+        Peak bandwidth of one GPU's link **per direction**, GB/s (10^9 bytes/s).
+    latency_s : float
+        α, seconds per step of a collective (launch and synchronisation).
+    efficiency : float
+        Share of the peak a large collective reaches (:data:`NCCL_EFFICIENCY`).
+    """
+
+    name: str
+    bandwidth_gb_per_s: float
+    latency_s: float = 5e-6
+    efficiency: float = NCCL_EFFICIENCY
+
+    def __post_init__(self):
+        for f in ("bandwidth_gb_per_s", "latency_s", "efficiency"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (f != "latency_s" and v == 0):
+                raise ValueError(f"Interconnect {self.name!r}: {f} must be a positive finite number; got {v!r}.")
+        if self.efficiency > 1:
+            raise ValueError(f"Interconnect {self.name!r}: efficiency must be in (0, 1]; got {self.efficiency!r}.")
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Effective bandwidth per direction, bytes/s."""
+        return self.bandwidth_gb_per_s * 1e9 * self.efficiency
+
+
+#: Named links (per-direction peak bandwidth). PCIe x16: 8 / 16 / 32 GT/s per lane with 128b/130b encoding (PCI-SIG
+#: base specifications 3.0 / 4.0 / 5.0); networks: their line rate (100 GbE = 12.5 GB/s; InfiniBand HDR 200 Gb/s,
+#: NDR 400 Gb/s). ``"nvlink"`` takes the GPU's NVLink bandwidth from the catalog (``nvlink_gb_per_s``, both
+#: directions, halved). :func:`resolve_interconnect` gives ``"nvlink"``, ``"infiniband-hdr"`` and ``"infiniband-ndr"``
+#: the efficiency and latency fitted on Vidur's NCCL curves (:func:`perfmodel.step.collectives.fitted_link`); the
+#: entries below carry the assumed :data:`NCCL_EFFICIENCY` and guessed latencies (PCIe and Ethernet: no measurements).
+INTERCONNECTS = {
+    "pcie3": Interconnect("pcie3", 15.75, 10e-6),
+    "pcie4": Interconnect("pcie4", 31.5, 10e-6),
+    "pcie5": Interconnect("pcie5", 63.0, 10e-6),
+    "ethernet-25g": Interconnect("ethernet-25g", 3.125, 20e-6),
+    "ethernet-100g": Interconnect("ethernet-100g", 12.5, 20e-6),
+    "ethernet-200g": Interconnect("ethernet-200g", 25.0, 20e-6),
+    "infiniband-hdr": Interconnect("infiniband-hdr", 25.0, 10e-6),
+    "infiniband-ndr": Interconnect("infiniband-ndr", 50.0, 10e-6),
+}
+
+
+#: links whose efficiency and latency are fitted on measured NCCL curves (:mod:`perfmodel.step.collectives`)
+_FITTED_LINKS = ("infiniband-hdr", "infiniband-ndr")
+
+
+def _nvlink(spec) -> Interconnect:
+    return fitted_link("nvlink", spec)
+
+
+def _has_infinity_fabric(spec) -> bool:
+    v = getattr(spec, "infinity_fabric_gb_per_s", math.nan)
+    return math.isfinite(v) and v > 0
+
+
+def infinity_fabric(gpu) -> Interconnect:
+    """The Infinity Fabric of an 8-GPU AMD platform (MI300X, MI325X, MI355X): every GPU linked to each other, the
+    catalog's aggregate peer-to-peer bandwidth (``infinity_fabric_gb_per_s``, both directions) halved per direction,
+    at the assumed :data:`NCCL_EFFICIENCY` and PCIe's guessed latency — RCCL's collectives were not measured (Vidur
+    profiles NVIDIA systems only), so it is the fallback, as for PCIe, and ``basis`` names the link."""
+    from perfmodel.datasets import gpu_spec
+
+    spec = gpu_spec(gpu)
+    if not _has_infinity_fabric(spec):
+        raise UnknownNameError(f"GPU {spec.gpu} has no Infinity Fabric in the catalog (infinity_fabric_gb_per_s = "
+                               f"{spec.infinity_fabric_gb_per_s:g}); use its PCIe link or pass an Interconnect.")
+    return Interconnect(f"infinity-fabric ({spec.gpu})", spec.infinity_fabric_gb_per_s / 2, 10e-6)
+
+
+def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
+    """The :class:`Interconnect` for a name, a spec, or (``None``) the GPU's own: its NVLink when the catalog lists one,
+    else its Infinity Fabric (AMD's 8-GPU platforms, :func:`infinity_fabric`), else its PCIe generation.
+
+    NVLink and InfiniBand (``"infiniband-hdr"``, ``"infiniband-ndr"``) carry NCCL's efficiency and latency fitted on
+    Vidur's measured all-reduce and send/recv curves (:func:`perfmodel.step.collectives.fitted_link`); PCIe and
+    Ethernet the assumed :data:`NCCL_EFFICIENCY` and their guessed latencies.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown name (the message lists the known ones).
+    """
+    if isinstance(interconnect, Interconnect):
+        return interconnect
+    spec = None
+    if gpu is not None:
+        from perfmodel.datasets import gpu_spec
+
+        spec = gpu_spec(gpu)
+    if interconnect is None:
+        if spec is None:
+            raise ValueError("resolve_interconnect needs an interconnect name or a GPU to take the link from.")
+        if math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0:
+            return _nvlink(spec)
+        if _has_infinity_fabric(spec):
+            return infinity_fabric(spec)
+        gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 3
+        if f"pcie{gen}" not in INTERCONNECTS:  # never priced as another generation's link without a word
+            known = sorted(k for k in INTERCONNECTS if k.startswith("pcie"))
+            raise ValueError(f"{spec.gpu} has PCIe generation {gen}, for which perfmodel has no link model (it has "
+                             f"{', '.join(known)}). Pass the link explicitly: interconnect='{known[0]}' (or another), or an "
+                             "Interconnect(name, GB/s per direction, latency s).")
+        return INTERCONNECTS[f"pcie{gen}"]
+    if isinstance(interconnect, dict):
+        raise TypeError("resolve_interconnect gives one link; a dict of links per process group ({'tp': ..., 'pp': ..., "
+                        "'dp': ...}) is for multi-GPU strategies: use resolve_links, or pass the dict to "
+                        "predict_step_time / predict_memory / explore_strategies with n_gpus > 1.")
+    if not isinstance(interconnect, str):
+        raise TypeError(f"interconnect must be a name ({', '.join(['nvlink', *INTERCONNECTS])}) or an Interconnect; "
+                        f"got {type(interconnect).__name__}.")
+    key = interconnect.strip().lower().replace("_", "-").replace(" ", "-")
+    if key in ("infinity-fabric", "xgmi"):
+        if spec is None or not _has_infinity_fabric(spec):
+            raise UnknownNameError(f"interconnect {interconnect!r} takes its bandwidth from the GPU's catalog row "
+                                   f"(infinity_fabric_gb_per_s): pass the gpu= of an AMD GPU that has it (MI300X, MI325X, "
+                                   f"MI355X){'' if spec is None else f'; {spec.gpu} has none'}, or an Interconnect.")
+        return infinity_fabric(spec)
+    if key == "nvlink":
+        if spec is None:
+            raise ValueError("interconnect 'nvlink' takes its bandwidth from the GPU's catalog row: pass gpu=, or an "
+                             "Interconnect('nvlink', bandwidth_gb_per_s=..., latency_s=...).")
+        if not (math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0):
+            raise UnknownNameError(f"interconnect 'nvlink': GPU {spec.gpu} has no NVLink in the catalog (nvlink_gb_per_s = "
+                                   f"{spec.nvlink_gb_per_s:g}). Use its PCIe ('pcie{int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 4}') or pass an Interconnect.")
+        return _nvlink(spec)
+    if key in _FITTED_LINKS:
+        return fitted_link(key)
+    if key not in INTERCONNECTS:
+        raise UnknownNameError(f"Unknown interconnect {interconnect!r}. Expected one of: nvlink, infinity-fabric, {', '.join(INTERCONNECTS)}, "
+                               "or an Interconnect(name, bandwidth_gb_per_s, latency_s).")
+    return INTERCONNECTS[key]
+
+
+def _check_n(n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n (GPUs in the collective) must be a positive int; got {n!r}.")
+
+
+def _check_bytes(nbytes):
+    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float, np.integer, np.floating)) or not math.isfinite(nbytes) or nbytes < 0:
+        raise ValueError(f"nbytes (message size in bytes) must be a finite number >= 0; got {nbytes!r}.")
+
+
+def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str = "ring") -> float:
+    """Seconds to all-reduce ``nbytes`` over ``n`` GPUs: ring ``2(n−1)/n·S/(eB) + 2(n−1)α``, tree
+    ``2·S/(eB) + 2⌈log2 n⌉α``; 0 for one GPU or nothing to send."""
+    _check_n(n)
+    _check_bytes(nbytes)
+    if n == 1 or nbytes <= 0:
+        return 0.0
+    if algorithm == "ring":
+        return 2 * (n - 1) / n * nbytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
+    if algorithm == "tree":
+        return 2 * nbytes / link.bytes_per_s + 2 * math.ceil(math.log2(n)) * link.latency_s
+    raise UnknownNameError(f"Unknown all-reduce algorithm {algorithm!r}. Expected one of: ring, tree.")
+
+
+def allgather_time(nbytes: float, n: int, link: Interconnect) -> float:
+    """Seconds to all-gather a tensor of ``nbytes`` (the gathered size) over ``n`` GPUs: ``(n−1)/n·S/(eB) + (n−1)α``."""
+    _check_n(n)
+    _check_bytes(nbytes)
+    if n == 1 or nbytes <= 0:
+        return 0.0
+    return (n - 1) / n * nbytes / link.bytes_per_s + (n - 1) * link.latency_s
+
+
+def reduce_scatter_time(nbytes: float, n: int, link: Interconnect) -> float:
+    """Seconds to reduce-scatter ``nbytes`` (the full size before scattering) over ``n`` GPUs; same cost as
+    :func:`allgather_time`."""
+    return allgather_time(nbytes, n, link)
+
+
+def p2p_time(nbytes: float, link: Interconnect) -> float:
+    """Seconds to send ``nbytes`` from one GPU to another: ``S/(eB) + α``."""
+    _check_bytes(nbytes)
+    if nbytes <= 0:
+        return 0.0
+    return nbytes / link.bytes_per_s + link.latency_s

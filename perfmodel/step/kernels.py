@@ -1,0 +1,349 @@
+"""Kernel times on a GPU: each kernel of a traced workload (:mod:`perfmodel.step.trace`) predicted from the
+GPU's spec sheet by the operator models, and the step interval they are calibrated with.
+
+FP32/TF32 kernels and convolutions: the operator model learned on NeuSight's microbenchmarks
+(:func:`perfmodel.step.op_latency.default_op_model`). In half precision (BF16/FP16/FP8) a kernel is described as at
+any precision — its FLOPs and its bytes at the element size — and only the peak and the learned efficiency differ:
+GEMMs by the model learned on Vidur's FP16 GEMMs (:func:`perfmodel.step.half_precision.half_precision_op_model`,
+pooled, no GPU identity), memory-bound kernels by the bandwidth model (:func:`perfmodel.step.bandwidth.bandwidth_model`),
+convolutions by the FP32/TF32-learned model at the half-precision peak. Fused attention at no less than its published
+efficiency (:func:`fused_attention_floor_s`). The interval is split conformal over GPUs (:func:`conformal_interval`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.step.op_latency import step_design
+from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
+
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache"]
+
+
+def conformal_scores() -> pd.Series:
+    """Nonconformity ``|log(Σ predicted / Σ measured)|`` of each training GPU held out (leave-one-GPU-out on NeuSight's
+    microbenchmarks), fitted once and cached with the default model
+    (:func:`perfmodel.step.op_latency.fitted_bundle`)."""
+    from perfmodel.step.op_latency import fitted_bundle
+
+    return fitted_bundle()["scores"].copy()
+
+
+def gpu_specs(gpus, prec):
+    from perfmodel.datasets import gpu_spec, peak_tflops
+
+    gpu_list = [gpus] if isinstance(gpus, str) or not hasattr(gpus, "__iter__") else list(gpus)
+    if not gpu_list:
+        raise ValueError("gpus must name at least one GPU, e.g. 'H100'.")
+    specs = [gpu_spec(g) for g in gpu_list]
+    for s in specs:
+        peak_tflops(s, prec)  # UnsupportedPrecisionError before any work
+    return specs
+
+
+def conformal_interval(alpha):
+    """(q, text): the half-width ``q`` of the interval in log space (``[t·e^-q, t·e^q]``) for miss rate ``alpha``.
+
+    Split conformal over whole steps: the scores ``|log(predicted / measured)|`` of NeuSight's end-to-end labels on
+    the training GPUs of :data:`perfmodel.step.op_latency.CALIBRATION_GPUS`, each predicted by the operator model fitted
+    without its GPU (:func:`perfmodel.step.op_latency.step_calibration`); an artifact without them falls back to the
+    per-GPU operator scores (:func:`conformal_scores`)."""
+    from perfmodel.step.op_latency import _OVERRIDE, interval_step_scores
+
+    steps = interval_step_scores()
+    if _OVERRIDE and (steps is None or not len(steps)):
+        return 0.0, "no interval: an operator model without step calibration (using_op_model)"
+    if steps is not None and len(steps):
+        scores = np.sort(steps["score"].to_numpy(float))
+        what = f"{len(scores)} end-to-end labels of training GPUs held out ({', '.join(sorted(set(steps['gpu'])))})"
+    else:
+        scores = np.sort(conformal_scores().to_numpy())
+        what = f"the {len(scores)} training GPUs held out"
+    rank = int(np.ceil((1 - alpha) * (len(scores) + 1)))
+    q = float(scores[min(rank, len(scores)) - 1])
+    text = (f"split-conformal over {what}, 1-alpha = {1 - alpha:g}"
+            + (" (rank beyond the scores: the widest one)" if rank > len(scores) else ""))
+    return q, text
+
+
+#: Kernel times memoised by (work rows, GPU spec, precision, operator model): strategies and planners ask for the same
+#: work on the same GPU many times (dp and fsdp at one per-GPU batch, every price row of one GPU).
+_KERNEL_MEMO: dict = {}
+
+
+_KERNEL_MEMO_MAX = 512
+
+
+#: Best published efficiency of the fused attention kernel PyTorch's ``scaled_dot_product_attention`` runs in half
+#: precision (its flash backend is FlashAttention-2), as a share of the dense BF16/FP16 tensor-core peak, per GPU
+#: architecture; a fused attention row is never predicted faster than this (:func:`fused_attention_floor_s`).
+#: Hopper: FlashAttention-2's causal forward pass, head dim 128, sequence 8k-16k, on an H100 80GB SXM5: 333-335
+#: TFLOPS of 989.4 (Shah et al., "FlashAttention-3", 2024, Figure 5; FlashAttention-2 does not use Hopper's wgmma/TMA,
+#: which cuBLAS GEMMs do). Other GPUs: the top of "50-73% of the theoretical maximum FLOPs/s on A100" (Dao,
+#: "FlashAttention-2", 2023, abstract). FLOPs counted as the papers count them: causal masks halve them.
+FUSED_ATTENTION_EFFICIENCY = {"Hopper": 335 / 989.4, "default": 0.73}
+
+#: The same for Transformer Engine's fused attention (``stack="te"``: cuDNN's fused attention, FlashAttention-3 class on
+#: Hopper): "FP16 reaching up to 740 TFLOPs/s (75% utilization)" on an H100 (Shah et al., "FlashAttention-3", 2024,
+#: abstract); elsewhere FlashAttention-2's.
+TE_FUSED_ATTENTION_EFFICIENCY = {"Hopper": 740 / 989.4, "default": 0.73}
+
+
+def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
+    """Per work row: the least time a fused attention kernel can take (its FLOPs at
+    :data:`FUSED_ATTENTION_EFFICIENCY` of the GPU's matrix peak), 0 for every other row and outside BF16/FP16/FP8."""
+    from perfmodel.datasets import matmul_peak_tflops
+
+    out = np.zeros(len(work))
+    if prec not in HALF_MODEL_PRECISIONS or "op" not in work.columns:
+        return out
+    fused = work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy()
+    if fused.any():
+        arch = "Hopper" if "hopper" in str(getattr(spec, "architecture", "")).lower() else "default"
+        peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
+        te = work["op"].astype(str).str.startswith("te.").to_numpy()
+        eff = np.where(te, TE_FUSED_ATTENTION_EFFICIENCY[arch], FUSED_ATTENTION_EFFICIENCY[arch])
+        out[fused] = work["flops"].to_numpy(float)[fused] / (eff[fused] * peak)
+    return out
+
+
+def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
+    """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec`` (memoised); a fused
+    attention row no faster than :func:`fused_attention_floor_s`."""
+    from perfmodel.step.op_latency import WORK_COLUMNS, default_op_model
+
+    op_model = default_op_model() if op_model is None else op_model
+    w = work[WORK_COLUMNS].reset_index(drop=True)
+    fp8 = work["fp8"].to_numpy(bool) if "fp8" in work.columns else np.zeros(len(w), bool)
+    floor = fused_attention_floor_s(work.reset_index(drop=True), spec, prec)
+    key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), fp8.tobytes(), floor.tobytes(), repr(spec), prec,
+           id(op_model), half_model_applies(op_model, prec))  # the same model object predicts differently under an override
+    hit = _KERNEL_MEMO.get(key)
+    if hit is not None and hit[0] is op_model:
+        return hit[1].copy()
+    t = np.maximum(_kernel_seconds_uncached(w, spec, prec, op_model, fp8=fp8), floor)
+    if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
+        _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
+    _KERNEL_MEMO[key] = (op_model, t.copy())
+    return t
+
+
+#: precisions whose matmul, layer-norm and elementwise kernels are predicted by the half-precision model learned on
+#: measured FP16 kernels (:mod:`perfmodel.step.half_precision`); FP8 GEMMs at the FP8 rate in its features.
+HALF_MODEL_PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+def half_model_applies(op_model, prec: str) -> bool:
+    """Whether the half-precision models predict this step's kernels: at BF16 / FP16 / FP8 with the operator model
+    perfmodel predicts with — the shipped one, or a user's refit named by ``PERFMODEL_OP_MODEL``, whose BF16/FP16 rows
+    refit the half-precision models beside it (:func:`perfmodel.step.half_precision.active_half_models`). A model
+    given explicitly (``op_model``, :func:`perfmodel.step.op_latency.using_op_model`) predicts every precision."""
+    from perfmodel.step.op_latency import _OVERRIDE, fitted_bundle
+
+    if prec not in HALF_MODEL_PRECISIONS or _OVERRIDE:
+        return False
+    return op_model is fitted_bundle()["model"]
+
+
+def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
+    if half_model_applies(op_model, prec):
+        from perfmodel.step.bandwidth import MEMORY_BOUND_CLASSES
+        from perfmodel.step.half_precision import active_half_models
+
+        half, bandwidth, _ = active_half_models()
+        cls = work["op_class"].astype(str)
+        gemm = cls.isin(half.classes_).to_numpy()
+        mem = cls.isin(MEMORY_BOUND_CLASSES).to_numpy()
+        t = np.empty(len(work))
+        if gemm.any():  # GEMMs: learned on measured FP16 GEMMs
+            t[gemm] = half.predict_in_stream(step_design(work[gemm], spec, prec, None if fp8 is None else fp8[gemm]))
+        if mem.any():  # norms, softmax, elementwise, casts, optimizer: their bytes at the learned bandwidth efficiency
+            t[mem] = bandwidth.predict_in_stream(step_design(work[mem], spec, prec))
+        rest = ~(gemm | mem)
+        if rest.any():  # convolutions: never measured in half precision; the FP32/TF32-learned efficiency at this peak
+            t[rest] = _default_kernel_seconds(work[rest].reset_index(drop=True), spec, prec, op_model,
+                                              None if fp8 is None else fp8[rest])
+        return t
+    return _default_kernel_seconds(work, spec, prec, op_model, fp8)
+
+
+def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
+    X = step_design(work, spec, prec, fp8)
+    t = op_model.predict_in_stream(X)
+    conv = np.flatnonzero(X["op_class"].to_numpy() == "conv")
+    if len(conv):
+        t[conv] = _monotone_in_batch(X.iloc[conv].reset_index(drop=True), t[conv], op_model, prec)
+    if prec != "fp32":
+        t = _no_slower_than_the_cuda_cores(work, X, t, spec, prec, op_model)
+    return t
+
+
+def _no_slower_than_the_cuda_cores(work, X, t, spec, prec, op_model) -> np.ndarray:
+    """GEMMs and convolutions on the tensor cores never slower than the same kernel on the CUDA cores / vector units.
+
+    The FP32-learned efficiency is not monotone in the peak it is given: a convolution described at the TF32 peak of an
+    RTX 6000 Ada (twice its FP32 rate) came out 1-2 % slower than at the FP32 rate. cuDNN and cuBLAS choose among
+    algorithms with and without tensor cores (TF32 allowed, or half-precision data), so a kernel takes at most the time
+    of the same kernel — the same bytes — at the FP32 vector (or FP32 matrix, AMD) rate: each row is the lesser of the
+    two. Both are non-decreasing in the batch, so their minimum is too."""
+    mm = np.flatnonzero(X["op_class"].isin(["matmul", "conv"]).to_numpy())
+    if not len(mm):
+        return t
+    sub = work.iloc[mm].reset_index(drop=True)
+    X32 = step_design(sub, spec, "fp32")
+    t32 = op_model.predict_in_stream(X32)
+    conv = np.flatnonzero(X32["op_class"].to_numpy() == "conv")
+    if len(conv):
+        t32[conv] = _monotone_in_batch(X32.iloc[conv].reset_index(drop=True), t32[conv], op_model, prec)
+    out = t.copy()
+    out[mm] = np.minimum(t[mm], t32)
+    return out
+
+
+#: Points per doubling of a convolution's rows on the grid of :func:`_monotone_in_batch` (which starts at one row).
+MONOTONE_POINTS_PER_OCTAVE = 4
+
+
+def _monotone_in_batch(X: pd.DataFrame, t: np.ndarray, op_model, prec: str) -> np.ndarray:
+    """Convolution times that never fall when the batch grows.
+
+    The same kernel over more images cannot take less time than over fewer, but the learned efficiency of a
+    convolution is not monotone in its size: on NeuSight's microbenchmarks, convolutions of few channels on few images
+    measure 30-100 x their roofline (launch-bound cuDNN kernels), and the trees give a small convolution of a step on
+    a fast GPU that factor while a larger one falls in a region of efficient kernels — shake-shake-16's 3x3
+    convolutions of 16-32 channels on H100 came out at 170 µs at batch 64 and 88 µs at batch 256, and 16 of 120
+    neighbouring batch sizes of five zoo CNNs on V100/A100/H100 were predicted faster at the larger batch (with the
+    convolutions already described as the microbenchmarks' implicit GEMMs, :func:`work_from_ops`).
+
+    Each convolution is an implicit GEMM of (batch x pixels) rows (``dim_m``), in-channels x taps (``dim_n``) and
+    out-channels (``dim_k``); with its shape fixed, every feature of the model is a function of its rows. The model is
+    evaluated on a fixed grid of row counts (:data:`MONOTONE_POINTS_PER_OCTAVE` per doubling, from one row to just above
+    the row's count; FLOPs and activation bytes scale with the rows, the weights do not), the grid's times are replaced
+    by their running maximum from below — the smallest non-decreasing function above them, the projection onto "more
+    images never take less time" — and the row's time is that envelope interpolated log-linearly at its own count. The
+    result is non-decreasing in the batch for every convolution, exactly.
+
+    Of the two projections (raise a larger convolution to a smaller one's time, or lower the smaller one), this one
+    was chosen after both were scored on the only measured CNN steps perfmodel has, CM-DARE's K80/P100 samples
+    (``external.cmdare_op_model``: MAPE 41.5 % without either, 38.2 % raising, 44.2 % lowering): a choice made with
+    that benchmark in view, stated as such."""
+    from perfmodel.step.op_latency import _TILE
+
+    L = MONOTONE_POINTS_PER_OCTAVE
+    itemsize = 4.0 if prec in ("fp32", "tf32") else 2.0
+    m = X["dim_m"].to_numpy(float)
+    wbytes = np.minimum(itemsize * X["dim_n"].to_numpy(float) * X["dim_k"].to_numpy(float), X["bytes"].to_numpy(float) * 0.99)
+    pos = L * np.log2(m)
+    j0 = np.floor(pos).astype(int)
+    counts = j0 + 2  # grid points 0 .. j0 + 1 (2**(j/L) rows)
+    row = np.repeat(np.arange(len(X)), counts)
+    j = np.concatenate([np.arange(0, a + 2) for a in j0])
+    scale = 2.0 ** (j / L) / m[row]
+    Y = X.iloc[row].reset_index(drop=True)
+    Y["dim_m"] = m[row] * scale
+    Y["flops"] = X["flops"].to_numpy(float)[row] * scale
+    Y["bytes"] = wbytes[row] + (X["bytes"].to_numpy(float)[row] - wbytes[row]) * scale
+    Y["tiles"] = np.ceil(Y["dim_m"] / _TILE) * np.ceil(Y["dim_k"] / _TILE)
+    grid = op_model.predict_in_stream(Y)
+    out = np.empty(len(X))
+    ends = np.cumsum(counts)
+    for i, e in enumerate(ends):
+        env = np.maximum.accumulate(grid[e - counts[i]:e])  # running maximum from below: non-decreasing in rows
+        x = pos[i] - j0[i]
+        out[i] = env[-2] ** (1 - x) * env[-1] ** x
+    return out
+
+
+#: GPUs the half-precision GEMM model is fitted on (Vidur's A40 and A100-PCIe-80GB): their dense FP16 rates, TFLOPS.
+_HALF_GEMM_PEAKS = (149.7, 312.0)
+
+
+def _extrapolation_notes(spec, prec: str | None = None) -> list[str]:
+    where = gpu_extrapolation(spec)
+    if prec in HALF_MODEL_PRECISIONS:
+        from perfmodel.datasets import matmul_peak_tflops
+
+        peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec)
+        if peak > max(_HALF_GEMM_PEAKS) or peak < min(_HALF_GEMM_PEAKS):
+            where = [*where, f"{prec} GEMM peak {peak:.4g} TFLOPS, {peak / max(_HALF_GEMM_PEAKS):.2g}x the fastest GPU the "
+                             f"half-precision GEMM model was fitted on (A100 {max(_HALF_GEMM_PEAKS):g})"]
+    return [f"{spec.gpu}: " + ", ".join(where)] if where else []
+
+
+def gpu_extrapolation(gpu) -> list[str]:
+    """How a GPU's spec lies outside the GPUs the per-operator model was trained on (peak FP32 rate and memory
+    bandwidth against :data:`perfmodel.step.op_latency.TRAINING_GPUS`): one phrase per quantity outside the
+    trained range, empty when both lie inside it.
+
+    Parameters
+    ----------
+    gpu : str or GPUSpec
+        Anything :func:`perfmodel.datasets.gpu_spec` takes.
+    """
+    from perfmodel.datasets import gpu_spec, peak_tflops
+    from perfmodel.step.op_latency import TRAINING_GPUS
+
+    spec = gpu_spec(gpu)
+    train_peaks = [peak_tflops(g, "fp32") for g in TRAINING_GPUS]
+    train_bw = [gpu_spec(g).memory_bandwidth_gb_per_s for g in TRAINING_GPUS]
+    where = []
+    if spec.fp32_peak_tflops > max(train_peaks) or spec.fp32_peak_tflops < min(train_peaks):
+        where.append(f"peak FP32 {spec.fp32_peak_tflops:.3g} TFLOPS outside the training GPUs' {min(train_peaks):.3g}-"
+                     f"{max(train_peaks):.3g}")
+    if spec.memory_bandwidth_gb_per_s > max(train_bw) or spec.memory_bandwidth_gb_per_s < min(train_bw):
+        where.append(f"memory bandwidth {spec.memory_bandwidth_gb_per_s:.4g} GB/s outside their {min(train_bw):.4g}-"
+                     f"{max(train_bw):.4g}")
+    return where
+
+
+def learned_on(prec: str) -> str:
+    """What the kernel efficiencies of a step at ``prec`` were learned on, for the ``basis`` column."""
+    from perfmodel.step.op_latency import TRAINING_GPUS, default_op_model
+
+    fp32 = f"learned on NeuSight microbenchmarks of {', '.join(TRAINING_GPUS)} (FP32)"
+    if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
+        from perfmodel.step.half_precision import active_half_models
+
+        mine = active_half_models()[2]
+        return (f"GEMMs learned on Vidur's FP16 GEMMs of the A40 and A100 (pooled; fused attention no faster than "
+                f"FlashAttention-2's published rate); norms, softmax, elementwise, casts and the optimizer at their "
+                f"{prec} bytes and the bandwidth efficiency learned on PyTorch's kernels (NeuSight FP32 "
+                f"microbenchmarks of {', '.join(TRAINING_GPUS)}); convolutions, never measured in half precision, at the "
+                f"efficiency learned for FP32/TF32 convolutions (NeuSight) at the {prec} tensor-core peak"
+                + (f"; {mine}" if mine else ""))
+    user = default_op_model().provenance_
+    return fp32 if "user" not in user else f"{fp32}; refitted: {user}"
+
+
+def _warn_extrapolation(far, prec):
+    import warnings
+
+    from perfmodel._extrapolation import ExtrapolationWarning
+
+    from perfmodel.step.op_latency import default_op_model
+
+    far = list(far)
+    if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
+        far.append(f"precision {prec}: GEMMs from the model learned on Vidur's A40 and A100 FP16 GEMMs (scored on the "
+                   "held-out H100 by external.vidur_h100_ops), memory-bound kernels from the bandwidth efficiency learned "
+                   "on NeuSight's FP32 microbenchmarks, convolutions from the FP32-learned model at the tensor-core peak"
+                   + ("; FP8 linears extrapolated at the FP8 rate" if prec == "fp8" else ""))
+        from perfmodel.step.half_precision import active_half_models
+
+        mine = active_half_models()[2]
+        if mine:
+            far[-1] += f" ({mine})"
+    elif prec != "fp32":
+        far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
+                   "matmuls are scaled by the tensor-core peak")
+    if far:
+        warnings.warn("predict_step_time extrapolates: " + "; ".join(far) + ".", ExtrapolationWarning, stacklevel=3)
+
+
+def clear_trace_cache() -> None:
+    """Forget everything memoised per module (:func:`module_memo`: traces, layouts, saved tensors) and the built
+    config modules."""
+    _TRACES.clear()
+    _ZOO_TRACES.clear()
+    _BUILT.clear()
+    _KERNEL_MEMO.clear()

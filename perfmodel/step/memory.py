@@ -1,0 +1,477 @@
+"""Memory of one GPU while training: parameters, gradients, optimizer states and activations, per parallel strategy and
+precision — whether a model fits on a GPU before anyone rents one.
+
+It fits nothing and predicts no time: it is the feasibility check the step predictor reports in its rows and the
+planner filters on, built on the shapes of :func:`perfmodel.features.extract` and the model layout of
+:mod:`perfmodel.step.trace` (``perfmodel.planning.memory`` is the same module's planning-side name).
+
+Counted per GPU:
+
+* **parameters**: their bytes at ``precision`` (FP32 or TF32: 4, BF16/FP16: 2) for the GPU's share — all of them for
+  ``"dp"``; ``1/n`` for ``"fsdp"`` plus the largest layer gathered twice (the one computing and the one prefetched);
+  for ``"tp"`` the split ones (attention, MLP, vocabulary) ``/ n`` and the replicated ones (norms) whole; for ``"pp"``
+  the stage's layers (the embedding on the first stage, the head on the last, a tied embedding on both);
+* **gradients**: as many bytes as the GPU's parameters (``"fsdp"``: its shard);
+* **optimizer states**: FP32, Adam 8 bytes per parameter (two moments), SGD-momentum 4, none 0; with BF16/FP16
+  parameters also an FP32 master copy (4 bytes), as mixed-precision training keeps;
+* **activations**: the tensors autograd saves for the backward pass (recorded with
+  ``torch.autograd.graph.saved_tensors_hooks`` on a forward pass on the meta device, each counted once, parameters
+  left out) at the GPU's micro-batch; with ``activation_checkpointing`` the input of each
+  layer plus one layer's activations recomputed, and whatever runs outside the layers. ``"tp"`` splits the
+  activations of the split operators ``n`` ways; under 1F1B a pipeline stage ``s`` keeps ``min(m, p − s)``
+  micro-batches in flight. ``"fsdp"`` with ``"tp"`` (torchtitan's 2D) shards the hidden states along the sequence too
+  (sequence parallelism): every saved tensor and each layer's checkpointed input ``/ tp``.
+  ``activation_checkpointing="selective"`` (torchtitan's per-operator policy) keeps each
+  layer's input, its fused attention outputs and every other matmul output. The backward pass starts with the
+  gradients of the largest tensor the head saved (a language model's log-softmax output): the one flowing into its
+  backward kernel and the one it writes, both of its size, allocated while every saved activation is alive: counted
+  on top of them (or one recomputed layer, whichever is larger).
+* **combinations** (``"dp2-tp2-pp2"``, :func:`perfmodel.step.parallel.parse_strategy`): the GPU's micro-batch is
+  ``batch / dp / m``; parameters, gradients and optimizer states are those of the largest pipeline stage (all the
+  layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
+  as above, the split operators' ``/ tp`` (Megatron without sequence parallelism: the layer norms, dropouts and
+  residuals on the hidden state stay whole on every tensor-parallel rank) and ``min(m, pp − s)`` micro-batches in
+  flight on stage ``s``. ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
+  gradients and optimizer states, plus its parameters and their gradients whole (no resharding between
+  micro-batches). Context parallelism (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters
+  sharded over ``dp·cp``.
+
+Not counted: the CUDA context and allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
+temporary workspaces of the kernels.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from perfmodel._workload import accepts_workload
+
+__all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES"]
+
+#: bytes of optimizer state per parameter (FP32 states).
+OPTIMIZER_STATE_BYTES = {"adam": 8, "adam-fused": 8, "sgd-momentum": 4, "sgd": 0, None: 0}
+
+#: columns of :func:`predict_memory`.
+MEMORY_COLUMNS = ["model", "gpu", "batch_size", "n_gpus", "strategy", "micro_batches", "precision", "optimizer",
+                  "activation_checkpointing", "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
+                  "total_bytes", "capacity_bytes", "fits", "basis"]
+
+
+def _saved_tensors(net, x) -> pd.DataFrame:
+    """The tensors autograd saves for the backward pass in one forward pass of ``net`` on ``x`` (meta device: no memory,
+    no arithmetic): one row per distinct tensor, ``module`` (innermost module running when it was saved), ``bytes``,
+    ``shape``; parameters (and views of them) are left out — they are counted as parameters."""
+    import torch
+
+    names = {m: n for n, m in net.named_modules()}
+    params = {id(p) for p in net.parameters()}
+    stack: list[str] = []
+    rows, seen, keep = [], set(), []
+
+    def pre(mod, args):
+        stack.append(names[mod])
+
+    def post(mod, args, out):
+        if stack:
+            stack.pop()
+
+    def pack(t):
+        base = t._base if t._base is not None else t
+        if id(base) not in params and id(base) not in seen:
+            seen.add(id(base))
+            keep.append(base)
+            rows.append((stack[-1] if stack else "", float(base.numel() * base.element_size()), "x".join(map(str, base.shape))))
+        return t
+
+    import contextlib
+
+    from perfmodel.features._counting import MetaSDPAMode, ValueReadMode
+
+    handles = [m.register_forward_pre_hook(pre) for m in names] + [m.register_forward_hook(post) for m in names]
+    reads = ValueReadMode()
+    # the attention kernel a run would take (the fused one saves O(s·d): its inputs, output and log-sum-exp), not the
+    # math path meta tensors fall back to (which saves the s×s scores); the same choice the step-time trace makes
+    sdpa = MetaSDPAMode() if x.device.type == "meta" else contextlib.nullcontext()
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), reads, sdpa:
+            net(x)
+    except (RuntimeError, NotImplementedError) as exc:
+        if not reads.reads and "meta" not in str(exc):
+            raise
+        from perfmodel.features import DataDependentOpsError
+
+        what, where = reads.reads[0] if reads.reads else ("a read of a tensor's value", "(unknown line)")
+        raise DataDependentOpsError(
+            f"{type(net).__name__} reads the value of a tensor in Python ({what}) at {where}: its graph (and so the "
+            f"tensors it saves) depends on the values of its tensors, which the meta device used to count memory does not "
+            f"have ({type(exc).__name__}: {exc}). Expected control flow that depends on shapes only; make the loop or "
+            f"branch static to predict its memory."
+        ) from exc
+    finally:
+        for h in handles:
+            h.remove()
+    return pd.DataFrame(rows, columns=["module", "bytes", "shape"])
+
+
+def _saved_for(net, dtype, x_shape, x_dtype):
+    """:func:`_saved_tensors` of ``net`` in ``dtype`` on a meta input of ``x_shape``, memoised per module and
+    :func:`perfmodel.step.step_time.module_memo`; and the layout of the meta copy when one was made (None
+    when ``net`` itself ran). ``net`` is never changed: a module not on the meta device, or in another dtype, is
+    copied first."""
+    import torch
+
+    from perfmodel.step.trace import model_layout, module_fingerprint, module_memo
+
+    key = ("saved", module_fingerprint(net), str(dtype), tuple(x_shape), str(x_dtype))
+    memo = module_memo(net)
+    if key not in memo:
+        on_meta = next(iter(net.parameters()), torch.empty(0, device="meta")).device.type == "meta"
+        meta_net = net if on_meta else copy.deepcopy(net).to("meta")
+        if dtype != torch.float32:
+            meta_net = (copy.deepcopy(meta_net) if meta_net is net else meta_net).to(dtype)
+        x = torch.empty(tuple(x_shape), dtype=x_dtype, device="meta")
+        memo[key] = (_saved_tensors(meta_net, x), model_layout(meta_net) if meta_net is not net else None)
+    saved, lay = memo[key]
+    return saved.copy(), lay
+
+
+def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
+    """Saved tensors tensor parallelism splits: inside a layer, those of attention and MLP submodules but the
+    hidden-state ones; outside the layers, those with a vocabulary-sized dimension."""
+    from perfmodel.step.trace import _SPLIT_MODULE, _layer_prefix
+
+    mods = saved["module"].astype(str).to_numpy()
+    prefix, _ = _layer_prefix(pd.unique(saved["module"].astype(str)))
+    inside = (layer >= 0) & (layer < lay.n_layers)
+    rel = [m[len(prefix) + 1:].split(".", 1)[-1] if (prefix and m.startswith(prefix + ".")) else "" for m in mods]
+    in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in rel], dtype=bool)
+    dims = saved["shape"].astype(str).str.split("x")
+    hidden_state = dims.str[-1].to_numpy() == str(lay.hidden)
+    mask = in_split & ~hidden_state
+    if lay.vocab:
+        mask |= (~inside) & np.array([str(lay.vocab) in d for d in dims], dtype=bool)
+    return mask
+
+
+@accepts_workload("batch_size", "precision", "optimizer", "activation_checkpointing", "input_shape", "input_dtype", "compile", "stack")
+def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: str = "dp", precision: str = "fp32",
+                   optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
+                   input_dtype=None, micro_batches: int | None = None, compile: bool = False, gpus_per_node: int = 8,
+                   interconnect=None, async_tp: bool = False, pipeline_schedule: str = "1f1b",
+                   stack: str | None = None) -> pd.DataFrame:
+    """Bytes per GPU of training ``model`` on ``n_gpus`` GPUs with ``strategy``, by part, and whether it fits.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module, dict, transformers.PretrainedConfig or Workload
+        As for :func:`perfmodel.predict_step_time`.
+        A :class:`perfmodel.Workload` gives the step's fields once (a keyword that is also given must agree).
+    gpu : str, GPUSpec or sequence of them
+        Catalog ids or specs; the capacity is the catalog's ``memory_gib``.
+    batch_size : int
+        Global batch (samples per step over all GPUs).
+    n_gpus : int
+        GPUs training together.
+    strategy : str or dict
+        Parallel strategy (ignored for one GPU): ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` over all the GPUs, or a
+        combination ``"dp2-tp2-pp2"``, ``"tp2-pp2"``, ``{"dp": 2, "tp": 2}`` whose degrees multiply to ``n_gpus``
+        (:func:`perfmodel.step.parallel.parse_strategy`).
+    precision : {"fp32", "tf32", "bf16", "fp16"}
+        Precision of parameters and activations.
+    optimizer : {"adam", "adam-fused", "sgd-momentum", "sgd", None}
+        What the optimizer keeps per parameter.
+    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}
+        ``True``/``"full"``: keep only each layer's input and recompute the layer in the backward pass; ``"layer:N"``:
+        every ``N``-th layer so (default 2), the others keep everything;
+        ``"selective"``: torchtitan's per-operator policy — each layer keeps its input, the fused attention outputs and
+        the outputs of every other matmul (:func:`perfmodel.step.step_time.checkpointing_mode`), and one layer's
+        recomputed rest is transient.
+    input_shape, input_dtype
+        One sample, as for :func:`perfmodel.predict_step_time`.
+    micro_batches : int, optional
+        Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise); default 1.
+    compile, gpus_per_node, interconnect, async_tp, stack
+        As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
+        not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 weights and
+        activations are counted in BF16).
+    pipeline_schedule : {"1f1b", "interleaved-1f1b"}
+        With pipeline parallelism: the interleaved schedule keeps ``1 + (p−1)/(p·v)`` times 1F1B's activations in
+        flight (Korthikanti et al., 2022, §4.2.3; ``v`` = 2 model chunks per rank).
+
+    Returns
+    -------
+    DataFrame
+        One row per GPU, :data:`MEMORY_COLUMNS`: ``params_bytes``, ``grads_bytes``, ``optimizer_bytes``,
+        ``activations_bytes``, ``total_bytes`` (their sum), ``capacity_bytes`` (the GPU's memory) and ``fits``
+        (total ≤ capacity; the CUDA context and fragmentation are not counted).
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Unknown GPU, precision or strategy.
+    perfmodel.step.parallel.StrategyError
+        The strategy does not divide the model or the batch, or its degrees do not multiply to ``n_gpus``.
+    """
+    prec, ac, deg, specs = _check_memory_args(gpu, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy,
+                                              precision=precision, optimizer=optimizer,
+                                              activation_checkpointing=activation_checkpointing,
+                                              micro_batches=micro_batches, compile=compile, gpus_per_node=gpus_per_node,
+                                              interconnect=interconnect, async_tp=async_tp,
+                                              pipeline_schedule=pipeline_schedule, stack=stack)
+    r = _memory_rank(model, deg, prec=prec, ac=ac, activation_checkpointing=activation_checkpointing,
+                     input_shape=input_shape, input_dtype=input_dtype)
+    state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
+    params_b, grads_b, opt_b, act_b = (_pipeline_memory if deg["pp"] > 1 else _flat_memory)(r, deg, state)
+    rows = []
+    for spec in specs:
+        total = params_b + grads_b + opt_b + act_b
+        cap = float(spec.memory_gib) * 2**30
+        rows.append(dict(model=r.name, gpu=spec.gpu, batch_size=deg["B"], n_gpus=deg["n"], strategy=deg["name"],
+                         micro_batches=deg["m"], precision=prec, optimizer=optimizer or "none",
+                         activation_checkpointing=ac if isinstance(activation_checkpointing, str) else bool(ac),
+                         params_bytes=float(params_b), grads_bytes=float(grads_b), optimizer_bytes=float(opt_b),
+                         activations_bytes=float(act_b), total_bytes=float(total), capacity_bytes=cap, fits=bool(total <= cap),
+                         basis=f"{r.lay.params:,} parameters at {r.size} B, optimizer states {state} B/parameter, forward "
+                               f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
+                               "and fragmentation are not counted"))
+    return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
+
+
+def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimizer, activation_checkpointing, micro_batches,
+                       compile, gpus_per_node, interconnect, async_tp, pipeline_schedule, stack):
+    """:func:`predict_memory`'s arguments checked: ``(precision, checkpointing mode, degrees, GPU specs)``; the
+    degrees (:func:`perfmodel.step.strategy.parse_strategy`'s) with the global batch ``B``, GPUs ``n``,
+    micro-batches ``m``, the GPU's micro-batch ``mb`` and the pipeline's model chunks ``v``."""
+    from perfmodel.step import kernels as kn
+    from perfmodel.step import trace as wl
+    from perfmodel.step.strategy import (STRATEGIES, StrategyError, _check_gpus_per_node, check_async_tp, check_strategy_name,
+                                           parse_strategy, pipeline_virtual_stages, resolve_links)
+
+    if optimizer not in OPTIMIZER_STATE_BYTES:
+        raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
+    prec = wl.check_step_args(0.2, None, False, precision, batch_size)
+    ac = wl.checkpointing_mode(activation_checkpointing)
+    wl.check_flag("compile", compile, "torch.compile")
+    wl.resolve_stack(stack, compile)
+    _check_gpus_per_node(gpus_per_node)
+    vchunks = pipeline_virtual_stages(pipeline_schedule)
+    check_strategy_name(strategy)
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    if micro_batches is not None and (isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer))
+                                      or micro_batches < 1):
+        raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
+    n, m, B = int(n_gpus), int(micro_batches or 1), int(batch_size)
+    if n == 1:
+        parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
+        deg = dict(name="dp", dp=1, tp=1, pp=1, fsdp=False, cp=1)
+    else:
+        deg = dict(parse_strategy(strategy, n))
+    strat, d = deg["name"], deg["dp"]
+    check_async_tp(async_tp, deg["tp"], strat)
+    single = strat in STRATEGIES
+    specs = kn.gpu_specs(gpu, prec)
+    per_rank = B // d
+    if B % d:
+        raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size that is "
+                            "a multiple of n_gpus." if single else
+                            f"strategy={strat!r}: the global batch {B} does not split over its {d} data-parallel replicas. "
+                            f"Use a batch_size that is a multiple of {d}.")
+    if per_rank % m:
+        raise StrategyError(f"micro_batches={m} does not divide the per-GPU batch {per_rank}. Use micro_batches that divides it."
+                            if single or d == 1 else
+                            f"strategy={strat!r}: micro_batches={m} does not divide the per-replica batch {per_rank} "
+                            "(batch_size / dp). Use micro_batches that divides it.")
+    if interconnect is not None:  # an unknown link is an error here too
+        for s_ in specs:
+            resolve_links(interconnect, s_, degrees={"tp": deg["tp"], "dp": d, "pp": deg["pp"], "cp": deg["cp"]},
+                          gpus_per_node=gpus_per_node)
+    deg.update(n=n, m=m, B=B, mb=per_rank // m, v=vchunks)
+    return prec, ac, deg, specs
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _MemoryRank:
+    """What one GPU keeps for the backward pass, before the layout places it: the bytes of each saved tensor
+    (``out_b``, split as tensor or sequence parallelism splits it) and its layer, per layer and outside them."""
+
+    net: object
+    name: str
+    lay: object
+    size: int
+    mb: int
+    tokens: int
+    ac: str | None
+    sp: bool
+    tp: int
+    out_b: np.ndarray
+    layer: np.ndarray
+    per_layer_act: np.ndarray
+    head_grad: float
+    kept_sel: np.ndarray
+    n_saved: int
+
+    def activations(self, layers) -> tuple[float, float]:
+        """(kept activations of one micro-batch, transient recompute) for a set of layer indices."""
+        from perfmodel.step import trace as wl
+        lay, ac = self.lay, self.ac
+        idx = list(layers)
+        acts = self.per_layer_act[idx] if len(idx) else np.zeros(0)
+        if not ac or not len(acts):
+            return float(acts.sum()), 0.0
+        inp = float(self.tokens * lay.hidden * self.size) / (self.tp if self.sp else 1) if lay.hidden else float(acts.min())
+        if ac == "selective":
+            kept = np.minimum(self.kept_sel[idx] + inp, acts)
+            return float(kept.sum()), float((acts - kept).max())
+        if ac != "full":  # "layer:N": the checkpointed layers keep their input, the others everything
+            ck = wl.checkpointed_layers(ac, lay.n_layers)[idx]
+            kept = np.where(ck, np.minimum(inp, acts), acts)
+            return float(kept.sum()), float(acts[ck].max()) if ck.any() else 0.0
+        return inp * len(acts), float(acts.max())
+
+
+def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, input_shape, input_dtype) -> _MemoryRank:
+    import torch
+
+    from perfmodel.step import trace as wl
+    from perfmodel.step.strategy import StrategyError, check_sequence_length, check_tensor_parallel, context_parallel_shape
+    from perfmodel.step.trace import model_and_layout, op_layer
+
+    strat, n, tpd, p, mb = deg["name"], deg["n"], deg["tp"], deg["pp"], deg["mb"]
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    wl.check_checkpointable(lay, activation_checkpointing if ac else False, name)
+    check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
+    shape = context_parallel_shape(shape, in_dtype, deg["cp"], strat)  # a context-parallel rank holds s / cp tokens
+    if tpd > 1 or strat == "tp":
+        check_tensor_parallel(lay, tpd, strat, n, name)
+    if p > 1 and lay.n_layers < p:
+        from perfmodel.step.strategy import STRATEGIES
+
+        raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers}. Use fewer "
+                            "GPUs or 'dp' / 'fsdp'." if strat in STRATEGIES else
+                            f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers}. "
+                            "Use a pp degree of at most the number of layers.")
+    dtype = getattr(torch, wl.PRECISION_DTYPES[prec])
+    size = torch.empty((), dtype=dtype).element_size()
+    saved, meta_lay = _saved_for(net, dtype, (mb, *shape), in_dtype or dtype)
+    if meta_lay is not None:
+        lay = meta_lay
+    layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
+    out_b = saved["bytes"].to_numpy(float)
+    sp = bool(deg["fsdp"] and tpd > 1)  # 2D parallelism as torchtitan runs it: tensor parallel with sequence parallelism
+    if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
+        out_b = out_b / tpd
+    elif tpd > 1 and len(saved):
+        out_b = np.where(_split_saved(saved, layer, lay), out_b / tpd, out_b)
+    tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
+    # the backward pass starts at the loss: the backward kernel of the largest tensor the head saved (a language
+    # model's log-softmax output, FP32 logits) reads the gradient flowing into it and writes the gradient of its input,
+    # both of that size, while every saved activation is still alive; later transients (one layer recomputed) come
+    # after they have been freed
+    head = layer >= lay.n_layers
+    kept_sel = (_selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) if ac == "selective" and lay.n_layers
+                else np.zeros(lay.n_layers))
+    return _MemoryRank(
+        net=net, name=name, lay=lay, size=size, mb=mb, tokens=tokens, ac=ac, sp=sp, tp=tpd, out_b=out_b, layer=layer,
+        per_layer_act=(np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)),
+        head_grad=2 * float(out_b[head].max()) if head.any() else 0.0, kept_sel=kept_sel, n_saved=len(saved))
+
+
+def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:
+    """Bytes per layer torchtitan's per-operator policy keeps: the outputs of the fused attention kernels and of every
+    other matmul of a layer's forward pass (:func:`perfmodel.step.trace.selective_recompute_mask`); the rest is
+    recomputed from the layer's input."""
+    from perfmodel.step import trace as wl
+    from perfmodel.step.trace import op_layer
+
+    ops = wl.step_ops(net, shape, in_dtype, vocab, batch_size=mb, prec=prec, optimizer=None, inference=False)
+    layer_of = op_layer(ops, lay.n_layers)
+    fwd_in = (ops["phase"].astype(str).to_numpy() == "forward") & (layer_of >= 0) & (layer_of < lay.n_layers)
+    keep = fwd_in & ~wl.selective_recompute_mask(ops, layer_of, lay.n_layers)
+    wrote = ops["bytes_written"].to_numpy(float)
+    if sp:
+        wrote = wrote / tpd
+    elif tpd > 1:  # column-parallel outputs are split; those of hidden width (row-parallel, all-reduced) are not
+        last = ops["output_shapes"].astype(str).str.split(";").str[0].str.split("x").str[-1].to_numpy()
+        wrote = np.where(last == str(lay.hidden), wrote, wrote / tpd)
+    return np.bincount(layer_of[keep], weights=wrote[keep], minlength=lay.n_layers)[:lay.n_layers]
+
+
+def _layer_params(lay) -> tuple[np.ndarray, np.ndarray]:
+    """Parameters of each repeated layer, and the tensor-parallel split ones among them."""
+    layer_params = np.zeros(max(lay.n_layers, 1))
+    layer_split = np.zeros(max(lay.n_layers, 1))
+    for k, v in lay.param_numel.items():
+        if 0 <= lay.param_layer[k] < lay.n_layers:
+            layer_params[lay.param_layer[k]] += v
+            layer_split[lay.param_layer[k]] += v if lay.param_split[k] else 0
+    return layer_params, layer_split
+
+
+def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
+    """(parameters, gradients, optimizer states, activations) bytes of one GPU without a pipeline."""
+    lay, size, tpd, d, cpd = r.lay, r.size, deg["tp"], deg["dp"], deg["cp"]
+    P = lay.params
+    split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
+    layer_params, layer_split = _layer_params(lay)
+    outside = (r.layer < 0) | (r.layer >= lay.n_layers)
+    kept, tmp = r.activations(range(lay.n_layers))
+    act_b = kept + float(r.out_b[outside].sum()) + max(tmp, r.head_grad)
+    if deg["fsdp"]:  # with tp (2D): the tensor-parallel rank's share, sharded over the dp group
+        tp_share = split / tpd + (P - split) if tpd > 1 else P
+        rank_p = tp_share / (d * cpd)
+        gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
+                    else float(layer_params.max()))
+        params_b = rank_p * size + 2 * gathered * size
+    elif tpd > 1:
+        rank_p = split / tpd + (P - split)
+        params_b = rank_p * size
+    else:
+        rank_p = float(P)
+        params_b = rank_p * size
+    return params_b, rank_p * size, rank_p * state, act_b
+
+
+def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
+    """(parameters, gradients, optimizer states, activations) bytes of the pipeline stage that needs the most."""
+    lay, size, tpd, p, m, v = r.lay, r.size, deg["tp"], deg["pp"], deg["m"], deg["v"]
+    layer_params, layer_split = _layer_params(lay)
+    chunks = np.array_split(np.arange(lay.n_layers), p * v)  # interleaved: chunk c on rank c mod p
+    bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
+    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()}
+    best = None
+    for s, ls in enumerate(bounds):
+        stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0
+        ss = float(layer_split[ls].sum()) if len(ls) else 0.0
+        for k, n in lay.param_numel.items():
+            li = lay.param_layer[k]
+            if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
+                    or (li < 0 and s == p - 1 and lay.tied and lay.vocab and lay.vocab in shapes[k])):
+                stage_p += n
+                ss += n if lay.param_split[k] else 0
+        if tpd > 1:
+            stage_p = ss / tpd + (stage_p - ss)
+        kept, tmp = r.activations(ls)
+        if s == 0:
+            kept += float(r.out_b[r.layer < 0].sum())
+        if s == p - 1:
+            kept += float(r.out_b[r.layer >= lay.n_layers].sum())
+        in_flight = min(m, p - s)
+        if v > 1:
+            in_flight = in_flight * (1 + (p - 1) / (p * v))
+        if s == p - 1:
+            tmp = max(tmp, r.head_grad)
+        if deg["fsdp"]:
+            # FSDP with a pipeline (torchtitan): the stage's shard (1/(dp·cp)) of parameters, gradients and
+            # optimizer states, plus its parameters gathered whole for the step (no resharding between
+            # micro-batches) and their unsharded gradients accumulated until the last micro-batch
+            shard = stage_p / (deg["dp"] * deg["cp"])
+            part = (shard * size + stage_p * size, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
+        else:
+            part = (stage_p * size, stage_p * size, stage_p * state, kept * in_flight + tmp)
+        if best is None or sum(part) > sum(best):
+            best = part
+    return best

@@ -1,0 +1,661 @@
+"""One training step on several GPUs: data, fully sharded, tensor, pipeline and context parallel, from the single-GPU operator model.
+
+The compute of each GPU is the per-operator model of :mod:`perfmodel.step.step_time` applied to the operators that
+GPU runs; the communication is an α–β cost on the link between the GPUs:
+
+* **collectives** (ring algorithm, ``n`` GPUs, message of ``S`` bytes, link bandwidth ``B`` per direction with NCCL's
+  efficiency ``e``, latency ``α`` per step): all-reduce ``2(n−1)/n · S/(eB) + 2(n−1)α``; all-gather and
+  reduce-scatter (``S`` the gathered size) ``(n−1)/n · S/(eB) + (n−1)α``; a point-to-point send ``S/(eB) + α``;
+  tree all-reduce ``2·S/(eB) + 2⌈log2 n⌉α``.
+* **dp** (PyTorch DDP): each GPU runs the step at ``batch / n``; gradients are all-reduced in buckets (first 1 MiB,
+  then 25 MiB, DDP's defaults) in the order the backward pass produces them (from the last layer to the first); bucket
+  ``i`` is ready when the backward pass has produced its share of the gradient bytes, and the buckets go through the
+  link one after another: only what is still on the link when the backward pass ends is exposed (the last bucket, when
+  the backward pass is long enough). ``overlap_grad_reduce=False`` all-reduces everything after the backward pass
+  (Megatron-LM's default).
+* **fsdp** (ZeRO-3): each GPU holds ``1/n`` of the parameters, gathers them per layer in the forward and again in the
+  backward pass and reduce-scatters the gradients; gathers are prefetched under the previous layer's compute, so a
+  pass costs ``max(compute, communication)`` plus the first layer's gather; the optimizer updates ``1/n`` of the
+  parameters.
+* **tp** (Megatron-LM): every GPU sees the whole batch; the matmuls, attention and activation of each attention and
+  MLP block are split ``n`` ways (attention heads, MLP columns), as are the vocabulary projection, the loss and the
+  embedding (vocabulary-parallel); layer norms, residual adds and the dropouts on the hidden state are replicated. Two
+  all-reduces of the activations (``tokens × hidden``) per transformer layer in the forward pass and two in the
+  backward pass, plus one for the embedding and one for the vocabulary projection.
+* **pp** (1F1B): contiguous stages of transformer layers (the embedding on the first stage, the head and loss on the
+  last), ``m`` micro-batches of ``batch / m``; with ``t_s`` the forward + backward time of stage ``s`` per
+  micro-batch, the step takes ``Σ_s t_s + (m−1)·max_s t_s`` (``(m+p−1)·t`` for equal stages: a bubble of
+  ``(p−1)/(m+p−1)``), plus one send of the activations forward and one of their gradients backward per stage
+  boundary and micro-batch; tied input/output embeddings are all-reduced between the first and the last stage.
+
+* **combinations** (Megatron-LM's "3D parallelism", ``n_gpus = dp × tp × pp``, spelled ``"dp2-tp2-pp2"``,
+  ``"tp4-pp2"``, ``"dp-tp2"`` or ``{"dp": 2, "tp": 2}``; :func:`parse_strategy`): the global batch splits over the
+  ``dp`` replicas (``batch % dp == 0``), each replica's batch into ``m`` micro-batches. Each GPU runs its stage's
+  operators at the micro-batch with the tensor-parallel split above over ``tp`` ranks, and its stage's share of the
+  ``4·L+2`` activation all-reduces (``tokens × hidden``, over the ``tp`` group; the embedding's on the first stage,
+  the vocabulary projection's on the last) inside each micro-batch's slot of the 1F1B schedule. Assumed: a send between
+  stages carries ``1/tp`` of the activations per tensor-parallel rank (Megatron's scatter-gather), then an all-gather
+  over the ``tp`` group rebuilds them; the ``dp`` all-reduce of each GPU's gradients (its stage's parameters, the
+  split ones ``/ tp``) runs in DDP's buckets under the **last** micro-batch's backward pass of the stage (with
+  ``overlap_grad_reduce=False`` after it), and the step ends when the slowest stage has reduced and applied its
+  optimizer step (the other stages' earlier finish is not credited). ``fsdp`` combines with ``tp`` (torchtitan's
+  2D parallelism, ``"fsdp32-tp8"``): each tensor-parallel rank's share of the parameters is sharded over the ``dp``
+  group, gathered per layer and reduce-scattered as for ``fsdp``, with the tensor-parallel all-reduces of every layer
+  on the critical path. ``fsdp`` combines with ``pp`` (torchtitan's 3D, ``"fsdp8-tp8-pp8"``): as torchtitan runs it,
+  without resharding between micro-batches — each pipeline rank gathers its stage's shard once per step, under its
+  first micro-batch's forward pass (layer by layer: ``max(0, gather − forward) + gather / layers`` exposed, the
+  slowest rank's), and reduce-scatters the gradients once, under its last micro-batch's backward pass.
+* **cp** (context parallelism, torchtitan's ring attention with the all-gather rotation; only with ``fsdp``,
+  ``"fsdp4-cp2"``, ``"fsdp1-cp8"``): each of the ``cp`` ranks of a replica holds ``s / cp`` tokens of every sequence
+  (``s`` a multiple of ``2·cp``, two load-balanced chunks per rank); every operator runs on the rank's tokens except
+  the fused attention, whose queries attend to the whole sequence (:func:`context_parallel_work`: ``cp`` times the
+  traced shard's FLOPs, ``1/cp`` of the sequence's causal work). Per layer and pass, K and V of the whole sequence
+  (this tensor-parallel rank's heads) are all-gathered over the ``cp`` group under the first of the ``cp`` attention
+  chunks, and dK, dV reduce-scattered after the backward one. FSDP shards the parameters over the ``dp × cp`` ranks.
+* **asynchronous tp** (``async_tp=True``, torchtitan's micro-pipelined all-gather-matmul and matmul-reduce-scatter):
+  each tensor-parallel collective of a layer is cut into ``tp`` chunks that overlap the matmul it feeds or follows:
+  ``max(collective / tp, collective − matmul)`` is exposed (:func:`_tp_layer_exposed`).
+* **pipeline schedules**: ``"1f1b"`` and ``"interleaved-1f1b"`` (two model chunks per rank, torchtitan's default
+  for its looped schedules; :func:`pipeline_time`): the fill and drain shrink ``v``-fold, the sends grow ``v``-fold.
+  One ``interconnect`` serves all the groups unless a dict ``{"tp": ..., "pp": ..., "dp": ...}`` gives each its
+  own (:func:`resolve_links`; e.g. NVLink for ``tp`` inside a node, InfiniBand for ``pp`` and ``dp`` across nodes).
+  A single strategy spelled with its degree (``"dp4"`` on 4 GPUs) is the single strategy, to the bit.
+
+NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL curves
+(:mod:`perfmodel.step.collectives`); PCIe and Ethernet keep the assumed :data:`NCCL_EFFICIENCY`.
+
+What it does not model: congestion between collectives of different groups (or of several groups sharing one
+link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
+NVSwitch in-network reduction (NVLS), kernel slow-down from communication sharing the GPU's SMs,
+sequence parallelism in the step time (its collectives move an all-reduce's bytes, as modelled; the memory counts it
+under ``fsdp`` with ``tp``), the slow-down of matmuls cut into chunks by asynchronous tensor parallelism, and the
+lower efficiency of ring attention's partial kernels under context parallelism.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+# what a layout is made of, re-exported here as the parallel layer's vocabulary
+from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, Interconnect, allgather_time, allreduce_time, p2p_time,
+                                          reduce_scatter_time, resolve_interconnect)
+from perfmodel.step.strategy import (LINK_GROUPS, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
+                                       check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
+                                       crosses_nodes, parse_strategy,
+                                       pipeline_virtual_stages, resolve_links, strategy_combinations)
+from perfmodel.step.trace import _SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout, model_layout, op_layer
+
+__all__ = [
+    "Interconnect", "INTERCONNECTS", "LINK_LEVELS", "crosses_nodes", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
+    "resolve_interconnect", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "allreduce_time", "allgather_time", "reduce_scatter_time", "p2p_time",
+    "bucket_sizes", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "ModelLayout", "model_layout",
+    "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "context_parallel_work",
+]
+
+#: PyTorch DDP's gradient bucket cap (``bucket_cap_mb=25``) and its first, smaller bucket (1 MiB), bytes.
+DDP_BUCKET_BYTES = 25 * 2**20
+DDP_FIRST_BUCKET_BYTES = 2**20
+
+
+def bucket_sizes(grad_bytes: float, *, bucket_bytes: float = DDP_BUCKET_BYTES, first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES) -> np.ndarray:
+    """Sizes (bytes) of DDP's gradient buckets in the order they are all-reduced: a first bucket of
+    ``first_bucket_bytes``, then ``bucket_bytes`` each, the rest in the last one."""
+    if grad_bytes <= 0:
+        return np.zeros(0)
+    sizes = [min(first_bucket_bytes, grad_bytes)]
+    left = grad_bytes - sizes[0]
+    while left > 0:
+        sizes.append(min(bucket_bytes, left))
+        left -= sizes[-1]
+    return np.asarray(sizes, dtype=float)
+
+
+def exposed_bucket_allreduce(backward_s: float, grad_bytes: float, n: int, link: Interconnect, *, overlap: bool = True,
+                             bucket_bytes: float = DDP_BUCKET_BYTES, first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES) -> tuple[float, float]:
+    """(exposed, total) seconds of DDP's gradient all-reduce after a backward pass of ``backward_s``.
+
+    Bucket ``i`` is ready when the backward pass has produced its cumulative share of ``grad_bytes`` (gradients
+    produced at a constant rate); buckets go through the link one after another. Exposed is what is left after the
+    backward pass ends: at least the last bucket's all-reduce, at most all of them. ``overlap=False``: all of them,
+    as one all-reduce of ``grad_bytes`` after the backward pass.
+    """
+    if n == 1 or grad_bytes <= 0:
+        return 0.0, 0.0
+    if not overlap:
+        t = allreduce_time(grad_bytes, n, link)
+        return t, t
+    sizes = bucket_sizes(grad_bytes, bucket_bytes=bucket_bytes, first_bucket_bytes=first_bucket_bytes)
+    ready = backward_s * np.cumsum(sizes) / grad_bytes
+    end = 0.0
+    total = 0.0
+    for r, size in zip(ready, sizes):
+        c = allreduce_time(float(size), n, link)
+        end = max(end, float(r)) + c
+        total += c
+    return max(end - backward_s, 0.0), total
+
+
+def pipeline_time(stage_s, micro_batches: int, *, p2p_s: float = 0.0, virtual_stages: int = 1) -> tuple[float, float]:
+    """(step, bubble) seconds of a 1F1B pipeline: ``Σ t_s + (m−1)·max t_s`` with ``t_s`` the forward + backward time of
+    pipeline rank ``s`` for one micro-batch, plus ``2·p2p_s`` per stage boundary on the first micro-batch's path and
+    per micro-batch at the slowest rank. The bubble is the idle time of the slowest rank while the pipeline fills and
+    drains, ``Σ t_s − max t_s`` (``(p−1)/(m+p−1)`` of the step for equal stages without communication); the sends are
+    communication, not bubble, so step = ``m·max t_s`` + bubble + sends.
+
+    ``virtual_stages`` ``v > 1``: the interleaved 1F1B schedule (Narayanan et al., SC 2021), each rank running ``v``
+    model chunks of ``1/v`` of its layers: the fill and drain shrink ``v``-fold, ``Σ t_s / v + (m − 1/v)·max t_s``
+    (a bubble of ``(p−1)/(v·m)`` of the busy time for equal stages), at ``v`` times the stage boundaries:
+    ``2·p2p_s`` on each of the ``v·p − 1`` boundaries of the first micro-batch's path."""
+    t = np.asarray(stage_s, dtype=float)
+    if t.ndim != 1 or len(t) == 0 or (t < 0).any():
+        raise ValueError(f"stage_s must be a non-empty sequence of non-negative seconds; got {stage_s!r}.")
+    if isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer)) or micro_batches < 1:
+        raise ValueError(f"micro_batches must be a positive int; got {micro_batches!r}.")
+    if isinstance(virtual_stages, bool) or not isinstance(virtual_stages, (int, np.integer)) or virtual_stages < 1:
+        raise ValueError(f"virtual_stages must be a positive int (model chunks per pipeline rank); got {virtual_stages!r}.")
+    p, m, v = len(t), int(micro_batches), int(virtual_stages)
+    hop = 2 * p2p_s if p > 1 else 0.0
+    if v == 1:
+        step = float(t.sum() + (m - 1) * t.max() + (p - 1) * hop + (m - 1) * hop)
+        busy = float(m * t.max())
+        return step, max(step - busy - (m - 1) * hop - (p - 1) * hop, 0.0) if p > 1 else 0.0
+    sends = (v * p - 1) * hop + (m - 1) * hop
+    step = float(t.sum() / v + (m - 1 / v) * t.max() + sends)
+    return step, max(step - float(m * t.max()) - sends, 0.0) if p > 1 else 0.0
+
+
+# -- the model's layout: transformer layers, what tensor parallelism splits ------------------------------------------
+
+
+def _divide_rows(work: pd.DataFrame, mask: np.ndarray, n: int, tokens: int) -> pd.DataFrame:
+    """Work rows with the rows under ``mask`` split ``n`` ways: FLOPs, bytes and tiles / n, and one dimension / n
+    (the batch of a batched matmul, else the largest matmul dimension other than the token count; the rows of other
+    kernels)."""
+    w = work.copy()
+    if not mask.any() or n == 1:
+        return w
+    for c in ("flops", "bytes", "tiles"):
+        w.loc[mask, c] = w.loc[mask, c] / n
+    mm = mask & (w["op_class"].isin(["matmul", "conv"])).to_numpy()
+    batched = mm & (w["dim_b"].to_numpy() > 1)
+    w.loc[batched, "dim_b"] = w.loc[batched, "dim_b"] / n
+    plain = np.flatnonzero(mm & ~batched)
+    if len(plain):
+        dims = w.iloc[plain][["dim_m", "dim_n", "dim_k"]].to_numpy(float)
+        dims_no_tok = np.where(np.isclose(dims, tokens), -1.0, dims)
+        col = np.argmax(dims_no_tok, axis=1)
+        for r, c in zip(plain, col):
+            name = ("dim_m", "dim_n", "dim_k")[c]
+            w.iat[r, w.columns.get_loc(name)] = max(w.iat[r, w.columns.get_loc(name)] / n, 1.0)
+    other = mask & ~mm
+    w.loc[other, "dim_m"] = np.maximum(w.loc[other, "dim_m"] / n, 1.0)
+    return w
+
+
+def _scale_rows(work: pd.DataFrame, mask: np.ndarray, f: float) -> pd.DataFrame:
+    """Work rows with FLOPs, bytes, tiles and rows of the rows under ``mask`` times ``f`` (an optimizer over a share
+    of the parameters)."""
+    w = work.copy()
+    if mask.any() and f != 1:
+        for c in ("flops", "bytes", "tiles", "dim_m"):
+            w.loc[mask, c] = np.maximum(w.loc[mask, c] * f, 1.0 if c == "dim_m" else 0.0)
+    return w
+
+
+def _tp_split_mask(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> np.ndarray:
+    """Rows Megatron's tensor parallelism splits: inside a layer, every kernel of an attention or MLP submodule but
+    those on the hidden state (the bias, dropout of a row-parallel output); outside the layers, every kernel with a
+    vocabulary-sized dimension (embedding, output projection, loss)."""
+    mods = work["module"].astype(str).to_numpy()
+    prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
+    inside = (layer >= 0) & (layer < lay.n_layers)
+    rel = np.array([m[len(prefix) + 1:].split(".", 1)[-1] if (prefix and m.startswith(prefix + ".")) else "" for m in mods])
+    in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in rel])
+    is_mm = work["op_class"].isin(["matmul", "conv", "softmax"]).to_numpy()
+    hidden_state = (~is_mm) & (work["dim_k"].to_numpy(float) == float(lay.hidden or -1))
+    mask = in_split & (is_mm | ~hidden_state)
+    if lay.vocab:
+        dims = work[["dim_m", "dim_n", "dim_k"]].to_numpy(float)
+        mask |= (~inside) & (work["phase"] != "optimizer").to_numpy() & (dims == float(lay.vocab)).any(axis=1)
+    return mask
+
+
+def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Megatron's contiguous split of the layers into ``p`` stages: (stage of each layer, layers per stage, parameters
+    per stage, tensor-parallel-split parameters per stage). The embedding goes to the first stage, the head to the
+    last, and a tied embedding is counted on both (Megatron keeps a copy on the last stage). With ``v`` virtual stages
+    (interleaved 1F1B) the layers split into ``v·p`` contiguous chunks and chunk ``c`` runs on rank ``c mod p``; the
+    "stage" of a layer is its rank."""
+    bounds = np.array_split(np.arange(lay.n_layers), p * v)
+    of_layer = np.concatenate([np.full(len(b), c % p) for c, b in enumerate(bounds)])
+    bounds = [np.flatnonzero(of_layer == s) for s in range(p)]
+    stage_params = np.zeros(p)
+    stage_split = np.zeros(p)
+    shapes = None
+    for k, v in lay.param_numel.items():
+        li = lay.param_layer[k]
+        s = 0 if li < 0 else (p - 1 if li >= lay.n_layers else of_layer[li])
+        stage_params[s] += v
+        stage_split[s] += v if lay.param_split[k] else 0
+        if lay.tied and lay.vocab and s == 0:
+            shapes = shapes if shapes is not None else {n: tuple(q.shape) for n, q in net.named_parameters()}
+            if lay.vocab in shapes[k]:
+                stage_params[p - 1] += v  # Megatron keeps a copy of the tied embedding on the last stage
+                stage_split[p - 1] += v if lay.param_split[k] else 0
+    return of_layer, np.array([len(b) for b in bounds]), stage_params, stage_split
+
+
+def _links_label(links: dict, used: list) -> Interconnect | str:
+    """The one link all the used groups share, else ``"tp: ...; dp: ..."``."""
+    names = {links[g].name for g in used} if used else {links["dp"].name}
+    if len(names) == 1:
+        return links[used[0] if used else "dp"]
+    return "; ".join(f"{g}: {links[g].name} ({links[g].bandwidth_gb_per_s:g} GB/s x {links[g].efficiency:g})" for g in used)
+
+
+def _tp_layer_exposed(collective_s: float, tp: int, matmul_s: float, async_tp: bool) -> float:
+    """Exposed seconds of one tensor-parallel collective of a layer (half of the layer's tensor-parallel matmul time
+    ``matmul_s`` is the matmul it feeds or follows). Vanilla TP: all of it. Asynchronous TP (torchtitan's
+    micro-pipelined all-gather-matmul and matmul-reduce-scatter over symmetric memory): the collective is cut in ``tp``
+    chunks that each overlap a chunk of the matmul, so one chunk is exposed, or what the matmul cannot hide."""
+    if not async_tp or tp < 2:
+        return collective_s
+    return max(collective_s / tp, collective_s - matmul_s / 2)
+
+
+#: the process groups of a layout, in the order a result lists their communication.
+COMM_GROUPS = ("tp", "cp", "pp", "dp")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class RankWork:
+    """What one GPU of a parallel layout runs, whatever the GPU: the traced operators of its micro-batch after the
+    tensor-parallel split, the FSDP shard of the optimizer and the context-parallel attention (``work``), with the
+    layout's degrees and the sizes the collectives move. Built once per layout by :func:`rank_work`; each GPU's step
+    is then :func:`layout_step` over its kernel times."""
+
+    name: str
+    batch_size: int
+    n_gpus: int
+    micro_batches: int
+    strategy: str
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    fsdp: bool
+    virtual_stages: int
+    async_tp: bool
+    overlap_grad_reduce: bool
+    lay: ModelLayout
+    work: pd.DataFrame
+    layer: np.ndarray
+    phase: np.ndarray
+    is_opt: np.ndarray
+    elem_bytes: int
+    rank_params: float
+    act_bytes: float
+    kv_bytes: float
+    attn: np.ndarray
+    tp_mm: np.ndarray
+    used_groups: tuple
+    stage: np.ndarray | None = None
+    stage_layers: np.ndarray | None = None
+    stage_rank: np.ndarray | None = None
+
+    @property
+    def pipelined(self) -> bool:
+        return self.pp > 1 or self.strategy == "pp"
+
+
+def _check_micro_batches(micro_batches) -> int:
+    if micro_batches is None:
+        return 1
+    if isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer)) or micro_batches < 1:
+        raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
+    return int(micro_batches)
+
+
+def _check_batch_split(B: int, d: int, m: int, n: int, strat: str) -> None:
+    """The global batch ``B`` splits over the ``d`` replicas and each replica's batch into ``m`` micro-batches."""
+    single = strat in STRATEGIES
+    if B % d:
+        if single:
+            raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size "
+                                f"that is a multiple of n_gpus (e.g. {n * max(B // n, 1)} or {n * (B // n + 1)}).")
+        raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over its {d} data-parallel replicas. "
+                            f"Use a batch_size that is a multiple of {d} (e.g. {d * max(B // d, 1)} or {d * (B // d + 1)}).")
+    if (B // d) % m:
+        if d == 1:
+            raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split into micro_batches={m}. Use "
+                                "micro_batches that divides batch_size.")
+        if single:
+            raise StrategyError(f"strategy={strat!r}: the per-GPU batch {B // n} does not split into micro_batches={m}. "
+                                "Use micro_batches that divides batch_size / n_gpus.")
+        raise StrategyError(f"strategy={strat!r}: the per-replica batch {B // d} (batch_size / dp) does not split into "
+                            f"micro_batches={m}. Use micro_batches that divides it.")
+
+
+def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: str, pipeline_schedule) -> None:
+    """``p`` pipeline stages of ``v`` model chunks each have a repeated layer to hold."""
+    if p > 1 and lay.n_layers < p:
+        if strat in STRATEGIES:
+            raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers} "
+                                f"{'repeated layers' if lay.n_layers else 'repeated layers (none found)'}. Use fewer GPUs "
+                                "(n_gpus <= layers) or 'dp' / 'fsdp'.")
+        raise StrategyError(f"strategy={strat!r}: {p} pipeline stages need at least {p} layers; {name} has {lay.n_layers} "
+                            "repeated layers. Use a pp degree of at most the number of layers.")
+    if p > 1 and lay.n_layers < p * v:
+        raise StrategyError(f"strategy={strat!r} with pipeline_schedule={pipeline_schedule!r}: {p} ranks x {v} model chunks "
+                            f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
+
+
+def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, prec: str, optimizer, n_gpus: int, strategy,
+              micro_batches, compile, async_tp: bool, pipeline_schedule: str, overlap_grad_reduce: bool) -> RankWork:
+    """The :class:`RankWork` of a layout (arguments as :func:`predict_parallel_step_time` takes them, ``prec``
+    checked): the layout's checks, then the trace of one micro-batch of one rank, split as the layout splits it."""
+    import torch
+
+    from perfmodel.step import trace as wl
+    n, m = int(n_gpus), _check_micro_batches(micro_batches)
+    deg = parse_strategy(strategy, n)
+    strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
+    v = pipeline_virtual_stages(pipeline_schedule)
+    check_async_tp(async_tp, tpd, strat)
+    B = int(batch_size)
+    _check_batch_split(B, d, m, n, strat)
+    b_rank = B // d // m
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    if tpd > 1 or strat == "tp":
+        check_tensor_parallel(lay, tpd, strat, n, name)
+    _check_stages(lay, p, v, strat, n, name, pipeline_schedule)
+    high = int(input_high) if input_high is not None else vocab
+    check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
+    rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
+    work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
+                        inference=False, compile=compile)
+    if work.empty:
+        raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
+    if cpd > 1:
+        work = context_parallel_work(work, cpd, lay)
+    layer = op_layer(work, lay.n_layers)
+    is_opt = work["phase"].to_numpy() == "optimizer"
+    size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
+    P = lay.params
+    tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
+    split_params = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
+    rank_P = P if tpd == 1 else split_params / tpd + (P - split_params)  # parameters of one tensor-parallel rank
+    if tpd > 1:
+        work = _divide_rows(work, _tp_split_mask(work, layer, lay), tpd, tokens)
+        work = _scale_rows(work, is_opt, rank_P / P)
+    if fsdp:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
+        work = _scale_rows(work, is_opt, 1 / (d * cpd))
+    stages = {}
+    if p > 1 or strat == "pp":
+        of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v)
+        stages = dict(stage=np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1,
+                                                            of_layer[np.clip(layer, 0, lay.n_layers - 1)])),
+                      stage_layers=stage_layers,
+                      stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
+    used = ([g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1]
+            or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")])
+    in_layers = (layer >= 0) & (layer < lay.n_layers)
+    # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer
+    kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (lay.kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
+                      * size / tpd) if cpd > 1 else 0.0)
+    return RankWork(
+        name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
+        virtual_stages=v, async_tp=bool(async_tp), overlap_grad_reduce=overlap_grad_reduce, lay=lay, work=work,
+        layer=layer, phase=work["phase"].to_numpy(), is_opt=is_opt, elem_bytes=size, rank_params=rank_P,
+        act_bytes=float(tokens * (lay.hidden or 0) * size), kv_bytes=kv_bytes,
+        attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
+        tp_mm=(_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
+               if tpd > 1 else np.zeros(len(work), bool)),
+        used_groups=tuple(used), **stages)
+
+
+@dataclasses.dataclass
+class _Comm:
+    """One GPU's per-layer collective times, shared by the three execution paths."""
+
+    tp_per: float  # one tensor-parallel all-reduce of the activations
+    tp_lf: float  # exposed seconds of one layer's tensor-parallel collective, forward
+    tp_lb: float  # ... backward
+    cp_f: float  # context parallel, exposed per pass over all layers
+    cp_b: float
+    cp_total: float
+
+
+def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
+    phase, lay = r.phase, r.lay
+    tp_per = allreduce_time(r.act_bytes, r.tp, lk["tp"])  # 0 without tensor parallelism
+    L = max(lay.n_layers, 1)
+    # tensor-parallel collectives of the layers, per pass (2 per layer; async TP hides them under the matmuls)
+    tp_lf = _tp_layer_exposed(tp_per, r.tp, float(t[r.tp_mm & (phase == "forward")].sum()) / L, r.async_tp)
+    tp_lb = _tp_layer_exposed(tp_per, r.tp, float(t[r.tp_mm & (phase == "backward")].sum()) / L, r.async_tp)
+    # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
+    # reduce-scatter dK, dV after the backward one
+    cpd = r.cp
+    ag_kv = allgather_time(r.kv_bytes, cpd, lk["cp"])
+    a_f = float(t[r.attn & (phase == "forward")].sum()) / L
+    a_b = float(t[r.attn & (phase == "backward")].sum()) / L
+    cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
+    cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
+    cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
+    return _Comm(tp_per, tp_lf, tp_lb, cp_f, cp_b, cp_total)
+
+
+@dataclasses.dataclass
+class LayoutStep:
+    """One GPU's step on a layout: the step and its parts, seconds. ``comm_exposed`` and ``comm_total`` give each
+    process group's share of ``comm_s`` and ``comm_total_s`` (:data:`COMM_GROUPS`; a group the layout lacks is 0)."""
+
+    step: float
+    compute: float
+    exposed: float
+    comm_total: float
+    bubble: float
+    forward: float
+    backward: float
+    optimizer: float
+    comm_exposed: dict
+    comm_total_by_group: dict
+
+
+def _groups(**parts) -> dict:
+    return {g: float(parts.get(g, 0.0)) for g in COMM_GROUPS}
+
+
+def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
+    """FSDP (with tp and cp inside it), no pipeline: each layer's parameters gathered under the previous layer's
+    compute in both passes, the gradients reduce-scattered under the backward pass."""
+    m, lay, units = r.micro_batches, r.lay, max(r.lay.n_layers, 1)
+    link = lk["dp"]
+    ag = allgather_time(r.rank_params * r.elem_bytes, r.dp * r.cp, link)
+    rs = reduce_scatter_time(r.rank_params * r.elem_bytes, r.dp * r.cp, link)
+    # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
+    # projection, in each pass) sit on the critical path
+    tp_f = 2 * lay.n_layers * c.tp_lf + c.tp_per if r.async_tp else (2 * lay.n_layers + 1) * c.tp_per
+    tp_b = 2 * lay.n_layers * c.tp_lb + c.tp_per if r.async_tp else (2 * lay.n_layers + 1) * c.tp_per
+    f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f
+    b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b
+    compute = m * (fwd + bwd) + opt
+    step = m * (f_pass + b_pass) + opt
+    tp_all = (2 * lay.n_layers + 1) * c.tp_per
+    dp_exposed = m * ((max(fwd, ag) - fwd) + ag / units + (max(bwd, ag + rs) - bwd) + rs / units)
+    return LayoutStep(step=step, compute=compute, exposed=step - compute,
+                      comm_total=m * (2 * ag + rs + tp_all + tp_all + c.cp_total), bubble=0.0,
+                      forward=m * fwd, backward=m * bwd, optimizer=opt,
+                      comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b)),
+                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * 2 * tp_all, cp=m * c.cp_total))
+
+
+def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
+    """dp × tp: tp all-reduces on the critical path of every micro-batch; the gradient buckets of the rank's
+    parameters all-reduced over the dp replicas under the last micro-batch's backward pass (its tp all-reduces
+    included)."""
+    m, lay = r.micro_batches, r.lay
+    n_ar = 4 * lay.n_layers + 2
+    tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per) if r.async_tp else m * n_ar * c.tp_per
+    dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * c.tp_per, r.rank_params * r.elem_bytes,
+                                                    r.dp, lk["dp"], overlap=r.overlap_grad_reduce)
+    compute = m * (fwd + bwd) + opt
+    exposed = tp_comm + dp_exposed
+    return LayoutStep(step=compute + exposed, compute=compute, exposed=exposed, comm_total=tp_comm + dp_total, bubble=0.0,
+                      forward=m * fwd, backward=m * bwd, optimizer=opt,
+                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed), comm_total_by_group=_groups(tp=tp_comm, dp=dp_total))
+
+
+def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per stage of a pipeline: the data-parallel communication left exposed after its last backward pass and its
+    total, and the exposed FSDP gather before the first forward pass (the slowest rank's)."""
+    p, d, size, phase, stage = r.pp, r.dp, r.elem_bytes, r.phase, r.stage
+    dp_ex, dp_tot, head = np.zeros(p), np.zeros(p), 0.0
+    if r.fsdp and d * r.cp > 1:
+        # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
+        # parameters once per step, layer by layer under its first micro-batch's forward pass, and
+        # reduce-scatters the gradients once, under its last micro-batch's backward pass
+        heads = np.zeros(p)
+        for s in range(p):
+            ag_s = allgather_time(r.stage_rank[s] * size, d * r.cp, lk["dp"])
+            rs_s = reduce_scatter_time(r.stage_rank[s] * size, d * r.cp, lk["dp"])
+            f_s = float(t[(stage == s) & (phase == "forward")].sum())
+            b_s = float(t[(stage == s) & (phase == "backward")].sum())
+            units_s = max(int(r.stage_layers[s]), 1)
+            heads[s] = max(ag_s - f_s, 0.0) + ag_s / units_s
+            dp_ex[s] = max(rs_s - b_s, 0.0) + rs_s / units_s
+            dp_tot[s] = ag_s + rs_s
+        head = float(heads.max())
+    elif d > 1:
+        # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
+        # (its tensor-parallel all-reduces of the backward pass: 2 per layer and the vocabulary projection's)
+        n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
+        for s in range(p):
+            b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
+            dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, r.stage_rank[s] * size, d, lk["dp"],
+                                                           overlap=r.overlap_grad_reduce)
+    return dp_ex, dp_tot, head
+
+
+def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
+    """Pipeline, with tp inside each stage and dp (or FSDP) over replicas of the pipeline."""
+    p, m, v, lay, tpd, phase, stage = r.pp, r.micro_batches, r.virtual_stages, r.lay, r.tp, r.phase, r.stage
+    L = max(lay.n_layers, 1)
+    st_fb = np.array([float(t[(stage == s) & ~r.is_opt].sum()) for s in range(p)])
+    edges = (np.arange(p) == 0).astype(float) + (np.arange(p) == p - 1)
+    # tensor-parallel all-reduces per micro-batch on each stage: 4 per layer, the embedding's on the first stage, the
+    # vocabulary projection's on the last
+    n_ar_stage = 4 * r.stage_layers + (np.arange(p) == 0) + (np.arange(p) == p - 1)
+    st_tp = (2 * r.stage_layers * (c.tp_lf + c.tp_lb) + edges * c.tp_per) if r.async_tp else n_ar_stage * c.tp_per
+    st = st_fb + st_tp if tpd > 1 else st_fb
+    if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
+        st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
+    st_opt = opt * r.stage_rank / r.rank_params
+    # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
+    hop = p2p_time(r.act_bytes / tpd, lk["pp"]) + allgather_time(r.act_bytes, tpd, lk["tp"])
+    pipe, bubble = pipeline_time(st, m, p2p_s=hop, virtual_stages=v)
+    tied_ar = (allreduce_time(lay.vocab * lay.hidden * r.elem_bytes / tpd, 2, lk["pp"])
+               if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
+    dp_ex, dp_tot, head = _pipeline_dp(r, t, lk, c.tp_per)
+    tail = st_opt + dp_ex
+    o_rank = float(st_opt.max())
+    step = pipe + tied_ar + float(tail.max()) + head
+    sb = int(np.argmax(st))
+    tp_exposed = float(st_tp.sum() / v + (m - 1 / v) * st_tp[sb]) if tpd > 1 else 0.0
+    tp_only = tp_exposed
+    if r.cp > 1:
+        cp_st = r.stage_layers / L * (c.cp_f + c.cp_b)
+        tp_exposed += float(cp_st.sum() / v + (m - 1 / v) * cp_st[sb])
+    sends = 2 * hop * ((v * p - 1) + (m - 1))
+    exposed = sends + tied_ar + tp_exposed + (float(tail.max()) - o_rank) + head
+    comm_total = sends + tied_ar + tp_exposed + float(dp_tot.max())
+    dp_exposed = (float(tail.max()) - o_rank) + head
+    return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
+                      forward=m * float(t[(stage == sb) & (phase == "forward")].sum()),
+                      backward=m * float(t[(stage == sb) & (phase == "backward")].sum()), optimizer=o_rank,
+                      comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only, dp=dp_exposed),
+                      comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only,
+                                                  dp=float(dp_tot.max())))
+
+
+def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
+    """One GPU's step on the layout ``r``, ``t`` its kernel times (:func:`perfmodel.step.kernels.kernel_seconds`
+    of ``r.work``) and ``links`` its link per group (:func:`resolve_links`)."""
+    fwd = float(t[r.phase == "forward"].sum())
+    bwd = float(t[r.phase == "backward"].sum())
+    opt = float(t[r.is_opt].sum())
+    c = _layer_comm(r, t, links)
+    if r.pipelined:
+        return _pipeline_step(r, t, links, c, fwd, bwd, opt)
+    return (_fsdp_step if r.fsdp else _dp_tp_step)(r, t, links, c, fwd, bwd, opt)
+
+
+#: the columns of :func:`predict_parallel_step_time`'s rows that only :func:`perfmodel.predict`'s result shows: each
+#: process group's exposed and total communication (dicts keyed by :data:`COMM_GROUPS`).
+GROUP_COLUMNS = ("comm_by_group_s", "comm_total_by_group_s")
+
+
+def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high=None,
+                               precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
+                               inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
+                               interconnect=None, overlap_grad_reduce: bool = True, gpus_per_node: int = 8,
+                               compile: bool = False, async_tp: bool = False, pipeline_schedule: str = "1f1b",
+                               by_group: bool = False) -> pd.DataFrame:
+    """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
+    ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
+    ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
+    (:func:`resolve_links`). ``by_group=True`` adds :data:`GROUP_COLUMNS`. Prefer calling
+    :func:`perfmodel.predict_step_time` with ``n_gpus=``, or :func:`perfmodel.predict`."""
+    from perfmodel.step import trace as wl
+    from perfmodel.step import kernels as kn
+    prec = wl.check_step_args(alpha, optimizer, inference, precision, batch_size)
+    check_strategy_name(strategy)
+    if inference:
+        raise ValueError("inference=True predicts one forward pass on one GPU; parallel strategies model training steps "
+                         "(pass n_gpus=1 for inference).")
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    _check_micro_batches(micro_batches)
+    deg = parse_strategy(strategy, int(n_gpus))
+    pipeline_virtual_stages(pipeline_schedule)
+    check_async_tp(async_tp, deg["tp"], deg["name"])
+    specs = kn.gpu_specs(gpus, prec)
+    links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node) for s in specs]
+    r = rank_work(model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype, input_high=input_high,
+                  prec=prec, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
+                  compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
+                  overlap_grad_reduce=overlap_grad_reduce)
+    q, interval = kn.conformal_interval(alpha)
+    rows, far = [], []
+    for spec, lk in zip(specs, links):
+        s = layout_step(r, kn.kernel_seconds(r.work, spec, prec), lk)
+        far += kn._extrapolation_notes(spec, prec)
+        rows.append(_layout_row(r, s, spec, lk, prec, optimizer, q, interval, by_group))
+    kn._warn_extrapolation(far, prec)
+    return pd.DataFrame(rows)
+
+
+def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer, q: float, interval: str,
+                by_group: bool) -> dict:
+    from perfmodel.step import kernels as kn
+    work_s = s.step - s.exposed
+    label = _links_label(lk, list(r.used_groups))
+    if isinstance(label, Interconnect):
+        link_name = label.name
+        how = f"{label.name}, {label.bandwidth_gb_per_s:g} GB/s per direction x {label.efficiency:g}"
+    else:
+        link_name = how = label
+    row = dict(model=r.name, gpu=spec.gpu, batch_size=r.batch_size, precision=prec, optimizer=optimizer or "none",
+               step_time_s=s.step, lower_s=work_s * np.exp(-q) + s.exposed, upper_s=work_s * np.exp(q) + s.exposed,
+               forward_s=s.forward, backward_s=s.backward, optimizer_s=s.optimizer, n_kernels=len(r.work),
+               flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches, n_gpus=r.n_gpus, strategy=r.strategy,
+               micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
+               comm_total_s=s.comm_total, bubble_s=s.bubble,
+               pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
+               basis=f"{r.strategy} over {r.n_gpus} GPUs ({how}): per-GPU operators, each roofline x efficiency "
+                     f"{kn.learned_on(prec)}, plus alpha-beta communication; interval on the compute only: {interval}")
+    if by_group:
+        row.update(comm_by_group_s=dict(s.comm_exposed), comm_total_by_group_s=dict(s.comm_total_by_group))
+    return row

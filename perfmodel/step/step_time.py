@@ -1,0 +1,283 @@
+"""One training step of any PyTorch model on any GPU: the per-operator model summed over the step's operators.
+
+:func:`predict_step_time` extracts the aten operators of one training step (forward, backward and, when asked for, the
+optimizer step) from shapes alone (:func:`perfmodel.features.extract` with ``per_op=True``, on the meta device for
+large models), maps each to an operator class with its shape (:func:`work_from_ops`), predicts each operator's latency
+on the GPU from the GPU's spec sheet (:func:`perfmodel.step.op_latency.default_op_model`: roofline × efficiency
+learned on NeuSight's microbenchmarks of its five training GPUs) and sums the kernel times — kernels of one eager
+training step run back to back on one stream, so the launch overhead each isolated microbenchmark carries is left out
+(:meth:`perfmodel.step.op_latency.OpLatencyModel.predict_in_stream`).
+
+Prediction interval: split-conformal over GPUs. Each of the five training GPUs is held out in turn, its microbenchmarks
+predicted by a model fitted on the other four, and the nonconformity of that GPU is ``|log(Σ predicted / Σ measured)|``
+over all its operators (what a sum of operators feels). The interval is ``[t·e^{−q}, t·e^{q}]`` with ``q`` the
+``⌈(1−alpha)(n+1)⌉``-th smallest of the ``n = 5`` scores (the largest when that rank exceeds ``n``, and the row's
+``interval`` says so): it covers ``1 − alpha`` of new GPUs if a new GPU behaves like one more draw of the training GPUs.
+
+This module is the face of a layered model (:mod:`perfmodel.models` lists the layers): it checks the arguments and
+hands over to one GPU's step (:mod:`perfmodel.step.one_gpu`) or a parallel layout's
+(:mod:`perfmodel.step.parallel`), each built on the trace (:mod:`perfmodel.step.trace`) and the kernel times
+(:mod:`perfmodel.step.kernels`); memory comes from :mod:`perfmodel.step.memory`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.step.collectives import resolve_interconnect
+from perfmodel.step.kernels import gpu_specs
+from perfmodel.step.memory import predict_memory
+from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, single_gpu_step_time
+from perfmodel.step.parallel import predict_parallel_step_time
+from perfmodel.step.strategy import _check_gpus_per_node, check_async_tp, parse_strategy, pipeline_virtual_stages
+from perfmodel.step.trace import Workload, accepts_workload, check_flag, check_step_args, checkpointing_mode
+
+# the layers' public names, re-exported: this module is the step-time model's face
+from perfmodel.step.kernels import (FUSED_ATTENTION_EFFICIENCY, HALF_MODEL_PRECISIONS, clear_trace_cache, conformal_scores,  # noqa: E402,I001
+                                      fused_attention_floor_s, gpu_extrapolation, half_model_applies)
+from perfmodel.step.op_latency import step_design
+from perfmodel.step.trace import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8_CAST_COMPILED_BYTES_PER_ELEMENT,
+                                       FUSED_ADAM_PASSES, OPTIMIZERS, PRECISION_DTYPES, attention_implementation, attention_note,
+                                       checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
+                                       recompute_mask, selective_recompute_mask, work_from_ops, STACKS, stack_of,
+                                       resolve_stack)
+
+__all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
+           "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
+           "STACKS", "STACK_BASIS", "resolve_stack", "step_frame", "memory_rows"]
+
+
+@accepts_workload("input_shape", "batch_size", "input_dtype", "input_high", "precision", "optimizer", "inference", "compile",
+                  "activation_checkpointing", "stack")
+def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
+                      precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
+                      inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
+                      interconnect=None, overlap_grad_reduce: bool = True,
+                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None) -> pd.DataFrame:
+    out = step_frame(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                     input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
+                     n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
+                     overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
+                     gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
+                     stack=stack)
+    if inference:
+        return out
+    return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                       precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
+                       activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
+
+
+def step_frame(model, gpus, *, stack=None, compile=False, by_group: bool = False, **kwargs) -> pd.DataFrame:
+    """:func:`predict_step_time`'s rows before memory: the step, its parts and ``basis`` (with the kernel family and
+    the attention note). ``by_group=True`` adds the per-group communication columns
+    (:data:`perfmodel.step.parallel.GROUP_COLUMNS`) and ``recompute_s``: what :func:`perfmodel.predict` shows."""
+    family = resolve_stack(stack, compile)
+    out = _step_time_only(model, gpus, compile=family, by_group=by_group, **kwargs)
+    note = attention_note(model)
+    out["basis"] = out["basis"].astype(str) + "; kernels: " + STACK_BASIS[family] + (f"; {note}" if note else "")
+    return out
+
+
+#: What each kernel family (``stack=``) runs, for ``basis``.
+STACK_BASIS = {
+    "eager": ("eager PyTorch (one kernel per operator; attention through scaled_dot_product_attention, "
+              "FlashAttention-2)"),
+    "compile": ("torch.compile (each chain of memory-bound operators between two GEMMs one fused kernel moving what "
+                "the dataflow says it reads and writes; pointwise results saved for the backward pass recomputed there)"),
+    "te": ("Transformer Engine (fused RMSNorm/LayerNorm, MLP activation, rotary embedding with q/k/v in the "
+           "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
+           "Hopper; nothing measured)"),
+}
+
+
+def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,
+                strategy, micro_batches, activation_checkpointing, pipeline_schedule="1f1b") -> pd.DataFrame:
+    """``out`` (one row per GPU of a training step) with ``memory_per_gpu_bytes`` and ``fits`` from
+    :func:`perfmodel.predict_memory`, and a warning naming the GPUs the step does not fit on: a step time for a run that
+    would stop with out-of-memory is said to be one, in the row and on the screen."""
+    import warnings
+
+    mem = memory_rows(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                      precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
+                      activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
+    out = out.copy()
+    out["memory_per_gpu_bytes"] = [float(m["total_bytes"]) for m in mem]
+    out["fits"] = [bool(m["fits"]) for m in mem]
+    if not out["fits"].all():
+        bad = [f"{g} ({m['total_bytes'] / 2**30:.1f} GiB of {m['capacity_bytes'] / 2**30:.1f})"
+               for g, m, f in zip(out["gpu"], mem, out["fits"]) if not f]
+        warnings.warn(f"the step does not fit in GPU memory on {', '.join(bad)}: its time is that of a run that would stop "
+                      "with out-of-memory. Use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch "
+                      "(see perfmodel.predict_memory).", OutOfMemoryWarning, stacklevel=4)
+    return out
+
+
+def memory_rows(model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus, strategy, micro_batches,
+                activation_checkpointing, pipeline_schedule="1f1b") -> list:
+    """One :func:`perfmodel.predict_memory` row per GPU, for the step :func:`with_memory` and
+    :func:`perfmodel.predict` describe."""
+    specs = gpu_specs(gpus, check_step_args(0.2, optimizer, False, precision, batch_size))
+    return [predict_memory(model, s, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy, precision=precision,
+                           optimizer=optimizer, activation_checkpointing=activation_checkpointing, input_shape=input_shape,
+                           input_dtype=input_dtype, micro_batches=micro_batches,
+                           pipeline_schedule=pipeline_schedule).iloc[0] for s in specs]
+
+
+class OutOfMemoryWarning(UserWarning):
+    """A predicted step needs more memory per GPU than the GPU has (``fits`` is False in its row)."""
+
+
+def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
+                      precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
+                      inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
+                      interconnect=None, overlap_grad_reduce: bool = True,
+                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b", by_group: bool = False) -> pd.DataFrame:
+    """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
+
+    Parameters
+    ----------
+    model : str, torch.nn.Module, dict, transformers.PretrainedConfig or Workload
+        A zoo id, ``"package.module:Class"``, a module (built on ``meta`` is fine), or a Hugging Face config (built on
+        meta from the config, never downloaded; token inputs and the causal-LM / MLM loss on labels = inputs).
+        A :class:`perfmodel.Workload` gives the step's fields once (a keyword that is also given must agree).
+    gpus : str, GPUSpec or sequence of them
+        Catalog ids or device names (``"H100"``, ``"NVIDIA_H100_80GB_HBM3"``, ``"A100 80GB PCIe"``), or
+        :class:`perfmodel.datasets.GPUSpec` for a GPU that is not in the catalog.
+    input_shape : tuple of int
+        One sample without the batch dimension (``(3, 32, 32)`` default for zoo CNNs; ``(seq_len,)`` for token models).
+    batch_size : int
+        Samples per step; with ``n_gpus > 1`` the **global** batch over all GPUs.
+    input_dtype : torch.dtype, optional
+        ``torch.long`` for token models (set for Hugging Face configs); default float inputs.
+    input_high : int, optional
+        Exclusive upper bound of token ids (default: the config's vocabulary size).
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8"}
+        Tensor precision; TF32/BF16/FP16 run matmuls and convolutions at the GPU's tensor-core rate (an error where the
+        GPU has none). ``"bf16"``/``"fp16"`` is mixed-precision training: BF16 compute and activations, FP32 master
+        weights and optimizer states (:func:`perfmodel.predict_memory`). ``"fp8"``: a BF16 step whose linear layers
+        run as torchao's ``Float8Linear`` (:func:`fp8_work`; a stated extrapolation, Hopper/Ada only). The
+        efficiencies were learned on FP32 microbenchmarks: other precisions extrapolate, with a warning.
+    optimizer : {"sgd-momentum", "adam", "adam-fused", None}
+        Include one optimizer step: PyTorch's ``foreach`` implementation, or ``"adam-fused"``, one fused kernel moving
+        :data:`FUSED_ADAM_PASSES` × the parameter bytes (apex / Megatron-LM / torch ``fused=True``); ``None`` is
+        forward + backward only (the step NeuSight's single-GPU labels time).
+    alpha : float in (0, 1)
+        Miss rate of the interval (see the module docstring; with five calibration GPUs, ``alpha < 1/6`` gives the
+        widest score).
+    inference : bool
+        Predict one forward pass in evaluation mode (dropout off) instead of a training step; needs ``optimizer=None``.
+    n_gpus : int
+        GPUs training together; 1 (default) is the single-GPU step above, unchanged.
+    strategy : str or dict
+        With ``n_gpus > 1``: ``"dp"`` data parallel (DDP's bucketed gradient all-reduce), ``"fsdp"`` fully sharded data
+        parallel (ZeRO-3), ``"tp"`` Megatron tensor parallel, or ``"pp"`` 1F1B pipeline parallel over all the GPUs
+        (:mod:`perfmodel.step.parallel`); or a Megatron combination with each factor's degree, ``"dp2-tp2-pp2"``,
+        ``"tp4-pp2"``, ``"dp-tp2"`` (the factor without a degree takes the GPUs the others leave) or
+        ``{"dp": 2, "tp": 2}``, whose degrees multiply to ``n_gpus`` (:func:`perfmodel.step.parallel.parse_strategy`);
+        torchtitan's layouts: ``"fsdp32-tp8"`` (2D), ``"fsdp8-tp8-pp8"`` (3D), ``"fsdp4-cp2"`` or
+        ``"fsdp2-cp2-tp8-pp8"`` (context parallel, with fsdp).
+    micro_batches : int, optional
+        Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others
+        (default 1).
+    pipeline_schedule : {"1f1b", "interleaved-1f1b"}
+        With pipeline parallelism: 1F1B, or the interleaved 1F1B schedule with two model chunks per rank
+        (:func:`perfmodel.step.parallel.pipeline_time`).
+    async_tp : bool, default False
+        Asynchronous tensor parallelism (torchtitan's, with ``torch.compile``): each tensor-parallel collective of a
+        layer overlapped with its matmul, one chunk of ``1/tp`` exposed; needs a ``tp`` factor.
+    interconnect : str, Interconnect or dict, optional
+        Link between the GPUs: ``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"`` ... (:data:`perfmodel.step.parallel.INTERCONNECTS`)
+        or an :class:`perfmodel.step.parallel.Interconnect`; default the GPU's NVLink from the catalog, else its PCIe.
+        A link per level, ``{"intra": "nvlink", "inter": "infiniband-ndr"}``: a process group inside one node of
+        ``gpus_per_node`` GPUs uses ``"intra"``, one spanning nodes ``"inter"`` (each GPU's NIC;
+        :func:`perfmodel.step.parallel.crosses_nodes`); or a link per group ``{"tp": ..., "pp": ..., "dp": ...}``.
+    gpus_per_node : int, default 8
+        GPUs per node, for the per-level ``interconnect``.
+    compile : bool, default False
+        ``torch.compile``: every chain of memory-bound operators between two GEMMs runs as one fused kernel
+        (:func:`compiled_work`); the same as ``stack="compile"``.
+    stack : {"eager", "compile", "te"}, optional
+        The kernel family the run uses, said in ``basis``: ``"eager"`` (default; PyTorch's kernels), ``"compile"``
+        (``torch.compile``) or ``"te"`` (NVIDIA Transformer Engine's fused modules, as Megatron-core runs them:
+        :func:`perfmodel.step.trace.te_ops` — fused norms, MLP activation, rotary embedding and cross-entropy,
+        cuDNN fused attention at FlashAttention-3's published rate on Hopper; a stated model, no TE kernel was
+        measured).
+    overlap_grad_reduce : bool
+        ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
+        after the backward pass (Megatron-LM's default).
+    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}
+        ``True`` / ``"full"``: keep only each layer's input and recompute the forward pass during the backward pass
+        (``torch.utils.checkpoint``, Megatron's full recompute): one more forward pass per micro-batch on every GPU,
+        counted in ``backward_s`` (where it runs) and in ``step_time_s`` (:func:`add_recompute`). ``"selective"``:
+        torchtitan's per-operator policy (:func:`checkpointing_mode`): only the forward operators it does not keep are
+        recomputed. ``"layer"`` / ``"layer:N"``: torchtitan's per-layer policy, every ``N``-th layer (default 2)
+        checkpointed whole. The memory it saves is :func:`perfmodel.predict_memory`'s.
+
+    Returns
+    -------
+    DataFrame
+        One row per GPU: ``model``, ``gpu``, ``batch_size``, ``precision``, ``optimizer``, ``step_time_s``,
+        ``lower_s``, ``upper_s``, ``forward_s``, ``backward_s``, ``optimizer_s``, ``n_kernels``, ``flops``,
+        ``basis`` (what the prediction rests on), and for a training step ``memory_per_gpu_bytes`` and ``fits``
+        (:func:`perfmodel.predict_memory`; an :class:`OutOfMemoryWarning` names the GPUs it does not fit on). With ``n_gpus > 1`` also ``n_gpus``, ``strategy``,
+        ``micro_batches``, ``interconnect``, ``compute_s`` (busiest GPU's kernels), ``comm_s`` (exposed
+        communication), ``comm_total_s`` (all communication, hidden or not), ``bubble_s`` (pipeline idle time);
+        ``forward_s`` / ``backward_s`` / ``optimizer_s`` and ``flops`` are those of one GPU.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Unknown GPU (with suggestions), precision, strategy or interconnect.
+    perfmodel.datasets.UnsupportedPrecisionError
+        The GPU has no units for ``precision`` (BF16 on a V100).
+    perfmodel.step.parallel.StrategyError
+        A strategy that does not divide the model or the batch (a ``ValueError``).
+    ValueError, TypeError
+        Bad arguments; a token model without ``input_dtype`` fails in the extraction with the cause named.
+    """
+    prec = check_step_args(alpha, optimizer, inference, precision, batch_size)
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    compile = stack_of(compile)  # the kernel family (predict_step_time resolves stack= and compile= into it)
+    _check_gpus_per_node(gpus_per_node)
+    ac = checkpointing_mode(activation_checkpointing)
+    if ac and inference:
+        raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "
+                         "step; an inference pass has no backward pass. Pass activation_checkpointing=False.")
+    if ac:
+        from perfmodel.step.trace import check_checkpointable, model_and_layout
+
+        name, lay = model_and_layout(model, input_shape, input_dtype)[4:]
+        check_checkpointable(lay, activation_checkpointing, name)
+        plain = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                                  input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
+                                  n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
+                                  overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile,
+                                  async_tp=async_tp, pipeline_schedule=pipeline_schedule, by_group=by_group)
+        fraction = 1.0
+        if ac != "full":
+            fraction = _recompute_fraction(model, gpus, ac, input_shape=input_shape, input_dtype=input_dtype,
+                                           input_high=input_high, prec=prec, frame=plain, compile=compile)
+        return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group)
+    if n_gpus > 1 or micro_batches not in (None, 1):
+        return predict_parallel_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                                          input_high=input_high, precision=prec, optimizer=optimizer, alpha=alpha,
+                                          inference=inference, n_gpus=int(n_gpus), strategy=strategy,
+                                          micro_batches=micro_batches, interconnect=interconnect,
+                                          overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node,
+                                          compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
+                                          by_group=by_group)
+    pipeline_virtual_stages(pipeline_schedule)
+    check_async_tp(async_tp, 1, "one GPU")
+    if strategy is not None:
+        parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
+    if interconnect is not None:
+        resolve_interconnect(interconnect, gpu_specs(gpus, prec)[0])
+    return single_gpu_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                                input_high=input_high, prec=prec, optimizer=optimizer, alpha=alpha, inference=inference,
+                                compile=compile)
+
+
+predict_step_time.__doc__ = _step_time_only.__doc__

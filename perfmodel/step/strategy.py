@@ -1,0 +1,393 @@
+"""Parallel layouts as names: the strategies a step can be spread with (``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"``,
+their combinations such as ``"fsdp8-tp8-pp8"`` and ``"fsdp4-cp2"``), their checks, their pipeline schedules, and which
+link each process group uses once the GPUs span nodes (:func:`resolve_links`). The timing of a layout is
+:mod:`perfmodel.step.parallel`'s.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from perfmodel._errors import UnknownNameError
+from perfmodel.step.collectives import resolve_interconnect
+
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+
+
+#: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
+#: (``"dp2-tp2-pp2"``) are spelled as :func:`parse_strategy` reads them.
+STRATEGIES = ("dp", "fsdp", "tp", "pp")
+
+
+class StrategyError(ValueError):
+    """A parallel strategy does not divide the model or the batch (tensor parallel over heads that do not split, more
+    pipeline stages than layers, a global batch that does not split over the GPUs)."""
+
+
+#: process groups of a combined strategy that may use their own link (``interconnect={"tp": ..., "pp": ..., "dp": ...}``;
+#: ``"cp"``, the context-parallel group, defaults to the ``"tp"`` link when the dict leaves it out and names ``"tp"``).
+LINK_GROUPS = ("tp", "pp", "dp", "cp")
+
+
+#: levels of a cluster's links (``interconnect={"intra": "nvlink", "inter": "infiniband-ndr"}``): inside a node of
+#: ``gpus_per_node`` GPUs, and between nodes (the NIC of each GPU: DGX-class nodes give every GPU its own NIC).
+LINK_LEVELS = ("intra", "inter")
+
+
+def _check_gpus_per_node(gpus_per_node) -> int:
+    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, (int, np.integer)) or gpus_per_node < 1:
+        raise ValueError(f"gpus_per_node must be a positive int (GPUs sharing a node's fast link, e.g. 8 for a DGX / "
+                         f"p5.48xlarge / a3-highgpu-8g); got {gpus_per_node!r}.")
+    return int(gpus_per_node)
+
+
+def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
+    """Which process groups of a layout span more than one node, ranks placed Megatron's and torchtitan's way (tensor
+    parallel innermost, then context parallel, then data parallel, pipeline outermost): the ``tp`` group when
+    ``tp > gpus_per_node``; the ``cp`` group when ``tp·cp > gpus_per_node``; the ``dp`` group (FSDP's, which with
+    context parallelism spans the ``dp·cp`` ranks) when ``tp·cp·dp > gpus_per_node``; the ``pp`` group (neighbouring
+    stages ``tp·cp·dp`` ranks apart) when ``pp > 1`` and ``tp·cp·dp >= gpus_per_node``."""
+    tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
+    cp = int(degrees.get("cp", 1))
+    g = _check_gpus_per_node(gpus_per_node)
+    return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
+            "pp": pp > 1 and tp * cp * dp >= g}
+
+
+def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, gpus_per_node: int = 8) -> dict:
+    """The :class:`Interconnect` of each process group, ``{"tp": ..., "pp": ..., "dp": ...}``.
+
+    Parameters
+    ----------
+    interconnect : str, Interconnect, dict or None
+        One link (a name, a spec or ``None`` for the GPU's own, :func:`resolve_interconnect`) serves all the groups;
+        a dict with keys among ``"tp"``, ``"pp"``, ``"dp"`` gives a group its own link (e.g. ``{"tp": "nvlink",
+        "pp": "infiniband-ndr", "dp": "infiniband-ndr"}``: tensor parallel inside a node, the rest across nodes); a
+        group the dict leaves out uses the GPU's own link. The data-parallel group of ``"fsdp"`` is ``"dp"``.
+        Or a link per level, ``{"intra": "nvlink", "inter": "infiniband-ndr"}`` (:data:`LINK_LEVELS`): a group inside
+        one node uses ``"intra"`` (default the GPU's own link), a group spanning nodes (:func:`crosses_nodes`)
+        ``"inter"`` — the per-GPU NIC, which bounds a ring that leaves the node.
+    gpu : str or GPUSpec, optional
+        The GPU whose own link (NVLink, else PCIe) fills in.
+    degrees : dict, optional
+        ``{"tp": .., "dp": .., "pp": ..}`` of the layout (:func:`parse_strategy`), for the per-level form.
+    gpus_per_node : int, default 8
+        GPUs per node, for the per-level form.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown link name, or a dict key that is not a group.
+    TypeError
+        A link that is not a name, an Interconnect or None.
+    """
+    if isinstance(interconnect, dict) and interconnect and set(interconnect) <= set(LINK_LEVELS):
+        intra = resolve_interconnect(interconnect.get("intra"), gpu)
+        cross = crosses_nodes(degrees or {}, gpus_per_node)
+        if any(cross.values()) and interconnect.get("inter") is None:
+            raise ValueError(f"the {', '.join(k for k, v in cross.items() if v)} group(s) span more than one node of "
+                             f"{gpus_per_node} GPUs, but interconnect gives no 'inter' link. Add one, e.g. "
+                             "{'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or raise gpus_per_node.")
+        inter = resolve_interconnect(interconnect["inter"], gpu) if interconnect.get("inter") is not None else intra
+        return {g: (inter if cross[g] else intra) for g in LINK_GROUPS}
+    if isinstance(interconnect, dict):
+        bad = [k for k in interconnect if k not in LINK_GROUPS]
+        if set(interconnect) & set(LINK_LEVELS):
+            raise UnknownNameError(f"interconnect dict mixes link levels ('intra', 'inter') with process groups "
+                                   f"({list(LINK_GROUPS)}): {sorted(interconnect)}. Give either the levels, e.g. "
+                                   "{'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or a link per group.")
+        if bad:
+            raise UnknownNameError(f"interconnect dict has unknown group(s) {bad}; expected keys among {list(LINK_GROUPS)} "
+                                   "(the tensor-, pipeline- and data-parallel groups), e.g. {'tp': 'nvlink', 'dp': "
+                                   "'infiniband-ndr'}.")
+        out = {g: resolve_interconnect(interconnect.get(g), gpu) for g in LINK_GROUPS if g != "cp"}
+        out["cp"] = resolve_interconnect(interconnect.get("cp", interconnect.get("tp")), gpu)
+        return out
+    link = resolve_interconnect(interconnect, gpu)
+    return {g: link for g in LINK_GROUPS}
+
+
+_FACTORS = ("dp", "fsdp", "cp", "tp", "pp")
+
+
+_FACTOR = re.compile(r"^(dp|fsdp|cp|tp|pp)(\d+)?$")
+
+
+_SEPARATORS = re.compile(r"[-_,+\s]+")
+
+
+_KNOWN = ("Expected one of: dp, fsdp, tp, pp (data parallel, fully sharded data parallel, tensor parallel, pipeline "
+          "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2', 'dp-tp2', 'fsdp8-tp8-pp8' or "
+          "'fsdp4-cp2' (cp: context parallel, with fsdp) (a factor without a degree takes the GPUs the others leave), or a "
+          "dict such as {'dp': 2, 'tp': 2}.")
+
+
+def _factors(strategy) -> list[tuple[str, int | None]]:
+    """The (name, degree or None) factors of a strategy spelling or dict, in the order dp/fsdp, tp, pp; spelling errors
+    raise."""
+    if isinstance(strategy, dict):
+        if not strategy:
+            raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: an empty dict. {_KNOWN}")
+        out = []
+        for k, v in strategy.items():
+            key = str(k).strip().lower() if isinstance(k, str) else k
+            if key not in _FACTORS:
+                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: key {k!r} is not one of dp, fsdp, cp, tp, pp. {_KNOWN}")
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+                raise StrategyError(f"parallel strategy {strategy!r}: the degree of {key!r} must be a positive int (or None: "
+                                    f"the GPUs the others leave); got {v!r}.")
+            out.append((key, None if v is None else int(v)))
+    elif isinstance(strategy, str):
+        tokens = [t for t in _SEPARATORS.split(strategy.strip().lower()) if t]
+        out = []
+        for tok in tokens:
+            hit = _FACTOR.match(tok)
+            if not hit:
+                where = "" if len(tokens) == 1 else f": factor {tok!r} is not one of dp, fsdp, cp, tp, pp with an optional degree"
+                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}{where}. {_KNOWN}")
+            deg = hit.group(2)
+            if deg is not None and int(deg) < 1:
+                raise StrategyError(f"parallel strategy {strategy!r}: factor {tok!r} has degree {int(deg)}; degrees must be "
+                                    "positive (e.g. 'dp2-tp2').")
+            out.append((hit.group(1), None if deg is None else int(deg)))
+        if not out:
+            raise UnknownNameError(f"Unknown parallel strategy {strategy!r}. {_KNOWN}")
+    else:
+        raise UnknownNameError(f"Unknown parallel strategy {strategy!r}. {_KNOWN}")
+    names = [k for k, _ in out]
+    dup = sorted({k for k in names if names.count(k) > 1})
+    if dup:
+        raise StrategyError(f"parallel strategy {strategy!r} names {', '.join(dup)} more than once. Name each factor once "
+                            "(e.g. 'dp2-tp2-pp2').")
+    if "dp" in names and "fsdp" in names:
+        raise StrategyError(f"parallel strategy {strategy!r} combines dp and fsdp: both are the data-parallel dimension "
+                            "(fsdp shards it). Use one of them.")
+    if "cp" in names and "fsdp" not in names:
+        raise StrategyError(f"parallel strategy {strategy!r} uses context parallelism without fsdp. perfmodel models cp "
+                            "as torchtitan runs it: FSDP shards the parameters over the data- and context-parallel "
+                            "ranks. Name fsdp with it, e.g. 'fsdp4-cp2', or 'fsdp1-cp8' for cp over every GPU.")
+    if sum(d is None for _, d in out) > 1 and len(out) > 1:
+        raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
+                            "without a degree (it takes the GPUs the others leave), e.g. 'dp-tp2'.")
+    return sorted(out, key=lambda f: _FACTORS.index(f[0]) if f[0] != "fsdp" else 0)
+
+
+def check_strategy_name(strategy) -> str:
+    """The canonical spelling of a parallel strategy, else a clear error.
+
+    One of :data:`STRATEGIES` (lower-cased; over all the GPUs), or a combination of them with their degrees,
+    ``"dp2-tp2-pp2"``, ``"tp4-pp2"``, ``"dp-tp2"`` (factors joined by ``-``; a factor without a degree takes the GPUs the
+    others leave), or a dict ``{"dp": 2, "tp": 2}``; combinations come back with their factors in the order dp, tp,
+    pp (``"TP2-DP2"`` → ``"dp2-tp2"``). The degrees are checked against a GPU count by :func:`parse_strategy`.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown strategy or factor (the message lists the known ones).
+    StrategyError
+        A factor named twice, ``dp`` with ``fsdp``, ``fsdp`` with ``pp`` (not modelled), a degree below 1,
+        more than one factor without a degree.
+    """
+    if isinstance(strategy, str) and strategy.strip().lower() in STRATEGIES:
+        return strategy.strip().lower()
+    out = _factors(strategy)
+    if len(out) == 1 and out[0][1] is None:
+        return out[0][0]
+    return "-".join(f"{k}{'' if d is None else d}" for k, d in out)
+
+
+def parse_strategy(strategy, n_gpus: int) -> dict:
+    """Degrees of the data-, tensor- and pipeline-parallel dimensions of ``strategy`` on ``n_gpus`` GPUs.
+
+    Parameters
+    ----------
+    strategy : str or dict
+        As for :func:`check_strategy_name`: ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` (all ``n_gpus``), a combination
+        ``"dp2-tp2-pp2"``, ``"dp-tp4"`` (the factor without a degree takes ``n_gpus`` / the others), or a dict
+        ``{"dp": 2, "tp": 2}``.
+    n_gpus : int
+        GPUs training together; must equal ``dp × tp × pp``.
+
+    Returns
+    -------
+    dict
+        ``dp``, ``tp``, ``pp`` (ints, 1 for a dimension not used; ``dp`` is the sharded dimension for fsdp), ``fsdp``
+        (bool) and ``name``: the canonical name on ``n_gpus`` GPUs — a bare ``"dp"`` / ``"fsdp"`` / ``"tp"`` / ``"pp"``
+        when one dimension spans all the GPUs (``"tp4"`` on 4 GPUs is ``"tp"``; a bare name on one GPU stays as
+        given), else the factors above 1, ``"dp2-tp2"``.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown strategy or factor.
+    StrategyError
+        The degrees do not multiply to ``n_gpus`` (or the open one does not divide it), or a spelling
+        :func:`check_strategy_name` refuses.
+    ValueError
+        ``n_gpus`` is not a positive int.
+    """
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    n = int(n_gpus)
+    canon = check_strategy_name(strategy)
+    if canon in STRATEGIES:
+        deg = dict(dp=n if canon in ("dp", "fsdp") else 1, tp=n if canon == "tp" else 1, pp=n if canon == "pp" else 1,
+                   cp=1, fsdp=canon == "fsdp", name=canon)
+        return deg
+    out = _factors(canon)
+    fixed = int(np.prod([d for _, d in out if d is not None]))
+    open_ = [k for k, d in out if d is None]
+    shown = " x ".join(f"{k}{d}" for k, d in out if d is not None)
+    if open_:
+        if n % fixed:
+            raise StrategyError(f"strategy={canon!r} on {n} GPUs: the fixed degrees ({shown} = {fixed}) do not divide "
+                                f"n_gpus = {n}, so {open_[0]!r} has no whole degree. Use n_gpus that is a multiple of {fixed}.")
+        degrees = {k: (n // fixed if d is None else d) for k, d in out}
+    else:
+        if fixed != n:
+            raise StrategyError(f"strategy={canon!r}: the degrees multiply to {shown} = {fixed}, but n_gpus = {n}. Make "
+                                f"their product n_gpus, or leave one factor without a degree to take the rest (e.g. "
+                                f"'{'-'.join([out[0][0]] + [f'{k}{d}' for k, d in out[1:]])}').")
+        degrees = {k: d for k, d in out}
+    fsdp = "fsdp" in degrees
+    dp = degrees.get("fsdp", degrees.get("dp", 1))
+    tp, pp, cp = degrees.get("tp", 1), degrees.get("pp", 1), degrees.get("cp", 1)
+    used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("cp", cp), ("tp", tp), ("pp", pp))
+            if v > 1 or (k == "fsdp" and cp > 1)]  # context parallel keeps its fsdp factor, even of degree 1
+    if not used:
+        name = "fsdp" if fsdp else "dp"
+    elif len(used) == 1:
+        name = used[0][0]
+    else:
+        name = "-".join(f"{k}{v}" for k, v in used)
+    return dict(dp=dp, tp=tp, pp=pp, cp=cp, fsdp=fsdp, name=name)
+
+
+def strategy_combinations(n_gpus: int) -> list[str]:
+    """Every combination of data, tensor and pipeline parallelism on ``n_gpus`` GPUs with at least two dimensions
+    above 1: the factorisations ``dp × tp × pp = n_gpus``, spelled as :func:`parse_strategy` names them
+    (``"dp2-tp2"``, ``"tp2-pp2"``, ``"dp2-tp2-pp2"`` ...), in the order dp, tp, pp descending. Empty for a prime or
+    one GPU.
+
+    Raises
+    ------
+    ValueError
+        ``n_gpus`` is not a positive int.
+    """
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    n = int(n_gpus)
+    out = []
+    for d in range(n, 0, -1):
+        if n % d:
+            continue
+        for t in range(n // d, 0, -1):
+            if (n // d) % t:
+                continue
+            pp = n // d // t
+            used = [f"{k}{v}" for k, v in (("dp", d), ("tp", t), ("pp", pp)) if v > 1]
+            if len(used) >= 2:
+                out.append("-".join(used))
+    return out
+
+
+#: pipeline schedules and their model chunks per rank: 1F1B, and the interleaved 1F1B of Narayanan et al. (SC 2021)
+#: with torchtitan's default of two chunks per rank (``generate_split_points``: ``num_stages_per_rank = 2`` for its
+#: looped schedules).
+PIPELINE_SCHEDULES = {"1f1b": 1, "interleaved-1f1b": 2}
+
+
+def pipeline_virtual_stages(schedule) -> int:
+    """Model chunks per pipeline rank of a schedule name (:data:`PIPELINE_SCHEDULES`): ``"1f1b"`` → 1,
+    ``"interleaved-1f1b"`` (also ``"Interleaved1F1B"``, torchtitan's spelling) → 2.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown schedule (the message lists the known ones).
+    """
+    key = schedule.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(schedule, str) else None
+    key = {"interleaved1f1b": "interleaved-1f1b", "interleaved": "interleaved-1f1b"}.get(key, key)
+    if key not in PIPELINE_SCHEDULES:
+        raise UnknownNameError(f"Unknown pipeline_schedule {schedule!r}. Expected one of: {', '.join(PIPELINE_SCHEDULES)} "
+                               "(interleaved: two model chunks per pipeline rank).")
+    return PIPELINE_SCHEDULES[key]
+
+
+def check_async_tp(async_tp, tp: int, strategy: str) -> None:
+    """Refuse ``async_tp`` that is not a bool, or asked for without tensor parallelism."""
+    if not isinstance(async_tp, (bool, np.bool_)):
+        raise TypeError(f"async_tp must be True (tensor-parallel collectives overlapped with their matmuls) or False; "
+                        f"got {async_tp!r}.")
+    if async_tp and tp < 2:
+        raise StrategyError(f"async_tp=True overlaps the tensor-parallel collectives with the matmuls, but strategy="
+                            f"{strategy!r} has no tensor parallelism. Add a tp factor (e.g. 'fsdp8-tp8') or pass "
+                            "async_tp=False.")
+
+
+def context_parallel_shape(shape, in_dtype, cp: int, strategy: str) -> tuple:
+    """One rank's sample under context parallelism: a token sequence ``(s,)`` cut in ``cp`` shards ``(s / cp,)``."""
+    import torch
+
+    shape = tuple(shape)
+    if cp == 1:
+        return shape
+    if in_dtype not in (torch.long, torch.int, torch.int64) or len(shape) != 1:
+        raise StrategyError(f"strategy={strategy!r} splits a token sequence over {cp} context-parallel ranks; the input "
+                            f"is {tuple(shape)} of {in_dtype}. Use cp with a language model (input_shape=(seq_len,)).")
+    if shape[0] % (2 * cp):
+        raise StrategyError(f"strategy={strategy!r}: context parallelism over {cp} ranks cuts the sequence in {2 * cp} "
+                            f"chunks (two per rank, load-balanced for causal masks), but seq_len = {shape[0]} is not a "
+                            f"multiple of {2 * cp}. Use a sequence length divisible by {2 * cp}.")
+    return (shape[0] // cp,)
+
+
+def check_tensor_parallel(lay, tp: int, strategy: str, n_gpus: int, name: str, *, need_ffn: bool = True) -> None:
+    """Refuse a tensor-parallel degree that does not divide what it splits: the attention heads, the key/value heads
+    (grouped-query attention: perfmodel splits the K/V projections over the tp ranks, Megatron's replication of K/V
+    heads when tp > key/value heads is not modelled), the hidden size and (``need_ffn``) the MLP size.
+
+    ``lay`` is a :class:`perfmodel.step.trace.ModelLayout`; ``strategy`` the parsed name (``"tp"`` alone or a
+    combination); a model without a config of heads and hidden size cannot be split."""
+    single = strategy == "tp"
+    if not (lay.heads and lay.hidden):
+        raise StrategyError(f"strategy={strategy!r} splits attention heads and hidden columns, but {name} has no config with "
+                            "num_attention_heads / hidden_size. Pass a Hugging Face config or model, or use "
+                            + ("'dp', 'fsdp' or 'pp'." if single else "a strategy without tp."))
+    kv = lay.kv_heads if lay.kv_heads and lay.kv_heads != lay.heads else None
+    sizes = [("attention heads", lay.heads), ("key/value heads", kv), ("hidden size", lay.hidden),
+             ("MLP size", lay.ffn if need_ffn else None)]
+    bad = [f"{w} = {v}" for w, v in sizes if v and v % tp]
+    if not bad:
+        return
+    import math
+
+    g = 0
+    for _, v in sizes:
+        if v:
+            g = math.gcd(g, int(v))
+    valid = [k for k in range(1, g + 1) if g % k == 0]
+    shown = ", ".join(map(str, valid[:12])) + (", ..." if len(valid) > 12 else "")
+    why = (" (perfmodel splits the key/value heads over the tp ranks; replicating them when tp exceeds the key/value "
+           "heads, as Megatron does, is not modelled)" if kv and kv % tp else "")
+    if single:
+        raise StrategyError(f"strategy='tp' over {n_gpus} GPUs does not divide {name}: {', '.join(bad)} not divisible by "
+                            f"{n_gpus}{why}. Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'. Valid tp degrees for it: "
+                            f"{shown}.")
+    raise StrategyError(f"strategy={strategy!r}: tensor parallel over {tp} GPUs does not divide {name}: "
+                        f"{', '.join(bad)} not divisible by {tp}{why}. Use a tp degree that divides them. Valid tp "
+                        f"degrees for it: {shown}.")
+
+
+def check_sequence_length(net, shape, in_dtype) -> None:
+    """Refuse a token sequence longer than a Hugging Face model's position table, on the whole sequence: a
+    context-parallel rank traces ``s / cp`` tokens, but each still sits at its position of the full sequence."""
+    import torch
+
+    cfg = getattr(getattr(net, "model", None), "config", None)
+    if cfg is None or in_dtype not in (torch.long, torch.int, torch.int64) or len(tuple(shape)) < 1:
+        return
+    check = getattr(net, "_check_length", None)
+    if check is not None:
+        check(torch.empty((1, *tuple(shape)), dtype=torch.long, device="meta"))

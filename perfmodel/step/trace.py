@@ -1,0 +1,931 @@
+"""The trace of a workload: what one training step of a model launches, from shapes alone.
+
+The bottom layer of the step-time model (:mod:`perfmodel.step.step_time` lists the layers). A workload is a
+model (zoo id, module or Hugging Face config), one sample's input shape, the batch, the precision, the optimizer and
+the fusions asked for. This module traces it (:func:`step_ops`: the aten operators of forward, backward and optimizer
+step, :func:`perfmodel.features.extract` with ``per_op=True``, memoised per module), describes each kernel by its
+operator class and shape (:func:`work_from_ops`), applies the fusions of ``torch.compile`` (:func:`compiled_work`) and
+of FP8 training (:func:`fp8_work`), and reads the model's layout: its transformer layers and what tensor parallelism
+splits (:func:`model_layout`), which operators activation checkpointing recomputes (:func:`recompute_mask`), what a
+context-parallel rank computes (:func:`context_parallel_work`). Nothing here knows a GPU.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import functools
+import re
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+import pandas as pd
+
+# the step said once, and the checks of its arguments (at the bottom, so that a Workload checks its fields when made),
+# re-exported with its trace
+from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYPES, Workload, accepts_workload, check_batch_size,
+                                 check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
+                                 checkpointing_mode, STACKS, stack_of, resolve_stack)
+
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+
+
+#: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
+#: the BF16 tensor read for its absolute maximum (2), read again and written as FP8 (2 + 1).
+FP8_CAST_BYTES_PER_ELEMENT = 5
+
+
+#: the same under ``torch.compile``, per element of each **activation** operand: Inductor fuses the absolute-maximum
+#: reduction into the kernel that produced the tensor, and the cast reads the BF16 tensor once (2) and writes its FP8
+#: copy and the transposed FP8 copy the weight-gradient GEMM reads (1 + 1). Weights are cast on their FSDP shard before
+#: the FP8 all-gather (torchtitan's ``enable_fsdp_float8_all_gather``), not per GEMM.
+FP8_CAST_COMPILED_BYTES_PER_ELEMENT = 4
+
+
+_FREE = {"view", "factory"}
+
+
+_SHAPE = re.compile(r"[0-9]+(x[0-9]+)*")
+
+
+def _dims(text) -> tuple[tuple[int, ...], ...]:
+    """The shapes of a ``"8x3x32x32;16x3x3x3"`` text (``()`` for a part that is not a shape)."""
+    return _parsed_dims(str(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed_dims(text: str) -> tuple[tuple[int, ...], ...]:  # a step repeats its shapes layer after layer
+    return tuple(tuple(int(v) for v in part.split("x")) if _SHAPE.fullmatch(part) else () for part in text.split(";"))
+
+
+def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Operator-model rows (:data:`perfmodel.step.op_latency.WORK_COLUMNS`) of the per-op rows of
+    :func:`perfmodel.features.extract` (``per_op=True``).
+
+    * ``aten.mm`` / ``addmm`` / ``bmm`` → ``matmul`` with their ``b, m, n, k`` (``n`` the reduction dimension);
+      other matmul, attention and convolution kernels → ``matmul`` / ``conv`` with the counted FLOPs and the implicit
+      GEMM's output rows and columns; a fused attention kernel (FlashAttention through ``scaled_dot_product_attention``)
+      is the GEMM chain it runs on chip — rows ``batch × heads × queries``, columns the head dimension, its bytes the
+      O(s·d) inputs and outputs it moves (the score matrix never leaves the chip), and with ``attributes`` ``"causal"``
+      half the counted FLOPs (the blocks above the diagonal are skipped);
+    * layer norms (and their backward) → ``layernorm``; softmax kinds → ``softmax``;
+    * every other operator that moves data (elementwise, reductions, embeddings, copies, losses) → ``elementwise`` with
+      its counted bytes, as the microbenchmarked FP32 op that moves them: its output elements when it moves 8-12 bytes
+      per output element (one or two inputs read, one output written), otherwise ``bytes / 12`` elements (a reduction
+      reads far more than it writes; its cost is its traffic);
+    * views and allocations (``op_class`` ``view`` / ``factory``) launch no kernel and are dropped.
+
+    Returns the work frame plus ``op`` and ``phase`` of each kept row (and ``module`` when the per-op rows have it).
+    """
+    need = {"op", "op_class", "phase", "flops", "bytes_read", "bytes_written", "input_shapes", "output_shapes"}
+    missing = sorted(need - set(ops.columns))
+    if missing:
+        raise ValueError(f"work_from_ops needs the per-op rows of perfmodel.features.extract(per_op=True); missing {missing}.")
+    d = ops[~ops["op_class"].isin(_FREE)]
+    moved = d["bytes_read"].to_numpy(float) + d["bytes_written"].to_numpy(float)
+    d = d[(moved > 0) | (d["flops"].to_numpy(float) > 0)]
+    rows = []
+    has_module = "module" in d.columns
+    for r in d.itertuples(index=False):
+        mod = (r.module,) if has_module else ()
+        nbytes = max(float(r.bytes_read) + float(r.bytes_written), 1.0)
+        flops = float(r.flops)
+        ins, outs = _dims(r.input_shapes), _dims(r.output_shapes)
+        out = outs[0] if outs else ()
+        numel = float(np.prod(out)) if out else max(nbytes / 4, 1.0)
+        last = float(out[-1]) if out else 1.0
+        lines = max(numel / last, 1.0)
+        if r.op in ("aten.mm", "aten.addmm", "aten.bmm") and len(ins) >= 2:
+            a, b_ = (ins[1], ins[2]) if r.op == "aten.addmm" else (ins[0], ins[1])
+            if r.op == "aten.bmm" and len(a) == 3 and len(b_) == 3:
+                bb, m, n, k = a[0], a[1], a[2], b_[2]
+            elif len(a) == 2 and len(b_) == 2:
+                bb, m, n, k = 1, a[0], a[1], b_[1]
+            else:
+                bb = m = n = k = 0
+            if min(bb, m, n, k) > 0:
+                rows.append(("matmul", 2.0 * bb * m * n * k, nbytes, bb * np.ceil(m / 128) * np.ceil(k / 128), m, n, k, bb, r.op, r.phase, *mod))
+                continue
+        if r.op_class == "conv" and flops > 0 and len(out) >= 3:
+            # the implicit GEMM the microbenchmarks describe (op_latency.op_work): (batch x output pixels) rows by the
+            # output channels, reducing over in-channels x kernel taps; NCHW output (b, c, *spatial)
+            gk = float(out[1])
+            gm = max(numel / gk, 1.0)
+            red = max(flops / (2 * gm * gk), 1.0)
+            rows.append(("conv", flops, nbytes, np.ceil(gm / 128) * np.ceil(gk / 128), gm, red, gk, 1.0, r.op, r.phase, *mod))
+        elif r.op_class in ("matmul", "conv", "attention") and flops > 0:
+            cls = "conv" if r.op_class == "conv" else "matmul"
+            if r.op_class == "attention" and "causal" in str(getattr(r, "attributes", "") or ""):
+                flops /= 2  # a causal fused kernel skips the score blocks above the diagonal
+            red = max(flops / (2 * lines * last), 1.0)
+            rows.append((cls, flops, nbytes, np.ceil(lines / 128) * np.ceil(last / 128), lines, red, last, 1.0, r.op, r.phase, *mod))
+        elif r.op_class == "norm":
+            rows.append(("layernorm", 8 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase, *mod))
+        elif r.op_class == "softmax":
+            rows.append(("softmax", 5 * numel, nbytes, lines, lines, 1.0, last, 1.0, r.op, r.phase, *mod))
+        else:
+            # described as the microbenchmarked op that moves the same bytes: an FP32 elementwise op reads one or two
+            # tensors and writes one (8-12 bytes per output element); a reduction, a pad, a gather or another dtype
+            # moves a different number, and is mapped to the binary op over bytes / 12 elements
+            rows.append(("elementwise", *_elementwise_fields(nbytes, numel, last), r.op, r.phase, *mod))
+    from perfmodel.step.op_latency import WORK_COLUMNS
+
+    out = pd.DataFrame(rows, columns=[*WORK_COLUMNS, "op", "phase", *(["module"] if has_module else [])])
+    if "dataflow" in d.columns and "index" in d.columns:
+        # kept for compiled_work, which computes what a fused chain moves from them (one work row per row of d)
+        out["index"] = d["index"].to_numpy()
+        out["dataflow"] = d["dataflow"].to_numpy()
+    return out
+
+
+def _elementwise_fields(nbytes: float, numel: float, last: float) -> tuple:
+    """(flops, bytes, tiles, dim_m, dim_n, dim_k, dim_b) of an ``elementwise`` work row moving ``nbytes``: the
+    microbenchmarked FP32 op that moves the same bytes — its ``numel`` output elements (``last`` the innermost
+    dimension) when it moves 8-12 bytes per output element, otherwise ``nbytes / 12`` elements."""
+    n_el = max(numel, 1.0)
+    if not 8.0 <= nbytes / n_el <= 12.0:
+        n_el = max(nbytes / 12.0, 1.0)
+    w_last = min(last, n_el)
+    return n_el, nbytes, np.ceil(n_el / 512), n_el / w_last, 1.0, w_last, 1.0
+
+
+def model_input(model, input_shape, input_dtype):
+    """(module, input_shape, input_dtype, input_high, name) for a zoo id, a module or a Hugging Face config."""
+    import torch
+
+    from pathlib import Path
+
+    if input_shape is not None:
+        input_shape = check_input_shape(input_shape)
+    if isinstance(model, Path) or (isinstance(model, str) and model.endswith(".json")):
+        from perfmodel.zoo.hf import read_config
+
+        model = read_config(model)
+    if isinstance(model, str):
+        from perfmodel.zoo import INPUT_SHAPE, load_model
+
+        m = load_model(model)
+        if isinstance(m, str):
+            return m, tuple(input_shape or INPUT_SHAPE), input_dtype, 2, m
+        model = m
+    if isinstance(model, torch.nn.Module):
+        if input_shape is None:
+            raise ValueError(f"input_shape is required for a torch module ({type(model).__name__}): the shape of one sample "
+                             "without the batch dimension, e.g. (3, 224, 224) for images or (seq_len,) for tokens.")
+        return model, tuple(input_shape), input_dtype, 2, type(model).__name__
+    is_config = isinstance(model, dict) or type(model).__name__.endswith("Config")
+    if is_config:
+        from perfmodel.zoo import hf
+
+        cfg = dict(model) if isinstance(model, dict) else model.to_dict()
+        impl = getattr(model, "_attn_implementation", None) if not isinstance(model, dict) else None
+        if impl and "attn_implementation" not in cfg:  # a PretrainedConfig keeps it out of to_dict()
+            cfg["attn_implementation"] = impl
+        if input_shape is None:
+            raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
+        name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")
+        if len(tuple(input_shape)) != 1 and input_dtype in (None, torch.long, torch.int, torch.int64, torch.int32):
+            raise ValueError(f"input_shape {tuple(input_shape)} for the Hugging Face config {name!r}: its input is a sequence "
+                             f"of token ids, so one sample's shape is one number, the sequence length (e.g. (1024,); "
+                             f"--input-shape 1024); the batch is batch_size.")
+        net = _built_config(json.dumps(cfg, sort_keys=True, default=str), cfg)
+        vocab = int(cfg.get("vocab_size") or 2)
+        return net, tuple(input_shape), input_dtype or torch.long, vocab, name
+    from perfmodel._errors import ModelConfigError  # a TypeError (and a ValueError): e.g. a config.json holding [] or null
+
+    shown = "null (None)" if model is None else f"{type(model).__name__} {repr(model)[:40]}"
+    raise ModelConfigError(f"model must be a zoo id, 'package.module:Class', a torch.nn.Module or a Hugging Face config (a "
+                           f"dict with 'model_type', as a config.json holds, or a PretrainedConfig); got {shown}. Pass one "
+                           "of these, e.g. {'model_type': 'gpt2', 'n_layer': 12}.")
+
+
+#: bytes a fused Adam step moves per parameter, in units of the parameter's size: parameter read and written, gradient
+#: read, both moments read and written (apex / Transformer Engine / Megatron-LM ``FusedAdam``, torch ``fused=True``).
+FUSED_ADAM_PASSES = 7
+
+
+_BUILT: "OrderedDict[str, object]" = OrderedDict()
+
+
+_BUILT_MAX = 8
+
+
+def _built_config(key: str, model):
+    """The meta-device module of a Hugging Face config, built once per distinct config (``key``: its sorted JSON; the
+    last :data:`_BUILT_MAX` configs are kept).
+
+    The attention kernel is the config's ``attn_implementation`` (:func:`attention_implementation`): ``"sdpa"``
+    (transformers' default; the fused, FlashAttention-style kernel) unless the config says ``"eager"``.
+
+    Planners predict the same model at many batches, GPU counts and strategies; building GPT-2-large from its config
+    takes a second each time. The module lives on the meta device and perfmodel never changes it."""
+    from perfmodel.zoo import hf
+
+    if key in _BUILT:
+        _BUILT.move_to_end(key)
+    else:
+        _BUILT[key] = _build_with_attention(hf, model)
+        _FIXED_FINGERPRINTS[_BUILT[key]] = module_fingerprint(_BUILT[key])
+        while len(_BUILT) > _BUILT_MAX:
+            _BUILT.popitem(last=False)
+    return _BUILT[key]
+
+
+def _build_with_attention(hf, model: dict):
+    """``hf.build`` at the config's attention kernel. A config that names none gets transformers' default, SDPA; a
+    model transformers has no SDPA path for (SwitchTransformers, some encoder-decoders) falls back to eager attention,
+    as transformers itself does when no kernel was asked for, and the module carries the note
+    (:func:`attention_note`) that ``basis`` reports. A kernel the config asks for is never replaced."""
+    from perfmodel._errors import ModelConfigError
+
+    cfg = {k: v for k, v in model.items() if k not in _ATTN_KEYS}
+    asked = any(model.get(k) is not None for k in _ATTN_KEYS)
+    try:
+        return hf.build(cfg, attn_implementation=attention_implementation(model))
+    except ModelConfigError as exc:
+        text = str(exc)
+        if asked or "scaled_dot_product_attention" not in text:
+            raise
+    net = hf.build(cfg, attn_implementation="eager")
+    kind = type(getattr(net, "model", net)).__name__
+    net._perfmodel_attention_note = (f"attention: eager (the config names no attention kernel and transformers has no "
+                                     f"SDPA path for {kind}; transformers falls back to eager likewise)")
+    return net
+
+
+def attention_note(model) -> str:
+    """What ``basis`` says of the attention kernel of ``model``: ``""``, or the note that a Hugging Face config which
+    names no kernel was traced with eager attention because transformers has no SDPA path for the model."""
+    from pathlib import Path
+
+    if not (isinstance(model, (dict, Path)) or type(model).__name__.endswith("Config")
+            or (isinstance(model, str) and model.endswith(".json"))):
+        return ""
+    net = model_input(model, (1,), None)[0]
+    return str(getattr(net, "_perfmodel_attention_note", ""))
+
+
+#: config keys that name the attention kernel (``_attn_implementation`` is transformers' attribute).
+_ATTN_KEYS = ("attn_implementation", "_attn_implementation")
+
+
+#: attention kernels perfmodel traces: the fused scaled-dot-product kernel (FlashAttention on a GPU) or the eager
+#: softmax(QKᵀ)V that materialises the score matrix.
+ATTN_IMPLEMENTATIONS = ("sdpa", "eager")
+
+
+def attention_implementation(cfg: dict) -> str:
+    """The attention kernel a Hugging Face config asks for: its ``attn_implementation`` (or ``_attn_implementation``),
+    default ``"sdpa"`` — what transformers chooses for every model that supports it, and the fused kernel every
+    LLM training stack runs (FlashAttention through ``scaled_dot_product_attention``). ``"flash_attention_2"`` /
+    ``"flash_attention_3"`` are the same fused kernel on a GPU and are traced as ``"sdpa"``.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        Another value (e.g. ``"flex_attention"``), with the ones perfmodel traces."""
+    impl = next((cfg[k] for k in _ATTN_KEYS if cfg.get(k) is not None), "sdpa")
+    impl = str(impl).lower()
+    if impl.startswith("flash_attention"):
+        impl = "sdpa"
+    if impl not in ATTN_IMPLEMENTATIONS:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"Unknown attn_implementation {impl!r} in the config. Expected one of: "
+                               f"{', '.join(ATTN_IMPLEMENTATIONS)} (or flash_attention_2, traced as sdpa).")
+    return impl
+
+
+def module_fingerprint(net) -> tuple:
+    """What identifies a module's structure for the trace memo: its class, its ``repr`` (the submodules and their
+    hyper-parameters) and every parameter's name, shape, dtype and ``requires_grad``. A module changed in place gets
+    a new fingerprint, so a stale trace is never reused."""
+    if isinstance(net, str):  # a zoo id: its definition is fixed
+        return ("zoo", net)
+    try:
+        fixed = _FIXED_FINGERPRINTS.get(net)
+    except TypeError:
+        fixed = None
+    if fixed is not None:
+        return fixed
+    return (type(net).__qualname__, repr(net),
+            tuple((n, tuple(p.shape), str(p.dtype), bool(p.requires_grad)) for n, p in net.named_parameters()))
+
+
+#: Fingerprints of the modules perfmodel builds from configs (:func:`_built_config`) and never hands out or changes:
+#: computed once (a repr of GPT-2-large and its parameter list cost ~10 ms, and a planner asks hundreds of times).
+_FIXED_FINGERPRINTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+# what is derived from a module (traces, work rows, layouts, saved tensors): module (held weakly; a zoo id by name)
+# -> {(what, fingerprint, arguments): value}
+_TRACES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+_ZOO_TRACES: dict = {}
+
+
+def module_memo(net) -> dict:
+    """The memo of what perfmodel derives from ``net`` (its per-operator traces, work rows, layout, saved tensors),
+    held as long as the module lives; a zoo id's by its name; a fresh, unkept dict for a module that cannot be
+    referenced weakly. Keys start with what is stored and :func:`module_fingerprint`."""
+    if isinstance(net, str):
+        return _ZOO_TRACES.setdefault(net, {})
+    try:
+        return _TRACES.setdefault(net, {})
+    except TypeError:
+        return {}
+
+
+def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
+    """Per-op rows of one step of ``net`` (:func:`perfmodel.features.extract`); ``"adam-fused"`` adds one kernel that
+    moves :data:`FUSED_ADAM_PASSES` × the parameter bytes.
+
+    Memoised (:func:`module_memo`): the same step is traced once per process."""
+    key = ("ops", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    memo = module_memo(net)
+    if key not in memo:
+        memo[key] = _trace_step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
+                                    inference=inference)
+    return memo[key].copy()
+
+
+def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool | str = False) -> pd.DataFrame:
+    """:func:`work_from_ops` of :func:`step_ops` (index 0…n−1), memoised with the trace; at ``"fp8"`` with the FP8
+    linears marked and their casts added (:func:`fp8_work`); ``compile`` is the kernel family (:func:`stack_of`: a
+    name of :data:`STACKS` or the ``torch.compile`` flag): ``"compile"`` fuses the memory-bound chains
+    (:func:`compiled_work`), ``"te"`` runs Transformer Engine's fused modules (:func:`te_ops`)."""
+    stack = stack_of(compile)
+    key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
+    if stack != "eager":
+        key = (*key, stack)
+    memo = module_memo(net)
+    if key not in memo:
+        if stack == "te":
+            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            work = work_from_ops(te_ops(ops)).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
+            memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
+        elif stack == "compile":
+            # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
+            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            fused = compiled_work(work_from_ops(ops).reset_index(drop=True)).drop(columns=_FLOW_COLUMNS, errors="ignore")
+            memo[key] = fp8_work(fused, vocab=high, compiled=True) if prec == "fp8" else fused
+        else:
+            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            work = work_from_ops(ops).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
+            memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
+    return memo[key].copy()
+
+
+#: columns of work_from_ops that only compiled_work reads (the trace row and its dataflow)
+_FLOW_COLUMNS = ["index", "dataflow"]
+
+
+_FUSABLE = ("elementwise", "layernorm", "softmax")
+
+#: Module names (the last part of a module path, case-insensitive) whose memory-bound operators Transformer Engine runs
+#: as one fused kernel, by role: RMSNorm / LayerNorm; the MLP's activation (SwiGLU, GeGLU, GELU); the attention block's
+#: rotary embedding and head layout (TE's attention takes q, k, v in their projection layout).
+_TE_NORM = re.compile(r"(?:^|\.)(?:input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm|"
+                      r"norm|ln_\d+|ln_f|ln|layernorm|layer_norm|final_layer_norm|self_attn_layer_norm|attention_norm|"
+                      r"ffn_norm)$", re.IGNORECASE)
+_TE_MLP = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)(?:\.(?:act_fn|act|activation_fn|activation))?$", re.IGNORECASE)
+_TE_ATTN = re.compile(r"(?:^|\.)(?:self_attn|attention|attn|self_attention)$", re.IGNORECASE)
+_TE_CE_OPS = ("aten._log_softmax", "aten.nll_loss_forward", "aten.nll_loss_backward", "aten._log_softmax_backward_data")
+_TE_FREE = ("view", "factory", "matmul", "conv", "attention")
+_ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def _numel(shapes: str) -> float:
+    d = _dims(shapes)
+    return float(np.prod(d[0])) if d and d[0] else 0.0
+
+
+def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Per-op rows of the step as NVIDIA Transformer Engine (and Megatron-core on it) runs a transformer: the
+    memory-bound operators of a module TE fuses become one kernel per module and pass, moving what that kernel reads
+    and writes (``N`` the elements of the module's activation, ``s`` their element size):
+
+    * **RMSNorm / LayerNorm** (``te.RMSNorm``, ``te.LayerNorm``, and the norm of ``LayerNormLinear``): forward reads
+      ``x`` and writes ``y`` (``2·N·s``); backward reads ``dy`` and ``x``, writes ``dx`` (``3·N·s``) — the per-row
+      statistics and the weight are negligible;
+    * **the MLP's activation** (``LayerNormMLP``'s fused SwiGLU / GeGLU / GELU): gated, forward reads gate and up and
+      writes their product (``3·N·s``), backward reads ``dh``, gate and up and writes both gradients (``5·N·s``);
+      ungated, ``2·N·s`` and ``3·N·s``;
+    * **the attention block's rotary embedding and head layout** (TE's fused RoPE; its ``DotProductAttention`` takes
+      q, k, v in the projections' layout, so no transpose or contiguous copy runs): one kernel per pass reading and
+      writing q and k (``2·(|q| + |k|)·s``) where the block rotates (it has the ``neg``/``cat`` of a rotary
+      embedding), no kernel otherwise;
+    * **cross-entropy** (Megatron's fused cross-entropy, as Liger's): forward reads the logits once, backward reads
+      them and writes their gradient (``L`` logits: ``L·s`` and ``2·L·s``) — the FP32 copy of the logits, the
+      log-softmax and the NLL kernels of eager PyTorch vanish;
+    * **fused attention**: the kernel of ``scaled_dot_product_attention`` becomes TE's (cuDNN's fused attention;
+      FlashAttention-3's rate on Hopper, :data:`perfmodel.step.kernels.FUSED_ATTENTION_EFFICIENCY`).
+
+    GEMMs, residual adds, embeddings and the optimizer are unchanged (TE's linears run cuBLAS; pass
+    ``optimizer="adam-fused"`` for the fused Adam TE and Megatron use). A stated model of TE's documented fused
+    modules (TE ``transformer_engine.pytorch``: ``LayerNormLinear``, ``LayerNormMLP``, ``DotProductAttention``,
+    ``RMSNorm``, fused RoPE), applied to the modules a Hugging Face transformer names this way — nothing here was
+    measured or fitted.
+    """
+    if ops.empty or "module" not in ops.columns:
+        return ops.copy()
+    d = ops.reset_index(drop=True)
+    mod = d["module"].astype(str)
+    op = d["op"].astype(str)
+    phase = d["phase"].astype(str).to_numpy()
+    cls = d["op_class"].astype(str).to_numpy()
+    mem = ~np.isin(cls, _TE_FREE) & (phase != "optimizer")
+    act_item = 2 if d["dtype"].astype(str).isin(["bfloat16", "float16"]).any() else 4  # the step's activations
+    role = np.full(len(d), "", dtype=object)
+    role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
+    role[mem & (role == "") & mod.str.contains(_TE_MLP).to_numpy()] = "mlp_act"
+    role[mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy()] = "attention_prep"
+    ce = op.isin(_TE_CE_OPS).to_numpy()
+    if ce.any():  # the logits' FP32 copy of the loss module goes with its cross-entropy
+        loss_mods = set(mod[ce])
+        role[mem & (role == "") & mod.isin(loss_mods).to_numpy() & (cls == "copy")] = "cross_entropy"
+        role[ce] = "cross_entropy"
+    # the MLP's activation and the product of a gated MLP are one kernel: group them under the MLP module
+    mlp_mod = mod.str.replace(r"\.(act_fn|act|activation_fn|activation)$", "", regex=True, flags=re.IGNORECASE)
+    rows = []
+    keys = [(r, mm if r == "mlp_act" else m, ph) for r, m, mm, ph in zip(role, mod, mlp_mod, phase)]
+    groups: dict = {}
+    for i, k in enumerate(keys):
+        if k[0]:
+            groups.setdefault(k, []).append(i)
+    first_of = {g[0]: k for k, g in groups.items()}
+    in_group = {i for g in groups.values() for i in g}
+    # per attention block: the bytes of its rotated q and k, taken from the forward pass, reused in the backward pass
+    rope: dict = {}
+    for (r, m, ph), g in groups.items():
+        if r == "attention_prep" and ph == "forward":
+            sub = d.loc[g]
+            if sub["op"].isin(["aten.neg"]).any() and sub["op"].isin(["aten.cat", "aten.add"]).any():
+                adds = sub[sub["op"] == "aten.add"]
+                rope[m] = float(sum(_numel(s) * _ITEMSIZE.get(str(t), 2) for s, t in zip(adds["output_shapes"], adds["dtype"])))
+    for i in range(len(d)):
+        if i in first_of:
+            r, m, ph = first_of[i]
+            g = d.loc[groups[first_of[i]]]
+            big = g.loc[g["output_shapes"].map(_numel).idxmax()]
+            n = _numel(big["output_shapes"])
+            item = _ITEMSIZE.get(str(g["dtype"].iloc[-1]), 2)
+            if r == "norm":
+                read, written = (n * item, n * item) if ph == "forward" else (2 * n * item, n * item)
+            elif r == "mlp_act":
+                gated = bool((g["bytes_read"].to_numpy(float) >= 2 * n * item).any())  # a product of two N-tensors
+                if ph == "forward":
+                    read, written = (2 * n * item, n * item) if gated else (n * item, n * item)
+                else:
+                    read, written = (3 * n * item, 2 * n * item) if gated else (2 * n * item, n * item)
+            elif r == "attention_prep":
+                if m not in rope:
+                    continue  # no rotary embedding: TE's attention needs no layout kernel
+                read = written = rope[m]
+            else:  # cross_entropy: n is the logits' count (the largest tensor of the loss)
+                read, written = (n * act_item, 0.0) if ph == "forward" else (n * act_item, n * act_item)
+            row = big.copy()
+            row["op"] = f"te.{r}"
+            row["op_class"] = "norm" if r == "norm" else "elementwise"
+            row["flops"] = float(g["flops"].sum())
+            row["bytes_read"], row["bytes_written"] = float(read), float(written)
+            row["input_shapes"] = row["output_shapes"] = str(big["output_shapes"]).split(";")[0]
+            row["index"] = d.loc[i, "index"] if "index" in d.columns else i
+            rows.append(row)
+        elif i in in_group:  # fused away
+            continue
+        else:
+            row = d.loc[i].copy()
+            if cls[i] == "attention":
+                row["op"] = "te." + str(row["op"]).replace("aten.", "")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=d.columns).reset_index(drop=True)
+
+
+def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
+    """Work rows of the step as ``torch.compile`` (Inductor) runs it: every maximal chain of consecutive memory-bound
+    operators (``elementwise``, ``layernorm``, ``softmax`` rows of one phase, between two GEMMs / attention kernels)
+    becomes one fused kernel — one launch, one pass over memory. GEMMs, attention and the optimizer's kernels are
+    unchanged (Inductor leaves matmuls to cuBLAS and FlashAttention; the optimizer step is not in the compiled graph).
+
+    What the fused kernel moves is computed from the dataflow of the trace (``dataflow`` and ``index`` columns, from
+    :func:`work_from_ops` of :func:`perfmodel.features.extract` rows; :mod:`perfmodel.features._dataflow`):
+
+    * it **reads** each tensor produced outside the chain once (a parameter, the batch, a GEMM's output, a tensor the
+      forward pass saved), however many of its ops read it; what one of its ops produced stays on chip;
+    * it **writes** what is read after the chain in the same phase, the step's results (gradients, updated buffers)
+      and, in the backward pass, what the optimizer reads;
+    * what a forward chain computes only for the backward pass is **recomputed** there rather than saved, as
+      AOTAutograd's min-cut partitioner does for cheap pointwise chains: the forward kernel does not write it, and a
+      backward kernel that reads any of it reads what that forward chain read, once. A chain that writes nothing is no
+      kernel at all.
+
+    The fused kernel keeps the class and shape of its widest member (the row that moves the most) and the chain's
+    summed ``flops``; an ``elementwise`` one is described, as :func:`work_from_ops` describes any, by the bytes it
+    moves. A chain that reads what the previous chain of its phase produced joins it when the GEMMs between them do
+    not read it (``silu(gate(x)) * up(x)``: one kernel, not two), as Inductor's scheduler fuses along the dataflow
+    rather than the program order. Stated approximations: one kernel per chain (Inductor splits a chain whose
+    reductions run over different dimensions into a few), small statistics a partitioner would save rather than
+    recompute (a norm's mean) are recomputed, and a fill is fused only inside its chain's span. Rows without
+    ``dataflow`` (a hand-made work frame) fall back to the widest member's bytes.
+    """
+    if work.empty:
+        return work.copy()
+    cls = work["op_class"].to_numpy()
+    phase = work["phase"].astype(str).to_numpy()
+    fusable = np.isin(cls, _FUSABLE) & (phase != "optimizer")
+    if "op" in work.columns:
+        fusable &= work["op"].astype(str).to_numpy() != "fused_adam"
+    # chain id: a new chain starts at a non-fusable row, at a phase change, or after a non-fusable row
+    start = ~fusable | np.r_[True, ~fusable[:-1]] | np.r_[True, phase[1:] != phase[:-1]]
+    chain = np.cumsum(start)
+    out = work.copy()
+    out["_chain"] = np.where(fusable, chain, -np.arange(1, len(work) + 1))
+    flow = {"dataflow", "index"} <= set(work.columns)
+    if flow:
+        out["_chain"] = _merge_across_gemms(out, fusable)
+    keep = out.groupby("_chain", sort=False)["bytes"].idxmax()
+    flops = out.groupby("_chain", sort=False)["flops"].sum()
+    fused = out.loc[keep.to_numpy()].copy()
+    fused["flops"] = flops.loc[fused["_chain"]].to_numpy()
+    if flow and fusable.any():
+        moved = _chain_bytes(out[fusable], set(out["index"].to_numpy(int).tolist()))
+        drop = []
+        for r, (c, ph) in enumerate(zip(fused["_chain"].to_numpy(), fused["phase"].astype(str).to_numpy())):
+            if c < 0 or c not in moved:
+                continue
+            nbytes = moved[c]
+            label = fused.index[r]
+            if nbytes <= 0:
+                drop.append(label)
+                continue
+            if fused.at[label, "op_class"] == "elementwise":
+                numel = float(fused.at[label, "dim_m"]) * float(fused.at[label, "dim_k"])
+                f = _elementwise_fields(nbytes, numel, float(fused.at[label, "dim_k"]))
+                for col, v in zip(("bytes", "tiles", "dim_m", "dim_n", "dim_k", "dim_b"), f[1:]):
+                    fused.at[label, col] = v
+            else:
+                fused.at[label, "bytes"] = nbytes
+        fused = fused.drop(index=drop)
+    return fused.drop(columns="_chain").sort_index().reset_index(drop=True)
+
+
+def _merge_across_gemms(out: pd.DataFrame, fusable: np.ndarray) -> np.ndarray:
+    """Chain ids of ``out`` with each chain joined to the previous chain of its phase when it reads what that one
+    produced and no row between them does (:func:`compiled_work`)."""
+    ids = out["_chain"].to_numpy().copy()
+    idx = out["index"].to_numpy(int)
+    flows = out["dataflow"].to_numpy()
+    phase = out["phase"].astype(str).to_numpy()
+
+    def producers(rows):
+        found = set()
+        for r in rows:
+            f = flows[r]
+            if isinstance(f, tuple) and len(f) == 2:
+                found.update(idx[r] - t[1] for t in f[0] if t[1] > 0)
+        return found
+
+    members: dict = {}
+    for r in np.flatnonzero(fusable):
+        members.setdefault(ids[r], []).append(r)
+    prev = None
+    for c in list(members):
+        rows = members[c]
+        if prev is not None and phase[rows[0]] == phase[members[prev][0]]:
+            between = range(members[prev][-1] + 1, rows[0])
+            made = {idx[r] for r in members[prev]}
+            if producers(rows) & made and not producers(between) & made:
+                ids[rows] = prev
+                members[prev] = members[prev] + rows
+                continue
+        prev = c
+    return ids
+
+
+def _chain_bytes(rows: pd.DataFrame, kernels: set) -> dict:
+    """Bytes each fused chain (``_chain``) moves, from its rows' ``dataflow`` (:func:`compiled_work`): each version
+    of a tensor produced outside the chain is read once — its views read by the chain's ops (linked through ``seen``)
+    count the bytes they cover together, at most their summed footprints — and what is live after the chain is
+    written once. ``kernels``: the trace rows of every work row; a row between a chain's first and last that is not
+    one (an allocation, such as the empty tensor a dropout mask is drawn into) is fused into it too."""
+    from perfmodel.features._dataflow import FLOW_CAP, union_length
+
+    first = rows.groupby("_chain", sort=False)["index"].min().to_dict()
+    last = rows.groupby("_chain", sort=False)["index"].max().to_dict()
+    members = rows.groupby("_chain", sort=False)["index"].agg(set).to_dict()  # a joined chain has GEMMs between
+    groups: dict = {}  # (chain, row, slot) -> read group
+    views: dict = {}  # read group -> {(lo, hi): footprint}
+    written: dict = {}
+    for c, i, ph, flow in zip(rows["_chain"].to_numpy(), rows["index"].to_numpy(int), rows["phase"].astype(str).to_numpy(),
+                              rows["dataflow"].to_numpy()):
+        if not isinstance(flow, tuple) or len(flow) != 2:
+            continue
+        s, e = first[c], last[c]
+        ins, outs = flow
+        for slot, (nb, produced, seen, seen_slot, lo, hi, again, again_slot, recompute) in enumerate(ins):
+            p = i - produced
+            if produced > 0 and (p in members[c] or (s <= p and p not in kernels)):
+                continue  # produced by an op of the chain (or an allocation fused into it): on chip
+            if recompute > 0:  # saved only for this pass by a forward chain: recomputed from what that chain reads, once
+                g = groups.get((c, "origin", i - again, again_slot)) if again >= 0 else None
+                g = g or (c, "origin", i, slot)
+                groups[(c, "origin", i, slot)] = g
+                views.setdefault(g, {})[(0, recompute)] = recompute
+                continue
+            g = groups.get((c, i - seen, seen_slot)) if seen >= 0 else None
+            if g is None:
+                g = (c, i, slot)
+            groups[(c, i, slot)] = g
+            views.setdefault(g, {})[(lo, hi)] = nb
+        n = written.setdefault(c, 0.0)
+        for nb, reach, later in outs:
+            if reach > e - i or reach > FLOW_CAP or (later and ph != "forward"):
+                n += nb
+        written[c] = n
+    moved = dict(written)
+    for g, spans in views.items():
+        moved[g[0]] = moved.get(g[0], 0.0) + min(sum(spans.values()), union_length(spans))
+    return moved
+
+
+def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = False) -> pd.DataFrame:
+    """Work rows of a BF16 step with its linear layers in FP8, as torchao's ``Float8Linear`` (tensorwise scaling, the
+    recipe torchtitan's Float8 runs use) trains them — a stated extrapolation, no FP8 kernel was measured:
+
+    * every ``aten.mm`` / ``addmm`` of the forward and backward passes (the linears' GEMMs and their two gradient
+      GEMMs) runs at the GPU's FP8 tensor-core rate (``fp8`` column True), except a GEMM with a dimension of the
+      vocabulary size (the output projection stays in BF16, as torchtitan leaves it);
+    * each such GEMM first casts its two operands to FP8: one elementwise kernel per GEMM moving
+      :data:`FP8_CAST_BYTES_PER_ELEMENT` bytes per operand element (a work row as :func:`work_from_ops` describes an
+      elementwise kernel of those bytes);
+    * attention, norms, activations and the optimizer stay in BF16 / FP32.
+
+    ``compiled`` (``torch.compile``, as torchtitan runs Float8): only the activation operand of a GEMM whose rows are
+    the tokens (the input of a forward GEMM, the output gradient of an input-gradient GEMM; the weight-gradient GEMM
+    reuses both) is cast, by one kernel of its own moving :data:`FP8_CAST_COMPILED_BYTES_PER_ELEMENT` bytes per
+    element; the token count is the commonest row count of the forward FP8 GEMMs.
+    """
+    w = work.copy()
+    mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
+    if vocab:
+        mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
+    w["fp8"] = mm
+    sel = w[mm]
+    per_el = FP8_CAST_COMPILED_BYTES_PER_ELEMENT if compiled else FP8_CAST_BYTES_PER_ELEMENT
+    if len(sel) and compiled:
+        fwd_m = sel.loc[sel["phase"].astype(str) == "forward", "dim_m"]
+        tokens = float(fwd_m.mode().iloc[0]) if len(fwd_m) else np.nan
+        sel = sel[sel["dim_m"].to_numpy(float) == tokens]
+    if len(sel):
+        n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
+        if not compiled:
+            n_el = n_el + sel["dim_b"].to_numpy(float) * sel["dim_n"].to_numpy(float) * sel["dim_k"].to_numpy(float)
+        # described as work_from_ops describes an elementwise kernel moving other than 8-12 bytes per element: the
+        # binary op over bytes / 12 elements, rows of the operand's last dimension (the GEMM's reduction dimension)
+        nbytes = per_el * n_el
+        eq = np.maximum(nbytes / 12.0, 1.0)
+        last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
+        casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes,
+                              "tiles": np.ceil(eq / 512), "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0,
+                              "op": "float8_cast", "phase": sel["phase"].to_numpy(), "fp8": False})
+        if "module" in w.columns:
+            casts["module"] = sel["module"].to_numpy()
+        w = pd.concat([w, casts[w.columns]], ignore_index=True)
+    return w
+
+
+def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
+    import torch
+
+    from perfmodel.features import extract
+
+    dtype = getattr(torch, PRECISION_DTYPES[prec])
+    ops = extract(net, shape, batch_size=int(batch_size), per_op=True, optimizer=None if optimizer == "adam-fused" else optimizer,
+                  input_dtype=in_dtype, input_high=high, dtype=None if dtype == torch.float32 else dtype, train=not inference)
+    if inference:
+        ops = ops[ops["phase"] == "forward"]
+    if optimizer == "adam-fused":
+        if isinstance(net, str):  # a zoo id: its parameters counted on the meta device
+            from perfmodel import zoo
+
+            net = zoo.build(net, device="meta")
+        n = int(sum(p.numel() for p in net.parameters() if p.requires_grad))
+        size = torch.empty((), dtype=dtype).element_size()
+        fused = dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
+                     index=int(ops["index"].max()) + 1 if len(ops) else 0, op="fused_adam", op_class="elementwise", module="",
+                     flops=0, bytes_read=4 * size * n, bytes_written=3 * size * n, dtype=str(dtype).replace("torch.", ""),
+                     input_shapes=str(n), output_shapes=str(n), attributes="", dataflow=((), ()))
+        ops = pd.concat([ops, pd.DataFrame([fused])[ops.columns]], ignore_index=True)
+    return ops
+
+
+_MM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul", "aten._scaled_mm")
+
+
+def checkpointed_layers(mode: str, n_layers: int) -> np.ndarray:
+    """Which transformer layers ``mode`` checkpoints whole (bool per layer): all for ``"full"``, the ``N``-th, ``2N``-th
+    … for ``"layer:N"`` (torchtitan counts its layers from 1), none for ``"selective"``."""
+    idx = np.arange(n_layers)
+    if mode == "full":
+        return np.ones(n_layers, bool)
+    if isinstance(mode, str) and mode.startswith("layer:"):
+        return (idx + 1) % int(mode.split(":")[1]) == 0
+    return np.zeros(n_layers, bool)
+
+
+def check_checkpointable(lay, mode, name: str) -> None:
+    """Refuse activation checkpointing ``mode`` for a model whose layout (:func:`model_layout`) is not one flat stack
+    of layers: none at all, or blocks nested in stages (a ResNet's ``layers.0.*``, ``layers.1.*`` …). The step time
+    charges the recomputed forward pass and the memory the checkpointed layers' inputs; both are modelled per layer of
+    one stack, and for a nested one they would disagree (the recompute of every stage against the memory of one)."""
+    if not mode:
+        return
+    nested = bool(lay.block_prefix) and any(part.isdigit() for part in lay.block_prefix.split("."))
+    if lay.n_layers and not nested:
+        return
+    what = (f"its blocks are nested in stages ({lay.block_prefix.rsplit('.', 1)[0]}.0.*, .1.*, …)" if nested
+            else "it has no stack of repeated layers")
+    raise ValueError(f"activation_checkpointing={mode!r}: perfmodel models checkpointing per layer of one stack of "
+                     f"identical layers (a transformer's), and {name} is not one: {what}. Pass "
+                     "activation_checkpointing=False, or a model whose layers form one ModuleList.")
+
+
+def recompute_mask(mode: str, rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
+    """Forward rows a checkpointing ``mode`` (:func:`checkpointing_mode`) recomputes in the backward pass:
+    :func:`selective_recompute_mask` for ``"selective"``; every forward row of a checkpointed layer
+    (:func:`checkpointed_layers`) otherwise."""
+    if mode == "selective":
+        return selective_recompute_mask(rows, layer, n_layers)
+    fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers)
+    ck = checkpointed_layers(mode, n_layers)
+    return fwd & ck[np.clip(layer, 0, max(n_layers - 1, 0))] if n_layers else fwd & False
+
+
+def selective_recompute_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
+    """Forward rows (per-op or work rows with ``op`` and ``phase``) that selective checkpointing recomputes: inside a
+    layer (``0 <= layer < n_layers``), every forward operator but the fused attention kernels and the odd-numbered
+    matmuls of the layer (1st, 3rd, …), which are kept (:func:`checkpointing_mode`)."""
+    op = rows["op"].astype(str).to_numpy()
+    fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers)
+    is_mm = np.isin(op, _MM_OPS)
+    kept = np.array(["attention" in o for o in op], dtype=bool)
+    count: dict = {}
+    for i in np.flatnonzero(fwd & is_mm):
+        count[layer[i]] = count.get(layer[i], 0) + 1
+        kept[i] = count[layer[i]] % 2 == 1
+    return fwd & ~kept
+
+
+_SPLIT_MODULE = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|mlp|ffn|feed_forward|feedforward|intermediate|experts)(\.|$)",
+                           re.IGNORECASE)
+
+
+@dataclasses.dataclass
+class ModelLayout:
+    """Where the transformer layers of a module are and what tensor parallelism splits.
+
+    ``block_prefix``: module path of the repeated layers in the per-op frame (``"model.transformer.h"``);
+    ``n_layers``; ``hidden``, ``heads``, ``ffn``, ``vocab`` from the config (``None`` when unknown);
+    ``params``: parameter count; ``param_layer``: for each parameter name, its layer index (-1 before the layers,
+    ``n_layers`` after); ``param_split``: whether tensor parallelism splits it; ``param_numel``; ``tied``: input and
+    output embeddings share their weight; ``kv_heads``: key/value heads (grouped-query attention; ``heads`` when the
+    config does not say).
+    """
+
+    block_prefix: str
+    n_layers: int
+    hidden: int | None
+    heads: int | None
+    ffn: int | None
+    vocab: int | None
+    tied: bool
+    param_numel: dict
+    param_layer: dict
+    param_split: dict
+    kv_heads: int | None = None
+
+    @property
+    def params(self) -> int:
+        return int(sum(self.param_numel.values()))
+
+
+def _cfg_get(cfg, *names):
+    for n in names:
+        v = getattr(cfg, n, None) if not isinstance(cfg, dict) else cfg.get(n)
+        if v is not None:
+            return int(v) if not isinstance(v, bool) else v
+    return None
+
+
+def _layer_prefix(names) -> tuple[str, list[int]]:
+    """The dotted prefix followed by an integer index that carries the most distinct indices (the layer list)."""
+    found: dict[str, set] = {}
+    for name in names:
+        parts = str(name).split(".")
+        for i, part in enumerate(parts[1:], 1):
+            if part.isdigit():
+                found.setdefault(".".join(parts[:i]), set()).add(int(part))
+    if not found:
+        return "", []
+    prefix = max(found, key=lambda k: (len(found[k]), -k.count(".")))
+    return prefix, sorted(found[prefix])
+
+
+def model_and_layout(model, input_shape=None, input_dtype=None):
+    """The module of ``model`` (any form :func:`perfmodel.predict_step_time` takes; a zoo id is built on the meta device),
+    its input shape, input dtype, vocabulary size and name, and its :func:`model_layout`."""
+
+    net, shape, in_dtype, vocab, name = model_input(model, input_shape, input_dtype)
+    if isinstance(net, str):  # a zoo id: built on the meta device
+        from perfmodel import zoo
+
+        net = zoo.build(net, device="meta")
+    return net, shape, in_dtype, vocab, name, model_layout(net)
+
+
+def model_layout(net) -> ModelLayout:
+    """:class:`ModelLayout` of a module (a Hugging Face model carries its config: hidden size, heads, vocabulary).
+
+    Memoised (:func:`perfmodel.step.step_time.module_memo`); the layout returned is a copy, so changing it
+    changes nothing for the next caller."""
+    from perfmodel.step.trace import module_fingerprint, module_memo
+
+    key = ("layout", module_fingerprint(net))
+    memo = module_memo(net)
+    if key not in memo:
+        memo[key] = _model_layout(net)
+    return copy.deepcopy(memo[key])
+
+
+def _model_layout(net) -> ModelLayout:
+    cfg = next((getattr(mod, "config") for mod in net.modules() if getattr(mod, "config", None) is not None), None)
+    named = [(n, p) for n, p in net.named_parameters(remove_duplicate=False)]
+    seen = {}
+    tied = False
+    for n, p in named:
+        key = id(p)
+        if key in seen:
+            tied = True
+        seen.setdefault(key, n)
+    names = [n for n, p in named if seen[id(p)] == n]
+    numel = {n: int(p.numel()) for n, p in named if seen[id(p)] == n}
+    prefix, idx = _layer_prefix(names)
+    hidden = _cfg_get(cfg, "hidden_size", "n_embd", "d_model") if cfg is not None else None
+    heads = _cfg_get(cfg, "num_attention_heads", "n_head", "num_heads") if cfg is not None else None
+    ffn = (_cfg_get(cfg, "intermediate_size", "n_inner", "ffn_dim", "d_ff") if cfg is not None else None) or (4 * hidden if hidden else None)
+    vocab = _cfg_get(cfg, "vocab_size") if cfg is not None else None
+    kv_heads = (_cfg_get(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads") if cfg is not None else None) or heads
+    layer, split = {}, {}
+    first = idx[0] if idx else 0
+    for n in names:
+        if prefix and n.startswith(prefix + "."):
+            i = int(n[len(prefix) + 1:].split(".")[0]) - first
+            layer[n] = i
+            split[n] = bool(_SPLIT_MODULE.search(n[len(prefix) + 1:]))
+        else:
+            before = not prefix or names.index(n) < next((k for k, m in enumerate(names) if m.startswith(prefix + ".")), len(names))
+            layer[n] = -1 if before else len(idx)
+            shape = dict(named)[n].shape
+            split[n] = bool(vocab) and vocab in tuple(shape)
+    return ModelLayout(block_prefix=prefix, n_layers=len(idx), hidden=hidden, heads=heads, ffn=ffn, vocab=vocab, tied=tied,
+                       param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads)
+
+
+def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
+    """Layer index of each per-op row from its module path: -1 for modules the forward pass runs before the first
+    layer (embeddings), ``n_layers`` for the others outside the layers (final norm, head, loss, optimizer)."""
+    modules = ops["module"].astype(str)
+    prefix, idx = _layer_prefix(modules.unique())
+    out = np.full(len(ops), n_layers, dtype=int)
+    if not prefix or not idx:
+        return out
+    pat = re.compile(r"^" + re.escape(prefix) + r"\.(\d+)(\.|$)")
+    hits = modules.str.extract(pat)[0]
+    inside = hits.notna().to_numpy()
+    out[inside] = hits[inside].astype(int).to_numpy() - idx[0]
+    fwd = (ops["phase"] == "forward").to_numpy()
+    first = int(np.argmax(inside & fwd)) if (inside & fwd).any() else len(ops)
+    pre = set(modules[:first][fwd[:first]]) - {""}
+    out[(~inside) & modules.isin(pre).to_numpy()] = -1
+    return out
+
+
+def context_parallel_work(work: pd.DataFrame, cp: int, lay: ModelLayout) -> pd.DataFrame:
+    """Work rows of one context-parallel rank (traced at ``s / cp`` tokens): each fused attention kernel attends its
+    ``s / cp`` queries to the keys of the whole sequence (ring attention, load-balanced: ``1/cp`` of the causal work
+    of the sequence, ``cp`` times the traced shard's), so its FLOPs and key length grow ``cp``-fold and it reads the
+    whole sequence's K and V (the ``kv_heads / (heads + kv_heads)`` share of its traced bytes, ``cp``-fold). Every
+    other operator works on the rank's tokens, as traced."""
+    w = work.copy()
+    attn = w["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (w["op_class"] == "matmul").to_numpy()
+    if attn.any():
+        h, kv = float(lay.heads or 1), float(lay.kv_heads or lay.heads or 1)
+        share = kv / (h + kv)
+        w.loc[attn, "flops"] = w.loc[attn, "flops"] * cp
+        w.loc[attn, "dim_n"] = w.loc[attn, "dim_n"] * cp
+        w.loc[attn, "bytes"] = w.loc[attn, "bytes"] * ((1 - share) + share * cp)
+        w.loc[attn, "tiles"] = w.loc[attn, "tiles"] * cp
+    return w
