@@ -230,7 +230,8 @@ def fit_bandwidth_bundle() -> dict:
                            "pooled (no GPU identity)"),
             "leave_one_gpu_out_time_weighted_ape_pct": {r.gpu: round(float(r.time_weighted_ape_pct), 6)
                                                         for r in logo.itertuples(index=False)},
-            "key": _key(), "fitted_with": f"perfmodel.step.bandwidth.fit_bandwidth_bundle v{BANDWIDTH_MODEL_VERSION}"}
+            # the name the artifact records (kept from before the step model had its own package: shipped files stay byte-identical; the old module path is an alias)
+            "key": _key(), "fitted_with": f"perfmodel.models.bandwidth.fit_bandwidth_bundle v{BANDWIDTH_MODEL_VERSION}"}
 
 
 def _to_bytes(bundle: dict) -> bytes:

@@ -226,7 +226,8 @@ def rebuild(path: str | Path | None = None, frame: pd.DataFrame | None = None) -
     """
     out = {"format": _FORMAT,
            "fitted_on": "microsoft/vidur@7d47513 data/profiling/network (all systems with a link kind; see "
-                        "perfmodel.step.collectives), relative least squares per link kind",
+                        # the name the artifact records (kept from before the step model had its own package: shipped files stay byte-identical; the old module path is an alias)
+                        "perfmodel.models.collectives), relative least squares per link kind",
            "links": fit_links(frame)}
     path = Path(path) if path is not None else FITTED_PATH
     path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")

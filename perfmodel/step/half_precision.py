@@ -361,7 +361,8 @@ def fit_half_bundle() -> dict:
     scores = pd.Series({g: abs(float(np.log(logo[gpus == g].sum() / t[gpus == g].sum()))) for g in sorted(set(gpus))},
                        name="abs_log_ratio")
     return {"model": model, "scores": scores, "logo_predictions": logo, "key": _half_key(), "sklearn_version": sklearn.__version__,
-            "fitted_with": f"perfmodel.step.half_precision.fit_half_bundle v{HALF_MODEL_VERSION}"}
+            # the name the artifact records (kept from before the step model had its own package: shipped files stay byte-identical; the old module path is an alias)
+            "fitted_with": f"perfmodel.models.half_precision.fit_half_bundle v{HALF_MODEL_VERSION}"}
 
 
 def half_artifact_path() -> Path:

@@ -587,8 +587,8 @@ def bundle_arrays(bundle: dict) -> tuple[dict, dict]:
             arrays[f"step_scores/{c}"] = steps[c].to_numpy(np.int64)
         for c in ("measured_s", "predicted_s", "score"):
             arrays[f"step_scores/{c}"] = steps[c].to_numpy(np.float64)
-    header = {
-        "model": "perfmodel.step.op_latency.OpLatencyModel", "model_version": MODEL_VERSION, "key": bundle["key"],
+    header = {  # the name the artifact records (kept from before the step model had its own package: shipped files stay byte-identical; the old module path is an alias)
+        "model": "perfmodel.models.op_latency.OpLatencyModel", "model_version": MODEL_VERSION, "key": bundle["key"],
         "params": m.get_params(), "classes": list(m.classes_), "training_devices": list(m.training_devices_),
         "n_training_rows": m.n_training_rows_, "provenance": m.provenance_,
         "launch_overhead_s": [[k, c, v] for (k, c), v in sorted(m.launch_overhead_s_.items())],
