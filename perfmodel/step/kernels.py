@@ -121,11 +121,25 @@ def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nda
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
         return hit[1].copy()
-    t = np.maximum(_kernel_seconds_uncached(w, spec, prec, op_model, fp8=fp8), floor)
+    first, inverse = _distinct_rows(w, fp8)
+    if len(first) < len(w):  # identical layers give identical rows: each distinct kernel is predicted once
+        t = _kernel_seconds_uncached(w.iloc[first].reset_index(drop=True), spec, prec, op_model, fp8=fp8[first])[inverse]
+    else:
+        t = _kernel_seconds_uncached(w, spec, prec, op_model, fp8=fp8)
+    t = np.maximum(t, floor)
     if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
         _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
     _KERNEL_MEMO[key] = (op_model, t.copy())
     return t
+
+
+def _distinct_rows(w: pd.DataFrame, fp8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, inverse)``: the first row of each distinct kernel of ``w`` (its columns and the FP8 flag, compared
+    exactly) and, per row, which of them it is. A kernel's time depends on its own row only, so predicting the
+    distinct rows and spreading them back gives every row its own prediction, bit for bit."""
+    codes = w.assign(_fp8=fp8).groupby(list(w.columns) + ["_fp8"], sort=False, dropna=False).ngroup().to_numpy()
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return first, inverse
 
 
 #: precisions whose matmul, layer-norm and elementwise kernels are predicted by the half-precision model learned on
