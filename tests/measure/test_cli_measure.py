@@ -128,7 +128,7 @@ def test_noise_data_that_is_junk_or_not_tensors_is_a_one_line_error(capsys, tmp_
 
 
 def test_noise_shows_progress_on_a_terminal_only(capsys, tmp_path, monkeypatch):
-    import perfmodel.cli as cli
+    import perfmodel.cli.measure as cli_measure  # where `perfmodel measure` looks _show_progress up
 
     f = tmp_path / "d.pt"
     g = torch.Generator().manual_seed(0)
@@ -140,7 +140,7 @@ def test_noise_shows_progress_on_a_terminal_only(capsys, tmp_path, monkeypatch):
     assert "resnet-15 noise: 100%" in err and "6/6" in err and "B_simple = " in out and "100%" not in out
     assert main([*argv, "--quiet"]) == 0
     assert "100%" not in capsys.readouterr().err
-    monkeypatch.setattr(cli, "_show_progress", lambda quiet: not quiet and False)  # not a terminal: no bar
+    monkeypatch.setattr(cli_measure, "_show_progress", lambda quiet: not quiet and False)  # not a terminal: no bar
     assert main(argv) == 0
     assert "100%" not in capsys.readouterr().err
 

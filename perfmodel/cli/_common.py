@@ -1,0 +1,121 @@
+"""Helpers the ``perfmodel`` sub-commands share: the help formatter, the one-line usage error, the printed tables and
+the parsing of comma-separated option values."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that ends each option with its default, except options whose default is 'none' (their help says so)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _UsageError(ValueError):
+    """A command-line value that cannot be used (exit status 2, one line)."""
+
+
+def _print_frame(df, *, max_colwidth: int = 60) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200, "display.max_colwidth", max_colwidth):
+        print(df.to_string(index=False))
+
+
+
+def _shape(text: str, option: str = "--input-shape") -> tuple[int, ...]:
+    """``"3,32,32"`` → ``(3, 32, 32)``, or a one-line usage error. Only the syntax is checked here; the values (positive,
+    the rank a model needs) are checked by the library functions that use them."""
+    try:
+        shape = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        shape = ()
+    if not shape:
+        raise _UsageError(f"{option} must be comma-separated integers like 3,32,32 (one sample, without the batch "
+                          f"dimension); got {text!r}.")
+    return shape
+
+
+def _names(text: str, option: str) -> list[str]:
+    names = [g.strip() for g in text.split(",") if g.strip()]
+    if not names:
+        raise _UsageError(f"{option} must name at least one item, comma-separated; got {text!r}.")
+    return names
+
+
+def _positive(value: float | None, option: str) -> None:
+    if value is not None and not value > 0:
+        raise _UsageError(f"{option} must be a positive number; got {value}.")
+
+
+def _model_arg(text: str):
+    """A zoo id, 'package.module:Class' (a module built without arguments), or a Hugging Face config.json."""
+    if text.endswith(".json"):
+        from perfmodel.zoo.hf import read_config
+
+        return read_config(text)
+    from perfmodel.zoo import load_model
+
+    return load_model(text)
+
+
+def _interconnect(text: str | None):
+    """``nvlink`` or ``tp=nvlink,dp=infiniband`` (a link per group)."""
+    if not text:
+        return None
+    if "=" not in text:
+        return text
+    out = {}
+    for part in text.split(","):
+        k, sep, v = part.partition("=")
+        if not sep or not k.strip() or not v.strip():
+            raise _UsageError(f"--interconnect takes a link (nvlink) or group=link pairs (tp=nvlink,dp=infiniband); got {text!r}.")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+class _Given(argparse.Action):
+    """Store an option's value and remember that it was given (``args.given``): `perfmodel plan` passes on to today's-cloud
+    planner only the --steps / --batch-size a user typed, not CM-DARE's defaults."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, "given", set(getattr(namespace, "given", ())) | {self.dest})
+
+
+def _ints(text: str, option: str) -> list[int]:
+    """``"1,2,4"`` → ``[1, 2, 4]``, or a one-line usage error naming the option and the value (``2.5`` is refused, not
+    truncated)."""
+    names = _names(text, option)
+    try:
+        values = [int(x) for x in names]
+    except ValueError:
+        raise _UsageError(f"{option} must be comma-separated whole numbers like 1,2,4; got {text!r}.") from None
+    if min(values) < 1:
+        raise _UsageError(f"{option} must be positive whole numbers; got {text!r}.")
+    return values
+
+
+def _show_progress(quiet: bool) -> bool:
+    """Progress bars go to stderr, and only to a terminal (a log file or a pipe gets none), unless --quiet."""
+    return not quiet and sys.stderr.isatty()
+
+
+def model_arguments(parser, gpus_help: str) -> None:
+    """The arguments predict and plan share: the model, the GPUs, one sample's shape, the batch."""
+    parser.add_argument("model", help="a zoo id (see `perfmodel zoo`; any upstream spelling such as Res32), "
+                                      "package.module:ClassName (a torch module class importable from the current folder "
+                                      "and built without arguments), or a Hugging Face config.json")
+    parser.add_argument("--gpus", default="K80,P100,V100", help=gpus_help)
+    parser.add_argument("--input-shape", default=None,
+                        help="shape of one input sample, without the batch dimension (3,32,32 for the zoo CNNs; "
+                             "the sequence length, e.g. 1024, for a config.json)")
+    parser.add_argument("--batch-size", type=int, default=128, action=_Given, help="samples per step (global over all GPUs)")

@@ -1,0 +1,124 @@
+"""``perfmodel predict``: step time and memory of a model on any GPU; on CM-DARE's GPUs also its cluster speed and
+checkpoint time."""
+from __future__ import annotations
+
+from perfmodel.cli._common import (
+    _gib,
+    _interconnect,
+    _model_arg,
+    _names,
+    _print_frame,
+    _shape,
+    _UsageError,
+    model_arguments,
+)
+
+
+def _cmd_predict(args) -> int:
+    import warnings
+
+    import perfmodel as pm
+    from perfmodel.datasets import canonical_gpu, gpu_spec
+    from perfmodel.planning.unified import CMDARE_GPUS
+
+    gpus = _names(args.gpus, "--gpus")
+    if args.max_workers < 1 or args.batch_size < 1 or args.n_gpus < 1:
+        raise _UsageError(f"--max-workers, --batch-size and --n-gpus must be ≥ 1; got {args.max_workers}, {args.batch_size} "
+                          f"and {args.n_gpus}.")
+    model = _model_arg(args.model)
+    shape = _shape(args.input_shape) if args.input_shape else None
+    optimizer = None if args.optimizer == "none" else args.optimizer
+    kw = dict(input_shape=shape, batch_size=args.batch_size, precision=args.precision, optimizer=optimizer, n_gpus=args.n_gpus,
+              strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
+              activation_checkpointing=args.activation_checkpointing, compile=args.compile,
+              gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule)
+    step = pm.predict_step_time(model, gpus, stack=args.stack, **kw)
+    where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
+    print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
+          "spec-sheet prediction by perfmodel's per-operator model:")
+    cols = [c for c in ("gpu", "step_time_s", "lower_s", "upper_s", "forward_s", "backward_s", "optimizer_s", "comm_s")
+            if c in step.columns]
+    out = step[cols].copy()  # a training step's rows carry its memory per GPU (pm.predict_memory) and whether it fits
+    out["memory_per_gpu"] = [_gib(v) for v in step["memory_per_gpu_bytes"]]
+    out["gpu_memory"] = [_gib(gpu_spec(g).memory_gib * 2**30) for g in out["gpu"]]
+    out["fits"] = step["fits"].to_numpy()
+    _print_frame(out)
+    if not out["fits"].all():
+        print("\nDOES NOT FIT on " + ", ".join(out.loc[~out["fits"], "gpu"]) + ": the step time above is for a run that "
+              "would stop with out-of-memory; use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch.")
+    print(f"\nbasis: {step['basis'].iloc[0]}")
+    if args.breakdown:
+        _print_breakdown(model, gpus, kw, args.stack)
+    cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32"
+              and all(canonical_gpu(g) in CMDARE_GPUS for g in gpus))
+    if cmdare:  # CM-DARE's measured world answers too: parameter-server clusters and checkpoints of 2019
+        from perfmodel.models import predict_checkpoint_time, predict_cluster_speed
+
+        cshape = shape or (3, 32, 32)
+        print("\nCM-DARE's measured world (ICDCS'20): cluster speed (steps/s; asynchronous training with parameter servers):")
+        with warnings.catch_warnings():
+            for g in gpus:
+                c = predict_cluster_speed(model, g, workers=range(1, args.max_workers + 1), n_ps=(1, 2), input_shape=cshape,
+                                          batch_size=args.batch_size)
+                print(f"{g} ({c['basis'].iloc[0]})")
+                _print_frame(c.pivot(index="n_workers", columns="n_ps", values="speed_steps_per_s")
+                             .rename(columns=lambda p: f"{p} PS").reset_index())
+        print("\ncheckpoint (size in MiB; CM-DARE's 'MB' columns are 2^20 bytes):")
+        ck = predict_checkpoint_time(model, input_shape=cshape)
+        _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
+    return 0
+
+
+def _print_breakdown(model, gpus, kw: dict, stack) -> None:
+    """Each GPU's :class:`perfmodel.Prediction` of the run the keywords ``kw`` say (the same numbers as the table)."""
+    import warnings
+
+    import perfmodel as pm
+
+    wkeys = ("input_shape", "batch_size", "precision", "optimizer", "compile")
+    work = pm.Workload(model, **{k: kw[k] for k in wkeys if kw[k] is not None or k == "optimizer"},
+                       **({"stack": stack} if stack else {}))
+    how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], pipeline_schedule=kw["pipeline_schedule"],
+                         activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"])
+    for g in gpus:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # said once above, by the table's prediction
+            res = pm.predict(work, pm.Cluster(g, n_gpus=kw["n_gpus"], gpus_per_node=kw["gpus_per_node"],
+                                              interconnect=kw["interconnect"]), how)
+        print(f"\n{res!r}")
+
+
+def add_parser(sub, fmt) -> None:
+    pred = sub.add_parser("predict", formatter_class=fmt,
+                          help="step time and memory of a model on any GPU (pm.predict_step_time); on CM-DARE's GPUs also "
+                               "its cluster speed and checkpoint time")
+    model_arguments(pred, "comma-separated GPU names (catalog ids or the names clouds and nvidia-smi print)")
+    pred.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "fp16", "fp8"],
+                      help="tensor precision (bf16/fp16: mixed precision; fp8: Float8 linears, Hopper/Ada only)")
+    pred.add_argument("--optimizer", default="sgd-momentum", choices=["sgd-momentum", "adam", "adam-fused", "none"],
+                      help="optimizer step included (none: forward + backward only)")
+    pred.add_argument("--n-gpus", type=int, default=1, help="GPUs the step runs on")
+    pred.add_argument("--strategy", default="dp", help="parallel strategy for --n-gpus > 1: dp, fsdp, tp, pp or a "
+                                                         "combination such as dp2-tp2-pp2, fsdp8-tp8-pp8 or fsdp4-cp2 "
+                                                         "(cp: context parallel)")
+    pred.add_argument("--micro-batches", type=int, default=None, help="pipeline micro-batches (pp)")
+    pred.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "interleaved-1f1b"],
+                      help="pipeline schedule (interleaved: two model chunks per rank)")
+    pred.add_argument("--async-tp", action="store_true",
+                      help="asynchronous tensor parallelism: tp collectives overlapped with their matmuls")
+    pred.add_argument("--interconnect", default=None,
+                      help="link between GPUs: nvlink, pcie4, infiniband-ndr ..., a link per level "
+                           "(intra=nvlink,inter=infiniband-ndr) or a link per group (tp=nvlink,dp=infiniband-ndr)")
+    pred.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (for intra=/inter= links)")
+    pred.add_argument("--activation-checkpointing", nargs="?", const="full", default=False,
+                      help="recompute activations in the backward pass: full (the flag alone), selective "
+                           "(torchtitan's per-operator policy) or layer / layer:N (every N-th layer, default 2)")
+    pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
+    pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
+                      help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "
+                           "NVIDIA Transformer Engine's fused modules (te)")
+    pred.add_argument("--breakdown", action="store_true",
+                      help="also print each GPU's whole result (pm.predict): compute by pass, recompute, each process "
+                           "group's exposed and total communication, bubble, memory by part, throughput, MFU")
+    pred.add_argument("--max-workers", type=int, default=8, help="largest cluster (workers) in CM-DARE's cluster-speed table")
+    pred.set_defaults(func=_cmd_predict)
