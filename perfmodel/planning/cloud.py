@@ -228,6 +228,10 @@ def _checkpoint_regressor():
             float(train["checkpoint_mb"].min()), float(train["checkpoint_mb"].max()))
 
 
+#: checkpoint seconds by size (MiB), as the regressor of :func:`_checkpoint_regressor` predicts them.
+_CHECKPOINT_MEMO: dict = {}
+
+
 def _checkpoint_s(state_bytes: float, far: list | None = None) -> tuple[float, str]:
     """Seconds to write a checkpoint of ``state_bytes``, and a note when that extrapolates the fit. The regressor's
     own extrapolation warning is not repeated per candidate: the size goes to ``far`` (one summary per plan)."""
@@ -235,12 +239,14 @@ def _checkpoint_s(state_bytes: float, far: list | None = None) -> tuple[float, s
 
     est, min_mb, max_mb = _checkpoint_regressor()
     mb = state_bytes / 2**20
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        t = float(est.predict(pd.DataFrame({"checkpoint_mb": [mb]}))[0])
-    for w in caught:
-        if not issubclass(w.category, ExtrapolationWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    t = _CHECKPOINT_MEMO.get(mb)
+    if t is None:  # every candidate of one model checkpoints the same state: predicted once
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            t = _CHECKPOINT_MEMO[mb] = float(est.predict(pd.DataFrame({"checkpoint_mb": [mb]}))[0])
+        for w in caught:
+            if not issubclass(w.category, ExtrapolationWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     outside = not min_mb <= mb <= max_mb
     if outside and far is not None:
         far.append(mb)

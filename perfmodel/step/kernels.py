@@ -121,16 +121,38 @@ def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nda
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
         return hit[1].copy()
-    first, inverse = _distinct_rows(w, fp8)
-    if len(first) < len(w):  # identical layers give identical rows: each distinct kernel is predicted once
-        t = _kernel_seconds_uncached(w.iloc[first].reset_index(drop=True), spec, prec, op_model, fp8=fp8[first])[inverse]
-    else:
-        t = _kernel_seconds_uncached(w, spec, prec, op_model, fp8=fp8)
-    t = np.maximum(t, floor)
+    first, inverse = _distinct_rows(w, fp8)  # identical layers give identical rows: each distinct kernel predicted once
+    t = np.maximum(_rows_seconds(w.iloc[first].reset_index(drop=True), fp8[first], spec, prec, op_model)[inverse], floor)
     if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
         _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
     _KERNEL_MEMO[key] = (op_model, t.copy())
     return t
+
+
+#: Kernel times memoised by kernel (its work row and FP8 flag), per (GPU spec, precision, operator model): the layouts
+#: of a plan share most of their kernels (fsdp and dp at one per-GPU batch differ in the optimizer's rows only).
+_ROW_MEMO: dict = {}
+
+
+_ROW_MEMO_MAX = 400_000
+
+
+def _rows_seconds(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_model) -> np.ndarray:
+    """:func:`_kernel_seconds_uncached` of distinct rows, each row predicted at most once per process (a kernel's time
+    depends on its own row only: the same bits as predicting it with any other rows)."""
+    ctx = (repr(spec), prec, id(op_model), half_model_applies(op_model, prec))
+    held = _ROW_MEMO.get(ctx)
+    if held is None or held[0] is not op_model:
+        if sum(len(v[1]) for v in _ROW_MEMO.values()) >= _ROW_MEMO_MAX:
+            _ROW_MEMO.clear()
+        held = _ROW_MEMO[ctx] = (op_model, {})
+    store = held[1]
+    keys = list(zip(*(w[c].tolist() for c in w.columns), fp8.tolist()))
+    new = np.array([k not in store for k in keys], dtype=bool)
+    if new.any():
+        t_new = _kernel_seconds_uncached(w[new].reset_index(drop=True), spec, prec, op_model, fp8=fp8[new])
+        store.update(zip((k for k, n in zip(keys, new) if n), t_new.tolist()))
+    return np.array([store[k] for k in keys], dtype=float)
 
 
 def _distinct_rows(w: pd.DataFrame, fp8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -361,3 +383,4 @@ def clear_trace_cache() -> None:
     _ZOO_TRACES.clear()
     _BUILT.clear()
     _KERNEL_MEMO.clear()
+    _ROW_MEMO.clear()

@@ -705,6 +705,9 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
     dtype = getattr(torch, PRECISION_DTYPES[prec])
     ops = extract(net, shape, batch_size=int(batch_size), per_op=True, optimizer=None if optimizer == "adam-fused" else optimizer,
                   input_dtype=in_dtype, input_high=high, dtype=None if dtype == torch.float32 else dtype, train=not inference)
+    # the trace's attrs (the device, the repeated stacks) are not read here, and pandas deep-copies them into every
+    # frame derived from this one: dropped, they cost nothing downstream
+    ops.attrs = {}
     if inference:
         ops = ops[ops["phase"] == "forward"]
     if optimizer == "adam-fused":
