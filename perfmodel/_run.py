@@ -42,12 +42,18 @@ class Cluster:
         (``{"intra": "nvlink", "inter": "infiniband-ndr"}``) or per group (``{"tp": ..., "pp": ..., "dp": ...}``);
         default the GPU's own (NVLink or Infinity Fabric from the catalog, else its PCIe). See
         :func:`perfmodel.step.strategy.resolve_links`.
+    nics_per_node : int, optional
+        NICs of a node, each on its own rail (8 on an HGX / DGX H100 node, AWS p5.48xlarge, GCP a3-megagpu-8g): with a
+        per-level ``interconnect``, a process group that spans nodes carries its collectives over its share of them,
+        never faster than the node's own link (:func:`perfmodel.step.strategy.rail_link`). None (default): one NIC
+        carries each group that leaves its node.
     """
 
     gpu: object
     n_gpus: int = 1
     gpus_per_node: int = 8
     interconnect: object = None
+    nics_per_node: int | None = None
 
     def __post_init__(self):
         from perfmodel.datasets import gpu_spec
@@ -58,6 +64,9 @@ class Cluster:
         gpu_spec(self.gpu)  # UnknownNameError with the nearest ids
         _positive_int("Cluster", "n_gpus", self.n_gpus, "GPUs training together")
         _positive_int("Cluster", "gpus_per_node", self.gpus_per_node, "GPUs sharing a node's fast link, e.g. 8 for a DGX")
+        if self.nics_per_node is not None:
+            _positive_int("Cluster", "nics_per_node", self.nics_per_node, "a node's NICs, each on its own rail, e.g. 8 on a "
+                          "DGX H100; or None for the default")
         if isinstance(self.interconnect, dict):
             object.__setattr__(self, "interconnect", dict(self.interconnect))
         self._check_links()

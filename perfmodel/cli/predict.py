@@ -31,7 +31,8 @@ def _cmd_predict(args) -> int:
     kw = dict(input_shape=shape, batch_size=args.batch_size, precision=args.precision, optimizer=optimizer, n_gpus=args.n_gpus,
               strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
               activation_checkpointing=args.activation_checkpointing, compile=args.compile,
-              gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule)
+              gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule,
+              nics_per_node=args.nics_per_node)
     step = pm.predict_step_time(model, gpus, stack=args.stack, **kw)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
@@ -84,7 +85,7 @@ def _print_breakdown(model, gpus, kw: dict, stack) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # said once above, by the table's prediction
             res = pm.predict(work, pm.Cluster(g, n_gpus=kw["n_gpus"], gpus_per_node=kw["gpus_per_node"],
-                                              interconnect=kw["interconnect"]), how)
+                                              interconnect=kw["interconnect"], nics_per_node=kw["nics_per_node"]), how)
         print(f"\n{res!r}")
 
 
@@ -110,6 +111,9 @@ def add_parser(sub, fmt) -> None:
                       help="link between GPUs: nvlink, pcie4, infiniband-ndr ..., a link per level "
                            "(intra=nvlink,inter=infiniband-ndr) or a link per group (tp=nvlink,dp=infiniband-ndr)")
     pred.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (for intra=/inter= links)")
+    pred.add_argument("--nics-per-node", type=int, default=None,
+                      help="NICs per node, each on its own rail, for intra=/inter= links: a group that leaves its node gets "
+                           "its share of them (8 on an HGX/DGX H100 node; none: one NIC per group)")
     pred.add_argument("--activation-checkpointing", nargs="?", const="full", default=False,
                       help="recompute activations in the backward pass: full (the flag alone), selective "
                            "(torchtitan's per-operator policy) or layer / layer:N (every N-th layer, default 2)")

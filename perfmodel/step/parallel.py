@@ -602,7 +602,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                                inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
                                interconnect=None, overlap_grad_reduce: bool = True, gpus_per_node: int = 8,
                                compile: bool = False, async_tp: bool = False, pipeline_schedule: str = "1f1b",
-                               by_group: bool = False) -> pd.DataFrame:
+                               by_group: bool = False, nics_per_node: int | None = None) -> pd.DataFrame:
     """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
     ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
     ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
@@ -622,7 +622,8 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     pipeline_virtual_stages(pipeline_schedule)
     check_async_tp(async_tp, deg["tp"], deg["name"])
     specs = kn.gpu_specs(gpus, prec)
-    links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node) for s in specs]
+    links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node, nics_per_node=nics_per_node)
+             for s in specs]
     r = rank_work(model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype, input_high=input_high,
                   prec=prec, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
                   compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,

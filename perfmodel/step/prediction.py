@@ -216,6 +216,7 @@ def run_keywords(workload, cluster, parallelism=None) -> tuple[object, dict]:
     w, c, p = _as_objects(workload, cluster, parallelism)
     kw = {k: v for k, v in w.values().items() if k != "activation_checkpointing"}
     kw.update(n_gpus=int(c.n_gpus), gpus_per_node=int(c.gpus_per_node), interconnect=c.interconnect,
+              nics_per_node=c.nics_per_node,
               strategy=p.strategy, micro_batches=p.micro_batches, pipeline_schedule=p.pipeline_schedule,
               overlap_grad_reduce=p.overlap_grad_reduce, async_tp=p.async_tp, activation_checkpointing=_checkpointing(w, p))
     return w.model, kw

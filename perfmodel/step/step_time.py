@@ -54,13 +54,14 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
-                      async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None) -> pd.DataFrame:
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None,
+                      nics_per_node: int | None = None) -> pd.DataFrame:
     out = step_frame(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                      input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
                      n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                      overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
                      gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                     stack=stack)
+                     stack=stack, nics_per_node=nics_per_node)
     if inference:
         return out
     return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
@@ -133,7 +134,8 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                       inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
-                      async_tp: bool = False, pipeline_schedule: str = "1f1b", by_group: bool = False) -> pd.DataFrame:
+                      async_tp: bool = False, pipeline_schedule: str = "1f1b", by_group: bool = False,
+                      nics_per_node: int | None = None) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -195,6 +197,10 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         :func:`perfmodel.step.parallel.crosses_nodes`); or a link per group ``{"tp": ..., "pp": ..., "dp": ...}``.
     gpus_per_node : int, default 8
         GPUs per node, for the per-level ``interconnect``.
+    nics_per_node : int, optional
+        NICs per node, each on its own rail, for the per-level ``interconnect``: a group that spans nodes carries its
+        collectives over its share of them (:func:`perfmodel.step.strategy.rail_link`), never faster than the node's
+        own link. None (default): one NIC carries each group that leaves its node.
     compile : bool, default False
         ``torch.compile``: every chain of memory-bound operators between two GEMMs runs as one fused kernel
         (:func:`compiled_work`); the same as ``stack="compile"``.
@@ -242,6 +248,10 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
     compile = stack_of(compile)  # the kernel family (predict_step_time resolves stack= and compile= into it)
     _check_gpus_per_node(gpus_per_node)
+    if nics_per_node is not None:
+        from perfmodel.step.strategy import _check_nics
+
+        _check_nics(nics_per_node)
     ac = checkpointing_mode(activation_checkpointing)
     if ac and inference:
         raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "
@@ -255,7 +265,8 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                                   input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
                                   n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                                   overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile,
-                                  async_tp=async_tp, pipeline_schedule=pipeline_schedule, by_group=by_group)
+                                  async_tp=async_tp, pipeline_schedule=pipeline_schedule, by_group=by_group,
+                                  nics_per_node=nics_per_node)
         fraction = 1.0
         if ac != "full":
             fraction = _recompute_fraction(model, gpus, ac, input_shape=input_shape, input_dtype=input_dtype,
@@ -268,7 +279,7 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                                           micro_batches=micro_batches, interconnect=interconnect,
                                           overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node,
                                           compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                                          by_group=by_group)
+                                          by_group=by_group, nics_per_node=nics_per_node)
     pipeline_virtual_stages(pipeline_schedule)
     check_async_tp(async_tp, 1, "one GPU")
     if strategy is not None:

@@ -5,6 +5,7 @@ link each process group uses once the GPUs span nodes (:func:`resolve_links`). T
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -55,7 +56,8 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
             "pp": pp > 1 and tp * cp * dp >= g}
 
 
-def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, gpus_per_node: int = 8) -> dict:
+def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, gpus_per_node: int = 8,
+                  nics_per_node: int | None = None) -> dict:
     """The :class:`Interconnect` of each process group, ``{"tp": ..., "pp": ..., "dp": ...}``.
 
     Parameters
@@ -67,13 +69,19 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         group the dict leaves out uses the GPU's own link. The data-parallel group of ``"fsdp"`` is ``"dp"``.
         Or a link per level, ``{"intra": "nvlink", "inter": "infiniband-ndr"}`` (:data:`LINK_LEVELS`): a group inside
         one node uses ``"intra"`` (default the GPU's own link), a group spanning nodes (:func:`crosses_nodes`)
-        ``"inter"`` — the per-GPU NIC, which bounds a ring that leaves the node.
+        ``"inter"`` — one NIC's link; with ``nics_per_node``, a group that spans nodes gets its share of the node's
+        NICs (:func:`rail_link`): with a NIC per GPU on its own rail (HGX/DGX-class nodes), NCCL spreads the group's
+        channels over them.
     gpu : str or GPUSpec, optional
         The GPU whose own link (NVLink, else PCIe) fills in.
     degrees : dict, optional
         ``{"tp": .., "dp": .., "pp": ..}`` of the layout (:func:`parse_strategy`), for the per-level form.
     gpus_per_node : int, default 8
         GPUs per node, for the per-level form.
+    nics_per_node : int, optional
+        NICs of a node, each on its own rail, for the per-level form: a group that spans nodes gets its share of them
+        (:func:`rail_link`; 8 on an HGX / DGX H100 node, AWS p5.48xlarge or GCP a3-megagpu-8g). None (default): one
+        NIC carries each group that leaves its node, whatever the node has.
 
     Raises
     ------
@@ -89,8 +97,14 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
             raise ValueError(f"the {', '.join(k for k, v in cross.items() if v)} group(s) span more than one node of "
                              f"{gpus_per_node} GPUs, but interconnect gives no 'inter' link. Add one, e.g. "
                              "{'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or raise gpus_per_node.")
-        inter = resolve_interconnect(interconnect["inter"], gpu) if interconnect.get("inter") is not None else intra
-        return {g: (inter if cross[g] else intra) for g in LINK_GROUPS}
+        if interconnect.get("inter") is None:
+            return {g: intra for g in LINK_GROUPS}
+        inter = resolve_interconnect(interconnect["inter"], gpu)
+        if nics_per_node is None:  # one NIC carries each group that leaves its node
+            return {g: (inter if cross[g] else intra) for g in LINK_GROUPS}
+        nics = _check_nics(nics_per_node)
+        ranks = ranks_per_node(degrees or {}, gpus_per_node)
+        return {g: (rail_link(inter, intra, nics * ranks[g] / gpus_per_node) if cross[g] else intra) for g in LINK_GROUPS}
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]
         if set(interconnect) & set(LINK_LEVELS):
@@ -106,6 +120,43 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         return out
     link = resolve_interconnect(interconnect, gpu)
     return {g: link for g in LINK_GROUPS}
+
+
+def _check_nics(nics_per_node) -> int:
+    if isinstance(nics_per_node, bool) or not isinstance(nics_per_node, (int, np.integer)) or nics_per_node < 1:
+        raise ValueError(f"nics_per_node must be a positive int (a node's NICs, each on its own rail: 8 on an HGX / DGX "
+                         f"H100 node, 1 on a node with one network card); got {nics_per_node!r}.")
+    return int(nics_per_node)
+
+
+def ranks_per_node(degrees: dict, gpus_per_node: int) -> dict:
+    """Ranks of one process group on one node, ranks placed as :func:`crosses_nodes` places them (tensor parallel
+    innermost, then context, data, pipeline): a group whose members are ``stride`` ranks apart has
+    ``max(1, min(size, gpus_per_node // stride))`` of them on a node."""
+    tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
+    cp = int(degrees.get("cp", 1))
+    g = _check_gpus_per_node(gpus_per_node)
+
+    def on_node(size: int, stride: int) -> int:
+        return max(1, min(size, g // stride)) if stride <= g else 1
+
+    return {"tp": on_node(tp, 1), "cp": on_node(cp, tp), "dp": on_node(dp * cp, tp), "pp": on_node(pp, tp * cp * dp)}
+
+
+def rail_link(inter, intra, nics: float):
+    """The link of a group that leaves its node: ``nics`` NICs (the node's NICs times the group's share of the
+    node's ranks: other groups of the same kind run their collectives at the same time on the other ranks) carry its
+    channels, each at the ``inter`` link's rate, never faster than the node's own ``intra`` link (a ring also crosses
+    the node's NVLink). One NIC's share or less is the ``inter`` link scaled down."""
+    from perfmodel.step.collectives import Interconnect
+
+    over = inter.bandwidth_gb_per_s * nics * inter.efficiency
+    if nics == 1:
+        return inter
+    if over >= intra.bandwidth_gb_per_s * intra.efficiency:
+        return Interconnect(f"{intra.name} (bounds {nics:g} x {inter.name})", intra.bandwidth_gb_per_s, inter.latency_s,
+                            intra.efficiency)
+    return Interconnect(f"{nics:g} x {inter.name}", inter.bandwidth_gb_per_s * nics, inter.latency_s, inter.efficiency)
 
 
 _FACTORS = ("dp", "fsdp", "cp", "tp", "pp")
