@@ -587,62 +587,86 @@ def check_bundle(header: dict, arrays: dict, *, model_version: str, params: dict
     float64, flags booleans of 0 or 1), ``n_trees`` + 1 offsets, and their nodes (:func:`_node_problem`, features below
     ``n_features``); the step scores' and leave-one-GPU-out arrays finite, of their length.
     """
-    src = source or getattr(header, "source", None) or "the fitted-model artifact"
-
-    def bad(what, expected):
-        return ArtifactError(f"{src} is not a perfmodel fitted-model artifact: {what}; expected {expected}. {_FIX}.")
-
+    c = _BundleCheck(source or getattr(header, "source", None) or "the fitted-model artifact", header, arrays)
     if not isinstance(header, dict):
-        raise bad(f"its header is a {type(header).__name__}", "a JSON object")
+        raise c.bad(f"its header is a {type(header).__name__}", "a JSON object")
     if header.get("model_version") != model_version:
-        raise ArtifactError(f"{src} holds an operator model of version {str(header.get('model_version'))[:40]!r}; this "
+        raise ArtifactError(f"{c.src} holds an operator model of version {str(header.get('model_version'))[:40]!r}; this "
                             f"perfmodel needs version {model_version!r}. Rebuild it with `perfmodel fit`.")
+    classes = c.header_fields(params)
+    pooled = {name[1] for name in (c.tree(t, classes, n_features) for t in c.field("trees", list, "a list of tree ensembles"))
+              if name[0] == "pooled"}
+    missing = sorted(set(classes) - pooled)
+    if missing:
+        raise c.bad(f"the classes {missing} have no pooled tree ensemble", "one per class")
+    c.array("logo_predictions", _FLOAT, finite=True)
+    c.step_scores()
 
-    def field(name, kind, expected):
-        if name not in header:
-            raise bad(f"its header lacks the field {name!r}", expected)
-        v = header[name]
+
+class _BundleCheck:
+    """The checks of :func:`check_bundle`, each raising one :class:`ArtifactError` that names the file ``src``."""
+
+    def __init__(self, src: str, header, arrays: dict):
+        self.src, self.header, self.arrays = src, header, arrays
+        self.names, self.prefixes = set(), set()
+
+    def bad(self, what, expected) -> ArtifactError:
+        return ArtifactError(f"{self.src} is not a perfmodel fitted-model artifact: {what}; expected {expected}. {_FIX}.")
+
+    def field(self, name, kind, expected):
+        if name not in self.header:
+            raise self.bad(f"its header lacks the field {name!r}", expected)
+        v = self.header[name]
         if not isinstance(v, kind):
-            raise bad(f"its header field {name!r} is a {type(v).__name__}", expected)
+            raise self.bad(f"its header field {name!r} is a {type(v).__name__}", expected)
         return v
 
-    p = field("params", dict, "an object of the model's parameters")
-    unknown = sorted(map(str, set(p) - set(params)))
-    if unknown:
-        raise bad(f"its parameters {unknown} are not the model's", f"some of {sorted(params)}")
-    for k, v in p.items():
-        if not (v is None or isinstance(v, (bool, str)) or _number(v)):
-            raise bad(f"its parameter {k!r} is {str(v)[:40]}", "a finite number, a boolean, a string or null")
-    classes = field("classes", list, "a list of operator classes")
-    if not classes or not all(isinstance(c, str) for c in classes) or len(set(classes)) != len(classes):
-        raise bad("its classes are not distinct names", "a non-empty list of distinct operator classes")
-    for name in ("key", "provenance"):
-        field(name, str, "a string")
-    for name in ("fitted_with", "sklearn_version"):
-        if not isinstance(header.get(name, ""), str):
-            raise bad(f"its header field {name!r} is not a string", "a string")
-    devices = field("training_devices", list, "a list of GPU names")
-    if not all(isinstance(d, str) for d in devices):
-        raise bad("its training_devices are not all names", "a list of GPU names")
-    rows = field("n_training_rows", dict, "an object of row counts per class")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in rows.values()):
-        raise bad("its n_training_rows are not all counts", "a whole number >= 0 per class")
-    scores = field("scores", dict, "an object of a score per GPU")
-    if not all(_number(v) for v in scores.values()):
-        raise bad("a score is not a finite number", "a finite number per GPU")
-    for entry in field("launch_overhead_s", list, "a list of [GPU, class, seconds]"):
-        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str) and entry[1] in classes
-                and _number(entry[2]) and 0 <= entry[2] <= MAX_LAUNCH_OVERHEAD_S):
-            raise bad(f"launch_overhead_s holds {str(entry)[:80]}",
-                      f"[GPU, one of the classes, seconds in [0, {MAX_LAUNCH_OVERHEAD_S:g}]]")
-    for c, v in field("launch_overhead_pooled_s", dict, "an object of seconds per class").items():
-        if not (_number(v) and 0 <= v <= MAX_LAUNCH_OVERHEAD_S):
-            raise bad(f"launch_overhead_pooled_s of {c!r} is {str(v)[:40]}", f"seconds in [0, {MAX_LAUNCH_OVERHEAD_S:g}]")
+    def header_fields(self, params: dict) -> list:
+        """Every header field the model reads, of its JSON type; the classes."""
+        bad, field, header = self.bad, self.field, self.header
+        p = field("params", dict, "an object of the model's parameters")
+        unknown = sorted(map(str, set(p) - set(params)))
+        if unknown:
+            raise bad(f"its parameters {unknown} are not the model's", f"some of {sorted(params)}")
+        for k, v in p.items():
+            if not (v is None or isinstance(v, (bool, str)) or _number(v)):
+                raise bad(f"its parameter {k!r} is {str(v)[:40]}", "a finite number, a boolean, a string or null")
+        classes = field("classes", list, "a list of operator classes")
+        if not classes or not all(isinstance(c, str) for c in classes) or len(set(classes)) != len(classes):
+            raise bad("its classes are not distinct names", "a non-empty list of distinct operator classes")
+        for name in ("key", "provenance"):
+            field(name, str, "a string")
+        for name in ("fitted_with", "sklearn_version"):
+            if not isinstance(header.get(name, ""), str):
+                raise bad(f"its header field {name!r} is not a string", "a string")
+        devices = field("training_devices", list, "a list of GPU names")
+        if not all(isinstance(d, str) for d in devices):
+            raise bad("its training_devices are not all names", "a list of GPU names")
+        rows = field("n_training_rows", dict, "an object of row counts per class")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in rows.values()):
+            raise bad("its n_training_rows are not all counts", "a whole number >= 0 per class")
+        scores = field("scores", dict, "an object of a score per GPU")
+        if not all(_number(v) for v in scores.values()):
+            raise bad("a score is not a finite number", "a finite number per GPU")
+        self.launch_overheads(classes)
+        return classes
 
-    def array(name, kind, length=None, finite=False):
-        if name not in arrays:
+    def launch_overheads(self, classes: list) -> None:
+        for entry in self.field("launch_overhead_s", list, "a list of [GPU, class, seconds]"):
+            if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str) and entry[1] in classes
+                    and _number(entry[2]) and 0 <= entry[2] <= MAX_LAUNCH_OVERHEAD_S):
+                raise self.bad(f"launch_overhead_s holds {str(entry)[:80]}",
+                               f"[GPU, one of the classes, seconds in [0, {MAX_LAUNCH_OVERHEAD_S:g}]]")
+        for c, v in self.field("launch_overhead_pooled_s", dict, "an object of seconds per class").items():
+            if not (_number(v) and 0 <= v <= MAX_LAUNCH_OVERHEAD_S):
+                raise self.bad(f"launch_overhead_pooled_s of {c!r} is {str(v)[:40]}",
+                               f"seconds in [0, {MAX_LAUNCH_OVERHEAD_S:g}]")
+
+    def array(self, name, kind, length=None, finite=False):
+        bad = self.bad
+        if name not in self.arrays:
             raise bad(f"it has no array {name}", f"the member {name}.npy")
-        a = arrays[name]
+        a = self.arrays[name]
         ok = {_INT: a.dtype.kind == "i", _FLOAT: a.dtype == np.float64, _BOOL: a.dtype == np.bool_}[kind]
         if not ok or a.ndim != 1:
             raise bad(f"array {name} is {a.ndim}-D of {a.dtype}", f"a 1-D array of {kind}")
@@ -654,27 +678,25 @@ def check_bundle(header: dict, arrays: dict, *, model_version: str, params: dict
             raise bad(f"array {name} has {len(a)} entries", f"{length}, one per row")
         return a
 
-    trees = field("trees", list, "a list of tree ensembles")
-    seen_names, seen_prefixes, pooled = set(), set(), set()
-    for t in trees:
+    def tree(self, t, classes: list, n_features: int) -> list:
+        """One tree ensemble's entry, arrays and nodes checked; its name."""
+        bad = self.bad
         if not (isinstance(t, dict) and {"name", "prefix", "baseline", "n_trees"} <= set(t)):
             raise bad(f"a tree entry is {str(t)[:80]}", "an object of name, prefix, baseline and n_trees")
         name, prefix = t["name"], t["prefix"]
         if not (isinstance(name, list) and all(isinstance(w, str) for w in name)
                 and ((len(name) == 2 and name[0] == "pooled") or (len(name) == 3 and name[0] == "gpu")) and name[-1] in classes):
             raise bad(f"a tree ensemble is named {str(name)[:80]}", '["pooled", class] or ["gpu", GPU, class] of its classes')
-        if not isinstance(prefix, str) or prefix in seen_prefixes or tuple(name) in seen_names:
+        if not isinstance(prefix, str) or prefix in self.prefixes or tuple(name) in self.names:
             raise bad(f"the tree ensemble {name} has the prefix {str(prefix)[:40]!r}", "a prefix and a name of its own")
-        seen_names.add(tuple(name))
-        seen_prefixes.add(prefix)
-        if name[0] == "pooled":
-            pooled.add(name[1])
+        self.names.add(tuple(name))
+        self.prefixes.add(prefix)
         if not _number(t["baseline"]):
             raise bad(f"the baseline of tree ensemble {prefix} {name} is {str(t['baseline'])[:40]}", "a finite number")
         n_trees = t["n_trees"]
         if not (isinstance(n_trees, int) and not isinstance(n_trees, bool) and n_trees >= 0):
             raise bad(f"tree ensemble {prefix} has n_trees {str(n_trees)[:40]}", "a whole number >= 0")
-        a = {f: array(f"{prefix}/{f}", kind) for f, kind in _NODE_DTYPES.items()}
+        a = {f: self.array(f"{prefix}/{f}", kind) for f, kind in _NODE_DTYPES.items()}
         if len(a["offsets"]) != n_trees + 1:
             raise bad(f"array {prefix}/offsets has {len(a['offsets'])} entries", f"{n_trees + 1} (n_trees + 1)")
         n = len(a["value"])
@@ -686,18 +708,18 @@ def check_bundle(header: dict, arrays: dict, *, model_version: str, params: dict
                                 a["is_leaf"], a["missing_left"], n_features)
         if problem:
             raise bad(f"in tree ensemble {prefix} {name}, {problem}", "trees that a walker can follow to a finite leaf")
-    missing = sorted(set(classes) - pooled)
-    if missing:
-        raise bad(f"the classes {missing} have no pooled tree ensemble", "one per class")
-    array("logo_predictions", _FLOAT, finite=True)
-    steps = header.get("step_scores") or {}
-    if not isinstance(steps, dict):
-        raise bad(f"its step_scores is a {type(steps).__name__}", "an object of columns")
-    if steps:
+        return name
+
+    def step_scores(self) -> None:
+        steps = self.header.get("step_scores") or {}
+        if not isinstance(steps, dict):
+            raise self.bad(f"its step_scores is a {type(steps).__name__}", "an object of columns")
+        if not steps:
+            return
         if set(steps) != {"gpu", "model", "mode"} or not all(isinstance(v, list) for v in steps.values()):
-            raise bad(f"its step_scores has the columns {sorted(map(str, steps))[:6]}", "lists gpu, model and mode")
+            raise self.bad(f"its step_scores has the columns {sorted(map(str, steps))[:6]}", "lists gpu, model and mode")
         n = len(steps["gpu"])
         if any(len(v) != n or not all(isinstance(w, str) for w in v) for v in steps.values()):
-            raise bad("its step_scores columns differ in length or hold other than strings", "as many strings in each")
+            raise self.bad("its step_scores columns differ in length or hold other than strings", "as many strings in each")
         for c, kind in _STEP_ARRAYS.items():
-            array(f"step_scores/{c}", kind, length=n, finite=kind == _FLOAT)
+            self.array(f"step_scores/{c}", kind, length=n, finite=kind == _FLOAT)
