@@ -127,8 +127,8 @@ def _cmd_plan_cloud(args) -> int:
     import math
     import warnings
 
-    from perfmodel.planning import cheapest_within_deadline, fastest_within_budget, plan_cloud
-    from perfmodel.planning.cloud import nothing_fits, read_gpu_prices
+    from perfmodel.planning import plan_cloud
+    from perfmodel.planning.cloud import read_gpu_prices
 
     _positive(args.deadline_h, "--deadline-h")
     _positive(args.budget_usd, "--budget-usd")
@@ -185,6 +185,15 @@ def _cmd_plan_cloud(args) -> int:
         what = f"{steps} steps at batch {args.reference_batch}, rescaled by B_simple = {args.b_simple:g}"
     else:
         what = f"{steps} steps"
+    return _print_cloud_plan(f, what, args)
+
+
+def _print_cloud_plan(f, what: str, args) -> int:
+    """The plan as `perfmodel plan-cloud` prints it: the Pareto front, the candidates that do not fit, and the answers
+    to --deadline-h and --budget-usd; 1 when nothing fits."""
+    from perfmodel.planning import cheapest_within_deadline, fastest_within_budget
+    from perfmodel.planning.cloud import nothing_fits
+
     if not f["fits"].any():
         print(f"perfmodel plan-cloud: {nothing_fits(f)}", file=sys.stderr)
         return 1
