@@ -318,15 +318,21 @@ def _check_micro_batches(micro_batches) -> int:
     return int(micro_batches)
 
 
+def _multiples(B: int, k: int) -> str:
+    """The multiples of ``k`` nearest ``B``, below and above (one when ``B < k``)."""
+    lo, hi = k * max(B // k, 1), k * (B // k + 1)
+    return f"{lo} or {hi}" if lo != hi else f"{lo}"
+
+
 def _check_batch_split(B: int, d: int, m: int, n: int, strat: str) -> None:
     """The global batch ``B`` splits over the ``d`` replicas and each replica's batch into ``m`` micro-batches."""
     single = strat in STRATEGIES
     if B % d:
         if single:
             raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size "
-                                f"that is a multiple of n_gpus (e.g. {n * max(B // n, 1)} or {n * (B // n + 1)}).")
+                                f"that is a multiple of n_gpus (e.g. {_multiples(B, n)}).")
         raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over its {d} data-parallel replicas. "
-                            f"Use a batch_size that is a multiple of {d} (e.g. {d * max(B // d, 1)} or {d * (B // d + 1)}).")
+                            f"Use a batch_size that is a multiple of {d} (e.g. {_multiples(B, d)}).")
     if (B // d) % m:
         if d == 1:
             raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split into micro_batches={m}. Use "

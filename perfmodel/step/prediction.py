@@ -56,7 +56,7 @@ class Prediction:
         What the prediction rests on (the kernels' model, the links, the interval).
     provenance : dict
         perfmodel's version, what the kernel efficiencies were learned on, and how far the GPU lies outside the
-        GPUs they were learned on (empty: inside).
+        GPUs they were learned on at this precision (``extrapolation``; empty: inside).
     """
 
     workload: Workload
@@ -162,9 +162,11 @@ class Prediction:
             parts = ", ".join(f"{k.replace('_bytes', '')} {_b(m[k])}" for k in MEMORY_PARTS)
             lines.append(f"  memory per GPU  {_b(m['total_bytes'])} of {_b(m['capacity_bytes'])} "
                          f"({parts}): {'fits' if self.fits else 'DOES NOT FIT'}")
-        if self.provenance.get("extrapolation"):
-            lines.append(f"  extrapolates    {'; '.join(self.provenance['extrapolation'])}")
         import textwrap
+
+        if self.provenance.get("extrapolation"):
+            lines.append(textwrap.fill("; ".join(self.provenance["extrapolation"]), width=118, break_on_hyphens=False,
+                                       initial_indent="  extrapolates    ", subsequent_indent=" " * 18))
 
         lines.append(textwrap.fill(self.basis, width=118, initial_indent="  basis: ", subsequent_indent=" " * 9,
                                    break_on_hyphens=False))
@@ -253,7 +255,7 @@ def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Predi
 
     from perfmodel import __version__
     from perfmodel.datasets import peak_tflops
-    from perfmodel.step.kernels import gpu_extrapolation, learned_on
+    from perfmodel.step.kernels import learned_on
     from perfmodel.step.step_time import OutOfMemoryWarning, memory_rows, predict_step_time, step_frame
 
     w, c, p = _as_objects(workload, cluster, parallelism)
@@ -291,8 +293,17 @@ def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Predi
                       tokens_per_s=None if seq is None else samples * seq, mfu=float(row["flops"]) / (step * peak),
                       basis=str(row["basis"]),
                       provenance=dict(perfmodel=__version__, kernels=learned_on(row["precision"]),
-                                      extrapolation=gpu_extrapolation(c.spec)),
+                                      extrapolation=_how_far(c.spec, row["precision"])),
                       _row=row)
+
+
+def _how_far(spec, prec: str) -> list[str]:
+    """How far the GPU lies outside what the kernel efficiencies were learned on, at this precision (its FP32 rate and
+    bandwidth against the FP32 training GPUs; at half precision, its GEMM peak against the GPUs the half-precision
+    GEMM model was fitted on): the phrases of the extrapolation warning, empty inside."""
+    from perfmodel.step.kernels import _extrapolation_notes
+
+    return [note.split(": ", 1)[1] for note in _extrapolation_notes(spec, prec)]
 
 
 def _SIGNATURE(fn) -> dict:
