@@ -121,8 +121,7 @@ def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nda
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
         return hit[1].copy()
-    first, inverse = _distinct_rows(w, fp8)  # identical layers give identical rows: each distinct kernel predicted once
-    t = np.maximum(_rows_seconds(w.iloc[first].reset_index(drop=True), fp8[first], spec, prec, op_model)[inverse], floor)
+    t = np.maximum(_rows_seconds(w, fp8, spec, prec, op_model), floor)
     if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
         _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
     _KERNEL_MEMO[key] = (op_model, t.copy())
@@ -138,8 +137,9 @@ _ROW_MEMO_MAX = 400_000
 
 
 def _rows_seconds(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_model) -> np.ndarray:
-    """:func:`_kernel_seconds_uncached` of distinct rows, each row predicted at most once per process (a kernel's time
-    depends on its own row only: the same bits as predicting it with any other rows)."""
+    """:func:`_kernel_seconds_uncached` of each row, each distinct kernel (its row and FP8 flag, compared exactly)
+    predicted at most once per process: identical layers give identical rows, and a kernel's time depends on its own
+    row only, so this gives the same bits as predicting every row."""
     ctx = (repr(spec), prec, id(op_model), half_model_applies(op_model, prec))
     held = _ROW_MEMO.get(ctx)
     if held is None or held[0] is not op_model:
@@ -148,20 +148,15 @@ def _rows_seconds(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_model) -
         held = _ROW_MEMO[ctx] = (op_model, {})
     store = held[1]
     keys = list(zip(*(w[c].tolist() for c in w.columns), fp8.tolist()))
-    new = np.array([k not in store for k in keys], dtype=bool)
-    if new.any():
-        t_new = _kernel_seconds_uncached(w[new].reset_index(drop=True), spec, prec, op_model, fp8=fp8[new])
-        store.update(zip((k for k, n in zip(keys, new) if n), t_new.tolist()))
+    new = {}  # each kernel not yet predicted, at its first row
+    for i, k in enumerate(keys):
+        if k not in store:
+            new.setdefault(k, i)
+    if new:
+        rows = np.fromiter(new.values(), dtype=np.int64, count=len(new))
+        t_new = _kernel_seconds_uncached(w.iloc[rows].reset_index(drop=True), spec, prec, op_model, fp8=fp8[rows])
+        store.update(zip(new, t_new.tolist()))
     return np.array([store[k] for k in keys], dtype=float)
-
-
-def _distinct_rows(w: pd.DataFrame, fp8: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(first, inverse)``: the first row of each distinct kernel of ``w`` (its columns and the FP8 flag, compared
-    exactly) and, per row, which of them it is. A kernel's time depends on its own row only, so predicting the
-    distinct rows and spreading them back gives every row its own prediction, bit for bit."""
-    codes = w.assign(_fp8=fp8).groupby(list(w.columns) + ["_fp8"], sort=False, dropna=False).ngroup().to_numpy()
-    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    return first, inverse
 
 
 #: precisions whose matmul, layer-norm and elementwise kernels are predicted by the half-precision model learned on

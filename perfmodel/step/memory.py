@@ -247,8 +247,8 @@ def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimize
     micro-batches ``m``, the GPU's micro-batch ``mb`` and the pipeline's model chunks ``v``."""
     from perfmodel.step import kernels as kn
     from perfmodel.step import trace as wl
-    from perfmodel.step.strategy import (STRATEGIES, StrategyError, _check_gpus_per_node, check_async_tp, check_strategy_name,
-                                           parse_strategy, pipeline_virtual_stages, resolve_links)
+    from perfmodel.step.strategy import (STRATEGIES, StrategyError, _check_gpus_per_node, check_async_tp, check_micro_batches,
+                                           check_strategy_name, parse_strategy, pipeline_virtual_stages, resolve_links)
 
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
@@ -261,10 +261,7 @@ def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimize
     check_strategy_name(strategy)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    if micro_batches is not None and (isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer))
-                                      or micro_batches < 1):
-        raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
-    n, m, B = int(n_gpus), int(micro_batches or 1), int(batch_size)
+    n, m, B = int(n_gpus), check_micro_batches(micro_batches), int(batch_size)
     if n == 1:
         parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
         deg = dict(name="dp", dp=1, tp=1, pp=1, fsdp=False, cp=1)

@@ -81,7 +81,7 @@ import pandas as pd
 # what a layout is made of, re-exported here as the parallel layer's vocabulary
 from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, Interconnect, allgather_time, allreduce_time, p2p_time,
                                           reduce_scatter_time, resolve_interconnect)
-from perfmodel.step.strategy import (LINK_GROUPS, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
+from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, parse_strategy,
                                        pipeline_virtual_stages, resolve_links, strategy_combinations)
@@ -310,14 +310,6 @@ class RankWork:
         return self.pp > 1 or self.strategy == "pp"
 
 
-def _check_micro_batches(micro_batches) -> int:
-    if micro_batches is None:
-        return 1
-    if isinstance(micro_batches, bool) or not isinstance(micro_batches, (int, np.integer)) or micro_batches < 1:
-        raise ValueError(f"micro_batches must be a positive int or None (1); got {micro_batches!r}.")
-    return int(micro_batches)
-
-
 def _multiples(B: int, k: int) -> str:
     """The multiples of ``k`` nearest ``B``, below and above (one when ``B < k``)."""
     lo, hi = k * max(B // k, 1), k * (B // k + 1)
@@ -365,7 +357,7 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
     import torch
 
     from perfmodel.step import trace as wl
-    n, m = int(n_gpus), _check_micro_batches(micro_batches)
+    n, m = int(n_gpus), check_micro_batches(micro_batches)
     deg = parse_strategy(strategy, n)
     strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
     v = pipeline_virtual_stages(pipeline_schedule)
@@ -623,7 +615,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                          "(pass n_gpus=1 for inference).")
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    _check_micro_batches(micro_batches)
+    check_micro_batches(micro_batches)
     deg = parse_strategy(strategy, int(n_gpus))
     pipeline_virtual_stages(pipeline_schedule)
     check_async_tp(async_tp, deg["tp"], deg["name"])

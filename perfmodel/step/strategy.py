@@ -36,11 +36,22 @@ LINK_GROUPS = ("tp", "pp", "dp", "cp")
 LINK_LEVELS = ("intra", "inter")
 
 
+def _positive_count(name: str, value, what: str) -> int:
+    """``value`` as an int when it is a positive int (not a bool); else a ``ValueError`` naming ``name`` and saying
+    ``what`` it counts."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int {what}; got {value!r}.")
+    return int(value)
+
+
 def _check_gpus_per_node(gpus_per_node) -> int:
-    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, (int, np.integer)) or gpus_per_node < 1:
-        raise ValueError(f"gpus_per_node must be a positive int (GPUs sharing a node's fast link, e.g. 8 for a DGX / "
-                         f"p5.48xlarge / a3-highgpu-8g); got {gpus_per_node!r}.")
-    return int(gpus_per_node)
+    return _positive_count("gpus_per_node", gpus_per_node,
+                           "(GPUs sharing a node's fast link, e.g. 8 for a DGX / p5.48xlarge / a3-highgpu-8g)")
+
+
+def check_micro_batches(micro_batches) -> int:
+    """Micro-batches per step: a positive int, or None for 1."""
+    return 1 if micro_batches is None else _positive_count("micro_batches", micro_batches, "or None (1)")
 
 
 def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
@@ -123,10 +134,8 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
 
 
 def _check_nics(nics_per_node) -> int:
-    if isinstance(nics_per_node, bool) or not isinstance(nics_per_node, (int, np.integer)) or nics_per_node < 1:
-        raise ValueError(f"nics_per_node must be a positive int (a node's NICs, each on its own rail: 8 on an HGX / DGX "
-                         f"H100 node, 1 on a node with one network card); got {nics_per_node!r}.")
-    return int(nics_per_node)
+    return _positive_count("nics_per_node", nics_per_node, "(a node's NICs, each on its own rail: 8 on an HGX / DGX H100 "
+                                                           "node, 1 on a node with one network card)")
 
 
 def ranks_per_node(degrees: dict, gpus_per_node: int) -> dict:
