@@ -3,13 +3,19 @@ kernel seconds as the step predictor uses them, the baseline it replaced, and th
 """
 from __future__ import annotations
 
+import hashlib
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from perfmodel.step.half_precision import (HALF_PRECISIONS, TRAINING_SOURCE_GPUS, VIDUR_SPECS, _fit,
-                                             half_precision_design, half_precision_op_model, vidur_rows)
+from perfmodel.step.half_precision import (HALF_CLASSES, HALF_MODEL_VERSION, HALF_PRECISIONS, TRAINING_SOURCE_GPUS,
+                                             VIDUR_SPECS, _fit, half_precision_design, half_precision_op_model,
+                                             vidur_rows)
 
-__all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOLS", "vidur_scores", "calibration_scores"]
+__all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOLS", "vidur_scores", "calibration_scores",
+           "HELDOUT_ARTIFACT", "HELDOUT_SHA256", "fit_heldout_bundle", "save_heldout_bundle", "load_heldout_bundle"]
 
 
 def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
@@ -96,13 +102,182 @@ def _errors(frame: pd.DataFrame, pred: np.ndarray, by: str = "operator") -> pd.D
     return pd.DataFrame(rows)
 
 
+# ------------------------------------------------------------------------ the context fits, shipped as predictions
+
+#: The held-out predictions of the context protocols and of the calibration refits, computed by
+#: :func:`fit_heldout_bundle` and shipped so that scoring them needs no fit; the sha256 its bytes must have.
+HELDOUT_ARTIFACT = "fitted/vidur_heldout.npz"
+HELDOUT_SHA256 = "47c1caca63107ba463ea3d2e22e4d6513ce48ec3d78f980645e1e7c20b1b8d55"
+
+#: Version of :func:`fit_heldout_bundle`'s procedure: part of what a shipped prediction is checked against.
+HELDOUT_VERSION = "1"
+
+
+def _rows_sha256(frame: pd.DataFrame) -> str:
+    """sha256 of a frame's columns and every value of its rows, in order (the index ignored): two frames hash alike
+    only when a model reading them reads the same numbers."""
+    h = hashlib.sha256(("|".join(map(str, frame.columns)) + f";{len(frame)};").encode())
+    h.update(pd.util.hash_pandas_object(frame.reset_index(drop=True), index=False).to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def _training_sha256(train: pd.DataFrame) -> str:
+    """What a half-precision GEMM fit reads (:func:`perfmodel.step.half_precision._fit`: the :data:`HALF_CLASSES`
+    rows of ``train``), and the code that fits it."""
+    from perfmodel.step.op_latency import MODEL_VERSION
+
+    rows = train[train["op_class"].isin(HALF_CLASSES).to_numpy()]
+    return hashlib.sha256(f"op_latency={MODEL_VERSION};half={HALF_MODEL_VERSION};heldout={HELDOUT_VERSION};"
+                          f"{_rows_sha256(rows)}".encode()).hexdigest()
+
+
+class _Recorder:
+    """Wraps a fitted GEMM model and remembers what it predicted: the rows' sha256 and the seconds."""
+
+    def __init__(self, model):
+        self.model, self.classes_, self.calls = model, list(model.classes_), []
+
+    def predict_in_stream(self, X: pd.DataFrame) -> np.ndarray:
+        out = self.model.predict_in_stream(X)
+        self.calls.append((_rows_sha256(X), np.asarray(out, dtype=np.float64)))
+        return out
+
+
+class _Replayed:
+    """A context fit's predictions read from the shipped artifact: it answers ``predict_in_stream`` for exactly the
+    rows the fitted model predicted when the artifact was built (same sha256), and refuses any other rows."""
+
+    def __init__(self, name: str, rows_sha256: str, seconds: np.ndarray):
+        self.name, self.rows_sha256, self.seconds = name, rows_sha256, seconds
+        self.classes_ = list(HALF_CLASSES)
+
+    def predict_in_stream(self, X: pd.DataFrame) -> np.ndarray:
+        if _rows_sha256(X) != self.rows_sha256:
+            raise ValueError(f"the shipped predictions of {self.name!r} are for other rows than these {len(X)}; they answer "
+                             "only the held-out rows they were computed on. Refit with fit_heldout_bundle().")
+        return self.seconds.copy()
+
+
+def _protocol_work(X: pd.DataFrame, held: str, train, h100_spec=None):
+    """The training rows, the held-out rows and the held-out GPU's spec of one protocol."""
+    src = X["source_gpu"].to_numpy()
+    T = X[src == held].reset_index(drop=True)
+    spec = h100_spec if (held == "h100" and h100_spec is not None) else VIDUR_SPECS[held]
+    return X[np.isin(src, list(train))], T, spec
+
+
+def _calibration_work(X: pd.DataFrame):
+    """Per Vidur model family on the H100: (family, training rows, scored rows) of :func:`calibration_scores`."""
+    X = X[X["op_class"].isin(HALF_CLASSES).to_numpy()].reset_index(drop=True)
+    h = (X["source_gpu"] == "h100").to_numpy()
+    for fam in sorted(set(X.loc[h, "model"])):
+        mine = h & (X["model"] == fam).to_numpy()
+        yield fam, X[~h | mine], X[h & ~mine].reset_index(drop=True)
+
+
+def fit_heldout_bundle() -> dict:
+    """Fit every model :func:`vidur_scores` and :func:`calibration_scores` need besides the shipped one, and record
+    what each predicted on its held-out rows: what :func:`save_heldout_bundle` writes.
+
+    The fits are those of the context protocols (:data:`PROTOCOLS` other than leave-H100-out: each with its held-out
+    GPU never in its training rows) and of the calibration refits (one H100 model family added to the A40 and A100
+    rows, a model of its own for the H100). Each entry keeps the sha256 of its training rows and of the rows it
+    predicted; the scores use it only when both are the rows of the data at hand (:func:`_heldout_model`), else they
+    fit again. A few minutes.
+
+    Returns
+    -------
+    dict
+        ``header`` (``entries``: ``name``, ``array``, ``n_rows``, ``training_sha256``, ``rows_sha256``; the
+        scikit-learn release, the fitter) and ``arrays`` (one float64 array of in-stream kernel seconds per entry).
+    """
+    import sklearn
+
+    X = vidur_rows(("a40", "a100", "h100"))
+    entries, arrays = [], {}
+
+    def add(name, train, rows_sha, seconds):
+        key = f"e{len(entries)}"
+        entries.append(dict(name=name, array=key, n_rows=int(len(seconds)), training_sha256=_training_sha256(train),
+                            rows_sha256=rows_sha))
+        arrays[key] = np.asarray(seconds, dtype=np.float64)
+
+    for name, held, train in PROTOCOLS:
+        if sorted(train) == sorted(TRAINING_SOURCE_GPUS):
+            continue  # the shipped model (op_latency_half.npz): scored as shipped
+        tr, T, spec = _protocol_work(X, held, train)
+        rec = _Recorder(_fit(tr))
+        half_precision_kernel_seconds(T, spec, "fp16", op_model=rec)
+        (rows_sha, seconds), = rec.calls
+        add(f"protocol:{name}", tr, rows_sha, seconds)
+    for fam, tr, T in _calibration_work(X):
+        add(f"calibration:{fam}", tr, _rows_sha256(T), _fit(tr, per_gpu=True).predict_in_stream(T))
+    header = dict(kind="vidur held-out predictions", entries=entries, sklearn_version=sklearn.__version__,
+                  fitted_with=f"perfmodel.step.half_precision_scores.fit_heldout_bundle v{HELDOUT_VERSION}",
+                  provenance=("microsoft/vidur @ 7d47513 FP16 operator profiles (a40, a100, h100 mlp.csv): the GEMM rows; "
+                              "each entry's model fitted on its training rows only, its predictions of rows it never saw"))
+    return dict(header=header, arrays=arrays)
+
+
+def heldout_artifact_path() -> Path:
+    """Path of the shipped held-out predictions inside the installed package."""
+    return Path(__file__).resolve().parent / HELDOUT_ARTIFACT
+
+
+def save_heldout_bundle(bundle: dict, path) -> str:
+    """Write :func:`fit_heldout_bundle`'s result (the artifact format of the fitted models: numbers and JSON only,
+    deterministic bytes, ``<path>.sha256`` beside it). Returns its sha256."""
+    from perfmodel.step import _artifact
+
+    return _artifact.save(path, bundle["header"], bundle["arrays"])
+
+
+def load_heldout_bundle(path=None, *, sha256: str | None = None) -> dict:
+    """Read held-out predictions: the shipped ones (sha256 pinned in :data:`HELDOUT_SHA256`) when ``path`` is None.
+    Every entry's array is checked: as many finite, positive seconds as it says."""
+    from perfmodel.step import _artifact
+
+    if path is None:
+        path, sha256 = heldout_artifact_path(), HELDOUT_SHA256
+    header, arrays = _artifact.load(path, sha256=sha256)
+    entries = header.get("entries")
+    if not isinstance(entries, list):
+        raise _artifact.ArtifactError(f"{path} holds no list of held-out entries: not a file fit_heldout_bundle wrote.")
+    for e in entries:
+        a = arrays.get(str(e.get("array")))
+        if a is None or a.ndim != 1 or len(a) != e.get("n_rows") or not np.isfinite(a).all() or (a <= 0).any():
+            raise _artifact.ArtifactError(f"{path}: entry {str(e.get('name'))[:80]!r} has no array of {e.get('n_rows')} "
+                                          "finite positive seconds. Rebuild it with fit_heldout_bundle().")
+    return dict(header=header, arrays=arrays)
+
+
+_SHIPPED: dict = {}
+
+
+def _heldout_model(name: str, train: pd.DataFrame, **params):
+    """The model of one context fit: its shipped predictions when they were computed from these training rows by
+    this code, else a fit on ``train`` now (a warning says why; the data or the code changed)."""
+    if "bundle" not in _SHIPPED:
+        b = load_heldout_bundle()
+        _SHIPPED["bundle"] = ({e["name"]: e for e in b["header"]["entries"]}, b["arrays"])
+    entries, arrays = _SHIPPED["bundle"]
+    e = entries.get(name)
+    if e is not None and e["training_sha256"] == _training_sha256(train):
+        return _Replayed(name, e["rows_sha256"], arrays[e["array"]])
+    warnings.warn(f"{name}: the shipped held-out predictions were computed from other training rows (the data or the "
+                  "fitting code changed); fitting the model now (a few seconds).", UserWarning, stacklevel=3)
+    return _fit(train, **params)
+
+
 def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
     """Held-out errors on Vidur's operators, of this module's model and of the current approach on the same rows.
 
-    Every half-precision GEMM model is fitted here on the GEMM rows of the GPUs of its protocol (:data:`PROTOCOLS`;
-    :class:`OpLatencyModel` defaults, pooled: a held-out GPU is predicted from its spec sheet), except the
-    leave-H100-out one, which is the shipped model (:func:`half_precision_op_model`, fitted on the same A40 and A100
-    rows); the other operators are predicted as the step predictor predicts them
+    Every half-precision GEMM model is fitted on the GEMM rows of the GPUs of its protocol (:data:`PROTOCOLS`;
+    :class:`OpLatencyModel` defaults, pooled: a held-out GPU is predicted from its spec sheet). The leave-H100-out one
+    is the shipped model (:func:`half_precision_op_model`, fitted on the same A40 and A100 rows); the others'
+    predictions of their held-out rows ship in :data:`HELDOUT_ARTIFACT` (:func:`fit_heldout_bundle`) and are used when
+    their training rows are these rows to the bit, else the model is fitted here (``h100_spec`` other than the
+    default changes the H100 training rows of two protocols); the other operators are predicted as the step predictor predicts them
     (:func:`half_precision_kernel_seconds`: the bandwidth efficiency learned on NeuSight's microbenchmarks). The
     baseline is the default FP32-learned model for every operator, with the tensor-core peak
     (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
@@ -130,19 +305,18 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
     from perfmodel.step.op_latency import _roofline_s
 
     X = vidur_rows(("a40", "a100", "h100"), h100_spec=h100_spec)
-    src = X["source_gpu"].to_numpy()
-    n_k = X["n_kernels"].to_numpy(float)
     out = []
     for name, held, train in protocols:
-        test = src == held
-        # the leave-H100-out model is the shipped one (fitted on the A40 and A100 rows): scored as shipped, not refitted
-        model = half_precision_op_model() if sorted(train) == sorted(TRAINING_SOURCE_GPUS) else _fit(X[np.isin(src, list(train))])
-        T = X[test].reset_index(drop=True)
-        spec = h100_spec if (held == "h100" and h100_spec is not None) else VIDUR_SPECS[held]
-        pred = half_precision_kernel_seconds(T, spec, "fp16", op_model=model) * n_k[test]
-        base = baseline_kernel_seconds(T, spec) * n_k[test]
-        roof = _roofline_s(T) * n_k[test]
-        rule = T["flops"].to_numpy(float) / (RULE_OF_THUMB_MFU * matmul_peak_tflops(spec, "fp16") * 1e12) * n_k[test]
+        tr, T, spec = _protocol_work(X, held, train, h100_spec)
+        # the leave-H100-out model is the shipped one (fitted on the A40 and A100 rows): scored as shipped, not refitted;
+        # the others' held-out predictions are shipped too (fit_heldout_bundle), used when fitted on these very rows
+        model = (half_precision_op_model() if sorted(train) == sorted(TRAINING_SOURCE_GPUS) else
+                 _heldout_model(f"protocol:{name}", tr))
+        n_k = T["n_kernels"].to_numpy(float)
+        pred = half_precision_kernel_seconds(T, spec, "fp16", op_model=model) * n_k
+        base = baseline_kernel_seconds(T, spec) * n_k
+        roof = _roofline_s(T) * n_k
+        rule = T["flops"].to_numpy(float) / (RULE_OF_THUMB_MFU * matmul_peak_tflops(spec, "fp16") * 1e12) * n_k
         trained = {"half_precision": "+".join(train), "baseline": "NeuSight FP32 (default model)",
                    "roofline": "nothing (spec sheet)", "rule_of_thumb": "nothing (spec sheet)"}
         for who, p in (("half_precision", pred), ("baseline", base), ("roofline", roof), ("rule_of_thumb", rule)):
@@ -162,7 +336,8 @@ def calibration_scores() -> pd.DataFrame:
     (``perfmodel measure ops --precision bf16`` on their GPU, then ``perfmodel fit --with``): the GEMM model is fitted
     on the A40 and A100 rows plus those H100 rows, with a model of its own for the measured GPU (what a user's refit
     does: ``per_gpu=True``), and scored on the H100 GEMM rows of every *other* family, next to the shipped model
-    (A40 and A100 only) on the same rows. No row is both measured and scored.
+    (A40 and A100 only) on the same rows. No row is both measured and scored. The refits' predictions of the scored
+    rows ship in :data:`HELDOUT_ARTIFACT` (:func:`fit_heldout_bundle`), used when fitted on these rows to the bit.
 
     Returns
     -------
@@ -171,25 +346,19 @@ def calibration_scores() -> pd.DataFrame:
         ``measured_s`` (Σ of the scored kernels, s), ``shipped_time_weighted_ape_pct`` and
         ``calibrated_time_weighted_ape_pct`` (100 · Σ|pred − meas| / Σ meas over the scored rows).
     """
-    from perfmodel.step.half_precision import HALF_CLASSES
-
     X = vidur_rows(("a40", "a100", "h100"))
-    X = X[X["op_class"].isin(HALF_CLASSES).to_numpy()].reset_index(drop=True)
-    src = X["source_gpu"].to_numpy()
-    h = src == "h100"
-    shipped = half_precision_op_model()  # fitted on the A40 and A100 rows, as X[~h]
+    shipped = half_precision_op_model()  # fitted on the A40 and A100 rows
     rows = []
-    for fam in sorted(set(X.loc[h, "model"])):
-        mine = h & (X["model"] == fam).to_numpy()
-        test = h & ~mine
-        T = X[test].reset_index(drop=True)
-        calibrated = _fit(X[~h | mine], per_gpu=True)
+    for fam, tr, T in _calibration_work(X):
+        # the refit's predictions of the scored rows are shipped (fit_heldout_bundle), used when fitted on these rows
+        calibrated = _heldout_model(f"calibration:{fam}", tr, per_gpu=True)
         meas = T["kernel_s"].to_numpy(float)
 
         def twape(pred, meas=meas):
             return float(100 * np.abs(pred - meas).sum() / meas.sum())
 
-        rows.append(dict(measured_family=fam, n_measured=int(mine.sum()), n_scored=int(test.sum()), measured_s=float(meas.sum()),
+        n_measured = int((tr["source_gpu"] == "h100").sum())
+        rows.append(dict(measured_family=fam, n_measured=n_measured, n_scored=len(T), measured_s=float(meas.sum()),
                          shipped_time_weighted_ape_pct=twape(shipped.predict_in_stream(T)),
                          calibrated_time_weighted_ape_pct=twape(calibrated.predict_in_stream(T))))
     out = pd.DataFrame(rows)

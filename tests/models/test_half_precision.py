@@ -102,3 +102,82 @@ def test_rebuild_gives_the_shipped_half_artifact():
             assert _artifact.sha256_of(_artifact.to_bytes(h2, a2)) == hp.HALF_SHA256
     else:  # pragma: no cover - another scikit-learn release in the environment
         assert np.max(np.abs(rebuilt["model"].predict_in_stream(X) / shipped - 1)) < 0.02
+
+# ------------------------------------------------------------------ the context fits' held-out predictions, shipped
+
+
+@needs_data
+def test_the_scores_fit_nothing_and_equal_a_refit(monkeypatch):
+    """vidur_scores and calibration_scores read the context fits' held-out predictions from the shipped artifact (no
+    fit, no warning); the same scores with every model fitted now."""
+    import warnings
+
+    from perfmodel.step import half_precision_scores as hps_
+
+    monkeypatch.setattr(hps_, "_SHIPPED", {})
+    monkeypatch.setattr(hps_, "_fit", lambda *a, **k: (_ for _ in ()).throw(AssertionError("fitted")))
+    protos = tuple(p for p in hps_.PROTOCOLS if p[0] == "leave-a40-out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        shipped = hps_.vidur_scores(protocols=protos)
+        cal = hps_.calibration_scores()
+    monkeypatch.undo()
+    monkeypatch.setattr(hps_, "_heldout_model", lambda name, train, **params: hp._fit(train, **params))
+    refit = hps_.vidur_scores(protocols=protos)
+    pd.testing.assert_frame_equal(shipped, refit, check_exact=False, rtol=1e-3)
+    assert set(cal["measured_family"]) >= {"meta-llama/Llama-2-7b-hf", "mean"}
+    mean = cal.set_index("measured_family").loc["mean"]
+    assert mean["calibrated_time_weighted_ape_pct"] < mean["shipped_time_weighted_ape_pct"]
+
+
+def test_shipped_heldout_predictions_answer_only_their_own_rows(monkeypatch):
+    from perfmodel.step import half_precision_scores as hps_
+
+    b = hps_.load_heldout_bundle()
+    names = [e["name"] for e in b["header"]["entries"]]
+    assert names[:4] == [f"protocol:{p[0]}" for p in hps_.PROTOCOLS[1:]]
+    assert all(n.startswith("calibration:") for n in names[4:]) and len(names) > 4
+    e = b["header"]["entries"][0]
+    r = hps_._Replayed(e["name"], e["rows_sha256"], b["arrays"][e["array"]])
+    other = pd.DataFrame({"m": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="are for other rows than these 2"):
+        r.predict_in_stream(other)
+    # other training rows than the shipped entry's: a warning that says so, and a fit on them
+    monkeypatch.setattr(hps_, "_SHIPPED", {})
+    monkeypatch.setattr(hps_, "_fit", lambda train, **params: ("fitted", len(train), params))
+    with pytest.warns(UserWarning, match="computed from other training rows .* fitting the model now"):
+        got = hps_._heldout_model(e["name"], pd.DataFrame({"op_class": ["matmul"], "kernel_s": [1e-5]}), per_gpu=True)
+    assert got == ("fitted", 1, {"per_gpu": True})
+
+
+def test_heldout_artifact_is_refused_when_altered_or_malformed(tmp_path):
+    from perfmodel.step import _artifact
+    from perfmodel.step import half_precision_scores as hps_
+
+    b = hps_.load_heldout_bundle()
+    p = tmp_path / "h.npz"
+    bad = dict(header=dict(b["header"]), arrays=dict(b["arrays"]))
+    bad["arrays"]["e0"] = bad["arrays"]["e0"][:-1]
+    hps_.save_heldout_bundle(bad, p)
+    with pytest.raises(_artifact.ArtifactError, match="has no array of 21924 finite positive seconds"):
+        hps_.load_heldout_bundle(p)
+    with pytest.raises(_artifact.ArtifactError, match="altered or truncated"):
+        hps_.load_heldout_bundle(p, sha256=hps_.HELDOUT_SHA256)
+
+
+@needs_data
+def test_rebuild_gives_the_shipped_heldout_predictions():
+    """fit_heldout_bundle rebuilds the shipped held-out predictions from Vidur's rows: the same bytes with the
+    scikit-learn release and floating-point arithmetic they were built with; else every entry's predictions within
+    0.1 % in total and 2 % per row (ties of histogram gradient boosting, tests/models/_rebuild.py)."""
+    from perfmodel.step import _artifact
+    from perfmodel.step import half_precision_scores as hps_
+
+    shipped = hps_.load_heldout_bundle()
+    rebuilt = hps_.fit_heldout_bundle()
+    same = _artifact.sha256_of(_artifact.to_bytes(rebuilt["header"], rebuilt["arrays"])) == hps_.HELDOUT_SHA256
+    if not same:
+        assert [{k: v for k, v in e.items()} for e in rebuilt["header"]["entries"]] == shipped["header"]["entries"]
+        for k, a in shipped["arrays"].items():
+            r = rebuilt["arrays"][k]
+            assert abs(r.sum() / a.sum() - 1) < 1e-3 and np.max(np.abs(r / a - 1)) < 0.02, k

@@ -1,7 +1,9 @@
 """Half-precision operator model on Vidur's measured FP16 operators of the H100, learned on A40 and A100 only (leave-H100-out) vs the FP32-learned model at tensor-core peak.
 
 The H100 is predicted from its spec sheet by the model shipped in ``perfmodel/step/fitted/op_latency_half.npz``
-(:mod:`perfmodel.step.half_precision`); leave-A40-out and leave-A100-out are context. The goal set for this model is a
+(:mod:`perfmodel.step.half_precision`); leave-A40-out and leave-A100-out are context. Their models' predictions of the
+rows they hold out, and those of the calibration refits, ship in ``perfmodel/step/fitted/vidur_heldout.npz``
+(:func:`perfmodel.step.half_precision_scores.fit_heldout_bundle`): the item fits nothing. The goal set for this model is a
 time-weighted error of at most 10 % on Vidur's H100 operators; ``numbers()`` reports whether it is met.
 """
 
@@ -68,7 +70,7 @@ def data() -> pd.DataFrame:
     ``held_out``, ``trained_on``, ``predictor`` (``half_precision`` / ``baseline`` / ``roofline`` / ``rule_of_thumb``),
     ``operator`` (``all`` for every
     row), ``n_rows``, ``measured_s``, ``predicted_s``, ``time_weighted_ape_pct``, ``median_ape_pct``,
-    ``time_weighted_ape_ge_5us_pct``. Computed once per process (five fits, a few minutes)."""
+    ``time_weighted_ape_ge_5us_pct``. Computed once per process (no fit: the models' predictions of the rows they hold out are shipped; seconds)."""
     return _scores().copy()
 
 
