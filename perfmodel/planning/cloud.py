@@ -299,11 +299,12 @@ class _Rental(NamedTuple):
 
 
 def _gpu_notes(spec, prec: str) -> list[str]:
+    """How far the GPU lies outside what the kernel efficiencies were learned on at ``prec`` (the phrases of the step
+    predictor's extrapolation warning: at half precision its GEMM peak against the GPUs the half-precision GEMM model
+    was fitted on)."""
     from perfmodel.step import kernels as kn
-    notes = kn._extrapolation_notes(spec)
-    if prec != "fp32":
-        notes.append(f"precision {prec} (operator efficiencies learned on FP32)")
-    return notes
+
+    return kn._extrapolation_notes(spec, prec)
 
 
 def _p_hold_pools(provider: str, pools: tuple) -> tuple[float, str]:
