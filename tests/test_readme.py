@@ -21,8 +21,8 @@ def _readme() -> str:
     # the items table is generated and checked by tests/test_reproduce.py; the commands are run by CI
     text = re.sub(r"<!-- items-table -->.*?<!-- /items-table -->", "", text, flags=re.S)
     text = re.sub(r"<!-- (main|test)-command -->.*?<!-- /(main|test)-command -->", "", text, flags=re.S)
-    # the first prediction's printed output is computed and compared by tests/test_readme_examples.py
-    text = re.sub(r"<!-- predict-example -->.*?<!-- /predict-example -->", "", text, flags=re.S)
+    # the examples' printed outputs are computed and compared by tests/test_readme_examples.py
+    text = re.sub(r"<!-- (\w+)-example -->.*?<!-- /\1-example -->", "", text, flags=re.S)
     return re.sub(r"\s+", " ", text)
 
 
@@ -76,18 +76,24 @@ def _data_claims():
     yield "K80 {} / P100 {} peak FP32 TFLOPS", (f"{g.loc['K80', 'fp32_peak_tflops']:.3f}", f"{g.loc['P100', 'fp32_peak_tflops']:.3f}")
 
 
+def _row(*cells) -> str:
+    """One row of the README's accuracy table."""
+    return "| " + " | ".join(cells) + " |"
+
+
+def _item_link(item: str) -> str:
+    paper, name = item.split(".")
+    return f"[`{item}`](perfmodel/papers/{paper}/{name}.py)"
+
+
 def _result_claims():
     from perfmodel.figures import cpu_lomo_data
     from perfmodel.planning import validate_against_icac
 
     v = validate_against_icac()
-    yield "time MAPE {} %, cost MAPE {} %", (_pct(v["time_ape_pct"].mean()), _pct(v["cost_ape_pct"].mean()))
     d = cpu_lomo_data()
     paper = d[(d["features"] == "FLOPs (the paper's single feature)") & (d["fit"] == "linear")]["mape_pct"]
     best = d.groupby(["batch_size", "threads"])["mape_pct"].min()
-    yield ("leave-one-model-out MAPE {}–{} % with CM-DARE's method (one linear fit on FLOPs), {}–{} % with the best of three "
-           "feature sets"), (_pct(paper.min()), _pct(paper.max()), _pct(best.min()), _pct(best.max()))
-    yield "over {} batch-size × thread configurations", (len(best),)
     from perfmodel.figures import neusight_benchmark_summary
 
     b = neusight_benchmark_summary().set_index("gpu")
@@ -95,32 +101,42 @@ def _result_claims():
 
     nd = neusight_benchmark_data()
     rule = nd[(nd["mode"] == "train") & (nd["status"] == "predicted")]["rule_of_thumb_abs_error_pct"].mean()
-    yield ("On NeuSight's {} single-GPU training labels, which it never saw, it errs by {} % MAPE (A100-80GB {} %, H100 {} %, "
-           "L4 {} %, V100 {} %), against NeuSight's own {} %, a roofline's {} % and the rule of thumb's {} % on the same "
-           "rows"), (
+    nb = _item_link("external.neusight_benchmark")
+    yield _row("a training step on one GPU", "NeuSight's {} training labels (A100-80GB, H100, L4, V100)",
+               "{} % MAPE (A100-80GB {} %, H100 {} %, L4 {} %, V100 {} %)",
+               "NeuSight {} %, a roofline {} %, the rule of thumb {} %", nb), (
         int(b.loc["all", "n_labels"]), *(_pct(b.loc[g, "perfmodel_mape_pct"]) for g in ("all", "A100-PCIe-80GB", "H100", "L4",
                                                                                       "V100-PCIe-32GB")),
         _pct(b.loc["all", "neusight_mape_pct"]), _pct(b.loc["all", "roofline_mape_pct"]), _pct(rule))
     i = neusight_benchmark_summary(mode="inf").set_index("gpu")
-    yield "on its {} inference labels (`inference=True`) {} % against NeuSight's {} %", (
-        int(i.loc["all", "n_labels"]), _pct(i.loc["all", "perfmodel_mape_pct"]), _pct(i.loc["all", "neusight_mape_pct"]))
-    yield "its 80 % intervals (`alpha=0.2`) cover {} % of the training and {} % of the inference labels", (
-        f"{b.loc['all', 'interval_coverage'] * 100:.0f}", f"{i.loc['all', 'interval_coverage'] * 100:.0f}")
+    yield _row("an inference step on one GPU (`inference=True`)", "NeuSight's {} inference labels", "{} % MAPE",
+               "NeuSight {} %", nb), (int(i.loc["all", "n_labels"]), _pct(i.loc["all", "perfmodel_mape_pct"]),
+                                      _pct(i.loc["all", "neusight_mape_pct"]))
+    yield _row("the 80 % interval (`alpha=0.2`)", "the same labels", "covers {} % of the training and {} % of the inference labels",
+               "—", nb), (f"{b.loc['all', 'interval_coverage'] * 100:.0f}", f"{i.loc['all', 'interval_coverage'] * 100:.0f}")
     from perfmodel.papers.external._neusight import neusight_amd_benchmark_data
 
     amd = neusight_amd_benchmark_data()
     at = neusight_benchmark_summary(amd).set_index("gpu")
     ai = neusight_benchmark_summary(amd, mode="inf").set_index("gpu")
-    yield ("On NeuSight's {} AMD training labels (MI100, MI210, MI250, FP32 GEMMs at the matrix-core rate) it errs by {} % "
-           "against NeuSight's {} %, on its {} AMD inference labels by {} % against {} %"), (
-        int(at.loc["all", "n_labels"]), _pct(at.loc["all", "perfmodel_mape_pct"]), _pct(at.loc["all", "neusight_mape_pct"]),
-        int(ai.loc["all", "n_labels"]), _pct(ai.loc["all", "perfmodel_mape_pct"]), _pct(ai.loc["all", "neusight_mape_pct"]))
+    yield _row("a step on AMD GPUs (FP32 GEMMs at the matrix-core rate)",
+               "NeuSight's {} AMD training and {} inference labels (MI100, MI210, MI250)", "{} % and {} % MAPE",
+               "NeuSight {} % and {} %", nb), (
+        int(at.loc["all", "n_labels"]), int(ai.loc["all", "n_labels"]), _pct(at.loc["all", "perfmodel_mape_pct"]),
+        _pct(ai.loc["all", "perfmodel_mape_pct"]), _pct(at.loc["all", "neusight_mape_pct"]), _pct(ai.loc["all", "neusight_mape_pct"]))
     from perfmodel.papers.external.neusight_distributed_benchmark import neusight_distributed_summary
 
     dd = neusight_distributed_summary().set_index("value")
-    yield ("on NeuSight's {} four-GPU training labels (data, tensor and pipeline parallel, predicted from the single-GPU model) it errs "
-           "by {} % MAPE against NeuSight's {} %"), (int(dd.loc["all", "n_labels"]), _pct(dd.loc["all", "perfmodel_mape_pct"]),
-                                                    _pct(dd.loc["all", "neusight_mape_pct"]))
+    yield _row("a step on four GPUs (data, tensor and pipeline parallel)",
+               "NeuSight's {} four-GPU training labels, predicted from the single-GPU model", "{} % MAPE", "NeuSight {} %",
+               _item_link("external.neusight_distributed_benchmark")), (
+        int(dd.loc["all", "n_labels"]), _pct(dd.loc["all", "perfmodel_mape_pct"]), _pct(dd.loc["all", "neusight_mape_pct"]))
+    yield _row("the time and cost of a plan", "ICAC'19's measured clusters", "time {} %, cost {} % MAPE", "—",
+               _item_link("beyond.plan_validation")), (_pct(v["time_ape_pct"].mean()), _pct(v["cost_ape_pct"].mean()))
+    yield _row("a step on a CPU, of a CNN never measured", "the bundled CPU measurements of the twenty CNNs, {} batch-size × "
+               "thread configurations", "{}–{} % MAPE (the best of three feature sets, leave-one-model-out)",
+               "CM-DARE's method (one linear fit on FLOPs) {}–{} %", _item_link("beyond.cpu_step_time_lomo")), (
+        len(best), _pct(best.min()), _pct(best.max()), _pct(paper.min()), _pct(paper.max()))
     from perfmodel.step.op_latency import TRAINING_GPUS
 
     words = {4: "four", 5: "five", 6: "six"}
@@ -133,22 +149,29 @@ def _llm_claims():
 
     v = vidur_h100_ops.data()
     v = v[(v["protocol"] == "leave-h100-out") & (v["operator"] == "all")].set_index("predictor")
-    yield ("On Vidur's H100 operators, which it never saw, it errs by {} % time-weighted, where the FP32-learned model at the "
-           "tensor-core peak errs by {} %, the roofline by {} % and the rule of thumb by {} %"), (
-        *(_pct(v.loc[p, "time_weighted_ape_pct"]) for p in ("half_precision", "baseline", "roofline", "rule_of_thumb")),)
-    yield "the goal is {} %", (f"{vidur_h100_ops.GOAL_PCT:g}",)
+    vi = _item_link("external.vidur_h100_ops")
+    h = float(v.loc["half_precision", "time_weighted_ape_pct"])
+    goal = vidur_h100_ops.GOAL_PCT
+    yield _row("half-precision kernels", "Vidur's FP16 operators of the H100 (learned on the A40 and A100 only)",
+               "{} % time-weighted (goal {} %, {})",
+               "the FP32-learned model at the tensor-core peak {} %, a roofline {} %, the rule of thumb {} %", vi), (
+        _pct(h), f"{goal:g}", "met" if h <= goal else "not met",
+        *(_pct(v.loc[p, "time_weighted_ape_pct"]) for p in ("baseline", "roofline", "rule_of_thumb")))
     c = vidur_h100_ops.calibration().set_index("measured_family")
-    yield "the error on the other families' H100 GEMMs falls from {} % to {} % (mean over Vidur's {} families)", (
-        _pct(c.loc["mean", "shipped_time_weighted_ape_pct"]), _pct(c.loc["mean", "calibrated_time_weighted_ape_pct"]),
-        len(c) - 1)
+    yield _row("the same, one model family's GEMMs measured on the H100 and refitted", "the other families' H100 GEMMs",
+               "{} % time-weighted (mean over Vidur's {} families)", "the shipped model {} %", vi), (
+        _pct(c.loc["mean", "calibrated_time_weighted_ape_pct"]), len(c) - 1, _pct(c.loc["mean", "shipped_time_weighted_ape_pct"]))
     links = collectives.fitted_params()["links"]
     yield "(NVLink {}, InfiniBand {};", (f"{links['nvlink']['efficiency']:.2f}", f"{links['infiniband']['efficiency']:.2f}")
     n = torchtitan_runs.summary().set_index("quantity")["value"]
-    yield ("On torchtitan's published Llama runs that one call can state ({} of {}: every layout but rowwise Float8, on "
-           "H100, H200 and A100), tokens/s per GPU errs by {} % MAPE (worst {} %), peak memory by {} % on the {} runs "
-           "that publish it, where the rule of thumb errs by {} % on tokens/s"), (
+    better = n["tokens_mape_pct"] < n["rule_of_thumb_tokens_mape_pct"]
+    yield _row("tokens/s per GPU and peak memory of multi-GPU Llama pretraining",
+               "torchtitan's published runs that one call can state ({} of {}: every layout but rowwise Float8; H100, H200, A100)",
+               "{} % MAPE (worst {} %); peak memory {} % on the {} runs that publish it",
+               "the rule of thumb {} % ({})", _item_link("external.torchtitan_runs")), (
         int(n["rows_predicted"]), int(n["rows"]), _pct(n["tokens_mape_pct"]), _pct(n["tokens_worst_pct"]),
-        _pct(n["memory_mape_pct"]), int(n["memory_rows"]), _pct(n["rule_of_thumb_tokens_mape_pct"]))
+        _pct(n["memory_mape_pct"]), int(n["memory_rows"]), _pct(n["rule_of_thumb_tokens_mape_pct"]),
+        "perfmodel better" if better else "better than perfmodel")
 
 
 def _claims():
@@ -182,7 +205,8 @@ _NOT_MEASUREMENTS = [
     (r"(?<= )[1-9]\. (?=\S)", "numbered-list markers"),
     (r"\b[a-z_]+=\(?\d+,?\)?", "keyword arguments in code examples"),
     (r"A100-40GB|A100-80GB|GPT2Config", "names that contain digits"),
-    (r"\bA40\b|\bH200\b|\bFP(8|16|32)\b|FlashAttention-2", "names that contain digits"),
+    (r"\bA40\b|\bH200\b|\bFP(8|16|32)\b|FlashAttention-2|\bMI(100|210|250)\b|\bP4\b|\bT4\b|\b[BT]F(16|32)\b|GPT-2",
+     "names that contain digits"),
 ]
 
 

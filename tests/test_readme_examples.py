@@ -54,13 +54,14 @@ def test_the_quick_tour_runs_as_written_and_answers_what_its_comments_say():
     assert len(cloud) and (cloud["gpu"] == "H100").all() and (cloud["steps"] > 0).all()
 
 
-def _first_prediction() -> tuple[str, str]:
+def _example(name: str) -> tuple[str, str]:
+    """The README's example ``name``: its python block and its printed output (the text block after it)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- predict-example -->(.*?)<!-- /predict-example -->", text, re.DOTALL)
-    assert block, "the README has no first prediction between <!-- predict-example --> markers"
+    block = re.search(rf"<!-- {name}-example -->(.*?)<!-- /{name}-example -->", text, re.DOTALL)
+    assert block, f"the README has no example between <!-- {name}-example --> markers"
     code = re.search(r"```python\n(.*?)```", block.group(1), re.DOTALL)
     printed = re.search(r"```text\n(.*?)\n```", block.group(1), re.DOTALL)
-    assert code and printed, "the first prediction needs its python block and its printed output (a text block)"
+    assert code and printed, f"the {name} example needs its python block and its printed output (a text block)"
     return code.group(1), printed.group(1)
 
 
@@ -72,20 +73,53 @@ def _last_digit(token: str) -> float:
     return 10.0 ** -len(token.split(".")[1]) if "." in token else 1.0
 
 
-def test_the_first_prediction_prints_what_the_readme_shows():
-    """The example runs as written and prints the README's output: the same words, and every number the same to
-    within one unit of its last written digit (the 4-digit rounding of a value that another CPU's floating-point
-    kernels move in its fifth digit)."""
-    code, shown = _first_prediction()
+def _run_example(name: str, monkeypatch) -> tuple[dict, object]:
+    """Run the README's example ``name`` as written, from the repository root (its paths are relative to it); check
+    that it prints the README's output: the same words, and every number the same to within one unit of its last
+    written digit (the rounding of a value that another CPU's floating-point kernels move in its last bits)."""
+    code, shown = _example(name)
+    monkeypatch.chdir(ROOT)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ns, values = _run_keeping_values(code)
     printed = repr(values[-1])
-    assert _NUMBER.sub("#", printed) == _NUMBER.sub("#", shown), (
-        "the first prediction prints other words than the README shows; update the README's output:\n" + printed)
+    assert _NUMBER.sub("#", printed).rstrip() == _NUMBER.sub("#", shown).rstrip(), (
+        f"the {name} example prints other words than the README shows; update the README's output:\n" + printed)
     for got, want in zip(_NUMBER.findall(printed), _NUMBER.findall(shown), strict=True):
         g, w = float(got.replace(",", "")), float(want.replace(",", ""))
-        assert abs(g - w) <= 1.01 * _last_digit(want), f"README shows {want}, the example prints {got}:\n{printed}"
-    result = values[-1]
+        assert abs(g - w) <= 1.01 * _last_digit(want), f"README shows {want}, the {name} example prints {got}:\n{printed}"
+    return ns, values[-1]
+
+
+def test_the_first_prediction_prints_what_the_readme_shows(monkeypatch):
+    """The first prediction runs as written, prints the README's output, and equals predict_step_time to the bit."""
+    ns, result = _run_example("predict", monkeypatch)
     assert result.step_time_s == ns["pm"].predict_step_time(
         ns["run"], "H100", n_gpus=8, strategy="fsdp", activation_checkpointing="selective")["step_time_s"].iloc[0]
+
+
+def test_the_plan_example_prints_what_the_readme_shows(monkeypatch):
+    """The plan runs as written from the shipped example config and price table, prints the README's choice, and
+    that choice is the cheapest feasible row within the deadline; the CLI line the README gives answers the same."""
+    ns, best = _run_example("plan", monkeypatch)
+    plan = ns["plan"]
+    ok = plan["feasible"] & (plan["time_h"] <= 2)
+    assert best["cost_usd"] == plan.loc[ok, "cost_usd"].min()
+    import contextlib
+    import io
+
+    from perfmodel.cli import main
+
+    out = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(out):
+        warnings.simplefilter("ignore")
+        main(["plan-cloud", "examples/gpt2.json", "--deadline-h", "2", "--gpus", "A100,H100,L4"])
+    assert f"{int(best['n_gpus'])}x{best['gpu']} {best['strategy']} at batch {int(best['batch_size'])}" in out.getvalue()
+
+
+def test_the_paper_example_prints_what_the_readme_shows(monkeypatch):
+    """The paper example runs as written and prints the README's rows: each published value beside the recomputed one,
+    with its status; a number that differs has its reason."""
+    ns, shown = _run_example("paper", monkeypatch)
+    n = ns["n"]
+    assert (n.loc[shown.index, "reason"].notna() | (n.loc[shown.index, "status"] == "EXACT")).all()
