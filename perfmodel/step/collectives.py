@@ -240,6 +240,22 @@ if __name__ == "__main__":  # pragma: no cover
     print(json.dumps(rebuild(), indent=1))
 
 
+#: How much slower compute runs while a collective runs beside it, as a share of the compute's own time: NCCL's kernels
+#: take SMs and memory bandwidth from the kernels they overlap. 0.189 is the mean slowdown of overlapped compute that
+#: Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning (arXiv 2507.03114, 2025)
+#: measured on GPT and Llama training on 4 A100, H100, MI210 and MI250 (at most 0.40); a published constant, not fitted
+#: here. A step's hidden communication slows the compute under it by this share (:func:`overlap_slowdown`).
+OVERLAP_SLOWDOWN = 0.189
+
+
+def overlap_slowdown(hidden_comm_s: float, compute_s: float, share: float = OVERLAP_SLOWDOWN) -> float:
+    """Seconds the compute of a step loses to the communication hidden under it: ``share`` of the compute that runs
+    beside a collective, which is at most the hidden communication's time and at most the compute itself."""
+    if share < 0:
+        raise ValueError(f"the overlap slowdown is a share of the compute's time, ≥ 0; got {share!r}.")
+    return float(share * min(max(hidden_comm_s, 0.0), max(compute_s, 0.0)))
+
+
 #: assumed share of a link's peak bandwidth NCCL's ring collectives reach on large messages (nccl-tests' all-reduce
 #: bus bandwidth on a DGX A100 is about 230 GB/s of NVLink's 300 GB/s per direction): the **fallback** for links
 #: without measured NCCL curves (PCIe, Ethernet, a user's ``Interconnect``). NVLink and InfiniBand take ``e`` and ``α``

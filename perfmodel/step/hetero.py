@@ -39,7 +39,7 @@ BALANCES = ("speed", "equal")
 
 #: Columns of :func:`predict_mixed_step_time`.
 MIXED_COLUMNS = ["model", "mix", "n_gpus", "batch_size", "balance", "local_batches", "slowest_gpu", "step_time_s",
-                 "compute_s", "comm_s", "comm_total_s", "idle_fraction", "interconnect", "precision", "optimizer", "basis"]
+                 "compute_s", "comm_s", "comm_total_s", "overlap_slowdown_s", "idle_fraction", "interconnect", "precision", "optimizer", "basis"]
 
 
 def parse_mix(mix) -> dict:
@@ -140,7 +140,8 @@ def predict_mixed_step_time(model, mix, *, batch_size: int, input_shape=None, in
     DataFrame
         One row, :data:`MIXED_COLUMNS`: ``local_batches`` (``"A100:6,L4:2"``: the largest local batch of each type),
         ``slowest_gpu``, ``step_time_s`` = ``compute_s`` (the slowest GPU's step) + ``comm_s`` (exposed
-        all-reduce), ``comm_total_s``, ``idle_fraction`` (the share of the step the fastest GPU waits for the slowest before the all-reduce ends).
+        all-reduce) + ``overlap_slowdown_s`` (what the all-reduce hidden under the slowest GPU's backward pass costs
+        it, :data:`perfmodel.step.collectives.OVERLAP_SLOWDOWN`), ``comm_total_s``, ``idle_fraction`` (the share of the step the fastest GPU waits for the slowest before the all-reduce ends).
 
     Raises
     ------
@@ -150,11 +151,9 @@ def predict_mixed_step_time(model, mix, *, batch_size: int, input_shape=None, in
     perfmodel.datasets.UnknownNameError
         Unknown GPU, precision or interconnect.
     """
-    import torch
-
     from perfmodel.step import step_time as ost
-    from perfmodel.step import trace as wl
-    from perfmodel.step.parallel import exposed_bucket_allreduce
+    from perfmodel.step.collectives import overlap_slowdown
+    from perfmodel.step.parallel import GRAD_REDUCE_BYTES, exposed_bucket_allreduce
     from perfmodel.step.trace import model_and_layout
     from perfmodel.step.collectives import resolve_interconnect
 
@@ -201,17 +200,20 @@ def predict_mixed_step_time(model, mix, *, batch_size: int, input_shape=None, in
     slow = per.loc[per["step"].idxmax()]
     fast = float(per["step"].min())
     net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
-    size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[str(precision).lower()])).element_size()
+    size = GRAD_REDUCE_BYTES  # FP32 gradients at every precision (mixed precision: DDP under autocast reduces FP32)
     exposed, total = exposed_bucket_allreduce(float(slow["backward"]), float(lay.params * size), n, link,
                                               overlap=overlap_grad_reduce)
-    step = float(slow["step"]) + exposed
+    # the all-reduce hidden under the slowest GPU's backward pass slows it (as in every layout: OVERLAP_SLOWDOWN)
+    slowed = overlap_slowdown(total - exposed, float(slow["backward"]))
+    step = float(slow["step"]) + exposed + slowed
     local = ",".join(f"{g}:{max(bs)}" for g, bs in batches.items())
     basis = (f"synchronous data parallel over {mix_label(counts)} ({balance} split of {B} samples: {local}); each GPU's step "
              f"from the per-operator model at its local batch; DDP's bucketed ring all-reduce of {lay.params * size / 2**20:.0f} MiB "
              f"over {n} GPUs on {link.name} ({link.bandwidth_gb_per_s:g} GB/s x {link.efficiency:g}), overlapped with the "
-             f"slowest GPU's backward pass" + ("" if overlap_grad_reduce else " (not overlapped)"))
+             f"slowest GPU's backward pass" + ("" if overlap_grad_reduce else " (not overlapped)")
+             + ", which it slows by the published overlap share (OVERLAP_SLOWDOWN)")
     return pd.DataFrame([dict(model=name, mix=mix_label(counts), n_gpus=n, batch_size=B, balance=balance, local_batches=local,
                               slowest_gpu=str(slow["gpu"]), step_time_s=step, compute_s=float(slow["step"]), comm_s=exposed,
-                              comm_total_s=total, idle_fraction=(float(slow["step"]) - fast) / step if step > 0 else 0.0,
+                              comm_total_s=total, overlap_slowdown_s=slowed, idle_fraction=(float(slow["step"]) - fast) / step if step > 0 else 0.0,
                               interconnect=link.name, precision=str(precision).lower(), optimizer=optimizer or "none",
                               basis=basis)])[MIXED_COLUMNS]

@@ -79,7 +79,7 @@ import numpy as np
 import pandas as pd
 
 # what a layout is made of, re-exported here as the parallel layer's vocabulary
-from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, Interconnect, allgather_time, allreduce_time, p2p_time,
+from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, Interconnect, allgather_time, allreduce_time, overlap_slowdown, p2p_time,
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
@@ -269,6 +269,10 @@ def _tp_layer_exposed(collective_s: float, tp: int, matmul_s: float, async_tp: b
 COMM_GROUPS = ("tp", "cp", "pp", "dp")
 
 
+#: bytes per gradient element in the data-parallel reductions (FP32; see :class:`RankWork`)
+GRAD_REDUCE_BYTES = 4
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class RankWork:
     """What one GPU of a parallel layout runs, whatever the GPU: the traced operators of its micro-batch after the
@@ -295,6 +299,11 @@ class RankWork:
     phase: np.ndarray
     is_opt: np.ndarray
     elem_bytes: int
+    #: bytes of one gradient element as it is reduced: FP32 at every precision (mixed precision keeps FP32 master
+    #: weights and gradients: DDP under autocast all-reduces them in FP32, torchtitan's FSDP reduces in FP32 (its
+    #: ``mixed_precision_reduce = "float32"``), Megatron reduces its FP32 main gradients); parameters are gathered at
+    #: ``elem_bytes``
+    grad_bytes: int
     rank_params: float
     act_bytes: float
     kv_bytes: float
@@ -406,7 +415,8 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
     return RankWork(
         name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
         virtual_stages=v, async_tp=bool(async_tp), overlap_grad_reduce=overlap_grad_reduce, lay=lay, work=work,
-        layer=layer, phase=work["phase"].to_numpy(), is_opt=is_opt, elem_bytes=size, rank_params=rank_P,
+        layer=layer, phase=work["phase"].to_numpy(), is_opt=is_opt, elem_bytes=size, grad_bytes=GRAD_REDUCE_BYTES,
+        rank_params=rank_P,
         act_bytes=float(tokens * (lay.hidden or 0) * size), kv_bytes=kv_bytes,
         attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
         tp_mm=(_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
@@ -460,6 +470,9 @@ class LayoutStep:
     optimizer: float
     comm_exposed: dict
     comm_total_by_group: dict
+    #: seconds the compute loses to the communication hidden under it (:func:`perfmodel.step.collectives.overlap_slowdown`),
+    #: included in ``step``
+    overlap_slowdown: float = 0.0
 
 
 def _groups(**parts) -> dict:
@@ -472,7 +485,7 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     m, lay, units = r.micro_batches, r.lay, max(r.lay.n_layers, 1)
     link = lk["dp"]
     ag = allgather_time(r.rank_params * r.elem_bytes, r.dp * r.cp, link)
-    rs = reduce_scatter_time(r.rank_params * r.elem_bytes, r.dp * r.cp, link)
+    rs = reduce_scatter_time(r.rank_params * r.grad_bytes, r.dp * r.cp, link)
     # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
     # projection, in each pass) sit on the critical path
     tp_f = 2 * lay.n_layers * c.tp_lf + c.tp_per if r.async_tp else (2 * lay.n_layers + 1) * c.tp_per
@@ -497,7 +510,7 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     m, lay = r.micro_batches, r.lay
     n_ar = 4 * lay.n_layers + 2
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per) if r.async_tp else m * n_ar * c.tp_per
-    dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * c.tp_per, r.rank_params * r.elem_bytes,
+    dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * c.tp_per, r.rank_params * r.grad_bytes,
                                                     r.dp, lk["dp"], overlap=r.overlap_grad_reduce)
     compute = m * (fwd + bwd) + opt
     exposed = tp_comm + dp_exposed
@@ -518,7 +531,7 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[n
         heads = np.zeros(p)
         for s in range(p):
             ag_s = allgather_time(r.stage_rank[s] * size, d * r.cp, lk["dp"])
-            rs_s = reduce_scatter_time(r.stage_rank[s] * size, d * r.cp, lk["dp"])
+            rs_s = reduce_scatter_time(r.stage_rank[s] * r.grad_bytes, d * r.cp, lk["dp"])
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum())
             units_s = max(int(r.stage_layers[s]), 1)
@@ -532,7 +545,7 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[n
         n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
         for s in range(p):
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
-            dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, r.stage_rank[s] * size, d, lk["dp"],
+            dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, r.stage_rank[s] * r.grad_bytes, d, lk["dp"],
                                                            overlap=r.overlap_grad_reduce)
     return dp_ex, dp_tot, head
 
@@ -554,7 +567,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
     hop = p2p_time(r.act_bytes / tpd, lk["pp"]) + allgather_time(r.act_bytes, tpd, lk["tp"])
     pipe, bubble = pipeline_time(st, m, p2p_s=hop, virtual_stages=v)
-    tied_ar = (allreduce_time(lay.vocab * lay.hidden * r.elem_bytes / tpd, 2, lk["pp"])
+    tied_ar = (allreduce_time(lay.vocab * lay.hidden * r.grad_bytes / tpd, 2, lk["pp"])
                if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
     dp_ex, dp_tot, head = _pipeline_dp(r, t, lk, c.tp_per)
     tail = st_opt + dp_ex
@@ -586,8 +599,14 @@ def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
     opt = float(t[r.is_opt].sum())
     c = _layer_comm(r, t, links)
     if r.pipelined:
-        return _pipeline_step(r, t, links, c, fwd, bwd, opt)
-    return (_fsdp_step if r.fsdp else _dp_tp_step)(r, t, links, c, fwd, bwd, opt)
+        s = _pipeline_step(r, t, links, c, fwd, bwd, opt)
+    else:
+        s = (_fsdp_step if r.fsdp else _dp_tp_step)(r, t, links, c, fwd, bwd, opt)
+    # the communication hidden under compute slows that compute (SMs and memory bandwidth shared with NCCL's kernels)
+    hidden = s.comm_total - sum(s.comm_exposed.values())
+    hidden = hidden if hidden > 1e-9 * s.comm_total else 0.0  # all of it exposed: a difference of rounding, not time
+    slow = overlap_slowdown(hidden, s.compute)
+    return dataclasses.replace(s, step=s.step + slow, overlap_slowdown=slow)
 
 
 #: the columns of :func:`predict_parallel_step_time`'s rows that only :func:`perfmodel.predict`'s result shows: each
@@ -651,7 +670,7 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
                forward_s=s.forward, backward_s=s.backward, optimizer_s=s.optimizer, n_kernels=len(r.work),
                flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches, n_gpus=r.n_gpus, strategy=r.strategy,
                micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
-               comm_total_s=s.comm_total, bubble_s=s.bubble,
+               comm_total_s=s.comm_total, bubble_s=s.bubble, overlap_slowdown_s=s.overlap_slowdown,
                pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
                basis=f"{r.strategy} over {r.n_gpus} GPUs ({how}): per-GPU operators, each roofline x efficiency "
                      f"{kn.learned_on(prec)}, plus alpha-beta communication; interval on the compute only: {interval}")

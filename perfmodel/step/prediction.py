@@ -37,7 +37,9 @@ class Prediction:
     breakdown : dict
         Seconds of one step of the busiest GPU: ``compute`` (``forward``, ``backward`` — the recomputed forward pass
         included —, ``recompute``, ``optimizer``), ``comm_exposed`` and ``comm_total`` (all communication, hidden or
-        not), ``bubble`` (pipeline idle time). ``compute + comm_exposed + bubble`` is the step.
+        not), ``bubble`` (pipeline idle time), ``overlap_slowdown`` (what the compute loses to the communication
+        hidden under it: :data:`perfmodel.step.collectives.OVERLAP_SLOWDOWN` of the compute that runs beside a
+        collective). ``compute + comm_exposed + bubble + overlap_slowdown`` is the step.
     comm_exposed_s, comm_total_s : dict
         Each process group's share (``"tp"``, ``"cp"``, ``"pp"``, ``"dp"``; FSDP's gathers and reduce-scatters are
         ``"dp"``), seconds.
@@ -105,7 +107,7 @@ class Prediction:
         else:
             parts = [("compute", b["compute"])]
         parts += [(f"{g} comm (exposed)", s) for g, s in self.comm_exposed_s.items()]
-        parts.append(("pipeline bubble", b["bubble"]))
+        parts += [("pipeline bubble", b["bubble"]), ("overlap slowdown", b["overlap_slowdown"])]
         return [(k, float(v)) for k, v in parts if v > 0]
 
     def plot(self, ax=None, *, label: str | None = None, y: float = 0.0):
@@ -117,7 +119,7 @@ class Prediction:
         ax = _axes("Prediction.plot", ax)
         colors = {name: f"C{i}" for i, name in enumerate(
             ["forward", "backward", "recompute", "optimizer", "compute", *(f"{g} comm (exposed)" for g in self.comm_exposed_s),
-             "pipeline bubble"])}
+             "pipeline bubble", "overlap slowdown"])}
         shown = {c.get_label() for c in ax.containers}  # a part already in the legend is not listed twice
         left = 0.0
         for name, sec in self.segments():
@@ -155,6 +157,8 @@ class Prediction:
                                for g in self.comm_exposed_s if self.comm_total_s[g] or self.comm_exposed_s[g])
             lines.append(f"  communication   {_s(b['comm_exposed'])} exposed of {_s(b['comm_total'])}"
                          + (f" ({groups})" if groups else ""))
+        if b["overlap_slowdown"]:
+            lines.append(f"  overlap         {_s(b['overlap_slowdown'])} of compute slowed by the communication hidden under it")
         if b["bubble"]:
             lines.append(f"  bubble          {_s(b['bubble'])}")
         if self.memory:
@@ -285,7 +289,8 @@ def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Predi
     breakdown = dict(forward=float(row["forward_s"]), backward=float(row["backward_s"]),
                      recompute=groups["recompute"], optimizer=float(row["optimizer_s"]),
                      compute=float(row.get("compute_s", step)), comm_exposed=float(row.get("comm_s", 0.0)),
-                     comm_total=float(row.get("comm_total_s", 0.0)), bubble=float(row.get("bubble_s", 0.0)))
+                     comm_total=float(row.get("comm_total_s", 0.0)), bubble=float(row.get("bubble_s", 0.0)),
+                     overlap_slowdown=float(row.get("overlap_slowdown_s", 0.0)))
     return Prediction(workload=w, cluster=c, parallelism=p, step_time_s=step, lower_s=float(row["lower_s"]),
                       upper_s=float(row["upper_s"]), alpha=float(alpha), breakdown=breakdown,
                       comm_exposed_s=groups["exposed"], comm_total_s=groups["total"], memory=mem,

@@ -58,7 +58,7 @@ def test_the_breakdown_adds_up(name, args, kw):
         warnings.simplefilter("ignore")
         r = pm.predict(*_objects(model, gpu, kw))
     b = r.breakdown
-    assert b["compute"] + b["comm_exposed"] + b["bubble"] == pytest.approx(r.step_time_s, rel=1e-12)
+    assert b["compute"] + b["comm_exposed"] + b["bubble"] + b["overlap_slowdown"] == pytest.approx(r.step_time_s, rel=1e-12)
     assert sum(s for _, s in r.segments()) == pytest.approx(r.step_time_s, rel=1e-12)
     assert sum(r.comm_exposed_s.values()) == pytest.approx(b["comm_exposed"], rel=1e-9, abs=1e-15)
     assert sum(r.comm_total_s.values()) == pytest.approx(b["comm_total"], rel=1e-9, abs=1e-15)

@@ -1,9 +1,11 @@
 """With ``nics_per_node``, a process group that leaves its node carries its collectives over the node's NICs, each on
 its own rail: its share of them (the node's NICs times its share of the node's ranks), never faster than the node's
-own link. Without it, one NIC carries each group that leaves its node (the predictions so far, unchanged)."""
+own link. Without it, one NIC carries each group that leaves its node (the predictions so far, unchanged). And the
+communication hidden under compute slows that compute by the published share (``OVERLAP_SLOWDOWN``)."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +14,8 @@ from perfmodel.step.collectives import resolve_interconnect
 from perfmodel.step.strategy import parse_strategy, rail_link, ranks_per_node, resolve_links
 
 LEVELS = {"intra": "nvlink", "inter": "infiniband-ndr"}
+#: GPT-2 small's Hugging Face config, as the README's examples use it
+GPT2 = str(Path(__file__).resolve().parents[2] / "examples" / "gpt2.json")
 LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
 
@@ -70,3 +74,47 @@ def test_nics_per_node_must_be_a_positive_int(bad):
     with pytest.raises(ValueError, match="nics_per_node"):
         pm.predict_step_time(LLAMA, "H100", input_shape=(64,), batch_size=16, n_gpus=16, strategy="fsdp",
                              interconnect=LEVELS, nics_per_node=bad)
+
+
+# ------------------------------------------------------------------ compute slowed by the communication under it
+
+
+def test_overlap_slowdown_is_a_share_of_the_compute_under_the_hidden_communication():
+    from perfmodel.step.collectives import OVERLAP_SLOWDOWN, overlap_slowdown
+
+    assert OVERLAP_SLOWDOWN == 0.189  # the published mean (arXiv:2507.03114), not a fit
+    assert overlap_slowdown(0.5, 2.0) == pytest.approx(0.189 * 0.5)  # bounded by the hidden communication
+    assert overlap_slowdown(3.0, 2.0) == pytest.approx(0.189 * 2.0)  # and by the compute
+    assert overlap_slowdown(-1e-18, 2.0) == 0.0
+    with pytest.raises(ValueError, match="share of the compute's time"):
+        overlap_slowdown(1.0, 1.0, share=-0.1)
+
+
+def test_hidden_communication_slows_the_step_and_exposed_communication_does_not(monkeypatch):
+    """DDP with its buckets overlapped: the all-reduce hidden under the backward pass slows it by the published share;
+    without the overlap nothing is hidden and nothing slows; with the share set to 0 the step is compute + exposed."""
+    from perfmodel.step import parallel
+
+    kw = dict(input_shape=(1024,), batch_size=64, precision="bf16", optimizer="adam", n_gpus=8, strategy="dp")
+    on = pm.predict_step_time(GPT2, "H100", **kw).iloc[0]
+    hidden = on["comm_total_s"] - on["comm_s"]
+    assert hidden > 0
+    assert on["overlap_slowdown_s"] == pytest.approx(0.189 * min(hidden, on["compute_s"]), rel=1e-12)
+    assert on["step_time_s"] == pytest.approx(on["compute_s"] + on["comm_s"] + on["overlap_slowdown_s"], rel=1e-12)
+    off = pm.predict_step_time(GPT2, "H100", overlap_grad_reduce=False, **kw).iloc[0]
+    assert off["overlap_slowdown_s"] == 0.0 and off["comm_s"] == pytest.approx(off["comm_total_s"])
+    monkeypatch.setattr(parallel, "overlap_slowdown", lambda hidden, compute: 0.0)
+    free = pm.predict_step_time(GPT2, "H100", **kw).iloc[0]
+    assert free["step_time_s"] == pytest.approx(on["step_time_s"] - on["overlap_slowdown_s"], rel=1e-12)
+
+
+def test_data_parallel_scaling_on_one_node_is_no_longer_perfect():
+    """Eight GPUs of one node, DDP, the batch per GPU fixed: the samples per second per GPU fall below one GPU's by
+    exactly the exposed all-reduce and the slowdown of the backward pass under the hidden one (before: 1.00 whenever
+    the all-reduce hid)."""
+    one = pm.predict_step_time(GPT2, "H100", input_shape=(1024,), batch_size=8, precision="bf16", optimizer="adam").iloc[0]
+    eight = pm.predict_step_time(GPT2, "H100", input_shape=(1024,), batch_size=64, precision="bf16", optimizer="adam",
+                                 n_gpus=8, strategy="dp").iloc[0]
+    assert eight["overlap_slowdown_s"] > 0
+    assert eight["step_time_s"] == pytest.approx(one["step_time_s"] + eight["comm_s"] + eight["overlap_slowdown_s"], rel=1e-9)
+    assert one["step_time_s"] / eight["step_time_s"] < 1

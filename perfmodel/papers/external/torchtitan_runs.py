@@ -26,7 +26,8 @@ ITEM = Item(
                "fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP (\"fsdp32-tp8\"), FSDP x TP x "
                "PP (\"fsdp8-tp8-pp8\", as many micro-batches as stages, torchtitan's default, 1F1B or interleaved "
                "1F1B as the row says) or with context parallelism (\"fsdp4-cp2-tp8-pp8\"), asynchronous TP where "
-               "the row says, 8 GPUs per node with NVLink inside and the per-GPU NIC between nodes (LINKS), "
+               "the row says, 8 GPUs per node with NVLink inside and 8 NICs per node between nodes, one per GPU "
+               "on its own rail (LINKS, nics_per_node=8), "
                "compile and activation checkpointing (full, torchtitan's per-operator selective policy, or its "
                "per-layer policy every other layer) as the row says; tokens/s per GPU is a data-parallel rank's "
                "tokens over the step time and the GPUs of its model replica (tp x pp x cp), as torchtitan counts "
@@ -61,7 +62,7 @@ MODEL_CONFIGS = {
 }
 #: links per GPU, an assumption where the tables do not say: H100 (Grand Teton) and H200 nodes with a 400 Gb/s NIC per
 #: GPU (NDR-class RoCE/InfiniBand); the A100 cluster of docs/performance.md with 200 Gb/s per GPU (HDR-class, a DGX
-#: A100's).
+#: A100's). Each GPU's NIC on its own rail: the rows are predicted with ``nics_per_node=8``.
 LINKS = {"H100": {"intra": "nvlink", "inter": "infiniband-ndr"}, "H200": {"intra": "nvlink", "inter": "infiniband-ndr"},
          "A100-SXM4-80GB": {"intra": "nvlink", "inter": "infiniband-hdr"}}
 #: torchtitan's train-config default sequence length (train_configs/llama3_8b.toml: seq_len = 8192)
@@ -116,7 +117,7 @@ def data() -> pd.DataFrame:
             tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
             kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * dp, precision=prec,
                       n_gpus=int(r.n_gpus), strategy=_strategy(r), activation_checkpointing=ac, compile=comp,
-                      gpus_per_node=8, interconnect=LINKS[r.gpu], async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False)
+                      gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu], async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False)
             if pp > 1:  # torchtitan's default: as many micro-batches as pipeline stages
                 kw.update(micro_batches=pp, pipeline_schedule="interleaved-1f1b" if "interleaved" in _text(r.pp_schedule).lower() else "1f1b")
             with warnings.catch_warnings():
@@ -227,7 +228,7 @@ def llama_8b_options(gpu: str = "H100", n_gpus: int = 8, *, local_batch_size: in
             p = pm.predict_step_time(MODEL_CONFIGS["Llama 3.1 8B"], gpu, input_shape=(seq_len,),
                                      batch_size=local_batch_size * n_gpus // tp, precision=prec, optimizer="adam-fused",
                                      n_gpus=n_gpus, strategy=strat, activation_checkpointing=ac, compile=comp,
-                                     gpus_per_node=8, interconnect=LINKS.get(gpu)).iloc[0]
+                                     gpus_per_node=8, nics_per_node=8, interconnect=LINKS.get(gpu)).iloc[0]
         per_gpu_tokens = local_batch_size * seq_len / tp  # a data-parallel rank's tokens over its replica's GPUs
         rows.append(dict(precision=prec, strategy=strat, activation_checkpointing=str(ac), compile=comp,
                          step_time_s=float(p["step_time_s"]), tokens_per_s_per_gpu=per_gpu_tokens / float(p["step_time_s"]),
