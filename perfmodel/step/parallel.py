@@ -79,7 +79,8 @@ import numpy as np
 import pandas as pd
 
 # what a layout is made of, re-exported here as the parallel layer's vocabulary
-from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, Interconnect, allgather_time, allreduce_time, overlap_slowdown, p2p_time,
+from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_SLOWDOWN, Interconnect, allgather_time, allreduce_time,
+                                          overlap_slowdown, p2p_time,
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
@@ -673,7 +674,9 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
                comm_total_s=s.comm_total, bubble_s=s.bubble, overlap_slowdown_s=s.overlap_slowdown,
                pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
                basis=f"{r.strategy} over {r.n_gpus} GPUs ({how}): per-GPU operators, each roofline x efficiency "
-                     f"{kn.learned_on(prec)}, plus alpha-beta communication; interval on the compute only: {interval}")
+                     f"{kn.learned_on(prec)}, plus alpha-beta communication (gradients reduced in FP32), the compute "
+                     f"under hidden communication slowed by {OVERLAP_SLOWDOWN:g} of its time (a published mean); "
+                     f"interval on the compute only: {interval}")
     if by_group:
         row.update(comm_by_group_s=dict(s.comm_exposed), comm_total_by_group_s=dict(s.comm_total_by_group))
     return row
