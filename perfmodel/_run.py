@@ -45,8 +45,10 @@ class Cluster:
     nics_per_node : int, optional
         NICs of a node, each on its own rail (8 on an HGX / DGX H100 node, AWS p5.48xlarge, GCP a3-megagpu-8g): with a
         per-level ``interconnect``, a process group that spans nodes carries its collectives over its share of them,
-        never faster than the node's own link (:func:`perfmodel.step.strategy.rail_link`). None (default): one NIC
-        carries each group that leaves its node.
+        never faster than the node's own link (:func:`perfmodel.step.strategy.rail_link`). None (default): one per
+        GPU when the ``"inter"`` link is InfiniBand (``"infiniband-hdr"``, ``"infiniband-ndr"``: the rail-optimised
+        HGX / DGX fabrics, :data:`perfmodel.step.strategy.RAIL_FABRICS`); on other links one NIC carries each group
+        that leaves its node.
     """
 
     gpu: object

@@ -113,7 +113,8 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (for intra=/inter= links)")
     pred.add_argument("--nics-per-node", type=int, default=None,
                       help="NICs per node, each on its own rail, for intra=/inter= links: a group that leaves its node gets "
-                           "its share of them (8 on an HGX/DGX H100 node; none: one NIC per group)")
+                           "its share of them (8 on an HGX/DGX H100 node; default: one per GPU with an InfiniBand inter link, "
+                           "else one NIC per group)")
     pred.add_argument("--activation-checkpointing", nargs="?", const="full", default=False,
                       help="recompute activations in the backward pass: full (the flag alone), selective "
                            "(torchtitan's per-operator policy) or layer / layer:N (every N-th layer, default 2)")

@@ -200,7 +200,9 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     nics_per_node : int, optional
         NICs per node, each on its own rail, for the per-level ``interconnect``: a group that spans nodes carries its
         collectives over its share of them (:func:`perfmodel.step.strategy.rail_link`), never faster than the node's
-        own link. None (default): one NIC carries each group that leaves its node.
+        own link. None (default): one per GPU when the ``"inter"`` link is InfiniBand (the rail-optimised HGX / DGX
+        fabrics, :data:`perfmodel.step.strategy.RAIL_FABRICS`); on other links one NIC carries each group that leaves
+        its node.
     compile : bool, default False
         ``torch.compile``: every chain of memory-bound operators between two GEMMs runs as one fused kernel
         (:func:`compiled_work`); the same as ``stack="compile"``.

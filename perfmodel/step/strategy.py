@@ -67,6 +67,22 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
             "pp": pp > 1 and tp * cp * dp >= g}
 
 
+#: Inter-node links of the rail-optimised fabrics of HGX / DGX-class nodes: the A100 reference design carries eight HDR
+#: and the H100 one eight NDR adapters for the compute fabric, one per GPU, each on its own rail (as do AWS p5.48xlarge
+#: and Azure ND H100 v5). A node whose ``"inter"`` link is named one of these has one NIC per GPU unless
+#: ``nics_per_node`` says otherwise (:func:`resolve_links`).
+RAIL_FABRICS = ("infiniband-hdr", "infiniband-ndr")
+
+
+def default_nics_per_node(inter, gpus_per_node: int) -> int | None:
+    """NICs of a node when the caller does not say: one per GPU when its inter-node link is named one of
+    :data:`RAIL_FABRICS`; else None (one NIC carries each group that leaves the node: Ethernet between cloud
+    instances, a link given as a spec)."""
+    if isinstance(inter, str) and inter.strip().lower() in RAIL_FABRICS:
+        return int(gpus_per_node)
+    return None
+
+
 def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, gpus_per_node: int = 8,
                   nics_per_node: int | None = None) -> dict:
     """The :class:`Interconnect` of each process group, ``{"tp": ..., "pp": ..., "dp": ...}``.
@@ -82,7 +98,8 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         one node uses ``"intra"`` (default the GPU's own link), a group spanning nodes (:func:`crosses_nodes`)
         ``"inter"`` — one NIC's link; with ``nics_per_node``, a group that spans nodes gets its share of the node's
         NICs (:func:`rail_link`): with a NIC per GPU on its own rail (HGX/DGX-class nodes), NCCL spreads the group's
-        channels over them.
+        channels over them. An InfiniBand ``"inter"`` (:data:`RAIL_FABRICS`) has one NIC per GPU unless
+        ``nics_per_node`` says otherwise.
     gpu : str or GPUSpec, optional
         The GPU whose own link (NVLink, else PCIe) fills in.
     degrees : dict, optional
@@ -92,7 +109,8 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     nics_per_node : int, optional
         NICs of a node, each on its own rail, for the per-level form: a group that spans nodes gets its share of them
         (:func:`rail_link`; 8 on an HGX / DGX H100 node, AWS p5.48xlarge or GCP a3-megagpu-8g). None (default): one
-        NIC carries each group that leaves its node, whatever the node has.
+        per GPU when ``"inter"`` is named one of :data:`RAIL_FABRICS` (:func:`default_nics_per_node`); for other
+        links one NIC carries each group that leaves its node, whatever the node has.
 
     Raises
     ------
@@ -111,6 +129,8 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         if interconnect.get("inter") is None:
             return {g: intra for g in LINK_GROUPS}
         inter = resolve_interconnect(interconnect["inter"], gpu)
+        if nics_per_node is None:
+            nics_per_node = default_nics_per_node(interconnect["inter"], gpus_per_node)
         if nics_per_node is None:  # one NIC carries each group that leaves its node
             return {g: (inter if cross[g] else intra) for g in LINK_GROUPS}
         nics = _check_nics(nics_per_node)

@@ -1,6 +1,7 @@
 """With ``nics_per_node``, a process group that leaves its node carries its collectives over the node's NICs, each on
 its own rail: its share of them (the node's NICs times its share of the node's ranks), never faster than the node's
-own link. Without it, one NIC carries each group that leaves its node (the predictions so far, unchanged). And the
+own link. Unsaid, an InfiniBand fabric has a NIC per GPU (the HGX / DGX reference designs), and on other links one NIC
+carries each group that leaves its node. And the
 communication hidden under compute slows that compute by the published share (``OVERLAP_SLOWDOWN``)."""
 from __future__ import annotations
 
@@ -48,8 +49,13 @@ def test_a_group_gets_its_share_of_the_rails_never_more_than_the_node_s_link():
     assert one["dp"] == inter  # one NIC for the node: the ring crosses it once per node
     shared = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp8-tp2", 16), gpus_per_node=8, nics_per_node=1)
     assert shared["dp"].bytes_per_s == pytest.approx(inter.bytes_per_s / 2)  # two dp groups of a node share its NIC
+    # unsaid on an InfiniBand fabric: the HGX / DGX reference design, a NIC per GPU on its own rail
     unsaid = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp8-tp2", 16), gpus_per_node=8)
-    assert unsaid["dp"] == inter and unsaid["tp"] == intra  # without nics_per_node: one NIC per group, as before
+    assert unsaid == resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp8-tp2", 16), gpus_per_node=8, nics_per_node=8)
+    # unsaid on another link (Ethernet between cloud instances, a spec): one NIC per group that leaves the node
+    eth = {"intra": "nvlink", "inter": "ethernet-100g"}
+    plain = resolve_links(eth, "H100", degrees=parse_strategy("fsdp8-tp2", 16), gpus_per_node=8)
+    assert plain["dp"] == resolve_interconnect("ethernet-100g", "H100") and plain["tp"] == intra
 
 
 def test_fsdp_across_nodes_is_cheaper_with_more_rails_and_basis_says_over_what():
@@ -62,7 +68,7 @@ def test_fsdp_across_nodes_is_cheaper_with_more_rails_and_basis_says_over_what()
         unsaid = pm.predict(w, pm.Cluster("H100", n_gpus=16, interconnect=LEVELS), "fsdp")
         inside = pm.predict(w, pm.Cluster("H100", n_gpus=8, interconnect=LEVELS, nics_per_node=1), "fsdp")
     assert out[8].comm_total_s["dp"] < out[2].comm_total_s["dp"] < out[1].comm_total_s["dp"]
-    assert unsaid.step_time_s == out[1].step_time_s  # one NIC per group: the predictions so far
+    assert unsaid.step_time_s == out[8].step_time_s  # InfiniBand unsaid: a NIC per GPU (RAIL_FABRICS)
     assert "8 x infiniband-ndr" in out[8].basis and "2 x infiniband-ndr" in out[2].basis
     assert "infiniband" not in inside.basis  # a group inside one node never uses the NICs
 
