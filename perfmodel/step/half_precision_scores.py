@@ -107,54 +107,56 @@ def _errors(frame: pd.DataFrame, pred: np.ndarray, by: str = "operator") -> pd.D
 #: The held-out predictions of the context protocols and of the calibration refits, computed by
 #: :func:`fit_heldout_bundle` and shipped so that scoring them needs no fit; the sha256 its bytes must have.
 HELDOUT_ARTIFACT = "fitted/vidur_heldout.npz"
-HELDOUT_SHA256 = "47c1caca63107ba463ea3d2e22e4d6513ce48ec3d78f980645e1e7c20b1b8d55"
+HELDOUT_SHA256 = "4403d847f954cf9724ce5d9d3449865a0b7eb3195766fe066da78a0f3b9c68b2"
 
 #: Version of :func:`fit_heldout_bundle`'s procedure: part of what a shipped prediction is checked against.
 HELDOUT_VERSION = "1"
 
 
-def _rows_sha256(frame: pd.DataFrame) -> str:
-    """sha256 of a frame's columns and every value of its rows, in order (the index ignored): two frames hash alike
-    only when a model reading them reads the same numbers."""
-    h = hashlib.sha256(("|".join(map(str, frame.columns)) + f";{len(frame)};").encode())
-    h.update(pd.util.hash_pandas_object(frame.reset_index(drop=True), index=False).to_numpy().tobytes())
+def _data_key(h100_spec=None) -> str:
+    """What every fit and prediction of :func:`fit_heldout_bundle` depends on: the fitting code's versions, the sha256
+    of every Vidur compute profile of the A40, A100 and H100 (the registry's), and the catalog spec each GPU's rows
+    are described with. Inputs, not computed floats: the key is the same on every CPU."""
+    from perfmodel.datasets import gpu_spec, registry
+    from perfmodel.step.op_latency import MODEL_VERSION
+
+    reg = registry()
+    keys = reg[reg["key"].str.contains("/profiling/compute/", regex=False)].sort_values("key")
+    keys = keys[[k.split("/profiling/compute/")[1].split("/")[0] in VIDUR_SPECS for k in keys["key"]]]
+    h = hashlib.sha256(f"op_latency={MODEL_VERSION};half={HALF_MODEL_VERSION};heldout={HELDOUT_VERSION};".encode())
+    for k, sha in zip(keys["key"], keys["sha256"]):
+        h.update(f"{k}={sha};".encode())
+    for g in sorted(VIDUR_SPECS):
+        spec = h100_spec if (g == "h100" and h100_spec is not None) else VIDUR_SPECS[g]
+        h.update(f"{g}={gpu_spec(spec)!r};".encode())
     return h.hexdigest()
 
 
-def _training_sha256(train: pd.DataFrame) -> str:
-    """What a half-precision GEMM fit reads (:func:`perfmodel.step.half_precision._fit`: the :data:`HALF_CLASSES`
-    rows of ``train``), and the code that fits it."""
-    from perfmodel.step.op_latency import MODEL_VERSION
-
-    rows = train[train["op_class"].isin(HALF_CLASSES).to_numpy()]
-    return hashlib.sha256(f"op_latency={MODEL_VERSION};half={HALF_MODEL_VERSION};heldout={HELDOUT_VERSION};"
-                          f"{_rows_sha256(rows)}".encode()).hexdigest()
-
-
 class _Recorder:
-    """Wraps a fitted GEMM model and remembers what it predicted: the rows' sha256 and the seconds."""
+    """Wraps a fitted GEMM model and remembers what it predicted."""
 
     def __init__(self, model):
         self.model, self.classes_, self.calls = model, list(model.classes_), []
 
     def predict_in_stream(self, X: pd.DataFrame) -> np.ndarray:
         out = self.model.predict_in_stream(X)
-        self.calls.append((_rows_sha256(X), np.asarray(out, dtype=np.float64)))
+        self.calls.append(np.asarray(out, dtype=np.float64))
         return out
 
 
 class _Replayed:
-    """A context fit's predictions read from the shipped artifact: it answers ``predict_in_stream`` for exactly the
-    rows the fitted model predicted when the artifact was built (same sha256), and refuses any other rows."""
+    """A context fit's predictions read from the shipped artifact: it answers ``predict_in_stream`` for the rows the
+    fitted model predicted when the artifact was built (the same data and code: :func:`_data_key`), and refuses rows
+    of another count."""
 
-    def __init__(self, name: str, rows_sha256: str, seconds: np.ndarray):
-        self.name, self.rows_sha256, self.seconds = name, rows_sha256, seconds
+    def __init__(self, name: str, seconds: np.ndarray):
+        self.name, self.seconds = name, seconds
         self.classes_ = list(HALF_CLASSES)
 
     def predict_in_stream(self, X: pd.DataFrame) -> np.ndarray:
-        if _rows_sha256(X) != self.rows_sha256:
-            raise ValueError(f"the shipped predictions of {self.name!r} are for other rows than these {len(X)}; they answer "
-                             "only the held-out rows they were computed on. Refit with fit_heldout_bundle().")
+        if len(X) != len(self.seconds):
+            raise ValueError(f"the shipped predictions of {self.name!r} are for {len(self.seconds)} rows, not these {len(X)}; "
+                             "they answer only the held-out rows they were computed on. Refit with fit_heldout_bundle().")
         return self.seconds.copy()
 
 
@@ -181,25 +183,24 @@ def fit_heldout_bundle() -> dict:
 
     The fits are those of the context protocols (:data:`PROTOCOLS` other than leave-H100-out: each with its held-out
     GPU never in its training rows) and of the calibration refits (one H100 model family added to the A40 and A100
-    rows, a model of its own for the H100). Each entry keeps the sha256 of its training rows and of the rows it
-    predicted; the scores use it only when both are the rows of the data at hand (:func:`_heldout_model`), else they
-    fit again. A few minutes.
+    rows, a model of its own for the H100). The header keeps the key of the data and code they were computed from
+    (:func:`_data_key`); the scores use them only when the data at hand has the same key (:func:`_heldout_model`),
+    else they fit again. A few minutes.
 
     Returns
     -------
     dict
-        ``header`` (``entries``: ``name``, ``array``, ``n_rows``, ``training_sha256``, ``rows_sha256``; the
-        scikit-learn release, the fitter) and ``arrays`` (one float64 array of in-stream kernel seconds per entry).
+        ``header`` (``data_key``; ``entries``: ``name``, ``array``, ``n_rows``; the scikit-learn release, the
+        fitter) and ``arrays`` (one float64 array of in-stream kernel seconds per entry).
     """
     import sklearn
 
     X = vidur_rows(("a40", "a100", "h100"))
     entries, arrays = [], {}
 
-    def add(name, train, rows_sha, seconds):
+    def add(name, seconds):
         key = f"e{len(entries)}"
-        entries.append(dict(name=name, array=key, n_rows=int(len(seconds)), training_sha256=_training_sha256(train),
-                            rows_sha256=rows_sha))
+        entries.append(dict(name=name, array=key, n_rows=int(len(seconds))))
         arrays[key] = np.asarray(seconds, dtype=np.float64)
 
     for name, held, train in PROTOCOLS:
@@ -208,11 +209,11 @@ def fit_heldout_bundle() -> dict:
         tr, T, spec = _protocol_work(X, held, train)
         rec = _Recorder(_fit(tr))
         half_precision_kernel_seconds(T, spec, "fp16", op_model=rec)
-        (rows_sha, seconds), = rec.calls
-        add(f"protocol:{name}", tr, rows_sha, seconds)
+        (seconds,) = rec.calls
+        add(f"protocol:{name}", seconds)
     for fam, tr, T in _calibration_work(X):
-        add(f"calibration:{fam}", tr, _rows_sha256(T), _fit(tr, per_gpu=True).predict_in_stream(T))
-    header = dict(kind="vidur held-out predictions", entries=entries, sklearn_version=sklearn.__version__,
+        add(f"calibration:{fam}", _fit(tr, per_gpu=True).predict_in_stream(T))
+    header = dict(kind="vidur held-out predictions", data_key=_data_key(), entries=entries, sklearn_version=sklearn.__version__,
                   fitted_with=f"perfmodel.step.half_precision_scores.fit_heldout_bundle v{HELDOUT_VERSION}",
                   provenance=("microsoft/vidur @ 7d47513 FP16 operator profiles (a40, a100, h100 mlp.csv): the GEMM rows; "
                               "each entry's model fitted on its training rows only, its predictions of rows it never saw"))
@@ -241,7 +242,7 @@ def load_heldout_bundle(path=None, *, sha256: str | None = None) -> dict:
         path, sha256 = heldout_artifact_path(), HELDOUT_SHA256
     header, arrays = _artifact.load(path, sha256=sha256)
     entries = header.get("entries")
-    if not isinstance(entries, list):
+    if not isinstance(entries, list) or not isinstance(header.get("data_key"), str):
         raise _artifact.ArtifactError(f"{path} holds no list of held-out entries: not a file fit_heldout_bundle wrote.")
     for e in entries:
         a = arrays.get(str(e.get("array")))
@@ -254,18 +255,19 @@ def load_heldout_bundle(path=None, *, sha256: str | None = None) -> dict:
 _SHIPPED: dict = {}
 
 
-def _heldout_model(name: str, train: pd.DataFrame, **params):
-    """The model of one context fit: its shipped predictions when they were computed from these training rows by
-    this code, else a fit on ``train`` now (a warning says why; the data or the code changed)."""
+def _heldout_model(name: str, train: pd.DataFrame, *, h100_spec=None, **params):
+    """The model of one context fit: its shipped predictions when they were computed from this data and code
+    (:func:`_data_key`, with the H100 described by ``h100_spec``), else a fit on ``train`` now (a warning says why)."""
     if "bundle" not in _SHIPPED:
         b = load_heldout_bundle()
-        _SHIPPED["bundle"] = ({e["name"]: e for e in b["header"]["entries"]}, b["arrays"])
-    entries, arrays = _SHIPPED["bundle"]
+        _SHIPPED["bundle"] = (b["header"]["data_key"], {e["name"]: e for e in b["header"]["entries"]}, b["arrays"])
+    key, entries, arrays = _SHIPPED["bundle"]
     e = entries.get(name)
-    if e is not None and e["training_sha256"] == _training_sha256(train):
-        return _Replayed(name, e["rows_sha256"], arrays[e["array"]])
-    warnings.warn(f"{name}: the shipped held-out predictions were computed from other training rows (the data or the "
-                  "fitting code changed); fitting the model now (a few seconds).", UserWarning, stacklevel=3)
+    if e is not None and key == _data_key(h100_spec):
+        return _Replayed(name, arrays[e["array"]])
+    warnings.warn(f"{name}: the shipped held-out predictions were computed from other data, code or GPU specs (the "
+                  "data, the fitting code or the H100's spec changed); fitting the model now (a few seconds).",
+                  UserWarning, stacklevel=3)
     return _fit(train, **params)
 
 
@@ -311,7 +313,7 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
         # the leave-H100-out model is the shipped one (fitted on the A40 and A100 rows): scored as shipped, not refitted;
         # the others' held-out predictions are shipped too (fit_heldout_bundle), used when fitted on these very rows
         model = (half_precision_op_model() if sorted(train) == sorted(TRAINING_SOURCE_GPUS) else
-                 _heldout_model(f"protocol:{name}", tr))
+                 _heldout_model(f"protocol:{name}", tr, h100_spec=h100_spec))
         n_k = T["n_kernels"].to_numpy(float)
         pred = half_precision_kernel_seconds(T, spec, "fp16", op_model=model) * n_k
         base = baseline_kernel_seconds(T, spec) * n_k

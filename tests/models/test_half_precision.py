@@ -122,7 +122,7 @@ def test_the_scores_fit_nothing_and_equal_a_refit(monkeypatch):
         shipped = hps_.vidur_scores(protocols=protos)
         cal = hps_.calibration_scores()
     monkeypatch.undo()
-    monkeypatch.setattr(hps_, "_heldout_model", lambda name, train, **params: hp._fit(train, **params))
+    monkeypatch.setattr(hps_, "_heldout_model", lambda name, train, h100_spec=None, **params: hp._fit(train, **params))
     refit = hps_.vidur_scores(protocols=protos)
     pd.testing.assert_frame_equal(shipped, refit, check_exact=False, rtol=1e-3)
     assert set(cal["measured_family"]) >= {"meta-llama/Llama-2-7b-hf", "mean"}
@@ -138,15 +138,18 @@ def test_shipped_heldout_predictions_answer_only_their_own_rows(monkeypatch):
     assert names[:4] == [f"protocol:{p[0]}" for p in hps_.PROTOCOLS[1:]]
     assert all(n.startswith("calibration:") for n in names[4:]) and len(names) > 4
     e = b["header"]["entries"][0]
-    r = hps_._Replayed(e["name"], e["rows_sha256"], b["arrays"][e["array"]])
+    assert b["header"]["data_key"] == hps_._data_key()  # the data and code of this checkout: the same on every CPU
+    r = hps_._Replayed(e["name"], b["arrays"][e["array"]])
     other = pd.DataFrame({"m": [1.0, 2.0]})
-    with pytest.raises(ValueError, match="are for other rows than these 2"):
+    with pytest.raises(ValueError, match="for 21924 rows, not these 2"):
         r.predict_in_stream(other)
-    # other training rows than the shipped entry's: a warning that says so, and a fit on them
+    # another H100 spec describes other training rows: a warning that says so, and a fit on them
     monkeypatch.setattr(hps_, "_SHIPPED", {})
     monkeypatch.setattr(hps_, "_fit", lambda train, **params: ("fitted", len(train), params))
-    with pytest.warns(UserWarning, match="computed from other training rows .* fitting the model now"):
-        got = hps_._heldout_model(e["name"], pd.DataFrame({"op_class": ["matmul"], "kernel_s": [1e-5]}), per_gpu=True)
+    assert hps_._data_key("H100-NVL") != hps_._data_key()
+    with pytest.warns(UserWarning, match="computed from other data, code or GPU specs .* fitting the model now"):
+        got = hps_._heldout_model(e["name"], pd.DataFrame({"op_class": ["matmul"], "kernel_s": [1e-5]}),
+                                  h100_spec="H100-NVL", per_gpu=True)
     assert got == ("fitted", 1, {"per_gpu": True})
 
 
@@ -177,7 +180,8 @@ def test_rebuild_gives_the_shipped_heldout_predictions():
     rebuilt = hps_.fit_heldout_bundle()
     same = _artifact.sha256_of(_artifact.to_bytes(rebuilt["header"], rebuilt["arrays"])) == hps_.HELDOUT_SHA256
     if not same:
-        assert [{k: v for k, v in e.items()} for e in rebuilt["header"]["entries"]] == shipped["header"]["entries"]
+        assert rebuilt["header"]["entries"] == shipped["header"]["entries"]
+        assert rebuilt["header"]["data_key"] == shipped["header"]["data_key"]
         for k, a in shipped["arrays"].items():
             r = rebuilt["arrays"][k]
             assert abs(r.sum() / a.sum() - 1) < 1e-3 and np.max(np.abs(r / a - 1)) < 0.02, k
