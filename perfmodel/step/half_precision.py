@@ -103,7 +103,7 @@ from perfmodel.datasets._cache import cached_frame
 from perfmodel.datasets.gpus import GPUSpec
 
 __all__ = ["A40_SPEC", "VIDUR_SPECS", "TRAINING_SOURCE_GPUS", "HALF_PRECISIONS", "vidur_work", "half_precision_design",
-           "HALF_CLASSES", "vidur_rows", "fit_half_bundle", "half_precision_op_model",
+           "HALF_CLASSES", "vidur_rows", "vidur_profile_hashes", "fit_half_bundle", "half_precision_op_model",
            "HALF_ARTIFACT", "HALF_SHA256", "half_artifact_path", "save_half_bundle", "load_half_bundle",
            "USER_HALF_PRECISIONS", "user_kernel_seconds", "split_user_rows", "fit_user_half_bundle", "companion_paths",
            "active_half_models"]
@@ -312,16 +312,23 @@ _PROVENANCE = ("microsoft/vidur @ 7d47513 FP16 operator profiles (data/profiling
 _LOADED: dict = {}
 
 
-def _half_key() -> str:
-    """Hash of what the fit depends on: both code versions and the sha256 of every A40/A100 Vidur ``mlp.csv``."""
+def vidur_profile_hashes(gpus, *, suffix: str = "") -> list[tuple[str, str]]:
+    """(registry key, sha256) of every Vidur compute profile of the folders ``gpus`` whose key ends with ``suffix``,
+    sorted by key: what a fit or a score on those rows depends on in the data."""
     from perfmodel.datasets import registry
-    from perfmodel.step.op_latency import MODEL_VERSION
 
     reg = registry()
-    keys = reg[reg["key"].str.contains("/profiling/compute/", regex=False) & reg["key"].str.endswith("/mlp.csv")]
-    keys = keys[[k.split("/profiling/compute/")[1].split("/")[0] in TRAINING_SOURCE_GPUS for k in keys["key"]]].sort_values("key")
+    keys = reg[reg["key"].str.contains("/profiling/compute/", regex=False) & reg["key"].str.endswith(suffix)]
+    keys = keys[[k.split("/profiling/compute/")[1].split("/")[0] in gpus for k in keys["key"]]].sort_values("key")
+    return list(zip(keys["key"], keys["sha256"]))
+
+
+def _half_key() -> str:
+    """Hash of what the fit depends on: both code versions and the sha256 of every A40/A100 Vidur ``mlp.csv``."""
+    from perfmodel.step.op_latency import MODEL_VERSION
+
     h = hashlib.sha256(f"op_latency={MODEL_VERSION};half={HALF_MODEL_VERSION}".encode())
-    for k, sha in zip(keys["key"], keys["sha256"]):
+    for k, sha in vidur_profile_hashes(TRAINING_SOURCE_GPUS, suffix="/mlp.csv"):
         h.update(f"{k}={sha};".encode())
     return h.hexdigest()[:16]
 

@@ -117,14 +117,12 @@ def _data_key(h100_spec=None) -> str:
     """What every fit and prediction of :func:`fit_heldout_bundle` depends on: the fitting code's versions, the sha256
     of every Vidur compute profile of the A40, A100 and H100 (the registry's), and the catalog spec each GPU's rows
     are described with. Inputs, not computed floats: the key is the same on every CPU."""
-    from perfmodel.datasets import gpu_spec, registry
+    from perfmodel.datasets import gpu_spec
+    from perfmodel.step.half_precision import vidur_profile_hashes
     from perfmodel.step.op_latency import MODEL_VERSION
 
-    reg = registry()
-    keys = reg[reg["key"].str.contains("/profiling/compute/", regex=False)].sort_values("key")
-    keys = keys[[k.split("/profiling/compute/")[1].split("/")[0] in VIDUR_SPECS for k in keys["key"]]]
     h = hashlib.sha256(f"op_latency={MODEL_VERSION};half={HALF_MODEL_VERSION};heldout={HELDOUT_VERSION};".encode())
-    for k, sha in zip(keys["key"], keys["sha256"]):
+    for k, sha in vidur_profile_hashes(tuple(VIDUR_SPECS)):
         h.update(f"{k}={sha};".encode())
     for g in sorted(VIDUR_SPECS):
         spec = h100_spec if (g == "h100" and h100_spec is not None) else VIDUR_SPECS[g]
