@@ -36,7 +36,10 @@ def test_step_time_of_a_sleeping_model_is_the_sleep():
     d = M.measure_step_time(Sleeper(0.05), (4,), batch_size=2, steps=5, warmup=2, threads=1)
     assert list(d.columns) == M.STEP_COLUMNS and len(d) == 7 and d["warmup"].sum() == 2
     timed = d.loc[~d["warmup"], "step_time_s"]
-    assert timed.between(0.05, 0.08).all(), timed.tolist()
+    # A sleep never ends early, so every step is at least the sleep; a loaded machine may wake one step late (a CI run
+    # saw 84 ms once), so the overhead is checked on the median and only a gross overrun on every step.
+    assert (timed >= 0.05).all() and (timed < 0.5).all(), timed.tolist()
+    assert 0.05 <= timed.median() <= 0.08, timed.tolist()
     np.testing.assert_allclose(d["speed_steps_per_s"], 1 / d["step_time_s"])
     assert d["model"].iloc[0] == "Sleeper" and d["threads"].iloc[0] == 1 and d["device_name"].iloc[0].startswith("CPU")
 
