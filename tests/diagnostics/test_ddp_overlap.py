@@ -117,7 +117,9 @@ def _abort_after_saving(rank, out_file):
     else:
         import time
 
-        time.sleep(1.0)  # rank 0 has saved
+        deadline = time.monotonic() + 60.0
+        while not os.path.exists(out_file) and time.monotonic() < deadline:  # rank 0 has saved, however loaded the machine
+            time.sleep(0.05)
         os.abort()  # what gloo's teardown does when it fails
 
 
