@@ -125,7 +125,17 @@ class Parallelism:
         ``"dp"``: gradient buckets all-reduced under the backward pass (PyTorch DDP); False after it (Megatron-LM's
         default).
     async_tp : bool, default False
-        Asynchronous tensor parallelism (torchtitan's, with ``torch.compile``); needs a ``tp`` factor.
+        Tensor-parallel collectives overlapped with their matmuls (torchtitan's asynchronous TP with
+        ``torch.compile``, Megatron's ``--tp-comm-overlap``); needs a ``tp`` factor.
+    framework : {"pytorch", "megatron"}, default "pytorch"
+        How the layout runs: PyTorch DDP / FSDP2 as torchtitan runs them, or Megatron-Core (the distributed optimizer,
+        sequence parallelism with tensor parallelism, FP32 main gradients;
+        :func:`perfmodel.step.strategy.resolve_execution`). Said in the prediction's ``basis``.
+    virtual_stages : int, optional
+        Model chunks per pipeline rank with ``pipeline_schedule="interleaved-1f1b"`` (default 2).
+    distributed_optimizer, sequence_parallel : bool, optional
+        Override the framework's defaults (Megatron: both on, sequence parallelism where ``tp > 1``; PyTorch: no
+        distributed optimizer, sequence parallelism with ``fsdp`` and ``tp``).
     """
 
     strategy: object = "dp"
@@ -134,9 +144,14 @@ class Parallelism:
     activation_checkpointing: object = False
     overlap_grad_reduce: bool = True
     async_tp: bool = False
+    framework: str = "pytorch"
+    virtual_stages: int | None = None
+    distributed_optimizer: bool | None = None
+    sequence_parallel: bool | None = None
 
     def __post_init__(self):
-        from perfmodel.step.strategy import check_strategy_name, pipeline_virtual_stages
+        from perfmodel.step.strategy import (_flag_or_none, check_framework, check_strategy_name,
+                                               pipeline_virtual_stages)
 
         try:
             if isinstance(self.strategy, dict):
@@ -144,7 +159,10 @@ class Parallelism:
             check_strategy_name(self.strategy)
             if self.micro_batches is not None:
                 _positive_int("Parallelism", "micro_batches", self.micro_batches, "or None for 1")
-            pipeline_virtual_stages(self.pipeline_schedule)
+            pipeline_virtual_stages(self.pipeline_schedule, self.virtual_stages)
+            object.__setattr__(self, "framework", check_framework(self.framework))
+            _flag_or_none("distributed_optimizer", self.distributed_optimizer, "Megatron's distributed optimizer")
+            _flag_or_none("sequence_parallel", self.sequence_parallel, "sequence parallelism with tensor parallelism")
             checkpointing_mode(self.activation_checkpointing)
             check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
             check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")
@@ -158,6 +176,14 @@ class Parallelism:
         from perfmodel.step.strategy import parse_strategy
 
         return parse_strategy(self.strategy, int(n_gpus))
+
+    def execution(self, n_gpus: int) -> dict:
+        """``{"framework", "distributed_optimizer", "sequence_parallel"}`` over ``n_gpus`` GPUs
+        (:func:`perfmodel.step.strategy.resolve_execution`); a ``StrategyError`` where the layout cannot run so."""
+        from perfmodel.step.strategy import resolve_execution
+
+        return resolve_execution(self.framework, self.degrees(n_gpus), distributed_optimizer=self.distributed_optimizer,
+                                 sequence_parallel=self.sequence_parallel)
 
     @property
     def checkpointing(self) -> str | None:

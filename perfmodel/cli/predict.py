@@ -2,6 +2,8 @@
 checkpoint time."""
 from __future__ import annotations
 
+import argparse
+
 from perfmodel.cli._common import (
     _gib,
     _interconnect,
@@ -32,7 +34,8 @@ def _cmd_predict(args) -> int:
               strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
               activation_checkpointing=args.activation_checkpointing, compile=args.compile,
               gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule,
-              nics_per_node=args.nics_per_node)
+              nics_per_node=args.nics_per_node, framework=args.framework, virtual_stages=args.virtual_stages,
+              distributed_optimizer=args.distributed_optimizer, sequence_parallel=args.sequence_parallel)
     step = pm.predict_step_time(model, gpus, stack=args.stack, **kw)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
@@ -80,7 +83,9 @@ def _print_breakdown(model, gpus, kw: dict, stack) -> None:
     work = pm.Workload(model, **{k: kw[k] for k in wkeys if kw[k] is not None or k == "optimizer"},
                        **({"stack": stack} if stack else {}))
     how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], pipeline_schedule=kw["pipeline_schedule"],
-                         activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"])
+                         activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"],
+                         framework=kw["framework"], virtual_stages=kw["virtual_stages"],
+                         distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"])
     for g in gpus:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # said once above, by the table's prediction
@@ -104,9 +109,20 @@ def add_parser(sub, fmt) -> None:
                                                          "(cp: context parallel)")
     pred.add_argument("--micro-batches", type=int, default=None, help="pipeline micro-batches (pp)")
     pred.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "interleaved-1f1b"],
-                      help="pipeline schedule (interleaved: two model chunks per rank)")
+                      help="pipeline schedule (interleaved: --virtual-stages model chunks per rank, default 2)")
+    pred.add_argument("--virtual-stages", type=int, default=None,
+                      help="model chunks per pipeline rank with --pipeline-schedule interleaved-1f1b (Megatron's recipes: 2-8)")
     pred.add_argument("--async-tp", action="store_true",
-                      help="asynchronous tensor parallelism: tp collectives overlapped with their matmuls")
+                      help="tp collectives overlapped with their matmuls (torchtitan's async TP, Megatron's --tp-comm-overlap)")
+    pred.add_argument("--framework", default="pytorch", choices=["pytorch", "megatron"],
+                      help="how the layout runs: pytorch (DDP, FSDP2 as torchtitan runs it) or megatron (Megatron-Core: "
+                           "distributed optimizer, sequence parallelism with tp, FP32 main gradients); spell megatron's "
+                           "data-parallel factor dp, e.g. --strategy dp2-tp4-pp8")
+    pred.add_argument("--distributed-optimizer", action=argparse.BooleanOptionalAction, default=None,
+                      help="Megatron's distributed optimizer (default: on with --framework megatron)")
+    pred.add_argument("--sequence-parallel", action=argparse.BooleanOptionalAction, default=None,
+                      help="split norms, dropouts and activations along the sequence over the tp ranks (default: on with "
+                           "--framework megatron and tp, and with fsdp and tp)")
     pred.add_argument("--interconnect", default=None,
                       help="link between GPUs: nvlink, pcie4, infiniband-ndr ..., a link per level "
                            "(intra=nvlink,inter=infiniband-ndr) or a link per group (tp=nvlink,dp=infiniband-ndr)")

@@ -161,7 +161,8 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                    optimizer: str | None = "adam", activation_checkpointing: bool = False, input_shape=None,
                    input_dtype=None, micro_batches: int | None = None, compile: bool = False, gpus_per_node: int = 8,
                    interconnect=None, async_tp: bool = False, pipeline_schedule: str = "1f1b",
-                   stack: str | None = None) -> pd.DataFrame:
+                   stack: str | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
+                   sequence_parallel: bool | None = None, virtual_stages: int | None = None) -> pd.DataFrame:
     """Bytes per GPU of training ``model`` on ``n_gpus`` GPUs with ``strategy``, by part, and whether it fits.
 
     Parameters
@@ -199,7 +200,13 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         activations are counted in BF16).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
         With pipeline parallelism: the interleaved schedule keeps ``1 + (p−1)/(p·v)`` times 1F1B's activations in
-        flight (Korthikanti et al., 2022, §4.2.3; ``v`` = 2 model chunks per rank).
+        flight (Korthikanti et al., 2022, §4.2.3; ``v`` = ``virtual_stages`` model chunks per rank, default 2).
+    framework, distributed_optimizer, sequence_parallel, virtual_stages
+        As for :func:`perfmodel.predict_step_time` (:func:`perfmodel.step.strategy.resolve_execution`).
+        ``"megatron"`` keeps FP32 main gradients (4 bytes per parameter under BF16/FP16: Megatron-LM accumulates and
+        reduces them in FP32), and with the distributed optimizer the FP32 master weights and optimizer states
+        ``/ (dp·cp)``: Megatron's 18 bytes per parameter become ``6 + 12 / (dp·cp)`` (its distributed-optimizer
+        guide). Sequence parallelism divides every saved tensor by ``tp`` (Korthikanti et al., 2022, §4.2.2).
 
     Returns
     -------
@@ -220,11 +227,17 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                                               activation_checkpointing=activation_checkpointing,
                                               micro_batches=micro_batches, compile=compile, gpus_per_node=gpus_per_node,
                                               interconnect=interconnect, async_tp=async_tp,
-                                              pipeline_schedule=pipeline_schedule, stack=stack)
+                                              pipeline_schedule=pipeline_schedule, stack=stack, framework=framework,
+                                              distributed_optimizer=distributed_optimizer,
+                                              sequence_parallel=sequence_parallel, virtual_stages=virtual_stages)
     r = _memory_rank(model, deg, prec=prec, ac=ac, activation_checkpointing=activation_checkpointing,
                      input_shape=input_shape, input_dtype=input_dtype)
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
     params_b, grads_b, opt_b, act_b = (_pipeline_memory if deg["pp"] > 1 else _flat_memory)(r, deg, state)
+    if deg.get("framework") == "megatron":
+        grads_b = grads_b * max(4 / r.size, 1.0)  # FP32 main gradients
+        if deg.get("distributed_optimizer"):
+            opt_b = opt_b / (deg["dp"] * deg["cp"])
     rows = []
     for spec in specs:
         total = params_b + grads_b + opt_b + act_b
@@ -234,21 +247,28 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                          activation_checkpointing=ac if isinstance(activation_checkpointing, str) else bool(ac),
                          params_bytes=float(params_b), grads_bytes=float(grads_b), optimizer_bytes=float(opt_b),
                          activations_bytes=float(act_b), total_bytes=float(total), capacity_bytes=cap, fits=bool(total <= cap),
-                         basis=f"{r.lay.params:,} parameters at {r.size} B, optimizer states {state} B/parameter, forward "
+                         basis=f"{r.lay.params:,} parameters at {r.size} B, optimizer states {state} B/parameter"
+                               + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over "
+                                                                             f"{deg['dp'] * deg['cp']} ranks"
+                                                                             if deg.get("distributed_optimizer") else "")
+                                  if deg.get("framework") == "megatron" else "")
+                               + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
                                f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
                                "and fragmentation are not counted"))
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
 
 
 def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimizer, activation_checkpointing, micro_batches,
-                       compile, gpus_per_node, interconnect, async_tp, pipeline_schedule, stack):
+                       compile, gpus_per_node, interconnect, async_tp, pipeline_schedule, stack, framework="pytorch",
+                       distributed_optimizer=None, sequence_parallel=None, virtual_stages=None):
     """:func:`predict_memory`'s arguments checked: ``(precision, checkpointing mode, degrees, GPU specs)``; the
     degrees (:func:`perfmodel.step.strategy.parse_strategy`'s) with the global batch ``B``, GPUs ``n``,
     micro-batches ``m``, the GPU's micro-batch ``mb`` and the pipeline's model chunks ``v``."""
     from perfmodel.step import kernels as kn
     from perfmodel.step import trace as wl
     from perfmodel.step.strategy import (STRATEGIES, StrategyError, _check_gpus_per_node, check_async_tp, check_micro_batches,
-                                           check_strategy_name, parse_strategy, pipeline_virtual_stages, resolve_links)
+                                           check_strategy_name, parse_strategy, pipeline_virtual_stages, resolve_execution,
+                                           resolve_links)
 
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
@@ -257,7 +277,7 @@ def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimize
     wl.check_flag("compile", compile, "torch.compile")
     wl.resolve_stack(stack, compile)
     _check_gpus_per_node(gpus_per_node)
-    vchunks = pipeline_virtual_stages(pipeline_schedule)
+    vchunks = pipeline_virtual_stages(pipeline_schedule, virtual_stages)
     check_strategy_name(strategy)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
@@ -269,6 +289,8 @@ def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimize
         deg = dict(parse_strategy(strategy, n))
     strat, d = deg["name"], deg["dp"]
     check_async_tp(async_tp, deg["tp"], strat)
+    deg.update(resolve_execution(framework, deg, distributed_optimizer=distributed_optimizer,
+                                 sequence_parallel=sequence_parallel))
     single = strat in STRATEGIES
     specs = kn.gpu_specs(gpu, prec)
     per_rank = B // d
@@ -358,7 +380,7 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         lay = meta_lay
     layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
     out_b = saved["bytes"].to_numpy(float)
-    sp = bool(deg["fsdp"] and tpd > 1)  # 2D parallelism as torchtitan runs it: tensor parallel with sequence parallelism
+    sp = bool(deg.get("sequence_parallel", deg["fsdp"] and tpd > 1))  # the hidden states split along the sequence
     if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
         out_b = out_b / tpd
     elif tpd > 1 and len(saved):

@@ -85,7 +85,7 @@ from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, parse_strategy,
-                                       pipeline_virtual_stages, resolve_links, strategy_combinations)
+                                       pipeline_virtual_stages, resolve_execution, resolve_links, strategy_combinations)
 from perfmodel.step.trace import _SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout, model_layout, op_layer
 
 __all__ = [
@@ -113,6 +113,57 @@ def bucket_sizes(grad_bytes: float, *, bucket_bytes: float = DDP_BUCKET_BYTES, f
     return np.asarray(sizes, dtype=float)
 
 
+#: Megatron-Core's gradient bucket (``DistributedDataParallelConfig.bucket_size`` left unset: 40 M elements, or
+#: 1 M per data-parallel rank when that is more), elements; no smaller first bucket.
+MEGATRON_BUCKET_ELEMENTS = 40_000_000
+
+
+def megatron_bucket_bytes(elem_bytes: float, dp_ranks: int) -> float:
+    """Bytes of one of Megatron-Core's buckets: :data:`MEGATRON_BUCKET_ELEMENTS` (at least 1 M per rank of the
+    ``dp·cp`` group) elements of ``elem_bytes``."""
+    return float(max(MEGATRON_BUCKET_ELEMENTS, 1_000_000 * int(dp_ranks)) * elem_bytes)
+
+
+def exposed_bucket_collective(window_s: float, nbytes: float, n: int, link: Interconnect, *, collective=None,
+                              overlap: bool = True, bucket_bytes: float = DDP_BUCKET_BYTES,
+                              first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES) -> tuple[float, float]:
+    """(exposed, total) seconds of a bucketed collective (``collective(bytes, n, link)``, default the all-reduce) of
+    ``nbytes`` produced at a constant rate over a pass of ``window_s``: bucket ``i`` goes on the link when the pass has
+    produced its cumulative share, after the bucket before it; exposed is what is left when the pass ends.
+    ``overlap=False``: one collective of ``nbytes`` after the pass."""
+    collective = allreduce_time if collective is None else collective
+    if n == 1 or nbytes <= 0:
+        return 0.0, 0.0
+    if not overlap:
+        t = collective(nbytes, n, link)
+        return t, t
+    sizes = bucket_sizes(nbytes, bucket_bytes=bucket_bytes, first_bucket_bytes=first_bucket_bytes)
+    ready = window_s * np.cumsum(sizes) / nbytes
+    end = total = 0.0
+    for r, size in zip(ready, sizes):
+        c = collective(float(size), n, link)
+        end = max(end, float(r)) + c
+        total += c
+    return max(end - window_s, 0.0), total
+
+
+def exposed_bucket_gather(forward_s: float, nbytes: float, n: int, link: Interconnect, *, overlap: bool = True,
+                          bucket_bytes: float = DDP_BUCKET_BYTES) -> tuple[float, float]:
+    """(exposed, total) seconds of the distributed optimizer's parameter all-gather (``nbytes`` gathered) before a
+    forward pass of ``forward_s``: with ``overlap`` (Megatron's ``--overlap-param-gather``) the buckets are gathered
+    in the order the forward pass uses them, the first before it starts and each later one while the previous
+    buckets' layers run: the first bucket plus what the rest does not hide, ``ag_1 + max(0, Σ_{i>1} ag_i − forward)``;
+    without, all of them before the forward pass."""
+    if n == 1 or nbytes <= 0:
+        return 0.0, 0.0
+    sizes = bucket_sizes(nbytes, bucket_bytes=bucket_bytes, first_bucket_bytes=bucket_bytes)
+    times = np.array([allgather_time(float(b), n, link) for b in sizes])
+    total = float(times.sum())
+    if not overlap:
+        return total, total
+    return float(times[0] + max(times[1:].sum() - forward_s, 0.0)), total
+
+
 def exposed_bucket_allreduce(backward_s: float, grad_bytes: float, n: int, link: Interconnect, *, overlap: bool = True,
                              bucket_bytes: float = DDP_BUCKET_BYTES, first_bucket_bytes: float = DDP_FIRST_BUCKET_BYTES) -> tuple[float, float]:
     """(exposed, total) seconds of DDP's gradient all-reduce after a backward pass of ``backward_s``.
@@ -122,20 +173,8 @@ def exposed_bucket_allreduce(backward_s: float, grad_bytes: float, n: int, link:
     backward pass ends: at least the last bucket's all-reduce, at most all of them. ``overlap=False``: all of them,
     as one all-reduce of ``grad_bytes`` after the backward pass.
     """
-    if n == 1 or grad_bytes <= 0:
-        return 0.0, 0.0
-    if not overlap:
-        t = allreduce_time(grad_bytes, n, link)
-        return t, t
-    sizes = bucket_sizes(grad_bytes, bucket_bytes=bucket_bytes, first_bucket_bytes=first_bucket_bytes)
-    ready = backward_s * np.cumsum(sizes) / grad_bytes
-    end = 0.0
-    total = 0.0
-    for r, size in zip(ready, sizes):
-        c = allreduce_time(float(size), n, link)
-        end = max(end, float(r)) + c
-        total += c
-    return max(end - backward_s, 0.0), total
+    return exposed_bucket_collective(backward_s, grad_bytes, n, link, overlap=overlap, bucket_bytes=bucket_bytes,
+                                     first_bucket_bytes=first_bucket_bytes)
 
 
 def pipeline_time(stage_s, micro_batches: int, *, p2p_s: float = 0.0, virtual_stages: int = 1) -> tuple[float, float]:
@@ -314,6 +353,25 @@ class RankWork:
     stage: np.ndarray | None = None
     stage_layers: np.ndarray | None = None
     stage_rank: np.ndarray | None = None
+    #: :func:`perfmodel.step.strategy.resolve_execution`'s: ``"pytorch"`` or ``"megatron"``, Megatron's distributed
+    #: optimizer (optimizer state sharded over ``dp·cp``, gradients reduce-scattered, parameters all-gathered), and
+    #: sequence parallelism (the tensor-parallel ranks split the hidden-state operators along the sequence)
+    framework: str = "pytorch"
+    distributed_optimizer: bool = False
+    sequence_parallel: bool = False
+
+    @property
+    def dp_ranks(self) -> int:
+        """Ranks that reduce each gradient: the data-parallel replicas times the context-parallel ranks."""
+        return self.dp * self.cp
+
+    def bucket_bytes(self, elem_bytes: float) -> tuple[float, float]:
+        """(bucket, first bucket) bytes of the data-parallel collectives: DDP's 25 MiB after 1 MiB, or Megatron-Core's
+        (:func:`megatron_bucket_bytes`)."""
+        if self.framework == "megatron":
+            b = megatron_bucket_bytes(elem_bytes, self.dp_ranks)
+            return b, b
+        return float(DDP_BUCKET_BYTES), float(DDP_FIRST_BUCKET_BYTES)
 
     @property
     def pipelined(self) -> bool:
@@ -361,7 +419,9 @@ def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: st
 
 
 def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, prec: str, optimizer, n_gpus: int, strategy,
-              micro_batches, compile, async_tp: bool, pipeline_schedule: str, overlap_grad_reduce: bool) -> RankWork:
+              micro_batches, compile, async_tp: bool, pipeline_schedule: str, overlap_grad_reduce: bool,
+              framework: str = "pytorch", distributed_optimizer=None, sequence_parallel=None,
+              virtual_stages=None) -> RankWork:
     """The :class:`RankWork` of a layout (arguments as :func:`predict_parallel_step_time` takes them, ``prec``
     checked): the layout's checks, then the trace of one micro-batch of one rank, split as the layout splits it."""
     import torch
@@ -370,8 +430,9 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
     n, m = int(n_gpus), check_micro_batches(micro_batches)
     deg = parse_strategy(strategy, n)
     strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
-    v = pipeline_virtual_stages(pipeline_schedule)
+    v = pipeline_virtual_stages(pipeline_schedule, virtual_stages)
     check_async_tp(async_tp, tpd, strat)
+    ex = resolve_execution(framework, deg, distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel)
     B = int(batch_size)
     _check_batch_split(B, d, m, n, strat)
     b_rank = B // d // m
@@ -396,9 +457,13 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
     split_params = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
     rank_P = P if tpd == 1 else split_params / tpd + (P - split_params)  # parameters of one tensor-parallel rank
     if tpd > 1:
-        work = _divide_rows(work, _tp_split_mask(work, layer, lay), tpd, tokens)
+        split_mask = _tp_split_mask(work, layer, lay)
+        work = _divide_rows(work, split_mask, tpd, tokens)
         work = _scale_rows(work, is_opt, rank_P / P)
-    if fsdp:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
+        if ex["sequence_parallel"]:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
+            sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
+            work = _divide_rows(work, sp_mask, tpd, tokens)
+    if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
     stages = {}
     if p > 1 or strat == "pp":
@@ -422,7 +487,8 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
         attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
         tp_mm=(_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
                if tpd > 1 else np.zeros(len(work), bool)),
-        used_groups=tuple(used), **stages)
+        used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
+        sequence_parallel=ex["sequence_parallel"], **stages)
 
 
 @dataclasses.dataclass
@@ -505,19 +571,35 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
 
 
 def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
-    """dp × tp: tp all-reduces on the critical path of every micro-batch; the gradient buckets of the rank's
-    parameters all-reduced over the dp replicas under the last micro-batch's backward pass (its tp all-reduces
-    included)."""
+    """dp × tp (× cp): tp all-reduces (and the cp exchanges) on the critical path of every micro-batch; the gradients
+    of the rank's parameters reduced over the ``dp·cp`` ranks in buckets under the last micro-batch's backward pass
+    (its tp all-reduces included): all-reduced (DDP), or reduce-scattered and the updated parameters all-gathered
+    before the next forward pass (Megatron's distributed optimizer, :func:`exposed_bucket_gather`)."""
     m, lay = r.micro_batches, r.lay
     n_ar = 4 * lay.n_layers + 2
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per) if r.async_tp else m * n_ar * c.tp_per
-    dp_exposed, dp_total = exposed_bucket_allreduce(bwd + (2 * lay.n_layers + 1) * c.tp_per, r.rank_params * r.grad_bytes,
-                                                    r.dp, lk["dp"], overlap=r.overlap_grad_reduce)
+    window = bwd + (2 * lay.n_layers + 1) * c.tp_per + c.cp_b
+    bucket, first = r.bucket_bytes(r.grad_bytes)
+    if r.distributed_optimizer:
+        rs_ex, rs_tot = exposed_bucket_collective(window, r.rank_params * r.grad_bytes, r.dp_ranks, lk["dp"],
+                                                  collective=reduce_scatter_time, overlap=r.overlap_grad_reduce,
+                                                  bucket_bytes=bucket, first_bucket_bytes=first)
+        ag_ex, ag_tot = exposed_bucket_gather(fwd, r.rank_params * r.elem_bytes, r.dp_ranks, lk["dp"],
+                                              overlap=r.overlap_grad_reduce,
+                                              bucket_bytes=r.bucket_bytes(r.elem_bytes)[0])
+        dp_exposed, dp_total = rs_ex + ag_ex, rs_tot + ag_tot
+    else:
+        dp_exposed, dp_total = exposed_bucket_collective(window, r.rank_params * r.grad_bytes, r.dp_ranks, lk["dp"],
+                                                         overlap=r.overlap_grad_reduce, bucket_bytes=bucket,
+                                                         first_bucket_bytes=first)
+    cp_comm = m * (c.cp_f + c.cp_b)
     compute = m * (fwd + bwd) + opt
-    exposed = tp_comm + dp_exposed
-    return LayoutStep(step=compute + exposed, compute=compute, exposed=exposed, comm_total=tp_comm + dp_total, bubble=0.0,
+    exposed = tp_comm + dp_exposed + cp_comm
+    return LayoutStep(step=compute + exposed, compute=compute, exposed=exposed,
+                      comm_total=tp_comm + dp_total + m * c.cp_total, bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
-                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed), comm_total_by_group=_groups(tp=tp_comm, dp=dp_total))
+                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm),
+                      comm_total_by_group=_groups(tp=tp_comm, dp=dp_total, cp=m * c.cp_total))
 
 
 def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[np.ndarray, np.ndarray, float]:
@@ -525,7 +607,23 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[n
     total, and the exposed FSDP gather before the first forward pass (the slowest rank's)."""
     p, d, size, phase, stage = r.pp, r.dp, r.elem_bytes, r.phase, r.stage
     dp_ex, dp_tot, head = np.zeros(p), np.zeros(p), 0.0
-    if r.fsdp and d * r.cp > 1:
+    if r.distributed_optimizer and r.dp_ranks > 1:
+        # Megatron's distributed optimizer: each stage reduce-scatters its gradients in buckets under its last
+        # micro-batch's backward pass and all-gathers its updated parameters under its first micro-batch's forward
+        heads = np.zeros(p)
+        bucket = r.bucket_bytes(r.grad_bytes)[0]
+        n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
+        for s in range(p):
+            f_s = float(t[(stage == s) & (phase == "forward")].sum())
+            b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
+            rs_ex, rs_tot = exposed_bucket_collective(b_s, r.stage_rank[s] * r.grad_bytes, r.dp_ranks, lk["dp"],
+                                                      collective=reduce_scatter_time, overlap=r.overlap_grad_reduce,
+                                                      bucket_bytes=bucket, first_bucket_bytes=bucket)
+            heads[s], ag_tot = exposed_bucket_gather(f_s, r.stage_rank[s] * size, r.dp_ranks, lk["dp"],
+                                                     overlap=r.overlap_grad_reduce, bucket_bytes=r.bucket_bytes(size)[0])
+            dp_ex[s], dp_tot[s] = rs_ex, rs_tot + ag_tot
+        head = float(heads.max())
+    elif r.fsdp and d * r.cp > 1:
         # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
         # parameters once per step, layer by layer under its first micro-batch's forward pass, and
         # reduce-scatters the gradients once, under its last micro-batch's backward pass
@@ -540,14 +638,16 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[n
             dp_ex[s] = max(rs_s - b_s, 0.0) + rs_s / units_s
             dp_tot[s] = ag_s + rs_s
         head = float(heads.max())
-    elif d > 1:
+    elif r.dp_ranks > 1:
         # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
         # (its tensor-parallel all-reduces of the backward pass: 2 per layer and the vocabulary projection's)
         n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
+        bucket, first = r.bucket_bytes(r.grad_bytes)
         for s in range(p):
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
-            dp_ex[s], dp_tot[s] = exposed_bucket_allreduce(b_s, r.stage_rank[s] * r.grad_bytes, d, lk["dp"],
-                                                           overlap=r.overlap_grad_reduce)
+            dp_ex[s], dp_tot[s] = exposed_bucket_collective(b_s, r.stage_rank[s] * r.grad_bytes, r.dp_ranks, lk["dp"],
+                                                            overlap=r.overlap_grad_reduce, bucket_bytes=bucket,
+                                                            first_bucket_bytes=first)
     return dp_ex, dp_tot, head
 
 
@@ -566,7 +666,8 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
     st_opt = opt * r.stage_rank / r.rank_params
     # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
-    hop = p2p_time(r.act_bytes / tpd, lk["pp"]) + allgather_time(r.act_bytes, tpd, lk["tp"])
+    # (with sequence parallelism the next stage starts from the sequence shard: no gather)
+    hop = p2p_time(r.act_bytes / tpd, lk["pp"]) + (0.0 if r.sequence_parallel else allgather_time(r.act_bytes, tpd, lk["tp"]))
     pipe, bubble = pipeline_time(st, m, p2p_s=hop, virtual_stages=v)
     tied_ar = (allreduce_time(lay.vocab * lay.hidden * r.grad_bytes / tpd, 2, lk["pp"])
                if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
@@ -620,7 +721,9 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                                inference: bool = False, n_gpus: int = 2, strategy: str = "dp", micro_batches: int | None = None,
                                interconnect=None, overlap_grad_reduce: bool = True, gpus_per_node: int = 8,
                                compile: bool = False, async_tp: bool = False, pipeline_schedule: str = "1f1b",
-                               by_group: bool = False, nics_per_node: int | None = None) -> pd.DataFrame:
+                               by_group: bool = False, nics_per_node: int | None = None, framework: str = "pytorch",
+                               distributed_optimizer: bool | None = None, sequence_parallel: bool | None = None,
+                               virtual_stages: int | None = None) -> pd.DataFrame:
     """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
     ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
     ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
@@ -637,15 +740,18 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
     check_micro_batches(micro_batches)
     deg = parse_strategy(strategy, int(n_gpus))
-    pipeline_virtual_stages(pipeline_schedule)
+    pipeline_virtual_stages(pipeline_schedule, virtual_stages)
     check_async_tp(async_tp, deg["tp"], deg["name"])
+    resolve_execution(framework, deg, distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel)
     specs = kn.gpu_specs(gpus, prec)
     links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node, nics_per_node=nics_per_node)
              for s in specs]
     r = rank_work(model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype, input_high=input_high,
                   prec=prec, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
                   compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                  overlap_grad_reduce=overlap_grad_reduce)
+                  overlap_grad_reduce=overlap_grad_reduce, framework=framework,
+                  distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel,
+                  virtual_stages=virtual_stages)
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
     for spec, lk in zip(specs, links):
@@ -654,6 +760,22 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
         rows.append(_layout_row(r, s, spec, lk, prec, optimizer, q, interval, by_group))
     kn._warn_extrapolation(far, prec)
     return pd.DataFrame(rows)
+
+
+def _execution_basis(r: RankWork) -> str:
+    """How the layout runs, for ``basis``: Megatron-Core's execution, sequence parallelism, interleaved chunks."""
+    parts = []
+    if r.framework == "megatron":
+        parts.append("Megatron-Core execution" + (" with the distributed optimizer (optimizer states sharded over "
+                                                    f"{r.dp_ranks} ranks, gradients reduce-scattered and parameters "
+                                                    "all-gathered in 40M-element buckets"
+                                                    + (" under compute)" if r.overlap_grad_reduce else ")")
+                                                    if r.distributed_optimizer and r.dp_ranks > 1 else ""))
+    if r.sequence_parallel:
+        parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks")
+    if r.virtual_stages > 1 and r.pipelined:
+        parts.append(f"interleaved 1F1B with {r.virtual_stages} model chunks per pipeline rank")
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer, q: float, interval: str,
@@ -669,11 +791,13 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
     row = dict(model=r.name, gpu=spec.gpu, batch_size=r.batch_size, precision=prec, optimizer=optimizer or "none",
                step_time_s=s.step, lower_s=work_s * np.exp(-q) + s.exposed, upper_s=work_s * np.exp(q) + s.exposed,
                forward_s=s.forward, backward_s=s.backward, optimizer_s=s.optimizer, n_kernels=len(r.work),
-               flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches, n_gpus=r.n_gpus, strategy=r.strategy,
+               flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches / (r.pp if r.pipelined else 1), n_gpus=r.n_gpus, strategy=r.strategy,
                micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
                comm_total_s=s.comm_total, bubble_s=s.bubble, overlap_slowdown_s=s.overlap_slowdown,
                pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
-               basis=f"{r.strategy} over {r.n_gpus} GPUs ({how}): per-GPU operators, each roofline x efficiency "
+               framework=r.framework, virtual_stages=r.virtual_stages, distributed_optimizer=r.distributed_optimizer,
+               sequence_parallel=r.sequence_parallel,
+               basis=f"{r.strategy} over {r.n_gpus} GPUs ({how}){_execution_basis(r)}: per-GPU operators, each roofline x efficiency "
                      f"{kn.learned_on(prec)}, plus alpha-beta communication (gradients reduced in FP32), the compute "
                      f"under hidden communication slowed by {OVERLAP_SLOWDOWN:g} of its time (a published mean); "
                      f"interval on the compute only: {interval}")

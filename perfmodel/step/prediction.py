@@ -224,7 +224,9 @@ def run_keywords(workload, cluster, parallelism=None) -> tuple[object, dict]:
     kw.update(n_gpus=int(c.n_gpus), gpus_per_node=int(c.gpus_per_node), interconnect=c.interconnect,
               nics_per_node=c.nics_per_node,
               strategy=p.strategy, micro_batches=p.micro_batches, pipeline_schedule=p.pipeline_schedule,
-              overlap_grad_reduce=p.overlap_grad_reduce, async_tp=p.async_tp, activation_checkpointing=_checkpointing(w, p))
+              overlap_grad_reduce=p.overlap_grad_reduce, async_tp=p.async_tp, activation_checkpointing=_checkpointing(w, p),
+              framework=p.framework, distributed_optimizer=p.distributed_optimizer,
+              sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages)
     return w.model, kw
 
 
@@ -272,7 +274,9 @@ def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Predi
     if not args["inference"]:
         m = memory_rows(model, [c.gpu], **{k: args[k] for k in ("input_shape", "batch_size", "input_dtype", "precision",
                                                              "optimizer", "n_gpus", "strategy", "micro_batches",
-                                                             "activation_checkpointing", "pipeline_schedule")})[0]
+                                                             "activation_checkpointing", "pipeline_schedule", "framework",
+                                                             "distributed_optimizer", "sequence_parallel",
+                                                             "virtual_stages")})[0]
         mem = {k: float(m[k]) for k in (*MEMORY_PARTS, "total_bytes", "capacity_bytes")}
         row.update(memory_per_gpu_bytes=mem["total_bytes"], fits=bool(m["fits"]))
         if not m["fits"]:

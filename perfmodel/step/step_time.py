@@ -29,7 +29,8 @@ from perfmodel.step.kernels import gpu_specs
 from perfmodel.step.memory import predict_memory
 from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, single_gpu_step_time
 from perfmodel.step.parallel import predict_parallel_step_time
-from perfmodel.step.strategy import _check_gpus_per_node, check_async_tp, parse_strategy, pipeline_virtual_stages
+from perfmodel.step.strategy import (_check_gpus_per_node, check_async_tp, parse_strategy, pipeline_virtual_stages,
+                                       resolve_execution)
 from perfmodel.step.trace import Workload, accepts_workload, check_flag, check_step_args, checkpointing_mode
 
 # the layers' public names, re-exported: this module is the step-time model's face
@@ -55,18 +56,21 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
                       async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None,
-                      nics_per_node: int | None = None) -> pd.DataFrame:
+                      nics_per_node: int | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
+                      sequence_parallel: bool | None = None, virtual_stages: int | None = None) -> pd.DataFrame:
+    ex = dict(framework=framework, distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel,
+              virtual_stages=virtual_stages)
     out = step_frame(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                      input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
                      n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                      overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
                      gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                     stack=stack, nics_per_node=nics_per_node)
+                     stack=stack, nics_per_node=nics_per_node, **ex)
     if inference:
         return out
     return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                        precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
-                       activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
+                       activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule, **ex)
 
 
 def step_frame(model, gpus, *, stack=None, compile=False, by_group: bool = False, **kwargs) -> pd.DataFrame:
@@ -93,7 +97,7 @@ STACK_BASIS = {
 
 
 def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,
-                strategy, micro_batches, activation_checkpointing, pipeline_schedule="1f1b") -> pd.DataFrame:
+                strategy, micro_batches, activation_checkpointing, pipeline_schedule="1f1b", **execution) -> pd.DataFrame:
     """``out`` (one row per GPU of a training step) with ``memory_per_gpu_bytes`` and ``fits`` from
     :func:`perfmodel.predict_memory`, and a warning naming the GPUs the step does not fit on: a step time for a run that
     would stop with out-of-memory is said to be one, in the row and on the screen."""
@@ -101,7 +105,7 @@ def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, inpu
 
     mem = memory_rows(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                       precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
-                      activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule)
+                      activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule, **execution)
     out = out.copy()
     out["memory_per_gpu_bytes"] = [float(m["total_bytes"]) for m in mem]
     out["fits"] = [bool(m["fits"]) for m in mem]
@@ -115,14 +119,14 @@ def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, inpu
 
 
 def memory_rows(model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus, strategy, micro_batches,
-                activation_checkpointing, pipeline_schedule="1f1b") -> list:
+                activation_checkpointing, pipeline_schedule="1f1b", **execution) -> list:
     """One :func:`perfmodel.predict_memory` row per GPU, for the step :func:`with_memory` and
     :func:`perfmodel.predict` describe."""
     specs = gpu_specs(gpus, check_step_args(0.2, optimizer, False, precision, batch_size))
     return [predict_memory(model, s, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy, precision=precision,
                            optimizer=optimizer, activation_checkpointing=activation_checkpointing, input_shape=input_shape,
                            input_dtype=input_dtype, micro_batches=micro_batches,
-                           pipeline_schedule=pipeline_schedule).iloc[0] for s in specs]
+                           pipeline_schedule=pipeline_schedule, **execution).iloc[0] for s in specs]
 
 
 class OutOfMemoryWarning(UserWarning):
@@ -135,7 +139,8 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
                       async_tp: bool = False, pipeline_schedule: str = "1f1b", by_group: bool = False,
-                      nics_per_node: int | None = None) -> pd.DataFrame:
+                      nics_per_node: int | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
+                      sequence_parallel: bool | None = None, virtual_stages: int | None = None) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
 
     Parameters
@@ -184,8 +189,24 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
         Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others
         (default 1).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
-        With pipeline parallelism: 1F1B, or the interleaved 1F1B schedule with two model chunks per rank
-        (:func:`perfmodel.step.parallel.pipeline_time`).
+        With pipeline parallelism: 1F1B, or the interleaved 1F1B schedule with ``virtual_stages`` model chunks per
+        rank (:func:`perfmodel.step.parallel.pipeline_time`).
+    virtual_stages : int, optional
+        Model chunks per pipeline rank with ``"interleaved-1f1b"`` (default 2, torchtitan's; Megatron's recipes run 2
+        to 8).
+    framework : {"pytorch", "megatron"}, default "pytorch"
+        How the layout runs (:func:`perfmodel.step.strategy.resolve_execution`): PyTorch DDP / FSDP2 as torchtitan
+        runs them, or Megatron-Core — the distributed optimizer (optimizer states sharded over the data- and
+        context-parallel ranks, gradients reduce-scattered and parameters all-gathered in buckets under compute),
+        sequence parallelism with tensor parallelism, FP32 main gradients. ``strategy`` spells its data-parallel
+        factor ``dp`` (``"dp2-tp4-pp8"``, ``"dp2-cp2-tp8-pp8"``).
+    distributed_optimizer : bool, optional
+        Megatron's distributed optimizer; default on with ``framework="megatron"`` (``False``: Megatron-LM before it,
+        as Narayanan et al., SC 2021 ran), refused with ``"pytorch"`` (shard with ``fsdp``).
+    sequence_parallel : bool, optional
+        Tensor-parallel ranks split the norms, dropouts and the activations between the split blocks along the
+        sequence; default on with ``"megatron"`` and ``tp > 1``, and with ``"pytorch"`` under ``fsdp`` with ``tp``
+        (torchtitan's 2D).
     async_tp : bool, default False
         Asynchronous tensor parallelism (torchtitan's, with ``torch.compile``): each tensor-parallel collective of a
         layer overlapped with its matmul, one chunk of ``1/tp`` exposed; needs a ``tp`` factor.
@@ -268,7 +289,9 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                                   n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
                                   overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile,
                                   async_tp=async_tp, pipeline_schedule=pipeline_schedule, by_group=by_group,
-                                  nics_per_node=nics_per_node)
+                                  nics_per_node=nics_per_node, framework=framework,
+                                  distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel,
+                                  virtual_stages=virtual_stages)
         fraction = 1.0
         if ac != "full":
             fraction = _recompute_fraction(model, gpus, ac, input_shape=input_shape, input_dtype=input_dtype,
@@ -281,11 +304,15 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
                                           micro_batches=micro_batches, interconnect=interconnect,
                                           overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node,
                                           compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                                          by_group=by_group, nics_per_node=nics_per_node)
-    pipeline_virtual_stages(pipeline_schedule)
+                                          by_group=by_group, nics_per_node=nics_per_node, framework=framework,
+                                          distributed_optimizer=distributed_optimizer,
+                                          sequence_parallel=sequence_parallel, virtual_stages=virtual_stages)
+    pipeline_virtual_stages(pipeline_schedule, virtual_stages)
     check_async_tp(async_tp, 1, "one GPU")
     if strategy is not None:
         parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
+    resolve_execution(framework, dict(tp=1, fsdp=False, name="one GPU"), distributed_optimizer=distributed_optimizer,
+                      sequence_parallel=sequence_parallel)
     if interconnect is not None:
         resolve_interconnect(interconnect, gpu_specs(gpus, prec)[0])
     return single_gpu_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,

@@ -13,7 +13,7 @@ import numpy as np
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "FRAMEWORKS", "check_framework", "resolve_execution", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -199,7 +199,7 @@ _SEPARATORS = re.compile(r"[-_,+\s]+")
 
 _KNOWN = ("Expected one of: dp, fsdp, tp, pp (data parallel, fully sharded data parallel, tensor parallel, pipeline "
           "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2', 'dp-tp2', 'fsdp8-tp8-pp8' or "
-          "'fsdp4-cp2' (cp: context parallel, with fsdp) (a factor without a degree takes the GPUs the others leave), or a "
+          "'fsdp4-cp2' or 'dp2-cp2-tp8-pp8' (cp: context parallel) (a factor without a degree takes the GPUs the others leave), or a "
           "dict such as {'dp': 2, 'tp': 2}.")
 
 
@@ -243,10 +243,6 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
     if "dp" in names and "fsdp" in names:
         raise StrategyError(f"parallel strategy {strategy!r} combines dp and fsdp: both are the data-parallel dimension "
                             "(fsdp shards it). Use one of them.")
-    if "cp" in names and "fsdp" not in names:
-        raise StrategyError(f"parallel strategy {strategy!r} uses context parallelism without fsdp. perfmodel models cp "
-                            "as torchtitan runs it: FSDP shards the parameters over the data- and context-parallel "
-                            "ranks. Name fsdp with it, e.g. 'fsdp4-cp2', or 'fsdp1-cp8' for cp over every GPU.")
     if sum(d is None for _, d in out) > 1 and len(out) > 1:
         raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
                             "without a degree (it takes the GPUs the others leave), e.g. 'dp-tp2'.")
@@ -266,7 +262,7 @@ def check_strategy_name(strategy) -> str:
     perfmodel.datasets.UnknownNameError
         An unknown strategy or factor (the message lists the known ones).
     StrategyError
-        A factor named twice, ``dp`` with ``fsdp``, ``fsdp`` with ``pp`` (not modelled), a degree below 1,
+        A factor named twice, ``dp`` with ``fsdp``, a degree below 1,
         more than one factor without a degree.
     """
     if isinstance(strategy, str) and strategy.strip().lower() in STRATEGIES:
@@ -334,7 +330,7 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
     dp = degrees.get("fsdp", degrees.get("dp", 1))
     tp, pp, cp = degrees.get("tp", 1), degrees.get("pp", 1), degrees.get("cp", 1)
     used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("cp", cp), ("tp", tp), ("pp", pp))
-            if v > 1 or (k == "fsdp" and cp > 1)]  # context parallel keeps its fsdp factor, even of degree 1
+            if v > 1 or (k in ("fsdp", "dp") and cp > 1)]  # context parallel keeps its data-parallel factor, even of degree 1
     if not used:
         name = "fsdp" if fsdp else "dp"
     elif len(used) == 1:
@@ -378,21 +374,104 @@ def strategy_combinations(n_gpus: int) -> list[str]:
 PIPELINE_SCHEDULES = {"1f1b": 1, "interleaved-1f1b": 2}
 
 
-def pipeline_virtual_stages(schedule) -> int:
+def pipeline_virtual_stages(schedule, virtual_stages=None) -> int:
     """Model chunks per pipeline rank of a schedule name (:data:`PIPELINE_SCHEDULES`): ``"1f1b"`` → 1,
-    ``"interleaved-1f1b"`` (also ``"Interleaved1F1B"``, torchtitan's spelling) → 2.
+    ``"interleaved-1f1b"`` (also ``"Interleaved1F1B"``, torchtitan's spelling) → ``virtual_stages``, default 2
+    (torchtitan's; Megatron's ``--num-layers-per-virtual-pipeline-stage`` gives 2 to 8 in its recipes).
 
     Raises
     ------
     perfmodel.datasets.UnknownNameError
         An unknown schedule (the message lists the known ones).
+    ValueError
+        ``virtual_stages`` not an int of at least 2 with the interleaved schedule, or other than None / 1 with 1F1B.
     """
     key = schedule.strip().lower().replace("_", "-").replace(" ", "-") if isinstance(schedule, str) else None
     key = {"interleaved1f1b": "interleaved-1f1b", "interleaved": "interleaved-1f1b"}.get(key, key)
     if key not in PIPELINE_SCHEDULES:
         raise UnknownNameError(f"Unknown pipeline_schedule {schedule!r}. Expected one of: {', '.join(PIPELINE_SCHEDULES)} "
-                               "(interleaved: two model chunks per pipeline rank).")
-    return PIPELINE_SCHEDULES[key]
+                               "(interleaved: two or more model chunks per pipeline rank, virtual_stages=).")
+    if virtual_stages is None:
+        return PIPELINE_SCHEDULES[key]
+    if isinstance(virtual_stages, bool) or not isinstance(virtual_stages, (int, np.integer)) or virtual_stages < 1:
+        raise ValueError(f"virtual_stages must be a positive int (model chunks per pipeline rank) or None; got "
+                         f"{virtual_stages!r}.")
+    if key == "1f1b" and virtual_stages != 1:
+        raise ValueError(f"virtual_stages={virtual_stages} model chunks per pipeline rank need the interleaved schedule; "
+                         "pass pipeline_schedule='interleaved-1f1b' (or virtual_stages=None with '1f1b').")
+    if key == "interleaved-1f1b" and virtual_stages < 2:
+        raise ValueError(f"pipeline_schedule='interleaved-1f1b' runs at least 2 model chunks per pipeline rank; got "
+                         f"virtual_stages={virtual_stages}. Pass 2 or more, or use '1f1b'.")
+    return int(virtual_stages)
+
+
+#: how a layout's collectives and optimizer are run: ``"pytorch"`` (PyTorch DDP's bucketed all-reduce, FSDP2 as
+#: torchtitan runs it, tensor and pipeline parallel as the module docstring of :mod:`perfmodel.step.parallel` says) and
+#: ``"megatron"`` (Megatron-Core: the distributed optimizer, sequence parallelism with tensor parallelism, main
+#: gradients in FP32, gradient reduce-scatter and parameter all-gather in buckets overlapped with compute).
+FRAMEWORKS = ("pytorch", "megatron")
+
+
+def check_framework(framework) -> str:
+    """The canonical name of a training framework (:data:`FRAMEWORKS`; ``"megatron-lm"``, ``"megatron-core"``,
+    ``"mcore"`` and ``"nemo"`` are ``"megatron"``, ``"torchtitan"`` is ``"pytorch"``)."""
+    key = framework.strip().lower().replace("_", "-") if isinstance(framework, str) else None
+    key = {"megatron-lm": "megatron", "megatron-core": "megatron", "mcore": "megatron", "nemo": "megatron",
+           "torchtitan": "pytorch", "torch": "pytorch"}.get(key, key)
+    if key not in FRAMEWORKS:
+        raise UnknownNameError(f"Unknown framework {framework!r}. Expected one of: 'pytorch' (DDP, FSDP2 as torchtitan "
+                               "runs it) or 'megatron' (Megatron-Core: distributed optimizer, sequence parallelism).")
+    return key
+
+
+def _flag_or_none(name: str, value, what: str):
+    if value is not None and not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True, False or None ({what}); got {value!r}.")
+    return None if value is None else bool(value)
+
+
+def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, sequence_parallel=None) -> dict:
+    """How a layout runs: ``{"framework", "distributed_optimizer", "sequence_parallel"}``.
+
+    ``"megatron"``: the distributed optimizer (ZeRO-1: FP32 master weights and optimizer states sharded over the
+    ``dp·cp`` ranks, gradients reduce-scattered and parameters all-gathered) unless ``distributed_optimizer=False``
+    (Megatron-LM before it, as in Narayanan et al., SC 2021), sequence parallelism whenever ``tp > 1`` unless
+    ``sequence_parallel=False``; FSDP is refused (spell the data-parallel factor ``dp``). ``"pytorch"``: no
+    distributed optimizer (shard with ``fsdp``), sequence parallelism by default with ``fsdp`` and ``tp``
+    (torchtitan's 2D), else as asked.
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An unknown framework.
+    StrategyError
+        FSDP under Megatron; the distributed optimizer under PyTorch; sequence parallelism without tensor parallelism.
+    TypeError
+        A flag that is not a bool or None.
+    """
+    name = check_framework(framework)
+    dist = _flag_or_none("distributed_optimizer", distributed_optimizer, "Megatron's optimizer sharded over data parallel")
+    sp = _flag_or_none("sequence_parallel", sequence_parallel, "norms, dropouts and activations split along the sequence "
+                                                                "over the tensor-parallel ranks")
+    tp, fsdp, strat = int(degrees.get("tp", 1)), bool(degrees.get("fsdp", False)), degrees.get("name", "?")
+    if name == "megatron":
+        if fsdp:
+            raise StrategyError(f"strategy={strat!r} with framework='megatron': Megatron-Core shards the optimizer over "
+                                "data parallel with its distributed optimizer, not with FSDP. Spell the data-parallel "
+                                "factor dp (e.g. 'dp2-tp4-pp8'), or use framework='pytorch' for FSDP.")
+        dist = True if dist is None else dist
+        sp = tp > 1 if sp is None else sp
+    else:
+        if dist:
+            raise StrategyError("distributed_optimizer=True is Megatron-Core's (framework='megatron'); with "
+                                "framework='pytorch' shard the optimizer with fsdp (e.g. 'fsdp8').")
+        dist = False
+        sp = (fsdp and tp > 1) if sp is None else sp
+    if sp and tp < 2:
+        raise StrategyError(f"sequence_parallel=True splits the norms, dropouts and activations over the tensor-parallel "
+                            f"ranks, but strategy={strat!r} has no tensor parallelism. Add a tp factor or pass "
+                            "sequence_parallel=None.")
+    return dict(framework=name, distributed_optimizer=bool(dist), sequence_parallel=bool(sp))
 
 
 def check_async_tp(async_tp, tp: int, strategy: str) -> None:

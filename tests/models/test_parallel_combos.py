@@ -92,15 +92,14 @@ def test_parse_strategy_errors():
         check_strategy_name("tp2-tp2")
     with pytest.raises(StrategyError, match=r"combines dp and fsdp"):
         check_strategy_name("dp2-fsdp2")
-    # fsdp combines with pp (torchtitan's 3D); cp only with fsdp (its parameters sharded over dp x cp)
+    # fsdp combines with pp (torchtitan's 3D); cp with fsdp (its parameters sharded over dp x cp) or with dp (DDP or
+    # Megatron's distributed optimizer reduce the gradients over dp x cp)
     assert parse_strategy("fsdp2-pp2", 4) == dict(dp=2, tp=1, pp=2, cp=1, fsdp=True, name="fsdp2-pp2")
     assert parse_strategy("fsdp1-cp8", 8) == dict(dp=1, tp=1, pp=1, cp=8, fsdp=True, name="fsdp1-cp8")
     assert parse_strategy("pp8-tp8-cp2-fsdp4", 512)["name"] == "fsdp4-cp2-tp8-pp8"
-    with pytest.raises(StrategyError, match=r"parallel strategy 'dp2-cp2' uses context parallelism without fsdp\. perfmodel "
-                                            r"models cp as torchtitan runs it: .* e\.g\. 'fsdp4-cp2', or 'fsdp1-cp8'"):
-        parse_strategy("dp2-cp2", 4)
-    with pytest.raises(StrategyError, match=r"uses context parallelism without fsdp"):
-        check_strategy_name("cp")
+    assert parse_strategy("dp2-cp2", 4) == dict(dp=2, tp=1, pp=1, cp=2, fsdp=False, name="dp2-cp2")
+    assert parse_strategy("cp", 8) == dict(dp=1, tp=1, pp=1, cp=8, fsdp=False, name="dp1-cp8")
+    assert parse_strategy("dp8-cp2-tp8-pp8", 1024)["name"] == "dp8-cp2-tp8-pp8"
     assert parse_strategy("fsdp2-tp2", 4) == dict(dp=2, tp=2, pp=1, cp=1, fsdp=True, name="fsdp2-tp2")
     with pytest.raises(StrategyError, match=r"leaves more than one degree open"):
         check_strategy_name("dp-tp")

@@ -1,0 +1,178 @@
+"""Megatron-Core's execution next to PyTorch's: the distributed optimizer, sequence parallelism, data x context
+parallel without FSDP, any number of interleaved model chunks, and Megatron's bytes per parameter."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel._errors import UnknownNameError
+from perfmodel.models import ExtrapolationWarning
+from perfmodel.step.collectives import allgather_time, allreduce_time, reduce_scatter_time
+from perfmodel.step.parallel import MEGATRON_BUCKET_ELEMENTS, exposed_bucket_gather, megatron_bucket_bytes
+from perfmodel.step.step_time import OutOfMemoryWarning
+from perfmodel.step.strategy import StrategyError, check_framework, pipeline_virtual_stages, resolve_execution, resolve_interconnect
+
+LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=8,
+             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+
+
+def _t(**kw):
+    kw = {"input_shape": (64,), "batch_size": 8, "precision": "bf16", "optimizer": "adam-fused", **kw}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        warnings.simplefilter("ignore", OutOfMemoryWarning)
+        return pm.predict_step_time(LLAMA, "H100", **kw).iloc[0]
+
+
+def _mem(**kw):
+    kw = {"input_shape": (64,), "batch_size": 8, "precision": "bf16", "optimizer": "adam", **kw}
+    return pm.predict_memory(LLAMA, "H100", **kw).iloc[0]
+
+
+def test_framework_names_and_defaults():
+    assert check_framework("Megatron-LM") == check_framework("mcore") == check_framework("nemo") == "megatron"
+    assert check_framework("torchtitan") == "pytorch"
+    with pytest.raises(UnknownNameError, match=r"Unknown framework 'deepspeed'\. Expected one of: 'pytorch'"):
+        check_framework("deepspeed")
+    deg = dict(tp=4, fsdp=False, name="dp2-tp4")
+    assert resolve_execution("megatron", deg) == dict(framework="megatron", distributed_optimizer=True, sequence_parallel=True)
+    assert resolve_execution("megatron", dict(deg, tp=1)) == dict(framework="megatron", distributed_optimizer=True,
+                                                                  sequence_parallel=False)
+    assert resolve_execution("pytorch", deg)["sequence_parallel"] is False
+    assert resolve_execution("pytorch", dict(deg, fsdp=True))["sequence_parallel"] is True  # torchtitan's 2D
+    assert resolve_execution("megatron", deg, distributed_optimizer=False, sequence_parallel=False) == dict(
+        framework="megatron", distributed_optimizer=False, sequence_parallel=False)
+
+
+def test_what_a_framework_cannot_run_is_refused_with_the_fix():
+    with pytest.raises(StrategyError, match=r"framework='megatron': Megatron-Core shards the optimizer .* Spell the "
+                                            r"data-parallel factor dp \(e\.g\. 'dp2-tp4-pp8'\)"):
+        _t(n_gpus=4, strategy="fsdp4", framework="megatron")
+    with pytest.raises(StrategyError, match=r"distributed_optimizer=True is Megatron-Core's"):
+        _t(n_gpus=4, strategy="dp4", distributed_optimizer=True)
+    with pytest.raises(StrategyError, match=r"sequence_parallel=True .* strategy='dp' has no tensor parallelism"):
+        _t(n_gpus=4, strategy="dp", framework="megatron", sequence_parallel=True)
+    with pytest.raises(TypeError, match=r"distributed_optimizer must be True, False or None"):
+        pm.Parallelism("dp2-tp2", framework="megatron", distributed_optimizer="yes")
+    with pytest.raises(ValueError, match=r"virtual_stages=3 model chunks per pipeline rank need the interleaved schedule"):
+        pm.Parallelism("dp2-pp2", virtual_stages=3)
+    with pytest.raises(ValueError, match=r"runs at least 2 model chunks per pipeline rank; got virtual_stages=1"):
+        pipeline_virtual_stages("interleaved-1f1b", 1)
+    with pytest.raises(StrategyError, match=r"2 ranks x 5 model chunks need at least 10 layers; .* has 8"):
+        _t(n_gpus=2, strategy="pp2", micro_batches=2, pipeline_schedule="interleaved-1f1b", virtual_stages=5)
+    with pytest.raises(UnknownNameError, match=r"Unknown framework"):
+        pm.Parallelism("dp2", framework="jax")
+
+
+def test_megatron_bytes_per_parameter_are_18_or_6_plus_12_over_d():
+    """Megatron's distributed-optimizer guide: BF16 parameters with FP32 main gradients and Adam keep 18 bytes per
+    parameter, 6 + 12/d with the optimizer sharded over d data-parallel ranks."""
+    one = _mem(n_gpus=4, strategy="dp4", framework="megatron", distributed_optimizer=False)
+    four = _mem(n_gpus=4, strategy="dp4", framework="megatron")
+    torch_dp = _mem(n_gpus=4, strategy="dp4")
+    P = one["params_bytes"] / 2
+    assert (one["params_bytes"] + one["grads_bytes"] + one["optimizer_bytes"]) == pytest.approx(18 * P)
+    assert (four["params_bytes"] + four["grads_bytes"] + four["optimizer_bytes"]) == pytest.approx((6 + 12 / 4) * P)
+    assert torch_dp["grads_bytes"] == pytest.approx(2 * P) and torch_dp["optimizer_bytes"] == pytest.approx(12 * P)
+    assert four["activations_bytes"] == one["activations_bytes"] == torch_dp["activations_bytes"]
+    # context-parallel ranks hold shards of the optimizer too: d = dp x cp
+    cp = _mem(n_gpus=4, strategy="dp2-cp2", framework="megatron")
+    assert cp["optimizer_bytes"] == pytest.approx(four["optimizer_bytes"])
+    assert "distributed optimizer over 4 ranks" in cp["basis"]
+
+
+def test_sequence_parallel_splits_every_activation_and_the_replicated_kernels():
+    sp = _mem(n_gpus=4, strategy="dp2-tp2", framework="megatron")
+    no = _mem(n_gpus=4, strategy="dp2-tp2", framework="megatron", sequence_parallel=False)
+    assert sp["activations_bytes"] < no["activations_bytes"]
+    assert "sequence parallel over 2" in sp["basis"]
+    t_sp = _t(n_gpus=4, strategy="dp2-tp2", framework="megatron")
+    t_no = _t(n_gpus=4, strategy="dp2-tp2", framework="megatron", sequence_parallel=False)
+    assert t_sp["forward_s"] < t_no["forward_s"] and t_sp["flops"] == pytest.approx(t_no["flops"], rel=0.02)
+    assert bool(t_sp["sequence_parallel"]) and not bool(t_no["sequence_parallel"])
+
+
+def test_distributed_optimizer_reduce_scatters_gradients_and_gathers_parameters():
+    link = resolve_interconnect("nvlink", "H100")
+    ddp = _t(n_gpus=4, strategy="dp4", overlap_grad_reduce=False)
+    dist = _t(n_gpus=4, strategy="dp4", framework="megatron", overlap_grad_reduce=False)
+    plain = _t(n_gpus=4, strategy="dp4", framework="megatron", distributed_optimizer=False, overlap_grad_reduce=False)
+    P = _mem(n_gpus=4, strategy="dp4")["params_bytes"] / 2
+    # without overlap: one all-reduce of FP32 gradients (DDP), or reduce-scatter of FP32 gradients + all-gather of
+    # BF16 parameters (Megatron's distributed optimizer, one bucket when nothing overlaps)
+    assert ddp["comm_total_s"] == pytest.approx(allreduce_time(4 * P, 4, link), rel=1e-9)
+    assert dist["comm_total_s"] == pytest.approx(reduce_scatter_time(4 * P, 4, link) + allgather_time(2 * P, 4, link),
+                                                 rel=1e-9)
+    assert plain["comm_total_s"] == pytest.approx(ddp["comm_total_s"], rel=1e-9)
+    assert dist["optimizer_s"] < plain["optimizer_s"]  # a quarter of the parameters updated
+    assert "Megatron-Core execution with the distributed optimizer" in dist["basis"]
+
+
+def test_megatron_buckets_and_the_parameter_gather_overlapped_with_the_forward_pass():
+    assert megatron_bucket_bytes(4, 8) == 4 * MEGATRON_BUCKET_ELEMENTS
+    assert megatron_bucket_bytes(2, 64) == 2 * 64_000_000
+    link = resolve_interconnect("infiniband-ndr", "H100")
+    nbytes = 5 * 2 * MEGATRON_BUCKET_ELEMENTS
+    one = allgather_time(2 * MEGATRON_BUCKET_ELEMENTS, 8, link)
+    ex, tot = exposed_bucket_gather(10.0, nbytes, 8, link, bucket_bytes=2 * MEGATRON_BUCKET_ELEMENTS)
+    assert tot == pytest.approx(5 * one) and ex == pytest.approx(one)  # a long forward pass hides all but the first
+    ex0, _ = exposed_bucket_gather(0.0, nbytes, 8, link, bucket_bytes=2 * MEGATRON_BUCKET_ELEMENTS)
+    assert ex0 == pytest.approx(tot)
+    off, _ = exposed_bucket_gather(10.0, nbytes, 8, link, overlap=False, bucket_bytes=2 * MEGATRON_BUCKET_ELEMENTS)
+    assert off == pytest.approx(tot)
+
+
+def test_data_and_context_parallel_without_fsdp():
+    link = resolve_interconnect("nvlink", "H100")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        pr = pm.predict(pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision="bf16", optimizer="adam-fused"),
+                        pm.Cluster("H100", n_gpus=4), pm.Parallelism("dp2-cp2", overlap_grad_reduce=False))
+    P = _mem(n_gpus=4, strategy="dp4")["params_bytes"] / 2
+    assert pr.comm_total_s["dp"] == pytest.approx(allreduce_time(4 * P, 4, link), rel=1e-9)  # over dp x cp = 4 ranks
+    assert pr.comm_total_s["cp"] > 0 and pr.comm_exposed_s["cp"] > 0
+
+
+def test_more_virtual_stages_shrink_the_bubble():
+    kw = dict(n_gpus=2, strategy="pp2", micro_batches=4, framework="megatron")
+    one = _t(**kw)
+    two = _t(**kw, pipeline_schedule="interleaved-1f1b")
+    four = _t(**kw, pipeline_schedule="interleaved-1f1b", virtual_stages=4)
+    assert one["bubble_s"] > two["bubble_s"] > four["bubble_s"] > 0
+    assert int(four["virtual_stages"]) == 4 and "interleaved 1F1B with 4 model chunks" in four["basis"]
+    m1 = _mem(n_gpus=2, strategy="pp2", micro_batches=4, pipeline_schedule="interleaved-1f1b")
+    m4 = _mem(n_gpus=2, strategy="pp2", micro_batches=4, pipeline_schedule="interleaved-1f1b", virtual_stages=4)
+    assert m4["activations_bytes"] < m1["activations_bytes"]  # 1 + (p-1)/(p v) of 1F1B's in flight
+
+
+def test_a_pipeline_gpu_counts_its_share_of_the_flops():
+    """MFU of a pipeline: each GPU runs its stage, 1/pp of the model's FLOPs on average."""
+    dp = _t(n_gpus=2, strategy="dp2")
+    pp = _t(n_gpus=2, strategy="pp2", micro_batches=4)
+    # the same samples per GPU in micro-batches of 2 instead of one of 4: equal but for the few per-micro-batch kernels
+    assert pp["flops"] == pytest.approx(dp["flops"], rel=1e-3)
+
+
+def test_the_seventy_billion_layouts_of_the_issue_are_one_call_each():
+    cfg = dict(model_type="llama", hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+               num_attention_heads=64, num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192,
+               tie_word_embeddings=False)
+    w = pm.Workload(cfg, input_shape=(8192,), batch_size=128, precision="bf16", optimizer="adam-fused")
+    links = {"intra": "nvlink", "inter": "infiniband-ndr"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        warnings.simplefilter("ignore", OutOfMemoryWarning)
+        mega = pm.predict(w, pm.Cluster("H100", n_gpus=64, interconnect=links),
+                          pm.Parallelism("dp2-tp4-pp8", micro_batches=64, framework="megatron",
+                                         pipeline_schedule="interleaved-1f1b", virtual_stages=5))
+        cp = pm.predict(w, pm.Cluster("H100", n_gpus=1024, interconnect=links),
+                        pm.Parallelism("dp8-cp2-tp8-pp8", micro_batches=16, framework="megatron"))
+    rank_params = mega.memory["params_bytes"] / 2
+    assert mega.memory["optimizer_bytes"] == pytest.approx(12 * rank_params / 2)
+    assert mega.memory["grads_bytes"] == pytest.approx(4 * rank_params)
+    assert 0 < mega.mfu < 1 and 0 < cp.mfu < 1
+    assert "Megatron-Core" in mega.basis and "5 model chunks" in mega.basis
+    assert mega.to_frame()["framework"].iloc[0] == "megatron"
