@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -174,6 +174,26 @@ def load_gpu_prices() -> pd.DataFrame:
     return _read_packaged("reference/gpu_prices.csv")
 
 
+def load_megatron_runs() -> pd.DataFrame:
+    """Megatron-LM's published weak-scaling runs (Narayanan et al., "Efficient Large-Scale Language Model Training on
+    GPU Clusters Using Megatron-LM", SC 2021, arXiv:2104.04473, Table 1), transcribed with their citation: GPT models
+    of 1.7B to 1T parameters on 32 to 3,072 A100-80GB GPUs of Selene (DGX A100 nodes), tensor x pipeline x data
+    parallel, sequence length 2048, vocabulary 51,200, mixed precision, full activation recomputation. The micro-batch,
+    the data-parallel implementation (``torch``: PyTorch DDP; ``local``: Megatron's own, gradients all-reduced after
+    the backward pass) and the layers per virtual pipeline stage are those of the paper's artifact script
+    (NVIDIA/Megatron-LM ``examples/sc21/run_table_1.sh``); an empty ``layers_per_virtual_stage`` is the 1F1B schedule.
+
+    Returns
+    -------
+    DataFrame
+        One row per model: ``model``, ``params_b``, ``attention_heads``, ``hidden_size``, ``layers``, ``tp``, ``pp``,
+        ``n_gpus``, ``global_batch``, ``micro_batch``, ``layers_per_virtual_stage``, ``ddp``, ``tflops_per_gpu`` (the
+        paper's achieved teraFLOP/s per GPU, counted with its Eq. 3), ``pct_of_peak``, ``aggregate_pflops``,
+        ``source``.
+    """
+    return _read_packaged("reference/megatron_sc21_table1.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -209,5 +229,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("reported_cnns", load_reported_cnns, "one of the twenty CNNs with its published features", ("reference/cmdare_cnns.csv",), "ICDCS'20 §4", kind="reference"),
     DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32/TF32/FP16/BF16 TFLOPS, memory, SMs, L2, interconnect, sources", ("reference/gpus.csv",), "ICDCS'20 §6 (GPU TFLOPS); every current GPU", kind="catalog"),
     DatasetSpec("gpu_prices", load_gpu_prices, "one GPU VM type of a provider and region: hourly on-demand/spot price, date, source page", ("reference/gpu_prices.csv",), "today's cloud planner (beyond the papers)", kind="reference"),
+    DatasetSpec("megatron_runs", load_megatron_runs, "one Megatron-LM weak-scaling run: GPT size, TP x PP x DP on A100s, "
+                "batch, achieved TFLOP/s per GPU", ("reference/megatron_sc21_table1.csv",),
+                "Narayanan et al., SC'21, Table 1 (beyond the papers)", kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

@@ -1,0 +1,152 @@
+"""Megatron-LM's published weak-scaling runs (Narayanan et al., SC 2021, Table 1: GPT 1.7B to 1T on 32 to 3,072 A100
+GPUs with tensor, pipeline and data parallelism) predicted from spec sheets, beside the rule of thumb.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from perfmodel.papers._item import Item
+
+ITEM = Item(
+    paper="perfmodel",
+    number="external benchmark (Megatron-LM's weak-scaling runs, SC'21 Table 1)",
+    title=("Megatron-LM's weak-scaling runs (GPT 1.7B-1T on 32-3,072 A100, TP x PP x DP) predicted from spec sheets, "
+           "in TFLOP/s per GPU"),
+    upstream="Narayanan et al., SC'21 (arXiv:2104.04473) Table 1; NVIDIA/Megatron-LM examples/sc21/run_table_1.sh",
+    sources=("datasets/reference/megatron_sc21_table1.csv: the ten rows of Table 1 with the micro-batch, data-parallel "
+             "implementation and virtual pipeline stages of the paper's artifact script (perfmodel.datasets."
+             "load_megatron_runs)",),
+    procedure=("Every row is one pm.predict_step_time call: a GPT-2-shaped Hugging Face config of the row's hidden "
+               "size, layers and heads (MLP 4h, learned positions, tied embeddings, dropout 0.1), sequence 2048, "
+               "vocabulary 51,200, the global batch, FP16 mixed precision, the fused Adam step, full activation "
+               "recomputation, framework='megatron' without the distributed optimizer and without sequence parallelism "
+               "(neither existed in Megatron-LM then), the row's 'dpD-tpT-ppP' layout with global batch / dp / "
+               "micro-batch micro-batches, the interleaved schedule with layers / pp / layers-per-virtual-stage chunks "
+               "where the script sets it, gradients all-reduced under the backward pass with PyTorch DDP ('torch') and "
+               "after it with Megatron's own ('local'), Megatron's fused kernels as stack='compile' and its attention "
+               "as materialised scores (attn_implementation='eager'), on A100-SXM4-80GB in nodes of 8 with NVLink "
+               "inside and 8 HDR InfiniBand NICs per node, one per GPU (Selene's DGX A100 nodes). The predicted "
+               "step T gives TFLOP/s per GPU as the paper counts them (its Eq. 3, recomputation included): "
+               "96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) / (T · n). The rule of thumb ((6N + 12·L·h·s) FLOPs per token "
+               "at 40 % of the FP16 peak) is scored on the same rows the same way. Nothing is fitted on these rows. "
+               "Scored: absolute % error per row, their mean (MAPE), the worst row."),
+    status="perfmodel analysis",
+    notebook="notebooks/15-llama-training-plan.ipynb",
+    test="tests/papers/test_megatron_runs.py",
+)
+
+__all__ = ["ITEM", "data", "summary", "numbers", "config", "paper_flops"]
+
+#: Megatron-LM's GPT vocabulary (padded) and the sequence length of every Table 1 run.
+VOCAB = 51200
+SEQ_LEN = 2048
+GPU = "A100-SXM4-80GB"
+LINKS = {"intra": "nvlink", "inter": "infiniband-hdr"}
+
+
+def config(hidden: int, layers: int, heads: int) -> dict:
+    """The GPT-2-shaped Hugging Face config of a Table 1 model: MLP 4h, learned positions, tied input/output
+    embeddings, Megatron's vocabulary and sequence length, attention as materialised scores."""
+    return dict(model_type="gpt2", n_embd=int(hidden), n_layer=int(layers), n_head=int(heads), n_positions=SEQ_LEN,
+                vocab_size=VOCAB, attn_implementation="eager")
+
+
+def paper_flops(batch: int, layers: int, hidden: int, seq: int = SEQ_LEN, vocab: int = VOCAB) -> float:
+    """FLOPs of one iteration as Narayanan et al. count them (Eq. 3, with activation recomputation):
+    ``96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h))``."""
+    B, s, l, h, V = float(batch), float(seq), float(layers), float(hidden), float(vocab)
+    return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+
+
+def _arguments(r) -> dict:
+    tp, pp, n = int(r.tp), int(r.pp), int(r.n_gpus)
+    dp = n // (tp * pp)
+    kw = dict(input_shape=(SEQ_LEN,), batch_size=int(r.global_batch), precision="fp16", optimizer="adam-fused",
+              n_gpus=n, strategy=f"dp{dp}-tp{tp}-pp{pp}", micro_batches=int(r.global_batch) // dp // int(r.micro_batch),
+              activation_checkpointing="full", framework="megatron", distributed_optimizer=False,
+              sequence_parallel=False, overlap_grad_reduce=str(r.ddp) == "torch", stack="compile", gpus_per_node=8,
+              interconnect=LINKS)
+    if pd.notna(r.layers_per_virtual_stage):
+        kw.update(pipeline_schedule="interleaved-1f1b",
+                  virtual_stages=int(r.layers) // pp // int(r.layers_per_virtual_stage))
+    return kw
+
+
+def data() -> pd.DataFrame:
+    """One row per published run: the layout, the published and predicted TFLOP/s per GPU, the rule of thumb's, their
+    absolute % errors and the predicted step and memory per GPU."""
+    import perfmodel as pm
+    from perfmodel.datasets import load_megatron_runs
+    from perfmodel.models import ExtrapolationWarning
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+    from perfmodel.step.step_time import OutOfMemoryWarning
+
+    rows = []
+    for r in load_megatron_runs().itertuples(index=False):
+        cfg = config(r.hidden_size, r.layers, r.attention_heads)
+        kw = _arguments(r)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)
+            warnings.simplefilter("ignore", OutOfMemoryWarning)
+            p = pm.predict_step_time(cfg, GPU, **kw).iloc[0]
+        rule = rule_of_thumb_step_time(cfg, GPU, input_shape=(SEQ_LEN,), batch_size=int(r.global_batch),
+                                       precision="fp16", n_gpus=int(r.n_gpus)).iloc[0]
+        F = paper_flops(int(r.global_batch), int(r.layers), int(r.hidden_size))
+        n = int(r.n_gpus)
+        rows.append(dict(model=r.model, n_gpus=n, strategy=kw["strategy"], micro_batches=kw["micro_batches"],
+                         virtual_stages=kw.get("virtual_stages", 1), overlap_grad_reduce=kw["overlap_grad_reduce"],
+                         global_batch=int(r.global_batch), published_tflops_per_gpu=float(r.tflops_per_gpu),
+                         predicted_step_s=float(p["step_time_s"]), bubble_s=float(p["bubble_s"]),
+                         comm_s=float(p["comm_s"]),
+                         predicted_tflops_per_gpu=F / (float(p["step_time_s"]) * n) / 1e12,
+                         rule_of_thumb_tflops_per_gpu=F / (float(rule["step_time_s"]) * n) / 1e12,
+                         predicted_memory_gib=float(p["memory_per_gpu_bytes"]) / 2**30, fits=bool(p["fits"])))
+    out = pd.DataFrame(rows)
+    pub = out["published_tflops_per_gpu"]
+    out["abs_error_pct"] = 100 * (out["predicted_tflops_per_gpu"] - pub).abs() / pub
+    out["signed_error_pct"] = 100 * (out["predicted_tflops_per_gpu"] - pub) / pub
+    out["rule_of_thumb_abs_error_pct"] = 100 * (out["rule_of_thumb_tflops_per_gpu"] - pub).abs() / pub
+    return out
+
+
+def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:func:`data`'s scores: rows, MAPE, worst row, mean signed error, the rule of thumb's MAPE (``quantity``,
+    ``value``)."""
+    d = data() if d is None else d
+    vals = [("rows", float(len(d))), ("tflops_mape_pct", float(d["abs_error_pct"].mean())),
+            ("tflops_worst_pct", float(d["abs_error_pct"].max())),
+            ("tflops_mean_signed_pct", float(d["signed_error_pct"].mean())),
+            ("tflops_within_10_pct_share", float((d["abs_error_pct"] <= 10).mean())),
+            ("rule_of_thumb_tflops_mape_pct", float(d["rule_of_thumb_abs_error_pct"].mean()))]
+    vals += [(f"tflops_signed_error_pct ({r.model}, {r.strategy})", float(r.signed_error_pct))
+             for r in d.itertuples(index=False)]
+    return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
+
+
+_WHAT = {"rows": "Table 1 runs (GPT 1.7B-1T, 32-3,072 A100), every one predicted",
+         "tflops_mape_pct": "mean absolute % error of TFLOP/s per GPU (the paper's Eq. 3 over the predicted step)",
+         "tflops_worst_pct": "largest absolute % error of TFLOP/s per GPU",
+         "tflops_mean_signed_pct": "mean signed % error of TFLOP/s per GPU (positive: predicted faster)",
+         "tflops_within_10_pct_share": "share of the runs within 10 % on TFLOP/s per GPU",
+         "rule_of_thumb_tflops_mape_pct": ("the baseline on the same runs: mean absolute % error of TFLOP/s per GPU by the "
+                                           "rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the FP16 peak "
+                                           "(perfmodel.step.baselines.rule_of_thumb_step_time)")}
+
+_ROW = "signed % error of this run's TFLOP/s per GPU (positive: predicted faster)"
+
+
+def numbers() -> pd.DataFrame:
+    """perfmodel's own results (no paper value): :func:`summary`'s scores, each with how it was computed."""
+    from perfmodel.papers import _item
+
+    rows = [dict(quantity=r.quantity, unit={"rows": "rows", "tflops_within_10_pct_share": "ratio"}.get(r.quantity, "pct"),
+                 value=float(r.value),
+                 protocol=f"{_WHAT.get(r.quantity, _ROW)}; " + ("the same runs" if r.quantity.startswith("rule_of_thumb")
+                                                       else "predicted by pm.predict_step_time from the GPU's spec sheet")
+                          + ", nothing fitted on these runs (megatron_runs.data)")
+            for r in summary().itertuples(index=False)]
+    return _item.item_results(__name__, rows)
