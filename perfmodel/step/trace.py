@@ -28,7 +28,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYP
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -41,6 +41,13 @@ FP8_CAST_BYTES_PER_ELEMENT = 5
 #: copy and the transposed FP8 copy the weight-gradient GEMM reads (1 + 1). Weights are cast on their FSDP shard before
 #: the FP8 all-gather (torchtitan's ``enable_fsdp_float8_all_gather``), not per GEMM.
 FP8_CAST_COMPILED_BYTES_PER_ELEMENT = 4
+
+
+#: bytes Transformer Engine's FP8 weight cast moves per weight element (delayed scaling, ``stack="te"``): the BF16
+#: weight read (2), its FP8 copy and the transposed FP8 copy the data-gradient GEMM reads written (1 + 1). The casts of
+#: activations and gradients are fused into the kernels that produce them (TE's norm, activation and
+#: ``cast_transpose`` kernels, the amax from the previous iterations' history), so they add no kernel of their own.
+TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT = 4
 
 
 _FREE = {"view", "factory"}
@@ -365,7 +372,7 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
         if stack == "te":
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
             work = work_from_ops(te_ops(ops)).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
-            memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
+            memo[key] = te_fp8_work(work, vocab=high) if prec == "fp8" else work
         elif stack == "compile":
             # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
@@ -693,6 +700,42 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
                               "op": "float8_cast", "phase": sel["phase"].to_numpy(), "fp8": False})
         if "module" in w.columns:
             casts["module"] = sel["module"].to_numpy()
+        w = pd.concat([w, casts[w.columns]], ignore_index=True)
+    return w
+
+
+def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None) -> pd.DataFrame:
+    """Work rows of a BF16 step under Transformer Engine's FP8 (``stack="te"``, delayed scaling as Megatron-Core runs
+    it) — a stated model, no TE kernel was measured:
+
+    * every linear's GEMM of the forward and backward passes runs at the FP8 tensor-core rate (``fp8`` True), the
+      vocabulary projection excepted (kept in BF16, as Megatron does), attention in BF16 (TE's FP8 attention is off
+      by default);
+    * the activation and gradient casts are fused into the kernels that produce them (TE's norm, activation and
+      cast-transpose kernels, scaled by the amax history): no kernel of their own;
+    * each FP8 weight is cast, with its transpose, by one kernel moving :data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`
+      bytes per element, once per micro-batch here (TE re-casts only on the first micro-batch of a step: an upper
+      bound of a few milliseconds).
+
+    The weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand."""
+    w = work.copy()
+    mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
+    if vocab:
+        mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
+    w["fp8"] = mm
+    fwd = w[mm & (w["phase"].astype(str) == "forward").to_numpy()]
+    if len(fwd):
+        tokens = float(fwd["dim_m"].mode().iloc[0])
+        fwd = fwd[fwd["dim_m"].to_numpy(float) == tokens]
+        n_el = fwd["dim_b"].to_numpy(float) * fwd["dim_k"].to_numpy(float) * fwd["dim_n"].to_numpy(float)
+        nbytes = TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * n_el
+        eq = np.maximum(nbytes / 12.0, 1.0)  # as fp8_work describes a cast: an elementwise kernel of these bytes
+        last = np.minimum(np.maximum(fwd["dim_n"].to_numpy(float), 1.0), eq)
+        casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes, "tiles": np.ceil(eq / 512),
+                              "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0, "op": "te_fp8_weight_cast",
+                              "phase": "forward", "fp8": False})
+        if "module" in w.columns:
+            casts["module"] = fwd["module"].to_numpy()
         w = pd.concat([w, casts[w.columns]], ignore_index=True)
     return w
 

@@ -176,3 +176,26 @@ def test_the_seventy_billion_layouts_of_the_issue_are_one_call_each():
     assert 0 < mega.mfu < 1 and 0 < cp.mfu < 1
     assert "Megatron-Core" in mega.basis and "5 model chunks" in mega.basis
     assert mega.to_frame()["framework"].iloc[0] == "megatron"
+
+
+def test_transformer_engine_fp8_fuses_its_casts_and_casts_each_weight_once():
+    from perfmodel.step.trace import TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT, model_input, step_work
+
+    net, shape, in_dtype, vocab, _ = model_input(LLAMA, (64,), None)
+    kw = dict(batch_size=4, prec="fp8", optimizer="adam-fused", inference=False)
+    te = step_work(net, shape, in_dtype, vocab, compile="te", **kw)
+    ao = step_work(net, shape, in_dtype, vocab, **kw)
+    assert (ao["op"] == "float8_cast").any() and not (te["op"] == "float8_cast").any()
+    casts = te[te["op"] == "te_fp8_weight_cast"]
+    # one cast per linear weight of the layers (q, k, v, o, gate, up, down), the vocabulary projection excepted
+    linear = sum(p.numel() for n, p in net.named_parameters() if n.endswith("proj.weight"))
+    assert len(casts) == 7 * LLAMA["num_hidden_layers"]
+    assert casts["bytes"].sum() == pytest.approx(TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * linear)
+    assert te["fp8"].sum() == ao["fp8"].sum() > 0  # the same GEMMs at the FP8 rate
+    big = dict(LLAMA, hidden_size=2048, intermediate_size=8192, num_attention_heads=16, num_key_value_heads=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        t = {(p, s): pm.predict_step_time(big, "H100", input_shape=(2048,), batch_size=8, precision=p, stack=s,
+                                           optimizer="adam-fused")["step_time_s"].iloc[0]
+             for p in ("bf16", "fp8") for s in ("eager", "te")}
+    assert t["fp8", "te"] < t["bf16", "te"] and t["fp8", "te"] < t["fp8", "eager"]

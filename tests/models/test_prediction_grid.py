@@ -3,7 +3,7 @@
 The step-time model is layered code (trace → kernel times → one step → parallel layout → plans) that is reorganised
 from time to time; such a change must not move any number. The grid covers every path of the public faces:
 one GPU at each precision, with and without the optimizer, inference, ``torch.compile``, FP8, each activation
-checkpointing policy, every strategy and torchtitan layout, pipeline schedules, asynchronous TP, links per level, the
+checkpointing policy, every strategy, torchtitan's and Megatron's layouts, Transformer Engine FP8, pipeline schedules, asynchronous TP, links per level, the
 memory model, the strategy explorer and the planner.
 
 A change that is meant to move numbers regenerates the file (``python tests/models/test_prediction_grid.py``) and says
@@ -63,6 +63,15 @@ CASES = [
      dict(_LLM, n_gpus=8, strategy="fsdp2-tp2-pp2", gpus_per_node=4, interconnect={"intra": "nvlink", "inter": "infiniband-hdr"})),
     ("llama-pp2-interleaved", "predict_step_time", (LLAMA, "H100"),
      dict(_LLM, n_gpus=4, strategy="fsdp2-pp2", pipeline_schedule="interleaved-1f1b", activation_checkpointing="layer")),
+    ("llama-te-fp8", "predict_step_time", (LLAMA, "H100"), dict(_LLM, precision="fp8", stack="te")),
+    ("llama-megatron-4d", "predict_step_time", (LLAMA, "H100"),
+     dict(_LLM, batch_size=16, n_gpus=16, strategy="dp2-cp2-tp2-pp2", micro_batches=4, framework="megatron",
+          pipeline_schedule="interleaved-1f1b", virtual_stages=2, interconnect={"intra": "nvlink", "inter": "infiniband-ndr"})),
+    ("llama-megatron-dp-tp", "predict_step_time", (LLAMA, "H100"),
+     dict(_LLM, n_gpus=4, strategy="dp2-tp2", framework="megatron", optimizer="adam-fused")),
+    ("memory-llama-megatron", "predict_memory", (LLAMA, "H100"),
+     dict(_LLM, batch_size=16, n_gpus=16, strategy="dp2-cp2-tp2-pp2", micro_batches=4, framework="megatron",
+          pipeline_schedule="interleaved-1f1b", virtual_stages=2)),
     ("memory-llama", "predict_memory", (LLAMA, "H100"), dict(_LLM, n_gpus=8, strategy="fsdp", activation_checkpointing="selective")),
     ("memory-llama-3d", "predict_memory", (LLAMA, "H100"), dict(_LLM, n_gpus=8, strategy="fsdp2-tp2-pp2", micro_batches=2)),
     ("memory-resnet", "predict_memory", ("resnet-32", "V100"), dict(batch_size=128)),
