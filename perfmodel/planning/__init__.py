@@ -49,6 +49,10 @@ from perfmodel.planning.strategies import explore_strategies, pareto_mask, plot_
 
 __all__ += ["explore_strategies", "pareto_mask", "plot_strategies"]
 
+from perfmodel.planning.layouts import LAYOUT_COLUMNS, layout_candidates, search_layouts
+
+__all__ += ["search_layouts", "layout_candidates", "LAYOUT_COLUMNS"]
+
 
 def __getattr__(name: str):
     if name == "predict_memory":  # the memory model lives with the models; loaded on first use, not with the planner

@@ -1,0 +1,204 @@
+"""The layouts of a large run searched in one call: FSDP (with tensor and pipeline parallelism, as torchtitan runs it)
+and Megatron-Core's data x context x tensor x pipeline layouts with interleaved chunks, each checked for memory first
+and the ones that fit predicted (:func:`search_layouts`).
+
+A layout is a :class:`perfmodel.Parallelism`; :func:`layout_candidates` lists the ones worth trying on a
+:class:`perfmodel.Cluster` for a :class:`perfmodel.Workload` — tensor parallel inside a node only (Narayanan et al.,
+SC 2021, takeaway 1) and dividing the attention and key/value heads, pipeline stages that divide the layers, context
+parallel for long sequences, Megatron's micro-batch of one sample and as many interleaved chunks as divide a stage —
+and :func:`search_layouts` predicts each with :func:`perfmodel.predict`, recomputing no more than it must to fit.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["layout_candidates", "search_layouts", "LAYOUT_COLUMNS"]
+
+#: columns of :func:`search_layouts`.
+LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule", "virtual_stages", "activation_checkpointing",
+                  "async_tp", "step_time_s", "lower_s", "upper_s", "tokens_per_s", "mfu", "comm_s", "bubble_s",
+                  "memory_per_gpu_bytes", "capacity_bytes", "fits", "usd_per_gpu_h", "cost_per_step_usd", "parallelism"]
+
+#: interleaved chunks Megatron's recipes run, the largest that divides a stage's layers is taken
+_VIRTUAL = (5, 4, 3, 2)
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), tensor_parallel=None,
+                      pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full")) -> list:
+    """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
+
+    Parameters
+    ----------
+    workload : Workload
+        A token model (``input_shape=(seq_len,)``) with a global ``batch_size``.
+    cluster : Cluster
+        GPUs, per node, links.
+    frameworks : sequence of {"pytorch", "megatron"}
+        ``"pytorch"``: FSDP over the data-parallel ranks, with tensor and pipeline parallelism (torchtitan's 1D, 2D, 3D;
+        as many micro-batches as stages). ``"megatron"``: data x context x tensor x pipeline with the distributed
+        optimizer, sequence parallelism, TP communication overlapped with its GEMMs where ``tp > 1``, micro-batches of
+        one sample and the interleaved schedule with the most chunks of (5, 4, 3, 2) that divide a stage's layers.
+    tensor_parallel, pipeline_parallel, context_parallel : sequence of int, optional
+        Degrees to try; default tensor parallel the divisors of ``gpus_per_node`` that divide the heads and key/value
+        heads, pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1 and, for sequences of 8192
+        tokens or more, 2.
+    activation_checkpointing : sequence
+        Policies to try, least recomputation first (:func:`search_layouts` keeps the first that fits).
+
+    Returns
+    -------
+    list of Parallelism
+        Every layout whose degrees multiply to the GPUs and split the batch; the model checks (heads, layers, sequence)
+        are :func:`perfmodel.predict`'s.
+    """
+    from perfmodel._run import Cluster, Parallelism
+    from perfmodel._workload import Workload
+    from perfmodel.step.strategy import check_framework
+    from perfmodel.step.trace import model_and_layout
+
+    if not isinstance(workload, Workload) or not isinstance(cluster, Cluster):
+        raise TypeError("layout_candidates(workload, cluster): pass a pm.Workload and a pm.Cluster; got "
+                        f"{type(workload).__name__} and {type(cluster).__name__}.")
+    fws = [check_framework(f) for f in (frameworks if isinstance(frameworks, (list, tuple)) else (frameworks,))]
+    kw = workload.values()
+    _, shape, _, _, name, lay = model_and_layout(workload.model, kw.get("input_shape"), kw.get("input_dtype"))
+    if len(tuple(shape)) != 1 or not lay.n_layers:
+        raise ValueError(f"layout_candidates searches the layouts of a transformer language model (input_shape=(seq_len,) "
+                         f"and repeated layers); {name} has input {tuple(shape)} and {lay.n_layers} repeated layers. Use "
+                         "pm.explore_strategies for other models.")
+    n, g, B, s = int(cluster.n_gpus), int(cluster.gpus_per_node), int(kw.get("batch_size", 1)), int(shape[0])
+    heads = [h for h in (lay.heads, lay.kv_heads) if h]
+    tps = tensor_parallel or [t for t in _divisors(g) if all(h % t == 0 for h in heads)]
+    pps = pipeline_parallel or [p for p in (1, 2, 4, 8, 16) if p <= lay.n_layers]
+    cps = context_parallel or ([1, 2] if s >= 8192 else [1])
+    acs = list(activation_checkpointing) if isinstance(activation_checkpointing, (list, tuple)) else [activation_checkpointing]
+    out = []
+    for fw in fws:
+        for t in tps:
+            for p in pps:
+                for c in cps:
+                    if n % (t * p * c):
+                        continue
+                    d = n // (t * p * c)
+                    if B % d:
+                        continue
+                    if fw == "pytorch":
+                        strat = "-".join([f"fsdp{d}"] + [f"{k}{v}" for k, v in (("cp", c), ("tp", t), ("pp", p)) if v > 1])
+                        m = p if p > 1 else None
+                        if m and (B // d) % m:
+                            continue
+                        sched, v, async_tp = "1f1b", None, False
+                    else:
+                        strat = f"dp{d}-cp{c}-tp{t}-pp{p}"
+                        m = B // d
+                        v = next((k for k in _VIRTUAL if lay.n_layers % (p * k) == 0), None) if p > 1 else None
+                        sched = "interleaved-1f1b" if v else "1f1b"
+                        async_tp = t > 1
+                        if p > 1 and m < p:
+                            continue
+                    for ac in acs:
+                        out.append(Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v,
+                                               activation_checkpointing=ac, framework=fw, async_tp=async_tp))
+    return out
+
+
+def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float | None = None, progress: bool = False,
+                   **candidate_options) -> pd.DataFrame:
+    """Every layout of :func:`layout_candidates` (or ``candidates``) checked for memory, and the ones that fit
+    predicted: for each layout (framework, degrees, schedule) the first activation-checkpointing policy that fits —
+    the least recomputation — is predicted with :func:`perfmodel.predict`; a layout that fits with none is listed with
+    its smallest memory and no time.
+
+    Parameters
+    ----------
+    workload, cluster
+        The run (:class:`perfmodel.Workload`, :class:`perfmodel.Cluster`).
+    candidates : sequence of Parallelism, optional
+        The layouts to try; default :func:`layout_candidates` with ``candidate_options``.
+    usd_per_gpu_h : float, optional
+        Price of one GPU-hour: gives ``cost_per_step_usd``.
+    progress : bool
+        A tqdm bar on stderr.
+
+    Returns
+    -------
+    DataFrame
+        :data:`LAYOUT_COLUMNS`, one row per layout, the fitting ones first, fastest first; ``parallelism`` is the
+        :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
+        layouts the model refuses (heads, layers, sequence) with the reason.
+    """
+    from perfmodel.step.memory import predict_memory
+    from perfmodel.step.prediction import predict, run_keywords
+    from perfmodel.step.strategy import StrategyError
+
+    if usd_per_gpu_h is not None and not (isinstance(usd_per_gpu_h, (int, float)) and usd_per_gpu_h > 0):
+        raise ValueError(f"usd_per_gpu_h must be a positive price per GPU-hour; got {usd_per_gpu_h!r}.")
+    cands = list(candidates) if candidates is not None else layout_candidates(workload, cluster, **candidate_options)
+    if not cands:
+        raise ValueError("search_layouts: no layout to try (the degrees do not divide the GPUs or the batch). Pass "
+                         "other tensor_parallel / pipeline_parallel / context_parallel degrees or another batch.")
+    groups: dict = {}
+    for p in cands:
+        key = (p.framework, str(p.strategy), p.micro_batches, p.pipeline_schedule, p.virtual_stages, p.async_tp)
+        groups.setdefault(key, []).append(p)
+    it = groups.items()
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, total=len(groups), desc="layouts", unit="layout")
+    mem_keys = ("input_shape", "batch_size", "input_dtype", "precision", "optimizer", "n_gpus", "strategy",
+                "micro_batches", "activation_checkpointing", "pipeline_schedule", "framework", "distributed_optimizer",
+                "sequence_parallel", "virtual_stages", "stack", "compile")
+    rows, refused = [], []
+    for key, options in it:
+        best = None
+        for p in options:
+            model, kw = run_keywords(workload, cluster, p)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    m = predict_memory(model, cluster.gpu, **{k: kw[k] for k in mem_keys if k in kw}).iloc[0]
+            except (StrategyError, ValueError) as exc:
+                refused.append(dict(framework=p.framework, strategy=str(p.strategy), reason=str(exc)))
+                best = None
+                break
+            if best is None or float(m["total_bytes"]) < best[1]:
+                best = (p, float(m["total_bytes"]), float(m["capacity_bytes"]), bool(m["fits"]))
+            if bool(m["fits"]):
+                best = (p, float(m["total_bytes"]), float(m["capacity_bytes"]), True)
+                break
+        if best is None:
+            continue
+        p, total, cap, fits = best
+        row = dict(framework=p.framework, strategy=str(p.strategy), micro_batches=p.micro_batches or 1,
+                   pipeline_schedule=p.pipeline_schedule, virtual_stages=p.virtual_stages or 1,
+                   activation_checkpointing=str(p.activation_checkpointing), async_tp=bool(p.async_tp),
+                   step_time_s=np.nan, lower_s=np.nan, upper_s=np.nan, tokens_per_s=np.nan, mfu=np.nan, comm_s=np.nan,
+                   bubble_s=np.nan, memory_per_gpu_bytes=total, capacity_bytes=cap, fits=fits,
+                   usd_per_gpu_h=np.nan if usd_per_gpu_h is None else float(usd_per_gpu_h), cost_per_step_usd=np.nan,
+                   parallelism=p)
+        if fits:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = predict(workload, cluster, p)
+            row.update(step_time_s=r.step_time_s, lower_s=r.lower_s, upper_s=r.upper_s,
+                       tokens_per_s=np.nan if r.tokens_per_s is None else r.tokens_per_s, mfu=r.mfu,
+                       comm_s=r.breakdown["comm_exposed"], bubble_s=r.breakdown["bubble"])
+            if usd_per_gpu_h is not None:
+                row["cost_per_step_usd"] = r.step_time_s * int(cluster.n_gpus) * float(usd_per_gpu_h) / 3600
+        rows.append(row)
+    if not rows:
+        reasons = "; ".join(f"{r['strategy']} ({r['framework']}): {r['reason']}" for r in refused[:6])
+        raise ValueError(f"search_layouts: the model refuses every layout tried. {reasons}")
+    frame = pd.DataFrame(rows, columns=LAYOUT_COLUMNS)
+    frame = frame.sort_values(["fits", "step_time_s", "memory_per_gpu_bytes"], ascending=[False, True, True],
+                              kind="stable", ignore_index=True)
+    frame.attrs["refused"] = refused
+    return frame

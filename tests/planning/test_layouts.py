@@ -1,0 +1,80 @@
+"""One call searches the layouts of a large run: FSDP (torchtitan's 1D/2D/3D) and Megatron's data x context x tensor x
+pipeline with interleaved chunks, memory first, the least recomputation that fits."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.planning import LAYOUT_COLUMNS, layout_candidates, search_layouts
+
+LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=8,
+             num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=16384, tie_word_embeddings=False)
+
+
+def _run(seq=256, batch=16, **kw):
+    return pm.Workload(LLAMA, input_shape=(seq,), batch_size=batch, precision="bf16", optimizer="adam-fused", **kw)
+
+
+def test_candidates_keep_tensor_parallel_inside_a_node_and_split_the_batch():
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=4, interconnect={"intra": "nvlink", "inter": "infiniband-ndr"})
+    cands = layout_candidates(_run(), c, activation_checkpointing=(False,))
+    degrees = [p.degrees(16) for p in cands]
+    assert all(d["tp"] <= 4 and 16 % d["dp"] == 0 and d["dp"] * d["tp"] * d["pp"] * d["cp"] == 16 for d in degrees)
+    assert all(d["cp"] == 1 for d in degrees)  # a short sequence: no context parallelism
+    mega = [p for p in cands if p.framework == "megatron"]
+    torch_ = [p for p in cands if p.framework == "pytorch"]
+    assert mega and torch_ and all(p.degrees(16)["fsdp"] for p in torch_)
+    for p in mega:
+        d = p.degrees(16)
+        assert p.micro_batches == 16 // d["dp"]  # one sample per micro-batch
+        if d["pp"] in (2, 4):  # 8 layers: 2 stages of 2 x 2 chunks, 4 of 1 x 2; 8 stages have no second chunk
+            assert p.pipeline_schedule == "interleaved-1f1b" and 8 % (d["pp"] * p.virtual_stages) == 0
+        else:
+            assert p.pipeline_schedule == "1f1b" and p.virtual_stages is None
+        assert p.async_tp == (d["tp"] > 1)
+    long = layout_candidates(_run(seq=8192), c, frameworks="megatron", activation_checkpointing=(False,))
+    assert {p.degrees(16)["cp"] for p in long} == {1, 2}
+    with pytest.raises(TypeError, match=r"pass a pm\.Workload and a pm\.Cluster"):
+        layout_candidates(LLAMA, c)
+
+
+def test_search_predicts_every_layout_that_fits_with_the_least_recomputation():
+    c = pm.Cluster("H100", n_gpus=8, interconnect="nvlink")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = search_layouts(_run(), c, usd_per_gpu_h=2.0, tensor_parallel=[1, 2], pipeline_parallel=[1, 2])
+    assert list(f.columns) == LAYOUT_COLUMNS and f["fits"].all()  # a small model fits everywhere
+    assert (f["activation_checkpointing"] == "False").all()  # so nothing is recomputed
+    assert np.all(np.diff(f["step_time_s"].to_numpy()) >= 0)
+    assert f["cost_per_step_usd"].to_numpy() == pytest.approx(f["step_time_s"].to_numpy() * 8 * 2.0 / 3600)
+    best = f.iloc[0]
+    again = pm.predict(_run(), c, best["parallelism"])
+    assert again.step_time_s == pytest.approx(best["step_time_s"], rel=1e-12)
+    assert set(f["framework"]) == {"pytorch", "megatron"} and f["strategy"].is_unique
+
+
+def test_a_layout_that_fits_only_with_recomputation_gets_it_and_one_that_never_fits_says_so():
+    c = pm.Cluster("L4", n_gpus=2, interconnect="pcie4")
+    kw = dict(frameworks=("pytorch",), tensor_parallel=[1], pipeline_parallel=[1], context_parallel=[1])
+
+    def mems(batch):
+        return [pm.predict_memory(LLAMA, "L4", input_shape=(16384,), batch_size=batch, precision="bf16",
+                                  optimizer="adam-fused", n_gpus=2, strategy="fsdp2", activation_checkpointing=a
+                                  ).iloc[0]["total_bytes"] for a in (False, "selective", "full")]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = search_layouts(_run(seq=16384, batch=128), c, **kw)
+        never = search_layouts(_run(seq=16384, batch=512), c, **kw)
+    cap = f["capacity_bytes"].iloc[0]
+    m128, m512 = mems(128), mems(512)
+    assert m128[0] > cap >= m128[1] and m512[2] > cap  # the cases the test is about
+    assert len(f) == 1 and bool(f["fits"].iloc[0]) and f["activation_checkpointing"].iloc[0] == "selective"
+    assert f["memory_per_gpu_bytes"].iloc[0] == pytest.approx(m128[1]) and np.isfinite(f["step_time_s"].iloc[0])
+    assert len(never) == 1 and not bool(never["fits"].iloc[0]) and np.isnan(never["step_time_s"].iloc[0])
+    assert never["memory_per_gpu_bytes"].iloc[0] == pytest.approx(min(m512))
+    with pytest.raises(ValueError, match=r"usd_per_gpu_h must be a positive price"):
+        search_layouts(_run(), c, usd_per_gpu_h=-1)
