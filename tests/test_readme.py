@@ -172,6 +172,14 @@ def _llm_claims():
         int(n["rows_predicted"]), int(n["rows"]), _pct(n["tokens_mape_pct"]), _pct(n["tokens_worst_pct"]),
         _pct(n["memory_mape_pct"]), int(n["memory_rows"]), _pct(n["rule_of_thumb_tokens_mape_pct"]),
         "perfmodel better" if better else "better than perfmodel")
+    from perfmodel.papers.external import megatron_runs
+
+    g = megatron_runs.summary().set_index("quantity")["value"]
+    yield _row("TFLOP/s per GPU of Megatron-LM's 3D-parallel GPT runs",
+               "Narayanan et al.'s {} weak-scaling runs (SC'21 Table 1: GPT 1.7B to 1T on 32 to 3,072 A100)",
+               "{} % MAPE (worst {} %)", "the rule of thumb {} % ({})", _item_link("external.megatron_runs")), (
+        int(g["rows"]), _pct(g["tflops_mape_pct"]), _pct(g["tflops_worst_pct"]), _pct(g["rule_of_thumb_tflops_mape_pct"]),
+        "perfmodel better" if g["tflops_mape_pct"] < g["rule_of_thumb_tflops_mape_pct"] else "better than perfmodel")
 
 
 def _claims():
