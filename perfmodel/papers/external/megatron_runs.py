@@ -35,7 +35,7 @@ ITEM = Item(
                "at 40 % of the FP16 peak) is scored on the same rows the same way. Nothing is fitted on these rows. "
                "Scored: absolute % error per row, their mean (MAPE), the worst row."),
     status="perfmodel analysis",
-    notebook="notebooks/15-llama-training-plan.ipynb",
+    notebook="notebooks/17-llama-70b-layouts.ipynb",
     test="tests/papers/test_megatron_runs.py",
 )
 
