@@ -49,7 +49,11 @@ def test_the_quick_tour_runs_as_written_and_answers_what_its_comments_say():
     assert list(gpt2["gpu"]) == ["H100", "A100-PCIe-80GB"] and (gpt2["step_time_s"] > 0).all()
     assert {"forward_s", "backward_s", "optimizer_s", "lower_s", "upper_s"} <= set(gpt2.columns)  # "time, interval, split"
     assert {"step_time_s", "forward_s", "memory_per_gpu_bytes"} <= set(llama.columns)  # "step, its split, memory per GPU"
-    cmdare, cloud = values[5], values[6]
+    big = values[5]  # "Llama 3 70B on 64 H100: Transformer Engine FP8, Megatron 4D"
+    assert big.parallelism.framework == "megatron" and big.cluster.n_gpus == 64 and big.workload.precision == "fp8"
+    assert big.step_time_s > 0 and big.fits and "Megatron-Core execution" in big.basis and "Transformer Engine" in big.basis
+    assert "5 model chunks" in big.basis and big.comm_exposed_s["cp"] > 0
+    cmdare, cloud = values[6], values[7]
     assert cmdare.attrs["world"] == "cmdare" and cloud.attrs["world"] == "cloud"  # which world answers
     assert len(cloud) and (cloud["gpu"] == "H100").all() and (cloud["steps"] > 0).all()
 

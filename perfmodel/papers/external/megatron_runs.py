@@ -1,5 +1,4 @@
-"""Megatron-LM's published weak-scaling runs (Narayanan et al., SC 2021, Table 1: GPT 1.7B to 1T on 32 to 3,072 A100
-GPUs with tensor, pipeline and data parallelism) predicted from spec sheets, beside the rule of thumb.
+"""Megatron-LM's weak-scaling runs (GPT 1.7B-1T on 32-3,072 A100, TP x PP x DP) predicted from spec sheets, in TFLOP/s per GPU.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ ITEM = Item(
     test="tests/papers/test_megatron_runs.py",
 )
 
-__all__ = ["ITEM", "data", "summary", "numbers", "config", "paper_flops"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 #: Megatron-LM's GPT vocabulary (padded) and the sequence length of every Table 1 run.
 VOCAB = 51200
@@ -150,3 +149,22 @@ def numbers() -> pd.DataFrame:
                           + ", nothing fitted on these runs (megatron_runs.data)")
             for r in summary().itertuples(index=False)]
     return _item.item_results(__name__, rows)
+
+
+def figure(data: pd.DataFrame | None = None, ax=None):
+    """Published, predicted and rule-of-thumb TFLOP/s per GPU of each run (grouped bars, the runs by size); returns the
+    Figure."""
+    import matplotlib.pyplot as plt
+
+    d = globals()["data"]() if data is None else data
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.5))
+    x = np.arange(len(d))
+    for k, (col, label) in enumerate((("published_tflops_per_gpu", "published (SC'21 Table 1)"),
+                                      ("predicted_tflops_per_gpu", "perfmodel"),
+                                      ("rule_of_thumb_tflops_per_gpu", "rule of thumb"))):
+        ax.bar(x + (k - 1) * 0.27, d[col], width=0.27, label=label)
+    ax.set_xticks(x, [f"{m.split()[-1]}\n{n}" for m, n in zip(d["model"], d["n_gpus"])], fontsize=8)
+    ax.set(ylabel="TFLOP/s per GPU", xlabel="model, GPUs", title="Megatron-LM's weak-scaling runs on A100")
+    ax.legend(fontsize=8)
+    return ax.figure
