@@ -294,9 +294,10 @@ def _extrapolation_notes(spec, prec: str | None = None) -> list[str]:
     if prec in HALF_MODEL_PRECISIONS:
         from perfmodel.datasets import matmul_peak_tflops
 
-        peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec)
+        at = "bf16" if prec == "fp8" else prec  # an FP8 step's other GEMMs run in BF16; its FP8 GEMMs at the FP8 peak
+        peak = matmul_peak_tflops(spec, at)
         if peak > max(_HALF_GEMM_PEAKS) or peak < min(_HALF_GEMM_PEAKS):
-            where = [*where, f"{prec} GEMM peak {peak:.4g} TFLOPS, {peak / max(_HALF_GEMM_PEAKS):.2g}x the fastest GPU the "
+            where = [*where, f"{at} GEMM peak {peak:.4g} TFLOPS, {peak / max(_HALF_GEMM_PEAKS):.2g}x the fastest GPU the "
                              f"half-precision GEMM model was fitted on (A100 {max(_HALF_GEMM_PEAKS):g})"]
     return [f"{spec.gpu}: " + ", ".join(where)] if where else []
 
