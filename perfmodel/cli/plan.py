@@ -177,7 +177,8 @@ def _cmd_plan_cloud(args) -> int:
                        deadline_h=args.deadline_h, budget_usd=args.budget_usd, input_shape=shape,
                        precision=args.precision, optimizer=args.optimizer,
                        mixes=_names(args.mixes, "--mixes") if args.mixes else (),
-                       wait_for_capacity=not args.no_capacity_wait, progress=_show_progress(args.quiet))
+                       wait_for_capacity=not args.no_capacity_wait, progress=_show_progress(args.quiet),
+                       framework=args.framework)
     if steps is None:
         amount = (f"{args.tokens} tokens = {samples} sequences of {shape[0]}" if args.tokens is not None else f"{samples} samples")
         what = f"{amount}; steps = ceil(samples / batch)"
@@ -245,6 +246,9 @@ def add_parser(sub, fmt) -> None:
     pc.add_argument("--batch-sizes", default="8,16,32", help="comma-separated global batch sizes")
     pc.add_argument("--strategies", default="dp,fsdp,tp,pp", help="comma-separated parallel strategies for more than one GPU, "
                     "combinations too (dp2-tp2-pp2)")
+    pc.add_argument("--framework", default="pytorch", choices=["pytorch", "megatron"],
+                    help="how the layouts run: pytorch (DDP, FSDP) or megatron (distributed optimizer, sequence parallelism; "
+                         "fsdp candidates are skipped)")
     pc.add_argument("--mixes", default=None, help="comma-separated mixes of GPU types to plan as well, data parallel with the "
                     "batch split by speed (e.g. 2xH100+6xL4,4xA100+4xL4; none: no mixes)")
     pc.add_argument("--no-capacity-wait", action="store_true", help="spot rows: do not add the wait for capacity the spot "

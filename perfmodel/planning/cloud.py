@@ -428,7 +428,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                budget_usd: float | None = None, input_shape=None, input_dtype=None, precision: str = "bf16",
                optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
                checkpoint_s: float | None = None, mixes=(), mix_balance: str = "speed",
-               wait_for_capacity: bool = True, progress: bool = False) -> pd.DataFrame:
+               wait_for_capacity: bool = True, progress: bool = False, framework: str = "pytorch") -> pd.DataFrame:
     """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
 
     Parameters
@@ -441,8 +441,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         GPU counts (one instance holds ``gpus_per_instance`` of them; more span instances).
     batch_sizes : sequence of int
         Global batch sizes (samples per step over all GPUs).
-    strategies : sequence of {"dp", "fsdp", "tp", "pp"}
-        Parallel strategies for ``n_gpus > 1`` (one GPU: ``"single"``). Combinations a strategy cannot split (heads
+    strategies : sequence of str
+        Parallel strategies for ``n_gpus > 1`` (one GPU: ``"single"``): ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or
+        combinations with degrees (``"dp2-tp4"``; one whose degrees do not multiply to a count is skipped there). Combinations a strategy cannot split (heads
         not divisible, a batch that does not split) are left out and listed in ``attrs["skipped"]``; when none is left,
         the first :class:`perfmodel.step.parallel.StrategyError` is raised.
     spot : bool or sequence of bool
@@ -486,6 +487,11 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     progress : bool
         A tqdm progress bar of the (GPU count, strategy, batch) combinations on stderr (the first prediction of a
         process fits the operator model: minutes).
+    framework : {"pytorch", "megatron"}
+        How every candidate's layout runs (:func:`perfmodel.step.strategy.resolve_execution`): PyTorch DDP / FSDP, or
+        Megatron-Core (the distributed optimizer, sequence parallelism; ``"fsdp"`` candidates are then skipped with the
+        reason, and combinations such as ``"dp2-tp4-pp2"`` may be listed in ``strategies``). For the layouts of one
+        large run on one cluster, :func:`perfmodel.planning.search_layouts` tries them all.
 
     Returns
     -------
@@ -540,6 +546,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     counts = _positive_ints(n_gpus, "n_gpus", "GPU counts")
     batches = _positive_ints(batch_sizes, "batch_sizes", "global batch sizes, samples per step")
     strats = [check_strategy_name(s) for s in _as_tuple(strategies, "strategies")]
+    from perfmodel.step.strategy import check_framework
+
+    fw = check_framework(framework)
     spots = [bool(s) for s in _as_tuple(spot, "spot")]
     p = check_gpu_prices(prices)
     gpu_list = (sorted(set(p["gpu"])) if gpus is None else
@@ -592,15 +601,17 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                     try:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype),
+                            step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype,
+                                          fw),
                                          lambda: ost._step_time_only(model, list(gl), input_shape=input_shape, batch_size=B,
                                                                        input_dtype=input_dtype, precision=prec, optimizer=optimizer,
                                                                        n_gpus=n, strategy=s_name, micro_batches=micro_batches,
-                                                                       interconnect=link))
-                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype),
+                                                                       interconnect=link, framework=fw))
+                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw),
                                         lambda: predict_memory(model, list(gl), batch_size=B, n_gpus=n, strategy=s_name,
                                                                precision=prec, optimizer=optimizer, input_shape=input_shape,
-                                                               input_dtype=input_dtype, micro_batches=micro_batches))
+                                                               input_dtype=input_dtype, micro_batches=micro_batches,
+                                                               framework=fw))
                     except StrategyError as exc:
                         first_error = first_error or exc
                         skipped.append(dict(n_gpus=n, strategy=strat, batch_size=B, reason=str(exc)))

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("transformers")
 
+import perfmodel as pm
 from perfmodel import datasets as ds
 from perfmodel._errors import UnknownNameError
 from perfmodel.datasets.reference import GPU_PRICE_COLUMNS, load_gpu_prices
@@ -425,3 +426,22 @@ def test_checkpoint_extrapolation_is_one_summarised_warning():
     assert ck[0].startswith("plan_cloud: the checkpoint time of ") and "extrapolates CM-DARE's Duration ~ Size fit (fitted on " in ck[0]
     n = int(ck[0].split("checkpoint time of ")[1].split()[0])
     assert n == f["extrapolated"].str.contains("checkpoint time: CM-DARE's Duration ~ Size fit").sum() > 1
+
+
+def test_megatron_execution_plans_dp_with_the_distributed_optimizer_and_skips_fsdp(frame):
+    mega = plan_cloud(CFG, **{**KW, "n_gpus": (2,), "framework": "megatron"})
+    skipped = pd.DataFrame(mega.attrs["skipped"])
+    assert set(mega["strategy"]) == {"dp"} and (skipped["strategy"] == "fsdp").all()
+    assert skipped["reason"].str.contains("Megatron-Core shards the optimizer").all()
+    torch_dp = frame[(frame["strategy"] == "dp") & (frame["n_gpus"] == 2)]
+    key = ["gpu", "batch_size", "spot", "instance_type"]
+    both = mega.merge(torch_dp, on=key, suffixes=("_mega", "_torch"))
+    assert len(both) == len(mega) > 0
+    for r in both.itertuples(index=False):  # each candidate's memory is Megatron's (FP32 main gradients, sharded Adam)
+        m = pm.predict_memory(CFG, r.gpu, batch_size=int(r.batch_size), n_gpus=2, strategy="dp", precision="bf16",
+                              optimizer="adam", input_shape=(128,), framework="megatron").iloc[0]
+        assert r.memory_per_gpu_bytes_mega == pytest.approx(float(m["total_bytes"]), rel=1e-12)
+        assert r.memory_per_gpu_bytes_mega != pytest.approx(r.memory_per_gpu_bytes_torch, rel=1e-6)
+        assert r.step_time_s_mega != pytest.approx(r.step_time_s_torch, rel=1e-9)
+    with pytest.raises(UnknownNameError, match=r"Unknown framework 'jax'"):
+        plan_cloud(CFG, **{**KW, "framework": "jax"})
