@@ -45,18 +45,28 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   without resharding between micro-batches — each pipeline rank gathers its stage's shard once per step, under its
   first micro-batch's forward pass (layer by layer: ``max(0, gather − forward) + gather / layers`` exposed, the
   slowest rank's), and reduce-scatters the gradients once, under its last micro-batch's backward pass.
-* **cp** (context parallelism, torchtitan's ring attention with the all-gather rotation; only with ``fsdp``,
-  ``"fsdp4-cp2"``, ``"fsdp1-cp8"``): each of the ``cp`` ranks of a replica holds ``s / cp`` tokens of every sequence
+* **cp** (context parallelism, torchtitan's ring attention with the all-gather rotation, Megatron's ring of K/V
+  exchanges moving the same bytes; with ``fsdp`` — ``"fsdp4-cp2"``, ``"fsdp1-cp8"`` — or with ``dp``,
+  ``"dp2-cp2-tp8-pp8"``, whose gradients are then reduced over the ``dp·cp`` ranks): each of the ``cp`` ranks of a replica holds ``s / cp`` tokens of every sequence
   (``s`` a multiple of ``2·cp``, two load-balanced chunks per rank); every operator runs on the rank's tokens except
   the fused attention, whose queries attend to the whole sequence (:func:`context_parallel_work`: ``cp`` times the
   traced shard's FLOPs, ``1/cp`` of the sequence's causal work). Per layer and pass, K and V of the whole sequence
   (this tensor-parallel rank's heads) are all-gathered over the ``cp`` group under the first of the ``cp`` attention
   chunks, and dK, dV reduce-scattered after the backward one. FSDP shards the parameters over the ``dp × cp`` ranks.
+* **Megatron-Core's execution** (``framework="megatron"``, :func:`perfmodel.step.strategy.resolve_execution`): the
+  distributed optimizer — the optimizer updates ``1/(dp·cp)`` of the rank's parameters, its FP32 gradients are
+  reduce-scattered in Megatron's buckets (:data:`MEGATRON_BUCKET_ELEMENTS`) under the last micro-batch's backward pass
+  and the updated parameters all-gathered before the next forward pass, the first bucket exposed and the rest under
+  the forward pass (:func:`exposed_bucket_gather`; both exposed with ``overlap_grad_reduce=False``); a pipeline stage
+  does so for its own parameters. ``distributed_optimizer=False``: DDP-style all-reduce in Megatron's buckets.
+* **sequence parallelism** (Megatron's with ``tp > 1``, torchtitan's with ``fsdp`` and ``tp``): the norms, dropouts
+  and residual adds on the hidden state run on ``s / tp`` tokens; the all-gather and reduce-scatter that replace each
+  all-reduce move its bytes (as modelled); between pipeline stages the sequence shard is sent, with no all-gather.
 * **asynchronous tp** (``async_tp=True``, torchtitan's micro-pipelined all-gather-matmul and matmul-reduce-scatter):
   each tensor-parallel collective of a layer is cut into ``tp`` chunks that overlap the matmul it feeds or follows:
   ``max(collective / tp, collective − matmul)`` is exposed (:func:`_tp_layer_exposed`).
-* **pipeline schedules**: ``"1f1b"`` and ``"interleaved-1f1b"`` (two model chunks per rank, torchtitan's default
-  for its looped schedules; :func:`pipeline_time`): the fill and drain shrink ``v``-fold, the sends grow ``v``-fold.
+* **pipeline schedules**: ``"1f1b"`` and ``"interleaved-1f1b"`` (``virtual_stages`` model chunks per rank, default
+  two, torchtitan's default for its looped schedules; :func:`pipeline_time`): the fill and drain shrink ``v``-fold, the sends grow ``v``-fold.
   One ``interconnect`` serves all the groups unless a dict ``{"tp": ..., "pp": ..., "dp": ...}`` gives each its
   own (:func:`resolve_links`; e.g. NVLink for ``tp`` inside a node, InfiniBand for ``pp`` and ``dp`` across nodes).
   A single strategy spelled with its degree (``"dp4"`` on 4 GPUs) is the single strategy, to the bit.
@@ -66,10 +76,9 @@ NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL c
 
 What it does not model: congestion between collectives of different groups (or of several groups sharing one
 link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
-NVSwitch in-network reduction (NVLS), kernel slow-down from communication sharing the GPU's SMs,
-sequence parallelism in the step time (its collectives move an all-reduce's bytes, as modelled; the memory counts it
-under ``fsdp`` with ``tp``), the slow-down of matmuls cut into chunks by asynchronous tensor parallelism, and the
-lower efficiency of ring attention's partial kernels under context parallelism.
+NVSwitch in-network reduction (NVLS) and SHARP, Megatron's FP8 parameter all-gather, the slow-down of matmuls cut
+into chunks by asynchronous tensor parallelism, and the lower efficiency of ring attention's partial kernels under
+context parallelism.
 """
 from __future__ import annotations
 
