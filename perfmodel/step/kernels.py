@@ -337,11 +337,15 @@ def learned_on(prec: str) -> str:
         from perfmodel.step.half_precision import active_half_models
 
         mine = active_half_models()[2]
+        at = "bf16" if prec == "fp8" else prec  # an FP8 step keeps its tensors, and every kernel but its FP8 GEMMs, in BF16
         return (f"GEMMs learned on Vidur's FP16 GEMMs of the A40 and A100 (pooled; fused attention no faster than "
-                f"FlashAttention-2's published rate); norms, softmax, elementwise, casts and the optimizer at their "
-                f"{prec} bytes and the bandwidth efficiency learned on PyTorch's kernels (NeuSight FP32 "
+                f"FlashAttention-2's published rate)"
+                + ("; the FP8 GEMMs by the same model at the FP8 tensor-core peak (no FP8 GEMM measured)"
+                   if prec == "fp8" else "")
+                + f"; norms, softmax, elementwise, casts and the optimizer at their "
+                f"{at} bytes and the bandwidth efficiency learned on PyTorch's kernels (NeuSight FP32 "
                 f"microbenchmarks of {', '.join(TRAINING_GPUS)}); convolutions, never measured in half precision, at the "
-                f"efficiency learned for FP32/TF32 convolutions (NeuSight) at the {prec} tensor-core peak"
+                f"efficiency learned for FP32/TF32 convolutions (NeuSight) at the {at} tensor-core peak"
                 + (f"; {mine}" if mine else ""))
     user = default_op_model().provenance_
     return fp32 if "user" not in user else f"{fp32}; refitted: {user}"
