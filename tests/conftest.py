@@ -14,6 +14,17 @@ import pytest
 
 matplotlib.use("Agg")
 
+# Property tests draw the same examples on every run ("ci"), so that a red run is a change, not a draw; explore new
+# examples with HYPOTHESIS_PROFILE=explore (a failure prints the example to add with @example).
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("ci", derandomize=True)
+    _hypothesis_settings.register_profile("explore", derandomize=False)
+    _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # hypothesis comes with the tests extra
+    pass
+
 REPO = Path(__file__).resolve().parents[1]
 _default = REPO.parent / "shared" / "datasets"
 os.environ.setdefault("PERFMODEL_DATA", str(_default))

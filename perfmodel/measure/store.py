@@ -79,14 +79,21 @@ def _remove_stale_tmp(path: Path) -> list[Path]:
 
 
 def _quoting(df: pd.DataFrame) -> int:
-    """``csv.QUOTE_MINIMAL``, or ``csv.QUOTE_NONNUMERIC`` when a column name or text value holds a carriage return:
-    Python < 3.12's csv writer quotes only the characters of the line terminator ("\\n"), and an unquoted "\\r" would
-    end the record for every reader."""
+    """``csv.QUOTE_MINIMAL``, or ``csv.QUOTE_NONNUMERIC`` when a column name or text value holds a carriage return
+    (Python < 3.12's csv writer quotes only the characters of the line terminator ("\\n"), and an unquoted "\\r" would
+    end the record for every reader), or when a one-column file would have a line of spaces alone (a reader that
+    skips blank lines would lose that header or row)."""
     def has_cr(values) -> bool:
         return any(isinstance(v, str) and "\r" in v for v in values)
 
-    texts = (df.iloc[:, i] for i in range(df.shape[1]))
-    if has_cr(df.columns) or any(has_cr(c.array) for c in texts if c.dtype == object or pd.api.types.is_string_dtype(c.dtype)):
+    def blank(values) -> bool:  # a field of spaces alone on its line: readers (pandas by default) skip it as blank
+        return any(isinstance(v, str) and not v.strip() for v in values)
+
+    texts = [df.iloc[:, i] for i in range(df.shape[1])]
+    texts = [c for c in texts if c.dtype == object or pd.api.types.is_string_dtype(c.dtype)]
+    if has_cr(df.columns) or any(has_cr(c.array) for c in texts):
+        return csv.QUOTE_NONNUMERIC
+    if df.shape[1] == 1 and (blank(df.columns) or any(blank(c.array) for c in texts)):
         return csv.QUOTE_NONNUMERIC
     return csv.QUOTE_MINIMAL
 

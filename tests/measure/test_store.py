@@ -281,3 +281,18 @@ def test_check_appendable_looks_through_a_link_at_the_target_folder(open_dir, un
         with pytest.raises(PermissionError, match=r"folder is not writable") as ei:
             M.check_appendable(here / "r.csv", ["x"])
         assert ei.value.filename == str(folder)
+
+
+def test_a_one_column_file_with_a_blank_looking_name_or_value_keeps_every_line(tmp_path):
+    """A column named ' ' (or a value of spaces) on a line alone looks blank to a reader that skips blank lines:
+    pandas read the header as data and lost a row. Such fields are written quoted."""
+    f = tmp_path / "b.csv"
+    M.append_rows(pd.DataFrame({" ": [0]}), f)
+    M.append_rows(pd.DataFrame({" ": [1]}), f)
+    assert M.read_rows(f)[" "].tolist() == [0, 1]
+    assert pd.read_csv(f, header=0, names=[" "])[" "].tolist() == [0, 1]
+    g = tmp_path / "v.csv"
+    M.append_rows(pd.DataFrame({"a": ["x", " ", "", "y"]}), g)
+    back = M.read_rows(g)["a"].tolist()
+    assert back[0] == "x" and back[1] == " " and pd.isna(back[2]) and back[3] == "y"
+    assert len(pd.read_csv(g)) == 4
