@@ -234,10 +234,6 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
                      input_shape=input_shape, input_dtype=input_dtype)
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
     params_b, grads_b, opt_b, act_b = (_pipeline_memory if deg["pp"] > 1 else _flat_memory)(r, deg, state)
-    if deg.get("framework") == "megatron":
-        grads_b = grads_b * max(4 / r.size, 1.0)  # FP32 main gradients
-        if deg.get("distributed_optimizer"):
-            opt_b = opt_b / (deg["dp"] * deg["cp"])
     rows = []
     for spec in specs:
         total = params_b + grads_b + opt_b + act_b
@@ -451,11 +447,24 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
     else:
         rank_p = float(P)
         params_b = rank_p * size
-    return params_b, rank_p * size, rank_p * state, act_b
+    return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size)
+
+
+def _framework_parts(part: tuple[float, float, float, float], deg: dict, size: int) -> tuple[float, float, float, float]:
+    """One GPU's (or one stage's) parts as its framework keeps them: Megatron-Core's FP32 main gradients, and its
+    distributed optimizer's states sharded over the ``dp·cp`` ranks; PyTorch's as they are."""
+    if deg.get("framework") != "megatron":
+        return part
+    params_b, grads_b, opt_b, act_b = part
+    grads_b = grads_b * max(4 / size, 1.0)
+    if deg.get("distributed_optimizer"):
+        opt_b = opt_b / (deg["dp"] * deg["cp"])
+    return params_b, grads_b, opt_b, act_b
 
 
 def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
-    """(parameters, gradients, optimizer states, activations) bytes of the pipeline stage that needs the most."""
+    """(parameters, gradients, optimizer states, activations) bytes of the pipeline stage that needs the most, each
+    stage's parts counted as its framework keeps them."""
     lay, size, tpd, p, m, v = r.lay, r.size, deg["tp"], deg["pp"], deg["m"], deg["v"]
     layer_params, layer_split = _layer_params(lay)
     chunks = np.array_split(np.arange(lay.n_layers), p * v)  # interleaved: chunk c on rank c mod p
@@ -491,6 +500,7 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
             part = (shard * size + stage_p * size, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
         else:
             part = (stage_p * size, stage_p * size, stage_p * state, kept * in_flight + tmp)
+        part = _framework_parts(part, deg, size)
         if best is None or sum(part) > sum(best):
             best = part
     return best

@@ -199,3 +199,30 @@ def test_transformer_engine_fp8_fuses_its_casts_and_casts_each_weight_once():
                                            optimizer="adam-fused")["step_time_s"].iloc[0]
              for p in ("bf16", "fp8") for s in ("eager", "te")}
     assert t["fp8", "te"] < t["bf16", "te"] and t["fp8", "te"] < t["fp8", "eager"]
+
+
+def test_the_largest_pipeline_stage_is_chosen_by_megatrons_own_bytes(monkeypatch):
+    """An uneven pipeline: the first stage holds two layers and the embedding, the last one layer, the head and the
+    logits. PyTorch's 16 bytes per parameter make the first stage the largest; under Megatron's FP32 main gradients
+    and distributed optimizer (7.5 bytes per parameter over 8 data-parallel ranks) the last one is."""
+    from perfmodel.step import memory
+
+    cfg = dict(model_type="llama", vocab_size=32000, hidden_size=2048, intermediate_size=8192, num_hidden_layers=3,
+               num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=4096, tie_word_embeddings=False)
+    seen = []
+    framework_parts = memory._framework_parts
+
+    def spy(part, deg, size):
+        seen.append((part, framework_parts(part, deg, size)))
+        return seen[-1][1]
+
+    monkeypatch.setattr(memory, "_framework_parts", spy)
+    got = pm.predict_memory(cfg, "H100", batch_size=64, n_gpus=16, strategy="dp8-pp2", precision="bf16",
+                            optimizer="adam", input_shape=(2048,), framework="megatron", micro_batches=8,
+                            activation_checkpointing="full").iloc[0]
+    assert len(seen) == 2
+    pytorch_totals = [sum(p) for p, _ in seen]
+    megatron_totals = [sum(q) for _, q in seen]
+    assert int(np.argmax(pytorch_totals)) == 0 and int(np.argmax(megatron_totals)) == 1
+    assert got["total_bytes"] == pytest.approx(max(megatron_totals), rel=1e-12)
+    assert got["grads_bytes"] == pytest.approx(seen[1][1][1], rel=1e-12)
