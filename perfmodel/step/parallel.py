@@ -588,19 +588,8 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     n_ar = 4 * lay.n_layers + 2
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per) if r.async_tp else m * n_ar * c.tp_per
     window = bwd + (2 * lay.n_layers + 1) * c.tp_per + c.cp_b
-    bucket, first = r.bucket_bytes(r.grad_bytes)
-    if r.distributed_optimizer:
-        rs_ex, rs_tot = exposed_bucket_collective(window, r.rank_params * r.grad_bytes, r.dp_ranks, lk["dp"],
-                                                  collective=reduce_scatter_time, overlap=r.overlap_grad_reduce,
-                                                  bucket_bytes=bucket, first_bucket_bytes=first)
-        ag_ex, ag_tot = exposed_bucket_gather(fwd, r.rank_params * r.elem_bytes, r.dp_ranks, lk["dp"],
-                                              overlap=r.overlap_grad_reduce,
-                                              bucket_bytes=r.bucket_bytes(r.elem_bytes)[0])
-        dp_exposed, dp_total = rs_ex + ag_ex, rs_tot + ag_tot
-    else:
-        dp_exposed, dp_total = exposed_bucket_collective(window, r.rank_params * r.grad_bytes, r.dp_ranks, lk["dp"],
-                                                         overlap=r.overlap_grad_reduce, bucket_bytes=bucket,
-                                                         first_bucket_bytes=first)
+    reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params)
+    dp_exposed = reduce_ex + gather_ex
     cp_comm = m * (c.cp_f + c.cp_b)
     compute = m * (fwd + bwd) + opt
     exposed = tp_comm + dp_exposed + cp_comm
@@ -611,26 +600,39 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
                       comm_total_by_group=_groups(tp=tp_comm, dp=dp_total, cp=m * c.cp_total))
 
 
+def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, params: float) -> tuple[float, float, float]:
+    """(exposed gradient reduction, exposed parameter gather, total) of ``params`` parameters' data-parallel
+    collectives over the ``dp·cp`` ranks, in buckets: the gradients all-reduced (DDP) or reduce-scattered (Megatron's
+    distributed optimizer) under ``backward_s``, and with the distributed optimizer the updated parameters all-gathered
+    under the next ``forward_s`` (:func:`exposed_bucket_gather`)."""
+    bucket, first = r.bucket_bytes(r.grad_bytes)
+    if not r.distributed_optimizer:
+        ex, tot = exposed_bucket_collective(backward_s, params * r.grad_bytes, r.dp_ranks, lk["dp"],
+                                            overlap=r.overlap_grad_reduce, bucket_bytes=bucket, first_bucket_bytes=first)
+        return ex, 0.0, tot
+    rs_ex, rs_tot = exposed_bucket_collective(backward_s, params * r.grad_bytes, r.dp_ranks, lk["dp"],
+                                              collective=reduce_scatter_time, overlap=r.overlap_grad_reduce,
+                                              bucket_bytes=bucket, first_bucket_bytes=first)
+    ag_ex, ag_tot = exposed_bucket_gather(forward_s, params * r.elem_bytes, r.dp_ranks, lk["dp"],
+                                          overlap=r.overlap_grad_reduce, bucket_bytes=r.bucket_bytes(r.elem_bytes)[0])
+    return rs_ex, ag_ex, rs_tot + ag_tot
+
+
 def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Per stage of a pipeline: the data-parallel communication left exposed after its last backward pass and its
     total, and the exposed FSDP gather before the first forward pass (the slowest rank's)."""
     p, d, size, phase, stage = r.pp, r.dp, r.elem_bytes, r.phase, r.stage
     dp_ex, dp_tot, head = np.zeros(p), np.zeros(p), 0.0
-    if r.distributed_optimizer and r.dp_ranks > 1:
-        # Megatron's distributed optimizer: each stage reduce-scatters its gradients in buckets under its last
-        # micro-batch's backward pass and all-gathers its updated parameters under its first micro-batch's forward
+    if not r.fsdp and r.dp_ranks > 1:
+        # dp: each stage reduces its gradients under its last micro-batch's backward pass (its tensor-parallel
+        # all-reduces of the backward pass: 2 per layer and the vocabulary projection's), then steps; with Megatron's
+        # distributed optimizer it all-gathers its updated parameters under its first micro-batch's forward pass
         heads = np.zeros(p)
-        bucket = r.bucket_bytes(r.grad_bytes)[0]
         n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
         for s in range(p):
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
-            rs_ex, rs_tot = exposed_bucket_collective(b_s, r.stage_rank[s] * r.grad_bytes, r.dp_ranks, lk["dp"],
-                                                      collective=reduce_scatter_time, overlap=r.overlap_grad_reduce,
-                                                      bucket_bytes=bucket, first_bucket_bytes=bucket)
-            heads[s], ag_tot = exposed_bucket_gather(f_s, r.stage_rank[s] * size, r.dp_ranks, lk["dp"],
-                                                     overlap=r.overlap_grad_reduce, bucket_bytes=r.bucket_bytes(size)[0])
-            dp_ex[s], dp_tot[s] = rs_ex, rs_tot + ag_tot
+            dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, r.stage_rank[s])
         head = float(heads.max())
     elif r.fsdp and d * r.cp > 1:
         # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
@@ -647,16 +649,6 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[n
             dp_ex[s] = max(rs_s - b_s, 0.0) + rs_s / units_s
             dp_tot[s] = ag_s + rs_s
         head = float(heads.max())
-    elif r.dp_ranks > 1:
-        # dp: each stage all-reduces its gradients under its last micro-batch's backward pass, then steps
-        # (its tensor-parallel all-reduces of the backward pass: 2 per layer and the vocabulary projection's)
-        n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
-        bucket, first = r.bucket_bytes(r.grad_bytes)
-        for s in range(p):
-            b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
-            dp_ex[s], dp_tot[s] = exposed_bucket_collective(b_s, r.stage_rank[s] * r.grad_bytes, r.dp_ranks, lk["dp"],
-                                                            overlap=r.overlap_grad_reduce, bucket_bytes=bucket,
-                                                            first_bucket_bytes=first)
     return dp_ex, dp_tot, head
 
 
