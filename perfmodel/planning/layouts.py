@@ -135,7 +135,7 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         layouts the model refuses (heads, layers, sequence) with the reason.
     """
     from perfmodel.step.memory import predict_memory
-    from perfmodel.step.prediction import predict, run_keywords
+    from perfmodel.step.prediction import predict_with_memory, run_keywords
     from perfmodel.step.strategy import StrategyError
 
     if usd_per_gpu_h is not None and not (isinstance(usd_per_gpu_h, (int, float)) and usd_per_gpu_h > 0):
@@ -169,14 +169,14 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
                 refused.append(dict(framework=p.framework, strategy=str(p.strategy), reason=str(exc)))
                 best = None
                 break
-            if best is None or float(m["total_bytes"]) < best[1]:
-                best = (p, float(m["total_bytes"]), float(m["capacity_bytes"]), bool(m["fits"]))
-            if bool(m["fits"]):
-                best = (p, float(m["total_bytes"]), float(m["capacity_bytes"]), True)
+            if best is None or m["fits"] or m["total_bytes"] < best[1]["total_bytes"]:
+                best = (p, m)  # the first policy that fits, else the smallest memory
+            if m["fits"]:
                 break
         if best is None:
             continue
-        p, total, cap, fits = best
+        p, m = best
+        total, cap, fits = float(m["total_bytes"]), float(m["capacity_bytes"]), bool(m["fits"])
         row = dict(framework=p.framework, strategy=str(p.strategy), micro_batches=p.micro_batches or 1,
                    pipeline_schedule=p.pipeline_schedule, virtual_stages=p.virtual_stages or 1,
                    activation_checkpointing=str(p.activation_checkpointing), async_tp=bool(p.async_tp),
@@ -187,7 +187,7 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         if fits:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                r = predict(workload, cluster, p)
+                r = predict_with_memory(workload, cluster, p, m)
             row.update(step_time_s=r.step_time_s, lower_s=r.lower_s, upper_s=r.upper_s,
                        tokens_per_s=np.nan if r.tokens_per_s is None else r.tokens_per_s, mfu=r.mfu,
                        comm_s=r.breakdown["comm_exposed"], bubble_s=r.breakdown["bubble"])

@@ -257,6 +257,12 @@ def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Predi
     >>> w = pm.Workload(cfg, input_shape=(4096,), batch_size=32, precision="bf16", optimizer="adam-fused")
     >>> pm.predict(w, pm.Cluster("H100", n_gpus=8), pm.Parallelism("fsdp", activation_checkpointing="selective"))
     """
+    return predict_with_memory(workload, cluster, parallelism, alpha=alpha)
+
+
+def predict_with_memory(workload, cluster, parallelism=None, memory_row=None, *, alpha: float = 0.2) -> Prediction:
+    """:func:`predict`, given the run's :func:`perfmodel.predict_memory` row when the caller has it already (a layout
+    search checks every layout's memory before it predicts the ones that fit); None computes it."""
     import warnings
 
     from perfmodel import __version__
@@ -272,7 +278,7 @@ def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Predi
     row = frame.iloc[0].to_dict()
     mem = None
     if not args["inference"]:
-        m = memory_rows(model, [c.gpu], **{k: args[k] for k in ("input_shape", "batch_size", "input_dtype", "precision",
+        m = memory_row if memory_row is not None else memory_rows(model, [c.gpu], **{k: args[k] for k in ("input_shape", "batch_size", "input_dtype", "precision",
                                                              "optimizer", "n_gpus", "strategy", "micro_batches",
                                                              "activation_checkpointing", "pipeline_schedule", "framework",
                                                              "distributed_optimizer", "sequence_parallel",

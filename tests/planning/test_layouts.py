@@ -53,6 +53,10 @@ def test_search_predicts_every_layout_that_fits_with_the_least_recomputation():
     best = f.iloc[0]
     again = pm.predict(_run(), c, best["parallelism"])
     assert again.step_time_s == pytest.approx(best["step_time_s"], rel=1e-12)
+    for _, row in f.iterrows():  # the memory checked first is the one pm.predict reports
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert pm.predict(_run(), c, row["parallelism"]).memory["total_bytes"] == row["memory_per_gpu_bytes"]
     assert set(f["framework"]) == {"pytorch", "megatron"} and f["strategy"].is_unique
 
 
