@@ -116,6 +116,29 @@ def _saved_tensors(net, x) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["module", "bytes", "shape"])
 
 
+def _saved_repeated(net, x) -> pd.DataFrame | None:
+    """:func:`_saved_tensors` of ``net`` from a shallow copy of its stacks of identical layers, the rows of one
+    repeated layer copied to the full depth with their module names (:mod:`perfmodel.features._repeats`, as the step's
+    trace does); None when ``net`` has no such stack, the copy fails, or its rows do not prove the layers repeated
+    (two units must save the same tensors, in the same order, from the same modules up to the layer index): the caller
+    then runs the full model."""
+    from perfmodel.features import _repeats
+
+    stacks = _repeats.find_stacks(net)
+    if not stacks:
+        return None
+    try:
+        small = _saved_tensors(_repeats.shallow_copy(net, stacks), x)
+    except Exception:  # noqa: BLE001 - whatever the copy raised, the full model gives the answer (or the error)
+        return None
+    # records in the trace's layout: the compared fields first, the module scope at 7
+    recs = [(b, shape, 0, 0, 0, 0, 0, (mod,), 0, 0) for mod, b, shape in small.itertuples(index=False)]
+    out = _repeats.expand(recs, len(recs), len(recs), stacks)
+    if out is None:
+        return None
+    return pd.DataFrame([(r[7][0], r[0], r[1]) for r in out[0]], columns=["module", "bytes", "shape"])
+
+
 def _saved_for(net, dtype, x_shape, x_dtype):
     """:func:`_saved_tensors` of ``net`` in ``dtype`` on a meta input of ``x_shape``, memoised per module and
     :func:`perfmodel.step.step_time.module_memo`; and the layout of the meta copy when one was made (None
@@ -133,7 +156,10 @@ def _saved_for(net, dtype, x_shape, x_dtype):
         if dtype != torch.float32:
             meta_net = (copy.deepcopy(meta_net) if meta_net is net else meta_net).to(dtype)
         x = torch.empty(tuple(x_shape), dtype=x_dtype, device="meta")
-        memo[key] = (_saved_tensors(meta_net, x), model_layout(meta_net) if meta_net is not net else None)
+        saved = _saved_repeated(meta_net, x)
+        if saved is None:
+            saved = _saved_tensors(meta_net, x)
+        memo[key] = (saved, model_layout(meta_net) if meta_net is not net else None)
     saved, lay = memo[key]
     return saved.copy(), lay
 

@@ -254,3 +254,39 @@ def test_state_cached_by_layers_as_they_run_does_not_hide_the_stack():
     second, full = _both(net, (8,), batch_size=2)
     assert first.attrs["repeated_stacks"] == second.attrs["repeated_stacks"] == ["blocks: 7 layers = 0 + 7 x 1 + 0, traced 4"]
     _assert_same(second, full)
+
+
+# ------------------------------------------------------------------------------------------------- saved tensors
+def _saved_both(net, x):
+    from perfmodel.step import memory
+
+    return memory._saved_repeated(net, x), memory._saved_tensors(net, x)
+
+
+@pytest.mark.parametrize("kind, layers, stacks", CASES, ids=[c[0] for c in CASES])
+def test_the_tensors_autograd_saves_come_from_the_shallow_copy_too(kind, layers, stacks):
+    """The memory model's saved tensors of a deep stack: the shallow copy's rows, one unit copied to the full depth,
+    are the full model's, row by row (module, bytes, shape)."""
+    step = _quiet(hf.build, _config(kind, layers)).to("meta")
+    x = torch.empty((3, SEQ), dtype=torch.long, device="meta")
+    fast, full = _saved_both(step, x)
+    assert fast is not None and fast.equals(full)
+    for s in stacks:
+        path, n = s.split(":")[0], int(s.split(": ")[1].split()[0])
+        assert {m[len(path) + 1:].split(".")[0] for m in fast["module"] if m.startswith(path + ".")} == {str(i) for i in range(n)}
+
+
+@pytest.mark.parametrize("mode", ["plain", "position", "reversed", "twice", "by-count"])
+def test_saved_tensors_of_a_stack_not_provably_repeated_come_from_the_full_model(mode):
+    """A plain stack is expanded exactly; an extra module after one layer, layers run in reverse, a layer run twice,
+    or a forward pass the copy cannot run make :func:`_saved_repeated` refuse (None), and the full model runs."""
+    from perfmodel.step import memory
+
+    net, x = _meta(mode), torch.empty((2, 8), device="meta")
+    fast, full = _saved_both(net, x)
+    if mode == "plain":
+        assert fast is not None and fast.equals(full)
+    else:
+        assert fast is None
+    saved, _ = memory._saved_for(net, torch.float32, (2, 8), torch.float32)
+    assert saved.equals(full)
