@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import perfmodel as pm
+
 import perfmodel.step.op_latency as ol
 from perfmodel.step import op_fit as of
 from perfmodel.step import _artifact
@@ -165,6 +167,13 @@ def test_a_user_refit_is_used_when_named_and_records_its_data(tmp_path, monkeypa
     monkeypatch.setattr(ol, "_DEFAULT", {})
     monkeypatch.setenv(ol.ENV_OP_MODEL, str(tmp_path / "mine.npz"))
     assert "plus 400 user rows" in ol.default_op_model().provenance_
+    # the refit's data keeps the CSV's name, and every prediction's basis says it was refitted with it
+    assert "my_ops.csv" in ol.default_op_model().provenance_ and "from a DataFrame" not in ol.default_op_model().provenance_
+    from perfmodel.step.kernels import learned_on
+
+    assert "refitted: " in learned_on("fp32") and "my_ops.csv" in learned_on("fp32")
+    basis = pm.predict_step_time("resnet-32", "T4", batch_size=8)["basis"].iloc[0]
+    assert "refitted: " in basis and "my_ops.csv" in basis
 
 
 def test_bad_user_measurements_and_a_folder_in_the_way_are_clear_errors(tmp_path):

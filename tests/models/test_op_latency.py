@@ -148,3 +148,41 @@ def test_default_model_overheads_come_from_the_training_gpus():
     assert {k.split("|")[0] for k, _ in m.launch_overhead_s_} == set(ol.TRAINING_GPUS)
     assert {k.split("|")[0] for k, _ in m.gpu_models_} == set(ol.TRAINING_GPUS)
     assert all(10e-6 < v < 100e-6 for v in m.launch_overhead_pooled_s_.values())
+
+
+def test_fits_and_predictions_run_on_one_openmp_thread(monkeypatch):
+    """On a busy machine OpenMP's spinning threads made a fit 5-10x slower: every tree is fitted, and every step
+    predicted, with OpenMP bounded to one thread (the trees do not depend on the thread count)."""
+    from threadpoolctl import threadpool_info
+
+    seen = []
+    boost = ol.OpLatencyModel._boost
+
+    def recording_boost(self):
+        est = boost(self)
+        fit = est.fit
+
+        def fit_and_record(*args, **kwargs):
+            seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"})
+            return fit(*args, **kwargs)
+
+        est.fit = fit_and_record
+        return est
+
+    monkeypatch.setattr(ol.OpLatencyModel, "_boost", recording_boost)
+    X, y = _synthetic("V100-PCIe-32GB", 1.0)
+    m = ol.OpLatencyModel(max_iter=5, min_gpu_rows=100).fit(X, y)
+    assert seen and all(s <= {1} for s in seen)  # {} where no OpenMP runtime is loaded
+    assert any(s == {1} for s in seen)  # scikit-learn's OpenMP runtime is loaded and was bounded
+    import sklearn.ensemble._hist_gradient_boosting.gradient_boosting as hgb
+
+    calls = []
+    predict = hgb.HistGradientBoostingRegressor.predict
+
+    def predict_and_record(self, *args, **kwargs):
+        calls.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"})
+        return predict(self, *args, **kwargs)
+
+    monkeypatch.setattr(hgb.HistGradientBoostingRegressor, "predict", predict_and_record)
+    m.predict(X)
+    assert calls and all(s == {1} for s in calls)
