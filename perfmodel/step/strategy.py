@@ -59,12 +59,14 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
     parallel innermost, then context parallel, then data parallel, pipeline outermost): the ``tp`` group when
     ``tp > gpus_per_node``; the ``cp`` group when ``tp·cp > gpus_per_node``; the ``dp`` group (FSDP's, which with
     context parallelism spans the ``dp·cp`` ranks) when ``tp·cp·dp > gpus_per_node``; the ``pp`` group (neighbouring
-    stages ``tp·cp·dp`` ranks apart) when ``pp > 1`` and ``tp·cp·dp >= gpus_per_node``."""
+    stages ``tp·cp·dp`` ranks apart) when the pipeline spans nodes, ``pp > 1`` and ``tp·cp·dp·pp > gpus_per_node``.
+    With ``tp·cp·dp < gpus_per_node`` only the hops at node boundaries cross, but a pipeline runs at the pace of its
+    slowest hop: its activations and gradients pass that link every micro-batch."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
     cp = int(degrees.get("cp", 1))
     g = _check_gpus_per_node(gpus_per_node)
     return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
-            "pp": pp > 1 and tp * cp * dp >= g}
+            "pp": pp > 1 and tp * cp * dp * pp > g}
 
 
 #: Inter-node links of the rail-optimised fabrics of HGX / DGX-class nodes: the A100 reference design carries eight HDR

@@ -126,6 +126,18 @@ def test_context_parallel_groups_and_links():
     assert crosses_nodes({"tp": 1, "cp": 2, "dp": 8}, 8)["dp"]
 
 
+def test_a_pipeline_that_spans_nodes_crosses_them_even_when_its_stages_share_a_node():
+    """tp2 × pp8 on 8-GPU nodes: stages 0-3 on one node, 4-7 on the next; the hop from stage 3 to 4 leaves the node
+    every micro-batch, and the pipeline runs at that hop's pace. Within one node (tp2 × pp4) nothing crosses."""
+    assert crosses_nodes({"tp": 2, "pp": 8}, 8)["pp"]
+    assert not crosses_nodes({"tp": 2, "pp": 4}, 8)["pp"]
+    assert crosses_nodes({"tp": 8, "pp": 2}, 8)["pp"] and crosses_nodes({"tp": 4, "dp": 2, "pp": 2}, 8)["pp"]
+    links = {"intra": "nvlink", "inter": "infiniband-ndr"}
+    one_node = _t(n_gpus=8, strategy="tp2-pp4", batch_size=8, micro_batches=4, interconnect=links)
+    two_nodes = _t(n_gpus=16, strategy="dp2-tp2-pp4", batch_size=8, micro_batches=4, interconnect=links)
+    assert "pp: 2 x infiniband-ndr" in str(two_nodes["interconnect"]) and "infiniband" not in str(one_node["interconnect"])
+
+
 # -- asynchronous tensor parallelism ----------------------------------------------------------------------------------
 
 def test_async_tp_hides_the_collectives_under_the_matmuls():
