@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from perfmodel.datasets._cache import cached_frame
 from perfmodel.papers._item import Item
 
 ITEM = Item(
@@ -75,9 +76,11 @@ def _arguments(r) -> dict:
     return kw
 
 
+@cached_frame
 def data() -> pd.DataFrame:
     """One row per published run: the layout, the published and predicted TFLOP/s per GPU, the rule of thumb's, their
-    absolute % errors and the predicted step and memory per GPU."""
+    absolute % errors and the predicted step and memory per GPU. Computed once per process and data source
+    (``numbers`` and ``figure`` both read it); callers get copies."""
     import perfmodel as pm
     from perfmodel.datasets import load_megatron_runs
     from perfmodel.models import ExtrapolationWarning

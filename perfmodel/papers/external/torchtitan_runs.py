@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from perfmodel.datasets._cache import cached_frame
 from perfmodel.papers._item import Item
 
 
@@ -88,9 +89,11 @@ def _strategy(r) -> str:
     return "-".join(parts) if len(parts) > 1 else "fsdp"
 
 
+@cached_frame
 def data() -> pd.DataFrame:
     """One row per published run: the measurement, the arguments perfmodel is called with, its prediction and the
-    absolute % errors (NaN, with ``skipped`` saying why, for the rows a single call cannot state)."""
+    absolute % errors (NaN, with ``skipped`` saying why, for the rows a single call cannot state). Computed once per
+    process and data source (``numbers`` and ``figure`` both read it); callers get copies."""
     import perfmodel as pm
     from perfmodel.datasets import load_torchtitan_runs
     from perfmodel.models import ExtrapolationWarning
