@@ -38,7 +38,8 @@ from perfmodel.step.kernels import (FUSED_ATTENTION_EFFICIENCY, HALF_MODEL_PRECI
                                       fused_attention_floor_s, gpu_extrapolation, half_model_applies)
 from perfmodel.step.op_latency import step_design
 from perfmodel.step.trace import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8_CAST_COMPILED_BYTES_PER_ELEMENT,
-                                       FUSED_ADAM_PASSES, OPTIMIZERS, PRECISION_DTYPES, attention_implementation, attention_note,
+                                       FUSED_ADAM_PASSES, OPTIMIZERS, PRECISION_DTYPES, attention_implementation,
+                                       attention_kernel, attention_note,
                                        checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
                                        recompute_mask, selective_recompute_mask, work_from_ops, STACKS, stack_of,
                                        resolve_stack)
@@ -80,7 +81,9 @@ def step_frame(model, gpus, *, stack=None, compile=False, by_group: bool = False
     family = resolve_stack(stack, compile)
     out = _step_time_only(model, gpus, compile=family, by_group=by_group, **kwargs)
     note = attention_note(model)
-    out["basis"] = out["basis"].astype(str) + "; kernels: " + STACK_BASIS[family] + (f"; {note}" if note else "")
+    kernels = (EAGER_ATTENTION_BASIS if family == "eager" and attention_kernel(model) == "eager"
+               else STACK_BASIS[family])
+    out["basis"] = out["basis"].astype(str) + "; kernels: " + kernels + (f"; {note}" if note else "")
     return out
 
 
@@ -95,6 +98,12 @@ STACK_BASIS = {
            "Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate with their casts fused into "
            "the kernels producing them, each weight cast once per micro-batch; nothing measured)"),
 }
+
+
+#: The eager family's text when the attention is eager too (a config that asks for it, or a model transformers has no
+#: SDPA path for).
+EAGER_ATTENTION_BASIS = ("eager PyTorch (one kernel per operator; attention eager: softmax(QKᵀ)V with the score matrix "
+                         "written and read)")
 
 
 def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,

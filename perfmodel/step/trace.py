@@ -28,7 +28,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYP
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -248,17 +248,32 @@ def _build_with_attention(hf, model: dict):
 
     cfg = {k: v for k, v in model.items() if k not in _ATTN_KEYS}
     asked = any(model.get(k) is not None for k in _ATTN_KEYS)
+    impl = attention_implementation(model)
     try:
-        return hf.build(cfg, attn_implementation=attention_implementation(model))
+        net = hf.build(cfg, attn_implementation=impl)
+        net._perfmodel_attention = impl
+        return net
     except ModelConfigError as exc:
         text = str(exc)
         if asked or "scaled_dot_product_attention" not in text:
             raise
     net = hf.build(cfg, attn_implementation="eager")
+    net._perfmodel_attention = "eager"
     kind = type(getattr(net, "model", net)).__name__
     net._perfmodel_attention_note = (f"attention: eager (the config names no attention kernel and transformers has no "
                                      f"SDPA path for {kind}; transformers falls back to eager likewise)")
     return net
+
+
+def attention_kernel(model) -> str | None:
+    """The attention kernel the trace of a Hugging Face config ran: ``"sdpa"`` or ``"eager"`` (asked for, or the
+    fallback :func:`attention_note` reports); None for a zoo id or a module (whatever its code calls)."""
+    from pathlib import Path
+
+    if not (isinstance(model, (dict, Path)) or type(model).__name__.endswith("Config")
+            or (isinstance(model, str) and model.endswith(".json"))):
+        return None
+    return getattr(model_input(model, (1,), None)[0], "_perfmodel_attention", None)
 
 
 def attention_note(model) -> str:

@@ -304,10 +304,16 @@ def test_a_config_without_an_sdpa_path_falls_back_to_eager_and_says_so():
         r = pm.predict_step_time(cfg, "H100", input_shape=(32,), batch_size=2, precision="bf16")
     assert r["step_time_s"].item() > 0
     assert "attention: eager (the config names no attention kernel and transformers has no SDPA path" in r["basis"].item()
+    assert "scaled_dot_product_attention" not in r["basis"].item()  # the kernel family says the attention is eager too
+    assert "attention eager: softmax(QKᵀ)V" in r["basis"].item()
     asked = dict(cfg.to_dict(), attn_implementation="sdpa")
     with pytest.raises(ModelConfigError, match="scaled_dot_product_attention"):
         pm.predict_step_time(asked, "H100", input_shape=(32,), batch_size=2)
     gpt2 = dict(model_type="gpt2", n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert "attention: eager" not in pm.predict_step_time(gpt2, "H100", input_shape=(16,), batch_size=2)["basis"].item()
+        basis = pm.predict_step_time(gpt2, "H100", input_shape=(16,), batch_size=2)["basis"].item()
+        assert "attention: eager" not in basis and "attention through scaled_dot_product_attention" in basis
+        eager = pm.predict_step_time(dict(gpt2, attn_implementation="eager"), "H100", input_shape=(16,),
+                                     batch_size=2)["basis"].item()
+        assert "attention eager: softmax(QKᵀ)V" in eager and "scaled_dot_product_attention" not in eager
