@@ -1,4 +1,4 @@
-"""Command line: ``perfmodel reproduce | predict | plan | plan-cloud | fit | measure | features | data``.
+"""Command line: ``perfmodel reproduce | predict | layouts | plan | plan-cloud | fit | measure | features | data``.
 
 Exit status: 0 on success, 1 when a check fails (e.g. a file whose hash does not match), 2 on a usage error.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perfmodel.cli import data, fit, measure, plan, predict, reproduce
+from perfmodel.cli import data, fit, layouts, measure, plan, predict, reproduce
 from perfmodel.cli._common import _DefaultsFormatter, _show_progress, _UsageError  # noqa: F401 - _show_progress: re-exported
 from perfmodel.cli.plan import _default_samples  # noqa: F401 - re-exported (tests import it from perfmodel.cli)
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_parser(sub, fmt)
     fit.add_parser(sub, fmt)
     predict.add_parser(sub, fmt)
+    layouts.add_parser(sub, fmt)
     plan.add_parser(sub, fmt)  # plan, plan-cloud
     data.add_zoo_parser(sub, fmt)
     measure.add_parser(sub, fmt)
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     errors: tuple = (DataNotAvailableError, DataIntegrityError, NotADataFileError, DataFormatError, UnknownNameError)
-    if args.command in ("predict", "plan", "plan-cloud", "fit"):
+    if args.command in ("predict", "layouts", "plan", "plan-cloud", "fit"):
         errors += (ValueError,)
     if args.command == "fit":
         errors += (OSError,)
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         from perfmodel.measure import MeasurementFileError
 
         errors += (MeasurementFileError, ValueError, OSError)  # OSError: a file or folder that refuses (message names it)
-    if args.command in ("features", "predict", "plan", "plan-cloud"):  # a model that cannot run on the input asked for
+    if args.command in ("features", "predict", "layouts", "plan", "plan-cloud"):  # a model that cannot run on the input asked for
         from perfmodel.features import FeatureExtractionError
 
         errors += (FeatureExtractionError,)
