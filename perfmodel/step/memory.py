@@ -495,7 +495,8 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     layer_params, layer_split = _layer_params(lay)
     chunks = np.array_split(np.arange(lay.n_layers), p * v)  # interleaved: chunk c on rank c mod p
     bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
-    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()}
+    # a tied output projection sits on the last stage too: the shapes of the parameters say which one it is
+    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()} if lay.tied else {}
     best = None
     for s, ls in enumerate(bounds):
         stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0

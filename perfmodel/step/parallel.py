@@ -235,9 +235,11 @@ def _divide_rows(work: pd.DataFrame, mask: np.ndarray, n: int, tokens: int) -> p
         dims = w.iloc[plain][["dim_m", "dim_n", "dim_k"]].to_numpy(float)
         dims_no_tok = np.where(np.isclose(dims, tokens), -1.0, dims)
         col = np.argmax(dims_no_tok, axis=1)
-        for r, c in zip(plain, col):
-            name = ("dim_m", "dim_n", "dim_k")[c]
-            w.iat[r, w.columns.get_loc(name)] = max(w.iat[r, w.columns.get_loc(name)] / n, 1.0)
+        for c, name in enumerate(("dim_m", "dim_n", "dim_k")):
+            rows = plain[col == c]
+            if len(rows):
+                j = w.columns.get_loc(name)
+                w.iloc[rows, j] = np.maximum(w.iloc[rows, j].to_numpy(float) / n, 1.0)
     other = mask & ~mm
     w.loc[other, "dim_m"] = np.maximum(w.loc[other, "dim_m"] / n, 1.0)
     return w

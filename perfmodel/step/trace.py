@@ -918,7 +918,9 @@ def model_layout(net) -> ModelLayout:
     memo = module_memo(net)
     if key not in memo:
         memo[key] = _model_layout(net)
-    return copy.deepcopy(memo[key])
+    lay = memo[key]  # its dicts hold names, ints and bools: copies of the dicts are a deep copy
+    return dataclasses.replace(lay, param_numel=dict(lay.param_numel), param_layer=dict(lay.param_layer),
+                               param_split=dict(lay.param_split))
 
 
 def _model_layout(net) -> ModelLayout:
@@ -958,19 +960,24 @@ def _model_layout(net) -> ModelLayout:
 def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
     """Layer index of each per-op row from its module path: -1 for modules the forward pass runs before the first
     layer (embeddings), ``n_layers`` for the others outside the layers (final norm, head, loss, optimizer)."""
-    modules = ops["module"].astype(str)
-    prefix, idx = _layer_prefix(modules.unique())
+    # each distinct module path is parsed once (a step of a deep model has tens of thousands of rows, a few thousand
+    # paths); the rows take their path's answer through its code
+    codes, names = pd.factorize(ops["module"].astype(str))
+    prefix, idx = _layer_prefix(names)
     out = np.full(len(ops), n_layers, dtype=int)
     if not prefix or not idx:
         return out
     pat = re.compile(r"^" + re.escape(prefix) + r"\.(\d+)(\.|$)")
-    hits = modules.str.extract(pat)[0]
-    inside = hits.notna().to_numpy()
-    out[inside] = hits[inside].astype(int).to_numpy() - idx[0]
+    matches = [pat.match(n) for n in names]
+    name_inside = np.array([m is not None for m in matches], dtype=bool)
+    name_layer = np.array([int(m.group(1)) - idx[0] if m is not None else 0 for m in matches], dtype=int)
+    inside = name_inside[codes]
+    out[inside] = name_layer[codes][inside]
     fwd = (ops["phase"] == "forward").to_numpy()
     first = int(np.argmax(inside & fwd)) if (inside & fwd).any() else len(ops)
-    pre = set(modules[:first][fwd[:first]]) - {""}
-    out[(~inside) & modules.isin(pre).to_numpy()] = -1
+    pre = set(codes[:first][fwd[:first]].tolist())
+    name_pre = np.array([i in pre and n != "" for i, n in enumerate(names)], dtype=bool)
+    out[(~inside) & name_pre[codes]] = -1
     return out
 
 
