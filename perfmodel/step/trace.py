@@ -471,13 +471,11 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
         role[ce] = "cross_entropy"
     # the MLP's activation and the product of a gated MLP are one kernel: group them under the MLP module
     mlp_mod = mod.str.replace(r"\.(act_fn|act|activation_fn|activation)$", "", regex=True, flags=re.IGNORECASE)
-    rows = []
     keys = [(r, mm if r == "mlp_act" else m, ph) for r, m, mm, ph in zip(role, mod, mlp_mod, phase)]
     groups: dict = {}
     for i, k in enumerate(keys):
         if k[0]:
             groups.setdefault(k, []).append(i)
-    first_of = {g[0]: k for k, g in groups.items()}
     in_group = {i for g in groups.values() for i in g}
     # per attention block: the bytes of its rotated q and k, taken from the forward pass, reused in the backward pass
     rope: dict = {}
@@ -487,43 +485,47 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
             if sub["op"].isin(["aten.neg"]).any() and sub["op"].isin(["aten.cat", "aten.add"]).any():
                 adds = sub[sub["op"] == "aten.add"]
                 rope[m] = float(sum(_numel(s) * _ITEMSIZE.get(str(t), 2) for s, t in zip(adds["output_shapes"], adds["dtype"])))
-    for i in range(len(d)):
-        if i in first_of:
-            r, m, ph = first_of[i]
-            g = d.loc[groups[first_of[i]]]
-            big = g.loc[g["output_shapes"].map(_numel).idxmax()]
-            n = _numel(big["output_shapes"])
-            item = _ITEMSIZE.get(str(g["dtype"].iloc[-1]), 2)
-            if r == "norm":
-                read, written = (n * item, n * item) if ph == "forward" else (2 * n * item, n * item)
-            elif r == "mlp_act":
-                gated = bool((g["bytes_read"].to_numpy(float) >= 2 * n * item).any())  # a product of two N-tensors
-                if ph == "forward":
-                    read, written = (2 * n * item, n * item) if gated else (n * item, n * item)
-                else:
-                    read, written = (3 * n * item, 2 * n * item) if gated else (2 * n * item, n * item)
-            elif r == "attention_prep":
-                if m not in rope:
-                    continue  # no rotary embedding: TE's attention needs no layout kernel
-                read = written = rope[m]
-            else:  # cross_entropy: n is the logits' count (the largest tensor of the loss)
-                read, written = (n * act_item, 0.0) if ph == "forward" else (n * act_item, n * act_item)
-            row = big.copy()
-            row["op"] = f"te.{r}"
-            row["op_class"] = "norm" if r == "norm" else "elementwise"
-            row["flops"] = float(g["flops"].sum())
-            row["bytes_read"], row["bytes_written"] = float(read), float(written)
-            row["input_shapes"] = row["output_shapes"] = str(big["output_shapes"]).split(";")[0]
-            row["index"] = d.loc[i, "index"] if "index" in d.columns else i
-            rows.append(row)
-        elif i in in_group:  # fused away
-            continue
-        else:
-            row = d.loc[i].copy()
-            if cls[i] == "attention":
-                row["op"] = "te." + str(row["op"]).replace("aten.", "")
-            rows.append(row)
-    return pd.DataFrame(rows, columns=d.columns).reset_index(drop=True)
+    # the fused kernels, one per group, each at the position of its group's first operator
+    fused, at = [], []
+    for k, g in groups.items():
+        r, m, ph = k
+        rows = d.loc[g]
+        big = rows.loc[rows["output_shapes"].map(_numel).idxmax()]
+        n = _numel(big["output_shapes"])
+        item = _ITEMSIZE.get(str(rows["dtype"].iloc[-1]), 2)
+        if r == "norm":
+            read, written = (n * item, n * item) if ph == "forward" else (2 * n * item, n * item)
+        elif r == "mlp_act":
+            gated = bool((rows["bytes_read"].to_numpy(float) >= 2 * n * item).any())  # a product of two N-tensors
+            if ph == "forward":
+                read, written = (2 * n * item, n * item) if gated else (n * item, n * item)
+            else:
+                read, written = (3 * n * item, 2 * n * item) if gated else (2 * n * item, n * item)
+        elif r == "attention_prep":
+            if m not in rope:
+                continue  # no rotary embedding: TE's attention needs no layout kernel
+            read = written = rope[m]
+        else:  # cross_entropy: n is the logits' count (the largest tensor of the loss)
+            read, written = (n * act_item, 0.0) if ph == "forward" else (n * act_item, n * act_item)
+        row = big.copy()
+        row["op"] = f"te.{r}"
+        row["op_class"] = "norm" if r == "norm" else "elementwise"
+        row["flops"] = float(rows["flops"].sum())
+        row["bytes_read"], row["bytes_written"] = float(read), float(written)
+        row["input_shapes"] = row["output_shapes"] = str(big["output_shapes"]).split(";")[0]
+        row["index"] = d.loc[g[0], "index"] if "index" in d.columns else g[0]
+        fused.append(row)
+        at.append(g[0])
+    # every other operator as it is (TE's attention kernel renamed); the operators of a group are fused away
+    keep = np.ones(len(d), dtype=bool)
+    keep[list(in_group)] = False
+    kept = d[keep].copy()
+    attn = cls[keep] == "attention"
+    if attn.any():
+        kept.loc[attn, "op"] = "te." + kept.loc[attn, "op"].astype(str).str.replace("aten.", "", regex=False)
+    order = np.concatenate([np.flatnonzero(keep), np.array(at, dtype=int)])
+    out = pd.concat([kept, pd.DataFrame(fused, columns=d.columns)], ignore_index=True) if fused else kept
+    return out.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
 
 
 def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
