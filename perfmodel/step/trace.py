@@ -485,18 +485,22 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
             if sub["op"].isin(["aten.neg"]).any() and sub["op"].isin(["aten.cat", "aten.add"]).any():
                 adds = sub[sub["op"] == "aten.add"]
                 rope[m] = float(sum(_numel(s) * _ITEMSIZE.get(str(t), 2) for s, t in zip(adds["output_shapes"], adds["dtype"])))
-    # the fused kernels, one per group, each at the position of its group's first operator
-    fused, at = [], []
-    for k, g in groups.items():
-        r, m, ph = k
-        rows = d.loc[g]
-        big = rows.loc[rows["output_shapes"].map(_numel).idxmax()]
-        n = _numel(big["output_shapes"])
-        item = _ITEMSIZE.get(str(rows["dtype"].iloc[-1]), 2)
+    # the fused kernels, one per group, each at the position of its group's first operator (its row: that of the
+    # group's largest output, with what the fused kernel does)
+    numel = np.array([_numel(x) for x in d["output_shapes"].astype(str)])
+    itemsize = np.array([_ITEMSIZE.get(str(t), 2) for t in d["dtype"]], dtype=float)
+    flops = d["flops"].to_numpy()
+    bytes_read = d["bytes_read"].to_numpy(float)
+    big_at, at, what = [], [], []
+    for (r, m, ph), g in groups.items():
+        g = np.asarray(g)
+        big = int(g[np.argmax(numel[g])])
+        n = numel[big]
+        item = itemsize[g[-1]]
         if r == "norm":
             read, written = (n * item, n * item) if ph == "forward" else (2 * n * item, n * item)
         elif r == "mlp_act":
-            gated = bool((rows["bytes_read"].to_numpy(float) >= 2 * n * item).any())  # a product of two N-tensors
+            gated = bool((bytes_read[g] >= 2 * n * item).any())  # a product of two N-tensors
             if ph == "forward":
                 read, written = (2 * n * item, n * item) if gated else (n * item, n * item)
             else:
@@ -507,15 +511,16 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
             read = written = rope[m]
         else:  # cross_entropy: n is the logits' count (the largest tensor of the loss)
             read, written = (n * act_item, 0.0) if ph == "forward" else (n * act_item, n * act_item)
-        row = big.copy()
-        row["op"] = f"te.{r}"
-        row["op_class"] = "norm" if r == "norm" else "elementwise"
-        row["flops"] = float(rows["flops"].sum())
-        row["bytes_read"], row["bytes_written"] = float(read), float(written)
-        row["input_shapes"] = row["output_shapes"] = str(big["output_shapes"]).split(";")[0]
-        row["index"] = d.loc[g[0], "index"] if "index" in d.columns else g[0]
-        fused.append(row)
-        at.append(g[0])
+        big_at.append(big)
+        at.append(int(g[0]))
+        what.append((f"te.{r}", "norm" if r == "norm" else "elementwise", float(flops[g].sum()), float(read),
+                     float(written)))
+    fused = d.iloc[big_at].copy()
+    if len(fused):
+        fused["op"], fused["op_class"], fused["flops"], fused["bytes_read"], fused["bytes_written"] = (
+            [w[k] for w in what] for k in range(5))
+        fused["input_shapes"] = fused["output_shapes"] = [str(x).split(";")[0] for x in fused["output_shapes"]]
+        fused["index"] = d["index"].to_numpy()[at] if "index" in d.columns else at
     # every other operator as it is (TE's attention kernel renamed); the operators of a group are fused away
     keep = np.ones(len(d), dtype=bool)
     keep[list(in_group)] = False
@@ -524,7 +529,10 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     if attn.any():
         kept.loc[attn, "op"] = "te." + kept.loc[attn, "op"].astype(str).str.replace("aten.", "", regex=False)
     order = np.concatenate([np.flatnonzero(keep), np.array(at, dtype=int)])
-    out = pd.concat([kept, pd.DataFrame(fused, columns=d.columns)], ignore_index=True) if fused else kept
+    out = pd.concat([kept, fused], ignore_index=True) if len(fused) else kept
+    for c in out.columns:  # plain columns, as the rows of a rebuilt step have always been (no categorical phase)
+        if isinstance(out[c].dtype, pd.CategoricalDtype):
+            out[c] = out[c].astype(object)
     return out.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
 
 
