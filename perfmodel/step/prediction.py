@@ -278,17 +278,19 @@ def predict_with_memory(workload, cluster, parallelism=None, memory_row=None, *,
     row = frame.iloc[0].to_dict()
     mem = None
     if not args["inference"]:
-        m = memory_row if memory_row is not None else memory_rows(model, [c.gpu], **{k: args[k] for k in ("input_shape", "batch_size", "input_dtype", "precision",
-                                                             "optimizer", "n_gpus", "strategy", "micro_batches",
-                                                             "activation_checkpointing", "pipeline_schedule", "framework",
-                                                             "distributed_optimizer", "sequence_parallel",
-                                                             "virtual_stages")})[0]
+        m = memory_row
+        if m is None:
+            m = memory_rows(model, [c.gpu], **{k: args[k] for k in ("input_shape", "batch_size", "input_dtype", "precision",
+                                                                 "optimizer", "n_gpus", "strategy", "micro_batches",
+                                                                 "activation_checkpointing", "pipeline_schedule",
+                                                                 "framework", "distributed_optimizer",
+                                                                 "sequence_parallel", "virtual_stages")})[0]
         mem = {k: float(m[k]) for k in (*MEMORY_PARTS, "total_bytes", "capacity_bytes")}
         row.update(memory_per_gpu_bytes=mem["total_bytes"], fits=bool(m["fits"]))
         if not m["fits"]:
             warnings.warn(f"the step does not fit in GPU memory on {row['gpu']} ({mem['total_bytes'] / 2**30:.1f} GiB of "
                           f"{mem['capacity_bytes'] / 2**30:.1f}): its time is that of a run that would stop with "
-                          "out-of-memory.", OutOfMemoryWarning, stacklevel=2)
+                          "out-of-memory.", OutOfMemoryWarning, stacklevel=3)  # the caller of predict
     groups = _group_seconds(row)
     for k in ("comm_by_group_s", "comm_total_by_group_s", "recompute_s"):
         row.pop(k, None)
