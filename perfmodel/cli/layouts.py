@@ -2,7 +2,18 @@
 the ones that fit predicted, fastest first (:func:`perfmodel.planning.search_layouts`)."""
 from __future__ import annotations
 
-from perfmodel.cli._common import _gib, _ints, _interconnect, _model_arg, _names, _positive, _print_frame, _shape, _UsageError
+from perfmodel.cli._common import (
+    _gib,
+    _ints,
+    _interconnect,
+    _model_arg,
+    _names,
+    _positive,
+    _print_frame,
+    _shape,
+    _show_progress,
+    _UsageError,
+)
 
 #: activation-checkpointing policies by their command-line names
 _POLICIES = {"none": False, "selective": "selective", "full": "full"}
@@ -50,8 +61,6 @@ def _cmd_layouts(args) -> int:
         text = getattr(args, flag)
         if text is not None:
             options[key] = _ints(text, f"--{flag}")
-    from perfmodel.cli._common import _show_progress
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # each layout's extrapolation note is the same: said once below
         found = search_layouts(work, cluster, usd_per_gpu_h=args.usd_per_gpu_h, progress=_show_progress(args.quiet),
@@ -62,15 +71,16 @@ def _cmd_layouts(args) -> int:
           f"{len(found)} layouts, {len(fits)} fit in memory; fastest first")
     cols = ["framework", "strategy", "micro_batches", "virtual_stages", "activation_checkpointing", "step_time_s",
             "tokens_per_s", "mfu", "comm_s", "bubble_s"]
-    out = found.head(args.top)[cols].copy()
+    top = found.head(args.top)
+    out = top[cols].copy()
     out["tokens_per_s"] = out["tokens_per_s"].round(0)
     for c in ("step_time_s", "comm_s", "bubble_s"):
         out[c] = [float(f"{v:.4g}") for v in out[c]]
     out["mfu"] = out["mfu"].round(3)
-    out["memory_per_gpu"] = [_gib(v) for v in found.head(args.top)["memory_per_gpu_bytes"]]
-    out["fits"] = found.head(args.top)["fits"].to_numpy()
+    out["memory_per_gpu"] = [_gib(v) for v in top["memory_per_gpu_bytes"]]
+    out["fits"] = top["fits"].to_numpy()
     if args.usd_per_gpu_h is not None:
-        out["cost_per_step_usd"] = found.head(args.top)["cost_per_step_usd"].to_numpy()
+        out["cost_per_step_usd"] = top["cost_per_step_usd"].to_numpy()
     _print_frame(out)
     if len(found) > args.top:
         print(f"({len(found) - args.top} more layouts: --top N shows more)")
