@@ -6,10 +6,11 @@
 * FP8 (torchao's tensorwise recipe, eager casts) is no slower than BF16 where the GEMMs are large enough for FP8 to pay
   (a Llama-3-8B-shaped layer); on small models its casts cost more than the GEMMs save, as torchao's own tables show,
   and perfmodel says so rather than hiding it.
-* In half precision, no GPU whose every spec (rates, bandwidth, L2) is at least another's is predicted slower,
-  for transformers (GEMMs from the pooled half-precision model, memory-bound kernels from the bandwidth model). At
-  FP32/TF32, and for convolutions in half precision, the trees learned on NeuSight's microbenchmarks still violate it
-  between near-identical parts (V100 SXM2 against PCIe, A100 SXM4 against PCIe, L40S against L40): not held.
+* No GPU whose every spec (rates, bandwidth, L2) is at least another's is predicted slower, at any precision and for
+  every model (CNNs and transformers): held by construction, each kernel no slower than on the catalog GPUs it
+  dominates (:func:`perfmodel.step.kernels.dominated_gpus`). Before, the trees learned on NeuSight's microbenchmarks put
+  near-identical parts apart (the V100 SXM2 34-47 % slower than the V100 PCIe at FP32, the H200 17 % slower than the
+  H100 NVL at TF32).
 """
 from __future__ import annotations
 
@@ -27,13 +28,33 @@ LLAMA = dict(model_type="llama", vocab_size=32000, hidden_size=512, intermediate
              num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=1024, tie_word_embeddings=False)
 BERT = dict(model_type="bert", vocab_size=30522, hidden_size=512, intermediate_size=2048, num_hidden_layers=4,
             num_attention_heads=8, max_position_embeddings=512)
+GPT2 = dict(model_type="gpt2", n_layer=4, n_embd=512, n_head=8, n_positions=1024, vocab_size=50257)
 MODELS = {"resnet-32": ("resnet-32", dict(input_shape=(3, 32, 32), batch_size=128)),
+          "shake-shake-small": ("shake-shake-small", dict(input_shape=(3, 32, 32), batch_size=64)),
           "llama": (LLAMA, dict(input_shape=(512,), batch_size=8)),
+          "gpt2": (GPT2, dict(input_shape=(512,), batch_size=8)),
           "bert": (BERT, dict(input_shape=(512,), batch_size=8))}
-#: what "every spec at least another's" compares: the rates, the bandwidth and the cache. Not the SM count: at an equal
-#: peak, more SMs means a lower rate per SM (GB300 against GB200), not a faster GPU.
-SPEC_FIELDS = ("fp32_peak_tflops", "tf32_peak_tflops", "fp16_peak_tflops", "bf16_peak_tflops", "fp8_peak_tflops",
-               "memory_bandwidth_gb_per_s", "l2_mib")
+#: what "every spec at least another's" compares: the rates (FP32 GEMMs at the matrix rate where AMD's BLAS uses it),
+#: the bandwidth and the cache. Not the SM count: at an equal peak, more SMs means a lower rate per SM (GB300 against
+#: GB200), not a faster GPU.
+SPEC_FIELDS = ("fp32_peak_tflops", "fp32_gemm_tflops", "tf32_peak_tflops", "fp16_peak_tflops", "bf16_peak_tflops",
+               "fp8_peak_tflops", "memory_bandwidth_gb_per_s", "l2_mib")
+
+
+def _field(spec, f):
+    return spec.matmul_peak_tflops("fp32") if f == "fp32_gemm_tflops" else getattr(spec, f)
+
+
+def dominance_pairs(gpus):
+    """(a, b): GPU ``a`` at least as good as ``b`` in every :data:`SPEC_FIELDS` (a rate ``b`` lacks is no matter) and
+    better in one."""
+    specs = {g: gpu_spec(g) for g in gpus}
+
+    def dominates(a, b):
+        ge = all(_field(specs[a], f) >= _field(specs[b], f) or math.isnan(_field(specs[b], f)) for f in SPEC_FIELDS)
+        return a != b and ge and any(_field(specs[a], f) > _field(specs[b], f) for f in SPEC_FIELDS)
+
+    return [(a, b) for a in specs for b in specs if dominates(a, b)]
 
 
 #: GPUs whose FP32/TF32 kernels come from trees of their own (NeuSight's training GPUs): their FP32 step and their
@@ -49,7 +70,7 @@ def _has(g, p):
 
 
 @pytest.fixture(scope="module")
-def grid():
+def long():
     gpus = list(load_gpu_catalog()["gpu"])
     rows = []
     with warnings.catch_warnings():
@@ -58,48 +79,67 @@ def grid():
             for p in ("fp32", "tf32", "fp16", "bf16"):
                 ok = [g for g in gpus if _has(g, p)]
                 r = pm.predict_step_time(model, ok, precision=p, optimizer="adam", **kw)
-                rows += [(name, g, p, t) for g, t in zip(r["gpu"], r["step_time_s"])]
-    return pd.DataFrame(rows, columns=["model", "gpu", "precision", "t"]).pivot_table(
-        index=["model", "gpu"], columns="precision", values="t")
+                rows += [(name, g, p, t, n) for g, t, n in zip(r["gpu"], r["step_time_s"], r["n_kernels"])]
+    return pd.DataFrame(rows, columns=["model", "gpu", "precision", "t", "n_kernels"])
 
 
-def test_lower_precision_is_never_slower_and_the_speedup_is_bounded_by_the_peaks(grid):
+@pytest.fixture(scope="module")
+def grid(long):
+    return long.pivot_table(index=["model", "gpu"], columns="precision", values="t")
+
+
+@pytest.fixture(scope="module")
+def kernels(long):
+    return long.pivot_table(index=["model", "gpu"], columns="precision", values="n_kernels")
+
+
+def test_lower_precision_is_never_slower_and_the_speedup_is_bounded_by_the_peaks(grid, kernels):
+    """Half precision is never slower than TF32/FP32, except by the launches of autocast's extra kernels (its weight
+    casts) on a step the host's launches bound: GPT-2 of 4 x 512 at 8 x 512 tokens on a GB200/GB300 runs 382 kernels
+    in BF16 against 344 in TF32, each at least ``KERNEL_MIN_S``, and comes out 0.04 % slower (as mixed precision is on
+    a launch-bound step). The excess is held to those launches."""
+    from perfmodel.step.op_latency import KERNEL_MIN_S
+
     assert len(grid) == len(MODELS) * len(load_gpu_catalog())
+    excused = []
     for (model, g), r in grid.iterrows():
         s = gpu_spec(g)
         for half in ("fp16", "bf16"):
             if not np.isnan(r[half]):
-                ref = r["tf32"] if not np.isnan(r["tf32"]) else r["fp32"]
-                ref_peak = s.matmul_peak_tflops("tf32" if not np.isnan(r["tf32"]) else "fp32")
-                assert r[half] <= ref * (1 + 1e-9), (model, g, half, r[half], ref)
+                at = "tf32" if not np.isnan(r["tf32"]) else "fp32"
+                ref, ref_peak = r[at], s.matmul_peak_tflops(at)
+                if r[half] > ref * (1 + 1e-9):
+                    extra = kernels.loc[(model, g), half] - kernels.loc[(model, g), at]
+                    assert r[half] - ref <= extra * KERNEL_MIN_S, (model, g, half, r[half], ref, extra)
+                    excused.append((model, g, half))
                 bound = max(s.matmul_peak_tflops(half) / ref_peak, 2.0)
                 if g not in OWN_FP32_TREES:
                     assert ref / r[half] <= bound * (1 + 1e-9), (model, g, half, ref / r[half], bound)
         if not np.isnan(r["tf32"]):
             assert r["tf32"] <= r["fp32"] * (1 + 1e-9), (model, g, r["tf32"], r["fp32"])
             assert r["fp32"] / r["tf32"] <= s.matmul_peak_tflops("tf32") / s.matmul_peak_tflops("fp32") * (1 + 1e-9)
+    assert len(excused) <= 8, excused  # the launch-bound exception stays an exception
 
 
-def test_no_gpu_with_every_spec_at_least_another_is_predicted_slower_in_half_precision(grid):
-    specs = {g: gpu_spec(g) for g in grid.index.get_level_values("gpu").unique()}
-
-    def dominates(a, b):  # at least as good everywhere, better somewhere (equal parts may differ in their SMs)
-        ge = all(getattr(specs[a], f) >= getattr(specs[b], f) or math.isnan(getattr(specs[b], f)) for f in SPEC_FIELDS)
-        gt = any(getattr(specs[a], f) > getattr(specs[b], f) for f in SPEC_FIELDS)
-        return a != b and ge and gt
-
-    pairs = [(a, b) for a in specs for b in specs if dominates(a, b)]
-    assert ("B200", "H100") in pairs and ("MI325X", "MI300X") in pairs
-    # transformers: GEMMs by the pooled half-precision model, memory-bound kernels by the bandwidth model. A CNN's
-    # convolutions in half precision still take the FP32-learned trees at the half peak, which are not monotone in
-    # the peak (resnet-32: L40S 16.15 ms against the L40's 16.02 with twice its BF16 rate): not held here.
-    for model in ("llama", "bert"):
-        t = grid.loc[model]["bf16"].dropna()
-        for a, b in pairs:
-            if a in t.index and b in t.index:
-                assert t[a] <= t[b] * (1 + 1e-9), (model, a, t[a], b, t[b])
-    # the case that failed before: an H200 (more bandwidth, same compute) no slower than an H100
+def test_no_gpu_with_every_spec_at_least_another_is_predicted_slower(grid):
+    pairs = dominance_pairs(grid.index.get_level_values("gpu").unique())
+    assert ("B200", "H100") in pairs and ("MI325X", "MI300X") in pairs and ("V100", "V100-PCIe-32GB") in pairs
+    assert ("MI250", "MI210") not in pairs  # one MI250 die's FP32 matrix rate (45.25 TFLOPS) is below the MI210's 45.3
+    checked = 0
+    for model in MODELS:
+        for p in ("fp32", "tf32", "fp16", "bf16"):
+            t = grid.loc[model][p].dropna()
+            for a, b in pairs:
+                if a in t.index and b in t.index:
+                    assert t[a] <= t[b] * (1 + 1e-9), (model, p, a, t[a], b, t[b])
+                    checked += 1
+    assert checked > 1000
+    # the cases that failed before: an H200 (more bandwidth, same compute) no slower than an H100; the V100 SXM2 no
+    # slower than the V100 PCIe (the GPU the trees were fitted on) at FP32; the H200 no slower than the H100 NVL at TF32
     assert grid.loc[("llama", "H200"), "bf16"] < grid.loc[("llama", "H100"), "bf16"]
+    for model in MODELS:
+        assert grid.loc[(model, "V100"), "fp32"] <= grid.loc[(model, "V100-PCIe-32GB"), "fp32"]
+        assert grid.loc[(model, "H200"), "tf32"] <= grid.loc[(model, "H100-NVL"), "tf32"]
 
 
 def test_fp8_pays_where_the_gemms_are_large():
