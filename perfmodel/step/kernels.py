@@ -110,8 +110,10 @@ def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
 def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
     """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec`` (memoised); a fused
     attention row no faster than :func:`fused_attention_floor_s`."""
+    from perfmodel.datasets import gpu_spec
     from perfmodel.step.op_latency import WORK_COLUMNS, default_op_model
 
+    spec = gpu_spec(spec)  # a name, or a spec of one's own
     op_model = default_op_model() if op_model is None else op_model
     w = work[WORK_COLUMNS].reset_index(drop=True)
     fp8 = work["fp8"].to_numpy(bool) if "fp8" in work.columns else np.zeros(len(w), bool)

@@ -153,7 +153,7 @@ def exposed_bucket_collective(window_s: float, nbytes: float, n: int, link: Inte
         c = collective(float(size), n, link)
         end = max(end, float(r)) + c
         total += c
-    return max(end - window_s, 0.0), total
+    return min(max(end - window_s, 0.0), total), total  # never more than on the link (end - window rounds past it)
 
 
 def exposed_bucket_gather(forward_s: float, nbytes: float, n: int, link: Interconnect, *, overlap: bool = True,

@@ -40,7 +40,7 @@ def _step(strategy, n_gpus=4, **kw):
     kw.setdefault("batch_size", 8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
-        return pm.predict_step_time(TINY_GPT2, kw.pop("gpus", "A100"), n_gpus=n_gpus, strategy=strategy, **kw)
+        return pm.predict_step_time(kw.pop("model", TINY_GPT2), kw.pop("gpus", "A100"), n_gpus=n_gpus, strategy=strategy, **kw)
 
 
 def _mem(strategy, n_gpus=4, **kw):
@@ -162,7 +162,14 @@ def test_pipeline_combinations_send_split_activations_and_reduce_each_stage():
     m = 4
     tp_pp = _step("tp2-pp2", interconnect=LINK, micro_batches=m).iloc[0]
     pp = _step("pp", n_gpus=2, interconnect=LINK, micro_batches=m).iloc[0]
-    assert tp_pp["bubble_s"] > 0 and tp_pp["compute_s"] < pp["compute_s"]  # tensor parallel inside each stage
+    # tensor parallel inside each stage: each GPU computes half the split work. This tiny model is launch-bound (every
+    # kernel near the floor), where halving a 64-wide GEMM saves no time — the trees fitted on the A100-PCIe-40GB's
+    # own measurements (which the A100 SXM4 is no slower than) give tp2-pp2 0.5 % more — so its time is checked on a
+    # model whose GEMMs bound the step
+    assert tp_pp["bubble_s"] > 0 and tp_pp["flops"] < 0.51 * pp["flops"]
+    wide = dict(TINY_GPT2, n_embd=1024, n_head=16)
+    assert (_step("tp2-pp2", model=wide, input_shape=(128,), batch_size=32, interconnect=LINK, micro_batches=m).iloc[0]["compute_s"]
+            < 0.6 * _step("pp", model=wide, n_gpus=2, input_shape=(128,), batch_size=32, interconnect=LINK, micro_batches=m).iloc[0]["compute_s"])
     act = 2 * 32 * 64 * 4  # micro-batch 8 / 4 = 2 samples of 32 tokens, hidden 64, FP32
     hop = p2p_time(act / 2, LINK) + allgather_time(act, 2, LINK)
     # per micro-batch of each stage: 2 layers x 4 all-reduces + the embedding's (first) or the vocabulary projection's (last)
