@@ -30,6 +30,8 @@ from perfmodel.datasets.names import canonical_gpu
 from perfmodel.datasets.neusight import _unknown
 
 __all__ = [
+    "GRAND_TETON_H100",
+    "torchtitan_gpu_spec",
     "VIDUR_OPERATORS",
     "VIDUR_GPUS",
     "VIDUR_SYSTEMS",
@@ -343,14 +345,41 @@ def _source_gpu(text: str) -> str:
     return " ".join(parts)
 
 
+#: The H100 of torchtitan's two H100 benchmark files, as the files describe it (``benchmarks/llama3_h100_202412_torchtitan.md``,
+#: Hardware section and footnote 2): "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", "the default 500W power limit",
+#: and a peak "between SXM and NVL, and we don't know its exact value". Not a catalog part (Meta's Grand Teton
+#: H100): the H100 SXM5's spec with the stated memory, bandwidth and power, and each peak rate the midpoint of the
+#: H100 SXM5's and the H100 NVL's datasheet rates — the middle of the range the file gives, set from the file alone.
+GRAND_TETON_H100 = dict(gpu="H100-96GB-HBM2e-500W", base="H100", between="H100-NVL", memory_gib=96.0,
+                        memory_bandwidth_gb_per_s=2400.0, tdp_w=500.0)
+
+
+def torchtitan_gpu_spec(source_gpu: str):
+    """The GPU a torchtitan run was measured on, as perfmodel predicts for it (:class:`~perfmodel.datasets.GPUSpec`):
+    the catalog GPU of :func:`load_torchtitan_runs`'s ``gpu``, or for the Grand Teton H100 (``"H100 96GB HBM2e 500W
+    power limit"``) the part the file describes (:data:`GRAND_TETON_H100`)."""
+    import dataclasses
+
+    from perfmodel.datasets.gpus import PRECISIONS, gpu_spec
+
+    if not re.match(r"H100 96GB HBM2e", source_gpu or ""):
+        return gpu_spec(_gpu_of(source_gpu)[0])
+    g = GRAND_TETON_H100
+    base, other = gpu_spec(g["base"]), gpu_spec(g["between"])
+    rates = {col: (getattr(base, col) + getattr(other, col)) / 2 for col in PRECISIONS.values()}
+    return dataclasses.replace(base, gpu=g["gpu"], memory_gib=g["memory_gib"], tdp_w=g["tdp_w"],
+                               memory_bandwidth_gb_per_s=g["memory_bandwidth_gb_per_s"], **rates)
+
+
 def _gpu_of(source_gpu: str) -> tuple[str, str]:
     """Catalog id and a note; the Grand Teton H100 (96 GB HBM2e, 500 W) is not in the catalog and maps to the H100 SXM5."""
     if not source_gpu:
         raise DataFormatError("a torchtitan benchmark file names no GPU (expected 'Each host has <n> NVIDIA <GPU> GPUs' in its "
                               "Hardware section, or 'on <n> A100 (80GB) GPUs').")
     if re.match(r"H100 96GB HBM2e", source_gpu):
-        return "H100", ("the catalog has no H100 96GB HBM2e at 500 W (Grand Teton); mapped to the H100 SXM5 80GB, which the "
-                        "file's footnote says has a higher peak than this part")
+        return "H100", ("the catalog has no H100 96GB HBM2e at 500 W (Grand Teton); its closest catalog part is the H100 "
+                        "SXM5 80GB, and it is predicted as the file describes it (torchtitan_gpu_spec: 2.4 TB/s, peak "
+                        "rates between the SXM5's and the NVL's)")
     m = re.match(r"A100 \((\d+GB)\)", source_gpu)
     name = f"A100 {m.group(1)}" if m else source_gpu
     gid = canonical_gpu(name)
@@ -571,7 +600,8 @@ def load_torchtitan_runs() -> pd.DataFrame:
     Notes
     -----
     The H100 of the two H100 files is the Grand Teton H100 (96 GB HBM2e, 500 W power limit): not in perfmodel's
-    catalog, it is mapped to ``H100`` (SXM5 80GB) with a note. ``docs/performance.md`` says "A100 (80GB)" without
+    catalog, its ``gpu`` is ``H100`` (SXM5 80GB, the closest part) with a note, and :func:`torchtitan_gpu_spec` gives
+    the part as the file describes it, which the external benchmark predicts with. ``docs/performance.md`` says "A100 (80GB)" without
     the form factor: ``A100-SXM4-80GB`` by :func:`perfmodel.datasets.canonical_gpu`'s rule, with a note.
     """
     rows = []

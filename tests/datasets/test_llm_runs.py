@@ -116,6 +116,26 @@ def test_torchtitan_runs_shape_and_dtypes(runs):
     assert runs.loc[runs["gpu"] == "H100", "note"].str.contains("no H100 96GB HBM2e").all()
 
 
+def test_the_grand_teton_h100_is_predicted_as_the_files_describe_it():
+    from perfmodel.datasets import gpu_spec, load_torchtitan_runs
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+
+    runs = load_torchtitan_runs()
+    h100 = runs.loc[runs["gpu"] == "H100", "source_gpu"].unique()
+    assert list(h100) == ["H100 96GB HBM2e 500W power limit"]
+    s, sxm, nvl = torchtitan_gpu_spec(h100[0]), gpu_spec("H100"), gpu_spec("H100-NVL")
+    # "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", "the default 500W power limit"
+    assert (s.memory_gib, s.memory_bandwidth_gb_per_s, s.tdp_w) == (96.0, 2400.0, 500.0)
+    # "the actual peak TFLOPs number is between SXM and NVL": the middle of the two datasheets' rates
+    for p in ("fp32", "tf32", "bf16", "fp16", "fp8"):
+        assert s.peak_tflops(p) == (sxm.peak_tflops(p) + nvl.peak_tflops(p)) / 2
+        assert nvl.peak_tflops(p) < s.peak_tflops(p) < sxm.peak_tflops(p)
+    assert (s.sm_count, s.l2_mib, s.nvlink_gb_per_s, s.architecture) == (sxm.sm_count, sxm.l2_mib, sxm.nvlink_gb_per_s, sxm.architecture)
+    # every other GPU is its catalog part
+    for src, gid in runs.loc[runs["gpu"] != "H100", ["source_gpu", "gpu"]].drop_duplicates().itertuples(index=False):
+        assert torchtitan_gpu_spec(src) == gpu_spec(gid)
+
+
 def _one(runs, **kw):
     m = pd.Series(True, index=runs.index)
     for k, v in kw.items():

@@ -27,7 +27,9 @@ ITEM = Item(
                "fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP (\"fsdp32-tp8\"), FSDP x TP x "
                "PP (\"fsdp8-tp8-pp8\", as many micro-batches as stages, torchtitan's default, 1F1B or interleaved "
                "1F1B as the row says) or with context parallelism (\"fsdp4-cp2-tp8-pp8\"), asynchronous TP where "
-               "the row says, 8 GPUs per node with NVLink inside and 8 NICs per node between nodes, one per GPU "
+               "the row says, the GPU as the file describes it (torchtitan_gpu_spec: the Grand Teton H100 of the H100 files, "
+               "96 GB HBM2e at 2.4 TB/s and a 500 W limit, its peak rates halfway between the H100 SXM5's and NVL's, "
+               "the range the file's footnote gives), 8 GPUs per node with NVLink inside and 8 NICs per node between nodes, one per GPU "
                "on its own rail (LINKS, nics_per_node=8), "
                "compile and activation checkpointing (full, torchtitan's per-operator selective policy, or its "
                "per-layer policy every other layer) as the row says; tokens/s per GPU is a data-parallel rank's "
@@ -96,6 +98,7 @@ def data() -> pd.DataFrame:
     process and data source (``numbers`` and ``figure`` both read it); callers get copies."""
     import perfmodel as pm
     from perfmodel.datasets import load_torchtitan_runs
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
     from perfmodel.step.step_time import OutOfMemoryWarning
@@ -117,6 +120,7 @@ def data() -> pd.DataFrame:
                    predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, rule_of_thumb_tokens_per_s=np.nan,
                    skipped=why)
         if not why:
+            spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
             tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
             kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * dp, precision=prec,
                       n_gpus=int(r.n_gpus), strategy=_strategy(r), activation_checkpointing=ac, compile=comp,
@@ -126,12 +130,12 @@ def data() -> pd.DataFrame:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExtrapolationWarning)
                 warnings.simplefilter("ignore", OutOfMemoryWarning)
-                p = pm.predict_step_time(MODEL_CONFIGS[r.model], r.gpu, optimizer="adam-fused", **kw).iloc[0]
+                p = pm.predict_step_time(MODEL_CONFIGS[r.model], spec, optimizer="adam-fused", **kw).iloc[0]
             # torchtitan's tokens/s per GPU: a data-parallel rank's tokens over the step time and the GPUs of its model
             # replica (its tp x pp x cp ranks)
             row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / (tp * pp * cp) / float(p["step_time_s"])
             row["predicted_memory_gib"] = float(p["memory_per_gpu_bytes"]) / 2**30
-            rule = rule_of_thumb_step_time(MODEL_CONFIGS[r.model], r.gpu, input_shape=(seq,),
+            rule = rule_of_thumb_step_time(MODEL_CONFIGS[r.model], spec, input_shape=(seq,),
                                            batch_size=int(r.local_batch_size) * dp, precision=prec,
                                            n_gpus=int(r.n_gpus)).iloc[0]
             # the rule spreads the global batch over every GPU: tokens/s per GPU = global tokens / GPUs / step
