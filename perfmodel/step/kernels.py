@@ -177,6 +177,7 @@ def dominated_gpus(spec, prec: str) -> tuple:
     It holds exactly between a GPU and every GPU it reaches, and the test holds every pair of the catalog (CNNs and
     transformers, FP32 to BF16) to it; a pair it could miss is a training GPU of another architecture with no pooled
     GPU between the two.
+
     Not the SM count: at an equal peak, more SMs means a lower clock (GB300 against GB200), not a faster GPU. The
     published fused-attention floor (:func:`fused_attention_floor_s`) is applied after: a measurement of the GPU's
     own architecture."""
@@ -205,16 +206,16 @@ def _least_of_dominated(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_mo
     one more candidate: a TF32 step is never slower than the same step in FP32."""
     rows = _row_keys(w, fp8) if rows is None else rows
 
-    def own(s):
+    def on(s):  # the learned times on one GPU
         t = _rows_seconds(w, fp8, s, prec, op_model, rows)
         if prec == "tf32":
             t = _tf32_within_fp32(w, t, _rows_seconds(w, fp8, s, "fp32", op_model, rows), s)
         return t
 
-    t = own(spec)
+    t = on(spec)
     best = t.sum()
     for other in _comparable_gpus(spec, prec, op_model):
-        u = own(other)
+        u = on(other)
         if u.sum() < best:
             t, best = u, u.sum()
     if prec == "tf32":
@@ -542,3 +543,5 @@ def clear_trace_cache() -> None:
     _BUILT.clear()
     _KERNEL_MEMO.clear()
     _ROW_MEMO.clear()
+    _COMPARABLE.clear()
+    _OWN_TREES.clear()

@@ -171,3 +171,24 @@ def test_the_cases_that_failed_before():
                  for p in ("tf32", "bf16")}
             assert (t["bf16"] < t["tf32"]).all(), model
             assert t["bf16"].iloc[0] <= 1.1 * t["bf16"].iloc[1]  # the 80 GB card is no slower than the 40 GB one
+
+
+def test_the_gpus_a_gpu_is_held_to():
+    """dominated_gpus: every catalog GPU with no more of any rate, bandwidth or L2; a training GPU's own trees are
+    reached only within its architecture (the T4's never lower the P100), pooled GPUs pass them on (the V100 SXM2
+    takes the V100 PCIe's, and the A100 SXM4 the V100 SXM2's)."""
+    from perfmodel.datasets import gpu_spec
+    from perfmodel.step.kernels import _comparable_gpus, dominated_gpus
+    from perfmodel.step.op_latency import default_op_model
+
+    names = lambda specs: {s.gpu for s in specs}  # noqa: E731
+    h200 = names(dominated_gpus(gpu_spec("H200"), "bf16"))
+    assert {"H100", "H100-NVL", "A100"} <= h200 and not {"B200", "H200", "MI300X"} & h200
+    assert "T4" in names(dominated_gpus(gpu_spec("P100"), "fp32"))
+    m = default_op_model()
+    assert "T4" not in names(_comparable_gpus(gpu_spec("P100"), "fp32", m))
+    assert "V100-PCIe-32GB" in names(_comparable_gpus(gpu_spec("V100"), "fp32", m))
+    assert {"V100", "V100-PCIe-32GB", "A100-PCIe-40GB"} <= names(_comparable_gpus(gpu_spec("A100"), "fp32", m))
+    # a GPU without units for the precision is held to nothing and holds nothing
+    assert dominated_gpus(gpu_spec("V100"), "bf16") == ()
+    assert "V100" not in names(dominated_gpus(gpu_spec("H100"), "bf16"))
