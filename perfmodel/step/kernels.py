@@ -17,7 +17,7 @@ import pandas as pd
 from perfmodel.step.op_latency import step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "kernel_source", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -122,13 +122,40 @@ def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nda
            id(op_model), half_model_applies(op_model, prec))  # the same model object predicts differently under an override
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
+        _LAST_SOURCE[0] = hit[2]
         return hit[1].copy()
-    t = _least_of_dominated(w, fp8, spec, prec, op_model)
+    t, source = _least_of_dominated(w, fp8, spec, prec, op_model)
     t = np.maximum(t, floor)
     if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
         _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
-    _KERNEL_MEMO[key] = (op_model, t.copy())
+    _KERNEL_MEMO[key] = (op_model, t.copy(), source)
+    _LAST_SOURCE[0] = source
     return t
+
+
+#: What the last :func:`kernel_seconds` call took its times from, other than its own GPU (None: its own).
+_LAST_SOURCE: list = [None]
+
+
+def kernel_source(work: pd.DataFrame, spec, prec: str, op_model=None) -> str | None:
+    """Where :func:`kernel_seconds` took the times of ``work`` on ``spec`` from, when not from ``spec``'s own learned
+    times: the GPU it dominates whose kernels of the work sum less (:func:`dominated_gpus`), or ``"FP32:<GPU>"`` for
+    the FP32 step of a TF32 step (on that GPU; empty for ``spec``); None when they are ``spec``'s own. For ``basis``."""
+    kernel_seconds(work, spec, prec, op_model)
+    return _LAST_SOURCE[0]
+
+
+def source_phrase(source: str | None) -> str:
+    """The ``basis`` phrase for :func:`kernel_source` (empty for a GPU's own times)."""
+    if not source:
+        return ""
+    why = ("no more of any rate, bandwidth or L2 than this GPU, and predicted faster: a GPU is never predicted slower "
+           "than one it dominates, dominated_gpus")
+    if source.startswith("FP32:"):
+        gpu = source[len("FP32:"):]
+        return (f"; kernels as in FP32 (a TF32 step is never slower than in FP32)"
+                + (f", as on the {gpu} ({why})" if gpu else ""))
+    return f"; kernels as on the {source} ({why})"
 
 
 def _spec_rates(spec, prec: str) -> np.ndarray | None:
@@ -200,8 +227,8 @@ def dominated_gpus(spec, prec: str) -> tuple:
 
 
 def _least_of_dominated(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_model, rows=None) -> np.ndarray:
-    """The kernel times of ``w`` on ``spec``, or on the GPU of :func:`dominated_gpus` whose kernels of ``w`` sum the
-    least, if that is less: the work as a whole is never slower than on a GPU with no more of any spec. At TF32, each
+    """(times, source): the kernel times of ``w`` on ``spec``, or on the GPU of :func:`dominated_gpus` whose kernels
+    of ``w`` sum the least, if that is less (``source`` names it; None for ``spec``'s own): the work as a whole is never slower than on a GPU with no more of any spec. At TF32, each
     GPU's kernels are first held to its own FP32 kernels (:func:`_tf32_within_fp32`), and the FP32 step on ``spec`` is
     one more candidate: a TF32 step is never slower than the same step in FP32."""
     rows = _row_keys(w, fp8) if rows is None else rows
@@ -212,17 +239,17 @@ def _least_of_dominated(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_mo
             t = _tf32_within_fp32(w, t, _rows_seconds(w, fp8, s, "fp32", op_model, rows), s)
         return t
 
-    t = on(spec)
+    t, source = on(spec), None
     best = t.sum()
     for other in _comparable_gpus(spec, prec, op_model):
         u = on(other)
         if u.sum() < best:
-            t, best = u, u.sum()
+            t, best, source = u, u.sum(), other.gpu
     if prec == "tf32":
-        u = _least_of_dominated(w, fp8, spec, "fp32", op_model, rows)
+        u, src = _least_of_dominated(w, fp8, spec, "fp32", op_model, rows)
         if u.sum() < best:
-            t = u
-    return t
+            t, source = u, f"FP32:{src or ''}"
+    return t, source
 
 
 _COMPARABLE: dict = {}

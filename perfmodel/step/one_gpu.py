@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfmodel.step.kernels import _extrapolation_notes, _warn_extrapolation, conformal_interval, gpu_specs, kernel_seconds, learned_on
+from perfmodel.step.kernels import (_extrapolation_notes, _warn_extrapolation, conformal_interval, gpu_specs, kernel_seconds,
+                                    kernel_source, learned_on, source_phrase)
 from perfmodel.step.strategy import PIPELINE_SCHEDULES, context_parallel_shape, parse_strategy
 from perfmodel.step.trace import context_parallel_work, model_and_layout, model_input, op_layer, recompute_mask, step_ops, step_work
 
@@ -108,6 +109,7 @@ def single_gpu_step_time(model, gpus, *, input_shape, batch_size: int, input_dty
     rows, far = [], []
     for s in specs:
         t = kernel_seconds(work, s, prec)
+        source = source_phrase(kernel_source(work, s, prec))
         by_phase = pd.Series(t).groupby(work["phase"].to_numpy()).sum()
         total = float(t.sum())
         far += _extrapolation_notes(s, prec)
@@ -117,6 +119,7 @@ def single_gpu_step_time(model, gpus, *, input_shape, batch_size: int, input_dty
                          forward_s=float(by_phase.get("forward", 0.0)), backward_s=float(by_phase.get("backward", 0.0)),
                          optimizer_s=float(by_phase.get("optimizer", 0.0)), n_kernels=len(work),
                          flops=float(ops["flops"].sum()),
-                         basis=f"sum of {len(work)} operators, each roofline x efficiency {learned_on(prec)}; interval: {interval}"))
+                         basis=f"sum of {len(work)} operators, each roofline x efficiency {learned_on(prec)}{source}; "
+                               f"interval: {interval}"))
     _warn_extrapolation(far, prec)
     return pd.DataFrame(rows)

@@ -760,7 +760,11 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     for spec, lk in zip(specs, links):
         s = layout_step(r, kn.kernel_seconds(r.work, spec, prec), lk)
         far += kn._extrapolation_notes(spec, prec)
-        rows.append(_layout_row(r, s, spec, lk, prec, optimizer, q, interval, by_group))
+        row = _layout_row(r, s, spec, lk, prec, optimizer, q, interval, by_group)
+        source = kn.source_phrase(kn.kernel_source(r.work, spec, prec))
+        if source:
+            row["basis"] = row["basis"].replace(f"{kn.learned_on(prec)},", f"{kn.learned_on(prec)}{source},", 1)
+        rows.append(row)
     kn._warn_extrapolation(far, prec)
     return pd.DataFrame(rows)
 

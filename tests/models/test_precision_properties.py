@@ -192,3 +192,20 @@ def test_the_gpus_a_gpu_is_held_to():
     # a GPU without units for the precision is held to nothing and holds nothing
     assert dominated_gpus(gpu_spec("V100"), "bf16") == ()
     assert "V100" not in names(dominated_gpus(gpu_spec("H100"), "bf16"))
+
+
+def test_basis_says_when_a_step_is_held_to_a_gpu_it_dominates():
+    from perfmodel.step.kernels import source_phrase
+
+    gpt2 = dict(model_type="gpt2", n_layer=4, n_embd=512, n_head=8, n_positions=1024, vocab_size=50257)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = pm.predict_step_time(gpt2, ["V100", "V100-PCIe-32GB"], input_shape=(512,), batch_size=8, precision="fp32")
+        two = pm.predict_step_time(gpt2, "V100", input_shape=(512,), batch_size=8, precision="fp32", n_gpus=2, strategy="dp")
+    said = "kernels as on the V100-PCIe-32GB (no more of any rate, bandwidth or L2 than this GPU, and predicted faster"
+    assert said in one["basis"].iloc[0] and said in two["basis"].iloc[0]
+    assert "kernels as on" not in one["basis"].iloc[1]  # its own trees
+    assert one["step_time_s"].iloc[0] == one["step_time_s"].iloc[1]
+    assert source_phrase(None) == ""
+    assert source_phrase("FP32:") == "; kernels as in FP32 (a TF32 step is never slower than in FP32)"
+    assert source_phrase("FP32:H100-NVL").startswith("; kernels as in FP32 (a TF32 step is never slower than in FP32), as on the H100-NVL (")
