@@ -7,7 +7,10 @@ any precision — its FLOPs and its bytes at the element size — and only the p
 GEMMs by the model learned on Vidur's FP16 GEMMs (:func:`perfmodel.step.half_precision.half_precision_op_model`,
 pooled, no GPU identity), memory-bound kernels by the bandwidth model (:func:`perfmodel.step.bandwidth.bandwidth_model`),
 convolutions by the FP32/TF32-learned model at the half-precision peak. Fused attention at no less than its published
-efficiency (:func:`fused_attention_floor_s`). The interval is split conformal over GPUs (:func:`conformal_interval`).
+efficiency (:func:`fused_attention_floor_s`). A GPU is never predicted slower than a GPU it dominates (no more of any
+rate, bandwidth or L2): a step's kernels are those of the GPU, itself or one it dominates, whose kernels sum the least
+(:func:`dominated_gpus`), and ``basis`` says so (:func:`kernel_source`). The interval is split conformal over GPUs
+(:func:`conformal_interval`).
 """
 from __future__ import annotations
 
