@@ -9,7 +9,7 @@ pooled, no GPU identity), memory-bound kernels by the bandwidth model (:func:`pe
 convolutions by the FP32/TF32-learned model at the half-precision peak. Fused attention at no less than its published
 efficiency (:func:`fused_attention_floor_s`). A GPU is never predicted slower than a GPU it dominates (no more of any
 rate, bandwidth or L2): a step's kernels are those of the GPU, itself or one it dominates, whose kernels sum the least
-(:func:`dominated_gpus`), and ``basis`` says so (:func:`kernel_source`). The interval is split conformal over GPUs
+(:func:`dominated_gpus`), and ``basis`` says so (:func:`source_phrase`). The interval is split conformal over GPUs
 (:func:`conformal_interval`).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 from perfmodel.step.op_latency import step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "kernel_source", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -110,9 +110,14 @@ def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
     return out
 
 
-def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
+def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None, *, with_source: bool = False):
     """Predicted in-stream time (s) of each work row on the GPU ``spec`` at precision ``prec`` (memoised); a fused
-    attention row no faster than :func:`fused_attention_floor_s`."""
+    attention row no faster than :func:`fused_attention_floor_s`.
+
+    With ``with_source=True``, returns ``(times, source)``: where the times were taken from when not from ``spec``'s own
+    learned times -- the GPU it dominates whose kernels of the work sum less (:func:`dominated_gpus`), or
+    ``"FP32:<GPU>"`` for the FP32 step of a TF32 step (on that GPU; empty for ``spec``) -- None when they are
+    ``spec``'s own. For ``basis`` (:func:`source_phrase`)."""
     from perfmodel.datasets import gpu_spec
     from perfmodel.step.op_latency import WORK_COLUMNS, default_op_model
 
@@ -125,31 +130,19 @@ def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.nda
            id(op_model), half_model_applies(op_model, prec))  # the same model object predicts differently under an override
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
-        _LAST_SOURCE[0] = hit[2]
-        return hit[1].copy()
-    t, source = _least_of_dominated(w, fp8, spec, prec, op_model)
-    t = np.maximum(t, floor)
-    if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
-        _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
-    _KERNEL_MEMO[key] = (op_model, t.copy(), source)
-    _LAST_SOURCE[0] = source
-    return t
-
-
-#: What the last :func:`kernel_seconds` call took its times from, other than its own GPU (None: its own).
-_LAST_SOURCE: list = [None]
-
-
-def kernel_source(work: pd.DataFrame, spec, prec: str, op_model=None) -> str | None:
-    """Where :func:`kernel_seconds` took the times of ``work`` on ``spec`` from, when not from ``spec``'s own learned
-    times: the GPU it dominates whose kernels of the work sum less (:func:`dominated_gpus`), or ``"FP32:<GPU>"`` for
-    the FP32 step of a TF32 step (on that GPU; empty for ``spec``); None when they are ``spec``'s own. For ``basis``."""
-    kernel_seconds(work, spec, prec, op_model)
-    return _LAST_SOURCE[0]
+        t, source = hit[1].copy(), hit[2]
+    else:
+        t, source = _least_of_dominated(w, fp8, spec, prec, op_model)
+        t = np.maximum(t, floor)
+        if len(_KERNEL_MEMO) >= _KERNEL_MEMO_MAX:
+            _KERNEL_MEMO.pop(next(iter(_KERNEL_MEMO)))
+        _KERNEL_MEMO[key] = (op_model, t.copy(), source)
+    return (t, source) if with_source else t
 
 
 def source_phrase(source: str | None) -> str:
-    """The ``basis`` phrase for :func:`kernel_source` (empty for a GPU's own times)."""
+    """The ``basis`` phrase for the source :func:`kernel_seconds` returns with ``with_source=True`` (empty for a GPU's
+    own times)."""
     if not source:
         return ""
     why = ("no more of any rate, bandwidth or L2 than this GPU, and predicted faster: a GPU is never predicted slower "

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.step.kernels import (_extrapolation_notes, _warn_extrapolation, conformal_interval, gpu_specs, kernel_seconds,
-                                    kernel_source, learned_on, source_phrase)
+                                    learned_on, source_phrase)
 from perfmodel.step.strategy import PIPELINE_SCHEDULES, context_parallel_shape, parse_strategy
 from perfmodel.step.trace import context_parallel_work, model_and_layout, model_input, op_layer, recompute_mask, step_ops, step_work
 
@@ -108,8 +108,8 @@ def single_gpu_step_time(model, gpus, *, input_shape, batch_size: int, input_dty
     q, interval = conformal_interval(alpha)
     rows, far = [], []
     for s in specs:
-        t = kernel_seconds(work, s, prec)
-        source = source_phrase(kernel_source(work, s, prec))
+        t, source = kernel_seconds(work, s, prec, with_source=True)
+        source = source_phrase(source)
         by_phase = pd.Series(t).groupby(work["phase"].to_numpy()).sum()
         total = float(t.sum())
         far += _extrapolation_notes(s, prec)

@@ -758,10 +758,11 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
     for spec, lk in zip(specs, links):
-        s = layout_step(r, kn.kernel_seconds(r.work, spec, prec), lk)
+        t, source = kn.kernel_seconds(r.work, spec, prec, with_source=True)
+        s = layout_step(r, t, lk)
         far += kn._extrapolation_notes(spec, prec)
         row = _layout_row(r, s, spec, lk, prec, optimizer, q, interval, by_group)
-        source = kn.source_phrase(kn.kernel_source(r.work, spec, prec))
+        source = kn.source_phrase(source)
         if source:
             row["basis"] = row["basis"].replace(f"{kn.learned_on(prec)},", f"{kn.learned_on(prec)}{source},", 1)
         rows.append(row)
