@@ -100,7 +100,9 @@ def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
     out = np.zeros(len(work))
     if prec not in HALF_MODEL_PRECISIONS or "op" not in work.columns:
         return out
-    fused = work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy()
+    codes, names = pd.factorize(work["op"].astype(str))  # each operator's name tested once
+    fused = np.array(["scaled_dot_product" in n for n in names], dtype=bool)[codes] if len(names) else np.zeros(len(work), bool)
+    fused &= (work["op_class"] == "matmul").to_numpy()
     if fused.any():
         arch = "Hopper" if "hopper" in str(getattr(spec, "architecture", "")).lower() else "default"
         peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
@@ -228,17 +230,14 @@ def _least_of_dominated(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_mo
     GPU's kernels are first held to its own FP32 kernels (:func:`_tf32_within_fp32`), and the FP32 step on ``spec`` is
     one more candidate: a TF32 step is never slower than the same step in FP32."""
     rows = _row_keys(w, fp8) if rows is None else rows
-
-    def on(s):  # the learned times on one GPU
-        t = _rows_seconds(w, fp8, s, prec, op_model, rows)
-        if prec == "tf32":
-            t = _tf32_within_fp32(w, t, _rows_seconds(w, fp8, s, "fp32", op_model, rows), s)
-        return t
-
-    t, source = on(spec), None
+    gpus = [spec, *_comparable_gpus(spec, prec, op_model)]
+    learned = _rows_seconds(w, fp8, gpus, prec, op_model, rows)  # the learned times on each GPU, in one prediction
+    if prec == "tf32":
+        learned = [_tf32_within_fp32(w, t, t32, s)
+                   for t, t32, s in zip(learned, _rows_seconds(w, fp8, gpus, "fp32", op_model, rows), gpus)]
+    t, source = learned[0], None
     best = t.sum()
-    for other in _comparable_gpus(spec, prec, op_model):
-        u = on(other)
+    for other, u in zip(gpus[1:], learned[1:]):
         if u.sum() < best:
             t, best, source = u, u.sum(), other.gpu
     if prec == "tf32":
@@ -321,24 +320,38 @@ def _row_keys(w: pd.DataFrame, fp8: np.ndarray) -> tuple:
     return list(index), first, inv
 
 
-def _rows_seconds(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_model, rows=None) -> np.ndarray:
-    """:func:`_kernel_seconds_uncached` of each row, each distinct kernel (its row and FP8 flag, compared exactly)
-    predicted at most once per process: identical layers give identical rows, and a kernel's time depends on its own
-    row only, so this gives the same bits as predicting every row. ``rows``: :func:`_row_keys` of ``w``, if known."""
-    ctx = (repr(spec), prec, id(op_model), half_model_applies(op_model, prec))
-    held = _ROW_MEMO.get(ctx)
-    if held is None or held[0] is not op_model:
-        if sum(len(v[1]) for v in _ROW_MEMO.values()) >= _ROW_MEMO_MAX:
-            _ROW_MEMO.clear()
-        held = _ROW_MEMO[ctx] = (op_model, {})
-    store = held[1]
+def _rows_seconds(w: pd.DataFrame, fp8: np.ndarray, specs, prec: str, op_model, rows=None) -> list:
+    """:func:`_kernel_seconds_uncached` of each row on each GPU of ``specs`` (a list; one array per GPU), each distinct
+    kernel (its row and FP8 flag, compared exactly) predicted at most once per GPU and process: identical layers give
+    identical rows, and a kernel's time depends on its own row only, so this gives the same bits as predicting every
+    row. The kernels not yet predicted on any of the GPUs go to the operator model in one call (its per-call cost is
+    most of a step's prediction). ``rows``: :func:`_row_keys` of ``w``, if known."""
     keys, first, inv = _row_keys(w, fp8) if rows is None else rows
-    new = [j for j, k in enumerate(keys) if k not in store]  # each kernel not yet predicted
-    if new:
-        at = first[new]
-        t_new = _kernel_seconds_uncached(w.iloc[at].reset_index(drop=True), spec, prec, op_model, fp8=fp8[at])
-        store.update(zip((keys[j] for j in new), t_new.tolist()))
-    return np.array([store[k] for k in keys], dtype=float)[inv]
+    stores, todo = [], []
+    for spec in specs:
+        ctx = (repr(spec), prec, id(op_model), half_model_applies(op_model, prec))
+        held = _ROW_MEMO.get(ctx)
+        if held is None or held[0] is not op_model:
+            if sum(len(v[1]) for v in _ROW_MEMO.values()) >= _ROW_MEMO_MAX:
+                _ROW_MEMO.clear()
+            held = _ROW_MEMO[ctx] = (op_model, {})
+        stores.append(held[1])
+        todo.append([j for j, k in enumerate(keys) if k not in held[1]])  # each kernel not yet predicted on it
+    if any(todo):
+        at = np.concatenate([first[new] for new in todo if new]).astype(np.int64)
+        on = np.empty(len(at), dtype=object)  # each row's GPU
+        on[:] = [spec for spec, new in zip(specs, todo) for _ in new]
+        t_new = _kernel_seconds_uncached(w.iloc[at].reset_index(drop=True), on, prec, op_model, fp8=fp8[at]).tolist()
+        i = 0
+        for store, new in zip(stores, todo):
+            store.update(zip((keys[j] for j in new), t_new[i:i + len(new)]))
+            i += len(new)
+    return [np.array([store[k] for k in keys], dtype=float)[inv] for store in stores]
+
+
+def _pick(spec, mask: np.ndarray):
+    """The GPU(s) of the rows in ``mask``: ``spec`` itself when it is one GPU, else its entries there."""
+    return spec[mask] if isinstance(spec, np.ndarray) else spec
 
 
 #: precisions whose matmul, layer-norm and elementwise kernels are predicted by the half-precision model learned on
@@ -369,18 +382,20 @@ def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=
         mem = cls.isin(MEMORY_BOUND_CLASSES).to_numpy()
         t = np.empty(len(work))
         if gemm.any():  # GEMMs: learned on measured FP16 GEMMs
-            t[gemm] = half.predict_in_stream(step_design(work[gemm], spec, prec, None if fp8 is None else fp8[gemm]))
+            t[gemm] = half.predict_in_stream(step_design(work[gemm], _pick(spec, gemm), prec,
+                                                         None if fp8 is None else fp8[gemm]))
         if mem.any():  # norms, softmax, elementwise, casts, optimizer: their bytes at the learned bandwidth efficiency
-            t[mem] = bandwidth.predict_in_stream(step_design(work[mem], spec, prec))
+            t[mem] = bandwidth.predict_in_stream(step_design(work[mem], _pick(spec, mem), prec))
         rest = ~(gemm | mem)
         if rest.any():  # convolutions: never measured in half precision; the FP32/TF32-learned efficiency at this peak
-            t[rest] = _default_kernel_seconds(work[rest].reset_index(drop=True), spec, prec, op_model,
+            t[rest] = _default_kernel_seconds(work[rest].reset_index(drop=True), _pick(spec, rest), prec, op_model,
                                               None if fp8 is None else fp8[rest])
         return t
     return _default_kernel_seconds(work, spec, prec, op_model, fp8)
 
 
 def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
+    """The operator model's kernel times of ``work`` on ``spec`` (one GPU, or one per row, :func:`perfmodel.step.op_latency.step_design`)."""
     X = step_design(work, spec, prec, fp8)
     t = op_model.predict_in_stream(X)
     conv = np.flatnonzero(X["op_class"].to_numpy() == "conv")
@@ -403,7 +418,7 @@ def _no_slower_than_the_cuda_cores(work, X, t, spec, prec, op_model) -> np.ndarr
     if not len(mm):
         return t
     sub = work.iloc[mm].reset_index(drop=True)
-    X32 = step_design(sub, spec, "fp32")
+    X32 = step_design(sub, _pick(spec, mm), "fp32")
     t32 = op_model.predict_in_stream(X32)
     conv = np.flatnonzero(X32["op_class"].to_numpy() == "conv")
     if len(conv):

@@ -269,11 +269,10 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
     @staticmethod
     def _gpu_keys(X: pd.DataFrame) -> np.ndarray:
         """One key per row: the GPU id with its spec columns (a spec that differs from the measured GPU's is another GPU)."""
-        ids = X["gpu"].astype(str) if "gpu" in X.columns else pd.Series("", index=X.index)
-        frame = pd.concat([ids.rename("gpu"), X[GPU_COLUMNS]], axis=1)
-        codes, uniques = pd.MultiIndex.from_frame(frame).factorize()  # a key per distinct GPU, formatted once
-        keys = np.array([f"{u[0]}|" + ",".join(f"{float(v):.6g}" for v in u[1:]) for u in uniques], dtype=object)
-        return keys[codes]
+        ids = X["gpu"].astype(str).tolist() if "gpu" in X.columns else [""] * len(X)
+        rows = list(zip(ids, *X[GPU_COLUMNS].to_numpy(float).T.tolist()))
+        fmt = {u: f"{u[0]}|" + ",".join(f"{v:.6g}" for v in u[1:]) for u in dict.fromkeys(rows)}  # once per GPU
+        return np.array([fmt[r] for r in rows], dtype=object)
 
     def _check_X(self, X) -> pd.DataFrame:
         if not isinstance(X, pd.DataFrame):
@@ -345,8 +344,6 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
 
     def _kernel_s(self, X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(kernel time, keys, classes) of each row: roofline x the learned factor."""
-        from threadpoolctl import threadpool_limits
-
         check_is_fitted(self, "models_")
         X = self._check_X(X)
         cls = X["op_class"].astype(str).to_numpy()
@@ -359,7 +356,7 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
         keys = self._gpu_keys(X)
         # One thread: a step has a few thousand operators, and OpenMP's thread start-up per call costs more than the
         # trees (seconds on a loaded machine); scikit-learn's predictions do not depend on the thread count.
-        with threadpool_limits(1, user_api="openmp"):
+        with _one_openmp_thread():
             for c in self.classes_:
                 m = cls == c
                 if not m.any():
@@ -393,6 +390,20 @@ class OpLatencyModel(RegressorMixin, BaseEstimator):
         X = self._check_X(X)
         own = {k for k, _ in getattr(self, "gpu_models_", {})}
         return np.array([k in own for k in self._gpu_keys(X)], dtype=bool)
+
+
+_OPENMP: list = []
+
+
+def _one_openmp_thread():
+    """A context that runs OpenMP on one thread (tree predictions). threadpoolctl's controller, which looks up the
+    loaded native libraries (milliseconds per call), is made once per process, after scikit-learn's trees are loaded."""
+    if not _OPENMP:
+        import sklearn.ensemble  # noqa: F401  (loads the OpenMP runtime the trees use, before the controller looks)
+        from threadpoolctl import ThreadpoolController
+
+        _OPENMP.append(ThreadpoolController())
+    return _OPENMP[0].limit(limits=1, user_api="openmp")
 
 
 def neusight_op_frame(split: str | None = "train", devices=None) -> pd.DataFrame:
@@ -692,13 +703,26 @@ def step_design(work: pd.DataFrame, spec, prec: str, fp8=None) -> pd.DataFrame:
     """Operator-model inputs (:func:`perfmodel.step.op_latency.op_design`) of work rows on the GPU ``spec`` at
     ``prec``, as the step predictor sees the GPU: GEMMs and convolutions at the matrix units' rate (tensor cores; FP32
     too where the vendor BLAS runs FP32 GEMMs on matrix cores, AMD CDNA), the rest on the CUDA cores / vector units; at
-    ``"fp8"`` the rows marked in ``fp8`` (:func:`fp8_work`) at the FP8 rate and every other GEMM at BF16's."""
+    ``"fp8"`` the rows marked in ``fp8`` (:func:`fp8_work`) at the FP8 rate and every other GEMM at BF16's.
+
+    ``spec`` is one GPU, or a numpy object array of one GPU per row (the rows of several GPUs predicted in one call)."""
     from perfmodel.datasets import matmul_peak_tflops
     from perfmodel.step.op_latency import WORK_COLUMNS, gpu_columns, op_design
 
-    cols = gpu_columns([spec] * len(work), precision="fp32")
+    if isinstance(spec, np.ndarray):
+        ids = np.array([id(s) for s in spec], dtype=np.int64)
+        _, first, at = np.unique(ids, return_index=True, return_inverse=True)
+        gpus = [spec[i] for i in first]
+    else:
+        gpus, at = [spec], np.zeros(len(work), dtype=np.int64)
+    one = gpu_columns(gpus, precision="fp32")  # each GPU's columns once, then one row per work row
+    cols = pd.DataFrame({c: one[c].to_numpy()[at] for c in one.columns})
     mm = work["op_class"].isin(["matmul", "conv"]).to_numpy()
-    cols.loc[mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
+    peak = cols["peak_flops_per_s"].to_numpy(float).copy()
+    matrix = np.array([matmul_peak_tflops(g, "bf16" if prec == "fp8" else prec) * 1e12 for g in gpus])[at]
+    peak[mm] = matrix[mm]
     if prec == "fp8" and fp8 is not None and fp8.any():
-        cols.loc[fp8 & mm, "peak_flops_per_s"] = matmul_peak_tflops(spec, "fp8") * 1e12
+        f8 = np.array([matmul_peak_tflops(g, "fp8") * 1e12 for g in gpus])[at]
+        peak[fp8 & mm] = f8[fp8 & mm]
+    cols["peak_flops_per_s"] = peak
     return op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)
