@@ -101,20 +101,23 @@ def load_spot_traces() -> pd.DataFrame:
         (instances requested), ``start_date`` (ISO), ``gap_s`` (seconds per tick), ``tick``, ``time_h`` (hours since
         the start), ``available`` (instances held at that tick, 0..``nodes``).
     """
-    frames = []
+    infos, gaps, counts = [], [], []
     for key in _trace_keys():
         info = _parse(key)
         gap, data = _read(key)
         if data.max() > info["nodes"]:
             raise DataFormatError(f"{key}: counts up to {int(data.max())} in a {info['nodes']}-node trace.")
-        n = data.size
-        f = pd.DataFrame({k: [v] * n for k, v in info.items()})
-        f["gap_s"] = gap
-        f["tick"] = np.arange(n)
-        f["time_h"] = f["tick"] * gap / 3600
-        f["available"] = data
-        frames.append(f)
-    out = pd.concat(frames, ignore_index=True)[SPOT_TRACE_COLUMNS]
+        infos.append(info)
+        gaps.append(gap)
+        counts.append(data)
+    sizes = [d.size for d in counts]
+    which = np.repeat(np.arange(len(infos)), sizes)  # each tick's trace: its description repeated, not rebuilt per tick
+    out = pd.DataFrame(infos).iloc[which].reset_index(drop=True)
+    out["gap_s"] = np.repeat(np.asarray(gaps), sizes)
+    out["tick"] = np.concatenate([np.arange(n) for n in sizes])
+    out["time_h"] = out["tick"] * out["gap_s"] / 3600
+    out["available"] = np.concatenate(counts)
+    out = out[SPOT_TRACE_COLUMNS]
     for c in ("kind", "cloud", "zone", "region", "instance", "instance_type", "trace"):
         out[c] = out[c].astype("category")
     return out
