@@ -205,3 +205,23 @@ def test_plan_price_file_in_another_encoding_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"perfmodel: Price file {prices} is not UTF-8 (byte 0xe9 at offset ") and len(err.strip().splitlines()) == 1
     assert "Expected a UTF-8 CSV file with the columns server, gpu, on_demand_usd_per_h, transient_usd_per_h" in err
+
+
+def test_gpu_is_the_same_option_as_gpus_in_every_command(tmp_path, capsys):
+    """`--gpu` (as `perfmodel layouts` spells it) and `--gpus` are one option in predict, plan and plan-cloud: a user who
+    types either gets an answer, not argparse's "ambiguous option: --gpu could match --gpus, --gpus-per-node"."""
+    import json
+
+    cfg = {"model_type": "gpt2", "n_layer": 2, "n_embd": 128, "n_head": 4, "n_positions": 256, "vocab_size": 1000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    outs = []
+    for opt in ("--gpu", "--gpus"):
+        assert main(["predict", str(path), opt, "H100", "--input-shape", "128", "--batch-size", "8", "--precision", "bf16"]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "H100" in outs[0]
+    from perfmodel.cli import build_parser
+
+    parser = build_parser()
+    for cmd in (["plan", "resnet-32"], ["plan-cloud", str(path)]):
+        assert parser.parse_args([*cmd, "--gpu", "H100"]).gpus == parser.parse_args([*cmd, "--gpus", "H100"]).gpus == "H100"

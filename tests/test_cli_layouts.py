@@ -54,6 +54,7 @@ def test_a_multi_node_run_without_links_between_nodes_is_told_so(config, capsys)
     (["--n-gpus", "8", "--input-shape", "1024", "--activation-checkpointing", "sometimes"],
      "--activation-checkpointing takes policies among none, selective, full"),
     (["--n-gpus", "8", "--input-shape", "1024", "--usd-per-gpu-h", "-1"], "--usd-per-gpu-h must be a positive number"),
+    (["--gpus", "H100,A100", "--n-gpus", "8", "--input-shape", "1024"], "searches the layouts of one GPU; got --gpu 'H100,A100'"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(config, capsys, extra, message):
     assert main(["layouts", config, *extra]) == 2

@@ -38,6 +38,9 @@ def _cmd_layouts(args) -> int:
         raise _UsageError(f"--n-gpus, --batch-size, --gpus-per-node and --top must be ≥ 1; got {args.n_gpus}, "
                           f"{args.batch_size}, {args.gpus_per_node} and {args.top}.")
     _positive(args.usd_per_gpu_h, "--usd-per-gpu-h")
+    if "," in args.gpu:
+        raise _UsageError(f"perfmodel layouts searches the layouts of one GPU; got --gpu {args.gpu!r}. Run it once per GPU "
+                          "(or compare GPUs with `perfmodel predict --gpus A,B --strategy ...`).")
     model = _model_arg(args.model)
     if not isinstance(model, dict):
         raise _UsageError(f"perfmodel layouts searches the layouts of a transformer language model: give its Hugging Face "
@@ -106,7 +109,8 @@ def add_parser(sub, fmt) -> None:
                        help="every FSDP and Megatron-Core layout of a large language-model run on one cluster, checked "
                             "for memory, the ones that fit predicted fastest first (pm.planning.search_layouts)")
     p.add_argument("model", help="a Hugging Face config.json of a transformer language model (e.g. examples/llama-3-8b.json)")
-    p.add_argument("--gpu", default="H100", help="the GPU (a catalog id or the name clouds and nvidia-smi print)")
+    p.add_argument("--gpu", "--gpus", dest="gpu", default="H100",
+                   help="the GPU (a catalog id or the name clouds and nvidia-smi print); one GPU per search")
     p.add_argument("--n-gpus", type=int, required=True, help="GPUs of the run")
     p.add_argument("--input-shape", default=None, help="sequence length of one sample, e.g. 8192")
     p.add_argument("--batch-size", type=int, default=128, help="global batch, in sequences")

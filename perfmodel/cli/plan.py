@@ -241,7 +241,7 @@ def add_parser(sub, fmt) -> None:
     pc = sub.add_parser("plan-cloud", help="which GPUs to rent today: GPU x count x batch x strategy x spot, time, cost, "
                         "memory, revocations, Pareto front", formatter_class=fmt)
     pc.add_argument("model", help="a zoo id, package.module:ClassName, or a Hugging Face config as a JSON file (config.json)")
-    pc.add_argument("--gpus", default=None, help="comma-separated GPU ids, each with a price (none: every GPU of the price table)")
+    pc.add_argument("--gpus", "--gpu", dest="gpus", default=None, help="comma-separated GPU ids, each with a price (none: every GPU of the price table)")
     pc.add_argument("--n-gpus", default="1,2,4,8", help="comma-separated GPU counts")
     pc.add_argument("--batch-sizes", default="8,16,32", help="comma-separated global batch sizes")
     pc.add_argument("--strategies", default="dp,fsdp,tp,pp", help="comma-separated parallel strategies for more than one GPU, "
