@@ -16,7 +16,10 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
 * **fsdp** (ZeRO-3): each GPU holds ``1/n`` of the parameters, gathers them per layer in the forward and again in the
   backward pass and reduce-scatters the gradients; gathers are prefetched under the previous layer's compute, so a
   pass costs ``max(compute, communication)`` plus the first layer's gather; the optimizer updates ``1/n`` of the
-  parameters.
+  parameters. Parameters are gathered at the training precision (BF16 at FP8); in FP8 under ``torch.compile`` the
+  FP8 linears' weights are gathered in FP8 (:func:`_fp8_gathered`), as torchtitan's ``enable_fsdp_float8_all_gather``
+  does and as the compiled FP8 casts assume (weights cast on their shard); the memory still counts the gathered layer
+  in BF16.
 * **tp** (Megatron-LM): every GPU sees the whole batch; the matmuls, attention and activation of each attention and
   MLP block are split ``n`` ways (attention heads, MLP columns), as are the vocabulary projection, the loss and the
   embedding (vocabulary-parallel); layer norms, residual adds and the dropouts on the hidden state are replicated. Two
@@ -298,6 +301,45 @@ def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.n
     return of_layer, np.array([len(b) for b in bounds]), stage_params, stage_split
 
 
+def _fp8_gathered(net, lay: ModelLayout) -> set:
+    """The parameters FSDP all-gathers in FP8 under torchao's Float8 training with ``torch.compile`` (torchtitan's
+    ``enable_fsdp_float8_all_gather``): the weights of the linear layers whose GEMMs run in FP8 (:func:`fp8_work`'s
+    rule: an ``nn.Linear`` or GPT-2's ``Conv1D``, none of whose dimensions is the vocabulary); every other parameter
+    (embeddings, norms, biases, the output projection) is gathered in BF16."""
+    import torch
+
+    out = set()
+    names = set(lay.param_numel)
+    for mod_name, mod in net.named_modules():
+        if not (isinstance(mod, torch.nn.Linear) or type(mod).__name__ == "Conv1D"):
+            continue
+        w = getattr(mod, "weight", None)
+        key = f"{mod_name}.weight" if mod_name else "weight"
+        if w is None or w.dim() != 2 or key not in names or (lay.vocab and lay.vocab in tuple(w.shape)):
+            continue
+        out.add(key)
+    return out
+
+
+def _rank_share(lay: ModelLayout, names, tp: int) -> float:
+    """Parameters of ``names`` one tensor-parallel rank holds (the split ones divided by ``tp``)."""
+    total = sum(lay.param_numel[k] for k in names)
+    split = sum(lay.param_numel[k] for k in names if lay.param_split[k])
+    return float(total if tp == 1 else split / tp + (total - split))
+
+
+def _stage_share(lay: ModelLayout, names, of_layer: np.ndarray, p: int, tp: int) -> np.ndarray:
+    """:func:`_rank_share` per pipeline stage (:func:`_stages`' assignment of layers; none of ``names`` is a tied
+    embedding)."""
+    total, split = np.zeros(p), np.zeros(p)
+    for k in names:
+        li = lay.param_layer[k]
+        s = 0 if li < 0 else (p - 1 if li >= lay.n_layers else of_layer[li])
+        total[s] += lay.param_numel[k]
+        split[s] += lay.param_numel[k] if lay.param_split[k] else 0
+    return total if tp == 1 else split / tp + (total - split)
+
+
 def _links_label(links: dict, used: list) -> Interconnect | str:
     """The one link all the used groups share, else ``"tp: ...; dp: ..."``."""
     names = {links[g].name for g in used} if used else {links["dp"].name}
@@ -370,11 +412,19 @@ class RankWork:
     framework: str = "pytorch"
     distributed_optimizer: bool = False
     sequence_parallel: bool = False
+    #: FSDP's parameters gathered in FP8 (torchao Float8 with ``torch.compile``, :func:`_fp8_gathered`): of this rank,
+    #: and of each pipeline stage's rank; 0 / None when every parameter is gathered at ``elem_bytes``
+    fp8_gathered: float = 0.0
+    stage_fp8_gathered: np.ndarray | None = None
 
     @property
     def dp_ranks(self) -> int:
         """Ranks that reduce each gradient: the data-parallel replicas times the context-parallel ranks."""
         return self.dp * self.cp
+
+    def gathered_bytes(self, params: float, fp8_params: float = 0.0) -> float:
+        """Bytes an FSDP all-gather of ``params`` parameters moves, ``fp8_params`` of them in FP8 (one byte each)."""
+        return float(fp8_params + (params - fp8_params) * self.elem_bytes)
 
     def bucket_bytes(self, elem_bytes: float) -> tuple[float, float]:
         """(bucket, first bucket) bytes of the data-parallel collectives: DDP's 25 MiB after 1 MiB, or Megatron-Core's
@@ -476,10 +526,13 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
             work = _divide_rows(work, sp_mask, tpd, tokens)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
+    fp8_names = _fp8_gathered(net, lay) if (fsdp and prec == "fp8" and wl.stack_of(compile) == "compile") else set()
     stages = {}
     if p > 1 or strat == "pp":
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v)
-        stages = dict(stage=np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1,
+        if fp8_names:
+            stages["stage_fp8_gathered"] = _stage_share(lay, fp8_names, of_layer, p, tpd)
+        stages.update(stage=np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1,
                                                             of_layer[np.clip(layer, 0, lay.n_layers - 1)])),
                       stage_layers=stage_layers,
                       stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
@@ -499,7 +552,8 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
         tp_mm=(_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
                if tpd > 1 else np.zeros(len(work), bool)),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
-        sequence_parallel=ex["sequence_parallel"], **stages)
+        sequence_parallel=ex["sequence_parallel"], fp8_gathered=_rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
+        **stages)
 
 
 @dataclasses.dataclass
@@ -562,7 +616,7 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     compute in both passes, the gradients reduce-scattered under the backward pass."""
     m, lay, units = r.micro_batches, r.lay, max(r.lay.n_layers, 1)
     link = lk["dp"]
-    ag = allgather_time(r.rank_params * r.elem_bytes, r.dp * r.cp, link)
+    ag = allgather_time(r.gathered_bytes(r.rank_params, r.fp8_gathered), r.dp * r.cp, link)
     rs = reduce_scatter_time(r.rank_params * r.grad_bytes, r.dp * r.cp, link)
     # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
     # projection, in each pass) sit on the critical path
@@ -623,7 +677,7 @@ def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, par
 def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[np.ndarray, np.ndarray, float]:
     """Per stage of a pipeline: the data-parallel communication left exposed after its last backward pass and its
     total, and the exposed FSDP gather before the first forward pass (the slowest rank's)."""
-    p, d, size, phase, stage = r.pp, r.dp, r.elem_bytes, r.phase, r.stage
+    p, d, phase, stage = r.pp, r.dp, r.phase, r.stage
     dp_ex, dp_tot, head = np.zeros(p), np.zeros(p), 0.0
     if not r.fsdp and r.dp_ranks > 1:
         # dp: each stage reduces its gradients under its last micro-batch's backward pass (its tensor-parallel
@@ -642,7 +696,8 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[n
         # reduce-scatters the gradients once, under its last micro-batch's backward pass
         heads = np.zeros(p)
         for s in range(p):
-            ag_s = allgather_time(r.stage_rank[s] * size, d * r.cp, lk["dp"])
+            fp8_s = 0.0 if r.stage_fp8_gathered is None else float(r.stage_fp8_gathered[s])
+            ag_s = allgather_time(r.gathered_bytes(r.stage_rank[s], fp8_s), d * r.cp, lk["dp"])
             rs_s = reduce_scatter_time(r.stage_rank[s] * r.grad_bytes, d * r.cp, lk["dp"])
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum())
@@ -770,6 +825,15 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     return pd.DataFrame(rows)
 
 
+def _fp8_gather_basis(r: RankWork) -> str:
+    """The FP8 all-gather, for ``basis``: how many of the rank's parameters FSDP gathers in FP8."""
+    if not r.fp8_gathered:
+        return ""
+    share = r.fp8_gathered / r.rank_params if r.rank_params else 0.0
+    return (f"; the FP8 linears' weights, {share:.0%} of the parameters, all-gathered in FP8 as torchtitan's "
+            "enable_fsdp_float8_all_gather does with torch.compile, the rest in BF16")
+
+
 def _execution_basis(r: RankWork) -> str:
     """How the layout runs, for ``basis``: Megatron-Core's execution, sequence parallelism, interleaved chunks."""
     parts = []
@@ -806,7 +870,7 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
                framework=r.framework, virtual_stages=r.virtual_stages, distributed_optimizer=r.distributed_optimizer,
                sequence_parallel=r.sequence_parallel,
                basis=f"{r.strategy} over {r.n_gpus} GPUs ({how}){_execution_basis(r)}: per-GPU operators, each roofline x efficiency "
-                     f"{kn.learned_on(prec)}, plus alpha-beta communication (gradients reduced in FP32), the compute "
+                     f"{kn.learned_on(prec)}, plus alpha-beta communication (gradients reduced in FP32{_fp8_gather_basis(r)}), the compute "
                      f"under hidden communication slowed by {OVERLAP_SLOWDOWN:g} of its time (a published mean); "
                      f"interval on the compute only: {interval}")
     if by_group:

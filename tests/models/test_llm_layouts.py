@@ -171,3 +171,43 @@ def test_per_layer_checkpointing_sits_between_none_and_full():
     assert every["step_time_s"] == full["step_time_s"]
     m0, m2, mf = (_mem(activation_checkpointing=a)["activations_bytes"] for a in (False, "layer", True))
     assert mf < m2 < m0
+
+
+# -- FSDP's FP8 all-gather ------------------------------------------------------------------------------------------
+
+def _rank(strategy, n_gpus, *, precision="fp8", stack="compile", **kw):
+    from perfmodel.step.parallel import rank_work
+
+    return rank_work(LLAMA, input_shape=(64,), batch_size=8, input_dtype=None, input_high=None, prec=precision,
+                     optimizer="adam-fused", n_gpus=n_gpus, strategy=strategy, micro_batches=kw.pop("micro_batches", 1),
+                     compile=stack, async_tp=False, pipeline_schedule="1f1b", overlap_grad_reduce=True, **kw)
+
+
+def test_fsdp_gathers_the_fp8_linears_weights_in_fp8_under_compile():
+    """torchao's Float8 under torch.compile casts a linear's weight on its FSDP shard and all-gathers it in FP8
+    (torchtitan's enable_fsdp_float8_all_gather; what the compiled FP8 cast kernels already assume): the gathered bytes
+    count those weights at one byte and every other parameter (embeddings, norms, the output projection) at two."""
+    h, f, kv, L = LLAMA["hidden_size"], LLAMA["intermediate_size"], LLAMA["hidden_size"] // 2, LLAMA["num_hidden_layers"]
+    linears = L * (h * h + 2 * h * kv + h * h + 3 * h * f)  # q, k, v, o and gate, up, down of each layer
+    r = _rank("fsdp", 8)
+    assert r.fp8_gathered == linears and r.rank_params == r.lay.params
+    assert r.gathered_bytes(r.rank_params, r.fp8_gathered) == linears + 2 * (r.lay.params - linears)
+    # tensor parallelism splits them; a pipeline counts each stage's own
+    r_tp = _rank("fsdp4-tp2", 8)
+    assert r_tp.fp8_gathered == pytest.approx(linears / 2)
+    r_pp = _rank("fsdp2-pp2", 4, micro_batches=2)
+    assert r_pp.stage_fp8_gathered.tolist() == [linears / 2, linears / 2]
+    # gathered in BF16: eager FP8 (the weights cast per GEMM after the gather), BF16, Transformer Engine, no FSDP
+    assert _rank("fsdp", 8, stack="eager").fp8_gathered == 0
+    assert _rank("fsdp", 8, precision="bf16").fp8_gathered == 0
+    assert _rank("fsdp", 8, stack="te").fp8_gathered == 0
+    assert _rank("dp", 8).fp8_gathered == 0
+
+
+def test_the_fp8_all_gather_moves_fewer_bytes_and_basis_says_so():
+    comp = _t(n_gpus=8, strategy="fsdp", batch_size=8, precision="fp8", stack="compile", interconnect="nvlink")
+    assert "all-gathered in FP8 as torchtitan's enable_fsdp_float8_all_gather" in comp["basis"]
+    eager = _t(n_gpus=8, strategy="fsdp", batch_size=8, precision="fp8", interconnect="nvlink")
+    assert "all-gathered in FP8" not in eager["basis"]
+    bf16 = _t(n_gpus=8, strategy="fsdp", batch_size=8, precision="bf16", stack="compile", interconnect="nvlink")
+    assert comp["comm_total_s"] < bf16["comm_total_s"]  # the same reduce-scatter, a smaller gather
