@@ -395,7 +395,8 @@ def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=
 
 
 def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
-    """The operator model's kernel times of ``work`` on ``spec`` (one GPU, or one per row, :func:`perfmodel.step.op_latency.step_design`)."""
+    """The operator model's kernel times of ``work`` on ``spec`` (one GPU, or an object array of one GPU per row:
+    :func:`perfmodel.step.op_latency.step_design`)."""
     X = step_design(work, spec, prec, fp8)
     t = op_model.predict_in_stream(X)
     conv = np.flatnonzero(X["op_class"].to_numpy() == "conv")

@@ -301,11 +301,12 @@ def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.n
     return of_layer, np.array([len(b) for b in bounds]), stage_params, stage_split
 
 
-def _fp8_gathered(net, lay: ModelLayout) -> set:
+def _fp8_gathered(net, lay: ModelLayout, vocab) -> set:
     """The parameters FSDP all-gathers in FP8 under torchao's Float8 training with ``torch.compile`` (torchtitan's
-    ``enable_fsdp_float8_all_gather``): the weights of the linear layers whose GEMMs run in FP8 (:func:`fp8_work`'s
-    rule: an ``nn.Linear`` or GPT-2's ``Conv1D``, none of whose dimensions is the vocabulary); every other parameter
-    (embeddings, norms, biases, the output projection) is gathered in BF16."""
+    ``enable_fsdp_float8_all_gather``): the weights of the linear layers whose GEMMs run in FP8 (the rule of
+    :func:`perfmodel.step.trace.fp8_work`: an ``nn.Linear`` or GPT-2's ``Conv1D``, none of whose dimensions is the
+    vocabulary ``vocab`` it is given); every other parameter (embeddings, norms, biases, the output projection) is
+    gathered in BF16."""
     import torch
 
     out = set()
@@ -315,7 +316,7 @@ def _fp8_gathered(net, lay: ModelLayout) -> set:
             continue
         w = getattr(mod, "weight", None)
         key = f"{mod_name}.weight" if mod_name else "weight"
-        if w is None or w.dim() != 2 or key not in names or (lay.vocab and lay.vocab in tuple(w.shape)):
+        if w is None or w.dim() != 2 or key not in names or (vocab and vocab in tuple(w.shape)):
             continue
         out.add(key)
     return out
@@ -526,7 +527,7 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
             work = _divide_rows(work, sp_mask, tpd, tokens)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
-    fp8_names = _fp8_gathered(net, lay) if (fsdp and prec == "fp8" and wl.stack_of(compile) == "compile") else set()
+    fp8_names = _fp8_gathered(net, lay, high) if (fsdp and prec == "fp8" and wl.stack_of(compile) == "compile") else set()
     stages = {}
     if p > 1 or strat == "pp":
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v)
