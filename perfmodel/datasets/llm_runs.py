@@ -65,6 +65,10 @@ VIDUR_OPERATORS = {
 #: the commit adding the Llama 3 A100 profiles reads "Support Llama3 8B and 70B ... on a100_pairwise_nvlink". We therefore
 #: read ``a100`` as the A100 80GB PCIe (assumption: Vidur does not name the card of its compute profiles).
 #: ``h100``: only the H100 DGX (SXM5 80GB) is listed by Vidur for H100.
+#: ``a40``: None although the catalog now has an ``A40`` row: Vidur's A40 rows keep ``gpu_in_catalog`` False, as when
+#: the shipped fits were made, so that its pairwise-NVLink send/recv stays out of the NCCL fit
+#: (:mod:`perfmodel.step.collectives`) and its compute rows are described by
+#: :data:`perfmodel.step.half_precision.A40_SPEC` (the same part and rates as the catalog row).
 VIDUR_GPUS = {"a100": "A100-PCIe-80GB", "h100": "H100", "a40": None}
 
 #: Vidur's network folders -> (catalog id or None, description). ``h100_pairwise_nvlink``: Vidur does not describe it;
@@ -78,7 +82,8 @@ VIDUR_SYSTEMS = {
     "a40_pairwise_nvlink": (None, "8xA40 node, NVLink within pairs (send_recv only)"),
 }
 
-_NOT_IN_CATALOG = "the A40 is not in perfmodel's GPU catalog: gpu holds NVIDIA's name, not a catalog id"
+_NOT_IN_CATALOG = ("Vidur's A40 rows are kept apart from the catalog (VIDUR_GPUS: as when the shipped fits were made); "
+                   "gpu holds NVIDIA's name, which is also the catalog's A40 id")
 
 
 def _vidur_gpu(folder: str, key: str) -> tuple[str, bool]:

@@ -156,6 +156,10 @@ _GPU_NAMES: tuple[_GPUName, ...] = (
     _GPUName("A10", "a10", ("pcie",), ("24gb",), 4),
     # AWS's g5 part: its own chip token, never the A10 (the A10's "a10" token does not match "a10g", nor the reverse)
     _GPUName("A10G", "a10g", ("pcie",), ("24gb",), 4),
+    # the professional GA102 boards: the data-center A40 and the workstation RTX A6000 ("RTX A6000" is read as one chip
+    # token, "rtxa6000"; clouds' bare "A6000" is an alias)
+    _GPUName("A40", "a40", ("pcie",), ("48gb",), 4),
+    _GPUName("RTX-A6000", "rtxa6000", ("pcie",), ("48gb",), 4),
     _GPUName("L4", "l4", ("pcie",), ("24gb",), 4),
     _GPUName("L40", "l40", ("pcie",), ("48gb",), 4),
     _GPUName("L40S", "l40s", ("pcie",), ("48gb",), 4),
@@ -171,6 +175,7 @@ _GPU_NAMES: tuple[_GPUName, ...] = (
     _GPUName("H800", "h800", ("sxm", "sxm5", "hbm3"), ("80gb",), 5),
     _GPUName("H20", "h20", ("sxm", "hbm3"), ("96gb",), 5),
     _GPUName("H200", "h200", ("sxm", "sxm5", "hbm3e"), ("141gb",), 5),
+    _GPUName("H200-NVL", "h200", ("nvl", "hbm3e"), ("141gb",), 5),
     _GPUName("RTX-5090", "rtx5090", ("pcie",), ("32gb",), 5),
     # HGX B200 / B300 (SXM boards of 8) and the GPUs of GB200 / GB300 superchips (NVL72 racks) are apart: their chip
     # tokens differ ("b200" is not "gb200"); memory: NVIDIA's current and launch-time figures
@@ -196,7 +201,7 @@ _NOT_IN_CATALOG: dict[str, tuple[str, ...]] = {
     "b100": ("B200",),  # the 700 W Blackwell for HGX H100 boards: lower clocks
     "mi350x": ("MI355X",),  # the 1000 W air-cooled CDNA 4 part: lower clocks than the MI355X
     "rtx6000": ("RTX-6000-Ada",),  # a bare "RTX 6000" is the Turing Quadro RTX 6000 (24 GB), not the Ada part
-    "mi300a": (), "a40": (), "a30": (),
+    "mi300a": (), "a30": (),
 }
 
 #: Every GPU id of the GPU catalog (:func:`perfmodel.datasets.load_gpu_catalog`), in its row order.
@@ -228,7 +233,8 @@ for _m in MODELS:
         _MODEL_ALIASES[_key] = _m.id
 
 _GPU_ALIASES = {_norm(g): g for g in CATALOG_GPU_IDS}
-_GPU_ALIASES.update({"teslak80": "K80", "teslap100": "P100", "teslav100": "V100", "k": "K80", "p": "P100", "v": "V100"})
+_GPU_ALIASES.update({"teslak80": "K80", "teslap100": "P100", "teslav100": "V100", "k": "K80", "p": "P100", "v": "V100",
+                     "a6000": "RTX-A6000"})
 
 #: Words that do not help to tell GPUs apart (vendor and product-line names, "GPU", a memory type shared by every part).
 _GPU_NOISE = frozenset({"nvidia", "tesla", "amd", "instinct", "tensor", "core", "gpu", "gddr5", "gddr6", "gddr6x", "gddr7", "hbm2",
@@ -243,6 +249,8 @@ _GPU_PCIE_GEN = re.compile(r"\b(pcie)?[\s\-_]*gen[\s\-_]*(\d)\b|\bpcie(\d)\b")
 #: "RTX 6000" -> "rtx6000", the Turing Quadro, not catalogued).
 _GPU_RTX_ADA = re.compile(r"(?<![a-z0-9])rtx[\s\-_]*(\d{4})[\s\-_]*ada(?:[\s\-_]*generation)?(?![a-z0-9])")
 _GPU_RTX = re.compile(r"(?<![a-z0-9])rtx[\s\-_]*(\d{4})(?![a-z0-9])")
+#: The Ampere professional cards' names as one chip token: "RTX A6000" -> "rtxa6000".
+_GPU_RTX_AMPERE = re.compile(r"(?<![a-z0-9])rtx[\s\-_]*a(\d{4})(?![a-z0-9])")
 
 
 def _gpu_tokens(name) -> tuple[list[str], list[int]]:
@@ -256,7 +264,7 @@ def _gpu_tokens(name) -> tuple[list[str], list[int]]:
         return " pcie " if (m.group(1) or m.group(3)) else " "
 
     text = _GPU_PCIE_GEN.sub(gen, text)
-    text = _GPU_RTX.sub(r" rtx\1 ", _GPU_RTX_ADA.sub(r" rtx\1ada ", text))
+    text = _GPU_RTX.sub(r" rtx\1 ", _GPU_RTX_ADA.sub(r" rtx\1ada ", _GPU_RTX_AMPERE.sub(r" rtxa\1 ", text)))
     text = _GPU_MEMORY.sub(lambda m: f" {int(m.group(1))}gb ", text)
     return [t for t in re.split(r"[^a-z0-9]+", text) if t and t not in _GPU_NOISE], gens
 

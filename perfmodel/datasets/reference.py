@@ -89,7 +89,7 @@ def load_reported_cnns() -> pd.DataFrame:
 
 
 def load_gpu_catalog() -> pd.DataFrame:
-    """GPU catalog: one row per real device (37 rows), PCIe and SXM parts apart, each group of values with its source.
+    """GPU catalog: one row per real device (40 rows), PCIe and SXM parts apart, each group of values with its source.
 
     The ids ``K80``, ``P100``, ``V100``, ``T4``, ``L4``, ``A100``, ``H100`` are the paper-era ids
     (:data:`perfmodel.datasets.GPU_IDS`): ``K80`` is one die of the board (FP32 4.113 and ``P100`` 9.526 TFLOPS are the

@@ -18,7 +18,7 @@ to 1 GiB for the 4-GPU PCIe node; times are the median NCCL kernel time of rank 
   the slowest hop, so ``B`` = PCIe x16 per direction (gen 4: 31.5 GB/s for A100 PCIe, gen 5: 63 GB/s for H100 PCIe).
 * left out: the pairwise nodes' send/recv across nodes (Vidur does not say what network joins those nodes, so there is
   no ``B``); ``h100_pairwise_nvlink/send_recv.csv`` (a byte-identical copy of the A100 file, not an H100
-  measurement); A40 (not in the catalog).
+  measurement); the A40's (kept apart from the catalog in the data, ``perfmodel.datasets.llm_runs.VIDUR_GPUS``).
 
 **Fit.** Per link kind, on all its rows (both collectives, every size), ``t = α·k + w/(e·B)`` with ``k`` the steps
 (``2(n−1)`` for a ring all-reduce, 1 for a send) and ``w`` the bytes each GPU puts on the wire (``2(n−1)/n·S``, or

@@ -108,7 +108,7 @@ __all__ = ["A40_SPEC", "VIDUR_SPECS", "TRAINING_SOURCE_GPUS", "HALF_PRECISIONS",
            "USER_HALF_PRECISIONS", "user_kernel_seconds", "split_user_rows", "fit_user_half_bundle", "companion_paths",
            "active_half_models"]
 
-#: NVIDIA A40 (not in perfmodel's catalog), from the NVIDIA A40 datasheet (https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf):
+#: NVIDIA A40 as Vidur's rows are described (the shipped fits' spec; the catalog's ``A40`` row has the same rates), from the NVIDIA A40 datasheet (https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf):
 #: FP32 37.4 TFLOPS, TF32 74.8, BF16 149.7, FP16 149.7 TFLOPS dense (the starred figures are with sparsity), 48 GB GDDR6
 #: at 696 GB/s, 10,752 CUDA cores (84 SMs x 128), PCIe Gen4, NVLink 112.5 GB/s, 300 W; GA102's 6 MB L2 (NVIDIA Ampere
 #: GA102 whitepaper); 84 x 128 x 2 x 1.74 GHz = 37.4 TFLOPS.

@@ -27,7 +27,7 @@ def cat() -> pd.DataFrame:
 # --- the catalog -------------------------------------------------------------------------------------------------------
 
 def test_one_row_per_device_with_every_column(cat):
-    assert list(cat.index) == list(ds.CATALOG_GPU_IDS) and cat.index.is_unique and len(cat) == 37
+    assert list(cat.index) == list(ds.CATALOG_GPU_IDS) and cat.index.is_unique and len(cat) == 40
     assert cat["device_name"].is_unique
     for col in ["fp32_peak_tflops", "memory_gib", "memory_bandwidth_gb_per_s", "sm_count", "cuda_cores", "clock_ghz", "l2_mib",
                 "pcie_generation", "tdp_w"]:
@@ -119,7 +119,7 @@ def test_values_no_vendor_document_states_are_marked_unverified(cat):
     """Where NVIDIA publishes no SM count, clock or L2 for a part, the note says 'unverified' and names the values."""
     unverified = set(cat.index[cat["note"].fillna("").str.contains("unverified")])
     assert unverified == {"P4", "V100-PCIe-16GB", "V100-PCIe-32GB", "T4", "A10", "A10G", "L4", "L40", "L40S", "RTX-4090",
-                          "RTX-6000-Ada", "H100-NVL", "H800", "H20", "H200", "RTX-5090", "B200", "GB200", "B300", "GB300", "MI355X"}
+                          "RTX-6000-Ada", "H100-NVL", "H800", "H20", "H200", "H200-NVL", "RTX-5090", "B200", "GB200", "B300", "GB300", "MI355X"}
     for g in ["A10", "A10G", "L4", "L40", "L40S", "RTX-6000-Ada", "H100-NVL", "H800", "H20", "H200", "B200", "GB200", "B300", "GB300"]:
         assert "l2_mib" in cat.loc[g, "note"], g
 
@@ -418,12 +418,12 @@ def test_invalid_specs_name_the_field(bad, message):
 
 
 def test_other_gpu_inputs_are_refused():
-    with pytest.raises(InvalidGPUSpecError, match=r"A GPU spec frame must have exactly one row; got 37\."):
+    with pytest.raises(InvalidGPUSpecError, match=r"A GPU spec frame must have exactly one row; got 40\."):
         gpu_spec(ds.load_gpu_catalog())
     with pytest.raises(TypeError, match=r"A GPU must be a name \(str\), a GPUSpec, a dict or a one-row DataFrame of GPU specs; got int 100\."):
         gpu_spec(100)
-    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A6000'"):
-        gpu_spec("A6000")
+    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A5000'"):
+        gpu_spec("A5000")
 
 
 _positive = st.floats(min_value=1e-3, max_value=1e5, allow_nan=False, allow_infinity=False)

@@ -41,8 +41,8 @@ def test_gpus_and_regions():
     assert ds.canonical_region("us-east1-c") == "us-east1" and ds.canonical_region("euwest4") == "europe-west4"
     assert ds.canonical_region("euro") == "europe-west1" and ds.canonical_region("asia") == "asia-east1"
     assert ds.region_of_zone("europe-west1-b") == "europe-west1"
-    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A6000'. Expected one of: K80, P4, P100, P100-SXM2, V100, .*, H100, H100-PCIe, H100-NVL, H800, H20, H200, RTX-5090, B200, GB200, B300, GB300, MI100, MI210, MI250, MI300X, MI325X, MI355X\. Device names .* are accepted too; a GPU that is not in the catalog can be passed as a perfmodel.datasets.GPUSpec\. Did you mean 'A100'"):
-        ds.canonical_gpu("A6000")
+    with pytest.raises(UnknownNameError, match=r"Unknown GPU 'A1000'. Expected one of: K80, P4, P100, P100-SXM2, V100, .*, A10G, A40, RTX-A6000, L4, .*, H100, H100-PCIe, H100-NVL, H800, H20, H200, H200-NVL, RTX-5090, B200, GB200, B300, GB300, MI100, MI210, MI250, MI300X, MI325X, MI355X\. Device names .* are accepted too; a GPU that is not in the catalog can be passed as a perfmodel.datasets.GPUSpec\. Did you mean 'A100'"):
+        ds.canonical_gpu("A1000")
     with pytest.raises(UnknownNameError, match=r"Unknown region 'mars-1'. Expected one of: us-east1, us-central1, us-west1, europe-west1, europe-west4, asia-east1"):
         ds.canonical_region("mars-1")
     with pytest.raises(UnknownNameError, match=r"Unknown zone 'us-south9-a'"):
@@ -87,6 +87,7 @@ REAL_GPU_SPELLINGS = [
     ("Tesla V100-PCIE-16GB", "V100-PCIe-16GB"), ("Tesla V100-PCIE-32GB", "V100-PCIe-32GB"), ("Tesla P100-PCIE-16GB", "P100"),
     ("Tesla P100-SXM2-16GB", "P100-SXM2"), ("Tesla K80", "K80"), ("Tesla P4", "P4"), ("Tesla T4", "T4"), ("NVIDIA L4", "L4"),
     ("NVIDIA L40S", "L40S"), ("NVIDIA A10", "A10"), ("NVIDIA H200", "H200"), ("NVIDIA H100 Tensor Core GPU", "H100"),
+    ("NVIDIA A40", "A40"), ("NVIDIA RTX A6000", "RTX-A6000"), ("NVIDIA H200 NVL", "H200-NVL"),
     # ROCm (torch.cuda.get_device_name on ROCm, rocm-smi product names)
     ("AMD Instinct MI210", "MI210"), ("AMD Instinct MI100", "MI100"), ("AMD Instinct MI250", "MI250"),
     # datasheet / benchmark-table spellings (MLPerf system descriptions, vendor tables)
@@ -104,6 +105,8 @@ REAL_GPU_SPELLINGS = [
     # SkyPilot / Lambda accelerator names
     ("A100-80GB", "A100-SXM4-80GB"), ("H100-SXM", "H100"), ("H100-MEGA", "H100"), ("V100-32GB", "V100-SXM2-32GB"),
     ("A100-80G", "A100-SXM4-80GB"), ("A100", "A100"), ("H100", "H100"), ("L40S", "L40S"),
+    # Lambda / RunPod names of the professional GA102 boards and the PCIe H200
+    ("A6000", "RTX-A6000"), ("RTX A6000", "RTX-A6000"), ("A40", "A40"), ("H200 NVL", "H200-NVL"), ("H200-NVL-141GB", "H200-NVL"),
     # GPUs sold for training today: nvidia-smi / rocm-smi names, cloud catalogs (AWS p6-b200, g5; GCP a4 / a4x; SkyPilot,
     # RunPod), MLPerf system descriptions and vendor tables
     ("NVIDIA B200", "B200"), ("B200", "B200"), ("HGX B200", "B200"), ("NVIDIA B200-SXM-180GB", "B200"), ("nvidia-b200", "B200"),
