@@ -224,9 +224,11 @@ def dominated_gpus(spec, prec: str) -> tuple:
     return hit
 
 
-def _least_of_dominated(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_model, rows=None) -> np.ndarray:
+def _least_of_dominated(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_model,
+                        rows=None) -> tuple[np.ndarray, str | None]:
     """(times, source): the kernel times of ``w`` on ``spec``, or on the GPU of :func:`dominated_gpus` whose kernels
-    of ``w`` sum the least, if that is less (``source`` names it; None for ``spec``'s own): the work as a whole is never slower than on a GPU with no more of any spec. At TF32, each
+    of ``w`` sum the least, if that is less (``source`` names it; None for ``spec``'s own): the work as a whole is
+    never slower than on a GPU with no more of any spec. At TF32, each
     GPU's kernels are first held to its own FP32 kernels (:func:`_tf32_within_fp32`), and the FP32 step on ``spec`` is
     one more candidate: a TF32 step is never slower than the same step in FP32."""
     rows = _row_keys(w, fp8) if rows is None else rows

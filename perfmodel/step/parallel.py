@@ -276,6 +276,13 @@ def _tp_split_mask(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> n
     return mask
 
 
+def _param_stage(lay: ModelLayout, name: str, of_layer: np.ndarray, p: int) -> int:
+    """The pipeline stage that holds parameter ``name``: its layer's (``of_layer``), the first before the layers, the
+    last after them."""
+    li = lay.param_layer[name]
+    return 0 if li < 0 else (p - 1 if li >= lay.n_layers else int(of_layer[li]))
+
+
 def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Megatron's contiguous split of the layers into ``p`` stages: (stage of each layer, layers per stage, parameters
     per stage, tensor-parallel-split parameters per stage). The embedding goes to the first stage, the head to the
@@ -289,8 +296,7 @@ def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.n
     stage_split = np.zeros(p)
     shapes = None
     for k, v in lay.param_numel.items():
-        li = lay.param_layer[k]
-        s = 0 if li < 0 else (p - 1 if li >= lay.n_layers else of_layer[li])
+        s = _param_stage(lay, k, of_layer, p)
         stage_params[s] += v
         stage_split[s] += v if lay.param_split[k] else 0
         if lay.tied and lay.vocab and s == 0:
@@ -334,8 +340,7 @@ def _stage_share(lay: ModelLayout, names, of_layer: np.ndarray, p: int, tp: int)
     embedding)."""
     total, split = np.zeros(p), np.zeros(p)
     for k in names:
-        li = lay.param_layer[k]
-        s = 0 if li < 0 else (p - 1 if li >= lay.n_layers else of_layer[li])
+        s = _param_stage(lay, k, of_layer, p)
         total[s] += lay.param_numel[k]
         split[s] += lay.param_numel[k] if lay.param_split[k] else 0
     return total if tp == 1 else split / tp + (total - split)
@@ -516,8 +521,7 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     P = lay.params
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
-    split_params = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
-    rank_P = P if tpd == 1 else split_params / tpd + (P - split_params)  # parameters of one tensor-parallel rank
+    rank_P = _rank_share(lay, lay.param_numel, tpd)  # parameters of one tensor-parallel rank
     if tpd > 1:
         split_mask = _tp_split_mask(work, layer, lay)
         work = _divide_rows(work, split_mask, tpd, tokens)
