@@ -13,7 +13,22 @@ import numpy as np
 
 from perfmodel._workload import checkpointing_mode, check_flag
 
-__all__ = ["Cluster", "Parallelism"]
+__all__ = ["Cluster", "Parallelism", "trusted"]
+
+
+def trusted(cls, **fields):
+    """An instance of one of the run's frozen dataclasses (:class:`perfmodel.Workload`, :class:`Cluster`,
+    :class:`Parallelism`) made from values a keyword face (``pm.predict_step_time``, ``pm.predict_memory``) has
+    checked already, in its own order and with its own messages: ``__post_init__`` is not run, so the values reach the
+    step model's layers as the caller wrote them (a checked object of the same values gives the same numbers). Fields
+    not given keep their defaults."""
+    obj = object.__new__(cls)
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        object.__setattr__(obj, f.name, fields.pop(f.name, default))
+    if fields:
+        raise TypeError(f"{cls.__name__} has no field(s) {sorted(fields)}.")
+    return obj
 
 
 def _positive_int(owner: str, name: str, value, what: str) -> int:
@@ -98,6 +113,10 @@ class Cluster:
         from perfmodel.datasets import gpu_spec
 
         return gpu_spec(self.gpu)
+
+    def on(self, gpu) -> "Cluster":
+        """The same cluster (GPU count, nodes, links) of another GPU: how one run is compared over several GPUs."""
+        return self if self.gpu is gpu else dataclasses.replace(self, gpu=gpu)
 
     @property
     def nodes(self) -> int:

@@ -290,6 +290,17 @@ class Workload:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                 if f.name != "model" and getattr(self, f.name) is not UNSET}
 
+    def filled(self, **defaults) -> "Workload":
+        """This workload with the fields left unset given ``defaults`` (a function's defaults): what the step model's
+        layers read, every field they use set. The precision is lower-cased and ``stack`` is the kernel family
+        (``compile`` True exactly when it is ``"compile"``)."""
+        values = {**defaults, **self.values()}
+        family = resolve_stack(values.get("stack"), bool(values.get("compile", False)))
+        values.update(stack=family, compile=family == "compile")
+        if isinstance(values.get("precision"), str):
+            values["precision"] = values["precision"].lower()
+        return dataclasses.replace(self, **values)
+
     def is_set(self, name: str) -> bool:
         """Whether the field ``name`` was given (a field left unset is the function's default)."""
         if name not in {f.name for f in dataclasses.fields(self)}:

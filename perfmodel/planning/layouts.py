@@ -134,8 +134,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
         layouts the model refuses (heads, layers, sequence) with the reason.
     """
-    from perfmodel.step.memory import predict_memory
-    from perfmodel.step.prediction import predict_with_memory, run_keywords
+    from perfmodel.step.memory import memory_frame
+    from perfmodel.step.prediction import predict_with_memory, resolve_run
     from perfmodel.step.strategy import StrategyError
 
     if usd_per_gpu_h is not None and not (isinstance(usd_per_gpu_h, (int, float)) and usd_per_gpu_h > 0):
@@ -153,18 +153,15 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         from tqdm.auto import tqdm
 
         it = tqdm(it, total=len(groups), desc="layouts", unit="layout")
-    mem_keys = ("input_shape", "batch_size", "input_dtype", "precision", "optimizer", "n_gpus", "strategy",
-                "micro_batches", "activation_checkpointing", "pipeline_schedule", "framework", "distributed_optimizer",
-                "sequence_parallel", "virtual_stages", "stack", "compile")
     rows, refused = [], []
     for key, options in it:
         best = None
         for p in options:
-            model, kw = run_keywords(workload, cluster, p)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    m = predict_memory(model, cluster.gpu, **{k: kw[k] for k in mem_keys if k in kw}).iloc[0]
+                    w_, c_, p_ = resolve_run(workload, cluster, p)  # the step's defaults, as pm.predict takes them
+                    m = memory_frame(w_, (c_,), p_).iloc[0]
             except (StrategyError, ValueError) as exc:
                 refused.append(dict(framework=p.framework, strategy=str(p.strategy), reason=str(exc)))
                 best = None

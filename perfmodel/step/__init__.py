@@ -12,9 +12,19 @@ from spec sheets. Its layers, each importing only the ones before it:
    and :mod:`~perfmodel.step.memory` (memory per GPU of a layout);
 6. :mod:`~perfmodel.step.parallel` — one step of a parallel layout; :mod:`~perfmodel.step.hetero` — data parallel over
    a mix of GPU types;
-7. the faces: :mod:`~perfmodel.step.step_time` (``predict_step_time``, keywords) and
-   :mod:`~perfmodel.step.prediction` (``predict``: a run as :class:`perfmodel.Workload`, :class:`perfmodel.Cluster`
-   and :class:`perfmodel.Parallelism`, answered by one :class:`Prediction`).
+7. the faces: :mod:`~perfmodel.step.prediction` (``predict``: a run as :class:`perfmodel.Workload`,
+   :class:`perfmodel.Cluster` and :class:`perfmodel.Parallelism`, answered by one :class:`Prediction`) and
+   :mod:`~perfmodel.step.step_time` (``predict_step_time``, keywords, one row per GPU).
+
+A run travels down the layers as those three objects: what is trained (the workload, every field set:
+:meth:`perfmodel.Workload.filled`), on what (one :class:`~perfmodel.Cluster` per GPU compared, the same GPU count,
+nodes and links on each) and how (the :class:`~perfmodel.Parallelism`, the checkpointing said in it). Each layer
+reads the fields it needs: :func:`~perfmodel.step.step_time.step_rows`, :func:`~perfmodel.step.one_gpu.single_gpu_rows`,
+:func:`~perfmodel.step.parallel.parallel_rows` and :func:`~perfmodel.step.parallel.rank_work` (the trace of a
+layout's rank: the workload and the parallelism, not the GPU), :func:`~perfmodel.step.memory.memory_frame`. The
+keyword faces (``predict_step_time``, ``predict_memory``, ``predict_parallel_step_time``) check their keywords as
+they always have and make the objects (:func:`~perfmodel.step.step_time.keyword_run`); a new option of a run is a
+field of one object and the code of the layer that reads it.
 
 :mod:`~perfmodel.step.baselines` gives the two baselines every external score is printed beside (the rule of thumb and
 the roofline); :mod:`~perfmodel.step.half_precision_scores` scores the half-precision model on Vidur's held-out H100.

@@ -248,16 +248,30 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     perfmodel.step.parallel.StrategyError
         The strategy does not divide the model or the batch, or its degrees do not multiply to ``n_gpus``.
     """
-    prec, ac, deg, specs = _check_memory_args(gpu, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy,
-                                              precision=precision, optimizer=optimizer,
-                                              activation_checkpointing=activation_checkpointing,
-                                              micro_batches=micro_batches, compile=compile, gpus_per_node=gpus_per_node,
-                                              interconnect=interconnect, async_tp=async_tp,
-                                              pipeline_schedule=pipeline_schedule, stack=stack, framework=framework,
-                                              distributed_optimizer=distributed_optimizer,
-                                              sequence_parallel=sequence_parallel, virtual_stages=virtual_stages)
-    r = _memory_rank(model, deg, prec=prec, ac=ac, activation_checkpointing=activation_checkpointing,
-                     input_shape=input_shape, input_dtype=input_dtype)
+    from perfmodel._run import Cluster, Parallelism, trusted
+    from perfmodel._workload import Workload
+
+    if optimizer not in OPTIMIZER_STATE_BYTES:
+        raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
+    w = trusted(Workload, model=model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                precision=precision, optimizer=optimizer, compile=compile, stack=stack)
+    gpu_list = [gpu] if isinstance(gpu, str) or not hasattr(gpu, "__iter__") else list(gpu)
+    cs = tuple(trusted(Cluster, gpu=g, n_gpus=n_gpus, gpus_per_node=gpus_per_node, interconnect=interconnect)
+               for g in gpu_list)
+    p = trusted(Parallelism, strategy=strategy, micro_batches=micro_batches, pipeline_schedule=pipeline_schedule,
+                activation_checkpointing=activation_checkpointing, async_tp=async_tp, framework=framework,
+                virtual_stages=virtual_stages, distributed_optimizer=distributed_optimizer,
+                sequence_parallel=sequence_parallel)
+    return memory_frame(w, cs, p)
+
+
+def memory_frame(w, clusters, p) -> pd.DataFrame:
+    """:func:`predict_memory` of a run said in its objects: one row per cluster of ``clusters`` (the same run on each
+    one's GPU; the workload's fields all set, :meth:`perfmodel.Workload.filled`)."""
+    prec, ac, deg, specs = _check_memory_args(w, clusters, p)
+    r = _memory_rank(w.model, deg, prec=prec, ac=ac, activation_checkpointing=p.activation_checkpointing,
+                     input_shape=w.input_shape, input_dtype=w.input_dtype)
+    optimizer = w.optimizer
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
     params_b, grads_b, opt_b, act_b = (_pipeline_memory if deg["pp"] > 1 else _flat_memory)(r, deg, state)
     rows = []
@@ -266,24 +280,25 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         cap = float(spec.memory_gib) * 2**30
         rows.append(dict(model=r.name, gpu=spec.gpu, batch_size=deg["B"], n_gpus=deg["n"], strategy=deg["name"],
                          micro_batches=deg["m"], precision=prec, optimizer=optimizer or "none",
-                         activation_checkpointing=ac if isinstance(activation_checkpointing, str) else bool(ac),
+                         activation_checkpointing=ac if isinstance(p.activation_checkpointing, str) else bool(ac),
                          params_bytes=float(params_b), grads_bytes=float(grads_b), optimizer_bytes=float(opt_b),
                          activations_bytes=float(act_b), total_bytes=float(total), capacity_bytes=cap, fits=bool(total <= cap),
-                         basis=f"{r.lay.params:,} parameters at {r.size} B, optimizer states {state} B/parameter"
-                               + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over "
-                                                                             f"{deg['dp'] * deg['cp']} ranks"
-                                                                             if deg.get("distributed_optimizer") else "")
-                                  if deg.get("framework") == "megatron" else "")
-                               + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
-                               f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
-                               "and fragmentation are not counted"))
+                         basis=_memory_basis(r, deg, state)))
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
 
 
-def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimizer, activation_checkpointing, micro_batches,
-                       compile, gpus_per_node, interconnect, async_tp, pipeline_schedule, stack, framework="pytorch",
-                       distributed_optimizer=None, sequence_parallel=None, virtual_stages=None):
-    """:func:`predict_memory`'s arguments checked: ``(precision, checkpointing mode, degrees, GPU specs)``; the
+def _memory_basis(r, deg: dict, state: int) -> str:
+    return (f"{r.lay.params:,} parameters at {r.size} B, optimizer states {state} B/parameter"
+            + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over {deg['dp'] * deg['cp']} ranks"
+                                                          if deg.get("distributed_optimizer") else "")
+               if deg.get("framework") == "megatron" else "")
+            + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
+            f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
+            "and fragmentation are not counted")
+
+
+def _check_memory_args(w, clusters, p):
+    """:func:`memory_frame`'s run checked: ``(precision, checkpointing mode, degrees, GPU specs)``; the
     degrees (:func:`perfmodel.step.strategy.parse_strategy`'s) with the global batch ``B``, GPUs ``n``,
     micro-batches ``m``, the GPU's micro-batch ``mb`` and the pipeline's model chunks ``v``."""
     from perfmodel.step import kernels as kn
@@ -292,6 +307,10 @@ def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimize
                                            check_strategy_name, parse_strategy, pipeline_virtual_stages, resolve_execution,
                                            resolve_links)
 
+    optimizer, precision, batch_size, compile, stack = w.optimizer, w.precision, w.batch_size, w.compile, w.stack
+    c0 = clusters[0] if clusters else None
+    n_gpus, gpus_per_node, interconnect = (c0.n_gpus, c0.gpus_per_node, c0.interconnect) if c0 else (1, 8, None)
+    strategy, micro_batches, activation_checkpointing = p.strategy, p.micro_batches, p.activation_checkpointing
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
     prec = wl.check_step_args(0.2, None, False, precision, batch_size)
@@ -299,7 +318,7 @@ def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimize
     wl.check_flag("compile", compile, "torch.compile")
     wl.resolve_stack(stack, compile)
     _check_gpus_per_node(gpus_per_node)
-    vchunks = pipeline_virtual_stages(pipeline_schedule, virtual_stages)
+    vchunks = pipeline_virtual_stages(p.pipeline_schedule, p.virtual_stages)
     check_strategy_name(strategy)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
@@ -310,11 +329,11 @@ def _check_memory_args(gpu, *, batch_size, n_gpus, strategy, precision, optimize
     else:
         deg = dict(parse_strategy(strategy, n))
     strat, d = deg["name"], deg["dp"]
-    check_async_tp(async_tp, deg["tp"], strat)
-    deg.update(resolve_execution(framework, deg, distributed_optimizer=distributed_optimizer,
-                                 sequence_parallel=sequence_parallel))
+    check_async_tp(p.async_tp, deg["tp"], strat)
+    deg.update(resolve_execution(p.framework, deg, distributed_optimizer=p.distributed_optimizer,
+                                 sequence_parallel=p.sequence_parallel))
     single = strat in STRATEGIES
-    specs = kn.gpu_specs(gpu, prec)
+    specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     per_rank = B // d
     if B % d:
         raise StrategyError(f"strategy={strat!r}: the global batch {B} does not split over {n} GPUs. Use a batch_size that is "

@@ -12,7 +12,7 @@ from perfmodel.step.kernels import (_extrapolation_notes, _warn_extrapolation, c
 from perfmodel.step.strategy import PIPELINE_SCHEDULES, context_parallel_shape, parse_strategy
 from perfmodel.step.trace import context_parallel_work, model_and_layout, model_input, op_layer, recompute_mask, step_ops, step_work
 
-__all__ = ["add_recompute", "single_gpu_step_time"]
+__all__ = ["add_recompute", "single_gpu_rows"]
 
 
 def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, detail: bool = False) -> pd.DataFrame:
@@ -66,13 +66,14 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
     return out
 
 
-def _recompute_fraction(model, gpus, mode, *, input_shape, input_dtype, input_high, prec, frame, compile=False) -> np.ndarray:
-    """Per row of ``frame``: the share of one GPU's forward kernel time that checkpointing ``mode`` (``"selective"``
-    or ``"layer:N"``) recomputes (:func:`recompute_mask`), on that row's GPU at its per-GPU micro-batch (a
-    context-parallel rank's shard of the sequence)."""
-    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
-    high = int(input_high) if input_high is not None else vocab
-    specs = gpu_specs(gpus, prec)
+def _recompute_fraction(w, clusters, mode, *, frame) -> np.ndarray:
+    """Per row of ``frame`` (one per cluster): the share of one GPU's forward kernel time that checkpointing ``mode``
+    (``"selective"`` or ``"layer:N"``) recomputes (:func:`recompute_mask`), on that row's GPU at its per-GPU
+    micro-batch (a context-parallel rank's shard of the sequence)."""
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(w.model, w.input_shape, w.input_dtype)
+    high = int(w.input_high) if w.input_high is not None else vocab
+    prec, compile = w.precision, w.stack
+    specs = gpu_specs([c.gpu for c in clusters], prec)
     out = []
     for spec, r in zip(specs, frame.itertuples(index=False)):
         n = int(getattr(r, "n_gpus", 1))
@@ -92,14 +93,15 @@ def _recompute_fraction(model, gpus, mode, *, input_shape, input_dtype, input_hi
     return np.array(out)
 
 
-def single_gpu_step_time(model, gpus, *, input_shape, batch_size: int, input_dtype, input_high, prec: str, optimizer,
-                         alpha: float, inference: bool, compile: bool) -> pd.DataFrame:
-    """One step on one GPU of each of ``gpus`` (arguments checked by :func:`perfmodel.predict_step_time`): the
-    kernels of the traced step (:func:`perfmodel.step.trace.step_work`) run back to back on one stream, each
-    predicted by :func:`perfmodel.step.kernels.kernel_seconds`; one row per GPU (see ``predict_step_time``)."""
-    specs = gpu_specs(gpus, prec)
-    net, shape, in_dtype, vocab, name = model_input(model, input_shape, input_dtype)
-    high = int(input_high) if input_high is not None else vocab
+def single_gpu_rows(w, clusters, *, alpha: float) -> pd.DataFrame:
+    """The step of the workload ``w`` on the GPU of each cluster of ``clusters`` (one GPU each; ``w`` checked by
+    :func:`perfmodel.step.step_time.step_rows`): the kernels of the traced step
+    (:func:`perfmodel.step.trace.step_work`) run back to back on one stream, each predicted by
+    :func:`perfmodel.step.kernels.kernel_seconds`; one row per cluster (see ``predict_step_time``)."""
+    prec, optimizer, inference, batch_size, compile = w.precision, w.optimizer, w.inference, w.batch_size, w.stack
+    specs = gpu_specs([c.gpu for c in clusters], prec)
+    net, shape, in_dtype, vocab, name = model_input(w.model, w.input_shape, w.input_dtype)
+    high = int(w.input_high) if w.input_high is not None else vocab
     ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
     work = step_work(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference,
                       compile=compile)

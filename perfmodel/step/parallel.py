@@ -103,7 +103,7 @@ from perfmodel.step.trace import _SPLIT_MODULE, ModelLayout, _layer_prefix, cont
 __all__ = [
     "Interconnect", "INTERCONNECTS", "LINK_LEVELS", "crosses_nodes", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
     "resolve_interconnect", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "allreduce_time", "allgather_time", "reduce_scatter_time", "p2p_time",
-    "bucket_sizes", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "ModelLayout", "model_layout",
+    "bucket_sizes", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "parallel_rows", "rank_work", "ModelLayout", "model_layout",
     "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "context_parallel_work",
 ]
 
@@ -485,29 +485,29 @@ def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: st
                             f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
 
 
-def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, prec: str, optimizer, n_gpus: int, strategy,
-              micro_batches, compile, async_tp: bool, pipeline_schedule: str, overlap_grad_reduce: bool,
-              framework: str = "pytorch", distributed_optimizer=None, sequence_parallel=None,
-              virtual_stages=None) -> RankWork:
-    """The :class:`RankWork` of a layout (arguments as :func:`predict_parallel_step_time` takes them, ``prec``
-    checked): the layout's checks, then the trace of one micro-batch of one rank, split as the layout splits it."""
+def rank_work(w, par, n_gpus: int) -> RankWork:
+    """The :class:`RankWork` of the workload ``w`` (every field set, the precision checked) laid out by the
+    parallelism ``par`` over ``n_gpus`` GPUs: the layout's checks, then the trace of one micro-batch of one rank,
+    split as the layout splits it."""
     import torch
 
     from perfmodel.step import trace as wl
-    n, m = int(n_gpus), check_micro_batches(micro_batches)
-    deg = parse_strategy(strategy, n)
+    prec, optimizer, compile, pipeline_schedule = w.precision, w.optimizer, w.stack, par.pipeline_schedule
+    n, m = int(n_gpus), check_micro_batches(par.micro_batches)
+    deg = parse_strategy(par.strategy, n)
     strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
-    v = pipeline_virtual_stages(pipeline_schedule, virtual_stages)
-    check_async_tp(async_tp, tpd, strat)
-    ex = resolve_execution(framework, deg, distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel)
-    B = int(batch_size)
+    v = pipeline_virtual_stages(pipeline_schedule, par.virtual_stages)
+    check_async_tp(par.async_tp, tpd, strat)
+    ex = resolve_execution(par.framework, deg, distributed_optimizer=par.distributed_optimizer,
+                           sequence_parallel=par.sequence_parallel)
+    B = int(w.batch_size)
     _check_batch_split(B, d, m, n, strat)
     b_rank = B // d // m
-    net, shape, in_dtype, vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    net, shape, in_dtype, vocab, name, lay = model_and_layout(w.model, w.input_shape, w.input_dtype)
     if tpd > 1 or strat == "tp":
         check_tensor_parallel(lay, tpd, strat, n, name)
     _check_stages(lay, p, v, strat, n, name, pipeline_schedule)
-    high = int(input_high) if input_high is not None else vocab
+    high = int(w.input_high) if w.input_high is not None else vocab
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
     work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
@@ -549,7 +549,7 @@ def rank_work(model, *, input_shape, batch_size: int, input_dtype, input_high, p
                       * size / tpd) if cpd > 1 else 0.0)
     return RankWork(
         name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
-        virtual_stages=v, async_tp=bool(async_tp), overlap_grad_reduce=overlap_grad_reduce, lay=lay, work=work,
+        virtual_stages=v, async_tp=bool(par.async_tp), overlap_grad_reduce=par.overlap_grad_reduce, lay=lay, work=work,
         layer=layer, phase=work["phase"].to_numpy(), is_opt=is_opt, elem_bytes=size, grad_bytes=GRAD_REDUCE_BYTES,
         rank_params=rank_P,
         act_bytes=float(tokens * (lay.hidden or 0) * size), kv_bytes=kv_bytes,
@@ -790,38 +790,52 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     """:func:`perfmodel.predict_step_time` on ``n_gpus`` GPUs with a parallel ``strategy`` (see the module docstring):
     ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or a combination ``"dp2-tp2-pp2"`` (:func:`parse_strategy`);
     ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
-    (:func:`resolve_links`). ``by_group=True`` adds :data:`GROUP_COLUMNS`. Prefer calling
-    :func:`perfmodel.predict_step_time` with ``n_gpus=``, or :func:`perfmodel.predict`."""
-    from perfmodel.step import trace as wl
+    (:func:`resolve_links`). ``by_group=True`` adds :data:`GROUP_COLUMNS`. A keyword face over
+    :func:`parallel_rows`; prefer :func:`perfmodel.predict_step_time` with ``n_gpus=``, or :func:`perfmodel.predict`."""
+    from perfmodel.step.step_time import keyword_run
+
+    w, cs, p = keyword_run(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                           input_high=input_high, precision=precision, optimizer=optimizer, inference=inference,
+                           n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
+                           overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile,
+                           async_tp=async_tp, pipeline_schedule=pipeline_schedule, nics_per_node=nics_per_node,
+                           framework=framework, distributed_optimizer=distributed_optimizer,
+                           sequence_parallel=sequence_parallel, virtual_stages=virtual_stages)
+    return parallel_rows(w, cs, p, alpha=alpha, by_group=by_group)
+
+
+def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:
+    """The step of the workload ``w`` laid out by ``par`` on each cluster of ``clusters`` (the same GPU count, nodes
+    and links; one row per cluster): the layout's rank traced once (:func:`rank_work`), its kernels timed on each GPU
+    and its collectives on each cluster's links (:func:`resolve_links`), the step assembled by :func:`layout_step`."""
     from perfmodel.step import kernels as kn
-    prec = wl.check_step_args(alpha, optimizer, inference, precision, batch_size)
-    check_strategy_name(strategy)
-    if inference:
+    from perfmodel.step import trace as wl
+    prec = wl.check_step_args(alpha, w.optimizer, w.inference, w.precision, w.batch_size)
+    check_strategy_name(par.strategy)
+    if w.inference:
         raise ValueError("inference=True predicts one forward pass on one GPU; parallel strategies model training steps "
                          "(pass n_gpus=1 for inference).")
+    c0 = clusters[0] if clusters else None
+    n_gpus = c0.n_gpus if c0 else 1
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    check_micro_batches(micro_batches)
-    deg = parse_strategy(strategy, int(n_gpus))
-    pipeline_virtual_stages(pipeline_schedule, virtual_stages)
-    check_async_tp(async_tp, deg["tp"], deg["name"])
-    resolve_execution(framework, deg, distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel)
-    specs = kn.gpu_specs(gpus, prec)
-    links = [resolve_links(interconnect, s, degrees=deg, gpus_per_node=gpus_per_node, nics_per_node=nics_per_node)
-             for s in specs]
-    r = rank_work(model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype, input_high=input_high,
-                  prec=prec, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
-                  compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                  overlap_grad_reduce=overlap_grad_reduce, framework=framework,
-                  distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel,
-                  virtual_stages=virtual_stages)
+    check_micro_batches(par.micro_batches)
+    deg = parse_strategy(par.strategy, int(n_gpus))
+    pipeline_virtual_stages(par.pipeline_schedule, par.virtual_stages)
+    check_async_tp(par.async_tp, deg["tp"], deg["name"])
+    resolve_execution(par.framework, deg, distributed_optimizer=par.distributed_optimizer,
+                      sequence_parallel=par.sequence_parallel)
+    specs = kn.gpu_specs([c.gpu for c in clusters], prec)
+    links = [resolve_links(c.interconnect, s, degrees=deg, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
+             for c, s in zip(clusters, specs)]
+    r = rank_work(w, par, n_gpus)
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
     for spec, lk in zip(specs, links):
         t, source = kn.kernel_seconds(r.work, spec, prec, with_source=True)
         s = layout_step(r, t, lk)
         far += kn._extrapolation_notes(spec, prec)
-        row = _layout_row(r, s, spec, lk, prec, optimizer, q, interval, by_group)
+        row = _layout_row(r, s, spec, lk, prec, w.optimizer, q, interval, by_group)
         source = kn.source_phrase(source)
         if source:
             row["basis"] = row["basis"].replace(f"{kn.learned_on(prec)},", f"{kn.learned_on(prec)}{source},", 1)

@@ -2,9 +2,11 @@
 and how (:class:`perfmodel.Parallelism`) — and what the step model answers for it, in one result
 (:class:`Prediction`).
 
-:func:`predict` is the face the keyword functions share: ``pm.predict(w, c, p).step_time_s`` is, to the bit,
+:func:`predict` hands the objects to the layers (:func:`resolve_run` fills the workload's unset fields with
+:func:`perfmodel.predict_step_time`'s defaults): ``pm.predict(w, c, p).step_time_s`` is, to the bit,
 ``pm.predict_step_time(w, c.gpu, n_gpus=c.n_gpus, ...)``'s ``step_time_s`` (both run
-:func:`perfmodel.step.step_time.step_frame`), and the memory is :func:`perfmodel.predict_memory`'s.
+:func:`perfmodel.step.step_time.step_frame`), and the memory is :func:`perfmodel.predict_memory`'s
+(:func:`perfmodel.step.memory.memory_frame`).
 """
 from __future__ import annotations
 
@@ -216,18 +218,20 @@ def _checkpointing(w: Workload, p: Parallelism):
     return w.activation_checkpointing
 
 
-def run_keywords(workload, cluster, parallelism=None) -> tuple[object, dict]:
-    """``(model, keywords)``: the three objects as :func:`perfmodel.predict_step_time`'s keywords (the workload's
-    fields left unset are left out, so that function's defaults hold)."""
+#: what :func:`predict` takes for the fields a :class:`~perfmodel.Workload` leaves unset:
+#: :func:`perfmodel.predict_step_time`'s defaults (one sample, FP32, SGD with momentum, eager kernels).
+STEP_DEFAULTS = dict(input_shape=None, batch_size=1, input_dtype=None, input_high=None, precision="fp32",
+                     optimizer="sgd-momentum", inference=False, compile=False, stack=None)
+
+
+def resolve_run(workload, cluster, parallelism=None, defaults=None) -> tuple[Workload, Cluster, Parallelism]:
+    """The three objects as the step model's layers read them: the workload with every field set (``defaults`` for
+    the ones left unset, :data:`STEP_DEFAULTS` by default) and the checkpointing said once, in the parallelism."""
     w, c, p = _as_objects(workload, cluster, parallelism)
-    kw = {k: v for k, v in w.values().items() if k != "activation_checkpointing"}
-    kw.update(n_gpus=int(c.n_gpus), gpus_per_node=int(c.gpus_per_node), interconnect=c.interconnect,
-              nics_per_node=c.nics_per_node,
-              strategy=p.strategy, micro_batches=p.micro_batches, pipeline_schedule=p.pipeline_schedule,
-              overlap_grad_reduce=p.overlap_grad_reduce, async_tp=p.async_tp, activation_checkpointing=_checkpointing(w, p),
-              framework=p.framework, distributed_optimizer=p.distributed_optimizer,
-              sequence_parallel=p.sequence_parallel, virtual_stages=p.virtual_stages)
-    return w.model, kw
+    ac = _checkpointing(w, p)
+    if w.is_set("activation_checkpointing"):
+        w = dataclasses.replace(w, activation_checkpointing=Workload.UNSET)
+    return w.filled(**(STEP_DEFAULTS if defaults is None else defaults)), c, dataclasses.replace(p, activation_checkpointing=ac)
 
 
 def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Prediction:
@@ -268,23 +272,15 @@ def predict_with_memory(workload, cluster, parallelism=None, memory_row=None, *,
     from perfmodel import __version__
     from perfmodel.datasets import peak_tflops
     from perfmodel.step.kernels import learned_on
-    from perfmodel.step.step_time import OutOfMemoryWarning, memory_rows, predict_step_time, step_frame
+    from perfmodel.step.step_time import OutOfMemoryWarning, memory_rows, step_frame
 
-    w, c, p = _as_objects(workload, cluster, parallelism)
-    model, kw = run_keywords(w, c, p)
-    args = {name: prm.default for name, prm in _SIGNATURE(predict_step_time).items() if name not in ("model", "gpus")}
-    args.update(kw, alpha=alpha)
-    frame = step_frame(model, [c.gpu], by_group=True, **args)
+    given = _as_objects(workload, cluster, parallelism)
+    w, c, p = resolve_run(*given)
+    frame = step_frame(w, (c,), p, alpha=alpha, by_group=True)
     row = frame.iloc[0].to_dict()
     mem = None
-    if not args["inference"]:
-        m = memory_row
-        if m is None:
-            m = memory_rows(model, [c.gpu], **{k: args[k] for k in ("input_shape", "batch_size", "input_dtype", "precision",
-                                                                 "optimizer", "n_gpus", "strategy", "micro_batches",
-                                                                 "activation_checkpointing", "pipeline_schedule",
-                                                                 "framework", "distributed_optimizer",
-                                                                 "sequence_parallel", "virtual_stages")})[0]
+    if not w.inference:
+        m = memory_row if memory_row is not None else memory_rows(w, (c,), p)[0]
         mem = {k: float(m[k]) for k in (*MEMORY_PARTS, "total_bytes", "capacity_bytes")}
         row.update(memory_per_gpu_bytes=mem["total_bytes"], fits=bool(m["fits"]))
         if not m["fits"]:
@@ -296,14 +292,14 @@ def predict_with_memory(workload, cluster, parallelism=None, memory_row=None, *,
         row.pop(k, None)
     step = float(row["step_time_s"])
     samples = float(row["batch_size"]) / step
-    seq = _sequence_length(model, args)
+    seq = _sequence_length(w)
     peak = peak_tflops(c.spec, row["precision"]) * 1e12
     breakdown = dict(forward=float(row["forward_s"]), backward=float(row["backward_s"]),
                      recompute=groups["recompute"], optimizer=float(row["optimizer_s"]),
                      compute=float(row.get("compute_s", step)), comm_exposed=float(row.get("comm_s", 0.0)),
                      comm_total=float(row.get("comm_total_s", 0.0)), bubble=float(row.get("bubble_s", 0.0)),
                      overlap_slowdown=float(row.get("overlap_slowdown_s", 0.0)))
-    return Prediction(workload=w, cluster=c, parallelism=p, step_time_s=step, lower_s=float(row["lower_s"]),
+    return Prediction(workload=given[0], cluster=given[1], parallelism=given[2], step_time_s=step, lower_s=float(row["lower_s"]),
                       upper_s=float(row["upper_s"]), alpha=float(alpha), breakdown=breakdown,
                       comm_exposed_s=groups["exposed"], comm_total_s=groups["total"], memory=mem,
                       fits=None if mem is None else bool(row["fits"]), flops=float(row["flops"]), samples_per_s=samples,
@@ -323,12 +319,6 @@ def _how_far(spec, prec: str) -> list[str]:
     return [note.split(": ", 1)[1] for note in _extrapolation_notes(spec, prec)]
 
 
-def _SIGNATURE(fn) -> dict:
-    import inspect
-
-    return dict(inspect.signature(fn).parameters)
-
-
 def _group_seconds(row: dict) -> dict:
     from perfmodel.step.parallel import COMM_GROUPS
 
@@ -341,11 +331,11 @@ def _group_seconds(row: dict) -> dict:
                 recompute=0.0 if recompute is None or pd.isna(recompute) else float(recompute))
 
 
-def _sequence_length(model, args) -> int | None:
+def _sequence_length(w: Workload) -> int | None:
     """Tokens per sample for a token model (the product of the input shape), else None."""
     from perfmodel.step.trace import model_input
 
-    net, shape, in_dtype, _, _ = model_input(model, args["input_shape"], args["input_dtype"])
+    net, shape, in_dtype, _, _ = model_input(w.model, w.input_shape, w.input_dtype)
     import torch
 
     if in_dtype in (torch.long, torch.int, torch.int64):

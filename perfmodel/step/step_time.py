@@ -21,14 +21,17 @@ hands over to one GPU's step (:mod:`perfmodel.step.one_gpu`) or a parallel layou
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
+from perfmodel._run import Cluster, Parallelism, trusted
 from perfmodel.step.collectives import resolve_interconnect
 from perfmodel.step.kernels import gpu_specs
-from perfmodel.step.memory import predict_memory
-from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, single_gpu_step_time
-from perfmodel.step.parallel import predict_parallel_step_time
+from perfmodel.step.memory import memory_frame
+from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, single_gpu_rows
+from perfmodel.step.parallel import parallel_rows
 from perfmodel.step.strategy import (_check_gpus_per_node, check_async_tp, parse_strategy, pipeline_virtual_stages,
                                        resolve_execution)
 from perfmodel.step.trace import Workload, accepts_workload, check_flag, check_step_args, checkpointing_mode
@@ -46,7 +49,7 @@ from perfmodel.step.trace import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8
 
 __all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
-           "STACKS", "STACK_BASIS", "resolve_stack", "step_frame", "memory_rows"]
+           "STACKS", "STACK_BASIS", "resolve_stack", "step_frame", "step_rows", "keyword_run", "memory_rows"]
 
 
 @accepts_workload("input_shape", "batch_size", "input_dtype", "input_high", "precision", "optimizer", "inference", "compile",
@@ -57,98 +60,6 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
                       interconnect=None, overlap_grad_reduce: bool = True,
                       activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
                       async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None,
-                      nics_per_node: int | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
-                      sequence_parallel: bool | None = None, virtual_stages: int | None = None) -> pd.DataFrame:
-    ex = dict(framework=framework, distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel,
-              virtual_stages=virtual_stages)
-    out = step_frame(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                     input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha, inference=inference,
-                     n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
-                     overlap_grad_reduce=overlap_grad_reduce, activation_checkpointing=activation_checkpointing,
-                     gpus_per_node=gpus_per_node, compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                     stack=stack, nics_per_node=nics_per_node, **ex)
-    if inference:
-        return out
-    return with_memory(out, model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                       precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
-                       activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule, **ex)
-
-
-def step_frame(model, gpus, *, stack=None, compile=False, by_group: bool = False, **kwargs) -> pd.DataFrame:
-    """:func:`predict_step_time`'s rows before memory: the step, its parts and ``basis`` (with the kernel family and
-    the attention note). ``by_group=True`` adds the per-group communication columns
-    (:data:`perfmodel.step.parallel.GROUP_COLUMNS`) and ``recompute_s``: what :func:`perfmodel.predict` shows."""
-    family = resolve_stack(stack, compile)
-    out = _step_time_only(model, gpus, compile=family, by_group=by_group, **kwargs)
-    note = attention_note(model)
-    kernels = (EAGER_ATTENTION_BASIS if family == "eager" and attention_kernel(model) == "eager"
-               else STACK_BASIS[family])
-    out["basis"] = out["basis"].astype(str) + "; kernels: " + kernels + (f"; {note}" if note else "")
-    return out
-
-
-#: What each kernel family (``stack=``) runs, for ``basis``.
-STACK_BASIS = {
-    "eager": ("eager PyTorch (one kernel per operator; attention through scaled_dot_product_attention, "
-              "FlashAttention-2)"),
-    "compile": ("torch.compile (each chain of memory-bound operators between two GEMMs one fused kernel moving what "
-                "the dataflow says it reads and writes; pointwise results saved for the backward pass recomputed there)"),
-    "te": ("Transformer Engine (fused RMSNorm/LayerNorm, MLP activation, rotary embedding with q/k/v in the "
-           "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
-           "Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate with their casts fused into "
-           "the kernels producing them, each weight cast once per micro-batch; nothing measured)"),
-}
-
-
-#: The eager family's text when the attention is eager too (a config that asks for it, or a model transformers has no
-#: SDPA path for).
-EAGER_ATTENTION_BASIS = ("eager PyTorch (one kernel per operator; attention eager: softmax(QKᵀ)V with the score matrix "
-                         "written and read)")
-
-
-def with_memory(out: pd.DataFrame, model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus,
-                strategy, micro_batches, activation_checkpointing, pipeline_schedule="1f1b", **execution) -> pd.DataFrame:
-    """``out`` (one row per GPU of a training step) with ``memory_per_gpu_bytes`` and ``fits`` from
-    :func:`perfmodel.predict_memory`, and a warning naming the GPUs the step does not fit on: a step time for a run that
-    would stop with out-of-memory is said to be one, in the row and on the screen."""
-    import warnings
-
-    mem = memory_rows(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                      precision=precision, optimizer=optimizer, n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches,
-                      activation_checkpointing=activation_checkpointing, pipeline_schedule=pipeline_schedule, **execution)
-    out = out.copy()
-    out["memory_per_gpu_bytes"] = [float(m["total_bytes"]) for m in mem]
-    out["fits"] = [bool(m["fits"]) for m in mem]
-    if not out["fits"].all():
-        bad = [f"{g} ({m['total_bytes'] / 2**30:.1f} GiB of {m['capacity_bytes'] / 2**30:.1f})"
-               for g, m, f in zip(out["gpu"], mem, out["fits"]) if not f]
-        warnings.warn(f"the step does not fit in GPU memory on {', '.join(bad)}: its time is that of a run that would stop "
-                      "with out-of-memory. Use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch "
-                      "(see perfmodel.predict_memory).", OutOfMemoryWarning, stacklevel=4)
-    return out
-
-
-def memory_rows(model, gpus, *, input_shape, batch_size, input_dtype, precision, optimizer, n_gpus, strategy, micro_batches,
-                activation_checkpointing, pipeline_schedule="1f1b", **execution) -> list:
-    """One :func:`perfmodel.predict_memory` row per GPU, for the step :func:`with_memory` and
-    :func:`perfmodel.predict` describe."""
-    specs = gpu_specs(gpus, check_step_args(0.2, optimizer, False, precision, batch_size))
-    return [predict_memory(model, s, batch_size=batch_size, n_gpus=n_gpus, strategy=strategy, precision=precision,
-                           optimizer=optimizer, activation_checkpointing=activation_checkpointing, input_shape=input_shape,
-                           input_dtype=input_dtype, micro_batches=micro_batches,
-                           pipeline_schedule=pipeline_schedule, **execution).iloc[0] for s in specs]
-
-
-class OutOfMemoryWarning(UserWarning):
-    """A predicted step needs more memory per GPU than the GPU has (``fits`` is False in its row)."""
-
-
-def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
-                      precision: str = "fp32", optimizer: str | None = "sgd-momentum", alpha: float = 0.2,
-                      inference: bool = False, n_gpus: int = 1, strategy: str = "dp", micro_batches: int | None = None,
-                      interconnect=None, overlap_grad_reduce: bool = True,
-                      activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
-                      async_tp: bool = False, pipeline_schedule: str = "1f1b", by_group: bool = False,
                       nics_per_node: int | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
                       sequence_parallel: bool | None = None, virtual_stages: int | None = None) -> pd.DataFrame:
     """Predicted time of one training step of ``model`` on each GPU, from the GPU's spec sheet.
@@ -276,58 +187,138 @@ def _step_time_only(model, gpus, *, input_shape=None, batch_size: int = 1, input
     ValueError, TypeError
         Bad arguments; a token model without ``input_dtype`` fails in the extraction with the cause named.
     """
-    prec = check_step_args(alpha, optimizer, inference, precision, batch_size)
+    w, cs, p = keyword_run(model, gpus, **{k: v for k, v in locals().items() if k not in ("model", "gpus", "alpha")})
+    out = step_frame(w, cs, p, alpha=alpha)
+    return out if w.inference else with_memory(out, w, cs, p)
+
+
+def keyword_run(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
+                precision: str = "fp32", optimizer: str | None = "sgd-momentum", inference: bool = False, n_gpus: int = 1,
+                strategy: str = "dp", micro_batches: int | None = None, interconnect=None, overlap_grad_reduce: bool = True,
+                activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
+                async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None,
+                nics_per_node: int | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
+                sequence_parallel: bool | None = None, virtual_stages: int | None = None):
+    """:func:`predict_step_time`'s keywords as the three objects the layers take: ``(workload, clusters, parallelism)``,
+    one :class:`~perfmodel.Cluster` per GPU of ``gpus`` (the same GPU count, nodes and links on each). The keywords are
+    checked here as the keyword face always checked them (in that order, with those messages); the objects are made
+    from the checked values (:func:`perfmodel._run.trusted`), so the layers read what the caller wrote."""
+    check_step_args(0.2, optimizer, inference, precision, batch_size)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    compile = stack_of(compile)  # the kernel family (predict_step_time resolves stack= and compile= into it)
+    family = resolve_stack(stack, compile) if not isinstance(compile, str) else stack_of(compile)
     _check_gpus_per_node(gpus_per_node)
     if nics_per_node is not None:
         from perfmodel.step.strategy import _check_nics
 
         _check_nics(nics_per_node)
-    ac = checkpointing_mode(activation_checkpointing)
-    if ac and inference:
+    w = trusted(Workload, model=model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                input_high=input_high, precision=str(precision).lower(), optimizer=optimizer, inference=inference,
+                compile=family == "compile", stack=family)
+    gpu_list = [gpus] if isinstance(gpus, str) or not hasattr(gpus, "__iter__") else list(gpus)
+    cs = tuple(trusted(Cluster, gpu=g, n_gpus=n_gpus, gpus_per_node=gpus_per_node, interconnect=interconnect,
+                       nics_per_node=nics_per_node) for g in gpu_list)
+    p = trusted(Parallelism, strategy=strategy, micro_batches=micro_batches, pipeline_schedule=pipeline_schedule,
+                activation_checkpointing=activation_checkpointing, overlap_grad_reduce=overlap_grad_reduce,
+                async_tp=async_tp, framework=framework, virtual_stages=virtual_stages,
+                distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel)
+    return w, cs, p
+
+
+def step_frame(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:
+    """:func:`predict_step_time`'s rows before memory, one per cluster of ``clusters`` (:func:`step_rows`), with the
+    kernel family and the attention note in ``basis``. ``by_group=True`` adds the per-group communication columns
+    (:data:`perfmodel.step.parallel.GROUP_COLUMNS`) and ``recompute_s``: what :func:`perfmodel.predict` shows."""
+    out = step_rows(w, clusters, p, alpha=alpha, by_group=by_group)
+    note = attention_note(w.model)
+    kernels = (EAGER_ATTENTION_BASIS if w.stack == "eager" and attention_kernel(w.model) == "eager"
+               else STACK_BASIS[w.stack])
+    out["basis"] = out["basis"].astype(str) + "; kernels: " + kernels + (f"; {note}" if note else "")
+    return out
+
+
+#: What each kernel family (``stack=``) runs, for ``basis``.
+STACK_BASIS = {
+    "eager": ("eager PyTorch (one kernel per operator; attention through scaled_dot_product_attention, "
+              "FlashAttention-2)"),
+    "compile": ("torch.compile (each chain of memory-bound operators between two GEMMs one fused kernel moving what "
+                "the dataflow says it reads and writes; pointwise results saved for the backward pass recomputed there)"),
+    "te": ("Transformer Engine (fused RMSNorm/LayerNorm, MLP activation, rotary embedding with q/k/v in the "
+           "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
+           "Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate with their casts fused into "
+           "the kernels producing them, each weight cast once per micro-batch; nothing measured)"),
+}
+
+
+#: The eager family's text when the attention is eager too (a config that asks for it, or a model transformers has no
+#: SDPA path for).
+EAGER_ATTENTION_BASIS = ("eager PyTorch (one kernel per operator; attention eager: softmax(QKᵀ)V with the score matrix "
+                         "written and read)")
+
+
+def with_memory(out: pd.DataFrame, w: Workload, clusters, p: Parallelism) -> pd.DataFrame:
+    """``out`` (one row per cluster of a training step) with ``memory_per_gpu_bytes`` and ``fits`` from
+    :func:`perfmodel.step.memory.memory_frame`, and a warning naming the GPUs the step does not fit on: a step time
+    for a run that would stop with out-of-memory is said to be one, in the row and on the screen."""
+    import warnings
+
+    mem = memory_rows(w, clusters, p)
+    out = out.copy()
+    out["memory_per_gpu_bytes"] = [float(m["total_bytes"]) for m in mem]
+    out["fits"] = [bool(m["fits"]) for m in mem]
+    if not out["fits"].all():
+        bad = [f"{g} ({m['total_bytes'] / 2**30:.1f} GiB of {m['capacity_bytes'] / 2**30:.1f})"
+               for g, m, f in zip(out["gpu"], mem, out["fits"]) if not f]
+        warnings.warn(f"the step does not fit in GPU memory on {', '.join(bad)}: its time is that of a run that would stop "
+                      "with out-of-memory. Use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch "
+                      "(see perfmodel.predict_memory).", OutOfMemoryWarning, stacklevel=4)
+    return out
+
+
+def memory_rows(w: Workload, clusters, p: Parallelism) -> list:
+    """One :func:`perfmodel.step.memory.memory_frame` row per cluster, for the step :func:`with_memory` and
+    :func:`perfmodel.predict` describe (the step's precision checked on each GPU first)."""
+    gpu_specs([c.gpu for c in clusters], check_step_args(0.2, w.optimizer, False, w.precision, w.batch_size))
+    return [row for _, row in memory_frame(w, clusters, p).iterrows()]
+
+
+class OutOfMemoryWarning(UserWarning):
+    """A predicted step needs more memory per GPU than the GPU has (``fits`` is False in its row)."""
+
+
+def _step_time_only(model, gpus, *, alpha: float = 0.2, by_group: bool = False, **keywords) -> pd.DataFrame:
+    """:func:`predict_step_time`'s rows without the memory and without the kernel family in ``basis``: what the
+    planners compare (they predict the memory apart)."""
+    return step_rows(*keyword_run(model, gpus, **keywords), alpha=alpha, by_group=by_group)
+
+
+def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:
+    """One row per cluster of ``clusters`` (the same run on each one's GPU): activation checkpointing added to the
+    step without it (:func:`perfmodel.step.one_gpu.add_recompute`), a parallel layout's step
+    (:func:`perfmodel.step.parallel.parallel_rows`) or one GPU's (:func:`perfmodel.step.one_gpu.single_gpu_rows`)."""
+    check_step_args(alpha, w.optimizer, w.inference, w.precision, w.batch_size)
+    ac = checkpointing_mode(p.activation_checkpointing)
+    if ac and w.inference:
         raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "
                          "step; an inference pass has no backward pass. Pass activation_checkpointing=False.")
     if ac:
         from perfmodel.step.trace import check_checkpointable, model_and_layout
 
-        name, lay = model_and_layout(model, input_shape, input_dtype)[4:]
-        check_checkpointable(lay, activation_checkpointing, name)
-        plain = _step_time_only(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                                  input_high=input_high, precision=precision, optimizer=optimizer, alpha=alpha,
-                                  n_gpus=n_gpus, strategy=strategy, micro_batches=micro_batches, interconnect=interconnect,
-                                  overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node, compile=compile,
-                                  async_tp=async_tp, pipeline_schedule=pipeline_schedule, by_group=by_group,
-                                  nics_per_node=nics_per_node, framework=framework,
-                                  distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel,
-                                  virtual_stages=virtual_stages)
-        fraction = 1.0
-        if ac != "full":
-            fraction = _recompute_fraction(model, gpus, ac, input_shape=input_shape, input_dtype=input_dtype,
-                                           input_high=input_high, prec=prec, frame=plain, compile=compile)
+        name, lay = model_and_layout(w.model, w.input_shape, w.input_dtype)[4:]
+        check_checkpointable(lay, p.activation_checkpointing, name)
+        plain = step_rows(w, clusters, dataclasses.replace(p, activation_checkpointing=False), alpha=alpha,
+                          by_group=by_group)
+        fraction = 1.0 if ac == "full" else _recompute_fraction(w, clusters, ac, frame=plain)
         return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group)
-    if n_gpus > 1 or micro_batches not in (None, 1):
-        return predict_parallel_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                                          input_high=input_high, precision=prec, optimizer=optimizer, alpha=alpha,
-                                          inference=inference, n_gpus=int(n_gpus), strategy=strategy,
-                                          micro_batches=micro_batches, interconnect=interconnect,
-                                          overlap_grad_reduce=overlap_grad_reduce, gpus_per_node=gpus_per_node,
-                                          compile=compile, async_tp=async_tp, pipeline_schedule=pipeline_schedule,
-                                          by_group=by_group, nics_per_node=nics_per_node, framework=framework,
-                                          distributed_optimizer=distributed_optimizer,
-                                          sequence_parallel=sequence_parallel, virtual_stages=virtual_stages)
-    pipeline_virtual_stages(pipeline_schedule, virtual_stages)
-    check_async_tp(async_tp, 1, "one GPU")
-    if strategy is not None:
-        parse_strategy(strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
-    resolve_execution(framework, dict(tp=1, fsdp=False, name="one GPU"), distributed_optimizer=distributed_optimizer,
-                      sequence_parallel=sequence_parallel)
-    if interconnect is not None:
-        resolve_interconnect(interconnect, gpu_specs(gpus, prec)[0])
-    return single_gpu_step_time(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                                input_high=input_high, prec=prec, optimizer=optimizer, alpha=alpha, inference=inference,
-                                compile=compile)
-
-
-predict_step_time.__doc__ = _step_time_only.__doc__
+    n_gpus = clusters[0].n_gpus if clusters else 1
+    if n_gpus > 1 or p.micro_batches not in (None, 1):
+        return parallel_rows(w, clusters, p, alpha=alpha, by_group=by_group)
+    pipeline_virtual_stages(p.pipeline_schedule, p.virtual_stages)
+    check_async_tp(p.async_tp, 1, "one GPU")
+    if p.strategy is not None:
+        parse_strategy(p.strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
+    resolve_execution(p.framework, dict(tp=1, fsdp=False, name="one GPU"), distributed_optimizer=p.distributed_optimizer,
+                      sequence_parallel=p.sequence_parallel)
+    if clusters and clusters[0].interconnect is not None:
+        resolve_interconnect(clusters[0].interconnect, gpu_specs([c.gpu for c in clusters], w.precision)[0])
+    return single_gpu_rows(w, clusters, alpha=alpha)

@@ -424,6 +424,25 @@ def _numel(shapes: str) -> float:
     return float(np.prod(d[0])) if d and d[0] else 0.0
 
 
+def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np.ndarray, rope_bytes: float | None,
+                    act_item: int) -> tuple[float, float] | None:
+    """(read, written) bytes of the TE kernel that fuses one group of :func:`te_ops` (``n`` the elements of the
+    group's largest output, ``item`` their size); None where TE runs no kernel for it (an attention block without a
+    rotary embedding)."""
+    fwd = phase == "forward"
+    if role == "norm":
+        return (n * item, n * item) if fwd else (2 * n * item, n * item)
+    if role == "mlp_act":
+        gated = bool((group_read >= 2 * n * item).any())  # a product of two N-tensors
+        if fwd:
+            return (2 * n * item, n * item) if gated else (n * item, n * item)
+        return (3 * n * item, 2 * n * item) if gated else (2 * n * item, n * item)
+    if role == "attention_prep":
+        return None if rope_bytes is None else (rope_bytes, rope_bytes)
+    # cross_entropy: n is the logits' count (the largest tensor of the loss)
+    return (n * act_item, 0.0) if fwd else (n * act_item, n * act_item)
+
+
 def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     """Per-op rows of the step as NVIDIA Transformer Engine (and Megatron-core on it) runs a transformer: the
     memory-bound operators of a module TE fuses become one kernel per module and pass, moving what that kernel reads
@@ -495,22 +514,10 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     for (r, m, ph), g in groups.items():
         g = np.asarray(g)
         big = int(g[np.argmax(numel[g])])
-        n = numel[big]
-        item = itemsize[g[-1]]
-        if r == "norm":
-            read, written = (n * item, n * item) if ph == "forward" else (2 * n * item, n * item)
-        elif r == "mlp_act":
-            gated = bool((bytes_read[g] >= 2 * n * item).any())  # a product of two N-tensors
-            if ph == "forward":
-                read, written = (2 * n * item, n * item) if gated else (n * item, n * item)
-            else:
-                read, written = (3 * n * item, 2 * n * item) if gated else (2 * n * item, n * item)
-        elif r == "attention_prep":
-            if m not in rope:
-                continue  # no rotary embedding: TE's attention needs no layout kernel
-            read = written = rope[m]
-        else:  # cross_entropy: n is the logits' count (the largest tensor of the loss)
-            read, written = (n * act_item, 0.0) if ph == "forward" else (n * act_item, n * act_item)
+        moved = _te_fused_bytes(r, ph, numel[big], itemsize[g[-1]], bytes_read[g], rope.get(m), act_item)
+        if moved is None:
+            continue  # no rotary embedding: TE's attention needs no layout kernel
+        read, written = moved
         big_at.append(big)
         at.append(int(g[0]))
         what.append((f"te.{r}", "norm" if r == "norm" else "elementwise", float(flops[g].sum()), float(read),

@@ -177,10 +177,11 @@ def test_per_layer_checkpointing_sits_between_none_and_full():
 
 def _rank(strategy, n_gpus, *, precision="fp8", stack="compile", **kw):
     from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
 
-    return rank_work(LLAMA, input_shape=(64,), batch_size=8, input_dtype=None, input_high=None, prec=precision,
-                     optimizer="adam-fused", n_gpus=n_gpus, strategy=strategy, micro_batches=kw.pop("micro_batches", 1),
-                     compile=stack, async_tp=False, pipeline_schedule="1f1b", overlap_grad_reduce=True, **kw)
+    w, c, p = resolve_run(pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision=precision, optimizer="adam-fused",
+                                      stack=stack), pm.Cluster("H100", n_gpus=n_gpus), pm.Parallelism(strategy, **kw))
+    return rank_work(w, p, c.n_gpus)
 
 
 def test_fsdp_gathers_the_fp8_linears_weights_in_fp8_under_compile():
