@@ -155,6 +155,11 @@ class Parallelism:
     distributed_optimizer, sequence_parallel : bool, optional
         Override the framework's defaults (Megatron: both on, sequence parallelism where ``tp > 1``; PyTorch: no
         distributed optimizer, sequence parallelism with ``fsdp`` and ``tp``).
+    fp8_param_gather : bool, optional
+        At ``precision="fp8"``: the FP8 linears' weights kept and all-gathered in FP8 (one byte each) by the ranks
+        that shard them — Megatron-Core's ``--fp8-param-gather`` with its distributed optimizer, or FSDP's FP8
+        all-gather (torchao). None: the framework's default (PyTorch: on under FSDP with ``torch.compile``, as
+        torchtitan's FP8 recipes run; Megatron: off). :func:`perfmodel.step.strategy.resolve_fp8_param_gather`.
     """
 
     strategy: object = "dp"
@@ -167,6 +172,7 @@ class Parallelism:
     virtual_stages: int | None = None
     distributed_optimizer: bool | None = None
     sequence_parallel: bool | None = None
+    fp8_param_gather: bool | None = None
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_strategy_name,
@@ -182,6 +188,7 @@ class Parallelism:
             object.__setattr__(self, "framework", check_framework(self.framework))
             _flag_or_none("distributed_optimizer", self.distributed_optimizer, "Megatron's distributed optimizer")
             _flag_or_none("sequence_parallel", self.sequence_parallel, "sequence parallelism with tensor parallelism")
+            _flag_or_none("fp8_param_gather", self.fp8_param_gather, "the FP8 linears' weights kept and gathered in FP8")
             checkpointing_mode(self.activation_checkpointing)
             check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
             check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")

@@ -222,8 +222,11 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise); default 1.
     compile, gpus_per_node, interconnect, async_tp, stack
         As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
-        not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 weights and
-        activations are counted in BF16).
+        not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 activations are
+        counted in BF16), but for the FP8 linears' weights an FSDP layer gathers in FP8 under ``torch.compile`` at
+        ``precision="fp8"`` (torchtitan's FP8 all-gather: one byte each in the gathered layers). With
+        :func:`perfmodel.predict` and ``Parallelism(fp8_param_gather=True)``, Megatron keeps those weights in FP8
+        (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
         With pipeline parallelism: the interleaved schedule keeps ``1 + (p−1)/(p·v)`` times 1F1B's activations in
         flight (Korthikanti et al., 2022, §4.2.3; ``v`` = ``virtual_stages`` model chunks per rank, default 2).
@@ -271,6 +274,7 @@ def memory_frame(w, clusters, p) -> pd.DataFrame:
     prec, ac, deg, specs = _check_memory_args(w, clusters, p)
     r = _memory_rank(w.model, deg, prec=prec, ac=ac, activation_checkpointing=p.activation_checkpointing,
                      input_shape=w.input_shape, input_dtype=w.input_dtype)
+    deg["fp8"] = _fp8_kept(w, p, deg, prec, r)
     optimizer = w.optimizer
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
     params_b, grads_b, opt_b, act_b = (_pipeline_memory if deg["pp"] > 1 else _flat_memory)(r, deg, state)
@@ -287,8 +291,24 @@ def memory_frame(w, clusters, p) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=MEMORY_COLUMNS)
 
 
+def _fp8_kept(w, p, deg: dict, prec: str, r) -> set:
+    """The parameters kept or gathered in FP8 (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`): FSDP's FP8
+    all-gather gathers them in FP8 (the shards stay at the training precision); Megatron's ``--fp8-param-gather``
+    stores them in FP8. Empty otherwise."""
+    from perfmodel.step import trace as wl
+    from perfmodel.step.strategy import resolve_fp8_param_gather
+
+    stack = wl.resolve_stack(w.stack, w.compile)
+    if not resolve_fp8_param_gather(p.fp8_param_gather, deg, fsdp=deg["fsdp"], precision=prec, stack=stack):
+        return set()
+    vocab = wl.model_and_layout(w.model, w.input_shape, w.input_dtype)[3]
+    return wl.fp8_linear_weights(r.net, r.lay, int(w.input_high) if w.input_high is not None else vocab)
+
+
 def _memory_basis(r, deg: dict, state: int) -> str:
-    return (f"{r.lay.params:,} parameters at {r.size} B, optimizer states {state} B/parameter"
+    fp8 = ("" if not deg.get("fp8") else ", the FP8 linears' weights stored in FP8" if deg.get("framework") == "megatron"
+           else ", the FP8 linears' weights gathered in FP8")
+    return (f"{r.lay.params:,} parameters at {r.size} B{fp8}, optimizer states {state} B/parameter"
             + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over {deg['dp'] * deg['cp']} ranks"
                                                           if deg.get("distributed_optimizer") else "")
                if deg.get("framework") == "megatron" else "")
@@ -460,11 +480,14 @@ def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.n
     return np.bincount(layer_of[keep], weights=wrote[keep], minlength=lay.n_layers)[:lay.n_layers]
 
 
-def _layer_params(lay) -> tuple[np.ndarray, np.ndarray]:
-    """Parameters of each repeated layer, and the tensor-parallel split ones among them."""
+def _layer_params(lay, names=None) -> tuple[np.ndarray, np.ndarray]:
+    """Parameters of each repeated layer (of ``names`` only, when given), and the tensor-parallel split ones among
+    them."""
     layer_params = np.zeros(max(lay.n_layers, 1))
     layer_split = np.zeros(max(lay.n_layers, 1))
     for k, v in lay.param_numel.items():
+        if names is not None and k not in names:
+            continue
         if 0 <= lay.param_layer[k] < lay.n_layers:
             layer_params[lay.param_layer[k]] += v
             layer_split[lay.param_layer[k]] += v if lay.param_split[k] else 0
@@ -480,19 +503,35 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
     outside = (r.layer < 0) | (r.layer >= lay.n_layers)
     kept, tmp = r.activations(range(lay.n_layers))
     act_b = kept + float(r.out_b[outside].sum()) + max(tmp, r.head_grad)
+    fp8 = deg.get("fp8")
     if deg["fsdp"]:  # with tp (2D): the tensor-parallel rank's share, sharded over the dp group
         tp_share = split / tpd + (P - split) if tpd > 1 else P
         rank_p = tp_share / (d * cpd)
-        gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
-                    else float(layer_params.max()))
-        params_b = rank_p * size + 2 * gathered * size
+        if fp8:  # the gathered layer's FP8 linears' weights at one byte
+            per_layer = _tp_rank_params(layer_params, layer_split, tpd)
+            per_layer8 = _tp_rank_params(*_layer_params(lay, fp8), tpd)
+            params_b = rank_p * size + 2 * float(((per_layer - per_layer8) * size + per_layer8).max())
+        else:
+            gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
+                        else float(layer_params.max()))
+            params_b = rank_p * size + 2 * gathered * size
     elif tpd > 1:
         rank_p = split / tpd + (P - split)
         params_b = rank_p * size
     else:
         rank_p = float(P)
         params_b = rank_p * size
+    if fp8 and not deg["fsdp"]:  # Megatron's --fp8-param-gather: the FP8 linears' weights stored in FP8
+        all8 = float(sum(lay.param_numel[k] for k in fp8))
+        split8 = float(sum(lay.param_numel[k] for k in fp8 if lay.param_split[k]))
+        rank8 = split8 / tpd + (all8 - split8) if tpd > 1 else all8
+        params_b = (rank_p - rank8) * size + rank8
     return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size)
+
+
+def _tp_rank_params(params: np.ndarray, split: np.ndarray, tp: int) -> np.ndarray:
+    """Parameters one tensor-parallel rank holds of ``params``, ``split`` of them divided over the ``tp`` ranks."""
+    return split / tp + (params - split) if tp > 1 else params
 
 
 def _framework_parts(part: tuple[float, float, float, float], deg: dict, size: int) -> tuple[float, float, float, float]:
@@ -516,18 +555,28 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
     # a tied output projection sits on the last stage too: the shapes of the parameters say which one it is
     shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()} if lay.tied else {}
+    fp8 = deg.get("fp8") or set()
+    lp8, ls8 = _layer_params(lay, fp8)
     best = None
     for s, ls in enumerate(bounds):
         stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0
         ss = float(layer_split[ls].sum()) if len(ls) else 0.0
+        st8 = float(lp8[ls].sum()) if len(ls) else 0.0
+        ss8 = float(ls8[ls].sum()) if len(ls) else 0.0
         for k, n in lay.param_numel.items():
             li = lay.param_layer[k]
             if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
                     or (li < 0 and s == p - 1 and lay.tied and lay.vocab and lay.vocab in shapes[k])):
                 stage_p += n
                 ss += n if lay.param_split[k] else 0
+                st8 += n if k in fp8 else 0
+                ss8 += n if (k in fp8 and lay.param_split[k]) else 0
         if tpd > 1:
             stage_p = ss / tpd + (stage_p - ss)
+            st8 = ss8 / tpd + (st8 - ss8)
+        # the stage's parameters at the training precision but its FP8 linears' weights: one byte each where they
+        # are gathered (FSDP) or stored (Megatron) in FP8
+        stage_b = (stage_p - st8) * size + st8 if fp8 else stage_p * size
         kept, tmp = r.activations(ls)
         if s == 0:
             kept += float(r.out_b[r.layer < 0].sum())
@@ -543,9 +592,9 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
             # optimizer states, plus its parameters gathered whole for the step (no resharding between
             # micro-batches) and their unsharded gradients accumulated until the last micro-batch
             shard = stage_p / (deg["dp"] * deg["cp"])
-            part = (shard * size + stage_p * size, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
+            part = (shard * size + stage_b, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
         else:
-            part = (stage_p * size, stage_p * size, stage_p * state, kept * in_flight + tmp)
+            part = (stage_b, stage_p * size, stage_p * state, kept * in_flight + tmp)
         part = _framework_parts(part, deg, size)
         if best is None or sum(part) > sum(best):
             best = part

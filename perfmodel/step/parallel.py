@@ -17,9 +17,10 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   backward pass and reduce-scatters the gradients; gathers are prefetched under the previous layer's compute, so a
   pass costs ``max(compute, communication)`` plus the first layer's gather; the optimizer updates ``1/n`` of the
   parameters. Parameters are gathered at the training precision (BF16 at FP8); in FP8 under ``torch.compile`` the
-  FP8 linears' weights are gathered in FP8 (:func:`_fp8_gathered`), as torchtitan's ``enable_fsdp_float8_all_gather``
-  does and as the compiled FP8 casts assume (weights cast on their shard); the memory still counts the gathered layer
-  in BF16.
+  FP8 linears' weights are gathered in FP8 (:func:`perfmodel.step.trace.fp8_linear_weights`), as torchtitan's
+  ``enable_fsdp_float8_all_gather`` does and as the compiled FP8 casts assume (weights cast on their shard), and
+  Megatron-Core's distributed optimizer gathers them in FP8 with ``Parallelism(fp8_param_gather=True)``
+  (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`); the memory counts them so.
 * **tp** (Megatron-LM): every GPU sees the whole batch; the matmuls, attention and activation of each attention and
   MLP block are split ``n`` ways (attention heads, MLP columns), as are the vocabulary projection, the loss and the
   embedding (vocabulary-parallel); layer norms, residual adds and the dropouts on the hidden state are replicated. Two
@@ -97,7 +98,8 @@ from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, parse_strategy,
-                                       pipeline_virtual_stages, resolve_execution, resolve_links, strategy_combinations)
+                                       pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
+                                       strategy_combinations)
 from perfmodel.step.trace import _SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout, model_layout, op_layer
 
 __all__ = [
@@ -307,27 +309,6 @@ def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.n
     return of_layer, np.array([len(b) for b in bounds]), stage_params, stage_split
 
 
-def _fp8_gathered(net, lay: ModelLayout, vocab) -> set:
-    """The parameters FSDP all-gathers in FP8 under torchao's Float8 training with ``torch.compile`` (torchtitan's
-    ``enable_fsdp_float8_all_gather``): the weights of the linear layers whose GEMMs run in FP8 (the rule of
-    :func:`perfmodel.step.trace.fp8_work`: an ``nn.Linear`` or GPT-2's ``Conv1D``, none of whose dimensions is the
-    vocabulary ``vocab`` it is given); every other parameter (embeddings, norms, biases, the output projection) is
-    gathered in BF16."""
-    import torch
-
-    out = set()
-    names = set(lay.param_numel)
-    for mod_name, mod in net.named_modules():
-        if not (isinstance(mod, torch.nn.Linear) or type(mod).__name__ == "Conv1D"):
-            continue
-        w = getattr(mod, "weight", None)
-        key = f"{mod_name}.weight" if mod_name else "weight"
-        if w is None or w.dim() != 2 or key not in names or (vocab and vocab in tuple(w.shape)):
-            continue
-        out.add(key)
-    return out
-
-
 def _rank_share(lay: ModelLayout, names, tp: int) -> float:
     """Parameters of ``names`` one tensor-parallel rank holds (the split ones divided by ``tp``)."""
     total = sum(lay.param_numel[k] for k in names)
@@ -418,8 +399,9 @@ class RankWork:
     framework: str = "pytorch"
     distributed_optimizer: bool = False
     sequence_parallel: bool = False
-    #: FSDP's parameters gathered in FP8 (torchao Float8 with ``torch.compile``, :func:`_fp8_gathered`): of this rank,
-    #: and of each pipeline stage's rank; 0 / None when every parameter is gathered at ``elem_bytes``
+    #: parameters gathered in FP8 (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`: FSDP's FP8 all-gather,
+    #: Megatron's ``--fp8-param-gather``; :func:`perfmodel.step.trace.fp8_linear_weights`): of this rank, and of each
+    #: pipeline stage's rank; 0 / None when every parameter is gathered at ``elem_bytes``
     fp8_gathered: float = 0.0
     stage_fp8_gathered: np.ndarray | None = None
 
@@ -531,7 +513,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
             work = _divide_rows(work, sp_mask, tpd, tokens)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
-    fp8_names = _fp8_gathered(net, lay, high) if (fsdp and prec == "fp8" and wl.stack_of(compile) == "compile") else set()
+    fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile))
+    fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
     stages = {}
     if p > 1 or strat == "pp":
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v)
@@ -649,7 +632,7 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     n_ar = 4 * lay.n_layers + 2
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per) if r.async_tp else m * n_ar * c.tp_per
     window = bwd + (2 * lay.n_layers + 1) * c.tp_per + c.cp_b
-    reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params)
+    reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params, r.fp8_gathered)
     dp_exposed = reduce_ex + gather_ex
     cp_comm = m * (c.cp_f + c.cp_b)
     compute = m * (fwd + bwd) + opt
@@ -661,11 +644,12 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
                       comm_total_by_group=_groups(tp=tp_comm, dp=dp_total, cp=m * c.cp_total))
 
 
-def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, params: float) -> tuple[float, float, float]:
+def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, params: float,
+                 fp8_params: float = 0.0) -> tuple[float, float, float]:
     """(exposed gradient reduction, exposed parameter gather, total) of ``params`` parameters' data-parallel
     collectives over the ``dp·cp`` ranks, in buckets: the gradients all-reduced (DDP) or reduce-scattered (Megatron's
     distributed optimizer) under ``backward_s``, and with the distributed optimizer the updated parameters all-gathered
-    under the next ``forward_s`` (:func:`exposed_bucket_gather`)."""
+    under the next ``forward_s`` (:func:`exposed_bucket_gather`), ``fp8_params`` of them in FP8."""
     bucket, first = r.bucket_bytes(r.grad_bytes)
     if not r.distributed_optimizer:
         ex, tot = exposed_bucket_collective(backward_s, params * r.grad_bytes, r.dp_ranks, lk["dp"],
@@ -674,8 +658,10 @@ def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, par
     rs_ex, rs_tot = exposed_bucket_collective(backward_s, params * r.grad_bytes, r.dp_ranks, lk["dp"],
                                               collective=reduce_scatter_time, overlap=r.overlap_grad_reduce,
                                               bucket_bytes=bucket, first_bucket_bytes=first)
-    ag_ex, ag_tot = exposed_bucket_gather(forward_s, params * r.elem_bytes, r.dp_ranks, lk["dp"],
-                                          overlap=r.overlap_grad_reduce, bucket_bytes=r.bucket_bytes(r.elem_bytes)[0])
+    gathered = r.gathered_bytes(params, fp8_params) if fp8_params else params * r.elem_bytes
+    elem = gathered / params if (fp8_params and params) else r.elem_bytes  # 40M-element buckets of the mixed sizes
+    ag_ex, ag_tot = exposed_bucket_gather(forward_s, gathered, r.dp_ranks, lk["dp"],
+                                          overlap=r.overlap_grad_reduce, bucket_bytes=r.bucket_bytes(elem)[0])
     return rs_ex, ag_ex, rs_tot + ag_tot
 
 
@@ -693,7 +679,8 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[n
         for s in range(p):
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
-            dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, r.stage_rank[s])
+            fp8_s = 0.0 if r.stage_fp8_gathered is None else float(r.stage_fp8_gathered[s])
+            dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, r.stage_rank[s], fp8_s)
         head = float(heads.max())
     elif r.fsdp and d * r.cp > 1:
         # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
@@ -849,8 +836,10 @@ def _fp8_gather_basis(r: RankWork) -> str:
     if not r.fp8_gathered:
         return ""
     share = r.fp8_gathered / r.rank_params if r.rank_params else 0.0
-    return (f"; the FP8 linears' weights, {share:.0%} of the parameters, all-gathered in FP8 as torchtitan's "
-            "enable_fsdp_float8_all_gather does with torch.compile, the rest in BF16")
+    how = ("kept in FP8 and all-gathered in FP8 by the distributed optimizer, as Megatron's --fp8-param-gather does "
+           "(their per-micro-batch cast and transpose still counted: an upper bound)"
+           if r.framework == "megatron" else "all-gathered in FP8 as torchtitan's enable_fsdp_float8_all_gather does")
+    return f"; the FP8 linears' weights, {share:.0%} of the parameters, {how}, the rest in BF16"
 
 
 def _execution_basis(r: RankWork) -> str:

@@ -476,6 +476,38 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
     return dict(framework=name, distributed_optimizer=bool(dist), sequence_parallel=bool(sp))
 
 
+def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: str, stack: str) -> bool:
+    """Whether the FP8 linears' weights (:func:`perfmodel.step.trace.fp8_linear_weights`) are kept and all-gathered in
+    FP8, one byte each, by the data-parallel ranks that shard them.
+
+    ``value`` None: the framework's default — PyTorch gathers them in FP8 under FSDP at ``precision="fp8"`` with
+    ``torch.compile`` (torchtitan's ``enable_fsdp_float8_all_gather``, which its FP8 recipes turn on and the compiled
+    cast model assumes: weights cast on their shard); Megatron-Core does not (``--fp8-param-gather`` is opt-in).
+    True: Megatron-Core's ``--fp8-param-gather`` (the model's FP8 weights stored in FP8, the distributed optimizer
+    gathering them in FP8, its FP32 main weights sharded), or torchao's FP8 all-gather under FSDP, eager or compiled;
+    it needs ``precision="fp8"`` and ranks that gather the parameters (FSDP, or the distributed optimizer). False:
+    every parameter at the training precision.
+    """
+    on = _flag_or_none("fp8_param_gather", value, "the FP8 linears' weights kept and all-gathered in FP8")
+    framework = execution["framework"]
+    if on is None:
+        return bool(framework == "pytorch" and fsdp and precision == "fp8" and stack == "compile")
+    if not on:
+        return False
+    if precision != "fp8":
+        raise ValueError(f"fp8_param_gather=True keeps the FP8 linears' weights in FP8; the step runs at "
+                         f"precision={precision!r}. Pass precision='fp8', or fp8_param_gather=None.")
+    if framework == "megatron" and not execution["distributed_optimizer"]:
+        raise StrategyError("fp8_param_gather=True with framework='megatron' needs the distributed optimizer (Megatron's "
+                            "--fp8-param-gather gathers the parameters it shards). Pass distributed_optimizer=None "
+                            "(on by default), or fp8_param_gather=False.")
+    if framework == "pytorch" and not fsdp:
+        raise StrategyError("fp8_param_gather=True with framework='pytorch' is FSDP's FP8 all-gather (torchao); the "
+                            "layout has no fsdp factor. Use an fsdp layout ('fsdp8', 'fsdp4-tp2'), "
+                            "framework='megatron' with its distributed optimizer, or fp8_param_gather=None.")
+    return True
+
+
 def check_async_tp(async_tp, tp: int, strategy: str) -> None:
     """Refuse ``async_tp`` that is not a bool, or asked for without tensor parallelism."""
     if not isinstance(async_tp, (bool, np.bool_)):

@@ -28,7 +28,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYP
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -441,6 +441,27 @@ def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np
         return None if rope_bytes is None else (rope_bytes, rope_bytes)
     # cross_entropy: n is the logits' count (the largest tensor of the loss)
     return (n * act_item, 0.0) if fwd else (n * act_item, n * act_item)
+
+
+def fp8_linear_weights(net, lay: ModelLayout, vocab) -> set:
+    """Names of the parameters whose GEMMs run in FP8 (the rule of :func:`fp8_work`): the weights of the linear
+    layers, an ``nn.Linear`` or GPT-2's ``Conv1D``, none of whose dimensions is the vocabulary ``vocab`` it is given.
+    Embeddings, norms, biases and the output projection stay at the training precision. These are the weights FSDP's
+    FP8 all-gather and Megatron's ``--fp8-param-gather`` keep and gather in FP8
+    (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`)."""
+    import torch
+
+    out = set()
+    names = set(lay.param_numel)
+    for mod_name, mod in net.named_modules():
+        if not (isinstance(mod, torch.nn.Linear) or type(mod).__name__ == "Conv1D"):
+            continue
+        w = getattr(mod, "weight", None)
+        key = f"{mod_name}.weight" if mod_name else "weight"
+        if w is None or w.dim() != 2 or key not in names or (vocab and vocab in tuple(w.shape)):
+            continue
+        out.add(key)
+    return out
 
 
 def te_ops(ops: pd.DataFrame) -> pd.DataFrame:

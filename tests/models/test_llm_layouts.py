@@ -212,3 +212,64 @@ def test_the_fp8_all_gather_moves_fewer_bytes_and_basis_says_so():
     assert "all-gathered in FP8" not in eager["basis"]
     bf16 = _t(n_gpus=8, strategy="fsdp", batch_size=8, precision="bf16", stack="compile", interconnect="nvlink")
     assert comp["comm_total_s"] < bf16["comm_total_s"]  # the same reduce-scatter, a smaller gather
+
+
+# -- Megatron's --fp8-param-gather: an option of the Parallelism alone -------------------------------------------------
+
+def _pred(strategy, n_gpus, **par):
+    w = pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision=par.pop("precision", "fp8"), optimizer="adam-fused",
+                    stack=par.pop("stack", "te"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.predict(w, pm.Cluster("H100", n_gpus=n_gpus), pm.Parallelism(strategy, **par))
+
+
+def _fp8_linears() -> int:
+    h, f, kv, L = LLAMA["hidden_size"], LLAMA["intermediate_size"], LLAMA["hidden_size"] // 2, LLAMA["num_hidden_layers"]
+    return L * (h * h + 2 * h * kv + h * h + 3 * h * f)
+
+
+def test_megatron_fp8_param_gather_gathers_and_stores_the_fp8_linears_weights_in_fp8():
+    """Megatron-Core's --fp8-param-gather (with its distributed optimizer, under Transformer Engine's FP8): the
+    distributed optimizer all-gathers the FP8 linears' weights at one byte, and the model keeps them in FP8 — one byte
+    per weight less than BF16 on each rank (all of them are split by tensor parallelism)."""
+    off = _pred("dp2-tp2", 4, framework="megatron")
+    on = _pred("dp2-tp2", 4, framework="megatron", fp8_param_gather=True)
+    assert on.comm_total_s["dp"] < off.comm_total_s["dp"]
+    assert on.comm_total_s["tp"] == off.comm_total_s["tp"]
+    assert "as Megatron's --fp8-param-gather does" in on.basis and "--fp8-param-gather" not in off.basis
+    assert off.memory["params_bytes"] - on.memory["params_bytes"] == pytest.approx(_fp8_linears() / 2)
+    assert on.memory["grads_bytes"] == off.memory["grads_bytes"]  # FP32 main gradients either way
+    # a pipeline: each stage's own FP8 linears
+    pp_off = _pred("dp2-pp2", 4, framework="megatron", micro_batches=2)
+    pp_on = _pred("dp2-pp2", 4, framework="megatron", micro_batches=2, fp8_param_gather=True)
+    assert pp_off.memory["params_bytes"] - pp_on.memory["params_bytes"] == pytest.approx(_fp8_linears() / 2)
+    assert pp_on.comm_total_s["dp"] < pp_off.comm_total_s["dp"]
+
+
+def test_fp8_param_gather_defaults_to_the_frameworks_and_is_refused_where_nothing_gathers_in_fp8():
+    # PyTorch's default: FSDP's FP8 all-gather under torch.compile (torchtitan); False turns it off, True turns it on
+    # in eager mode too
+    comp = _pred("fsdp", 8, stack="compile")
+    assert comp.to_frame()["basis"].iloc[0] == comp.basis and "enable_fsdp_float8_all_gather" in comp.basis
+    assert "enable_fsdp_float8_all_gather" not in _pred("fsdp", 8, stack="compile", fp8_param_gather=False).basis
+    assert "enable_fsdp_float8_all_gather" in _pred("fsdp", 8, stack="eager", fp8_param_gather=True).basis
+    assert "--fp8-param-gather" not in _pred("dp2-tp2", 4, framework="megatron").basis  # Megatron's default: off
+    with pytest.raises(ValueError, match="precision='fp8'"):
+        _pred("dp2-tp2", 4, framework="megatron", fp8_param_gather=True, precision="bf16")
+    with pytest.raises(StrategyError, match="needs the distributed optimizer"):
+        _pred("dp2-tp2", 4, framework="megatron", distributed_optimizer=False, fp8_param_gather=True)
+    with pytest.raises(StrategyError, match="no fsdp factor"):
+        _pred("dp4", 4, fp8_param_gather=True)
+    with pytest.raises(TypeError, match="fp8_param_gather must be True, False or None"):
+        pm.Parallelism("fsdp", fp8_param_gather="yes")
+
+
+def test_fsdp_memory_counts_the_fp8_gathered_layer_at_one_byte():
+    """Under FSDP's FP8 all-gather the two gathered layers' FP8 linears' weights take one byte each (the shards stay
+    in BF16)."""
+    comp = _pred("fsdp", 8, stack="compile")
+    bf16_gather = _pred("fsdp", 8, stack="compile", fp8_param_gather=False)
+    per_layer = _fp8_linears() / LLAMA["num_hidden_layers"]
+    assert bf16_gather.memory["params_bytes"] - comp.memory["params_bytes"] == pytest.approx(2 * per_layer)
+    assert comp.memory["grads_bytes"] == bf16_gather.memory["grads_bytes"]
