@@ -14,7 +14,8 @@ import re
 import numpy as np
 
 __all__ = ["Workload", "UNSET", "accepts_workload", "PRECISION_DTYPES", "OPTIMIZERS", "CHECKPOINTING_MODES", "check_step_args",
-           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "stack_of", "resolve_stack"]
+           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "stack_of", "resolve_stack", "FP8_RECIPES",
+           "fp8_recipe_of"]
 
 
 # -- the checks of a step's arguments (the functions' keywords and a Workload's fields share them) --------------------
@@ -115,6 +116,49 @@ def resolve_stack(stack, compile) -> str:
         raise ValueError(f"compile=True and stack={stack!r} ask for two kernel families; pass one: stack='compile' (the "
                          f"same as compile=True) or stack={family!r} without compile.")
     return family
+
+
+#: FP8 training recipes (``fp8_recipe=`` of :class:`Workload`), by the kernel family that runs them: torchao's Float8
+#: (``stack="eager"`` or ``"compile"``, as torchtitan trains) with ``"tensorwise"`` scaling (the default) or
+#: ``"rowwise"`` scaling; Transformer Engine's (``stack="te"``, as Megatron-Core trains) with ``"delayed"`` scaling
+#: (the default; amax history), ``"current"`` per-tensor scaling, or ``"mxfp8"`` block scaling (32-element blocks,
+#: Blackwell-class GPUs only). How each is modelled: :func:`perfmodel.step.trace.fp8_work` and
+#: :func:`perfmodel.step.trace.te_fp8_work`.
+FP8_RECIPES = {"tensorwise": ("eager", "compile"), "rowwise": ("eager", "compile"), "delayed": ("te",),
+               "current": ("te",), "mxfp8": ("te",)}
+
+
+def _check_recipe_name(recipe) -> str:
+    key = recipe.strip().lower() if isinstance(recipe, str) else None
+    if key not in FP8_RECIPES:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"fp8_recipe must be one of {', '.join(map(repr, FP8_RECIPES))} (torchao: 'tensorwise', "
+                               f"'rowwise'; Transformer Engine: 'delayed', 'current', 'mxfp8'), or None for the kernel "
+                               f"family's default; got {recipe!r}.")
+    return key
+
+
+def fp8_recipe_of(precision: str, stack: str, recipe=None) -> str | None:
+    """The FP8 recipe a step runs: None below FP8; at ``precision="fp8"`` the ``recipe`` given (checked against the
+    kernel family ``stack``) or the family's default (``"tensorwise"`` for torchao's eager and compiled Float8,
+    ``"delayed"`` for Transformer Engine). A recipe at another precision, or of another family, is a ``ValueError``
+    that names both."""
+    given = recipe is not None and recipe is not UNSET
+    if precision != "fp8":
+        if given:
+            raise ValueError(f"fp8_recipe={recipe!r} is a recipe of FP8 training; the step runs at precision={precision!r}. "
+                             "Pass precision='fp8', or leave fp8_recipe unset.")
+        return None
+    if not given:
+        return "delayed" if stack == "te" else "tensorwise"
+    key = _check_recipe_name(recipe)
+    if stack not in FP8_RECIPES[key]:
+        family = "Transformer Engine's (stack='te')" if FP8_RECIPES[key] == ("te",) else "torchao's (stack='eager' or 'compile')"
+        mine = "'delayed', 'current' or 'mxfp8'" if stack == "te" else "'tensorwise' or 'rowwise'"
+        raise ValueError(f"fp8_recipe={key!r} is {family}; the step runs stack={stack!r}, whose recipes are {mine}. Pass "
+                         f"one of those, or the stack of the recipe.")
+    return key
 
 
 #: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
@@ -237,6 +281,9 @@ class Workload:
     activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}, optional
     stack : {"eager", "compile", "te"}, optional
         The kernel family the run uses (``predict_step_time``'s ``stack=``); ``"compile"`` is ``compile=True``.
+    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8"}, optional
+        At ``precision="fp8"``: the scaling recipe (:data:`FP8_RECIPES`); unset, the kernel family's default (torchao's
+        tensorwise, Transformer Engine's delayed scaling). Read by :func:`perfmodel.predict`.
     """
 
     #: the value of a field left unset.
@@ -253,6 +300,7 @@ class Workload:
     compile: bool = UNSET
     activation_checkpointing: bool | str = UNSET
     stack: str = UNSET
+    fp8_recipe: str | None = UNSET
 
     def __post_init__(self):
         if isinstance(self.model, Workload):
@@ -281,9 +329,22 @@ class Workload:
                     checkpointing_mode(value)
                 elif name == "stack":
                     resolve_stack(value, bool(self.compile) if isinstance(self.compile, (bool, np.bool_)) else False)
+                elif name == "fp8_recipe":
+                    if value is not None:
+                        object.__setattr__(self, "fp8_recipe", _check_recipe_name(value))
+                        self._check_recipe()
             except (TypeError, ValueError) as exc:
                 msg = str(exc)
                 raise type(exc)(f"Workload {msg}" if msg.startswith(name) else f"Workload {name}: {msg}") from None
+
+    def _check_recipe(self) -> None:
+        """A recipe with a precision or a kernel family said beside it must agree with them."""
+        prec = self.precision.lower() if isinstance(self.precision, str) else None
+        if prec is not None and prec != "fp8":
+            fp8_recipe_of(prec, "eager", self.fp8_recipe)  # the error that names both
+        if self.is_set("stack") or self.is_set("compile"):
+            compile = bool(self.compile) if isinstance(self.compile, (bool, np.bool_)) else False
+            fp8_recipe_of("fp8", resolve_stack(self.stack if self.is_set("stack") else None, compile), self.fp8_recipe)
 
     def values(self) -> dict:
         """The fields set (every field but ``model`` that is not :data:`UNSET`) as keyword arguments."""
@@ -297,6 +358,9 @@ class Workload:
         values = {**defaults, **self.values()}
         family = resolve_stack(values.get("stack"), bool(values.get("compile", False)))
         values.update(stack=family, compile=family == "compile")
+        prec = values.get("precision")
+        if isinstance(prec, str):
+            values["fp8_recipe"] = fp8_recipe_of(prec.lower(), family, values.get("fp8_recipe"))
         if isinstance(values.get("precision"), str):
             values["precision"] = values["precision"].lower()
         return dataclasses.replace(self, **values)

@@ -299,7 +299,8 @@ def _fp8_kept(w, p, deg: dict, prec: str, r) -> set:
     from perfmodel.step.strategy import resolve_fp8_param_gather
 
     stack = wl.resolve_stack(w.stack, w.compile)
-    if not resolve_fp8_param_gather(p.fp8_param_gather, deg, fsdp=deg["fsdp"], precision=prec, stack=stack):
+    if not resolve_fp8_param_gather(p.fp8_param_gather, deg, fsdp=deg["fsdp"], precision=prec, stack=stack,
+                                    recipe=w.fp8_recipe):
         return set()
     vocab = wl.model_and_layout(w.model, w.input_shape, w.input_dtype)[3]
     return wl.fp8_linear_weights(r.net, r.lay, int(w.input_high) if w.input_high is not None else vocab)

@@ -493,7 +493,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
     work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
-                        inference=False, compile=compile)
+                        inference=False, compile=compile, recipe=w.fp8_recipe)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     if cpd > 1:
@@ -513,7 +513,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
             work = _divide_rows(work, sp_mask, tpd, tokens)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
-    fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile))
+    fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
+                                      recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
     stages = {}
     if p > 1 or strat == "pp":

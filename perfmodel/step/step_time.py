@@ -45,7 +45,7 @@ from perfmodel.step.trace import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8
                                        attention_kernel, attention_note,
                                        checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
                                        recompute_mask, selective_recompute_mask, work_from_ops, STACKS, stack_of,
-                                       resolve_stack)
+                                       resolve_stack, fp8_recipe_of)
 
 __all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
@@ -233,8 +233,37 @@ def step_frame(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_
     note = attention_note(w.model)
     kernels = (EAGER_ATTENTION_BASIS if w.stack == "eager" and attention_kernel(w.model) == "eager"
                else STACK_BASIS[w.stack])
+    recipe = fp8_recipe_of(w.precision, w.stack, w.fp8_recipe)
+    if recipe is not None and recipe != fp8_recipe_of(w.precision, w.stack):
+        kernels += f"; FP8 recipe: {RECIPE_BASIS[recipe]}"
     out["basis"] = out["basis"].astype(str) + "; kernels: " + kernels + (f"; {note}" if note else "")
     return out
+
+
+#: What each FP8 recipe other than its kernel family's default runs, for ``basis``.
+RECIPE_BASIS = {
+    "rowwise": ("torchao's rowwise scaling (the GEMMs at the FP8 rate as tensorwise ones: no rowwise-scaled GEMM was "
+                "measured, and they are published slower than tensorwise ones on Hopper, so this is a lower bound; the "
+                "weights gathered in BF16 and cast per micro-batch)"),
+    "current": ("Transformer Engine's current per-tensor scaling (each activation operand read for its maximum, then "
+                "cast, by kernels of their own)"),
+    "mxfp8": ("Transformer Engine's MXFP8 block scaling (a scale per 32 elements; its casts fused as delayed scaling's; "
+              "the GEMMs at the dense FP8 rate)"),
+}
+
+
+def check_recipe_on(recipe: str | None, specs) -> None:
+    """A recipe the GPUs can run: MXFP8 needs block-scaled FP8 tensor cores (Blackwell-class; the catalog's GPUs with
+    an FP4 rate: B200, GB200, B300, GB300, RTX 5090, MI355X)."""
+    if recipe != "mxfp8":
+        return
+    bad = [s.gpu for s in specs if not np.isfinite(getattr(s, "fp4_peak_tflops", np.nan))]
+    if bad:
+        from perfmodel.datasets import UnsupportedPrecisionError
+
+        raise UnsupportedPrecisionError(f"fp8_recipe='mxfp8' needs block-scaled (microscaling) FP8 tensor cores, which "
+                                        f"{', '.join(map(str, bad))} lack (Blackwell-class GPUs have them: B200, GB200, "
+                                        "B300, RTX 5090; MI355X). Use fp8_recipe='delayed' or 'current' there.")
 
 
 #: What each kernel family (``stack=``) runs, for ``basis``.
@@ -297,6 +326,7 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
     step without it (:func:`perfmodel.step.one_gpu.add_recompute`), a parallel layout's step
     (:func:`perfmodel.step.parallel.parallel_rows`) or one GPU's (:func:`perfmodel.step.one_gpu.single_gpu_rows`)."""
     check_step_args(alpha, w.optimizer, w.inference, w.precision, w.batch_size)
+    check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), gpu_specs([c.gpu for c in clusters], w.precision))
     ac = checkpointing_mode(p.activation_checkpointing)
     if ac and w.inference:
         raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "

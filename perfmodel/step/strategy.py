@@ -476,7 +476,7 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
     return dict(framework=name, distributed_optimizer=bool(dist), sequence_parallel=bool(sp))
 
 
-def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: str, stack: str) -> bool:
+def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: str, stack: str, recipe=None) -> bool:
     """Whether the FP8 linears' weights (:func:`perfmodel.step.trace.fp8_linear_weights`) are kept and all-gathered in
     FP8, one byte each, by the data-parallel ranks that shard them.
 
@@ -486,14 +486,21 @@ def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: s
     True: Megatron-Core's ``--fp8-param-gather`` (the model's FP8 weights stored in FP8, the distributed optimizer
     gathering them in FP8, its FP32 main weights sharded), or torchao's FP8 all-gather under FSDP, eager or compiled;
     it needs ``precision="fp8"`` and ranks that gather the parameters (FSDP, or the distributed optimizer). False:
-    every parameter at the training precision.
+    every parameter at the training precision. torchao's rowwise recipe (``recipe="rowwise"``) gathers in BF16: never
+    on by default, refused when asked for.
     """
+    from perfmodel._workload import fp8_recipe_of
+
     on = _flag_or_none("fp8_param_gather", value, "the FP8 linears' weights kept and all-gathered in FP8")
     framework = execution["framework"]
+    rowwise = precision == "fp8" and fp8_recipe_of(precision, stack, recipe) == "rowwise"
     if on is None:
-        return bool(framework == "pytorch" and fsdp and precision == "fp8" and stack == "compile")
+        return bool(framework == "pytorch" and fsdp and precision == "fp8" and stack == "compile" and not rowwise)
     if not on:
         return False
+    if rowwise:
+        raise ValueError("fp8_param_gather=True with fp8_recipe='rowwise': torchao all-gathers rowwise-scaled weights in "
+                         "BF16 (its FP8 all-gather is tensorwise). Use fp8_recipe='tensorwise', or fp8_param_gather=None.")
     if precision != "fp8":
         raise ValueError(f"fp8_param_gather=True keeps the FP8 linears' weights in FP8; the step runs at "
                          f"precision={precision!r}. Pass precision='fp8', or fp8_param_gather=None.")

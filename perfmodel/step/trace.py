@@ -24,11 +24,12 @@ import pandas as pd
 
 # the step said once, and the checks of its arguments (at the bottom, so that a Workload checks its fields when made),
 # re-exported with its trace
-from perfmodel._workload import (CHECKPOINTING_MODES, OPTIMIZERS, PRECISION_DTYPES, Workload, accepts_workload, check_batch_size,
+from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, PRECISION_DTYPES, Workload, accepts_workload,
+                                 check_batch_size, fp8_recipe_of,
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -48,6 +49,11 @@ FP8_CAST_COMPILED_BYTES_PER_ELEMENT = 4
 #: activations and gradients are fused into the kernels that produce them (TE's norm, activation and
 #: ``cast_transpose`` kernels, the amax from the previous iterations' history), so they add no kernel of their own.
 TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT = 4
+
+
+#: bytes Transformer Engine's current per-tensor scaling moves per element of each activation operand it casts: the
+#: BF16 tensor read for its absolute maximum (2), read again (2) and written in FP8 with its transpose (1 + 1).
+TE_CURRENT_CAST_BYTES_PER_ELEMENT = 6
 
 
 _FREE = {"view", "factory"}
@@ -373,30 +379,35 @@ def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inferen
     return memo[key].copy()
 
 
-def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool | str = False) -> pd.DataFrame:
+def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool | str = False,
+              recipe: str | None = None) -> pd.DataFrame:
     """:func:`work_from_ops` of :func:`step_ops` (index 0…n−1), memoised with the trace; at ``"fp8"`` with the FP8
-    linears marked and their casts added (:func:`fp8_work`); ``compile`` is the kernel family (:func:`stack_of`: a
-    name of :data:`STACKS` or the ``torch.compile`` flag): ``"compile"`` fuses the memory-bound chains
-    (:func:`compiled_work`), ``"te"`` runs Transformer Engine's fused modules (:func:`te_ops`)."""
+    linears marked and their casts added by the FP8 ``recipe`` (:func:`fp8_work`, :func:`te_fp8_work`; None: the
+    family's default); ``compile`` is the kernel family (:func:`stack_of`: a name of :data:`STACKS` or the
+    ``torch.compile`` flag): ``"compile"`` fuses the memory-bound chains (:func:`compiled_work`), ``"te"`` runs
+    Transformer Engine's fused modules (:func:`te_ops`)."""
     stack = stack_of(compile)
+    recipe = fp8_recipe_of(prec, stack, recipe)
     key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
     if stack != "eager":
         key = (*key, stack)
+    if recipe not in (None, fp8_recipe_of(prec, stack)):  # a recipe other than the family's default
+        key = (*key, recipe)
     memo = module_memo(net)
     if key not in memo:
         if stack == "te":
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
             work = work_from_ops(te_ops(ops)).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
-            memo[key] = te_fp8_work(work, vocab=high) if prec == "fp8" else work
+            memo[key] = te_fp8_work(work, vocab=high, recipe=recipe) if prec == "fp8" else work
         elif stack == "compile":
             # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
             fused = compiled_work(work_from_ops(ops).reset_index(drop=True)).drop(columns=_FLOW_COLUMNS, errors="ignore")
-            memo[key] = fp8_work(fused, vocab=high, compiled=True) if prec == "fp8" else fused
+            memo[key] = fp8_work(fused, vocab=high, compiled=True, recipe=recipe) if prec == "fp8" else fused
         else:
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
             work = work_from_ops(ops).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
-            memo[key] = fp8_work(work, vocab=high) if prec == "fp8" else work
+            memo[key] = fp8_work(work, vocab=high, recipe=recipe) if prec == "fp8" else work
     return memo[key].copy()
 
 
@@ -711,7 +722,8 @@ def _chain_bytes(rows: pd.DataFrame, kernels: set) -> dict:
     return moved
 
 
-def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = False) -> pd.DataFrame:
+def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = False,
+             recipe: str | None = "tensorwise") -> pd.DataFrame:
     """Work rows of a BF16 step with its linear layers in FP8, as torchao's ``Float8Linear`` (tensorwise scaling, the
     recipe torchtitan's Float8 runs use) trains them — a stated extrapolation, no FP8 kernel was measured:
 
@@ -727,11 +739,16 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
     the tokens (the input of a forward GEMM, the output gradient of an input-gradient GEMM; the weight-gradient GEMM
     reuses both) is cast, by one kernel of its own moving :data:`FP8_CAST_COMPILED_BYTES_PER_ELEMENT` bytes per
     element; the token count is the commonest row count of the forward FP8 GEMMs.
+
+    ``recipe="rowwise"`` (torchao's rowwise scaling: a scale per row of each operand along the GEMM's reduction
+    dimension): eager, the same casts (the per-row maximum reads what the per-tensor one reads); compiled, the
+    activation casts above and, since torchao gathers rowwise-scaled weights in BF16 (no FP8 all-gather), each weight
+    cast per micro-batch with its transpose as Transformer Engine casts it (:func:`te_fp8_work`). The GEMMs are
+    predicted at the FP8 rate as tensorwise ones: no rowwise-scaled GEMM was measured, and those kernels are
+    published to run slower than tensorwise ones on Hopper, so the prediction is a lower bound there.
     """
     w = work.copy()
-    mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
-    if vocab:
-        mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
+    mm = _fp8_gemms(w, vocab)
     w["fp8"] = mm
     sel = w[mm]
     per_el = FP8_CAST_COMPILED_BYTES_PER_ELEMENT if compiled else FP8_CAST_BYTES_PER_ELEMENT
@@ -754,42 +771,103 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
         if "module" in w.columns:
             casts["module"] = sel["module"].to_numpy()
         w = pd.concat([w, casts[w.columns]], ignore_index=True)
+    if recipe == "rowwise" and compiled:
+        w = _weight_casts(w)
     return w
 
 
-def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None) -> pd.DataFrame:
-    """Work rows of a BF16 step under Transformer Engine's FP8 (``stack="te"``, delayed scaling as Megatron-Core runs
-    it) — a stated model, no TE kernel was measured:
+def _fp8_gemms(w: pd.DataFrame, vocab) -> np.ndarray:
+    """The rows of the linears' GEMMs that run in FP8: ``aten.mm`` / ``addmm`` of the forward and backward passes, none
+    of whose dimensions is the vocabulary (the output projection stays in BF16)."""
+    mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
+    if vocab:
+        mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
+    return mm
+
+
+def _token_rows(sel: pd.DataFrame) -> pd.DataFrame:
+    """The GEMMs of ``sel`` whose rows are the tokens: the commonest row count of its forward GEMMs."""
+    fwd_m = sel.loc[sel["phase"].astype(str) == "forward", "dim_m"]
+    tokens = float(fwd_m.mode().iloc[0]) if len(fwd_m) else np.nan
+    return sel[sel["dim_m"].to_numpy(float) == tokens]
+
+
+def _cast_rows(sel: pd.DataFrame, nbytes: np.ndarray, op: str, phase) -> pd.DataFrame:
+    """Cast kernels moving ``nbytes`` each, described as :func:`work_from_ops` describes an elementwise kernel of those
+    bytes (the binary op over ``bytes / 12`` elements, rows of the operand's reduction dimension ``dim_n``)."""
+    eq = np.maximum(nbytes / 12.0, 1.0)
+    last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
+    casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes, "tiles": np.ceil(eq / 512),
+                          "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0, "op": op, "phase": phase,
+                          "fp8": False})
+    if "module" in sel.columns:
+        casts["module"] = sel["module"].to_numpy()
+    return casts
+
+
+#: linears that read the input of the linear named before them in their block (Hugging Face's names): the key and
+#: value projections read the query projection's input, the up projection the gate projection's.
+_SHARED_INPUT = re.compile(r"\.(?:k_proj|v_proj|key|value|up_proj)$")
+
+
+def _shared_inputs_once(sel: pd.DataFrame) -> pd.DataFrame:
+    """The forward GEMMs of ``sel`` without those that read the input another one read (:data:`_SHARED_INPUT`: the
+    key and value projections, a gated MLP's up projection), as Transformer Engine casts that input once for its
+    fused ``LayerNormLinear`` / ``LayerNormMLP``. Backward GEMMs (each reads its own output gradient) all stay."""
+    if "module" not in sel.columns or not len(sel):
+        return sel
+    fwd = (sel["phase"].astype(str) == "forward").to_numpy()
+    shared = sel["module"].astype(str).str.contains(_SHARED_INPUT).to_numpy()
+    return sel[~(fwd & shared)]
+
+
+def _weight_casts(w: pd.DataFrame) -> pd.DataFrame:
+    """``w`` with each FP8 weight (of the GEMMs its ``fp8`` column marks) cast, with its transpose, by one kernel moving
+    :data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT` bytes per element, once per micro-batch (the weight of a forward
+    GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand)."""
+    fwd = w[w["fp8"].to_numpy(bool) & (w["phase"].astype(str) == "forward").to_numpy()]
+    if not len(fwd):
+        return w
+    tokens = float(fwd["dim_m"].mode().iloc[0])
+    fwd = fwd[fwd["dim_m"].to_numpy(float) == tokens]
+    n_el = fwd["dim_b"].to_numpy(float) * fwd["dim_k"].to_numpy(float) * fwd["dim_n"].to_numpy(float)
+    casts = _cast_rows(fwd, TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * n_el, "te_fp8_weight_cast", "forward")
+    return pd.concat([w, casts[w.columns]], ignore_index=True)
+
+
+def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | None = "delayed") -> pd.DataFrame:
+    """Work rows of a BF16 step under Transformer Engine's FP8 (``stack="te"``, as Megatron-Core runs it) — a stated
+    model, no TE kernel was measured:
 
     * every linear's GEMM of the forward and backward passes runs at the FP8 tensor-core rate (``fp8`` True), the
       vocabulary projection excepted (kept in BF16, as Megatron does), attention in BF16 (TE's FP8 attention is off
       by default);
-    * the activation and gradient casts are fused into the kernels that produce them (TE's norm, activation and
-      cast-transpose kernels, scaled by the amax history): no kernel of their own;
+    * ``recipe="delayed"`` (the default; scales from the amax history) and ``"mxfp8"`` (a scale per 32-element block,
+      computed where the block is written; Blackwell-class GPUs): the activation and gradient casts are fused into
+      the kernels that produce them (TE's norm, activation and cast-transpose kernels; MXFP8 writes a row-wise and a
+      column-wise copy where delayed scaling writes the tensor and its transpose: the same bytes): no kernel of their
+      own;
+    * ``recipe="current"`` (per-tensor current scaling): a tensor's scale needs its own maximum before it is cast, so
+      the activation operand of each FP8 GEMM whose rows are the tokens (the input of a forward GEMM, the output
+      gradient of an input-gradient GEMM) is read for its maximum, then read again and written in FP8 with its
+      transpose, by kernels of their own moving :data:`TE_CURRENT_CAST_BYTES_PER_ELEMENT` bytes per element (an
+      upper bound where TE fuses the maximum into the kernel producing the tensor);
     * each FP8 weight is cast, with its transpose, by one kernel moving :data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`
       bytes per element, once per micro-batch here (TE re-casts only on the first micro-batch of a step: an upper
       bound of a few milliseconds).
 
     The weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand."""
     w = work.copy()
-    mm = w["op"].isin(["aten.mm", "aten.addmm"]).to_numpy() & w["phase"].astype(str).isin(["forward", "backward"]).to_numpy()
-    if vocab:
-        mm &= ~((w["dim_m"] == vocab) | (w["dim_n"] == vocab) | (w["dim_k"] == vocab)).to_numpy()
+    mm = _fp8_gemms(w, vocab)
     w["fp8"] = mm
-    fwd = w[mm & (w["phase"].astype(str) == "forward").to_numpy()]
-    if len(fwd):
-        tokens = float(fwd["dim_m"].mode().iloc[0])
-        fwd = fwd[fwd["dim_m"].to_numpy(float) == tokens]
-        n_el = fwd["dim_b"].to_numpy(float) * fwd["dim_k"].to_numpy(float) * fwd["dim_n"].to_numpy(float)
-        nbytes = TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * n_el
-        eq = np.maximum(nbytes / 12.0, 1.0)  # as fp8_work describes a cast: an elementwise kernel of these bytes
-        last = np.minimum(np.maximum(fwd["dim_n"].to_numpy(float), 1.0), eq)
-        casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes, "tiles": np.ceil(eq / 512),
-                              "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0, "op": "te_fp8_weight_cast",
-                              "phase": "forward", "fp8": False})
-        if "module" in w.columns:
-            casts["module"] = fwd["module"].to_numpy()
-        w = pd.concat([w, casts[w.columns]], ignore_index=True)
+    sel = _shared_inputs_once(_token_rows(w[mm])) if recipe == "current" and mm.any() else None
+    w = _weight_casts(w)
+    if sel is not None:
+        if len(sel):
+            n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
+            casts = _cast_rows(sel, TE_CURRENT_CAST_BYTES_PER_ELEMENT * n_el, "te_fp8_current_cast",
+                               sel["phase"].to_numpy())
+            w = pd.concat([w, casts[w.columns]], ignore_index=True)
     return w
 
 

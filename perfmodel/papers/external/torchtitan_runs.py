@@ -20,8 +20,8 @@ ITEM = Item(
     upstream="pytorch/torchtitan benchmarks/ and docs/performance.md",
     sources=(("pytorch/torchtitan: tokens/s per GPU and peak memory of Llama 3.1 8B/70B/405B and Llama 2 runs on "
               "8-512 H100, 64 A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)"),),
-    procedure=("Every published row a single perfmodel call can state is predicted with pm.predict_step_time (and "
-               "pm.predict_memory): the model's Hugging Face Llama config (sizes of the published models, "
+    procedure=("Every published row is predicted with one pm.predict call (the run as a Workload, a Cluster and a "
+               "Parallelism; its memory is pm.predict_memory's): the model's Hugging Face Llama config (sizes of the published models, "
                "MODEL_CONFIGS), sequence length (torchtitan's train config default 8192 where the table does not "
                "say), global batch = local batch x data-parallel degree, BF16 (fp8 for the Float8 rows), the "
                "fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP (\"fsdp32-tp8\"), FSDP x TP x "
@@ -34,7 +34,7 @@ ITEM = Item(
                "compile and activation checkpointing (full, torchtitan's per-operator selective policy, or its "
                "per-layer policy every other layer) as the row says; tokens/s per GPU is a data-parallel rank's "
                "tokens over the step time and the GPUs of its model replica (tp x pp x cp), as torchtitan counts "
-               "it. Rows with rowwise Float8 scaling are listed with the reason they are not predicted. Nothing "
+               "it. A row perfmodel cannot state would be listed with the reason (none is, today). Nothing "
                "is fitted on these rows. Scored: absolute % error of tokens/s per GPU and of peak memory (GiB) "
                "per row, their mean (MAPE), and the share of rows within 25 %."),
     status="perfmodel analysis",
@@ -77,8 +77,6 @@ def _text(v) -> str:
 
 
 def _why_not(r) -> str:
-    if _text(r.float8_recipe) == "rowwise":
-        return "rowwise Float8 scaling is not modelled (perfmodel's fp8 is torchao's tensorwise recipe)"
     if r.model not in MODEL_CONFIGS:
         return f"no config for {r.model}"
     return ""
@@ -116,25 +114,30 @@ def data() -> pd.DataFrame:
         row = dict(source_file=r.source_file, table=r.table, model=r.model, gpu=r.gpu, n_gpus=int(r.n_gpus),
                    local_batch_size=int(r.local_batch_size), seq_len=seq, seq_len_stated=pd.notna(r.seq_len),
                    activation_checkpointing=str(ac), precision=prec, compile=comp,
+                   fp8_recipe=(_text(r.float8_recipe) or "tensorwise") if prec == "fp8" else "",
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
                    predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, rule_of_thumb_tokens_per_s=np.nan,
                    skipped=why)
         if not why:
             spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
             tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
-            kw = dict(input_shape=(seq,), batch_size=int(r.local_batch_size) * dp, precision=prec,
-                      n_gpus=int(r.n_gpus), strategy=_strategy(r), activation_checkpointing=ac, compile=comp,
-                      gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu], async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False)
-            if pp > 1:  # torchtitan's default: as many micro-batches as pipeline stages
-                kw.update(micro_batches=pp, pipeline_schedule="interleaved-1f1b" if "interleaved" in _text(r.pp_schedule).lower() else "1f1b")
+            run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * dp,
+                              precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=row["fp8_recipe"] or None)
+            on = pm.Cluster(spec, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu])
+            # torchtitan's default with a pipeline: as many micro-batches as pipeline stages
+            how = pm.Parallelism(_strategy(r), activation_checkpointing=ac,
+                                 async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
+                                 micro_batches=pp if pp > 1 else None,
+                                 pipeline_schedule=("interleaved-1f1b" if pp > 1 and "interleaved" in _text(r.pp_schedule).lower()
+                                                    else "1f1b"))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExtrapolationWarning)
                 warnings.simplefilter("ignore", OutOfMemoryWarning)
-                p = pm.predict_step_time(MODEL_CONFIGS[r.model], spec, optimizer="adam-fused", **kw).iloc[0]
+                p = pm.predict(run, on, how)
             # torchtitan's tokens/s per GPU: a data-parallel rank's tokens over the step time and the GPUs of its model
             # replica (its tp x pp x cp ranks)
-            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / (tp * pp * cp) / float(p["step_time_s"])
-            row["predicted_memory_gib"] = float(p["memory_per_gpu_bytes"]) / 2**30
+            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / (tp * pp * cp) / p.step_time_s
+            row["predicted_memory_gib"] = p.memory["total_bytes"] / 2**30
             rule = rule_of_thumb_step_time(MODEL_CONFIGS[r.model], spec, input_shape=(seq,),
                                            batch_size=int(r.local_batch_size) * dp, precision=prec,
                                            n_gpus=int(r.n_gpus)).iloc[0]
@@ -157,25 +160,31 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
     d = data() if d is None else d
     t = d["tokens_abs_error_pct"].dropna()
     m = d["memory_abs_error_pct"].dropna()
+    rowwise = (d.loc[t.index, "fp8_recipe"] == "rowwise").to_numpy()
     vals = [("rows", float(len(d))), ("rows_predicted", float(len(t))), ("rows_skipped", float((d["skipped"] != "").sum())),
             ("tokens_mape_pct", float(t.mean())), ("tokens_worst_pct", float(t.max())),
             ("tokens_within_25_pct_share", float((t <= 25).mean())),
             ("rule_of_thumb_tokens_mape_pct", float(d.loc[t.index, "rule_of_thumb_tokens_abs_error_pct"].mean())),
+            ("rowwise_rows", float(rowwise.sum())), ("rowwise_tokens_mape_pct", float(t[rowwise].mean())),
+            ("other_tokens_mape_pct", float(t[~rowwise].mean())),
             ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
             ("memory_within_10_pct_share", float((m <= 10).mean()))]
     return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
 
 
-_UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows",
+_UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows", "rowwise_rows": "rows",
           "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio"}
 _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "runs one perfmodel call states",
-         "rows_skipped": "runs listed with the reason they are not predicted (rowwise Float8 scaling)",
+         "rows_skipped": "runs listed with the reason they are not predicted",
          "tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the predicted runs",
          "tokens_worst_pct": "largest absolute % error of tokens/s per GPU over the predicted runs",
          "tokens_within_25_pct_share": "share of the predicted runs within 25 % on tokens/s per GPU",
          "rule_of_thumb_tokens_mape_pct": ("the baseline on the same runs: mean absolute % error of tokens/s per GPU by the "
                                            "rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the dense BF16 peak "
                                            "(perfmodel.step.baselines.rule_of_thumb_step_time)"),
+         "rowwise_rows": "predicted runs with torchao's rowwise Float8 (its GEMMs at the tensorwise FP8 rate: a lower bound)",
+         "rowwise_tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the rowwise Float8 runs",
+         "other_tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the other runs (BF16, tensorwise Float8)",
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
          "memory_within_10_pct_share": "share of those runs within 10 % on peak memory"}
@@ -188,7 +197,7 @@ def numbers() -> pd.DataFrame:
 
     rows = [dict(quantity=r.quantity, unit=_UNITS.get(r.quantity, "pct"), value=float(r.value),
                  protocol=f"{_WHAT[r.quantity]}; " + ("the same runs and arguments" if r.quantity.startswith("rule_of_thumb")
-                                                       else "predicted by pm.predict_step_time from the GPU's spec sheet")
+                                                       else "predicted by pm.predict from the GPU's spec sheet")
                           + ", nothing fitted on these runs (torchtitan_runs.data)")
             for r in summary().itertuples(index=False)]
     return _item.item_results(__name__, rows)
