@@ -13,7 +13,7 @@ import numpy as np
 
 from perfmodel._workload import checkpointing_mode, check_flag
 
-__all__ = ["Cluster", "Parallelism", "trusted"]
+__all__ = ["Cluster", "Parallelism", "trusted", "trusted_replace", "keyword_run"]
 
 
 def trusted(cls, **fields):
@@ -29,6 +29,12 @@ def trusted(cls, **fields):
     if fields:
         raise TypeError(f"{cls.__name__} has no field(s) {sorted(fields)}.")
     return obj
+
+
+def trusted_replace(obj, **changes):
+    """:func:`trusted` of ``obj``'s class with its fields and ``changes`` (the step model's layers check the changed
+    values where they read them)."""
+    return trusted(type(obj), **{**{f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}, **changes})
 
 
 def _positive_int(owner: str, name: str, value, what: str) -> int:
@@ -215,3 +221,37 @@ class Parallelism:
     def checkpointing(self) -> str | None:
         """The checkpointing mode: None, ``"full"``, ``"selective"`` or ``"layer:N"``."""
         return checkpointing_mode(self.activation_checkpointing)
+
+
+def keyword_run(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
+                precision: str = "fp32", optimizer: str | None = "sgd-momentum", inference: bool = False, n_gpus: int = 1,
+                strategy: str = "dp", micro_batches: int | None = None, interconnect=None, overlap_grad_reduce: bool = True,
+                activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
+                async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None,
+                nics_per_node: int | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
+                sequence_parallel: bool | None = None, virtual_stages: int | None = None):
+    """:func:`perfmodel.predict_step_time`'s keywords as the three objects the layers take: ``(workload, clusters, parallelism)``,
+    one :class:`~perfmodel.Cluster` per GPU of ``gpus`` (the same GPU count, nodes and links on each). The keywords are
+    checked here as the keyword face always checked them (in that order, with those messages); the objects are made
+    from the checked values (:func:`perfmodel._run.trusted`), so the layers read what the caller wrote."""
+    from perfmodel._workload import Workload, check_step_args, resolve_stack, stack_of
+    from perfmodel.step.strategy import _check_gpus_per_node, _check_nics
+
+    check_step_args(0.2, optimizer, inference, precision, batch_size)
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    family = resolve_stack(stack, compile) if not isinstance(compile, str) else stack_of(compile)
+    _check_gpus_per_node(gpus_per_node)
+    if nics_per_node is not None:
+        _check_nics(nics_per_node)
+    w = trusted(Workload, model=model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
+                input_high=input_high, precision=str(precision).lower(), optimizer=optimizer, inference=inference,
+                compile=family == "compile", stack=family)
+    gpu_list = [gpus] if isinstance(gpus, str) or not hasattr(gpus, "__iter__") else list(gpus)
+    cs = tuple(trusted(Cluster, gpu=g, n_gpus=n_gpus, gpus_per_node=gpus_per_node, interconnect=interconnect,
+                       nics_per_node=nics_per_node) for g in gpu_list)
+    p = trusted(Parallelism, strategy=strategy, micro_batches=micro_batches, pipeline_schedule=pipeline_schedule,
+                activation_checkpointing=activation_checkpointing, overlap_grad_reduce=overlap_grad_reduce,
+                async_tp=async_tp, framework=framework, virtual_stages=virtual_stages,
+                distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel)
+    return w, cs, p

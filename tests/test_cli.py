@@ -225,3 +225,24 @@ def test_gpu_is_the_same_option_as_gpus_in_every_command(tmp_path, capsys):
     parser = build_parser()
     for cmd in (["plan", "resnet-32"], ["plan-cloud", str(path)]):
         assert parser.parse_args([*cmd, "--gpu", "H100"]).gpus == parser.parse_args([*cmd, "--gpus", "H100"]).gpus == "H100"
+
+
+def test_predict_takes_the_fp8_recipe_and_the_fp8_parameter_gather(tmp_path, capsys):
+    """The options only the run's objects take reach the shell: --fp8-recipe (the Workload's) and --fp8-param-gather
+    (the Parallelism's), with the model's refusals said in one line."""
+    import json
+
+    from perfmodel.cli import main
+
+    cfg = tmp_path / "llama.json"
+    cfg.write_text(json.dumps(dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128,
+                                   num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                                   max_position_embeddings=256, tie_word_embeddings=False)))
+    base = ["predict", str(cfg), "--input-shape", "64", "--batch-size", "8", "--precision", "fp8", "--optimizer", "adam-fused"]
+    assert main([*base, "--gpus", "B200", "--stack", "te", "--fp8-recipe", "mxfp8"]) == 0
+    assert "MXFP8 block scaling" in capsys.readouterr().out
+    assert main([*base, "--gpus", "H100", "--n-gpus", "4", "--strategy", "dp2-tp2", "--framework", "megatron",
+                 "--stack", "te", "--fp8-param-gather"]) == 0
+    assert "--fp8-param-gather does" in capsys.readouterr().out
+    assert main([*base, "--gpus", "H100", "--stack", "te", "--fp8-recipe", "mxfp8"]) != 0
+    assert "H100 lack" in capsys.readouterr().err

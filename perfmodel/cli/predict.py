@@ -19,7 +19,6 @@ from perfmodel.cli._common import (
 def _cmd_predict(args) -> int:
     import warnings
 
-    import perfmodel as pm
     from perfmodel.datasets import canonical_gpu, gpu_spec
     from perfmodel.planning.unified import CMDARE_GPUS
 
@@ -36,7 +35,15 @@ def _cmd_predict(args) -> int:
               gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule,
               nics_per_node=args.nics_per_node, framework=args.framework, virtual_stages=args.virtual_stages,
               distributed_optimizer=args.distributed_optimizer, sequence_parallel=args.sequence_parallel)
-    step = pm.predict_step_time(model, gpus, stack=args.stack, **kw)
+    from perfmodel._run import trusted_replace
+    from perfmodel.step.step_time import keyword_run, predict_frame
+
+    # the run in its three objects: the keywords checked as pm.predict_step_time checks them, and the options only
+    # the objects take (the FP8 recipe, the FP8 parameter gather)
+    w, cs, how = keyword_run(model, gpus, stack=args.stack, **kw)
+    w = trusted_replace(w, fp8_recipe=args.fp8_recipe)
+    how = trusted_replace(how, fp8_param_gather=args.fp8_param_gather)
+    step = predict_frame(w, cs, how)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
           "spec-sheet prediction by perfmodel's per-operator model:")
@@ -52,7 +59,7 @@ def _cmd_predict(args) -> int:
               "would stop with out-of-memory; use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch.")
     print(f"\nbasis: {step['basis'].iloc[0]}")
     if args.breakdown:
-        _print_breakdown(model, gpus, kw, args.stack)
+        _print_breakdown(model, gpus, kw, args.stack, args)
     cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32"
               and all(canonical_gpu(g) in CMDARE_GPUS for g in gpus))
     if cmdare:  # CM-DARE's measured world answers too: parameter-server clusters and checkpoints of 2019
@@ -73,7 +80,7 @@ def _cmd_predict(args) -> int:
     return 0
 
 
-def _print_breakdown(model, gpus, kw: dict, stack) -> None:
+def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
     """Each GPU's :class:`perfmodel.Prediction` of the run the keywords ``kw`` say (the same numbers as the table)."""
     import warnings
 
@@ -81,11 +88,12 @@ def _print_breakdown(model, gpus, kw: dict, stack) -> None:
 
     wkeys = ("input_shape", "batch_size", "precision", "optimizer", "compile")
     work = pm.Workload(model, **{k: kw[k] for k in wkeys if kw[k] is not None or k == "optimizer"},
-                       **({"stack": stack} if stack else {}))
+                       **({"stack": stack} if stack else {}), **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}))
     how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], pipeline_schedule=kw["pipeline_schedule"],
                          activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"],
                          framework=kw["framework"], virtual_stages=kw["virtual_stages"],
-                         distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"])
+                         distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"],
+                         fp8_param_gather=args.fp8_param_gather)
     for g in gpus:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # said once above, by the table's prediction
@@ -138,6 +146,13 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                       help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "
                            "NVIDIA Transformer Engine's fused modules (te)")
+    pred.add_argument("--fp8-recipe", choices=["tensorwise", "rowwise", "delayed", "current", "mxfp8"], default=None,
+                      help="with --precision fp8: torchao's tensorwise (default) or rowwise scaling; with --stack te, "
+                           "Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling")
+    pred.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,
+                      help="with --precision fp8: keep and all-gather the FP8 linears' weights in FP8 (Megatron's "
+                           "--fp8-param-gather with its distributed optimizer; FSDP's FP8 all-gather). Default: the "
+                           "framework's (on under fsdp with --compile, off with --framework megatron)")
     pred.add_argument("--breakdown", action="store_true",
                       help="also print each GPU's whole result (pm.predict): compute by pass, recompute, each process "
                            "group's exposed and total communication, bubble, memory by part, throughput, MFU")

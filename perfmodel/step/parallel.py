@@ -780,7 +780,7 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
     ``batch_size`` is the global batch; ``interconnect`` one link for all the groups or a dict per group
     (:func:`resolve_links`). ``by_group=True`` adds :data:`GROUP_COLUMNS`. A keyword face over
     :func:`parallel_rows`; prefer :func:`perfmodel.predict_step_time` with ``n_gpus=``, or :func:`perfmodel.predict`."""
-    from perfmodel.step.step_time import keyword_run
+    from perfmodel._run import keyword_run
 
     w, cs, p = keyword_run(model, gpus, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                            input_high=input_high, precision=precision, optimizer=optimizer, inference=inference,

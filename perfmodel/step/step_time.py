@@ -26,13 +26,13 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from perfmodel._run import Cluster, Parallelism, trusted
+from perfmodel._run import Parallelism, keyword_run
 from perfmodel.step.collectives import resolve_interconnect
 from perfmodel.step.kernels import gpu_specs
 from perfmodel.step.memory import memory_frame
 from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, single_gpu_rows
 from perfmodel.step.parallel import parallel_rows
-from perfmodel.step.strategy import (_check_gpus_per_node, check_async_tp, parse_strategy, pipeline_virtual_stages,
+from perfmodel.step.strategy import (check_async_tp, parse_strategy, pipeline_virtual_stages,
                                        resolve_execution)
 from perfmodel.step.trace import Workload, accepts_workload, check_flag, check_step_args, checkpointing_mode
 
@@ -49,7 +49,7 @@ from perfmodel.step.trace import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8
 
 __all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
-           "STACKS", "STACK_BASIS", "resolve_stack", "step_frame", "step_rows", "keyword_run", "memory_rows"]
+           "STACKS", "STACK_BASIS", "resolve_stack", "step_frame", "step_rows", "keyword_run", "predict_frame", "memory_rows"]
 
 
 @accepts_workload("input_shape", "batch_size", "input_dtype", "input_high", "precision", "optimizer", "inference", "compile",
@@ -188,41 +188,14 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         Bad arguments; a token model without ``input_dtype`` fails in the extraction with the cause named.
     """
     w, cs, p = keyword_run(model, gpus, **{k: v for k, v in locals().items() if k not in ("model", "gpus", "alpha")})
-    out = step_frame(w, cs, p, alpha=alpha)
-    return out if w.inference else with_memory(out, w, cs, p)
+    return predict_frame(w, cs, p, alpha=alpha)
 
 
-def keyword_run(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,
-                precision: str = "fp32", optimizer: str | None = "sgd-momentum", inference: bool = False, n_gpus: int = 1,
-                strategy: str = "dp", micro_batches: int | None = None, interconnect=None, overlap_grad_reduce: bool = True,
-                activation_checkpointing: bool | str = False, gpus_per_node: int = 8, compile: bool = False,
-                async_tp: bool = False, pipeline_schedule: str = "1f1b", stack: str | None = None,
-                nics_per_node: int | None = None, framework: str = "pytorch", distributed_optimizer: bool | None = None,
-                sequence_parallel: bool | None = None, virtual_stages: int | None = None):
-    """:func:`predict_step_time`'s keywords as the three objects the layers take: ``(workload, clusters, parallelism)``,
-    one :class:`~perfmodel.Cluster` per GPU of ``gpus`` (the same GPU count, nodes and links on each). The keywords are
-    checked here as the keyword face always checked them (in that order, with those messages); the objects are made
-    from the checked values (:func:`perfmodel._run.trusted`), so the layers read what the caller wrote."""
-    check_step_args(0.2, optimizer, inference, precision, batch_size)
-    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
-        raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    family = resolve_stack(stack, compile) if not isinstance(compile, str) else stack_of(compile)
-    _check_gpus_per_node(gpus_per_node)
-    if nics_per_node is not None:
-        from perfmodel.step.strategy import _check_nics
-
-        _check_nics(nics_per_node)
-    w = trusted(Workload, model=model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                input_high=input_high, precision=str(precision).lower(), optimizer=optimizer, inference=inference,
-                compile=family == "compile", stack=family)
-    gpu_list = [gpus] if isinstance(gpus, str) or not hasattr(gpus, "__iter__") else list(gpus)
-    cs = tuple(trusted(Cluster, gpu=g, n_gpus=n_gpus, gpus_per_node=gpus_per_node, interconnect=interconnect,
-                       nics_per_node=nics_per_node) for g in gpu_list)
-    p = trusted(Parallelism, strategy=strategy, micro_batches=micro_batches, pipeline_schedule=pipeline_schedule,
-                activation_checkpointing=activation_checkpointing, overlap_grad_reduce=overlap_grad_reduce,
-                async_tp=async_tp, framework=framework, virtual_stages=virtual_stages,
-                distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel)
-    return w, cs, p
+def predict_frame(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2) -> pd.DataFrame:
+    """:func:`predict_step_time`'s frame of a run said in its objects (the workload's fields all set), one row per
+    cluster: the step (:func:`step_frame`) and, for a training step, its memory (:func:`with_memory`)."""
+    out = step_frame(w, clusters, p, alpha=alpha)
+    return out if w.inference else with_memory(out, w, clusters, p)
 
 
 def step_frame(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:

@@ -17,7 +17,7 @@ LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_si
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
 
 #: the keyword faces: the only functions of the step model that take a run as a long list of keywords
-KEYWORD_FACES = {"predict_step_time", "keyword_run", "predict_memory", "predict_parallel_step_time"}
+KEYWORD_FACES = {"predict_step_time", "predict_memory", "predict_parallel_step_time"}  # keyword_run: perfmodel._run
 
 
 def _functions():
