@@ -407,6 +407,11 @@ def _check_positive_int(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive int, or None; got {value!r}.")
 
 
+#: the fields only :func:`perfmodel.predict` reads (the keyword functions have no keyword for them), and where to go.
+_OBJECT_ONLY = {"fp8_recipe": ", or pass the run to pm.predict(workload, pm.Cluster(...), pm.Parallelism(...)), which "
+                              "reads it"}
+
+
 def _merge(fn_name: str, workload: Workload, kwargs: dict, keys: dict, hint: str = "") -> dict:
     """``kwargs`` with the fields ``workload`` sets filled in under the function's keywords (``keys``: field →
     (keyword, conversion or None)); a keyword given with another value, or a set field the function has no use for,
@@ -414,8 +419,9 @@ def _merge(fn_name: str, workload: Workload, kwargs: dict, keys: dict, hint: str
     kwargs = dict(kwargs)
     for name, value in workload.values().items():
         if name not in keys:
+            where = _OBJECT_ONLY.get(name, ", or call a function that takes it")
             raise ValueError(f"{fn_name} has no use for the workload's {name}={value!r}; leave it unset in the Workload"
-                             f"{hint or ', or call a function that takes it'}.")
+                             f"{hint or where}.")
         key, conv = keys[name]
         value = conv(value) if conv else value
         if key in kwargs and kwargs[key] != value:
