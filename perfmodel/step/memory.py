@@ -257,7 +257,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
     w = trusted(Workload, model=model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
-                precision=precision, optimizer=optimizer, compile=compile, stack=stack)
+                input_high=None, precision=precision, optimizer=optimizer, compile=compile, stack=stack)
     gpu_list = [gpu] if isinstance(gpu, str) or not hasattr(gpu, "__iter__") else list(gpu)
     cs = tuple(trusted(Cluster, gpu=g, n_gpus=n_gpus, gpus_per_node=gpus_per_node, interconnect=interconnect)
                for g in gpu_list)
@@ -303,7 +303,8 @@ def _fp8_kept(w, p, deg: dict, prec: str, r) -> set:
                                     recipe=w.fp8_recipe):
         return set()
     vocab = wl.model_and_layout(w.model, w.input_shape, w.input_dtype)[3]
-    return wl.fp8_linear_weights(r.net, r.lay, int(w.input_high) if w.input_high is not None else vocab)
+    high = w.input_high if isinstance(w.input_high, (int, np.integer)) and not isinstance(w.input_high, bool) else vocab
+    return wl.fp8_linear_weights(r.net, r.lay, int(high) if high else high)
 
 
 def _memory_basis(r, deg: dict, state: int) -> str:

@@ -273,3 +273,14 @@ def test_fsdp_memory_counts_the_fp8_gathered_layer_at_one_byte():
     per_layer = _fp8_linears() / LLAMA["num_hidden_layers"]
     assert bf16_gather.memory["params_bytes"] - comp.memory["params_bytes"] == pytest.approx(2 * per_layer)
     assert comp.memory["grads_bytes"] == bf16_gather.memory["grads_bytes"]
+
+
+def test_predict_memory_counts_the_fp8_gather_as_predict_does():
+    """The keyword face of the memory gives, for an FSDP step in FP8 under torch.compile (the FP8 all-gather on by
+    default), the bytes pm.predict gives."""
+    face = pm.predict_memory(LLAMA, "H100", input_shape=(64,), batch_size=8, precision="fp8", optimizer="adam-fused",
+                             n_gpus=8, strategy="fsdp", compile=True).iloc[0]
+    assert face["params_bytes"] == _pred("fsdp", 8, stack="compile").memory["params_bytes"]
+    assert face["params_bytes"] < pm.predict_memory(LLAMA, "H100", input_shape=(64,), batch_size=8, precision="bf16",
+                                                    optimizer="adam-fused", n_gpus=8, strategy="fsdp",
+                                                    compile=True).iloc[0]["params_bytes"]
