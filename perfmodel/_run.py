@@ -120,10 +120,6 @@ class Cluster:
 
         return gpu_spec(self.gpu)
 
-    def on(self, gpu) -> "Cluster":
-        """The same cluster (GPU count, nodes, links) of another GPU: how one run is compared over several GPUs."""
-        return self if self.gpu is gpu else dataclasses.replace(self, gpu=gpu)
-
     @property
     def nodes(self) -> int:
         """Nodes the GPUs fill (the last one may be partly used)."""

@@ -254,8 +254,6 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     from perfmodel._run import Cluster, Parallelism, trusted
     from perfmodel._workload import Workload
 
-    if optimizer not in OPTIMIZER_STATE_BYTES:
-        raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
     w = trusted(Workload, model=model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                 input_high=None, precision=precision, optimizer=optimizer, compile=compile, stack=stack)
     gpu_list = [gpu] if isinstance(gpu, str) or not hasattr(gpu, "__iter__") else list(gpu)
@@ -524,9 +522,9 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
         rank_p = float(P)
         params_b = rank_p * size
     if fp8 and not deg["fsdp"]:  # Megatron's --fp8-param-gather: the FP8 linears' weights stored in FP8
-        all8 = float(sum(lay.param_numel[k] for k in fp8))
-        split8 = float(sum(lay.param_numel[k] for k in fp8 if lay.param_split[k]))
-        rank8 = split8 / tpd + (all8 - split8) if tpd > 1 else all8
+        from perfmodel.step.trace import rank_share
+
+        rank8 = rank_share(lay, fp8, tpd)
         params_b = (rank_p - rank8) * size + rank8
     return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size)
 

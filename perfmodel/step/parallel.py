@@ -100,7 +100,8 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        crosses_nodes, parse_strategy,
                                        pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
-from perfmodel.step.trace import _SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout, model_layout, op_layer
+from perfmodel.step.trace import (_SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout,
+                                  model_layout, op_layer, rank_share)
 
 __all__ = [
     "Interconnect", "INTERCONNECTS", "LINK_LEVELS", "crosses_nodes", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
@@ -309,15 +310,8 @@ def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.n
     return of_layer, np.array([len(b) for b in bounds]), stage_params, stage_split
 
 
-def _rank_share(lay: ModelLayout, names, tp: int) -> float:
-    """Parameters of ``names`` one tensor-parallel rank holds (the split ones divided by ``tp``)."""
-    total = sum(lay.param_numel[k] for k in names)
-    split = sum(lay.param_numel[k] for k in names if lay.param_split[k])
-    return float(total if tp == 1 else split / tp + (total - split))
-
-
 def _stage_share(lay: ModelLayout, names, of_layer: np.ndarray, p: int, tp: int) -> np.ndarray:
-    """:func:`_rank_share` per pipeline stage (:func:`_stages`' assignment of layers; none of ``names`` is a tied
+    """:func:`perfmodel.step.trace.rank_share` per pipeline stage (:func:`_stages`' assignment of layers; none of ``names`` is a tied
     embedding)."""
     total, split = np.zeros(p), np.zeros(p)
     for k in names:
@@ -503,7 +497,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     P = lay.params
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
-    rank_P = _rank_share(lay, lay.param_numel, tpd)  # parameters of one tensor-parallel rank
+    rank_P = rank_share(lay, lay.param_numel, tpd)  # parameters of one tensor-parallel rank
     if tpd > 1:
         split_mask = _tp_split_mask(work, layer, lay)
         work = _divide_rows(work, split_mask, tpd, tokens)
@@ -541,7 +535,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         tp_mm=(_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
                if tpd > 1 else np.zeros(len(work), bool)),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
-        sequence_parallel=ex["sequence_parallel"], fp8_gathered=_rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
+        sequence_parallel=ex["sequence_parallel"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
         **stages)
 
 

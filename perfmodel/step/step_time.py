@@ -225,11 +225,12 @@ RECIPE_BASIS = {
 }
 
 
-def check_recipe_on(recipe: str | None, specs) -> None:
-    """A recipe the GPUs can run: MXFP8 needs block-scaled FP8 tensor cores (Blackwell-class; the catalog's GPUs with
-    an FP4 rate: B200, GB200, B300, GB300, RTX 5090, MI355X)."""
+def check_recipe_on(recipe: str | None, clusters) -> None:
+    """A recipe the clusters' GPUs can run: MXFP8 needs block-scaled FP8 tensor cores (Blackwell-class; the catalog's
+    GPUs with an FP4 rate: B200, GB200, B300, GB300, RTX 5090, MI355X)."""
     if recipe != "mxfp8":
         return
+    specs = gpu_specs([c.gpu for c in clusters], "fp8")
     bad = [s.gpu for s in specs if not np.isfinite(getattr(s, "fp4_peak_tflops", np.nan))]
     if bad:
         from perfmodel.datasets import UnsupportedPrecisionError
@@ -299,7 +300,7 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
     step without it (:func:`perfmodel.step.one_gpu.add_recompute`), a parallel layout's step
     (:func:`perfmodel.step.parallel.parallel_rows`) or one GPU's (:func:`perfmodel.step.one_gpu.single_gpu_rows`)."""
     check_step_args(alpha, w.optimizer, w.inference, w.precision, w.batch_size)
-    check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), gpu_specs([c.gpu for c in clusters], w.precision))
+    check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), clusters)
     ac = checkpointing_mode(p.activation_checkpointing)
     if ac and w.inference:
         raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "

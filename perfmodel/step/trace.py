@@ -29,7 +29,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -435,6 +435,14 @@ def _numel(shapes: str) -> float:
     return float(np.prod(d[0])) if d and d[0] else 0.0
 
 
+def rank_share(lay: ModelLayout, names, tp: int) -> float:
+    """Parameters of ``names`` one tensor-parallel rank holds (the split ones divided by ``tp``): what the parallel
+    step's collectives move and what the memory counts."""
+    total = sum(lay.param_numel[k] for k in names)
+    split = sum(lay.param_numel[k] for k in names if lay.param_split[k])
+    return float(total if tp == 1 else split / tp + (total - split))
+
+
 def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np.ndarray, rope_bytes: float | None,
                     act_item: int) -> tuple[float, float] | None:
     """(read, written) bytes of the TE kernel that fuses one group of :func:`te_ops` (``n`` the elements of the
@@ -753,23 +761,12 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
     sel = w[mm]
     per_el = FP8_CAST_COMPILED_BYTES_PER_ELEMENT if compiled else FP8_CAST_BYTES_PER_ELEMENT
     if len(sel) and compiled:
-        fwd_m = sel.loc[sel["phase"].astype(str) == "forward", "dim_m"]
-        tokens = float(fwd_m.mode().iloc[0]) if len(fwd_m) else np.nan
-        sel = sel[sel["dim_m"].to_numpy(float) == tokens]
+        sel = _token_rows(sel)
     if len(sel):
         n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
         if not compiled:
             n_el = n_el + sel["dim_b"].to_numpy(float) * sel["dim_n"].to_numpy(float) * sel["dim_k"].to_numpy(float)
-        # described as work_from_ops describes an elementwise kernel moving other than 8-12 bytes per element: the
-        # binary op over bytes / 12 elements, rows of the operand's last dimension (the GEMM's reduction dimension)
-        nbytes = per_el * n_el
-        eq = np.maximum(nbytes / 12.0, 1.0)
-        last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
-        casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes,
-                              "tiles": np.ceil(eq / 512), "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0,
-                              "op": "float8_cast", "phase": sel["phase"].to_numpy(), "fp8": False})
-        if "module" in w.columns:
-            casts["module"] = sel["module"].to_numpy()
+        casts = _cast_rows(sel, per_el * n_el, "float8_cast", sel["phase"].to_numpy())
         w = pd.concat([w, casts[w.columns]], ignore_index=True)
     if recipe == "rowwise" and compiled:
         w = _weight_casts(w)
