@@ -215,8 +215,9 @@ class Parallelism:
 
     @property
     def checkpointing(self) -> str | None:
-        """The checkpointing mode: None, ``"full"``, ``"selective"`` or ``"layer:N"``."""
-        return checkpointing_mode(self.activation_checkpointing)
+        """The checkpointing mode: None, ``"full"``, ``"selective"``, ``"attention"`` or ``"layer:N"``
+        (:func:`perfmodel._workload.checkpointing_mode`; ``"selective"`` with Megatron is its core attention)."""
+        return checkpointing_mode(self.activation_checkpointing, self.framework)
 
 
 def keyword_run(model, gpus, *, input_shape=None, batch_size: int = 1, input_dtype=None, input_high: int | None = None,

@@ -163,23 +163,34 @@ def fp8_recipe_of(precision: str, stack: str, recipe=None) -> str | None:
 
 #: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
 #: Megatron's full recompute), ``"selective"`` (torchtitan's per-operator policy) and ``"layer"`` (torchtitan's
-#: per-layer selective policy: every ``N``-th layer fully checkpointed, ``"layer:N"``, default every other one).
-CHECKPOINTING_MODES = ("full", "selective", "layer")
+#: per-layer selective policy: every ``N``-th layer fully checkpointed, ``"layer:N"``, default every other one) and
+#: ``"attention"`` (Megatron-LM's ``--recompute-granularity selective``: the core attention recomputed, Korthikanti et
+#: al. 2022).
+CHECKPOINTING_MODES = ("full", "selective", "layer", "attention")
+
+_ATTENTION_MODE = ("attention", "core-attention", "core_attention", "core_attn")
 
 
 _LAYER_MODE = re.compile(r"^(?:selective-)?layer(?::(\d+))?$")
 
 
-def checkpointing_mode(value) -> str | None:
-    """``None`` (no checkpointing), ``"full"``, ``"selective"`` or ``"layer:N"`` from what a caller passes as
-    ``activation_checkpointing``: ``False``/``None`` → ``None``; ``True``/``"full"`` → ``"full"``; ``"selective"``
-    (or ``"op"``, torchtitan's name) → ``"selective"``; ``"layer"`` / ``"layer:N"`` (or ``"selective-layer[:N]"``) →
-    ``"layer:N"`` (``N`` = 2 when not given; ``"layer:1"`` is ``"full"``).
+def checkpointing_mode(value, framework: str | None = None) -> str | None:
+    """``None`` (no checkpointing), ``"full"``, ``"selective"``, ``"attention"`` or ``"layer:N"`` from what a caller
+    passes as ``activation_checkpointing``: ``False``/``None`` → ``None``; ``True``/``"full"`` → ``"full"``;
+    ``"selective"`` (or ``"op"``, torchtitan's name) → ``"selective"``; ``"attention"`` (or ``"core-attention"``,
+    ``"core_attn"``) → ``"attention"``; ``"layer"`` / ``"layer:N"`` (or ``"selective-layer[:N]"``) → ``"layer:N"``
+    (``N`` = 2 when not given; ``"layer:1"`` is ``"full"``).
 
     ``"selective"`` is torchtitan's per-operator selective checkpointing (``selective_ac_option = "op"``): inside each
     transformer layer the outputs of the fused attention kernel and of every other matmul (the first, third, …
     ``aten.mm`` of the layer's forward pass) are kept; every other operator of the layer (norms, activations, rotary
     embeddings, casts, the remaining matmuls) is recomputed in the backward pass from the layer's input.
+
+    ``"attention"`` is Megatron-LM's selective recomputation (``--recompute-granularity selective``, Korthikanti et
+    al. 2022, §5): the core attention of each layer — the query-key product, the scaling, mask and softmax, the
+    attention dropout and the product with the values — is recomputed in the backward pass from its kept inputs (the
+    query, key and value); everything else is kept. With ``framework="megatron"`` a ``"selective"`` means this (the
+    name Megatron gives it).
 
     ``"layer:N"`` is torchtitan's per-layer selective checkpointing (``selective_ac_option = "N"``, its default
     ``"2"``): the ``N``-th, ``2N``-th, … transformer layers are checkpointed whole (keep their input, recompute their
@@ -194,15 +205,19 @@ def checkpointing_mode(value) -> str | None:
         return None
     if value is True or (isinstance(value, np.bool_) and value):
         return "full"
-    if isinstance(value, str) and value.lower() in ("full", "selective", "op"):
-        return "selective" if value.lower() in ("selective", "op") else "full"
+    if isinstance(value, str) and value.lower() in ("full", "selective", "op", *_ATTENTION_MODE):
+        key = value.lower()
+        if key in _ATTENTION_MODE or (key == "selective" and framework == "megatron"):
+            return "attention"
+        return "selective" if key in ("selective", "op") else "full"
     hit = _LAYER_MODE.match(value.strip().lower()) if isinstance(value, str) else None
     if hit and (hit.group(1) is None or int(hit.group(1)) >= 1):
         every = int(hit.group(1) or 2)
         return "full" if every == 1 else f"layer:{every}"
     raise ValueError(f"activation_checkpointing must be False, True (= 'full'), 'full', 'selective' (torchtitan's "
-                     f"per-operator policy) or 'layer' / 'layer:N' (every N-th layer checkpointed, N >= 1; torchtitan's "
-                     f"per-layer policy); got {value!r}.")
+                     f"per-operator policy; Megatron's core attention with framework='megatron'), 'attention' "
+                     f"(Megatron's selective recomputation of the core attention) or 'layer' / 'layer:N' (every N-th "
+                     f"layer checkpointed, N >= 1; torchtitan's per-layer policy); got {value!r}.")
 
 
 # -- a workload described once --------------------------------------------------------------------------------------

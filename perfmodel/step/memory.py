@@ -334,7 +334,7 @@ def _check_memory_args(w, clusters, p):
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
     prec = wl.check_step_args(0.2, None, False, precision, batch_size)
-    ac = wl.checkpointing_mode(activation_checkpointing)
+    ac = p.checkpointing
     wl.check_flag("compile", compile, "torch.compile")
     wl.resolve_stack(stack, compile)
     _check_gpus_per_node(gpus_per_node)
@@ -392,6 +392,7 @@ class _MemoryRank:
     per_layer_act: np.ndarray
     head_grad: float
     kept_sel: np.ndarray
+    core_attn: np.ndarray
     n_saved: int
 
     def activations(self, layers) -> tuple[float, float]:
@@ -406,6 +407,9 @@ class _MemoryRank:
         if ac == "selective":
             kept = np.minimum(self.kept_sel[idx] + inp, acts)
             return float(kept.sum()), float((acts - kept).max())
+        if ac == "attention":  # everything but the core attention's inner tensors, rebuilt one layer at a time
+            dropped = np.minimum(self.core_attn[idx], acts)
+            return float((acts - dropped).sum()), float(dropped.max())
         if ac != "full":  # "layer:N": the checkpointed layers keep their input, the others everything
             ck = wl.checkpointed_layers(ac, lay.n_layers)[idx]
             kept = np.where(ck, np.minimum(inp, acts), acts)
@@ -454,10 +458,13 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     head = layer >= lay.n_layers
     kept_sel = (_selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) if ac == "selective" and lay.n_layers
                 else np.zeros(lay.n_layers))
+    core_attn = (_core_attention_saved(saved, layer, out_b, lay) if ac == "attention" and lay.n_layers
+                 else np.zeros(lay.n_layers))
     return _MemoryRank(
         net=net, name=name, lay=lay, size=size, mb=mb, tokens=tokens, ac=ac, sp=sp, tp=tpd, out_b=out_b, layer=layer,
         per_layer_act=(np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)),
-        head_grad=2 * float(out_b[head].max()) if head.any() else 0.0, kept_sel=kept_sel, n_saved=len(saved))
+        head_grad=2 * float(out_b[head].max()) if head.any() else 0.0, kept_sel=kept_sel, core_attn=core_attn,
+        n_saved=len(saved))
 
 
 def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:
@@ -478,6 +485,29 @@ def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.n
         last = ops["output_shapes"].astype(str).str.split(";").str[0].str.split("x").str[-1].to_numpy()
         wrote = np.where(last == str(lay.hidden), wrote, wrote / tpd)
     return np.bincount(layer_of[keep], weights=wrote[keep], minlength=lay.n_layers)[:lay.n_layers]
+
+
+def _core_attention_saved(saved: pd.DataFrame, layer: np.ndarray, out_b: np.ndarray, lay) -> np.ndarray:
+    """Bytes per layer of the tensors Megatron's selective recomputation does not keep (``"attention"``): those the
+    attention module itself saves (not its projections) shaped like the attention scores, ``… × s × s`` — the softmax
+    output, the dropout mask and the dropped-out probabilities (Korthikanti et al. 2022's ``5·a·s²·b`` per layer). The
+    query, key and value they are computed from stay. Where the head dimension equals the sequence length, the query,
+    key and value are shaped like the scores too: the first three such tensors of each layer are taken as those and
+    kept."""
+    from perfmodel.step.trace import _ATTENTION_MODULE
+
+    codes, names = pd.factorize(saved["module"].astype(str))
+    in_attn = np.array([bool(_ATTENTION_MODULE.search(n)) for n in names], dtype=bool)[codes] if len(names) else \
+        np.zeros(len(saved), bool)
+    dims = [d.split("x") for d in saved["shape"].astype(str)]
+    square = np.array([len(d) >= 3 and d[-1] == d[-2] for d in dims], dtype=bool)
+    scores = in_attn & square & (layer >= 0) & (layer < lay.n_layers)
+    head_dim = lay.hidden // lay.heads if lay.hidden and lay.heads else None
+    if head_dim is not None:
+        alike = scores & np.array([d[-1] == str(head_dim) for d in dims], dtype=bool)
+        for i in np.unique(layer[alike]):
+            scores[np.flatnonzero(alike & (layer == i))[:3]] = False
+    return np.bincount(layer[scores], weights=out_b[scores], minlength=lay.n_layers)[:lay.n_layers]
 
 
 def _layer_params(lay, names=None) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,17 @@ from perfmodel.step.trace import context_parallel_work, model_and_layout, model_
 __all__ = ["add_recompute", "single_gpu_rows"]
 
 
-def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, detail: bool = False) -> pd.DataFrame:
+#: what ``basis`` says each checkpointing mode recomputes (:func:`perfmodel._workload.checkpointing_mode`).
+RECOMPUTE_BASIS = {
+    "full": "the forward pass recomputed in the backward pass",
+    "selective": "selective: the forward operators (or layers) it does not keep recomputed in the backward pass",
+    "attention": ("Megatron's selective recomputation: each layer's core attention (query-key product, softmax, "
+                  "attention dropout, product with the values) recomputed in the backward pass"),
+}
+
+
+def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, detail: bool = False,
+                  mode: str | None = None) -> pd.DataFrame:
     """:func:`predict_step_time` rows with activation checkpointing: the forward pass run once more during the backward
     pass.
 
@@ -27,7 +37,8 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
     ``fraction`` (a number or one per row): the share of the forward pass recomputed — 1 for full checkpointing, the
     recomputed operators' share of the forward kernel time for selective checkpointing (:func:`checkpointing_mode`).
 
-    ``detail=True`` adds ``recompute_s``: the seconds the step grew by.
+    ``detail=True`` adds ``recompute_s``: the seconds the step grew by. ``mode`` (:func:`checkpointing_mode`) names
+    what is recomputed in ``basis`` (None: from ``fraction``, full or selective).
 
     The interval grows with the compute (``lower_s`` by ``e^{−q}`` times the recompute, ``upper_s`` by ``e^{q}``).
     Not credited: a longer backward pass hides more of DDP's all-reduce, FSDP gathers the parameters again and tensor
@@ -47,8 +58,10 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
         p = np.array([k if s == "pp" else parse_strategy(s, int(k))["pp"] for s, k in zip(out["strategy"], out["n_gpus"])], dtype=float)
         pp = (out["strategy"] == "pp").to_numpy() | (p > 1)
         m = out["micro_batches"].to_numpy(float)
-        # interleaved 1F1B: the fill and drain are v times shorter (perfmodel.step.parallel.pipeline_time)
-        v = (out["pipeline_schedule"].map(PIPELINE_SCHEDULES).fillna(1).to_numpy(float)
+        # interleaved 1F1B: the fill and drain are v times shorter (perfmodel.step.parallel.pipeline_time), v the
+        # model chunks per rank of the row (virtual_stages), 2 for a frame that names only the schedule
+        v = (out["virtual_stages"].fillna(1).to_numpy(float) if "virtual_stages" in out.columns else
+             out["pipeline_schedule"].map(PIPELINE_SCHEDULES).fillna(1).to_numpy(float)
              if "pipeline_schedule" in out.columns else np.ones(len(out)))
         extra = np.where(pp, (m + (p - 1) / v) * fwd / m, fwd)
         out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) / v * fwd / m, 0.0)
@@ -58,8 +71,7 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
     out["step_time_s"] = out["step_time_s"].to_numpy(float) + extra
     out["lower_s"] = out["lower_s"].to_numpy(float) + extra * np.exp(-q)
     out["upper_s"] = out["upper_s"].to_numpy(float) + extra * np.exp(q)
-    what = ("the forward pass recomputed in the backward pass" if np.all(np.asarray(fraction) == 1.0) else
-            "selective: the forward operators (or layers) it does not keep recomputed in the backward pass")
+    what = RECOMPUTE_BASIS.get(mode) or RECOMPUTE_BASIS["full" if np.all(np.asarray(fraction) == 1.0) else "selective"]
     out["basis"] = out["basis"].astype(str) + f"; activation checkpointing: {what}"
     if detail:
         out["recompute_s"] = extra
@@ -68,7 +80,7 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
 
 def _recompute_fraction(w, clusters, mode, *, frame) -> np.ndarray:
     """Per row of ``frame`` (one per cluster): the share of one GPU's forward kernel time that checkpointing ``mode``
-    (``"selective"`` or ``"layer:N"``) recomputes (:func:`recompute_mask`), on that row's GPU at its per-GPU
+    (``"selective"``, ``"attention"`` or ``"layer:N"``) recomputes (:func:`recompute_mask`), on that row's GPU at its per-GPU
     micro-batch (a context-parallel rank's shard of the sequence)."""
     net, shape, in_dtype, vocab, name, lay = model_and_layout(w.model, w.input_shape, w.input_dtype)
     high = int(w.input_high) if w.input_high is not None else vocab

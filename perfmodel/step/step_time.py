@@ -301,7 +301,7 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
     (:func:`perfmodel.step.parallel.parallel_rows`) or one GPU's (:func:`perfmodel.step.one_gpu.single_gpu_rows`)."""
     check_step_args(alpha, w.optimizer, w.inference, w.precision, w.batch_size)
     check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), clusters)
-    ac = checkpointing_mode(p.activation_checkpointing)
+    ac = p.checkpointing
     if ac and w.inference:
         raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "
                          "step; an inference pass has no backward pass. Pass activation_checkpointing=False.")
@@ -313,7 +313,7 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
         plain = step_rows(w, clusters, dataclasses.replace(p, activation_checkpointing=False), alpha=alpha,
                           by_group=by_group)
         fraction = 1.0 if ac == "full" else _recompute_fraction(w, clusters, ac, frame=plain)
-        return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group)
+        return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group, mode=ac)
     n_gpus = clusters[0].n_gpus if clusters else 1
     if n_gpus > 1 or p.micro_batches not in (None, 1):
         return parallel_rows(w, clusters, p, alpha=alpha, by_group=by_group)

@@ -29,7 +29,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -929,10 +929,12 @@ def check_checkpointable(lay, mode, name: str) -> None:
 
 def recompute_mask(mode: str, rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
     """Forward rows a checkpointing ``mode`` (:func:`checkpointing_mode`) recomputes in the backward pass:
-    :func:`selective_recompute_mask` for ``"selective"``; every forward row of a checkpointed layer
-    (:func:`checkpointed_layers`) otherwise."""
+    :func:`selective_recompute_mask` for ``"selective"``, :func:`core_attention_mask` for ``"attention"``; every
+    forward row of a checkpointed layer (:func:`checkpointed_layers`) otherwise."""
     if mode == "selective":
         return selective_recompute_mask(rows, layer, n_layers)
+    if mode == "attention":
+        return core_attention_mask(rows, layer, n_layers)
     fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers)
     ck = checkpointed_layers(mode, n_layers)
     return fwd & ck[np.clip(layer, 0, max(n_layers - 1, 0))] if n_layers else fwd & False
@@ -951,6 +953,31 @@ def selective_recompute_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: in
         count[layer[i]] = count.get(layer[i], 0) + 1
         kept[i] = count[layer[i]] % 2 == 1
     return fwd & ~kept
+
+
+#: the attention module itself (not its projections): the last part of a module path.
+_ATTENTION_MODULE = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|self_attention|core_attention)$", re.IGNORECASE)
+
+
+def core_attention_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
+    """Forward rows (per-op or work rows with ``op``, ``phase`` and ``module``, in trace order) that Megatron's selective
+    recomputation recomputes (``"attention"``, :func:`checkpointing_mode`): inside each layer, the operators of the
+    attention module itself — not of its query/key/value and output projections, which are its children — from its
+    first matmul (the query-key product) or fused attention kernel to its last (the product with the values), both
+    included: the scaling, mask, softmax and attention dropout between them. The rotary embeddings and head reshapes
+    before the first and the head merge after the last are kept."""
+    op = rows["op"].astype(str).to_numpy()
+    codes, names = pd.factorize(rows["module"].astype(str))
+    in_attn = np.array([bool(_ATTENTION_MODULE.search(n)) for n in names], dtype=bool)[codes] if len(names) else \
+        np.zeros(len(rows), bool)
+    fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers) & in_attn
+    core = fwd & (np.isin(op, _MM_OPS) | np.array(["attention" in o for o in op], dtype=bool))
+    out = np.zeros(len(rows), dtype=bool)
+    for i in np.unique(layer[core]):
+        at = np.flatnonzero(core & (layer == i))
+        lo, hi = at[0], at[-1] + 1
+        out[lo:hi] = fwd[lo:hi] & (layer[lo:hi] == i)
+    return out
 
 
 _SPLIT_MODULE = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|mlp|ffn|feed_forward|feedforward|intermediate|experts)(\.|$)",

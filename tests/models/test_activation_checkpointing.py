@@ -18,10 +18,10 @@ TINY_GPT2 = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=5
                  eos_token_id=0)
 
 
-def _t(**kw):
+def _t(model=TINY_GPT2, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
-        return pm.predict_step_time(TINY_GPT2, "A100", input_shape=(32,), batch_size=4, **kw).iloc[0]
+        return pm.predict_step_time(model, "A100", input_shape=(32,), batch_size=4, **kw).iloc[0]
 
 
 def test_one_gpu_adds_one_forward_pass():
@@ -51,13 +51,20 @@ def test_data_and_tensor_parallel_add_the_forward_of_every_micro_batch(strategy)
     assert ckpt["comm_s"] == plain["comm_s"] and ckpt["bubble_s"] == plain["bubble_s"] == 0
 
 
-def test_pipeline_slots_grow_by_the_stage_forward():
+@pytest.mark.parametrize("v", [1, 2, 4])
+def test_pipeline_slots_grow_by_the_stage_forward(v):
+    """1F1B: every slot grows by the stage's forward; interleaved over v chunks per rank, the fill and drain are v
+    times shorter (the rank's v chunks, not a fixed two)."""
     m, p = 4, 2
-    plain = _t(n_gpus=p, strategy="pp", micro_batches=m)
-    ckpt = _t(n_gpus=p, strategy="pp", micro_batches=m, activation_checkpointing=True)
+    kw = dict(n_gpus=p, strategy="pp", micro_batches=m)
+    if v > 1:  # p x v chunks of at least one layer each
+        kw.update(model=dict(TINY_GPT2, n_layer=8))
+        kw.update(pipeline_schedule="interleaved-1f1b", virtual_stages=v)
+    plain = _t(**kw)
+    ckpt = _t(**kw, activation_checkpointing=True)
     f = plain["forward_s"] / m  # one micro-batch's forward on the slowest stage
-    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + (m + p - 1) * f, rel=1e-12)
-    assert ckpt["bubble_s"] == pytest.approx(plain["bubble_s"] + (p - 1) * f, rel=1e-12)
+    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + (m + (p - 1) / v) * f, rel=1e-12)
+    assert ckpt["bubble_s"] == pytest.approx(plain["bubble_s"] + (p - 1) / v * f, rel=1e-12)
     assert ckpt["compute_s"] == pytest.approx(plain["compute_s"] + m * f, rel=1e-12)
     # step = compute + exposed communication + bubble still holds
     assert ckpt["step_time_s"] == pytest.approx(ckpt["compute_s"] + ckpt["comm_s"] + ckpt["bubble_s"], rel=1e-9)
@@ -65,7 +72,9 @@ def test_pipeline_slots_grow_by_the_stage_forward():
 
 def test_errors():
     with pytest.raises(ValueError, match=r"activation_checkpointing must be False, True \(= 'full'\), 'full', 'selective' "
-                                         r"\(torchtitan's per-operator policy\) or 'layer' / 'layer:N' \(every N-th layer "
+                                         r"\(torchtitan's per-operator policy; Megatron's core attention with "
+                                         r"framework='megatron'\), 'attention' \(Megatron's selective recomputation of the "
+                                         r"core attention\) or 'layer' / 'layer:N' \(every N-th layer "
                                          r"checkpointed, N >= 1; torchtitan's per-layer policy\); got 'yes'\."):
         _t(activation_checkpointing="yes")
     with pytest.raises(ValueError, match=r"or 'layer' / 'layer:N' .*; got 'layer:0'\."):
@@ -119,3 +128,66 @@ def test_a_module_without_a_stack_of_layers_is_refused():
     net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
     with pytest.raises(ValueError, match="it has no stack of repeated layers"):
         pm.predict_step_time(net, ["V100"], input_shape=(64,), batch_size=8, activation_checkpointing="full")
+
+
+EAGER_GPT2 = dict(TINY_GPT2, attn_implementation="eager")
+
+
+def test_core_attention_mask_spans_the_attention_module_from_its_first_matmul_to_its_last():
+    """Megatron's selective recomputation: in each layer, the attention module's own operators from the query-key
+    product to the product with the values (scaling, mask, softmax, attention dropout between them); the
+    projections (children of the attention module), the head reshapes around the core and other modules stay."""
+    from perfmodel.step.trace import core_attention_mask
+
+    att, proj = "m.h.0.attn", "m.h.0.attn.c_attn"
+    rows = pd.DataFrame({
+        "op": ["aten.addmm", "aten.transpose", "aten.bmm", "aten.mul", "aten._softmax", "aten.bernoulli_", "aten.bmm",
+               "aten.clone", "aten.addmm", "aten.addmm", "aten.bmm", "aten.bmm", "aten.bmm"],
+        "module": [proj, att, att, att, att, att, att, att, "m.h.0.attn.c_proj", "m.h.0.mlp.c_fc", "m.h.1.attn",
+                   "m.h.1.attn", "m.h.0.attn"],
+        "phase": ["forward"] * 12 + ["backward"]})
+    layer = np.array([0] * 10 + [1, 1, 0])
+    assert core_attention_mask(rows, layer, 2).tolist() == [False, False, True, True, True, True, True, False, False,
+                                                            False, True, True, False]
+    # a fused attention kernel is the whole core
+    fused = pd.DataFrame({"op": ["aten.mm", "aten._scaled_dot_product_flash_attention", "aten.mm"],
+                          "module": ["m.h.0.self_attn.q_proj", "m.h.0.self_attn", "m.h.0.self_attn.o_proj"],
+                          "phase": ["forward"] * 3})
+    assert core_attention_mask(fused, np.zeros(3, int), 1).tolist() == [False, True, False]
+
+
+def _mem(**kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        return pm.predict_memory(EAGER_GPT2, "A100", input_shape=(32,), batch_size=4, **kw).iloc[0]
+
+
+def test_attention_recompute_drops_the_score_tensors_and_recomputes_the_core():
+    """Korthikanti et al. 2022: the core attention's score-shaped tensors (softmax output, dropout mask, dropped-out
+    probabilities: b·a·s² each per layer) are not kept, everything else is; the step grows by the core's forward."""
+    b, a, s, layers, size = 4, 4, 32, 2, 4  # FP32
+    plain, att, full = _mem(), _mem(activation_checkpointing="attention"), _mem(activation_checkpointing="full")
+    assert plain["activations_bytes"] - att["activations_bytes"] == pytest.approx(layers * 3 * b * a * s * s * size)
+    assert full["activations_bytes"] < att["activations_bytes"] < plain["activations_bytes"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        t = {m: pm.predict_step_time(EAGER_GPT2, "A100", input_shape=(32,), batch_size=4,
+                                     activation_checkpointing=m).iloc[0] for m in (False, "attention", "full")}
+    assert t[False]["step_time_s"] < t["attention"]["step_time_s"] < t["full"]["step_time_s"]
+    assert "Megatron's selective recomputation: each layer's core attention" in t["attention"]["basis"]
+
+
+def test_selective_means_the_core_attention_under_megatron():
+    """Megatron names its core-attention recomputation "selective": with framework="megatron" the word means it;
+    with PyTorch it stays torchtitan's per-operator policy."""
+    w = pm.Workload(EAGER_GPT2, input_shape=(32,), batch_size=8, precision="bf16", optimizer="adam")
+    c = pm.Cluster("A100-SXM4-80GB", n_gpus=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        got = {(fw, ac): pm.predict(w, c, pm.Parallelism("tp2", framework=fw, activation_checkpointing=ac)).to_frame().iloc[0]
+               for fw in ("megatron", "pytorch") for ac in ("selective", "attention")}
+    for col in ("step_time_s", "activations_bytes"):
+        assert got["megatron", "selective"][col] == got["megatron", "attention"][col]
+        assert got["pytorch", "selective"][col] != got["pytorch", "attention"][col]
+    assert pm.Parallelism(framework="megatron", activation_checkpointing="selective").checkpointing == "attention"
+    assert pm.Parallelism(activation_checkpointing="core_attn").checkpointing == "attention"
