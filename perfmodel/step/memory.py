@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 
 import numpy as np
 import pandas as pd
@@ -60,10 +61,37 @@ MEMORY_COLUMNS = ["model", "gpu", "batch_size", "n_gpus", "strategy", "micro_bat
                   "total_bytes", "capacity_bytes", "fits", "basis"]
 
 
+def _DropoutMasks():
+    """A dispatch mode that records the tensors dropout draws its mask into (``bernoulli_``), in :attr:`ids`.
+
+    Off the GPU (on the meta device the memory is counted on) PyTorch's dropout draws its mask as a tensor of the
+    input's dtype and saves it for the backward pass; on a CUDA or ROCm GPU the fused kernel (``native_dropout``) saves a
+    one-byte bool mask instead. The memory counts such a mask at one byte per element, as the GPU keeps it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import torch
+
+    class DropoutMasks(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ids: set = set()
+            self._keep: list = []  # the masks stay alive while the ids are compared (no id reused)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func in (torch.ops.aten.bernoulli_.float, torch.ops.aten.bernoulli_.Tensor) and args:
+                self.ids.add(id(args[0]))
+                self._keep.append(args[0])
+            return out
+
+    return DropoutMasks()
+
+
 def _saved_tensors(net, x) -> pd.DataFrame:
     """The tensors autograd saves for the backward pass in one forward pass of ``net`` on ``x`` (meta device: no memory,
     no arithmetic): one row per distinct tensor, ``module`` (innermost module running when it was saved), ``bytes``,
-    ``shape``; parameters (and views of them) are left out — they are counted as parameters."""
+    ``shape``; parameters (and views of them) are left out — they are counted as parameters. Dropout masks count one
+    byte per element, as a GPU's fused dropout keeps them (:func:`_DropoutMasks`)."""
     import torch
 
     names = {m: n for n, m in net.named_modules()}
@@ -78,12 +106,15 @@ def _saved_tensors(net, x) -> pd.DataFrame:
         if stack:
             stack.pop()
 
+    masks = _DropoutMasks()
+
     def pack(t):
         base = t._base if t._base is not None else t
         if id(base) not in params and id(base) not in seen:
             seen.add(id(base))
             keep.append(base)
-            rows.append((stack[-1] if stack else "", float(base.numel() * base.element_size()), "x".join(map(str, base.shape))))
+            size = 1 if id(base) in masks.ids else base.element_size()  # a GPU's fused dropout keeps a bool mask
+            rows.append((stack[-1] if stack else "", float(base.numel() * size), "x".join(map(str, base.shape))))
         return t
 
     import contextlib
@@ -96,7 +127,7 @@ def _saved_tensors(net, x) -> pd.DataFrame:
     # math path meta tensors fall back to (which saves the s×s scores); the same choice the step-time trace makes
     sdpa = MetaSDPAMode() if x.device.type == "meta" else contextlib.nullcontext()
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), reads, sdpa:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), reads, sdpa, masks:
             net(x)
     except (RuntimeError, NotImplementedError) as exc:
         if not reads.reads and "meta" not in str(exc):
@@ -164,9 +195,16 @@ def _saved_for(net, dtype, x_shape, x_dtype):
     return saved.copy(), lay
 
 
+#: the output projection of an attention module (GPT-2's ``attn.c_proj``, Llama's ``self_attn.o_proj``, OPT's
+#: ``out_proj``, BERT's ``attention.output.dense``, GPT-NeoX's ``attention.dense``, T5's ``wo``).
+_OUT_PROJECTION = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|self_attention)\."
+                             r"(c_proj|o_proj|out_proj|dense|wo|output\.dense)$", re.IGNORECASE)
+
+
 def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
     """Saved tensors tensor parallelism splits: inside a layer, those of attention and MLP submodules but the
-    hidden-state ones; outside the layers, those with a vocabulary-sized dimension."""
+    hidden-state ones (the input of the attention's row-parallel output projection is split, :data:`_OUT_PROJECTION`);
+    outside the layers, those with a vocabulary-sized dimension."""
     from perfmodel.step.trace import _SPLIT_MODULE, _layer_prefix
 
     mods = saved["module"].astype(str).to_numpy()
@@ -176,7 +214,10 @@ def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
     in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in rel], dtype=bool)
     dims = saved["shape"].astype(str).str.split("x")
     hidden_state = dims.str[-1].to_numpy() == str(lay.hidden)
-    mask = in_split & ~hidden_state
+    # the attention's output projection is row-parallel: its input, the heads' outputs, is split though it is as wide
+    # as the hidden state (Korthikanti et al. 2022, Section 4.1: the 2sbh of the linear projection's input over t)
+    row_parallel = np.array([bool(_OUT_PROJECTION.search(m)) for m in mods], dtype=bool)
+    mask = in_split & (~hidden_state | row_parallel)
     if lay.vocab:
         mask |= (~inside) & np.array([str(lay.vocab) in d for d in dims], dtype=bool)
     return mask
