@@ -183,6 +183,16 @@ def _llm_claims():
                "{} % MAPE (worst {} %)", "the rule of thumb {} % ({})", _item_link("external.megatron_runs")), (
         int(g["rows"]), _pct(g["tflops_mape_pct"]), _pct(g["tflops_worst_pct"]), _pct(g["rule_of_thumb_tflops_mape_pct"]),
         "perfmodel better" if g["tflops_mape_pct"] < g["rule_of_thumb_tflops_mape_pct"] else "better than perfmodel")
+    from perfmodel.papers.external import megatron_recompute_runs
+
+    k = megatron_recompute_runs.summary().set_index("quantity")["value"]
+    yield _row("the same with sequence parallelism and selective recomputation (`activation_checkpointing=\"attention\"`)",
+               "Korthikanti et al.'s {} end-to-end runs (GPT 22B to 1T on 8 to 512 A100, full and selective recomputation)",
+               "{} % MAPE of the MFU (worst {} %); speed-up of selective over full recomputation {}x (published {}x)",
+               "the rule of thumb {} % ({})", _item_link("external.megatron_recompute_runs")), (
+        int(k["rows"]), _pct(k["mfu_mape_pct"]), _pct(k["mfu_worst_pct"]), f"{k['predicted_speedup_mean']:.2f}",
+        f"{k['published_speedup_mean']:.2f}", _pct(k["rule_of_thumb_mfu_mape_pct"]),
+        "perfmodel better" if k["mfu_mape_pct"] < k["rule_of_thumb_mfu_mape_pct"] else "better than perfmodel")
 
 
 def _claims():

@@ -33,7 +33,7 @@ def test_every_item_points_at_existing_notebooks_and_tests():
             assert (ROOT / it.test).is_file(), it.test
     items = list_items()
     assert items["id"].is_unique and set(items["paper"]) <= {"CM-DARE", "ICAC'19", "perfmodel"}
-    assert len(items) == 43 and items["legacy_id"].is_unique
+    assert len(items) == 44 and items["legacy_id"].is_unique
 
 
 @pytest.mark.parametrize("row, expected", [
@@ -191,7 +191,7 @@ def test_full_reproduction_is_green(tmp_path, capsys):
     # perfmodel's own results are numbers with their protocol, under every beyond / external item
     own = {it.id for it in ITEMS if it.package in ("beyond", "external")}
     with_results = {r["id"] for r in doc["numbers"] if r["status"] == "perfmodel result"}
-    assert with_results == own and len(own) == 13
+    assert with_results == own and len(own) == 14
     assert all(r["paper_value"] is None and len(r["reason"]) > 40 for r in doc["numbers"] if r["status"] == "perfmodel result")
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     beyond = md.split("## Beyond the papers (perfmodel)", 1)[1]

@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -194,6 +194,29 @@ def load_megatron_runs() -> pd.DataFrame:
     return _read_packaged("reference/megatron_sc21_table1.csv")
 
 
+def load_megatron_recompute_runs() -> pd.DataFrame:
+    """Megatron-LM's end-to-end runs with and without its activation-memory techniques (Korthikanti et al., "Reducing
+    Activation Recomputation in Large Transformer Models", MLSys 2023, arXiv:2205.05198), transcribed with their
+    citation: GPT models of 22B, 175B, 530B and 1T parameters on 8 to 512 A100-80GB GPUs of Selene (DGX A100 nodes),
+    tensor x pipeline parallel with a data-parallel size of one, sequence length 2048, vocabulary 51,200. Each model
+    has two rows: ``"full recompute"`` (tensor parallelism with full activation recomputation, the paper's baseline)
+    and ``"present work"`` (sequence parallelism with selective recomputation of the core attention). The
+    configuration is the paper's Table 3, the iteration times and throughput increases its Table 4; the model and
+    hardware FLOPs utilization of the ``"present work"`` rows are the table of NVIDIA/Megatron-LM's README (the same
+    four configurations, "measured using a data parallel size of one").
+
+    Returns
+    -------
+    DataFrame
+        Two rows per model: ``model``, ``params_b``, ``attention_heads``, ``hidden_size``, ``layers``, ``tp``, ``pp``,
+        ``n_gpus``, ``global_batch``, ``micro_batch``, ``experiment``, ``sequence_parallel``, ``recompute``
+        (``"full"`` or ``"selective"``: Megatron's core-attention recomputation), ``iteration_time_s``,
+        ``throughput_increase_pct`` (present work over full recompute), ``mfu_pct`` and ``hfu_pct`` (present work),
+        ``source``.
+    """
+    return _read_packaged("reference/megatron_korthikanti_table4.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -232,5 +255,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("megatron_runs", load_megatron_runs, "one Megatron-LM weak-scaling run: GPT size, TP x PP x DP on A100s, "
                 "batch, achieved TFLOP/s per GPU", ("reference/megatron_sc21_table1.csv",),
                 "Narayanan et al., SC'21, Table 1 (beyond the papers)", kind="reference"),
+    DatasetSpec("megatron_recompute_runs", load_megatron_recompute_runs, "one Megatron-LM end-to-end run: GPT size, TP x PP "
+                "on A100s, full or selective recomputation with or without sequence parallelism, iteration time, MFU",
+                ("reference/megatron_korthikanti_table4.csv",),
+                "Korthikanti et al., MLSys 2023, Tables 3 and 4 (beyond the papers)", kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

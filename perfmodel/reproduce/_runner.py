@@ -120,7 +120,7 @@ _MIN_ITEMS_IN_PARALLEL = 4
 _MAX_DEFAULT_JOBS = 4
 #: items that take the longest (tens of seconds: model fits, traces of large models); started first, so that the
 #: others fill the remaining workers around them. Order only: what an item computes does not depend on it.
-_SLOW_FIRST = ("vidur_h100_ops", "torchtitan_runs", "megatron_runs", "neusight_benchmark", "lifetime_models", "cost_and_savings_tables")
+_SLOW_FIRST = ("vidur_h100_ops", "torchtitan_runs", "megatron_runs", "megatron_recompute_runs", "neusight_benchmark", "lifetime_models", "cost_and_savings_tables")
 
 
 def _check_jobs(jobs) -> int:
