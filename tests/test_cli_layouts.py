@@ -40,6 +40,25 @@ def test_the_command_prints_search_layouts_fastest_first(config, capsys):
     assert "basis: " in out and "no --interconnect" not in out  # one node: nothing to say of the links between nodes
 
 
+def test_the_fp8_recipe_travels_in_the_workload(config, capsys):
+    """--fp8-recipe is the Workload's field: the command's answer is search_layouts' on a Workload that says it."""
+    args = [config, "--gpu", "H100", "--n-gpus", "8", "--input-shape", "1024", "--batch-size", "16", "--tp", "1,2",
+            "--pp", "1", "--precision", "fp8", "--stack", "te", "--fp8-recipe", "current", "--frameworks", "megatron",
+            "--activation-checkpointing", "none", "--quiet"]
+    assert main(["layouts", *args]) == 0
+    out = capsys.readouterr().out
+    kw = dict(input_shape=(1024,), batch_size=16, precision="fp8", optimizer="adam", stack="te")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = {r: search_layouts(pm.Workload(LLAMA, **kw, fp8_recipe=r), pm.Cluster("H100", n_gpus=8),
+                                   tensor_parallel=[1, 2], pipeline_parallel=[1], frameworks=["megatron"],
+                                   activation_checkpointing=[False]).iloc[0] for r in ("current", "delayed")}
+    best = found["current"]
+    assert f"fastest that fits: {best['framework']} {best['strategy']}, {best['step_time_s']:.4g} s per step" in out
+    assert found["current"]["step_time_s"] != found["delayed"]["step_time_s"]
+    assert "current per-tensor scaling" in out.split("basis: ", 1)[1]
+
+
 def test_a_multi_node_run_without_links_between_nodes_is_told_so(config, capsys):
     assert main(["layouts", config, "--n-gpus", "16", "--input-shape", "1024", "--batch-size", "16", "--tp", "4",
                  "--pp", "2", "--frameworks", "megatron", "--activation-checkpointing", "none", "--quiet"]) == 0
@@ -52,7 +71,7 @@ def test_a_multi_node_run_without_links_between_nodes_is_told_so(config, capsys)
     (["--n-gpus", "8"], "--input-shape is required: the sequence length"),
     (["--n-gpus", "8", "--input-shape", "1024", "--tp", "2.5"], "--tp must be comma-separated whole numbers"),
     (["--n-gpus", "8", "--input-shape", "1024", "--activation-checkpointing", "sometimes"],
-     "--activation-checkpointing takes policies among none, selective, full"),
+     "--activation-checkpointing takes policies among none, selective, attention, full"),
     (["--n-gpus", "8", "--input-shape", "1024", "--usd-per-gpu-h", "-1"], "--usd-per-gpu-h must be a positive number"),
     (["--gpus", "H100,A100", "--n-gpus", "8", "--input-shape", "1024"], "searches the layouts of one GPU; got --gpu 'H100,A100'"),
 ])

@@ -21,10 +21,10 @@ _POLICIES = {"none": False, "selective": "selective", "full": "full"}
 
 def _policies(text: str) -> list:
     names = _names(text, "--activation-checkpointing")
-    bad = [n for n in names if n not in _POLICIES and not n.startswith("layer")]
+    bad = [n for n in names if n not in _POLICIES and not n.startswith("layer") and n != "attention"]
     if bad:
-        raise _UsageError(f"--activation-checkpointing takes policies among none, selective, full, layer, layer:N, least "
-                          f"recomputation first; got {', '.join(map(repr, bad))}.")
+        raise _UsageError(f"--activation-checkpointing takes policies among none, selective, attention, full, layer, "
+                          f"layer:N, least recomputation first; got {', '.join(map(repr, bad))}.")
     return [_POLICIES.get(n, n) for n in names]
 
 
@@ -55,7 +55,8 @@ def _cmd_layouts(args) -> int:
               "for the links between nodes.")
     work = pm.Workload(model, input_shape=shape, batch_size=args.batch_size, precision=args.precision,
                        optimizer=None if args.optimizer == "none" else args.optimizer,
-                       **({"stack": args.stack} if args.stack else {}))
+                       **({"stack": args.stack} if args.stack else {}),
+                       **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}))
     cluster = pm.Cluster(args.gpu, n_gpus=args.n_gpus, gpus_per_node=args.gpus_per_node,
                          interconnect=_interconnect(args.interconnect), nics_per_node=args.nics_per_node)
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
@@ -120,6 +121,9 @@ def add_parser(sub, fmt) -> None:
                    help="optimizer step included")
     p.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                    help="kernel family: eager PyTorch (default), torch.compile, or Transformer Engine's fused modules")
+    p.add_argument("--fp8-recipe", choices=["tensorwise", "rowwise", "delayed", "current", "mxfp8"], default=None,
+                   help="with --precision fp8: torchao's tensorwise (default) or rowwise scaling; with --stack te, "
+                        "Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node")
     p.add_argument("--interconnect", default=None,
                    help="links: a link per level (intra=nvlink,inter=infiniband-ndr), one link (nvlink) or one per group")
@@ -133,7 +137,9 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--pp", default=None, help="pipeline degrees to try (default 1,2,4,8,16, at most one stage per layer)")
     p.add_argument("--cp", default=None, help="context-parallel degrees to try (default 1, and 2 from 8192 tokens)")
     p.add_argument("--activation-checkpointing", default="none,selective,full",
-                   help="policies to try, least recomputation first; each layout keeps the first that fits")
+                   help="policies to try, least recomputation first; each layout keeps the first that fits "
+                        "(selective: torchtitan's per-operator policy on FSDP layouts, Megatron's core-attention "
+                        "recomputation on Megatron layouts; attention: the latter on both)")
     p.add_argument("--usd-per-gpu-h", type=float, default=None, help="price of one GPU-hour: adds the cost per step")
     p.add_argument("--top", type=int, default=15, help="layouts to print")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
