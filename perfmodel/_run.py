@@ -139,7 +139,7 @@ class Parallelism:
     micro_batches : int, optional
         Micro-batches per step: the pipeline's ``m``, else gradient-accumulation steps (default 1).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
-    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}, default False
+    activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}, default False
         What the backward pass recomputes (:func:`perfmodel.step.trace.checkpointing_mode`). A
         :class:`~perfmodel.Workload` may say it instead; saying it in both with different values is an error.
     overlap_grad_reduce : bool, default True

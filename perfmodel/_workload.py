@@ -293,7 +293,7 @@ class Workload:
     inference : bool, optional
         ``True`` or ``False`` (the string ``"False"`` is refused).
     compile : bool, optional
-    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}, optional
+    activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}, optional
     stack : {"eager", "compile", "te"}, optional
         The kernel family the run uses (``predict_step_time``'s ``stack=``); ``"compile"`` is ``compile=True``.
     fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8"}, optional

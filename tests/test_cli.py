@@ -246,3 +246,31 @@ def test_predict_takes_the_fp8_recipe_and_the_fp8_parameter_gather(tmp_path, cap
     assert "--fp8-param-gather does" in capsys.readouterr().out
     assert main([*base, "--gpus", "H100", "--stack", "te", "--fp8-recipe", "mxfp8"]) != 0
     assert "H100 lack" in capsys.readouterr().err
+
+
+def test_predict_takes_megatrons_selective_recomputation(tmp_path, capsys):
+    """--activation-checkpointing attention (or selective with --framework megatron) is Megatron's core-attention
+    recomputation, the step pm.predict gives for it, said in basis."""
+    import json
+    import warnings
+
+    import perfmodel as pm
+    from perfmodel.cli import main
+
+    cfg = dict(model_type="gpt2", n_layer=2, n_embd=64, n_head=4, vocab_size=512, n_positions=128, bos_token_id=0,
+               eos_token_id=0, attn_implementation="eager")
+    path = tmp_path / "gpt2.json"
+    path.write_text(json.dumps(cfg))
+    base = ["predict", str(path), "--gpus", "A100", "--n-gpus", "2", "--strategy", "tp2", "--framework", "megatron",
+            "--input-shape", "64", "--batch-size", "8", "--precision", "bf16", "--optimizer", "adam"]
+    outs = []
+    for ac in ("attention", "selective"):
+        assert main([*base, "--activation-checkpointing", ac]) == 0
+        outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] and "Megatron's selective recomputation: each layer's core attention" in outs[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = pm.predict(pm.Workload(cfg, input_shape=(64,), batch_size=8, precision="bf16", optimizer="adam"),
+                       pm.Cluster("A100", n_gpus=2), pm.Parallelism("tp2", framework="megatron",
+                                                                      activation_checkpointing="attention"))
+    assert f"{p.step_time_s:.6f}" in outs[0]

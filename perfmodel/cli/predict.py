@@ -141,7 +141,9 @@ def add_parser(sub, fmt) -> None:
                            "else one NIC per group)")
     pred.add_argument("--activation-checkpointing", nargs="?", const="full", default=False,
                       help="recompute activations in the backward pass: full (the flag alone), selective "
-                           "(torchtitan's per-operator policy) or layer / layer:N (every N-th layer, default 2)")
+                           "(torchtitan's per-operator policy; Megatron's core attention with --framework megatron), "
+                           "attention (Megatron's selective recomputation of the core attention) or layer / layer:N "
+                           "(every N-th layer, default 2)")
     pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
     pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                       help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "

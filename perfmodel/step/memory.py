@@ -251,12 +251,14 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         Precision of parameters and activations.
     optimizer : {"adam", "adam-fused", "sgd-momentum", "sgd", None}
         What the optimizer keeps per parameter.
-    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}
+    activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}
         ``True``/``"full"``: keep only each layer's input and recompute the layer in the backward pass; ``"layer:N"``:
         every ``N``-th layer so (default 2), the others keep everything;
         ``"selective"``: torchtitan's per-operator policy — each layer keeps its input, the fused attention outputs and
         the outputs of every other matmul (:func:`perfmodel.step.step_time.checkpointing_mode`), and one layer's
-        recomputed rest is transient.
+        recomputed rest is transient; ``"attention"`` (and ``"selective"`` with ``framework="megatron"``):
+        Megatron's selective recomputation, every tensor kept but the core attention's score-sized ones
+        (Korthikanti et al. 2022's ``5·a·s²·b`` per layer), one layer's of them transient.
     input_shape, input_dtype
         One sample, as for :func:`perfmodel.predict_step_time`.
     micro_batches : int, optional

@@ -157,13 +157,15 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     overlap_grad_reduce : bool
         ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
         after the backward pass (Megatron-LM's default).
-    activation_checkpointing : bool or {"full", "selective", "layer", "layer:N"}
+    activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}
         ``True`` / ``"full"``: keep only each layer's input and recompute the forward pass during the backward pass
         (``torch.utils.checkpoint``, Megatron's full recompute): one more forward pass per micro-batch on every GPU,
         counted in ``backward_s`` (where it runs) and in ``step_time_s`` (:func:`add_recompute`). ``"selective"``:
         torchtitan's per-operator policy (:func:`checkpointing_mode`): only the forward operators it does not keep are
-        recomputed. ``"layer"`` / ``"layer:N"``: torchtitan's per-layer policy, every ``N``-th layer (default 2)
-        checkpointed whole. The memory it saves is :func:`perfmodel.predict_memory`'s.
+        recomputed (with ``framework="megatron"``: Megatron's, as ``"attention"``). ``"attention"``: Megatron's
+        selective recomputation, each layer's core attention recomputed (:func:`checkpointing_mode`). ``"layer"`` /
+        ``"layer:N"``: torchtitan's per-layer policy, every ``N``-th layer (default 2) checkpointed whole. The memory
+        it saves is :func:`perfmodel.predict_memory`'s.
 
     Returns
     -------
