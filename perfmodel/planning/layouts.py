@@ -50,7 +50,9 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         heads, pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1 and, for sequences of 8192
         tokens or more, 2.
     activation_checkpointing : sequence
-        Policies to try, least recomputation first (:func:`search_layouts` keeps the first that fits).
+        Policies to try, least recomputation first (:func:`search_layouts` keeps the first that fits). ``"selective"``
+        is each framework's own: torchtitan's per-operator policy on PyTorch layouts, Megatron's core-attention
+        recomputation on Megatron ones (:func:`perfmodel._workload.checkpointing_mode`).
 
     Returns
     -------
@@ -130,7 +132,9 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
     Returns
     -------
     DataFrame
-        :data:`LAYOUT_COLUMNS`, one row per layout, the fitting ones first, fastest first; ``parallelism`` is the
+        :data:`LAYOUT_COLUMNS`, one row per layout, the fitting ones first, fastest first; ``activation_checkpointing``
+        the policy kept as :attr:`perfmodel.Parallelism.checkpointing` says it (``"False"``, ``"selective"``,
+        ``"attention"`` for Megatron's selective recomputation, ``"full"``, ``"layer:N"``); ``parallelism`` is the
         :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
         layouts the model refuses (heads, layers, sequence) with the reason.
     """
@@ -176,7 +180,7 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         total, cap, fits = float(m["total_bytes"]), float(m["capacity_bytes"]), bool(m["fits"])
         row = dict(framework=p.framework, strategy=str(p.strategy), micro_batches=p.micro_batches or 1,
                    pipeline_schedule=p.pipeline_schedule, virtual_stages=p.virtual_stages or 1,
-                   activation_checkpointing=str(p.activation_checkpointing), async_tp=bool(p.async_tp),
+                   activation_checkpointing=str(p.checkpointing or False), async_tp=bool(p.async_tp),
                    step_time_s=np.nan, lower_s=np.nan, upper_s=np.nan, tokens_per_s=np.nan, mfu=np.nan, comm_s=np.nan,
                    bubble_s=np.nan, memory_per_gpu_bytes=total, capacity_bytes=cap, fits=fits,
                    usd_per_gpu_h=np.nan if usd_per_gpu_h is None else float(usd_per_gpu_h), cost_per_step_usd=np.nan,

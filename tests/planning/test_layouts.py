@@ -82,3 +82,18 @@ def test_a_layout_that_fits_only_with_recomputation_gets_it_and_one_that_never_f
     assert never["memory_per_gpu_bytes"].iloc[0] == pytest.approx(min(m512))
     with pytest.raises(ValueError, match=r"usd_per_gpu_h must be a positive price"):
         search_layouts(_run(), c, usd_per_gpu_h=-1)
+
+
+def test_selective_is_each_frameworks_own_and_the_table_says_which():
+    """A policy "selective" tried on a Megatron layout is Megatron's core-attention recomputation: the table says
+    "attention", the row's Parallelism predicts what pm.predict does with it."""
+    c = pm.Cluster("H100", n_gpus=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = search_layouts(_run(), c, frameworks=["megatron", "pytorch"], tensor_parallel=[2], pipeline_parallel=[1],
+                           activation_checkpointing=["selective"])
+        assert set(f["activation_checkpointing"]) == {"attention", "selective"}
+        for r in f.itertuples():
+            assert (r.activation_checkpointing == "attention") == (r.framework == "megatron")
+            assert r.parallelism.checkpointing == r.activation_checkpointing
+            assert pm.predict(_run(), c, r.parallelism).step_time_s == pytest.approx(r.step_time_s, rel=1e-12)
