@@ -542,6 +542,11 @@ def _core_attention_saved(saved: pd.DataFrame, layer: np.ndarray, out_b: np.ndar
     codes, names = pd.factorize(saved["module"].astype(str))
     in_attn = np.array([bool(_ATTENTION_MODULE.search(n)) for n in names], dtype=bool)[codes] if len(names) else \
         np.zeros(len(saved), bool)
+    inside = (layer >= 0) & (layer < lay.n_layers)
+    if inside.any() and not (in_attn & inside).any():
+        raise ValueError("activation_checkpointing='attention' recomputes each layer's core attention, and no layer of "
+                         "this model has one perfmodel can find: no tensor is saved by a module named attn, attention, "
+                         "self_attn, self_attention or attention.self. Use 'full' or 'selective' instead.")
     dims = [d.split("x") for d in saved["shape"].astype(str)]
     square = np.array([len(d) >= 3 and d[-1] == d[-2] for d in dims], dtype=bool)
     scores = in_attn & square & (layer >= 0) & (layer < lay.n_layers)

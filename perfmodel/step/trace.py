@@ -955,8 +955,10 @@ def selective_recompute_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: in
     return fwd & ~kept
 
 
-#: the attention module itself (not its projections): the last part of a module path.
-_ATTENTION_MODULE = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|self_attention|core_attention)$", re.IGNORECASE)
+#: the attention module itself (not its projections): the end of a module path (BERT's and RoBERTa's is
+#: ``attention.self``).
+_ATTENTION_MODULE = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|self_attention|core_attention|attention\.self)$",
+                               re.IGNORECASE)
 
 
 def core_attention_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) -> np.ndarray:
@@ -973,6 +975,12 @@ def core_attention_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) ->
     fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers) & in_attn
     core = fwd & (np.isin(op, _MM_OPS) | np.array(["attention" in o for o in op], dtype=bool))
     out = np.zeros(len(rows), dtype=bool)
+    if n_layers and not core.any() and ((rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0)
+                                        & (layer < n_layers)).any():
+        raise ValueError("activation_checkpointing='attention' recomputes each layer's core attention, and no layer of "
+                         "this model has one perfmodel can find: a module named attn, attention, self_attn, "
+                         "self_attention or attention.self running a matmul or a fused attention kernel. Use 'full' or "
+                         "'selective' instead.")
     for i in np.unique(layer[core]):
         at = np.flatnonzero(core & (layer == i))
         lo, hi = at[0], at[-1] + 1

@@ -192,3 +192,44 @@ def test_selective_means_the_core_attention_under_megatron():
         assert got["pytorch", "selective"][col] != got["pytorch", "attention"][col]
     assert pm.Parallelism(framework="megatron", activation_checkpointing="selective").checkpointing == "attention"
     assert pm.Parallelism(activation_checkpointing="core_attn").checkpointing == "attention"
+
+
+def test_core_attention_is_found_in_bert_and_a_model_without_one_is_refused():
+    """BERT keeps its core attention in ``attention.self``: recomputed there as in GPT-2's ``attn``. A stack of layers
+    without an attention module is refused with what was looked for, never silently left as it was."""
+    import torch
+
+    bert = dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                vocab_size=512, max_position_embeddings=128, attn_implementation="eager")
+    w = pm.Workload(bert, input_shape=(32,), batch_size=4, precision="bf16", optimizer="adam")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        r = {ac: pm.predict(w, pm.Cluster("A100"), pm.Parallelism(activation_checkpointing=ac)) for ac in (False, "attention")}
+    assert r["attention"].step_time_s > r[False].step_time_s
+    assert r["attention"].memory["activations_bytes"] < r[False].memory["activations_bytes"]
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(64, 64)
+
+        def forward(self, x):
+            return x + torch.relu(self.fc(x))
+
+    class Stack(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([Block() for _ in range(3)])
+
+        def forward(self, x):
+            for blk in self.layers:
+                x = blk(x)
+            return x.sum()
+
+    with pytest.raises(ValueError, match=r"activation_checkpointing='attention' recomputes each layer's core attention, "
+                                         r"and no layer of this model has one"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)
+            pm.predict_step_time(Stack(), "A100", input_shape=(64,), batch_size=8, activation_checkpointing="attention")
+    with pytest.raises(ValueError, match=r"and no layer of this model has one perfmodel can find: no tensor is saved"):
+        pm.predict_memory(Stack(), "A100", input_shape=(64,), batch_size=8, activation_checkpointing="attention")
