@@ -73,3 +73,25 @@ def test_numbers_are_perfmodel_results_computed_from_the_rows(data):
     assert n.loc["all_perfmodel_mape_pct", "reproduced"] == pytest.approx(mape(data["measured_ms"], data["predicted_ms"]))
     assert n.loc["all_neusight_published_mape_pct", "reproduced"] == pytest.approx(data["neusight_error_pct"].mean())
     assert {"dp_perfmodel_mape_pct", "tp_perfmodel_mape_pct", "pp_perfmodel_mape_pct"} <= set(n.index)
+
+
+def test_scaling_efficiency_is_computed_from_the_label_pairs(data):
+    """Each 4-GPU label with the single-GPU label of the batch one GPU runs: measured and predicted efficiency from the
+    two labels and the two predictions; data parallel weak, tensor and pipeline strong scaling."""
+    sc = item.scaling()
+    lab = load_neusight_labels()
+    single = lab[(lab["parallel"] == "none") & (lab["mode"] == "train")]
+    assert len(sc) == 4 and set(sc["gpu"]) == {"H100"} and sorted(sc["parallel"]) == ["dp4", "dp4", "pp4_1", "tp4"]
+    for r in sc.itertuples(index=False):
+        four = data[(data["model"] == r.model) & (data["batch_size"] == r.batch_size) & (data["parallel"] == r.parallel)
+                    & (data["gpu"] == r.gpu)].iloc[0]
+        one = single[(single["device"] == four["device"]) & (single["model"] == r.model)
+                     & (single["batch_size"] == r.single_batch)]["e2e_latency_ms"].iloc[0]
+        share = 1 if r.strategy == "dp" else 4
+        assert r.single_batch == (r.batch_size // 4 if r.strategy == "dp" else r.batch_size)
+        assert r.measured_efficiency == pytest.approx(one / (share * four["measured_ms"]), rel=1e-12)
+        assert r.predicted_efficiency == pytest.approx(r.predicted_single_ms / (share * four["predicted_ms"]), rel=1e-12)
+        assert 0 < r.predicted_efficiency <= 1.0 + 1e-9
+    n = item.numbers().set_index("quantity")
+    dp = sc[sc["strategy"] == "dp"]
+    assert n.loc["dp_scaling_efficiency_max_abs_difference", "reproduced"] == pytest.approx(dp["difference"].abs().max())

@@ -51,7 +51,7 @@ ITEM = Item(
     test="tests/papers/test_neusight_distributed.py",
 )
 
-__all__ = ["ITEM", "data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure", "scaling", "SCALING_GOAL"]
 
 
 _STRATEGY = {"dp4": ("dp", 4, 1), "tp4": ("tp", 4, 1), "pp4_1": ("pp", 4, 1)}
@@ -158,6 +158,62 @@ def data() -> pd.DataFrame:
     return neusight_distributed_data()
 
 
+#: the issue of data-parallel scaling: within this much of the published efficiency on one node
+SCALING_GOAL = 0.03
+
+
+@cached_frame
+def scaling() -> pd.DataFrame:
+    """Scaling efficiency of the 4-GPU labels that have a single-GPU label of the same GPU, model and sequence at the
+    batch one GPU would run: measured (from the two labels) and predicted (from perfmodel's predictions of the same two
+    labels, each under its own harness).
+
+    Data parallel is weak scaling — each of the 4 GPUs runs a quarter of the global batch ``B``:
+    ``T1(B/4) / T4(B)``; tensor and pipeline parallel are strong scaling — the 4 GPUs share the batch:
+    ``T1(B) / (4·T4(B))``. NeuSight's single-GPU labels time the forward and backward passes of Hugging Face's model
+    (no optimizer), its 4-GPU labels Megatron-LM's whole ``train_step`` (gradient all-reduce and Adam included): the
+    efficiency is the cost of going to 4 GPUs as these labels measure it, and perfmodel predicts each label as the
+    benchmarks do (single GPU: ``optimizer=None``, as ``external.neusight_benchmark``; 4 GPUs: as
+    :func:`neusight_distributed_data`). Only the H100 has single-GPU labels of the 4-GPU labels' models (NeuSight's
+    A100 single-GPU labels are of the A100 80GB PCIe, not the SXM4-40GB of its 4-GPU labels).
+
+    Returns
+    -------
+    DataFrame
+        ``gpu``, ``model``, ``seq_len``, ``batch_size`` (global), ``parallel``, ``strategy``, ``single_batch``,
+        ``measured_single_ms``, ``predicted_single_ms``, ``measured_efficiency``, ``predicted_efficiency``,
+        ``difference`` (predicted − measured).
+    """
+    import warnings
+
+    from perfmodel._extrapolation import ExtrapolationWarning
+    from perfmodel.datasets import load_neusight_labels, neusight_traced_config
+    from perfmodel.step.step_time import predict_step_time
+
+    lab = load_neusight_labels()
+    single = lab[(lab["parallel"] == "none") & (lab["mode"] == "train")].set_index(
+        ["device", "model", "seq_len", "batch_size"])["e2e_latency_ms"]
+    rows = []
+    for r in neusight_distributed_data().itertuples(index=False):
+        b = r.batch_size // r.n_gpus if r.strategy == "dp" else r.batch_size
+        key = (r.device, r.model, r.seq_len, b)
+        if key not in single.index or (r.strategy == "dp" and r.batch_size % r.n_gpus):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)
+            t1 = float(predict_step_time(neusight_traced_config(r.model, "train"), r.gpu, input_shape=(int(r.seq_len),),
+                                         batch_size=int(b), optimizer=None)["step_time_s"].iloc[0]) * 1e3
+        share = 1 if r.strategy == "dp" else r.n_gpus
+        m1 = float(single.loc[key])
+        rows.append(dict(gpu=r.gpu, model=r.model, seq_len=r.seq_len, batch_size=r.batch_size, parallel=r.parallel,
+                         strategy=r.strategy, single_batch=b, measured_single_ms=m1, predicted_single_ms=t1,
+                         measured_efficiency=m1 / (share * r.measured_ms),
+                         predicted_efficiency=t1 / (share * r.predicted_ms)))
+    out = pd.DataFrame(rows)
+    out["difference"] = out["predicted_efficiency"] - out["measured_efficiency"]
+    return out
+
+
 def numbers() -> pd.DataFrame:
     """perfmodel's own results: MAPE per strategy, per GPU and over the eleven 4-GPU labels, next to the MAPE of
     NeuSight's published errors on the same labels (``COMPARISON_COLUMNS``, no paper value, status ``PERFMODEL-RESULT``,
@@ -180,6 +236,22 @@ def numbers() -> pd.DataFrame:
                          protocol=f"the baseline on {on}: the rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the "
                                   "dense FP32 peak, the step spread perfectly over the 4 GPUs "
                                   "(perfmodel.step.baselines.rule_of_thumb_step_time)"))
+    sc = scaling()
+    how = ("from the 4-GPU label and the single-GPU label of the batch one GPU runs (data parallel: T1(B/4) / T4(B); "
+           "tensor and pipeline parallel: T1(B) / (4·T4(B))), measured from NeuSight's labels and predicted from "
+           "perfmodel's predictions of the same two labels (neusight_distributed_benchmark.scaling)")
+    for r in sc.itertuples(index=False):
+        tag = f"({r.gpu}, {r.model}, batch {r.batch_size}, {r.parallel})"
+        rows.append(dict(quantity=f"measured_scaling_efficiency {tag}", unit="ratio", value=float(r.measured_efficiency),
+                         protocol=f"scaling efficiency {how}: measured"))
+        rows.append(dict(quantity=f"predicted_scaling_efficiency {tag}", unit="ratio", value=float(r.predicted_efficiency),
+                         protocol=f"scaling efficiency {how}: predicted"))
+    dp = sc[sc["strategy"] == "dp"]
+    rows.append(dict(quantity="dp_scaling_efficiency_max_abs_difference", unit="ratio",
+                     value=float(dp["difference"].abs().max()),
+                     protocol=f"largest |predicted − measured| data-parallel scaling efficiency over the {len(dp)} "
+                              f"data-parallel labels that have their single-GPU label (goal: within {SCALING_GOAL:g}); "
+                              + how))
     return _item.item_results(__name__, rows)
 
 
