@@ -5,6 +5,9 @@
   GPU NeuSight measured, A100-80GB, L4 and H100 included: per GPU and operator class, the mean absolute percentage
   error of single operators (``mape_pct``) and the time-weighted error ``Σ|pred − meas| / Σ meas`` (``weighted_pct``,
   what a sum of many operators feels).
+* :func:`bandwidth_shares` — the memory-bound FP16 operators Vidur measured on the A100 80GB PCIe and the H100: the
+  share of the spec-sheet bandwidth each achieves, measured and as the shipped model predicts it, by operator and
+  size band.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pandas as pd
 
 from perfmodel.diagnostics.metrics import mape
 
-__all__ = ["op_model_errors"]
+__all__ = ["op_model_errors", "bandwidth_shares", "SIZE_BANDS"]
 
 
 def _rows(frame: pd.DataFrame, pred: np.ndarray, protocol: str) -> list[dict]:
@@ -62,3 +65,58 @@ def op_model_errors(op_classes=None, *, test_split: bool = True) -> pd.DataFrame
         out = pd.concat([out, pd.DataFrame(_rows(T, model.predict(T), "test split"))], ignore_index=True)
     out.attrs["provenance"] = model.provenance_
     return out
+
+
+#: size bands of :func:`bandwidth_shares`: (name, lowest bytes moved, highest), half-open
+SIZE_BANDS = (("2-8 MB", 2e6, 8e6), ("8-32 MB", 8e6, 32e6), (">= 32 MB", 32e6, np.inf))
+
+
+def bandwidth_shares(gpus=("a100", "h100"), *, prec: str = "bf16") -> pd.DataFrame:
+    """Achieved share of the spec-sheet memory bandwidth of Vidur's memory-bound FP16 operators (residual add,
+    embedding gather, RMSNorm, rotary embedding, SiLU-and-multiply; :func:`perfmodel.step.half_precision.vidur_rows`):
+    measured (bytes moved over the measured kernel time, over the GPU's bandwidth) and as the shipped model predicts
+    each kernel in half precision (:func:`perfmodel.step.kernels.kernel_seconds`, which floors a kernel at
+    :data:`~perfmodel.step.op_latency.KERNEL_MIN_S`, the launch-bound time of an eager step: below a few MB the
+    predicted share is that floor's, not a bandwidth).
+
+    What it shows: on these two HBM GPUs each operator reaches about the same share of its bandwidth at the same size
+    (the kernel, not the GPU, sets it), while the shipped model — learned on NeuSight's FP32 microbenchmarks of slower
+    GPUs, with the kernel's roofline time among its features — predicts a lower share on the faster GPU: a kernel of
+    the same bytes looks like a smaller one there.
+
+    Parameters
+    ----------
+    gpus : sequence of str
+        Vidur's folders (``"a40"``, ``"a100"``, ``"h100"``).
+    prec : str
+        The precision the kernels are predicted at (``"bf16"`` or ``"fp16"``: the same bytes).
+
+    Returns
+    -------
+    DataFrame
+        One row per (GPU, operator, size band) with rows: ``gpu``, ``operator``, ``band``, ``n_rows``,
+        ``measured_share`` and ``predicted_share`` (medians), ``predicted_over_measured_time`` (median of the
+        per-kernel ratio).
+    """
+    from perfmodel.step.half_precision import VIDUR_SPECS, vidur_rows
+    from perfmodel.step.kernels import kernel_seconds
+    from perfmodel.step.op_latency import WORK_COLUMNS
+
+    X = vidur_rows(tuple(gpus))
+    X = X[X["op_class"] != "matmul"].reset_index(drop=True)
+    rows = []
+    for folder, grp in X.groupby("source_gpu", sort=True):
+        g = str(grp["gpu"].iloc[0])
+        t = kernel_seconds(grp[WORK_COLUMNS], VIDUR_SPECS[folder], prec)
+        bw = grp["bandwidth_bytes_per_s"].to_numpy(float)
+        b = grp["bytes"].to_numpy(float)
+        meas, pred = b / grp["kernel_s"].to_numpy(float) / bw, b / t / bw
+        for (name, lo, hi) in SIZE_BANDS:
+            inband = (b >= lo) & (b < hi)
+            for op in sorted(set(grp["operator"])):
+                m = inband & (grp["operator"].to_numpy() == op)
+                if m.any():
+                    rows.append(dict(gpu=g, operator=op, band=name, n_rows=int(m.sum()),
+                                     measured_share=float(np.median(meas[m])), predicted_share=float(np.median(pred[m])),
+                                     predicted_over_measured_time=float(np.median(meas[m] / pred[m]))))
+    return pd.DataFrame(rows)
