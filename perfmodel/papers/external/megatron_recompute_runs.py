@@ -12,7 +12,7 @@ import pandas as pd
 
 from perfmodel.datasets._cache import cached_frame
 from perfmodel.papers._item import Item
-from perfmodel.papers.external.megatron_runs import GPU, LINKS, SEQ_LEN, VOCAB, config
+from perfmodel.papers.external.megatron_runs import GPU, LINKS, SEQ_LEN, VOCAB, config, with_errors
 
 ITEM = Item(
     paper="perfmodel",
@@ -107,12 +107,7 @@ def data() -> pd.DataFrame:
                          rule_of_thumb_mfu_pct=100 * F / (float(rule["step_time_s"]) * n * PEAK_FLOPS),
                          predicted_memory_gib=float(f["memory_per_gpu_bytes"]) / 2**30,
                          predicted_activations_gib=float(f["activations_bytes"]) / 2**30, fits=bool(f["fits"])))
-    out = pd.DataFrame(rows)
-    pub = out["published_mfu_pct"]
-    out["abs_error_pct"] = 100 * (out["predicted_mfu_pct"] - pub).abs() / pub
-    out["signed_error_pct"] = 100 * (out["predicted_mfu_pct"] - pub) / pub
-    out["rule_of_thumb_abs_error_pct"] = 100 * (out["rule_of_thumb_mfu_pct"] - pub).abs() / pub
-    return out
+    return with_errors(pd.DataFrame(rows), "published_mfu_pct", "predicted_mfu_pct", "rule_of_thumb_mfu_pct")
 
 
 def speedups(d: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -39,7 +39,7 @@ ITEM = Item(
     test="tests/papers/test_megatron_runs.py",
 )
 
-__all__ = ["ITEM", "data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure", "with_errors"]
 
 #: Megatron-LM's GPT vocabulary (padded) and the sequence length of every Table 1 run.
 VOCAB = 51200
@@ -107,11 +107,17 @@ def data() -> pd.DataFrame:
                          predicted_tflops_per_gpu=F / (float(p["step_time_s"]) * n) / 1e12,
                          rule_of_thumb_tflops_per_gpu=F / (float(rule["step_time_s"]) * n) / 1e12,
                          predicted_memory_gib=float(p["memory_per_gpu_bytes"]) / 2**30, fits=bool(p["fits"])))
-    out = pd.DataFrame(rows)
-    pub = out["published_tflops_per_gpu"]
-    out["abs_error_pct"] = 100 * (out["predicted_tflops_per_gpu"] - pub).abs() / pub
-    out["signed_error_pct"] = 100 * (out["predicted_tflops_per_gpu"] - pub) / pub
-    out["rule_of_thumb_abs_error_pct"] = 100 * (out["rule_of_thumb_tflops_per_gpu"] - pub).abs() / pub
+    return with_errors(pd.DataFrame(rows), "published_tflops_per_gpu", "predicted_tflops_per_gpu",
+                       "rule_of_thumb_tflops_per_gpu")
+
+
+def with_errors(out: pd.DataFrame, published: str, predicted: str, rule: str) -> pd.DataFrame:
+    """``out`` with ``abs_error_pct`` and ``signed_error_pct`` of column ``predicted`` against ``published`` (positive:
+    predicted higher) and ``rule_of_thumb_abs_error_pct`` of column ``rule``."""
+    pub = out[published]
+    out["abs_error_pct"] = 100 * (out[predicted] - pub).abs() / pub
+    out["signed_error_pct"] = 100 * (out[predicted] - pub) / pub
+    out["rule_of_thumb_abs_error_pct"] = 100 * (out[rule] - pub).abs() / pub
     return out
 
 
