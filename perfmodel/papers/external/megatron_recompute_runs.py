@@ -1,6 +1,4 @@
-"""Megatron-LM's end-to-end runs with sequence parallelism and selective recomputation (GPT 22B-1T on 8-512 A100,
-Korthikanti et al. 2022) predicted from spec sheets: iteration time and model FLOPs utilization, with full and with
-selective recomputation.
+"""Megatron-LM's end-to-end runs with full and with selective recomputation (GPT 22B-1T on 8-512 A100, TP x PP) predicted from spec sheets, in iteration time and model FLOPs utilization.
 """
 
 from __future__ import annotations
@@ -45,7 +43,7 @@ ITEM = Item(
     test="tests/papers/test_megatron_recompute_runs.py",
 )
 
-__all__ = ["ITEM", "data", "summary", "numbers", "figure", "model_flops"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 #: the A100's dense BF16 tensor-core peak the paper's utilization is counted against (FLOP/s).
 PEAK_FLOPS = 312e12

@@ -39,7 +39,7 @@ ITEM = Item(
     test="tests/papers/test_megatron_runs.py",
 )
 
-__all__ = ["ITEM", "data", "numbers", "figure", "with_errors"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 #: Megatron-LM's GPT vocabulary (padded) and the sequence length of every Table 1 run.
 VOCAB = 51200

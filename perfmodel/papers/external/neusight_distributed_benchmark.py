@@ -51,7 +51,7 @@ ITEM = Item(
     test="tests/papers/test_neusight_distributed.py",
 )
 
-__all__ = ["ITEM", "data", "numbers", "figure", "scaling", "SCALING_GOAL"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 
 _STRATEGY = {"dp4": ("dp", 4, 1), "tp4": ("tp", 4, 1), "pp4_1": ("pp", 4, 1)}
