@@ -195,7 +195,7 @@ def test_full_reproduction_is_green(tmp_path, capsys):
     assert all(r["paper_value"] is None and len(r["reason"]) > 40 for r in doc["numbers"] if r["status"] == "perfmodel result")
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     beyond = md.split("## Beyond the papers (perfmodel)", 1)[1]
-    assert "No quoted numbers" not in beyond and beyond.count("| quantity | unit | perfmodel's value | status | protocol |") == 13
+    assert "No quoted numbers" not in beyond and beyond.count("| quantity | unit | perfmodel's value | status | protocol |") == 14
     # the six authors' images, each beside its reproduced figure
     assert sorted(p.name for p in (tmp_path / "authors").rglob("*.png")) == [
         "cluster_4_spots_heatmap.png", "cluster_8_spots_heatmap.png", "hetero_cost.png", "k80_cdf.png", "ps_bot_p100_1.png",
