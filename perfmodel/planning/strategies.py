@@ -61,6 +61,21 @@ def _positive_ints(name, values) -> list[int]:
     return list(dict.fromkeys(int(v) for v in vals))
 
 
+def _policy(a):
+    """A checkpointing policy as the frame keeps it: ``False``, ``True`` (full) or the mode string of
+    :func:`perfmodel._workload.checkpointing_mode` (``"selective"``, ``"attention"``, ``"layer:N"``)."""
+    from perfmodel._workload import checkpointing_mode
+
+    if isinstance(a, str):
+        try:
+            mode = checkpointing_mode(a)
+        except ValueError:
+            raise ValueError(f"activation_checkpointing must be True, False, a policy ('full', 'selective', 'attention', "
+                             f"'layer:N') or a sequence of them; got {a!r}.") from None
+        return True if mode == "full" else mode if mode else False
+    return bool(a)
+
+
 def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h):
     from perfmodel.step.strategy import STRATEGIES, check_strategy_name, strategy_combinations
 
@@ -73,10 +88,12 @@ def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd
         raise ValueError("strategies must name at least one of 'dp', 'fsdp', 'tp', 'pp'; got an empty sequence.")
     strats = list(dict.fromkeys(check_strategy_name(s) for s in strats))
     mbs = _positive_ints("micro_batches", micro_batches)
-    acs = [activation_checkpointing] if isinstance(activation_checkpointing, (bool, np.bool_)) else list(activation_checkpointing)
-    if not acs or any(not isinstance(a, (bool, np.bool_)) for a in acs):
-        raise ValueError(f"activation_checkpointing must be True, False or a sequence of them; got {activation_checkpointing!r}.")
-    acs = list(dict.fromkeys(bool(a) for a in acs))
+    acs = ([activation_checkpointing] if isinstance(activation_checkpointing, (bool, np.bool_, str))
+           else list(activation_checkpointing))
+    if not acs or any(not isinstance(a, (bool, np.bool_, str)) for a in acs):
+        raise ValueError(f"activation_checkpointing must be True, False, a policy ('full', 'selective', 'attention', "
+                         f"'layer:N') or a sequence of them; got {activation_checkpointing!r}.")
+    acs = list(dict.fromkeys(_policy(a) for a in acs))
     if usd_per_gpu_h is not None and (isinstance(usd_per_gpu_h, bool) or not isinstance(usd_per_gpu_h, (int, float, np.number))
                                       or not math.isfinite(usd_per_gpu_h) or usd_per_gpu_h <= 0):
         raise ValueError(f"usd_per_gpu_h must be a positive price in USD per GPU-hour, or None (no cost column); got "
@@ -114,8 +131,9 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         :func:`~perfmodel.step.parallel.parse_strategy` does on ``n_gpus`` (``"tp2"`` on 2 GPUs is ``"tp"``).
     micro_batches : sequence of int
         Micro-batch counts to try (the pipeline's ``m``; gradient accumulation for the others).
-    activation_checkpointing : bool or sequence of bool
-        Try without and / or with activation checkpointing (less memory, one more forward pass).
+    activation_checkpointing : bool, str or sequence of them
+        Policies to try: ``False`` (none), ``True`` (full: less memory, one more forward pass) and the selective ones of
+        :func:`perfmodel.predict_step_time` (``"selective"``, ``"attention"``, ``"layer:N"``; ``"full"`` is ``True``).
     precision, optimizer
         As for :func:`perfmodel.predict_step_time` (``optimizer`` also sets the optimizer state in memory).
     usd_per_gpu_h : float, optional
@@ -184,7 +202,18 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
                 skipped += [(strat, m, a, str(exc)) for a in acs]
                 continue
             for a in acs:
-                t = add_recompute(plain) if a else plain
+                try:
+                    if isinstance(a, str):  # a selective policy: the share of the forward pass it recomputes
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            t = predict_step_time(model, spec, input_shape=input_shape, batch_size=batch_size,
+                                                  precision=prec, optimizer=optimizer, n_gpus=n, strategy=strat,
+                                                  micro_batches=m, interconnect=interconnect, activation_checkpointing=a)
+                    else:
+                        t = add_recompute(plain) if a else plain
+                except (StrategyError, ValueError) as exc:
+                    skipped.append((strat, m, a, str(exc)))
+                    continue
                 try:
                     mem = predict_memory(model, spec, batch_size=batch_size, n_gpus=n, strategy=strat, precision=prec,
                                          optimizer=optimizer, activation_checkpointing=a, input_shape=input_shape,
@@ -221,6 +250,14 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
     return frame
 
 
+def _configuration(strategy, policy) -> str:
+    """The legend label of a strategy and its checkpointing policy (``False``, ``True`` or a selective mode)."""
+    if isinstance(policy, str) and policy not in ("True", "False"):
+        return f"{strategy} + {policy} checkpointing"
+    on = policy == "True" if isinstance(policy, str) else bool(policy)
+    return f"{strategy} + checkpointing" if on else str(strategy)
+
+
 def plot_strategies(frame: pd.DataFrame, ax=None):
     """Memory per GPU (GiB, log scale) against step time (ms) of each explored combination (colour: strategy, with or without
     activation checkpointing), the Pareto set circled and the GPU's memory as a dashed line.
@@ -253,7 +290,7 @@ def plot_strategies(frame: pd.DataFrame, ax=None):
     if ax is None:
         _, ax, _ = pl.subplots(None, figsize=pl.figure_size("column"))
     d = frame.assign(step_time_ms=frame["step_time_s"] * 1e3, memory_per_gpu_gib=frame["memory_per_gpu_bytes"] / 2**30,
-                     configuration=[f"{s} + checkpointing" if a else str(s)
+                     configuration=[_configuration(s, a)
                                     for s, a in zip(frame["strategy"], frame["activation_checkpointing"])])
     markers = {c: ("^" if c.endswith("checkpointing") else "o") for c in d["configuration"]}
     pl.plot_scatter(d, x="step_time_ms", y="memory_per_gpu_gib", hue="configuration", ax=ax, alpha=0.8, markers=markers,

@@ -154,8 +154,12 @@ def test_errors():
         _explore("A100", 2, batch_size=4, strategies=())
     with pytest.raises(ValueError, match=r"micro_batches must be a non-empty sequence of positive ints; got \(1, 0\)\. E\.g\."):
         _explore("A100", 2, batch_size=4, micro_batches=(1, 0))
-    with pytest.raises(ValueError, match=r"activation_checkpointing must be True, False or a sequence of them; got 'yes'\."):
+    with pytest.raises(ValueError, match=r"activation_checkpointing must be True, False, a policy \('full', 'selective', "
+                                         r"'attention', 'layer:N'\) or a sequence of them; got 'yes'\."):
         _explore("A100", 2, batch_size=4, activation_checkpointing="yes")
+    with pytest.raises(ValueError, match=r"a policy \('full', 'selective', 'attention', 'layer:N'\) or a sequence of them; "
+                                         r"got \(False, 3\)\."):
+        _explore("A100", 2, batch_size=4, activation_checkpointing=(False, 3))
     with pytest.raises(ValueError, match=r"usd_per_gpu_h must be a positive price in USD per GPU-hour, or None \(no cost column\); got -1"):
         _explore("A100", 2, batch_size=4, usd_per_gpu_h=-1)
     with pytest.raises(ValueError, match=r"n_gpus must be a positive int; got 0\."):
@@ -201,3 +205,32 @@ def test_plot_errors(two_gpus):
         plot_strategies(two_gpus.drop(columns="pareto"))
     with pytest.raises(TypeError, match=r"plot_scatter: ax must be a matplotlib Axes or None"):
         plot_strategies(two_gpus, ax="axes")
+
+
+def test_selective_policies_are_explored_as_the_step_and_memory_models_give_them():
+    """A policy string is one more row per combination: its step is predict_step_time's with that policy (the share of
+    the forward pass it recomputes) and its memory predict_memory's; "full" is True; the plot labels each policy."""
+    f = _explore("A100", 2, batch_size=4, strategies=("dp", "tp"), micro_batches=(1,),
+                 activation_checkpointing=(False, "selective", "attention", "full"))
+    assert sorted(map(str, set(f["activation_checkpointing"]))) == ["False", "True", "attention", "selective"]
+    for strat in ("dp", "tp"):
+        rows = f[f["strategy"] == strat].set_index(f[f["strategy"] == strat]["activation_checkpointing"].map(str))
+        for policy in ("selective", "attention"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ExtrapolationWarning)
+                t = pm.predict_step_time(TINY_GPT2, "A100", input_shape=SHAPE, batch_size=4, n_gpus=2, strategy=strat,
+                                         optimizer="adam", activation_checkpointing=policy).iloc[0]
+                m = pm.predict_memory(TINY_GPT2, "A100", input_shape=SHAPE, batch_size=4, n_gpus=2, strategy=strat,
+                                      activation_checkpointing=policy).iloc[0]
+            assert rows.loc[policy, "step_time_s"] == pytest.approx(t["step_time_s"], rel=1e-12)
+            assert rows.loc[policy, "memory_per_gpu_bytes"] == pytest.approx(m["total_bytes"], rel=1e-12)
+            assert rows.loc["False", "step_time_s"] < rows.loc[policy, "step_time_s"] < rows.loc["True", "step_time_s"]
+    from perfmodel.planning.strategies import _configuration
+
+    assert [_configuration("dp", a) for a in (False, True, "selective", "attention", "True", "False")] == [
+        "dp", "dp + checkpointing", "dp + selective checkpointing", "dp + attention checkpointing", "dp + checkpointing", "dp"]
+    ax = plot_strategies(f)
+    assert len(ax.collections) >= 1  # the policies are drawn
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
