@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pandas as pd
 
 from perfmodel.datasets._cache import cached_frame
 from perfmodel.papers._item import Item
-from perfmodel.papers.external.megatron_runs import GPU, LINKS, SEQ_LEN, VOCAB, config, with_errors
+from perfmodel.papers.external.megatron_runs import (GPU, LINKS, SEQ_LEN, VOCAB, config, published_beside_predicted,
+                                                     with_errors)
 
 ITEM = Item(
     paper="perfmodel",
@@ -174,19 +174,10 @@ def numbers() -> pd.DataFrame:
 def figure(data: pd.DataFrame | None = None, ax=None):
     """Published, predicted and rule-of-thumb MFU of each run (grouped bars: the models, full then selective
     recomputation); returns the Figure."""
-    import matplotlib.pyplot as plt
-
     d = globals()["data"]() if data is None else data
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3.5))
-    x = np.arange(len(d))
-    for k, (col, label) in enumerate((("published_mfu_pct", "published (Korthikanti et al. Table 4)"),
-                                      ("predicted_mfu_pct", "perfmodel"),
-                                      ("rule_of_thumb_mfu_pct", "rule of thumb"))):
-        ax.bar(x + (k - 1) * 0.27, d[col], width=0.27, label=label)
     short = {"full recompute": "full", "present work": "SP+sel."}
-    ax.set_xticks(x, [f"{m.split()[-1]}\n{short[e]}" for m, e in zip(d["model"], d["experiment"])], fontsize=8)
-    ax.set(ylabel="model FLOPs utilization (%)", xlabel="model, recomputation",
-           title="Megatron-LM with full and selective recomputation on A100")
-    ax.legend(fontsize=8)
-    return ax.figure
+    return published_beside_predicted(
+        d, ("published_mfu_pct", "published (Korthikanti et al. Table 4)"), "predicted_mfu_pct", "rule_of_thumb_mfu_pct",
+        [f"{m.split()[-1]}\n{short[e]}" for m, e in zip(d["model"], d["experiment"])], ax=ax,
+        ylabel="model FLOPs utilization (%)", xlabel="model, recomputation",
+        title="Megatron-LM with full and selective recomputation on A100")

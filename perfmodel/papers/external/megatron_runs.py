@@ -163,17 +163,26 @@ def numbers() -> pd.DataFrame:
 def figure(data: pd.DataFrame | None = None, ax=None):
     """Published, predicted and rule-of-thumb TFLOP/s per GPU of each run (grouped bars, the runs by size); returns the
     Figure."""
+    d = globals()["data"]() if data is None else data
+    return published_beside_predicted(
+        d, ("published_tflops_per_gpu", "published (SC'21 Table 1)"), "predicted_tflops_per_gpu",
+        "rule_of_thumb_tflops_per_gpu", [f"{m.split()[-1]}\n{n}" for m, n in zip(d["model"], d["n_gpus"])], ax=ax,
+        ylabel="TFLOP/s per GPU", xlabel="model, GPUs", title="Megatron-LM's weak-scaling runs on A100")
+
+
+def published_beside_predicted(d: pd.DataFrame, published: tuple, predicted: str, rule: str, ticks, *, ax=None,
+                               **labels):
+    """Three grouped bars per row of ``d``: the ``published`` column (``(column, legend label)``), perfmodel's
+    ``predicted`` one and the rule of thumb's ``rule`` one, ``ticks`` under them, ``labels`` (``ylabel``, ``xlabel``,
+    ``title``) set on the Axes (a new one of 8 x 3.5 inches when ``ax`` is None); returns the Figure."""
     import matplotlib.pyplot as plt
 
-    d = globals()["data"]() if data is None else data
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3.5))
     x = np.arange(len(d))
-    for k, (col, label) in enumerate((("published_tflops_per_gpu", "published (SC'21 Table 1)"),
-                                      ("predicted_tflops_per_gpu", "perfmodel"),
-                                      ("rule_of_thumb_tflops_per_gpu", "rule of thumb"))):
+    for k, (col, label) in enumerate((published, (predicted, "perfmodel"), (rule, "rule of thumb"))):
         ax.bar(x + (k - 1) * 0.27, d[col], width=0.27, label=label)
-    ax.set_xticks(x, [f"{m.split()[-1]}\n{n}" for m, n in zip(d["model"], d["n_gpus"])], fontsize=8)
-    ax.set(ylabel="TFLOP/s per GPU", xlabel="model, GPUs", title="Megatron-LM's weak-scaling runs on A100")
+    ax.set_xticks(x, list(ticks), fontsize=8)
+    ax.set(**labels)
     ax.legend(fontsize=8)
     return ax.figure
