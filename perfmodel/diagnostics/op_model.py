@@ -80,9 +80,13 @@ def bandwidth_shares(gpus=("a100", "h100"), *, prec: str = "bf16") -> pd.DataFra
     predicted share is that floor's, not a bandwidth).
 
     What it shows: on these two HBM GPUs each operator reaches about the same share of its bandwidth at the same size
-    (the kernel, not the GPU, sets it), while the shipped model — learned on NeuSight's FP32 microbenchmarks of slower
-    GPUs, with the kernel's roofline time among its features — predicts a lower share on the faster GPU: a kernel of
-    the same bytes looks like a smaller one there.
+    (the kernel, not the GPU, sets it). Up to version 1 of the bandwidth model, its elementwise class was learned on
+    NeuSight's FP32 microbenchmarks, whose fixed cost of about 10 µs a kernel made PyTorch's residual add 1.3x (A100
+    80GB) and 1.7x (H100) too slow at 32 MB and more, and 3.6x / 5.5x at 2-8 MB; since version 2 it is learned on
+    Vidur's FP16 adds of the A40 and A100 (:mod:`perfmodel.step.bandwidth`) and the add's predicted share follows the
+    measured one on both GPUs. Vidur's custom serving kernels (RMSNorm, rotary, SiLU-and-multiply, the embedding gather)
+    reach less of the bandwidth than PyTorch's add and are predicted too fast: they are not the kernels of a PyTorch
+    training step and are never learned from.
 
     Parameters
     ----------

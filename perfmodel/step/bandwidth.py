@@ -1,4 +1,4 @@
-"""Memory-bound kernels at every precision: a fixed cost plus the bytes at a learned share of the memory bandwidth.
+"""Memory-bound kernels in half precision: a fixed cost plus the bytes at a learned share of the memory bandwidth.
 
 A norm, softmax, elementwise, cast, embedding or optimizer kernel moves bytes and does next to no arithmetic. It is
 described the same way at every precision — the bytes it reads and writes at that precision's element size — and
@@ -9,20 +9,35 @@ timed as::
 with ``B`` the GPU's peak memory bandwidth (its spec sheet), ``eta_c`` the share of it the kernels of class *c*
 reach on large tensors and ``t0_c`` the fixed cost of a kernel of that class (ramp-up and tail of a grid), both learned.
 Nothing else of the GPU enters: the time never grows when the bandwidth grows, and a GPU outside the training set
-(an H100, a B200, an MI300X) is predicted from its bandwidth alone.
+(an H100, a B200, an MI300X) is predicted from its bandwidth alone. The step predictor times BF16/FP16/FP8 steps'
+memory-bound kernels with it (:mod:`perfmodel.step.kernels`); FP32/TF32 steps keep the operator model's trees, learned
+on the same FP32 microbenchmarks it is scored against.
 
-What it is learned on: NeuSight's FP32 microbenchmarks of PyTorch's own kernels (``add``, ``mul``, ``relu``, ``gelu``,
-``tanh``, ``ln``, ``softmax`` … on its five training GPUs, P4, P100, T4, V100 and A100-PCIe-40GB), the same rows and
-the same launch-overhead removal as the default operator model (:mod:`perfmodel.step.op_latency`), pooled over the
-GPUs (no GPU identity). The fit is a least-squares fit of ``log t`` weighted by the square root of the measured time,
-so that the large kernels that dominate a step weigh more than the launch-bound small ones.
+What each class is learned on (:data:`CLASS_SOURCES`), pooled over GPUs (no GPU identity):
+
+* **elementwise** (adds, multiplies, activations, casts, the optimizer's updates): PyTorch's own elementwise kernel
+  measured in FP16 — the residual ``add`` of microsoft/vidur's operator profiles on the A40 and the A100 80GB PCIe
+  (:data:`VIDUR_ELEMENTWISE_OPERATORS`; Vidur's H100 stays test data, :mod:`perfmodel.step.half_precision_scores`).
+  Vidur's other memory-bound operators are sarathi-serve's custom serving kernels (RMSNorm, rotary, SiLU-and-multiply,
+  the embedding gather), not the kernels of a PyTorch training step, and are never learned from.
+* **layernorm** and **softmax**: no half-precision measurement of PyTorch's norm or softmax kernels exists in the
+  data; they are learned on NeuSight's FP32 microbenchmarks of PyTorch's kernels (``ln``, ``softmax`` … on P4, P100,
+  T4, V100 and A100-PCIe-40GB, the same rows and launch-overhead removal as the default operator model,
+  :mod:`perfmodel.step.op_latency`) and applied at the half-precision bytes; ``basis`` says so.
+
+The fit is a least-squares fit of ``log t`` weighted by the square root of the measured time, so that the large kernels
+that dominate a step weigh more than the launch-bound small ones.
+
+Why elementwise kernels are not learned on NeuSight's FP32 rows (as they were up to version 1): those rows carry a
+fixed cost of about 10 µs per kernel that FP16 kernel traces (Vidur's, Kineto kernel durations) do not show, so a
+kernel of a few MB came out 2-5x too slow on a fast GPU (:func:`perfmodel.diagnostics.op_model.bandwidth_shares`).
+Chosen on the training GPUs only (:func:`elementwise_choice_scores`): Vidur's A40 adds predicted from the A100's and the
+A100's from the A40's, 8.5 % and 8.7 % time-weighted against 13.7 % and 24.7 % for the FP32-learned class.
 
 Why not the gradient-boosted trees of the default model for these classes: the trees learn the efficiency as a
 function of the roofline time among other features, so a GPU with more bandwidth (an H200 against an H100) falls in
 a region learned from slower GPUs and was predicted slower (a 4-layer Llama step in BF16: 11.0 ms on the H200, 9.9 ms
-on the H100). Chosen on the training GPUs only (:func:`leave_one_gpu_out_scores`): held out one at a time, the
-time-weighted error of this model over the five GPUs' memory-bound microbenchmarks is 14 % against the trees' 16 %,
-and on the newest of them, the A100, 20-35 % against 52-65 %.
+on the H100). Chosen on the training GPUs only (:func:`leave_one_gpu_out_scores`).
 """
 from __future__ import annotations
 
@@ -38,10 +53,25 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = ["MEMORY_BOUND_CLASSES", "BandwidthModel", "bandwidth_rows", "fit_bandwidth_bundle", "leave_one_gpu_out_scores",
            "BANDWIDTH_ARTIFACT", "BANDWIDTH_SHA256", "bandwidth_artifact_path", "save_bandwidth_bundle",
            "load_bandwidth_bundle", "bandwidth_model", "bandwidth_model_from_bundle", "fit_user_bandwidth_bundle", "MIN_OWN_ROWS",
-           "user_kernel_seconds"]
+           "user_kernel_seconds", "CLASS_SOURCES", "VIDUR_ELEMENTWISE_OPERATORS", "vidur_elementwise_rows",
+           "with_elementwise_from", "elementwise_choice_scores"]
 
 #: Operator classes timed by their bytes (:class:`BandwidthModel`); matmul and conv are learned by the operator models.
 MEMORY_BOUND_CLASSES = ("elementwise", "layernorm", "softmax")
+
+#: Where each class's ``t0`` and ``eta`` are learned (module docstring): ``"vidur"`` (PyTorch's FP16 elementwise kernel
+#: in Vidur's A40 and A100 profiles) or ``"neusight"`` (NeuSight's FP32 microbenchmarks of PyTorch's kernels).
+CLASS_SOURCES = {"elementwise": "vidur", "layernorm": "neusight", "softmax": "neusight"}
+
+#: Vidur operators whose kernel is PyTorch's own elementwise kernel (the residual ``torch.add``): the rows the
+#: elementwise class is learned on. Every other Vidur memory-bound operator is a custom serving kernel.
+VIDUR_ELEMENTWISE_OPERATORS = ("add",)
+
+#: Vidur's GPUs the shipped elementwise class is learned on (the H100 is held out).
+VIDUR_TRAINING_GPUS = ("a40", "a100")
+
+#: Columns of a training row of the bandwidth model.
+_ROW_COLUMNS = ["gpu", "op_class", "bytes", "bandwidth_bytes_per_s", "kernel_s", "source"]
 
 _BOUNDS_T0 = (1e-7, 1e-3)  # s
 _BOUNDS_ETA = (0.05, 1.5)  # share of the peak bandwidth (above 1: tensors served from L2 in a microbenchmark loop)
@@ -143,23 +173,114 @@ MIN_OWN_ROWS = 8
 
 
 def bandwidth_rows() -> pd.DataFrame:
-    """NeuSight's memory-bound training microbenchmarks as model rows with their kernel time.
+    """The rows the shipped model is learned on, each class from its source (:data:`CLASS_SOURCES`).
 
     Returns
     -------
     DataFrame
-        :func:`perfmodel.step.op_latency.neusight_op_frame` rows of the :data:`MEMORY_BOUND_CLASSES` (five training
-        GPUs), plus ``kernel_s``: the latency less the launch overhead of its GPU and class (its fastest measurement
-        less ``KERNEL_MIN_S``, as :class:`~perfmodel.step.op_latency.OpLatencyModel` estimates it), at least
-        ``KERNEL_MIN_S``.
+        ``gpu``, ``op_class``, ``bytes``, ``bandwidth_bytes_per_s``, ``kernel_s`` and ``source``: NeuSight's
+        memory-bound training microbenchmarks of the ``"neusight"`` classes
+        (:func:`perfmodel.step.op_latency.neusight_op_frame`, five training GPUs), ``kernel_s`` the latency less the
+        launch overhead of its GPU and class (its fastest measurement less ``KERNEL_MIN_S``, as
+        :class:`~perfmodel.step.op_latency.OpLatencyModel` estimates it); then Vidur's FP16 elementwise rows of its
+        A40 and A100 (:func:`vidur_elementwise_rows`). Every ``kernel_s`` at least ``KERNEL_MIN_S``.
     """
     from perfmodel.step.op_latency import KERNEL_MIN_S, neusight_op_frame
 
+    neusight = [c for c, src in CLASS_SOURCES.items() if src == "neusight"]
     X = neusight_op_frame("train")
-    X = X[X["op_class"].isin(MEMORY_BOUND_CLASSES).to_numpy()].reset_index(drop=True)
+    X = X[X["op_class"].isin(neusight).to_numpy()].reset_index(drop=True)
     overhead = X.groupby(["gpu", "op_class"])["latency_s"].transform("min").to_numpy(float) - KERNEL_MIN_S
     X["kernel_s"] = np.maximum(X["latency_s"].to_numpy(float) - np.maximum(overhead, 0.0), KERNEL_MIN_S)
-    return X
+    X["source"] = "neusight"
+    X["gpu"] = X["gpu"].astype(str)
+    return pd.concat([X[_ROW_COLUMNS], vidur_elementwise_rows(VIDUR_TRAINING_GPUS)], ignore_index=True)
+
+
+def vidur_elementwise_rows(gpus=VIDUR_TRAINING_GPUS, *, h100_spec=None) -> pd.DataFrame:
+    """Vidur's FP16 rows of PyTorch's elementwise kernel (:data:`VIDUR_ELEMENTWISE_OPERATORS`) on its folders ``gpus``,
+    as bandwidth-model rows (columns of :func:`bandwidth_rows`, ``source == "vidur"``): one kernel per row (phi-2's
+    two adds are two kernels), its Kineto kernel time — no launch overhead to remove — at least ``KERNEL_MIN_S``.
+    ``h100_spec`` describes the ``h100`` rows (:func:`perfmodel.step.half_precision.vidur_rows`)."""
+    from perfmodel.step.vidur import vidur_rows
+    from perfmodel.step.op_latency import KERNEL_MIN_S
+
+    V = vidur_rows(tuple(gpus), h100_spec=h100_spec)
+    return _elementwise_of(V, KERNEL_MIN_S)
+
+
+def _elementwise_of(V: pd.DataFrame, floor: float) -> pd.DataFrame:
+    V = V[V["operator"].isin(VIDUR_ELEMENTWISE_OPERATORS).to_numpy()].reset_index(drop=True)
+    if not len(V) or set(V["op_class"]) != {"elementwise"}:
+        raise ValueError("no Vidur elementwise (add) rows to learn from: give rows of perfmodel.step.half_precision."
+                         "vidur_rows that include the 'add' operator.")
+    out = V[["gpu", "op_class", "bytes", "bandwidth_bytes_per_s"]].copy()
+    out["gpu"] = out["gpu"].astype(str)
+    out["kernel_s"] = np.maximum(V["kernel_s"].to_numpy(float), floor)
+    out["source"] = "vidur"
+    return out
+
+
+def with_elementwise_from(vidur: pd.DataFrame, base: BandwidthModel | None = None) -> BandwidthModel:
+    """``base`` (default the shipped model) with its elementwise class learned again on the Vidur rows ``vidur``
+    (rows of :func:`perfmodel.step.half_precision.vidur_rows`; only the :data:`VIDUR_ELEMENTWISE_OPERATORS` are used):
+    the model of a scoring protocol trained on other Vidur GPUs than the shipped one
+    (:func:`perfmodel.step.half_precision_scores.vidur_scores`)."""
+    from perfmodel.step.op_latency import KERNEL_MIN_S
+
+    base = bandwidth_model() if base is None else base
+    R = _elementwise_of(vidur, KERNEL_MIN_S)
+    m = BandwidthModel()
+    m.classes_ = list(base.classes_)
+    m.latency_s_, m.efficiency_ = dict(base.latency_s_), dict(base.efficiency_)
+    m.gpu_latency_s_, m.gpu_efficiency_ = {}, {}
+    m.latency_s_["elementwise"], m.efficiency_["elementwise"] = _fit_class(
+        R["bytes"].to_numpy(float), R["bandwidth_bytes_per_s"].to_numpy(float), R["kernel_s"].to_numpy(float))
+    m.training_devices_ = sorted(set(base.training_devices_) - set(_VIDUR_NAMES.values()) | set(R["gpu"]))
+    m.provenance_ = base.provenance_ + f"; elementwise refitted on Vidur's adds of {', '.join(sorted(set(R['gpu'])))}"
+    m.class_sources_ = {**getattr(base, "class_sources_", {}),
+                        "elementwise": f"Vidur's FP16 adds of {', '.join(sorted(set(R['gpu'])))}"}
+    return m
+
+
+#: The catalog names of Vidur's training folders' rows (``gpu`` of :func:`vidur_elementwise_rows`).
+_VIDUR_NAMES = {"a40": "A40", "a100": "A100-PCIe-80GB", "h100": "H100"}
+
+
+def elementwise_choice_scores() -> pd.DataFrame:
+    """How the elementwise class's source was chosen, on the training GPUs only: Vidur's A40 adds predicted from the
+    A100's and the A100's from the A40's, by the class learned on the other GPU's adds and by the class learned on
+    NeuSight's FP32 elementwise microbenchmarks (version 1 of this model). Vidur's H100 is not read.
+
+    Returns
+    -------
+    DataFrame
+        One row per (``held_out``, ``learned_on``): ``n_rows``, ``time_weighted_ape_pct`` (100 · Σ|pred − meas| /
+        Σ meas, both at least ``KERNEL_MIN_S``) and ``median_ratio_ge_32mb`` (median predicted / measured time of the
+        kernels moving 32 MB or more).
+    """
+    from perfmodel.step.op_latency import KERNEL_MIN_S, neusight_op_frame
+
+    R = vidur_elementwise_rows(VIDUR_TRAINING_GPUS)
+    N = neusight_op_frame("train")
+    N = N[(N["op_class"] == "elementwise").to_numpy()].reset_index(drop=True)
+    overhead = N.groupby(["gpu", "op_class"])["latency_s"].transform("min").to_numpy(float) - KERNEL_MIN_S
+    fp32 = _fit_class(N["bytes"].to_numpy(float), N["bandwidth_bytes_per_s"].to_numpy(float),
+                      np.maximum(N["latency_s"].to_numpy(float) - np.maximum(overhead, 0.0), KERNEL_MIN_S))
+    b, bw, t = (R[c].to_numpy(float) for c in ("bytes", "bandwidth_bytes_per_s", "kernel_s"))
+    g = R["gpu"].to_numpy()
+    rows = []
+    for held in sorted(set(g)):
+        h = g == held
+        other = _fit_class(b[~h], bw[~h], t[~h])
+        for what, (t0, eta) in ((f"Vidur FP16 adds of {', '.join(sorted(set(g[~h])))}", other),
+                                ("NeuSight FP32 elementwise microbenchmarks", fp32)):
+            p = np.maximum(t0 + b[h] / (eta * bw[h]), KERNEL_MIN_S)
+            big = b[h] >= 32e6
+            rows.append(dict(held_out=held, learned_on=what, n_rows=int(h.sum()),
+                             time_weighted_ape_pct=float(100 * np.abs(p - t[h]).sum() / t[h].sum()),
+                             median_ratio_ge_32mb=float(np.median(p[big] / t[h][big]))))
+    return pd.DataFrame(rows)
 
 
 def leave_one_gpu_out_scores(X: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -188,50 +309,62 @@ def leave_one_gpu_out_scores(X: pd.DataFrame | None = None) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------------------- fit and artifact
 
 #: Version of this module's fitting code: part of the artifact's key.
-BANDWIDTH_MODEL_VERSION = "1"
+BANDWIDTH_MODEL_VERSION = "2"
 
 #: The shipped model (a JSON file of numbers: nothing in it can run) and the sha256 its bytes must have.
 BANDWIDTH_ARTIFACT = "fitted/bandwidth.json"
-BANDWIDTH_SHA256 = "af7fbf650872e5e2a29743d2ada0a3a4c646fab94d92ac55c2108e4be3fbbc41"
+BANDWIDTH_SHA256 = "d6030c33ae19c7421dd6ff6b7cd720b95cb22716c86f7737f0c396d13ddc3da6"
 
 _LOADED: dict = {}
 
 
 def _key() -> str:
-    """Hash of what the fit depends on: this module's version and the sha256 of every NeuSight training file."""
+    """Hash of what the fit depends on: this module's version and the sha256 of every NeuSight training file and of
+    Vidur's A40 and A100 ``mlp.csv`` profiles."""
     from perfmodel.datasets import registry
+    from perfmodel.step.vidur import vidur_profile_hashes
 
     reg = registry()
     keys = reg[reg["key"].str.contains("/train/collect/", regex=False)].sort_values("key")
     h = hashlib.sha256(f"bandwidth={BANDWIDTH_MODEL_VERSION}".encode())
-    for k, sha in zip(keys["key"], keys["sha256"]):
+    for k, sha in [*zip(keys["key"], keys["sha256"]), *vidur_profile_hashes(VIDUR_TRAINING_GPUS, suffix="/mlp.csv")]:
         h.update(f"{k}={sha};".encode())
     return h.hexdigest()[:16]
 
 
 def fit_bandwidth_bundle() -> dict:
-    """Fit the shipped bandwidth model on NeuSight's memory-bound training microbenchmarks (:func:`bandwidth_rows`).
+    """Fit the shipped bandwidth model, each class on its source (:func:`bandwidth_rows`, :data:`CLASS_SOURCES`).
 
     Returns
     -------
     dict
-        ``latency_s``, ``efficiency`` (per class), ``training_devices``, ``n_rows``, ``provenance``,
-        ``leave_one_gpu_out`` (:func:`leave_one_gpu_out_scores` over all classes, per GPU), ``key`` and ``fitted_with``:
-        what :func:`save_bandwidth_bundle` writes.
+        ``latency_s``, ``efficiency`` (per class), ``class_sources`` (per class, what it was learned on),
+        ``training_devices``, ``n_rows``, ``provenance``, ``leave_one_gpu_out_time_weighted_ape_pct``
+        (:func:`leave_one_gpu_out_scores` over all classes, per GPU: each GPU's rows predicted by the classes learned
+        without it), ``key`` and ``fitted_with``: what :func:`save_bandwidth_bundle` writes.
     """
     X = bandwidth_rows()
     m = BandwidthModel().fit(X, X["kernel_s"])
     logo = leave_one_gpu_out_scores(X)
     logo = logo[logo["op_class"] == "all"]
-    return {"latency_s": m.latency_s_, "efficiency": m.efficiency_, "training_devices": m.training_devices_,
-            "n_rows": int(len(X)),
-            "provenance": (f"sitar-lab/NeuSight @ 6945927 FP32 training microbenchmarks of PyTorch's memory-bound kernels "
-                           f"(scripts/asplos/data/dataset/train/collect), {len(X)} rows of {', '.join(m.training_devices_)}, "
-                           "pooled (no GPU identity)"),
+    src = X["source"].to_numpy()
+    neusight = sorted(set(X.loc[src == "neusight", "gpu"]))
+    vidur = sorted(set(X.loc[src == "vidur", "gpu"]))
+    sources = {"elementwise": (f"microsoft/vidur @ 7d47513 FP16 operator profiles (data/profiling/compute/{{a40,a100}}/*/*/mlp.csv): "
+                               f"the residual add (PyTorch's elementwise kernel), {int((src == 'vidur').sum())} rows of "
+                               f"{', '.join(vidur)}; Vidur's H100 held out"),
+               "layernorm": "sitar-lab/NeuSight @ 6945927 FP32 training microbenchmarks of PyTorch's norm kernels "
+                            f"({', '.join(neusight)}): no half-precision measurement of them",
+               "softmax": "sitar-lab/NeuSight @ 6945927 FP32 training microbenchmarks of PyTorch's softmax kernels "
+                          f"({', '.join(neusight)}): no half-precision measurement of them"}
+    return {"latency_s": m.latency_s_, "efficiency": m.efficiency_, "class_sources": sources,
+            "training_devices": m.training_devices_, "n_rows": int(len(X)),
+            "provenance": (f"{len(X)} rows, each class pooled over its GPUs (no GPU identity): elementwise on Vidur's FP16 "
+                           f"adds of {', '.join(vidur)}; layernorm and softmax on NeuSight's FP32 microbenchmarks of "
+                           f"{', '.join(neusight)}"),
             "leave_one_gpu_out_time_weighted_ape_pct": {r.gpu: round(float(r.time_weighted_ape_pct), 6)
                                                         for r in logo.itertuples(index=False)},
-            # the name the artifact records (kept from before the step model had its own package: shipped files stay byte-identical; the old module path is an alias)
-            "key": _key(), "fitted_with": f"perfmodel.models.bandwidth.fit_bandwidth_bundle v{BANDWIDTH_MODEL_VERSION}"}
+            "key": _key(), "fitted_with": f"perfmodel.step.bandwidth.fit_bandwidth_bundle v{BANDWIDTH_MODEL_VERSION}"}
 
 
 def _to_bytes(bundle: dict) -> bytes:
@@ -318,6 +451,7 @@ def bandwidth_model_from_bundle(b: dict) -> BandwidthModel:
     m.gpu_efficiency_ = {(g, c): float(v) for g, d in own.items() for c, v in d["efficiency"].items()}
     m.training_devices_ = list(b["training_devices"])
     m.provenance_ = str(b["provenance"])
+    m.class_sources_ = {str(k): str(v) for k, v in (b.get("class_sources") or {}).items()}
     return m
 
 

@@ -18,7 +18,7 @@ __all__ = ["half_precision_kernel_seconds", "baseline_kernel_seconds", "PROTOCOL
            "HELDOUT_ARTIFACT", "HELDOUT_SHA256", "fit_heldout_bundle", "save_heldout_bundle", "load_heldout_bundle"]
 
 
-def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None) -> np.ndarray:
+def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None, bandwidth=None) -> np.ndarray:
     """In-stream time (s) of each work row on a GPU at FP16 / BF16, with the half-precision model.
 
     The step predictor makes the same choice (``kernels._kernel_seconds_uncached`` with
@@ -35,6 +35,9 @@ def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=
         BF16 is treated as FP16 (same tensor-core rate on A100 / H100, same element size).
     op_model : OpLatencyModel, optional
         The half-precision GEMM model (default :func:`half_precision_op_model`).
+    bandwidth : BandwidthModel, optional
+        The model of the memory-bound rows (default: as the step predictor, the shipped
+        :func:`perfmodel.step.bandwidth.bandwidth_model`); a scoring protocol passes the one learned on its own GPUs.
 
     Returns
     -------
@@ -60,8 +63,16 @@ def half_precision_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=
     known = work["op_class"].isin(model.classes_).to_numpy()
     if known.any():
         out[known] = model.predict_in_stream(half_precision_design(work[known], spec, prec))
-    if (~known).any():
-        out[~known] = kernel_seconds(work[~known].reset_index(drop=True), spec, prec)
+    rest = ~known
+    if bandwidth is not None:
+        from perfmodel.step.bandwidth import MEMORY_BOUND_CLASSES
+
+        mem = rest & work["op_class"].isin(MEMORY_BOUND_CLASSES).to_numpy()
+        if mem.any():
+            out[mem] = bandwidth.predict_in_stream(half_precision_design(work[mem], spec, prec))
+        rest &= ~mem
+    if rest.any():
+        out[rest] = kernel_seconds(work[rest].reset_index(drop=True), spec, prec)
     return out
 
 
@@ -278,7 +289,8 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
     predictions of their held-out rows ship in :data:`HELDOUT_ARTIFACT` (:func:`fit_heldout_bundle`) and are used when
     their training rows are these rows to the bit, else the model is fitted here (``h100_spec`` other than the
     default changes the H100 training rows of two protocols); the other operators are predicted as the step predictor predicts them
-    (:func:`half_precision_kernel_seconds`: the bandwidth efficiency learned on NeuSight's microbenchmarks). The
+    (:func:`half_precision_kernel_seconds`: the bandwidth model, its elementwise class learned on the protocol's own
+    GPUs' adds, :func:`perfmodel.step.bandwidth.with_elementwise_from`). The
     baseline is the default FP32-learned model for every operator, with the tensor-core peak
     (:func:`baseline_kernel_seconds`): fitted on NeuSight's FP32 microbenchmarks, never on Vidur.
 
@@ -301,6 +313,7 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
         kernel's FLOPs at 40 % of the FP16 peak: the practitioner's rule, :mod:`perfmodel.step.baselines`).
     """
     from perfmodel.datasets import matmul_peak_tflops
+    from perfmodel.step.bandwidth import with_elementwise_from
     from perfmodel.step.baselines import RULE_OF_THUMB_MFU
     from perfmodel.step.op_latency import _roofline_s
 
@@ -313,7 +326,10 @@ def vidur_scores(*, h100_spec=None, protocols=PROTOCOLS) -> pd.DataFrame:
         model = (half_precision_op_model() if sorted(train) == sorted(TRAINING_SOURCE_GPUS) else
                  _heldout_model(f"protocol:{name}", tr, h100_spec=h100_spec))
         n_k = T["n_kernels"].to_numpy(float)
-        pred = half_precision_kernel_seconds(T, spec, "fp16", op_model=model) * n_k
+        # memory-bound rows: the shipped bandwidth model with its elementwise class learned on this protocol's GPUs
+        # (the shipped one's are the A40 and A100: the same fit for leave-H100-out)
+        bw = with_elementwise_from(tr)
+        pred = half_precision_kernel_seconds(T, spec, "fp16", op_model=model, bandwidth=bw) * n_k
         base = baseline_kernel_seconds(T, spec) * n_k
         roof = _roofline_s(T) * n_k
         rule = T["flops"].to_numpy(float) / (RULE_OF_THUMB_MFU * matmul_peak_tflops(spec, "fp16") * 1e12) * n_k

