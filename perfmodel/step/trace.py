@@ -29,7 +29,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -396,7 +396,8 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
     memo = module_memo(net)
     if key not in memo:
         if stack == "te":
-            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            ops = fused_dropout(step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
+                                         inference=inference))
             work = work_from_ops(te_ops(ops)).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
             memo[key] = te_fp8_work(work, vocab=high, recipe=recipe) if prec == "fp8" else work
         elif stack == "compile":
@@ -405,10 +406,56 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
             fused = compiled_work(work_from_ops(ops).reset_index(drop=True)).drop(columns=_FLOW_COLUMNS, errors="ignore")
             memo[key] = fp8_work(fused, vocab=high, compiled=True, recipe=recipe) if prec == "fp8" else fused
         else:
-            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+            ops = fused_dropout(step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
+                                         inference=inference))
             work = work_from_ops(ops).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
             memo[key] = fp8_work(work, vocab=high, recipe=recipe) if prec == "fp8" else work
     return memo[key].copy()
+
+
+def fused_dropout(ops: pd.DataFrame) -> pd.DataFrame:
+    """Each dropout of an eager step as the one kernel a GPU runs: PyTorch's CUDA/ROCm ``native_dropout`` reads the
+    input and writes the output and a one-byte mask in one kernel.
+
+    Off the GPU (the meta device the step is traced on), dropout is decomposed: ``empty_like`` (an allocation),
+    ``bernoulli_`` (writes the mask in the input's dtype), ``div_`` (scales it by 1/(1-p), read and written) and ``mul``
+    (reads the input and the mask, writes the output) — three kernels moving six tensors' worth of bytes where the GPU
+    moves two and a byte per element. Each such run (the four rows in this order, of one module and phase, of one
+    shape) becomes one ``aten.native_dropout`` row (FLOPs of the ``mul``; reads the input, writes the output and the
+    mask). The backward pass's product with the saved mask stays as traced (it reads the mask in the input's dtype:
+    at most one tensor's bytes too many). ``torch.compile``'s chains fuse the decomposed rows themselves
+    (:func:`compiled_work`) and do not use this."""
+    if not len(ops):
+        return ops
+    op = ops["op"].astype(str).to_numpy()
+    at = np.flatnonzero(op[1:-2] == "aten.bernoulli_") + 1
+    if not len(at):
+        return ops
+    mod = ops["module"].astype(str).to_numpy()
+    phase = ops["phase"].astype(str).to_numpy()
+    outs = ops["output_shapes"].astype(str).to_numpy()
+    drop, fused = [], []
+    for p in at:
+        run = range(p - 1, p + 3)
+        if (op[p - 1] == "aten.empty_like" and op[p + 1] == "aten.div_" and op[p + 2] == "aten.mul"
+                and len({mod[i] for i in run}) == 1 and len({phase[i] for i in run}) == 1
+                and len({outs[i] for i in run}) == 1):
+            drop += [p, p + 1]
+            fused.append(p + 2)
+    if not fused:
+        return ops
+    out = ops.copy()
+    f = np.asarray(fused)
+    numel = np.array([_numel(x) for x in outs[f]])
+    read = out["bytes_read"].to_numpy(float)[f]
+    written = out["bytes_written"].to_numpy(float)[f]
+    col = out.columns.get_loc
+    out.iloc[f, col("op")] = "aten.native_dropout"
+    out.iloc[f, col("bytes_read")] = (read / 2).astype(out["bytes_read"].dtype)  # the input only (the mask is made here)
+    out.iloc[f, col("bytes_written")] = (written + numel).astype(out["bytes_written"].dtype)  # output + one-byte mask
+    out.iloc[f, col("input_shapes")] = outs[f]
+    out.iloc[f, col("output_shapes")] = [f"{x};{x}" for x in outs[f]]
+    return out.drop(index=out.index[np.asarray(drop)])
 
 
 #: columns of work_from_ops that only compiled_work reads (the trace row and its dataflow)
