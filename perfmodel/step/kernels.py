@@ -129,7 +129,7 @@ def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None, *, with_s
     fp8 = work["fp8"].to_numpy(bool) if "fp8" in work.columns else np.zeros(len(w), bool)
     floor = fused_attention_floor_s(work.reset_index(drop=True), spec, prec)
     key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), fp8.tobytes(), floor.tobytes(), repr(spec), prec,
-           id(op_model), half_model_applies(op_model, prec))  # the same model object predicts differently under an override
+           id(op_model), _half_models_apply(op_model, prec))  # the same model object predicts differently under an override
     hit = _KERNEL_MEMO.get(key)
     if hit is not None and hit[0] is op_model:
         t, source = hit[1].copy(), hit[2]
@@ -331,7 +331,7 @@ def _rows_seconds(w: pd.DataFrame, fp8: np.ndarray, specs, prec: str, op_model, 
     keys, first, inv = _row_keys(w, fp8) if rows is None else rows
     stores, todo = [], []
     for spec in specs:
-        ctx = (repr(spec), prec, id(op_model), half_model_applies(op_model, prec))
+        ctx = (repr(spec), prec, id(op_model), _half_models_apply(op_model, prec))
         held = _ROW_MEMO.get(ctx)
         if held is None or held[0] is not op_model:
             if sum(len(v[1]) for v in _ROW_MEMO.values()) >= _ROW_MEMO_MAX:
@@ -373,6 +373,13 @@ def half_model_applies(op_model, prec: str) -> bool:
     return op_model is fitted_bundle()["model"]
 
 
+def _half_models_apply(op_model, prec: str) -> bool:
+    """Whether the half-precision models take part in this step's kernels: at BF16/FP16/FP8 (:func:`half_model_applies`)
+    and, for its GEMMs, at TF32 (:func:`_tf32_on_the_tensor_cores`). Part of every memo key: the same model object
+    predicts differently under an override."""
+    return half_model_applies(op_model, "bf16" if prec == "tf32" else prec)
+
+
 def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
     if half_model_applies(op_model, prec):
         from perfmodel.step.bandwidth import MEMORY_BOUND_CLASSES
@@ -393,7 +400,7 @@ def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=
             t[rest] = _default_kernel_seconds(work[rest].reset_index(drop=True), _pick(spec, rest), prec, op_model,
                                               None if fp8 is None else fp8[rest])
         return t
-    if prec == "tf32" and half_model_applies(op_model, "bf16"):
+    if prec == "tf32" and _half_models_apply(op_model, prec):
         return _tf32_on_the_tensor_cores(work, spec, op_model)
     return _default_kernel_seconds(work, spec, prec, op_model, fp8)
 
@@ -401,7 +408,8 @@ def _kernel_seconds_uncached(work: pd.DataFrame, spec, prec: str, op_model, fp8=
 def _tf32_on_the_tensor_cores(work: pd.DataFrame, spec, op_model) -> np.ndarray:
     """TF32 kernels: GEMMs by the tensor-core GEMM model (learned on Vidur's FP16 GEMMs,
     :mod:`perfmodel.step.half_precision`) at the TF32 tensor-core peak and their FP32 bytes, every other kernel as the
-    default path predicts it; each GEMM then no slower than on the CUDA cores (:func:`_no_slower_than_the_cuda_cores`).
+    default path predicts it; each GEMM no slower than the FP32-learned model's FP32 GEMM on the CUDA cores (as
+    :func:`_no_slower_than_the_cuda_cores`). A fused attention row is a GEMM here too (PyTorch's FP32 SDPA kernels).
 
     TF32 is a tensor-core math mode: a GEMM is described as at any precision (FLOPs, bytes at 4 bytes an element) and
     only the peak differs. The FP32-learned trees, learned on CUDA-core microbenchmarks and given the TF32 peak, put a

@@ -77,6 +77,10 @@ def test_extrapolation_and_precision_warn():
                                                                                        "learned on FP32"):
         c = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="bf16")
     assert "Vidur" not in c["basis"].iloc[0] and c["step_time_s"].iloc[0] != b["step_time_s"].iloc[0]
+    # at TF32 too (its GEMMs come from the tensor-core model only without an override), and no memo answers for the other
+    with using_op_model(default_op_model()), pytest.warns(ExtrapolationWarning, match="precision tf32: the efficiencies"):
+        c = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="tf32")
+    assert "Vidur" not in c["basis"].iloc[0] and c["step_time_s"].iloc[0] != t["step_time_s"].iloc[0]
 
 
 def test_bad_input():
