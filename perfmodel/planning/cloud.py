@@ -428,7 +428,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                budget_usd: float | None = None, input_shape=None, input_dtype=None, precision: str = "bf16",
                optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
                checkpoint_s: float | None = None, mixes=(), mix_balance: str = "speed",
-               wait_for_capacity: bool = True, progress: bool = False, framework: str = "pytorch") -> pd.DataFrame:
+               wait_for_capacity: bool = True, progress: bool = False, framework: str = "pytorch",
+               stack: str | None = None) -> pd.DataFrame:
     """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
 
     Parameters
@@ -492,6 +493,11 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         Megatron-Core (the distributed optimizer, sequence parallelism; ``"fsdp"`` candidates are then skipped with the
         reason, and combinations such as ``"dp2-tp4-pp2"`` may be listed in ``strategies``). For the layouts of one
         large run on one cluster, :func:`perfmodel.planning.search_layouts` tries them all.
+    stack : {"eager", "compile", "te"}, optional
+        The kernel family every candidate runs (as for :func:`perfmodel.predict_step_time`; default eager PyTorch):
+        ``"compile"`` fuses the memory-bound chains as torch.compile does, ``"te"`` runs Transformer Engine's fused
+        modules; the memory follows it. Mixes (``mixes=``) are predicted with eager kernels only and are refused with
+        another stack.
 
     Returns
     -------
@@ -549,6 +555,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel.step.strategy import check_framework
 
     fw = check_framework(framework)
+    from perfmodel._workload import resolve_stack
+
+    family = resolve_stack(stack, False)
+    if mixes and family != "eager":
+        raise ValueError(f"mixes= are predicted with eager kernels only (perfmodel.step.hetero.predict_mixed_step_time has "
+                         f"no kernel family); got stack={stack!r} with mixes={list(mixes)!r}. Plan the mixes without "
+                         "stack=, or the stack without mixes=.")
     spots = [bool(s) for s in _as_tuple(spot, "spot")]
     p = check_gpu_prices(prices)
     gpu_list = (sorted(set(p["gpu"])) if gpus is None else
@@ -602,16 +615,16 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
                             step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype,
-                                          fw),
+                                          fw, family),
                                          lambda: ost._step_time_only(model, list(gl), input_shape=input_shape, batch_size=B,
                                                                        input_dtype=input_dtype, precision=prec, optimizer=optimizer,
                                                                        n_gpus=n, strategy=s_name, micro_batches=micro_batches,
-                                                                       interconnect=link, framework=fw))
-                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw),
+                                                                       interconnect=link, framework=fw, stack=family))
+                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw, family),
                                         lambda: predict_memory(model, list(gl), batch_size=B, n_gpus=n, strategy=s_name,
                                                                precision=prec, optimizer=optimizer, input_shape=input_shape,
                                                                input_dtype=input_dtype, micro_batches=micro_batches,
-                                                               framework=fw))
+                                                               framework=fw, stack=family))
                     except StrategyError as exc:
                         first_error = first_error or exc
                         skipped.append(dict(n_gpus=n, strategy=strat, batch_size=B, reason=str(exc)))

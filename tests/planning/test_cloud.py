@@ -445,3 +445,39 @@ def test_megatron_execution_plans_dp_with_the_distributed_optimizer_and_skips_fs
         assert r.step_time_s_mega != pytest.approx(r.step_time_s_torch, rel=1e-9)
     with pytest.raises(UnknownNameError, match=r"Unknown framework 'jax'"):
         plan_cloud(CFG, **{**KW, "framework": "jax"})
+
+
+@pytest.mark.parametrize("stack", ["compile", "te"])
+def test_a_kernel_family_is_planned_as_predict_step_time_predicts_it(stack, tmp_path, capsys):
+    """stack= reaches every candidate's step and memory (a one-GPU row equals predict_step_time and predict_memory with
+    that stack), changes the plan against eager kernels, and --stack says the same on the command line."""
+    import json
+    import warnings
+
+    kw = dict(KW, n_gpus=(1,), batch_sizes=(8,), strategies=("dp",), gpus=["A100"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = plan_cloud(CFG, **kw, stack=stack)
+        eager = plan_cloud(CFG, **kw)
+        step = pm.predict_step_time(CFG, "A100", input_shape=(128,), batch_size=8, precision="bf16", optimizer="adam",
+                                    stack=stack)
+        mem = pm.predict_memory(CFG, "A100", input_shape=(128,), batch_size=8, precision="bf16", optimizer="adam",
+                                stack=stack)
+    assert (plan["step_time_s"] == step["step_time_s"].iloc[0]).all()
+    assert (plan["memory_per_gpu_bytes"] == mem["total_bytes"].iloc[0]).all()
+    assert not np.allclose(plan["step_time_s"].to_numpy(), eager["step_time_s"].to_numpy())
+    from perfmodel.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    PRICES.to_csv(tmp_path / "prices.csv", index=False)
+    argv = ["plan-cloud", str(tmp_path / "config.json"), "--input-shape", "128", "--n-gpus", "1", "--batch-sizes", "8",
+            "--steps", "20000", "--prices", str(tmp_path / "prices.csv"), "--gpus", "A100", "--stack", stack]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("Pareto front of")
+
+
+def test_mixes_are_refused_with_another_kernel_family():
+    with pytest.raises(ValueError, match=r"mixes= are predicted with eager kernels only .* got stack='compile'"):
+        plan_cloud(CFG, **dict(KW, gpus=["A100"]), mixes=["A100:1+L4:1"], stack="compile")
+    with pytest.raises(ValueError, match="stack"):
+        plan_cloud(CFG, **KW, stack="jax")
