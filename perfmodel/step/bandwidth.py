@@ -185,13 +185,12 @@ def bandwidth_rows() -> pd.DataFrame:
         :class:`~perfmodel.step.op_latency.OpLatencyModel` estimates it); then Vidur's FP16 elementwise rows of its
         A40 and A100 (:func:`vidur_elementwise_rows`). Every ``kernel_s`` at least ``KERNEL_MIN_S``.
     """
-    from perfmodel.step.op_latency import KERNEL_MIN_S, neusight_op_frame
+    from perfmodel.step.op_latency import neusight_op_frame
 
     neusight = [c for c, src in CLASS_SOURCES.items() if src == "neusight"]
     X = neusight_op_frame("train")
     X = X[X["op_class"].isin(neusight).to_numpy()].reset_index(drop=True)
-    overhead = X.groupby(["gpu", "op_class"])["latency_s"].transform("min").to_numpy(float) - KERNEL_MIN_S
-    X["kernel_s"] = np.maximum(X["latency_s"].to_numpy(float) - np.maximum(overhead, 0.0), KERNEL_MIN_S)
+    X["kernel_s"] = user_kernel_seconds(X)
     X["source"] = "neusight"
     X["gpu"] = X["gpu"].astype(str)
     return pd.concat([X[_ROW_COLUMNS], vidur_elementwise_rows(VIDUR_TRAINING_GPUS)], ignore_index=True)
@@ -226,7 +225,9 @@ def with_elementwise_from(vidur: pd.DataFrame, base: BandwidthModel | None = Non
     (rows of :func:`perfmodel.step.half_precision.vidur_rows`; only the :data:`VIDUR_ELEMENTWISE_OPERATORS` are used):
     the model of a scoring protocol trained on other Vidur GPUs than the shipped one
     (:func:`perfmodel.step.half_precision_scores.vidur_scores`)."""
+    from perfmodel.datasets import gpu_spec
     from perfmodel.step.op_latency import KERNEL_MIN_S
+    from perfmodel.step.vidur import VIDUR_SPECS
 
     base = bandwidth_model() if base is None else base
     R = _elementwise_of(vidur, KERNEL_MIN_S)
@@ -236,15 +237,13 @@ def with_elementwise_from(vidur: pd.DataFrame, base: BandwidthModel | None = Non
     m.gpu_latency_s_, m.gpu_efficiency_ = {}, {}
     m.latency_s_["elementwise"], m.efficiency_["elementwise"] = _fit_class(
         R["bytes"].to_numpy(float), R["bandwidth_bytes_per_s"].to_numpy(float), R["kernel_s"].to_numpy(float))
-    m.training_devices_ = sorted(set(base.training_devices_) - set(_VIDUR_NAMES.values()) | set(R["gpu"]))
+    vidur = {gpu_spec(g).gpu for g in VIDUR_SPECS.values()}  # the catalog names of Vidur's rows
+    m.training_devices_ = sorted(set(base.training_devices_) - vidur | set(R["gpu"]))
     m.provenance_ = base.provenance_ + f"; elementwise refitted on Vidur's adds of {', '.join(sorted(set(R['gpu'])))}"
     m.class_sources_ = {**getattr(base, "class_sources_", {}),
                         "elementwise": f"Vidur's FP16 adds of {', '.join(sorted(set(R['gpu'])))}"}
     return m
 
-
-#: The catalog names of Vidur's training folders' rows (``gpu`` of :func:`vidur_elementwise_rows`).
-_VIDUR_NAMES = {"a40": "A40", "a100": "A100-PCIe-80GB", "h100": "H100"}
 
 
 def elementwise_choice_scores() -> pd.DataFrame:
@@ -264,9 +263,7 @@ def elementwise_choice_scores() -> pd.DataFrame:
     R = vidur_elementwise_rows(VIDUR_TRAINING_GPUS)
     N = neusight_op_frame("train")
     N = N[(N["op_class"] == "elementwise").to_numpy()].reset_index(drop=True)
-    overhead = N.groupby(["gpu", "op_class"])["latency_s"].transform("min").to_numpy(float) - KERNEL_MIN_S
-    fp32 = _fit_class(N["bytes"].to_numpy(float), N["bandwidth_bytes_per_s"].to_numpy(float),
-                      np.maximum(N["latency_s"].to_numpy(float) - np.maximum(overhead, 0.0), KERNEL_MIN_S))
+    fp32 = _fit_class(N["bytes"].to_numpy(float), N["bandwidth_bytes_per_s"].to_numpy(float), user_kernel_seconds(N))
     b, bw, t = (R[c].to_numpy(float) for c in ("bytes", "bandwidth_bytes_per_s", "kernel_s"))
     g = R["gpu"].to_numpy()
     rows = []
