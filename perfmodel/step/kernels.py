@@ -418,22 +418,19 @@ def _tf32_on_the_tensor_cores(work: pd.DataFrame, spec, op_model) -> np.ndarray:
     the tensor-core efficiency learned in FP16 is the one used, and ``basis`` says so."""
     from perfmodel.step.half_precision import active_half_models
 
-    t = _default_kernel_seconds(work, spec, "tf32", op_model)
-    half = active_half_models()[0]
-    gemm = work["op_class"].isin(half.classes_).to_numpy()
-    if gemm.any():
-        X = step_design(work[gemm], _pick(spec, gemm), "tf32")
-        tc = half.predict_in_stream(X)
-        X32 = step_design(work[gemm], _pick(spec, gemm), "fp32")
-        t[gemm] = np.minimum(tc, op_model.predict_in_stream(X32))
-    return t
+    return _default_kernel_seconds(work, spec, "tf32", op_model, gemms=active_half_models()[0])
 
 
-def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None) -> np.ndarray:
+def _default_kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model, fp8=None, gemms=None) -> np.ndarray:
     """The operator model's kernel times of ``work`` on ``spec`` (one GPU, or an object array of one GPU per row:
-    :func:`perfmodel.step.op_latency.step_design`)."""
+    :func:`perfmodel.step.op_latency.step_design`); the rows of ``gemms``' classes by ``gemms`` instead, when given
+    (TF32's GEMMs, :func:`_tf32_on_the_tensor_cores`), before the CUDA-core bound."""
     X = step_design(work, spec, prec, fp8)
     t = op_model.predict_in_stream(X)
+    if gemms is not None:
+        g = np.flatnonzero(X["op_class"].isin(gemms.classes_).to_numpy())
+        if len(g):
+            t[g] = gemms.predict_in_stream(X.iloc[g].reset_index(drop=True))
     conv = np.flatnonzero(X["op_class"].to_numpy() == "conv")
     if len(conv):
         t[conv] = _monotone_in_batch(X.iloc[conv].reset_index(drop=True), t[conv], op_model, prec)
