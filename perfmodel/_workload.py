@@ -121,11 +121,12 @@ def resolve_stack(stack, compile) -> str:
 #: FP8 training recipes (``fp8_recipe=`` of :class:`Workload`), by the kernel family that runs them: torchao's Float8
 #: (``stack="eager"`` or ``"compile"``, as torchtitan trains) with ``"tensorwise"`` scaling (the default) or
 #: ``"rowwise"`` scaling; Transformer Engine's (``stack="te"``, as Megatron-Core trains) with ``"delayed"`` scaling
-#: (the default; amax history), ``"current"`` per-tensor scaling, or ``"mxfp8"`` block scaling (32-element blocks,
-#: Blackwell-class GPUs only). How each is modelled: :func:`perfmodel.step.trace.fp8_work` and
+#: (the default; amax history), ``"current"`` per-tensor scaling, ``"mxfp8"`` block scaling (32-element blocks,
+#: Blackwell-class GPUs only) or ``"nvfp4"`` (TE's ``NVFP4BlockScaling``: the linears' GEMMs in 4-bit E2M1 with a scale
+#: per 16 elements; NVIDIA Blackwell GPUs only). How each is modelled: :func:`perfmodel.step.trace.fp8_work` and
 #: :func:`perfmodel.step.trace.te_fp8_work`.
 FP8_RECIPES = {"tensorwise": ("eager", "compile"), "rowwise": ("eager", "compile"), "delayed": ("te",),
-               "current": ("te",), "mxfp8": ("te",)}
+               "current": ("te",), "mxfp8": ("te",), "nvfp4": ("te",)}
 
 
 def _check_recipe_name(recipe) -> str:
@@ -134,7 +135,7 @@ def _check_recipe_name(recipe) -> str:
         from perfmodel._errors import UnknownNameError
 
         raise UnknownNameError(f"fp8_recipe must be one of {', '.join(map(repr, FP8_RECIPES))} (torchao: 'tensorwise', "
-                               f"'rowwise'; Transformer Engine: 'delayed', 'current', 'mxfp8'), or None for the kernel "
+                               f"'rowwise'; Transformer Engine: 'delayed', 'current', 'mxfp8', 'nvfp4'), or None for the kernel "
                                f"family's default; got {recipe!r}.")
     return key
 
@@ -155,7 +156,7 @@ def fp8_recipe_of(precision: str, stack: str, recipe=None) -> str | None:
     key = _check_recipe_name(recipe)
     if stack not in FP8_RECIPES[key]:
         family = "Transformer Engine's (stack='te')" if FP8_RECIPES[key] == ("te",) else "torchao's (stack='eager' or 'compile')"
-        mine = "'delayed', 'current' or 'mxfp8'" if stack == "te" else "'tensorwise' or 'rowwise'"
+        mine = "'delayed', 'current', 'mxfp8' or 'nvfp4'" if stack == "te" else "'tensorwise' or 'rowwise'"
         raise ValueError(f"fp8_recipe={key!r} is {family}; the step runs stack={stack!r}, whose recipes are {mine}. Pass "
                          f"one of those, or the stack of the recipe.")
     return key
@@ -296,9 +297,11 @@ class Workload:
     activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}, optional
     stack : {"eager", "compile", "te"}, optional
         The kernel family the run uses (``predict_step_time``'s ``stack=``); ``"compile"`` is ``compile=True``.
-    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8"}, optional
+    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "nvfp4"}, optional
         At ``precision="fp8"``: the scaling recipe (:data:`FP8_RECIPES`); unset, the kernel family's default (torchao's
-        tensorwise, Transformer Engine's delayed scaling). Read by :func:`perfmodel.predict`.
+        tensorwise, Transformer Engine's delayed scaling). ``"nvfp4"`` is Transformer Engine's 4-bit recipe (TE runs
+        it under its FP8 autocast, hence ``precision="fp8"``): the linears' GEMMs at the GPU's FP4 rate. Read by
+        :func:`perfmodel.predict`.
     """
 
     #: the value of a field left unset.

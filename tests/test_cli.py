@@ -246,6 +246,10 @@ def test_predict_takes_the_fp8_recipe_and_the_fp8_parameter_gather(tmp_path, cap
     assert "--fp8-param-gather does" in capsys.readouterr().out
     assert main([*base, "--gpus", "H100", "--stack", "te", "--fp8-recipe", "mxfp8"]) != 0
     assert "H100 lack" in capsys.readouterr().err
+    assert main([*base, "--gpus", "B200", "--stack", "te", "--fp8-recipe", "nvfp4"]) == 0
+    assert "NVFP4 recipe" in capsys.readouterr().out
+    assert main([*base, "--gpus", "MI355X", "--stack", "te", "--fp8-recipe", "nvfp4"]) != 0
+    assert "MI355X lack" in capsys.readouterr().err
 
 
 def test_predict_takes_megatrons_selective_recomputation(tmp_path, capsys):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from perfmodel._workload import FP8_RECIPES
 from perfmodel.cli._common import (
     _gib,
     _interconnect,
@@ -148,9 +149,10 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                       help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "
                            "NVIDIA Transformer Engine's fused modules (te)")
-    pred.add_argument("--fp8-recipe", choices=["tensorwise", "rowwise", "delayed", "current", "mxfp8"], default=None,
+    pred.add_argument("--fp8-recipe", choices=list(FP8_RECIPES), default=None,
                       help="with --precision fp8: torchao's tensorwise (default) or rowwise scaling; with --stack te, "
-                           "Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling")
+                           "Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling, or "
+                           "nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
     pred.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,
                       help="with --precision fp8: keep and all-gather the FP8 linears' weights in FP8 (Megatron's "
                            "--fp8-param-gather with its distributed optimizer; FSDP's FP8 all-gather). Default: the "

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfmodel.step.op_latency import step_design
+from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
 __all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
@@ -121,12 +121,12 @@ def kernel_seconds(work: pd.DataFrame, spec, prec: str, op_model=None, *, with_s
     ``"FP32:<GPU>"`` for the FP32 step of a TF32 step (on that GPU; empty for ``spec``) -- None when they are
     ``spec``'s own. For ``basis`` (:func:`source_phrase`)."""
     from perfmodel.datasets import gpu_spec
-    from perfmodel.step.op_latency import WORK_COLUMNS, default_op_model
+    from perfmodel.step.op_latency import WORK_COLUMNS, default_op_model, low_precision_rates
 
     spec = gpu_spec(spec)  # a name, or a spec of one's own
     op_model = default_op_model() if op_model is None else op_model
     w = work[WORK_COLUMNS].reset_index(drop=True)
-    fp8 = work["fp8"].to_numpy(bool) if "fp8" in work.columns else np.zeros(len(w), bool)
+    fp8 = low_precision_rates(work)  # each GEMM's rate in an FP8 step: BF16, FP8 or FP4
     floor = fused_attention_floor_s(work.reset_index(drop=True), spec, prec)
     key = (pd.util.hash_pandas_object(w, index=False).to_numpy().tobytes(), fp8.tobytes(), floor.tobytes(), repr(spec), prec,
            id(op_model), _half_models_apply(op_model, prec))  # the same model object predicts differently under an override
@@ -233,6 +233,10 @@ def _least_of_dominated(w: pd.DataFrame, fp8: np.ndarray, spec, prec: str, op_mo
     one more candidate: a TF32 step is never slower than the same step in FP32."""
     rows = _row_keys(w, fp8) if rows is None else rows
     gpus = [spec, *_comparable_gpus(spec, prec, op_model)]
+    if prec == "fp8" and (np.asarray(fp8) == FP4_RATE).any():  # FP4 GEMMs: only GPUs with no more FP4 rate than spec's
+        mine = float(getattr(spec, "fp4_peak_tflops", np.nan))
+        gpus = [spec] + [g for g in gpus[1:] if np.isfinite(float(getattr(g, "fp4_peak_tflops", np.nan)))
+                         and float(g.fp4_peak_tflops) <= mine]
     learned = _rows_seconds(w, fp8, gpus, prec, op_model, rows)  # the learned times on each GPU, in one prediction
     if prec == "tf32":
         learned = [_tf32_within_fp32(w, t, t32, s)

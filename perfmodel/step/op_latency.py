@@ -45,7 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
            "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out",
            "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path", "using_op_model", "PRECISION_ITEMSIZE",
-           "step_design"]
+           "step_design", "low_precision_rates", "fp4_peak_tflops", "FP8_RATE", "FP4_RATE"]
 
 #: Operator classes of the latency model.
 OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
@@ -699,11 +699,38 @@ def interval_step_scores() -> pd.DataFrame | None:
     return fitted_bundle().get("step_scores")
 
 
+#: codes of :func:`low_precision_rates`: a GEMM at the GPU's FP8 rate, and at its FP4 rate.
+FP8_RATE, FP4_RATE = 1, 2
+
+
+def low_precision_rates(work: pd.DataFrame) -> np.ndarray:
+    """Per work row, the rate its GEMM runs at in an FP8 step (int8): 0 the step's own (BF16), :data:`FP8_RATE` for the
+    rows the ``fp8`` column marks (:func:`perfmodel.step.trace.fp8_work`, ``te_fp8_work``), :data:`FP4_RATE` for those
+    the ``fp4`` column marks (Transformer Engine's NVFP4 recipe)."""
+    out = work["fp8"].to_numpy(bool).astype(np.int8) if "fp8" in work.columns else np.zeros(len(work), np.int8)
+    if "fp4" in work.columns:
+        out[work["fp4"].to_numpy(bool)] = FP4_RATE
+    return out
+
+
+def fp4_peak_tflops(spec) -> float:
+    """The dense FP4 tensor-core rate of a GPU (TFLOPS), for the GEMMs of Transformer Engine's NVFP4 recipe; a
+    ``UnsupportedPrecisionError`` where the GPU has none."""
+    v = float(getattr(spec, "fp4_peak_tflops", np.nan))
+    if not np.isfinite(v) or v <= 0:
+        from perfmodel.datasets import UnsupportedPrecisionError
+
+        raise UnsupportedPrecisionError(f"{spec.gpu} has no FP4 tensor-core rate in the catalog (fp4_peak_tflops), so an "
+                                        "NVFP4 GEMM cannot be predicted on it; use fp8_recipe='delayed' or 'mxfp8'.")
+    return v
+
+
 def step_design(work: pd.DataFrame, spec, prec: str, fp8=None) -> pd.DataFrame:
     """Operator-model inputs (:func:`perfmodel.step.op_latency.op_design`) of work rows on the GPU ``spec`` at
     ``prec``, as the step predictor sees the GPU: GEMMs and convolutions at the matrix units' rate (tensor cores; FP32
     too where the vendor BLAS runs FP32 GEMMs on matrix cores, AMD CDNA), the rest on the CUDA cores / vector units; at
-    ``"fp8"`` the rows marked in ``fp8`` (:func:`fp8_work`) at the FP8 rate and every other GEMM at BF16's.
+    ``"fp8"`` the rows marked in ``fp8`` (:func:`low_precision_rates`: bools, or its codes) at the FP8 rate, or the FP4
+    rate, and every other GEMM at BF16's.
 
     ``spec`` is one GPU, or a numpy object array of one GPU per row (the rows of several GPUs predicted in one call)."""
     from perfmodel.datasets import matmul_peak_tflops
@@ -722,7 +749,14 @@ def step_design(work: pd.DataFrame, spec, prec: str, fp8=None) -> pd.DataFrame:
     matrix = np.array([matmul_peak_tflops(g, "bf16" if prec == "fp8" else prec) * 1e12 for g in gpus])[at]
     peak[mm] = matrix[mm]
     if prec == "fp8" and fp8 is not None and fp8.any():
-        f8 = np.array([matmul_peak_tflops(g, "fp8") * 1e12 for g in gpus])[at]
-        peak[fp8 & mm] = f8[fp8 & mm]
+        code = np.asarray(fp8).astype(np.int8)
+        sel = (code == FP8_RATE) & mm
+        if sel.any():
+            f8 = np.array([matmul_peak_tflops(g, "fp8") * 1e12 for g in gpus])[at]
+            peak[sel] = f8[sel]
+        sel = (code == FP4_RATE) & mm
+        if sel.any():
+            f4 = np.array([fp4_peak_tflops(g) * 1e12 for g in gpus])[at]
+            peak[sel] = f4[sel]
     cols["peak_flops_per_s"] = peak
     return op_design(work[WORK_COLUMNS].reset_index(drop=True), cols)

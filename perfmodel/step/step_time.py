@@ -224,15 +224,33 @@ RECIPE_BASIS = {
                 "cast, by kernels of their own)"),
     "mxfp8": ("Transformer Engine's MXFP8 block scaling (a scale per 32 elements; its casts fused as delayed scaling's; "
               "the GEMMs at the dense FP8 rate)"),
+    "nvfp4": ("Transformer Engine's NVFP4 recipe (the linears' forward and gradient GEMMs by the same GEMM model at the "
+              "dense FP4 rate instead of the FP8 peak, extrapolated: no FP4 GEMM was measured; each activation operand read for its per-tensor maximum, then "
+              "cast row-wise and, with the random Hadamard transform, column-wise by kernels of their own; the weights "
+              "cast in 16x16 blocks per micro-batch; attention, norms and the vocabulary projection in BF16)"),
 }
 
 
 def check_recipe_on(recipe: str | None, clusters) -> None:
     """A recipe the clusters' GPUs can run: MXFP8 needs block-scaled FP8 tensor cores (Blackwell-class; the catalog's
-    GPUs with an FP4 rate: B200, GB200, B300, GB300, RTX 5090, MI355X)."""
-    if recipe != "mxfp8":
+    GPUs with an FP4 rate: B200, GB200, B300, GB300, RTX 5090, MI355X); NVFP4 needs NVIDIA's FP4 tensor cores
+    (NVIDIA GPUs with an FP4 rate: B200, GB200, B300, GB300, RTX 5090)."""
+    if recipe not in ("mxfp8", "nvfp4"):
         return
     specs = gpu_specs([c.gpu for c in clusters], "fp8")
+    if recipe == "nvfp4":
+        bad = [s.gpu for s in specs if not np.isfinite(getattr(s, "fp4_peak_tflops", np.nan))
+               or str(getattr(s, "vendor", "")).upper() != "NVIDIA"]
+        if bad:
+            from perfmodel.datasets import UnsupportedPrecisionError
+
+            raise UnsupportedPrecisionError(
+                f"fp8_recipe='nvfp4' runs its GEMMs on NVIDIA's FP4 tensor cores (NVFP4: E2M1 values with an E4M3 scale "
+                f"per 16 elements, Blackwell's block-scaled instructions), which {', '.join(map(str, bad))} lack "
+                "(NVIDIA Blackwell GPUs have them: B200, GB200, B300, GB300, RTX 5090; AMD's MI355X runs MXFP4, a "
+                "different format Transformer Engine's NVFP4 recipe does not use). Use fp8_recipe='mxfp8', 'delayed' "
+                "or 'current' there.")
+        return
     bad = [s.gpu for s in specs if not np.isfinite(getattr(s, "fp4_peak_tflops", np.nan))]
     if bad:
         from perfmodel.datasets import UnsupportedPrecisionError

@@ -487,7 +487,8 @@ def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: s
     gathering them in FP8, its FP32 main weights sharded), or torchao's FP8 all-gather under FSDP, eager or compiled;
     it needs ``precision="fp8"`` and ranks that gather the parameters (FSDP, or the distributed optimizer). False:
     every parameter at the training precision. torchao's rowwise recipe (``recipe="rowwise"``) gathers in BF16: never
-    on by default, refused when asked for.
+    on by default, refused when asked for; so is Transformer Engine's NVFP4 recipe (``recipe="nvfp4"``: its weights are
+    cast to FP4 from the training precision per micro-batch; perfmodel models no FP4 or FP8 weight storage for it).
     """
     from perfmodel._workload import fp8_recipe_of
 
@@ -498,6 +499,10 @@ def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: s
         return bool(framework == "pytorch" and fsdp and precision == "fp8" and stack == "compile" and not rowwise)
     if not on:
         return False
+    if precision == "fp8" and fp8_recipe_of(precision, stack, recipe) == "nvfp4":
+        raise ValueError("fp8_param_gather=True with fp8_recipe='nvfp4': Transformer Engine's NVFP4 recipe casts the "
+                         "weights to FP4 from their BF16 copy per micro-batch, and perfmodel models no FP8 or FP4 weight "
+                         "storage for it. Pass fp8_param_gather=None, or another recipe ('delayed', 'current', 'mxfp8').")
     if rowwise:
         raise ValueError("fp8_param_gather=True with fp8_recipe='rowwise': torchao all-gathers rowwise-scaled weights in "
                          "BF16 (its FP8 all-gather is tensorwise). Use fp8_recipe='tensorwise', or fp8_param_gather=None.")

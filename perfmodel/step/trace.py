@@ -29,7 +29,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -54,6 +54,23 @@ TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT = 4
 #: bytes Transformer Engine's current per-tensor scaling moves per element of each activation operand it casts: the
 #: BF16 tensor read for its absolute maximum (2), read again (2) and written in FP8 with its transpose (1 + 1).
 TE_CURRENT_CAST_BYTES_PER_ELEMENT = 6
+
+
+#: bytes of one element of an NVFP4 tensor: its 4-bit E2M1 value (0.5) and its share of the E4M3 scale of each block
+#: of 16 elements (1/16) (TE's ``NVFP4BlockScaling``; NVIDIA, "Pretraining Large Language Models with NVFP4", 2025).
+NVFP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16
+
+
+#: bytes Transformer Engine's NVFP4 recipe moves per element of each activation operand it casts: the BF16 tensor read
+#: for its per-tensor absolute maximum (2: NVFP4's second-level FP32 scale is the tensor's own, as current scaling's),
+#: read again (2) and written in NVFP4 row-wise and column-wise (the copy the weight-gradient GEMM reads, the random
+#: Hadamard transform applied in the same kernel): 2 x :data:`NVFP4_BYTES_PER_ELEMENT`.
+TE_NVFP4_CAST_BYTES_PER_ELEMENT = 2 + 2 + 2 * NVFP4_BYTES_PER_ELEMENT
+
+
+#: bytes Transformer Engine's NVFP4 weight cast moves per weight element: the BF16 weight read (2) and its 16x16-block
+#: FP4 copy and the transposed copy written, each half a byte an element and one E4M3 scale per 256 elements.
+TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT = 2 + 2 * (0.5 + 1 / 256)
 
 
 _FREE = {"view", "factory"}
@@ -843,7 +860,7 @@ def _cast_rows(sel: pd.DataFrame, nbytes: np.ndarray, op: str, phase) -> pd.Data
     last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
     casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes, "tiles": np.ceil(eq / 512),
                           "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0, "op": op, "phase": phase,
-                          "fp8": False})
+                          "fp8": False, "fp4": False})
     if "module" in sel.columns:
         casts["module"] = sel["module"].to_numpy()
     return casts
@@ -865,17 +882,18 @@ def _shared_inputs_once(sel: pd.DataFrame) -> pd.DataFrame:
     return sel[~(fwd & shared)]
 
 
-def _weight_casts(w: pd.DataFrame) -> pd.DataFrame:
-    """``w`` with each FP8 weight (of the GEMMs its ``fp8`` column marks) cast, with its transpose, by one kernel moving
-    :data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT` bytes per element, once per micro-batch (the weight of a forward
-    GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand)."""
+def _weight_casts(w: pd.DataFrame, per_element: float = TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT,
+                  op: str = "te_fp8_weight_cast") -> pd.DataFrame:
+    """``w`` with each FP8 weight (of the GEMMs its ``fp8`` column marks) cast, with its transpose, by one kernel ``op``
+    moving ``per_element`` bytes per element (:data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`), once per micro-batch (the
+    weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand)."""
     fwd = w[w["fp8"].to_numpy(bool) & (w["phase"].astype(str) == "forward").to_numpy()]
     if not len(fwd):
         return w
     tokens = float(fwd["dim_m"].mode().iloc[0])
     fwd = fwd[fwd["dim_m"].to_numpy(float) == tokens]
     n_el = fwd["dim_b"].to_numpy(float) * fwd["dim_k"].to_numpy(float) * fwd["dim_n"].to_numpy(float)
-    casts = _cast_rows(fwd, TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * n_el, "te_fp8_weight_cast", "forward")
+    casts = _cast_rows(fwd, per_element * n_el, op, "forward")
     return pd.concat([w, casts[w.columns]], ignore_index=True)
 
 
@@ -898,19 +916,29 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
       upper bound where TE fuses the maximum into the kernel producing the tensor);
     * each FP8 weight is cast, with its transpose, by one kernel moving :data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`
       bytes per element, once per micro-batch here (TE re-casts only on the first micro-batch of a step: an upper
-      bound of a few milliseconds).
+      bound of a few milliseconds);
+    * ``recipe="nvfp4"`` (TE's ``NVFP4BlockScaling``, NVIDIA Blackwell): the same GEMMs run at the GPU's FP4 tensor-core
+      rate (``fp4`` column True; fprop, dgrad and wgrad all in NVFP4, as the recipe runs them, no layer kept in BF16
+      beyond the vocabulary projection); the activation operands are cast as current scaling casts them (NVFP4's
+      per-tensor scale is the tensor's own maximum) at :data:`TE_NVFP4_CAST_BYTES_PER_ELEMENT`, and each weight at
+      :data:`TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT` (16x16 blocks). No FP4 kernel was measured: the FP4 GEMMs are the
+      tensor-core GEMM model at the FP4 peak, an extrapolation.
 
     The weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand."""
     w = work.copy()
     mm = _fp8_gemms(w, vocab)
     w["fp8"] = mm
-    sel = _shared_inputs_once(_token_rows(w[mm])) if recipe == "current" and mm.any() else None
-    w = _weight_casts(w)
+    fp4 = recipe == "nvfp4"
+    if fp4:
+        w["fp4"] = mm
+    sel = _shared_inputs_once(_token_rows(w[mm])) if recipe in ("current", "nvfp4") and mm.any() else None
+    w = (_weight_casts(w, TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, "te_nvfp4_weight_cast") if fp4 else _weight_casts(w))
     if sel is not None:
         if len(sel):
             n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
-            casts = _cast_rows(sel, TE_CURRENT_CAST_BYTES_PER_ELEMENT * n_el, "te_fp8_current_cast",
-                               sel["phase"].to_numpy())
+            per_el, op = ((TE_NVFP4_CAST_BYTES_PER_ELEMENT, "te_nvfp4_cast") if fp4
+                          else (TE_CURRENT_CAST_BYTES_PER_ELEMENT, "te_fp8_current_cast"))
+            casts = _cast_rows(sel, per_el * n_el, op, sel["phase"].to_numpy())
             w = pd.concat([w, casts[w.columns]], ignore_index=True)
     return w
 

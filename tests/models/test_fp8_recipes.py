@@ -1,5 +1,5 @@
 """FP8 recipes (``Workload(fp8_recipe=...)``): torchao's tensorwise and rowwise scaling, Transformer Engine's delayed,
-current and MXFP8 scaling — each a stated model of the kernels it adds, checked where the hardware can run it."""
+current, MXFP8 and NVFP4 scaling — each a stated model of the kernels it adds, checked where the hardware can run it."""
 from __future__ import annotations
 
 import warnings
@@ -10,7 +10,8 @@ import pytest
 import perfmodel as pm
 from perfmodel._errors import UnknownNameError
 from perfmodel.datasets import UnsupportedPrecisionError
-from perfmodel.step.trace import (TE_CURRENT_CAST_BYTES_PER_ELEMENT, TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT, model_input,
+from perfmodel.step.trace import (TE_CURRENT_CAST_BYTES_PER_ELEMENT, TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT,
+                                  TE_NVFP4_CAST_BYTES_PER_ELEMENT, TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, model_input,
                                   step_work)
 
 LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
@@ -82,10 +83,78 @@ def test_mxfp8_runs_where_the_gpu_has_block_scaled_fp8_and_is_refused_elsewhere(
         _pred("H100", stack="te", fp8_recipe="mxfp8")
 
 
+def test_te_nvfp4_runs_the_linears_gemms_at_the_fp4_rate_with_current_style_casts():
+    """NVFP4 (TE's NVFP4BlockScaling): the GEMMs that run in FP8 under the other recipes run at the FP4 rate (``fp4``);
+    each activation operand is read for its per-tensor maximum, then cast with its column-wise copy (random Hadamard
+    transform fused), as current scaling selects them, at TE_NVFP4_CAST_BYTES_PER_ELEMENT; each weight cast to
+    16x16-block FP4 with its transpose at TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT."""
+    current, nvfp4 = _work("te", "current"), _work("te", "nvfp4")
+    assert "fp4" in nvfp4.columns and "fp4" not in current.columns
+    gemms = nvfp4[nvfp4["fp4"].to_numpy(bool)]
+    assert len(gemms) and gemms["fp8"].all() and gemms["op"].isin(["aten.mm", "aten.addmm"]).all()
+    assert nvfp4["fp4"].sum() == current["fp8"].sum()  # the same GEMMs, at the FP4 rate
+    casts, cur = nvfp4[nvfp4["op"] == "te_nvfp4_cast"], current[current["op"] == "te_fp8_current_cast"]
+    assert len(casts) == len(cur)
+    assert casts["bytes"].sum() == pytest.approx(cur["bytes"].sum() * TE_NVFP4_CAST_BYTES_PER_ELEMENT
+                                                 / TE_CURRENT_CAST_BYTES_PER_ELEMENT)
+    assert not (nvfp4["op"] == "te_fp8_weight_cast").any()
+    weights = nvfp4[nvfp4["op"] == "te_nvfp4_weight_cast"]["bytes"].sum()
+    assert weights == pytest.approx(TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT * L * (2 * H * H + 2 * H * KV + 3 * H * F))
+    assert TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT < TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT  # half a byte, not one
+
+
+WIDE = dict(LLAMA, hidden_size=4096, intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
+            num_key_value_heads=8, vocab_size=1000, max_position_embeddings=2048)  # Llama 3 8B's layers: GEMM-bound
+
+
+def _wide(gpu, recipe, n_gpus=1, strategy="dp"):
+    w = pm.Workload(WIDE, input_shape=(2048,), batch_size=4 * n_gpus, precision="fp8", optimizer="adam-fused", stack="te",
+                    fp8_recipe=recipe)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.predict(w, pm.Cluster(gpu, n_gpus=n_gpus), pm.Parallelism(strategy))
+
+
+def _nvfp4_gpus() -> list[str]:
+    """The catalog's GPUs with NVIDIA FP4 tensor cores (an FP4 rate, NVIDIA)."""
+    from perfmodel.datasets.reference import load_gpu_catalog
+
+    c = load_gpu_catalog()
+    return sorted(c.loc[c["fp4_peak_tflops"].notna() & (c["vendor"] == "NVIDIA"), "gpu"])
+
+
+@pytest.mark.parametrize("gpu", _nvfp4_gpus())
+def test_nvfp4_is_faster_than_mxfp8_on_blackwell_and_no_more_than_the_peak_ratio(gpu):
+    """On a GPU with FP4 tensor cores a GEMM-bound step under NVFP4 beats MXFP8 (its GEMMs at the FP4 rate), by no
+    more than the FP4-to-FP8 peak ratio; with tensor parallelism too (the FP4 marks survive the sharding)."""
+    from perfmodel.datasets import gpu_spec
+
+    spec = gpu_spec(gpu)
+    for n, strategy in ((1, "dp"), (2, "tp2")):
+        mx, f4 = _wide(gpu, "mxfp8", n, strategy), _wide(gpu, "nvfp4", n, strategy)
+        assert f4.step_time_s < mx.step_time_s
+        assert f4.step_time_s >= mx.step_time_s * spec.fp8_peak_tflops / spec.fp4_peak_tflops
+        assert "NVFP4" in f4.basis and "FP4 rate" in f4.basis
+
+
+def test_nvfp4_is_refused_where_the_gpu_has_no_nvfp4_tensor_cores():
+    with pytest.raises(UnsupportedPrecisionError, match="H100 lack"):
+        _pred("H100", stack="te", fp8_recipe="nvfp4")
+    with pytest.raises(UnsupportedPrecisionError, match="MI355X"):
+        _pred("MI355X", stack="te", fp8_recipe="nvfp4")
+
+
+def test_nvfp4_refuses_fp8_parameter_gather():
+    w = pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision="fp8", stack="te", fp8_recipe="nvfp4")
+    with pytest.raises(ValueError, match="nvfp4"):
+        pm.predict(w, pm.Cluster("B200", n_gpus=2), pm.Parallelism("dp2", framework="megatron", fp8_param_gather=True))
+
+
 @pytest.mark.parametrize("fields, error, match", [
     (dict(precision="bf16", fp8_recipe="rowwise"), ValueError, "precision='bf16'"),
     (dict(precision="fp8", stack="te", fp8_recipe="rowwise"), ValueError, "torchao's"),
     (dict(precision="fp8", compile=True, fp8_recipe="mxfp8"), ValueError, "Transformer Engine's"),
+    (dict(precision="fp8", stack="eager", fp8_recipe="nvfp4"), ValueError, "Transformer Engine's"),
     (dict(precision="fp8", fp8_recipe="block"), UnknownNameError, "fp8_recipe must be one of"),
 ])
 def test_a_recipe_that_does_not_fit_the_step_is_refused_when_the_workload_is_made(fields, error, match):
