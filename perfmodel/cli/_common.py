@@ -15,6 +15,16 @@ class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def add_fp8_recipe(parser, what: str = "") -> None:
+    """``--fp8-recipe``, one option for every command that says a run (:data:`perfmodel._workload.FP8_RECIPES`)."""
+    from perfmodel._workload import FP8_RECIPES
+
+    parser.add_argument("--fp8-recipe", choices=list(FP8_RECIPES), default=None,
+                        help=f"with --precision fp8{what}: torchao's tensorwise (default) or rowwise scaling; with --stack "
+                             "te, Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling, "
+                             "or nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
+
+
 class _UsageError(ValueError):
     """A command-line value that cannot be used (exit status 2, one line)."""
 

@@ -2,8 +2,8 @@
 the ones that fit predicted, fastest first (:func:`perfmodel.planning.search_layouts`)."""
 from __future__ import annotations
 
-from perfmodel._workload import FP8_RECIPES
 from perfmodel.cli._common import (
+    add_fp8_recipe,
     _gib,
     _ints,
     _interconnect,
@@ -122,10 +122,7 @@ def add_parser(sub, fmt) -> None:
                    help="optimizer step included")
     p.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                    help="kernel family: eager PyTorch (default), torch.compile, or Transformer Engine's fused modules")
-    p.add_argument("--fp8-recipe", choices=list(FP8_RECIPES), default=None,
-                   help="with --precision fp8: torchao's tensorwise (default) or rowwise scaling; with --stack te, "
-                        "Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling, or "
-                           "nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
+    add_fp8_recipe(p)
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node")
     p.add_argument("--interconnect", default=None,
                    help="links: a link per level (intra=nvlink,inter=infiniband-ndr), one link (nvlink) or one per group")

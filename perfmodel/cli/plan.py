@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from perfmodel.cli._common import (
+    add_fp8_recipe,
     _DefaultsFormatter,
     _Given,
     _ints,
@@ -178,7 +179,7 @@ def _cmd_plan_cloud(args) -> int:
                        precision=args.precision, optimizer=args.optimizer,
                        mixes=_names(args.mixes, "--mixes") if args.mixes else (),
                        wait_for_capacity=not args.no_capacity_wait, progress=_show_progress(args.quiet),
-                       framework=args.framework, stack=args.stack)
+                       framework=args.framework, stack=args.stack, fp8_recipe=args.fp8_recipe)
     if steps is None:
         amount = (f"{args.tokens} tokens = {samples} sequences of {shape[0]}" if args.tokens is not None else f"{samples} samples")
         what = f"{amount}; steps = ceil(samples / batch)"
@@ -271,11 +272,12 @@ def add_parser(sub, fmt) -> None:
                              "to the same training progress at every batch (McCandlish et al.)")
     amount.add_argument("--reference-batch", type=int, default=None, help="the batch --steps was counted at (with --b-simple)")
     pc.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
-    pc.add_argument("--precision", default="bf16", help="fp32, tf32, bf16 or fp16")
+    pc.add_argument("--precision", default="bf16", help="fp32, tf32, bf16, fp16 or fp8")
     pc.add_argument("--optimizer", default="adam", help="adam, adam-fused or sgd-momentum")
     pc.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                     help="kernel family every candidate runs: eager PyTorch (the default), torch.compile, or NVIDIA "
                          "Transformer Engine's fused modules (te); not with --mixes")
+    add_fp8_recipe(pc, ", every candidate; not with --mixes")
     pc.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
     pc.add_argument("--budget-usd", type=float, default=None, help="budget in US dollars (none: unconstrained)")
     pc.add_argument("--prices", default=None, metavar="FILE",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from perfmodel._workload import FP8_RECIPES
 from perfmodel.cli._common import (
+    add_fp8_recipe,
     _gib,
     _interconnect,
     _model_arg,
@@ -149,10 +149,7 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
                       help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "
                            "NVIDIA Transformer Engine's fused modules (te)")
-    pred.add_argument("--fp8-recipe", choices=list(FP8_RECIPES), default=None,
-                      help="with --precision fp8: torchao's tensorwise (default) or rowwise scaling; with --stack te, "
-                           "Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling, or "
-                           "nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
+    add_fp8_recipe(pred)
     pred.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,
                       help="with --precision fp8: keep and all-gather the FP8 linears' weights in FP8 (Megatron's "
                            "--fp8-param-gather with its distributed optimizer; FSDP's FP8 all-gather). Default: the "

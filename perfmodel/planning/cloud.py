@@ -421,6 +421,16 @@ def _mixed_rentals(mix: dict, rows_by_gpu: dict) -> list:
 
 
 
+def _with_recipe(run: tuple, recipe: str | None) -> tuple:
+    """``(workload, clusters, parallelism)`` of :func:`perfmodel._run.keyword_run` with the workload's FP8 recipe set (None:
+    the kernel family's default, as the keyword faces run it); the recipe checked against the GPUs where the step
+    model reads it."""
+    from perfmodel._run import trusted_replace
+
+    w, cs, p = run
+    return (w if recipe is None else trusted_replace(w, fp8_recipe=recipe)), cs, p
+
+
 def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32), strategies=("dp", "fsdp", "tp", "pp"),
                spot=(True, False), regions=None, prices: pd.DataFrame | None = None, steps: int | None = None,
                samples: int | None = None,
@@ -429,7 +439,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
                checkpoint_s: float | None = None, mixes=(), mix_balance: str = "speed",
                wait_for_capacity: bool = True, progress: bool = False, framework: str = "pytorch",
-               stack: str | None = None) -> pd.DataFrame:
+               stack: str | None = None, fp8_recipe: str | None = None) -> pd.DataFrame:
     """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
 
     Parameters
@@ -498,6 +508,11 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         ``"compile"`` fuses the memory-bound chains as torch.compile does, ``"te"`` runs Transformer Engine's fused
         modules; the memory follows it. Mixes (``mixes=``) are predicted with eager kernels only and are refused with
         another stack.
+    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "nvfp4"}, optional
+        At ``precision="fp8"``, the scaling recipe every candidate runs (:class:`perfmodel.Workload`'s field; default the
+        kernel family's own): each candidate's step and memory are :func:`perfmodel.predict`'s for a Workload that says
+        it. A recipe a GPU of the plan cannot run (MXFP8 or NVFP4 on a GPU without block-scaled tensor cores) is
+        refused with the reason; mixes (``mixes=``) take no recipe.
 
     Returns
     -------
@@ -519,8 +534,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel.step import step_time as ost
     from perfmodel.step.strategy import StrategyError, check_strategy_name
     from perfmodel.step.collectives import resolve_interconnect
-    from perfmodel.planning.memory import predict_memory
+    from perfmodel._run import keyword_run
     from perfmodel.step.hetero import BALANCES, mix_label, parse_mix
+    from perfmodel.step.memory import memory_frame
     from perfmodel.planning.plan import mark_feasible
     from perfmodel.planning._inputs import gpu_names, positive_int, positive_number
 
@@ -562,6 +578,14 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         raise ValueError(f"mixes= are predicted with eager kernels only (perfmodel.step.hetero.predict_mixed_step_time has "
                          f"no kernel family); got stack={stack!r} with mixes={list(mixes)!r}. Plan the mixes without "
                          "stack=, or the stack without mixes=.")
+    from perfmodel._workload import fp8_recipe_of
+
+    recipe = fp8_recipe_of(str(precision).lower(), family, fp8_recipe)  # a recipe of another precision or family: refused
+    recipe = None if recipe == fp8_recipe_of(str(precision).lower(), family) else recipe  # the family's default: as before
+    if mixes and recipe is not None:
+        raise ValueError(f"mixes= take no FP8 recipe (perfmodel.step.hetero.predict_mixed_step_time runs the default "
+                         f"one); got fp8_recipe={fp8_recipe!r} with mixes={list(mixes)!r}. Plan the mixes without "
+                         "fp8_recipe=, or the recipe without mixes=.")
     spots = [bool(s) for s in _as_tuple(spot, "spot")]
     p = check_gpu_prices(prices)
     gpu_list = (sorted(set(p["gpu"])) if gpus is None else
@@ -614,17 +638,16 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                     try:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
+                            run = dict(input_shape=input_shape, batch_size=B, input_dtype=input_dtype, precision=prec,
+                                       optimizer=optimizer, n_gpus=n, strategy=s_name, micro_batches=micro_batches,
+                                       framework=fw, stack=family)
                             step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype,
-                                          fw, family),
-                                         lambda: ost._step_time_only(model, list(gl), input_shape=input_shape, batch_size=B,
-                                                                       input_dtype=input_dtype, precision=prec, optimizer=optimizer,
-                                                                       n_gpus=n, strategy=s_name, micro_batches=micro_batches,
-                                                                       interconnect=link, framework=fw, stack=family))
-                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw, family),
-                                        lambda: predict_memory(model, list(gl), batch_size=B, n_gpus=n, strategy=s_name,
-                                                               precision=prec, optimizer=optimizer, input_shape=input_shape,
-                                                               input_dtype=input_dtype, micro_batches=micro_batches,
-                                                               framework=fw, stack=family))
+                                          fw, family, recipe),
+                                         lambda: ost.step_rows(*_with_recipe(keyword_run(model, list(gl), interconnect=link,
+                                                                                         **run), recipe)))
+                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw, family,
+                                         recipe),
+                                        lambda: memory_frame(*_with_recipe(keyword_run(model, list(gl), **run), recipe)))
                     except StrategyError as exc:
                         first_error = first_error or exc
                         skipped.append(dict(n_gpus=n, strategy=strat, batch_size=B, reason=str(exc)))

@@ -481,3 +481,49 @@ def test_mixes_are_refused_with_another_kernel_family():
         plan_cloud(CFG, **dict(KW, gpus=["A100"]), mixes=["A100:1+L4:1"], stack="compile")
     with pytest.raises(ValueError, match="stack"):
         plan_cloud(CFG, **KW, stack="jax")
+
+
+BLACKWELL_PRICES = pd.DataFrame(dict(provider=["aws", "aws"], region=["us-east-1", "us-east-1"], instance_type=["b", "h"],
+                                     gpu=["B200", "H100"], gpus_per_instance=[8, 8], on_demand_usd_per_h=[80.0, 40.0],
+                                     spot_usd_per_h=[30.0, 15.0], price_date=["test", "test"]))
+
+
+def test_an_fp8_recipe_is_planned_as_predict_predicts_it(tmp_path, capsys):
+    """fp8_recipe= reaches every candidate's step and memory (a one-GPU row equals pm.predict's for a Workload that says
+    the recipe), changes the plan against the family's default, is refused where a GPU cannot run it, at another
+    precision and with mixes, and --fp8-recipe says the same on the command line."""
+    import json
+    import warnings
+
+    from perfmodel.datasets import UnsupportedPrecisionError
+
+    kw = dict(prices=BLACKWELL_PRICES, input_shape=(128,), steps=20000, n_gpus=(1,), batch_sizes=(8,), strategies=("dp",),
+              gpus=["B200"], precision="fp8", optimizer="adam", stack="te")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plan = plan_cloud(CFG, **kw, fp8_recipe="nvfp4")
+        default = plan_cloud(CFG, **kw)
+        same = plan_cloud(CFG, **kw, fp8_recipe="delayed")  # the family's default, said
+        p = pm.predict(pm.Workload(CFG, input_shape=(128,), batch_size=8, precision="fp8", optimizer="adam", stack="te",
+                                   fp8_recipe="nvfp4"), pm.Cluster("B200"), pm.Parallelism("dp"))
+    assert (plan["step_time_s"] == p.step_time_s).all()
+    assert (plan["memory_per_gpu_bytes"] == p.memory["total_bytes"]).all()
+    assert not np.allclose(plan["step_time_s"].to_numpy(), default["step_time_s"].to_numpy())
+    assert same["step_time_s"].tolist() == default["step_time_s"].tolist()
+    with pytest.raises(UnsupportedPrecisionError, match="H100 lack"):
+        plan_cloud(CFG, **dict(kw, gpus=["H100"]), fp8_recipe="nvfp4")
+    with pytest.raises(ValueError, match="precision='bf16'"):
+        plan_cloud(CFG, **dict(kw, precision="bf16"), fp8_recipe="nvfp4")
+    with pytest.raises(ValueError, match="mixes= take no FP8 recipe"):
+        plan_cloud(CFG, **dict(kw, stack=None, gpus=["B200"]), mixes=["B200:1+H100:1"], fp8_recipe="rowwise")
+    from perfmodel.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    BLACKWELL_PRICES.to_csv(tmp_path / "prices.csv", index=False)
+    argv = ["plan-cloud", str(tmp_path / "config.json"), "--input-shape", "128", "--n-gpus", "1", "--batch-sizes", "8",
+            "--steps", "20000", "--prices", str(tmp_path / "prices.csv"), "--gpus", "B200", "--precision", "fp8",
+            "--stack", "te", "--fp8-recipe", "nvfp4"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.startswith("Pareto front of")
+    assert main([*argv[:-1], "mxfp8", "--gpus", "H100"]) != 0
+    assert "H100 lack" in capsys.readouterr().err
