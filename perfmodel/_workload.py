@@ -85,9 +85,11 @@ def check_input_shape(input_shape) -> tuple[int, ...]:
 
 #: Kernel families a training step can run on (``stack=`` of :func:`perfmodel.predict_step_time`, :class:`Workload`'s ``stack``): ``"eager"``
 #: (PyTorch's own kernels, one per operator; attention through ``scaled_dot_product_attention``), ``"compile"``
-#: (``torch.compile``: :func:`perfmodel.step.trace.compiled_work`) and ``"te"`` (NVIDIA Transformer Engine's fused modules:
-#: :func:`perfmodel.step.trace.te_ops`).
-STACKS = ("eager", "compile", "te")
+#: (``torch.compile``: :func:`perfmodel.step.trace.compiled_work`), ``"te"`` (NVIDIA Transformer Engine's fused modules:
+#: :func:`perfmodel.step.trace.te_ops`) and ``"liger"`` (eager PyTorch with Liger Kernel's fused RMSNorm/LayerNorm,
+#: rotary embedding, SwiGLU/GeGLU and fused linear cross-entropy, as ``transformers``' ``use_liger_kernel=True`` patches
+#: a model: :func:`perfmodel.step.trace.te_ops` with ``family="liger"``).
+STACKS = ("eager", "compile", "te", "liger")
 
 
 def stack_of(value) -> str:
@@ -100,7 +102,8 @@ def stack_of(value) -> str:
     if isinstance(value, str) and value in STACKS:
         return value
     raise ValueError(f"stack must be one of {', '.join(map(repr, STACKS))}; got {value!r}. 'eager' is PyTorch's own "
-                     "kernels, 'compile' torch.compile's fused kernels, 'te' NVIDIA Transformer Engine's fused modules.")
+                     "kernels, 'compile' torch.compile's fused kernels, 'te' NVIDIA Transformer Engine's fused modules, "
+                     "'liger' PyTorch with Liger Kernel's fused modules.")
 
 
 def resolve_stack(stack, compile) -> str:
@@ -125,7 +128,7 @@ def resolve_stack(stack, compile) -> str:
 #: Blackwell-class GPUs only) or ``"nvfp4"`` (TE's ``NVFP4BlockScaling``: the linears' GEMMs in 4-bit E2M1 with a scale
 #: per 16 elements; NVIDIA Blackwell GPUs only). How each is modelled: :func:`perfmodel.step.trace.fp8_work` and
 #: :func:`perfmodel.step.trace.te_fp8_work`.
-FP8_RECIPES = {"tensorwise": ("eager", "compile"), "rowwise": ("eager", "compile"), "delayed": ("te",),
+FP8_RECIPES = {"tensorwise": ("eager", "compile", "liger"), "rowwise": ("eager", "compile", "liger"), "delayed": ("te",),
                "current": ("te",), "mxfp8": ("te",), "nvfp4": ("te",)}
 
 
@@ -155,7 +158,8 @@ def fp8_recipe_of(precision: str, stack: str, recipe=None) -> str | None:
         return "delayed" if stack == "te" else "tensorwise"
     key = _check_recipe_name(recipe)
     if stack not in FP8_RECIPES[key]:
-        family = "Transformer Engine's (stack='te')" if FP8_RECIPES[key] == ("te",) else "torchao's (stack='eager' or 'compile')"
+        family = ("Transformer Engine's (stack='te')" if FP8_RECIPES[key] == ("te",)
+                  else "torchao's (stack='eager', 'compile' or 'liger')")
         mine = "'delayed', 'current', 'mxfp8' or 'nvfp4'" if stack == "te" else "'tensorwise' or 'rowwise'"
         raise ValueError(f"fp8_recipe={key!r} is {family}; the step runs stack={stack!r}, whose recipes are {mine}. Pass "
                          f"one of those, or the stack of the recipe.")
@@ -295,7 +299,7 @@ class Workload:
         ``True`` or ``False`` (the string ``"False"`` is refused).
     compile : bool, optional
     activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}, optional
-    stack : {"eager", "compile", "te"}, optional
+    stack : {"eager", "compile", "te", "liger"}, optional
         The kernel family the run uses (``predict_step_time``'s ``stack=``); ``"compile"`` is ``compile=True``.
     fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "nvfp4"}, optional
         At ``precision="fp8"``: the scaling recipe (:data:`FP8_RECIPES`); unset, the kernel family's default (torchao's

@@ -15,6 +15,16 @@ class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def add_stack(parser, what: str = "the run uses") -> None:
+    """``--stack``, one option for every command that says a run (:data:`perfmodel._workload.STACKS`)."""
+    from perfmodel._workload import STACKS
+
+    parser.add_argument("--stack", choices=list(STACKS), default=None,
+                        help=f"kernel family {what}: eager PyTorch (the default), torch.compile (compile), NVIDIA "
+                             "Transformer Engine's fused modules (te), or eager PyTorch with Liger Kernel's fused "
+                             "modules (liger)")
+
+
 def add_fp8_recipe(parser, what: str = "") -> None:
     """``--fp8-recipe``, one option for every command that says a run (:data:`perfmodel._workload.FP8_RECIPES`)."""
     from perfmodel._workload import FP8_RECIPES

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from perfmodel.cli._common import (
     add_fp8_recipe,
+    add_stack,
     _gib,
     _ints,
     _interconnect,
@@ -120,8 +121,7 @@ def add_parser(sub, fmt) -> None:
                    help="tensor precision (fp8 with --stack te: Transformer Engine's recipe)")
     p.add_argument("--optimizer", default="adam", choices=["adam", "adam-fused", "sgd-momentum", "none"],
                    help="optimizer step included")
-    p.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
-                   help="kernel family: eager PyTorch (default), torch.compile, or Transformer Engine's fused modules")
+    add_stack(p)
     add_fp8_recipe(p)
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node")
     p.add_argument("--interconnect", default=None,

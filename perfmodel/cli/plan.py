@@ -7,6 +7,7 @@ import sys
 
 from perfmodel.cli._common import (
     add_fp8_recipe,
+    add_stack,
     _DefaultsFormatter,
     _Given,
     _ints,
@@ -274,9 +275,7 @@ def add_parser(sub, fmt) -> None:
     pc.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     pc.add_argument("--precision", default="bf16", help="fp32, tf32, bf16, fp16 or fp8")
     pc.add_argument("--optimizer", default="adam", help="adam, adam-fused or sgd-momentum")
-    pc.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
-                    help="kernel family every candidate runs: eager PyTorch (the default), torch.compile, or NVIDIA "
-                         "Transformer Engine's fused modules (te); not with --mixes")
+    add_stack(pc, "every candidate runs (not with --mixes)")
     add_fp8_recipe(pc, ", every candidate; not with --mixes")
     pc.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
     pc.add_argument("--budget-usd", type=float, default=None, help="budget in US dollars (none: unconstrained)")

@@ -6,6 +6,7 @@ import argparse
 
 from perfmodel.cli._common import (
     add_fp8_recipe,
+    add_stack,
     _gib,
     _interconnect,
     _model_arg,
@@ -146,9 +147,7 @@ def add_parser(sub, fmt) -> None:
                            "attention (Megatron's selective recomputation of the core attention) or layer / layer:N "
                            "(every N-th layer, default 2)")
     pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
-    pred.add_argument("--stack", choices=["eager", "compile", "te"], default=None,
-                      help="kernel family the run uses: eager PyTorch (the default), torch.compile (as --compile) or "
-                           "NVIDIA Transformer Engine's fused modules (te)")
+    add_stack(pred)
     add_fp8_recipe(pred)
     pred.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,
                       help="with --precision fp8: keep and all-gather the FP8 linears' weights in FP8 (Megatron's "

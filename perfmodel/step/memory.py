@@ -313,8 +313,10 @@ def memory_frame(w, clusters, p) -> pd.DataFrame:
     """:func:`predict_memory` of a run said in its objects: one row per cluster of ``clusters`` (the same run on each
     one's GPU; the workload's fields all set, :meth:`perfmodel.Workload.filled`)."""
     prec, ac, deg, specs = _check_memory_args(w, clusters, p)
+    from perfmodel._workload import resolve_stack
+
     r = _memory_rank(w.model, deg, prec=prec, ac=ac, activation_checkpointing=p.activation_checkpointing,
-                     input_shape=w.input_shape, input_dtype=w.input_dtype)
+                     input_shape=w.input_shape, input_dtype=w.input_dtype, stack=resolve_stack(w.stack, w.compile))
     deg["fp8"] = _fp8_kept(w, p, deg, prec, r)
     optimizer = w.optimizer
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
@@ -351,7 +353,9 @@ def _fp8_kept(w, p, deg: dict, prec: str, r) -> set:
 def _memory_basis(r, deg: dict, state: int) -> str:
     fp8 = ("" if not deg.get("fp8") else ", the FP8 linears' weights stored in FP8" if deg.get("framework") == "megatron"
            else ", the FP8 linears' weights gathered in FP8")
-    return (f"{r.lay.params:,} parameters at {r.size} B{fp8}, optimizer states {state} B/parameter"
+    liger = ("; Liger Kernel's fused modules: norms save their input once, a gated MLP does not save its activation, "
+             "the fused linear cross-entropy keeps no logits (one chunk at a time)" if r.stack == "liger" else "")
+    return (f"{r.lay.params:,} parameters at {r.size} B{fp8}{liger}, optimizer states {state} B/parameter"
             + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over {deg['dp'] * deg['cp']} ranks"
                                                           if deg.get("distributed_optimizer") else "")
                if deg.get("framework") == "megatron" else "")
@@ -437,6 +441,7 @@ class _MemoryRank:
     kept_sel: np.ndarray
     core_attn: np.ndarray
     n_saved: int
+    stack: str = "eager"
 
     def activations(self, layers) -> tuple[float, float]:
         """(kept activations of one micro-batch, transient recompute) for a set of layer indices."""
@@ -460,7 +465,8 @@ class _MemoryRank:
         return inp * len(acts), float(acts.max())
 
 
-def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, input_shape, input_dtype) -> _MemoryRank:
+def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, input_shape, input_dtype,
+                 stack: str = "eager") -> _MemoryRank:
     import torch
 
     from perfmodel.step import trace as wl
@@ -487,6 +493,9 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     if meta_lay is not None:
         lay = meta_lay
     layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
+    liger_head = None
+    if stack == "liger" and len(saved):
+        saved, layer, liger_head = _liger_saved(saved, layer, lay, size, mb * int(np.prod(shape)))
     out_b = saved["bytes"].to_numpy(float)
     sp = bool(deg.get("sequence_parallel", deg["fsdp"] and tpd > 1))  # the hidden states split along the sequence
     if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
@@ -506,8 +515,56 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     return _MemoryRank(
         net=net, name=name, lay=lay, size=size, mb=mb, tokens=tokens, ac=ac, sp=sp, tp=tpd, out_b=out_b, layer=layer,
         per_layer_act=(np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)),
-        head_grad=2 * float(out_b[head].max()) if head.any() else 0.0, kept_sel=kept_sel, core_attn=core_attn,
-        n_saved=len(saved))
+        head_grad=(liger_head / (tpd if tpd > 1 and not sp else 1) if liger_head is not None
+                   else 2 * float(out_b[head].max()) if head.any() else 0.0),
+        kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack)
+
+
+#: an MLP module (the parent of its activation submodule) and an activation submodule, by their Hugging Face names
+_MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)$", re.IGNORECASE)
+_ACT_SUBMODULE = re.compile(r"\.(?:act_fn|act|activation_fn|activation)$", re.IGNORECASE)
+
+
+def _liger_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int,
+                 tokens: int) -> tuple[pd.DataFrame, np.ndarray, float]:
+    """What Liger Kernel's fused modules (``stack="liger"``, :func:`perfmodel.step.trace.te_ops`) save for the
+    backward pass instead of eager PyTorch's operators: ``(saved rows, their layers, the loss's transient bytes)``.
+
+    * a norm (``LigerRMSNorm``, ``LigerLayerNorm``) saves its input once at the activations' size and its per-row
+      statistics — not eager RMSNorm's FP32 copy of the input beside it;
+    * a gated MLP's SwiGLU / GeGLU saves the gate and up projections' outputs and recomputes the activation in the
+      backward pass: the activation submodule's saved tensors go (an ungated MLP keeps its eager ones);
+    * the fused linear cross-entropy saves the gradient of its input (the size of the output projection's input, which
+      eager saves too) and no vocabulary-sized tensor: no logits, no FP32 log-softmax. It holds one chunk of logits at
+      a time, ``2^ceil(log2(ceil(tokens / ceil(vocab / hidden))))`` rows of the vocabulary at the activations' size
+      (Liger's chunk size; ``tokens`` those of the micro-batch), at the end of the forward pass while every
+      activation is alive: the returned transient.
+    """
+    from perfmodel.step.trace import _TE_NORM
+
+    mods = saved["module"].astype(str).to_numpy()
+    dims = [[int(x) for x in str(sh).split("x") if x.isdigit()] for sh in saved["shape"].astype(str)]
+    numel = np.array([float(np.prod(d)) if d else 1.0 for d in dims])
+    out = saved["bytes"].to_numpy(float).copy()
+    keep = np.ones(len(saved), dtype=bool)
+    for m in pd.unique(mods):
+        at = np.flatnonzero(mods == m)
+        if _TE_NORM.search(m):
+            big = at[numel[at] == numel[at].max()]
+            out[big[0]] = numel[big[0]] * size  # the input once, at the activations' size
+            keep[big[1:]] = False
+        elif _ACT_SUBMODULE.search(m) and (mods == _ACT_SUBMODULE.sub("", m)).any() \
+                and _MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)):
+            keep[at] = False  # a gated MLP's activation: recomputed from the gate projection's output
+    head = layer >= lay.n_layers
+    chunk = 0.0
+    if lay.vocab:
+        keep &= ~(head & np.array([lay.vocab in d for d in dims], dtype=bool))
+        if lay.hidden:
+            rows = max(1, -(-int(tokens) // -(-int(lay.vocab) // int(lay.hidden))))
+            chunk = float(2 ** int(np.ceil(np.log2(rows)))) * lay.vocab * size
+    sel = saved[keep].assign(bytes=out[keep]).reset_index(drop=True)
+    return sel, layer[keep], chunk
 
 
 def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:

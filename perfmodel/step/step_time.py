@@ -148,12 +148,14 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     compile : bool, default False
         ``torch.compile``: every chain of memory-bound operators between two GEMMs runs as one fused kernel
         (:func:`compiled_work`); the same as ``stack="compile"``.
-    stack : {"eager", "compile", "te"}, optional
+    stack : {"eager", "compile", "te", "liger"}, optional
         The kernel family the run uses, said in ``basis``: ``"eager"`` (default; PyTorch's kernels), ``"compile"``
         (``torch.compile``) or ``"te"`` (NVIDIA Transformer Engine's fused modules, as Megatron-core runs them:
         :func:`perfmodel.step.trace.te_ops` — fused norms, MLP activation, rotary embedding and cross-entropy,
         cuDNN fused attention at FlashAttention-3's published rate on Hopper; a stated model, no TE kernel was
-        measured).
+        measured) or ``"liger"`` (eager PyTorch with Liger Kernel's fused norms, gated-MLP activation, rotary
+        embedding and fused linear cross-entropy: ``te_ops(family="liger")``; its memory too, see
+        :func:`perfmodel.predict_memory`).
     overlap_grad_reduce : bool
         ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
         after the backward pass (Megatron-LM's default).
@@ -270,6 +272,10 @@ STACK_BASIS = {
            "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
            "Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate with their casts fused into "
            "the kernels producing them, each weight cast once per micro-batch; nothing measured)"),
+    "liger": ("eager PyTorch with Liger Kernel's fused modules (RMSNorm/LayerNorm, a gated MLP's SwiGLU/GeGLU, rotary "
+              "embedding, fused linear cross-entropy: logits made chunk by chunk, loss and gradient in place in the "
+              "forward pass); attention through scaled_dot_product_attention, FlashAttention-2; at fp8 torchao's "
+              "Float8 as eager; nothing measured)"),
 }
 
 

@@ -402,7 +402,7 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
     linears marked and their casts added by the FP8 ``recipe`` (:func:`fp8_work`, :func:`te_fp8_work`; None: the
     family's default); ``compile`` is the kernel family (:func:`stack_of`: a name of :data:`STACKS` or the
     ``torch.compile`` flag): ``"compile"`` fuses the memory-bound chains (:func:`compiled_work`), ``"te"`` runs
-    Transformer Engine's fused modules (:func:`te_ops`)."""
+    Transformer Engine's fused modules (:func:`te_ops`), ``"liger"`` Liger Kernel's (``te_ops(family="liger")``)."""
     stack = stack_of(compile)
     recipe = fp8_recipe_of(prec, stack, recipe)
     key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
@@ -412,11 +412,13 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
         key = (*key, recipe)
     memo = module_memo(net)
     if key not in memo:
-        if stack == "te":
+        if stack in ("te", "liger"):
             ops = fused_dropout(step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
                                          inference=inference))
-            work = work_from_ops(te_ops(ops)).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
-            memo[key] = te_fp8_work(work, vocab=high, recipe=recipe) if prec == "fp8" else work
+            work = work_from_ops(te_ops(ops, family=stack)).drop(columns=_FLOW_COLUMNS, errors="ignore").reset_index(drop=True)
+            if prec == "fp8":  # Liger under torchao's Float8 (eager casts), Transformer Engine under its own recipes
+                work = te_fp8_work(work, vocab=high, recipe=recipe) if stack == "te" else fp8_work(work, vocab=high, recipe=recipe)
+            memo[key] = work
         elif stack == "compile":
             # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
@@ -526,6 +528,20 @@ def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np
     return (n * act_item, 0.0) if fwd else (n * act_item, n * act_item)
 
 
+def _liger_fuses(key: tuple, rows: list, d: pd.DataFrame) -> bool:
+    """Whether Liger Kernel has a fused kernel for one group of :func:`te_ops` (``key``: role, module, phase): not for
+    an ungated MLP's activation (a gated MLP multiplies in the MLP module itself, ``act(gate(x)) * up(x)``; an
+    ungated one's operators all run in its activation submodule) or an attention block without a rotary embedding (its
+    ``neg`` of the rotated half)."""
+    role = key[0]
+    sub = d.loc[rows]
+    if role == "mlp_act":
+        return bool((sub["module"].astype(str) == key[1]).any())
+    if role == "attention_prep":
+        return bool((sub["op"].astype(str) == "aten.neg").any())
+    return True
+
+
 def fp8_linear_weights(net, lay: ModelLayout, vocab) -> set:
     """Names of the parameters whose GEMMs run in FP8 (the rule of :func:`fp8_work`): the weights of the linear
     layers, an ``nn.Linear`` or GPT-2's ``Conv1D``, none of whose dimensions is the vocabulary ``vocab`` it is given.
@@ -547,7 +563,12 @@ def fp8_linear_weights(net, lay: ModelLayout, vocab) -> set:
     return out
 
 
-def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
+#: operators of an attention block that are its rotary embedding (``q·cos + rotate_half(q)·sin`` and its gradient):
+#: what Liger's fused RoPE kernel replaces; the block's other copies (a contiguous layout) stay.
+_ROTARY_OPS = ("aten.mul", "aten.neg", "aten.cat", "aten.add", "aten.slice_backward")
+
+
+def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
     """Per-op rows of the step as NVIDIA Transformer Engine (and Megatron-core on it) runs a transformer: the
     memory-bound operators of a module TE fuses become one kernel per module and pass, moving what that kernel reads
     and writes (``N`` the elements of the module's activation, ``s`` their element size):
@@ -573,7 +594,24 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     modules (TE ``transformer_engine.pytorch``: ``LayerNormLinear``, ``LayerNormMLP``, ``DotProductAttention``,
     ``RMSNorm``, fused RoPE), applied to the modules a Hugging Face transformer names this way — nothing here was
     measured or fitted.
+
+    ``family="liger"``: the kernels Liger Kernel (linkedin/Liger-Kernel, its Triton kernels as ``transformers``'
+    ``use_liger_kernel=True`` patches Llama-, Mistral-, Qwen- and Gemma-style models) puts in place of PyTorch's, the rest
+    of the step eager PyTorch: the norms as above (``LigerRMSNorm``, ``LigerLayerNorm``); the activation of a **gated**
+    MLP as above (``LigerSwiGLUMLP``, ``LigerGEGLUMLP``; an ungated MLP's GELU keeps its eager kernels); the rotary
+    embedding as one kernel per pass reading and writing q and k (``liger_rotary_pos_emb``) — only the operators of
+    the rotation (:data:`_ROTARY_OPS`), the block's contiguous copies stay, and a block without a rotary embedding keeps
+    all of its kernels; the **fused linear cross-entropy** (``LigerFusedLinearCrossEntropyLoss``): the output
+    projection's logits are made chunk by chunk and never kept, the loss and its gradient computed in place in the
+    forward pass (each chunk's logits read and written once, at the activations' size), so the FP32 copy, the
+    log-softmax, the NLL and the whole backward pass of the loss vanish (the projection's GEMMs stay as traced, in the
+    phase the trace gives them; the scaling of the stored gradients by the loss's gradient, a hidden-sized kernel, is
+    not counted); attention stays PyTorch's ``scaled_dot_product_attention`` (FlashAttention-2's rate). Fused rows are
+    named ``liger.<role>``.
     """
+    liger = family == "liger"
+    if family not in ("te", "liger"):
+        raise ValueError(f"te_ops: family must be 'te' or 'liger'; got {family!r}.")
     if ops.empty or "module" not in ops.columns:
         return ops.copy()
     d = ops.reset_index(drop=True)
@@ -586,7 +624,10 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     role = np.full(len(d), "", dtype=object)
     role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
     role[mem & (role == "") & mod.str.contains(_TE_MLP).to_numpy()] = "mlp_act"
-    role[mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy()] = "attention_prep"
+    attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy()
+    if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
+        attn_mod &= op.isin(_ROTARY_OPS).to_numpy()
+    role[attn_mod] = "attention_prep"
     ce = op.isin(_TE_CE_OPS).to_numpy()
     if ce.any():  # the logits' FP32 copy of the loss module goes with its cross-entropy
         loss_mods = set(mod[ce])
@@ -599,6 +640,8 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     for i, k in enumerate(keys):
         if k[0]:
             groups.setdefault(k, []).append(i)
+    if liger:  # no Liger kernel for an ungated MLP's activation or an attention block without rotary embedding
+        groups = {k: g for k, g in groups.items() if _liger_fuses(k, g, d)}
     in_group = {i for g in groups.values() for i in g}
     # per attention block: the bytes of its rotated q and k, taken from the forward pass, reused in the backward pass
     rope: dict = {}
@@ -618,13 +661,16 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     for (r, m, ph), g in groups.items():
         g = np.asarray(g)
         big = int(g[np.argmax(numel[g])])
-        moved = _te_fused_bytes(r, ph, numel[big], itemsize[g[-1]], bytes_read[g], rope.get(m), act_item)
+        if liger and r == "cross_entropy":  # the fused linear cross-entropy: in place, in the forward pass only
+            moved = (numel[big] * act_item, numel[big] * act_item) if ph == "forward" else None
+        else:
+            moved = _te_fused_bytes(r, ph, numel[big], itemsize[g[-1]], bytes_read[g], rope.get(m), act_item)
         if moved is None:
-            continue  # no rotary embedding: TE's attention needs no layout kernel
+            continue  # no rotary embedding: TE's attention needs no layout kernel; no backward kernel of Liger's loss
         read, written = moved
         big_at.append(big)
         at.append(int(g[0]))
-        what.append((f"te.{r}", "norm" if r == "norm" else "elementwise", float(flops[g].sum()), float(read),
+        what.append((f"{family}.{r}", "norm" if r == "norm" else "elementwise", float(flops[g].sum()), float(read),
                      float(written)))
     fused = d.iloc[big_at].copy()
     if len(fused):
@@ -636,7 +682,7 @@ def te_ops(ops: pd.DataFrame) -> pd.DataFrame:
     keep = np.ones(len(d), dtype=bool)
     keep[list(in_group)] = False
     kept = d[keep].copy()
-    attn = cls[keep] == "attention"
+    attn = (cls[keep] == "attention") & (not liger)  # Liger keeps PyTorch's attention kernels
     if attn.any():
         kept.loc[attn, "op"] = "te." + kept.loc[attn, "op"].astype(str).str.replace("aten.", "", regex=False)
     order = np.concatenate([np.flatnonzero(keep), np.array(at, dtype=int)])
