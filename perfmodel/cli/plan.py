@@ -162,6 +162,12 @@ def _cmd_plan_cloud(args) -> int:
               f"trains on {max(batches) / min(batches):g}x the data of batch {min(batches)} and smaller batches always look "
               "cheaper. Use --samples or --tokens (a fixed amount of data), or --b-simple with --reference-batch.",
               file=sys.stderr)
+    if args.mixes and args.stack not in (None, "eager"):
+        raise _UsageError(f"--mixes are predicted with eager PyTorch kernels only; got --stack {args.stack}. Plan the mixes "
+                          "without --stack, or the stack without --mixes.")
+    if args.mixes and args.fp8_recipe is not None:
+        raise _UsageError(f"--mixes take no FP8 recipe (they run the default one); got --fp8-recipe {args.fp8_recipe}. Plan "
+                          "the mixes without --fp8-recipe, or the recipe without --mixes.")
     spot = {"both": (True, False), "spot": (True,), "on-demand": (False,)}[args.spot]
     prices = None
     if args.prices:

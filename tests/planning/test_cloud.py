@@ -527,3 +527,17 @@ def test_an_fp8_recipe_is_planned_as_predict_predicts_it(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("Pareto front of")
     assert main([*argv[:-1], "mxfp8", "--gpus", "H100"]) != 0
     assert "H100 lack" in capsys.readouterr().err
+
+
+def test_the_command_line_refuses_mixes_with_a_kernel_family_or_a_recipe_in_its_own_words(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    base = ["plan-cloud", str(tmp_path / "config.json"), "--input-shape", "128", "--mixes", "A100:1+L4:1"]
+    assert main([*base, "--stack", "compile"]) == 2
+    err = capsys.readouterr().err
+    assert "--mixes are predicted with eager PyTorch kernels only; got --stack compile" in err and "stack=" not in err
+    assert main([*base, "--precision", "fp8", "--fp8-recipe", "rowwise"]) == 2
+    assert "--mixes take no FP8 recipe" in capsys.readouterr().err
