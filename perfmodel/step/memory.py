@@ -36,6 +36,10 @@ Counted per GPU:
   micro-batches). Context parallelism (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters
   sharded over ``dp·cp``.
 
+Kernel families (``stack=``): under Transformer Engine's or Liger Kernel's fused modules the norms, a gated MLP's
+activation and the loss save what those kernels save (:func:`_fused_saved`); eager PyTorch and torch.compile save what
+the traced operators save (the recomputation torch.compile's partitioner may choose is not modelled).
+
 Not counted: the CUDA context and allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
 temporary workspaces of the kernels.
 """
@@ -266,7 +270,8 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     compile, gpus_per_node, interconnect, async_tp, stack
         As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
         not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 activations are
-        counted in BF16), but for the FP8 linears' weights an FSDP layer gathers in FP8 under ``torch.compile`` at
+        counted in BF16), but for ``stack="te"`` and ``"liger"`` (their fused norms, gated-MLP activation and loss
+        save what those kernels save: :func:`_fused_saved`) and for the FP8 linears' weights an FSDP layer gathers in FP8 under ``torch.compile`` at
         ``precision="fp8"`` (torchtitan's FP8 all-gather: one byte each in the gathered layers). With
         :func:`perfmodel.predict` and ``Parallelism(fp8_param_gather=True)``, Megatron keeps those weights in FP8
         (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`).
@@ -353,9 +358,11 @@ def _fp8_kept(w, p, deg: dict, prec: str, r) -> set:
 def _memory_basis(r, deg: dict, state: int) -> str:
     fp8 = ("" if not deg.get("fp8") else ", the FP8 linears' weights stored in FP8" if deg.get("framework") == "megatron"
            else ", the FP8 linears' weights gathered in FP8")
-    liger = ("; Liger Kernel's fused modules: norms save their input once, a gated MLP does not save its activation, "
-             "the fused linear cross-entropy keeps no logits (one chunk at a time)" if r.stack == "liger" else "")
-    return (f"{r.lay.params:,} parameters at {r.size} B{fp8}{liger}, optimizer states {state} B/parameter"
+    fused = {"liger": ("; Liger Kernel's fused modules: norms save their input once, a gated MLP does not save its "
+                       "activation, the fused linear cross-entropy keeps no logits (one chunk at a time)"),
+             "te": ("; Transformer Engine's fused modules: norms save their input once, a gated MLP does not save its "
+                    "activation, the fused cross-entropy keeps the logits at the activations' size")}.get(r.stack, "")
+    return (f"{r.lay.params:,} parameters at {r.size} B{fp8}{fused}, optimizer states {state} B/parameter"
             + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over {deg['dp'] * deg['cp']} ranks"
                                                           if deg.get("distributed_optimizer") else "")
                if deg.get("framework") == "megatron" else "")
@@ -493,9 +500,9 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     if meta_lay is not None:
         lay = meta_lay
     layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
-    liger_head = None
-    if stack == "liger" and len(saved):
-        saved, layer, liger_head = _liger_saved(saved, layer, lay, size, mb * int(np.prod(shape)))
+    fused_head = None  # the loss's transient under a family of fused modules (None: eager's, below)
+    if stack in ("te", "liger") and len(saved):
+        saved, layer, fused_head = _fused_saved(saved, layer, lay, size, mb * int(np.prod(shape)), stack)
     out_b = saved["bytes"].to_numpy(float)
     sp = bool(deg.get("sequence_parallel", deg["fsdp"] and tpd > 1))  # the hidden states split along the sequence
     if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
@@ -515,7 +522,7 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     return _MemoryRank(
         net=net, name=name, lay=lay, size=size, mb=mb, tokens=tokens, ac=ac, sp=sp, tp=tpd, out_b=out_b, layer=layer,
         per_layer_act=(np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)),
-        head_grad=(liger_head / (tpd if tpd > 1 and not sp else 1) if liger_head is not None
+        head_grad=(fused_head / tpd if fused_head is not None  # vocabulary-sized: split over the tensor-parallel ranks
                    else 2 * float(out_b[head].max()) if head.any() else 0.0),
         kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack)
 
@@ -525,20 +532,25 @@ _MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)$", re.IGNORECASE)
 _ACT_SUBMODULE = re.compile(r"\.(?:act_fn|act|activation_fn|activation)$", re.IGNORECASE)
 
 
-def _liger_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int,
-                 tokens: int) -> tuple[pd.DataFrame, np.ndarray, float]:
-    """What Liger Kernel's fused modules (``stack="liger"``, :func:`perfmodel.step.trace.te_ops`) save for the
-    backward pass instead of eager PyTorch's operators: ``(saved rows, their layers, the loss's transient bytes)``.
+def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens: int,
+                 family: str) -> tuple[pd.DataFrame, np.ndarray, float]:
+    """What the fused modules of Transformer Engine (``family="te"``) or Liger Kernel (``"liger"``) save for the
+    backward pass instead of eager PyTorch's operators (:func:`perfmodel.step.trace.te_ops` fuses the same modules):
+    ``(saved rows, their layers, the loss's transient bytes)``.
 
-    * a norm (``LigerRMSNorm``, ``LigerLayerNorm``) saves its input once at the activations' size and its per-row
-      statistics — not eager RMSNorm's FP32 copy of the input beside it;
-    * a gated MLP's SwiGLU / GeGLU saves the gate and up projections' outputs and recomputes the activation in the
-      backward pass: the activation submodule's saved tensors go (an ungated MLP keeps its eager ones);
-    * the fused linear cross-entropy saves the gradient of its input (the size of the output projection's input, which
-      eager saves too) and no vocabulary-sized tensor: no logits, no FP32 log-softmax. It holds one chunk of logits at
-      a time, ``2^ceil(log2(ceil(tokens / ceil(vocab / hidden))))`` rows of the vocabulary at the activations' size
-      (Liger's chunk size; ``tokens`` those of the micro-batch), at the end of the forward pass while every
-      activation is alive: the returned transient.
+    * a norm (TE's ``RMSNorm`` / ``LayerNorm`` and the norm of ``LayerNormLinear``, ``LigerRMSNorm``,
+      ``LigerLayerNorm``) saves its input once at the activations' size and its per-row statistics — not eager
+      RMSNorm's FP32 copy of the input beside it;
+    * a gated MLP's SwiGLU / GeGLU (TE's ``LayerNormMLP``, Liger's ``LigerSwiGLUMLP``) saves the gate and up
+      projections' outputs and recomputes the activation in the backward pass: the activation submodule's saved tensors
+      go (an ungated MLP keeps its eager ones);
+    * the loss keeps no FP32 log-softmax. ``"te"`` (Megatron's fused cross-entropy, as the step's time model reads it):
+      the logits at the activations' size, their gradient (the same size) the transient at the start of the backward
+      pass. ``"liger"`` (the fused linear cross-entropy): no vocabulary-sized tensor — the gradient of its input, which
+      eager saves too as the output projection's input; it holds one chunk of logits at a time,
+      ``2^ceil(log2(ceil(tokens / ceil(vocab / hidden))))`` rows of the vocabulary at the activations' size (Liger's
+      chunk size; ``tokens`` those of the micro-batch), at the end of the forward pass while every activation is
+      alive: the transient.
     """
     from perfmodel.step.trace import _TE_NORM
 
@@ -557,14 +569,24 @@ def _liger_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int,
                 and _MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)):
             keep[at] = False  # a gated MLP's activation: recomputed from the gate projection's output
     head = layer >= lay.n_layers
-    chunk = 0.0
+    transient, extra = 0.0, None
     if lay.vocab:
-        keep &= ~(head & np.array([lay.vocab in d for d in dims], dtype=bool))
-        if lay.hidden:
+        vocab_sized = head & np.array([lay.vocab in d for d in dims], dtype=bool)
+        if family == "te" and vocab_sized.any():  # the logits, at the activations' size, in place of what eager saves
+            logits = float(tokens) * lay.vocab * size
+            first = int(np.flatnonzero(vocab_sized)[0])
+            extra = saved.iloc[[first]].assign(bytes=logits, shape=f"{int(tokens)}x{int(lay.vocab)}")
+            transient = logits
+        elif family == "liger" and lay.hidden:
             rows = max(1, -(-int(tokens) // -(-int(lay.vocab) // int(lay.hidden))))
-            chunk = float(2 ** int(np.ceil(np.log2(rows)))) * lay.vocab * size
-    sel = saved[keep].assign(bytes=out[keep]).reset_index(drop=True)
-    return sel, layer[keep], chunk
+            transient = float(2 ** int(np.ceil(np.log2(rows)))) * lay.vocab * size
+        keep &= ~vocab_sized
+    sel = saved[keep].assign(bytes=out[keep])
+    lay_of = layer[keep]
+    if extra is not None:
+        sel = pd.concat([sel, extra], ignore_index=True)
+        lay_of = np.r_[lay_of, lay.n_layers]
+    return sel.reset_index(drop=True), lay_of, transient
 
 
 def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:

@@ -528,6 +528,28 @@ def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np
     return (n * act_item, 0.0) if fwd else (n * act_item, n * act_item)
 
 
+def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
+    """Per row of :func:`te_ops`' rows, the fused module it belongs to (``"norm"``, ``"mlp_act"``,
+    ``"attention_prep"``, ``"cross_entropy"``) or ``""``: memory-bound operators of the modules named so, the loss's
+    kernels with the logits' FP32 copy of its module; under Liger only the rotation of an attention block."""
+    mod, op = d["module"].astype(str), d["op"].astype(str)
+    cls = d["op_class"].astype(str).to_numpy()
+    mem = ~np.isin(cls, _TE_FREE) & (d["phase"].astype(str).to_numpy() != "optimizer")
+    role = np.full(len(d), "", dtype=object)
+    role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
+    role[mem & (role == "") & mod.str.contains(_TE_MLP).to_numpy()] = "mlp_act"
+    attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy()
+    if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
+        attn_mod &= op.isin(_ROTARY_OPS).to_numpy()
+    role[attn_mod] = "attention_prep"
+    ce = op.isin(_TE_CE_OPS).to_numpy()
+    if ce.any():  # the logits' FP32 copy of the loss module goes with its cross-entropy
+        loss_mods = set(mod[ce])
+        role[mem & (role == "") & mod.isin(loss_mods).to_numpy() & (cls == "copy")] = "cross_entropy"
+        role[ce] = "cross_entropy"
+    return role
+
+
 def _liger_fuses(key: tuple, rows: list, d: pd.DataFrame) -> bool:
     """Whether Liger Kernel has a fused kernel for one group of :func:`te_ops` (``key``: role, module, phase): not for
     an ungated MLP's activation (a gated MLP multiplies in the MLP module itself, ``act(gate(x)) * up(x)``; an
@@ -616,23 +638,10 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
         return ops.copy()
     d = ops.reset_index(drop=True)
     mod = d["module"].astype(str)
-    op = d["op"].astype(str)
     phase = d["phase"].astype(str).to_numpy()
     cls = d["op_class"].astype(str).to_numpy()
-    mem = ~np.isin(cls, _TE_FREE) & (phase != "optimizer")
     act_item = 2 if d["dtype"].astype(str).isin(["bfloat16", "float16"]).any() else 4  # the step's activations
-    role = np.full(len(d), "", dtype=object)
-    role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
-    role[mem & (role == "") & mod.str.contains(_TE_MLP).to_numpy()] = "mlp_act"
-    attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy()
-    if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
-        attn_mod &= op.isin(_ROTARY_OPS).to_numpy()
-    role[attn_mod] = "attention_prep"
-    ce = op.isin(_TE_CE_OPS).to_numpy()
-    if ce.any():  # the logits' FP32 copy of the loss module goes with its cross-entropy
-        loss_mods = set(mod[ce])
-        role[mem & (role == "") & mod.isin(loss_mods).to_numpy() & (cls == "copy")] = "cross_entropy"
-        role[ce] = "cross_entropy"
+    role = _fused_roles(d, liger)
     # the MLP's activation and the product of a gated MLP are one kernel: group them under the MLP module
     mlp_mod = mod.str.replace(r"\.(act_fn|act|activation_fn|activation)$", "", regex=True, flags=re.IGNORECASE)
     keys = [(r, mm if r == "mlp_act" else m, ph) for r, m, mm, ph in zip(role, mod, mlp_mod, phase)]

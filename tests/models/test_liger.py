@@ -121,3 +121,18 @@ def test_the_command_line_takes_stack_liger(tmp_path, capsys):
     assert main(["predict", str(cfg), "--gpus", "H100", "--input-shape", str(S), "--batch-size", str(B), "--precision",
                  "bf16", "--optimizer", "adam-fused", "--stack", "liger"]) == 0
     assert "Liger" in capsys.readouterr().out
+
+
+def test_transformer_engines_fused_modules_save_less_than_eager_and_keep_the_logits_at_the_activations_size():
+    """TE: the norms' FP32 copies and a gated MLP's activation are not saved, the loss keeps the BF16 logits (not the
+    FP32 log-softmax) and its gradient is the transient; Liger keeps no logits at all."""
+    e, t, lg = _pred(LLAMA), _pred(LLAMA, "te"), _pred(LLAMA, "liger")
+    H, F, L, V = LLAMA["hidden_size"], LLAMA["intermediate_size"], LLAMA["num_hidden_layers"], LLAMA["vocab_size"]
+    tokens = B * S
+    fp32_norm_copies = (2 * L + 1) * tokens * H * 4  # two norms a layer and the final one
+    activation_outputs = L * tokens * F * 2
+    eager_loss = 3 * tokens * V * 4  # the FP32 log-softmax, and its two gradients at the start of the backward pass
+    te_loss = 2 * tokens * V * 2  # the BF16 logits, and their gradient
+    assert e.memory["activations_bytes"] - t.memory["activations_bytes"] == pytest.approx(
+        fp32_norm_copies + activation_outputs + eager_loss - te_loss, rel=1e-9)
+    assert lg.memory["activations_bytes"] < t.memory["activations_bytes"]
