@@ -533,7 +533,7 @@ _ACT_SUBMODULE = re.compile(r"\.(?:act_fn|act|activation_fn|activation)$", re.IG
 
 
 def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens: int,
-                 family: str) -> tuple[pd.DataFrame, np.ndarray, float]:
+                 family: str) -> tuple[pd.DataFrame, np.ndarray, float | None]:
     """What the fused modules of Transformer Engine (``family="te"``) or Liger Kernel (``"liger"``) save for the
     backward pass instead of eager PyTorch's operators (:func:`perfmodel.step.trace.te_ops` fuses the same modules):
     ``(saved rows, their layers, the loss's transient bytes)``.
@@ -569,16 +569,15 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
                 and _MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)):
             keep[at] = False  # a gated MLP's activation: recomputed from the gate projection's output
     head = layer >= lay.n_layers
-    transient, extra = 0.0, None
-    if lay.vocab:
-        vocab_sized = head & np.array([lay.vocab in d for d in dims], dtype=bool)
-        if family == "te" and vocab_sized.any():  # the logits, at the activations' size, in place of what eager saves
-            logits = float(tokens) * lay.vocab * size
+    transient, extra = None, None  # None: no language-model loss to fuse (eager's transient stands)
+    vocab_sized = (head & np.array([lay.vocab in d for d in dims], dtype=bool)) if lay.vocab else np.zeros(len(saved), bool)
+    if vocab_sized.any():
+        if family == "te":  # the logits, at the activations' size, in place of what eager saves
+            transient = float(tokens) * lay.vocab * size
             first = int(np.flatnonzero(vocab_sized)[0])
-            extra = saved.iloc[[first]].assign(bytes=logits, shape=f"{int(tokens)}x{int(lay.vocab)}")
-            transient = logits
-        elif family == "liger" and lay.hidden:
-            rows = max(1, -(-int(tokens) // -(-int(lay.vocab) // int(lay.hidden))))
+            extra = saved.iloc[[first]].assign(bytes=transient, shape=f"{int(tokens)}x{int(lay.vocab)}")
+        else:  # Liger's chunk of logits
+            rows = max(1, -(-int(tokens) // -(-int(lay.vocab) // max(int(lay.hidden or 1), 1))))
             transient = float(2 ** int(np.ceil(np.log2(rows)))) * lay.vocab * size
         keep &= ~vocab_sized
     sel = saved[keep].assign(bytes=out[keep])

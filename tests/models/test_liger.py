@@ -136,3 +136,17 @@ def test_transformer_engines_fused_modules_save_less_than_eager_and_keep_the_log
     assert e.memory["activations_bytes"] - t.memory["activations_bytes"] == pytest.approx(
         fp32_norm_copies + activation_outputs + eager_loss - te_loss, rel=1e-9)
     assert lg.memory["activations_bytes"] < t.memory["activations_bytes"]
+
+
+@pytest.mark.parametrize("stack", ["te", "liger"])
+def test_a_model_without_fused_modules_keeps_eagers_time_and_memory(stack):
+    """A CNN has no norm, gated MLP or language-model loss that TE or Liger fuse: its step and memory are eager's."""
+    kw = dict(batch_size=32, precision="bf16", optimizer="adam")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e = pm.predict_memory("resnet-32", "H100", **kw)
+        f = pm.predict_memory("resnet-32", "H100", stack=stack, **kw)
+        te = pm.predict_step_time("resnet-32", "H100", **kw)
+        tf = pm.predict_step_time("resnet-32", "H100", stack=stack, **kw)
+    assert f["total_bytes"].iloc[0] == e["total_bytes"].iloc[0]
+    assert tf["step_time_s"].iloc[0] == te["step_time_s"].iloc[0]
