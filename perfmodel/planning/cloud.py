@@ -47,6 +47,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from perfmodel.datasets._cache import cached_frame
+
 #: Training data planned when neither ``steps`` nor ``samples`` is given, by :func:`plan_cloud`, ``pm.plan`` and the
 #: ``perfmodel plan`` / ``plan-cloud`` commands alike: 320,000 samples (10,000 steps of batch 32).
 DEFAULT_SAMPLES = 320_000
@@ -189,8 +191,10 @@ def _price_rows(p: pd.DataFrame, gpu: str, regions) -> pd.DataFrame:
 
 
 @lru_cache(maxsize=None)
+@cached_frame
 def _spot_distribution(provider: str) -> tuple[pd.DataFrame, str]:
-    """Lifetime distribution of a spot instance (no cap) and what it was measured on."""
+    """Lifetime distribution of a spot instance (no cap) and what it was measured on (computed once per provider and
+    data source; callers get copies)."""
     from perfmodel.datasets import spot_lifetimes
     from perfmodel.planning.revocation import lifetime_distribution
 

@@ -188,6 +188,38 @@ def _bounds(dist: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.where(rev, h - 1, h), h
 
 
+#: the renewal function of each lifetime distribution seen (:func:`_renewal`), by the distribution's content
+_RENEWAL: dict = {}
+_RENEWAL_MAX = 64
+
+
+def _renewal(d: pd.DataFrame, horizon: int) -> np.ndarray:
+    """The renewal function ``m`` of the lifetime distribution ``d`` on the grid, cells ``0 … horizon``, memoised per
+    distribution (by its content) and process. Its first ``k`` cells do not depend on how far it is computed (each
+    cell reads only the density and ``m`` below it, and the density of a cell does not depend on the horizon), so a
+    longer computation serves every shorter horizon with the same numbers, and a longer horizon continues the cells
+    already computed. A spot plan asks for one horizon per candidate."""
+    import hashlib
+
+    start, end = _bounds(d)  # what _density reads, as its key
+    key = hashlib.sha1(np.concatenate([start, end, d["probability"].to_numpy(float)]).tobytes()
+                       + (d["kind"] == "revoked").to_numpy().tobytes()).hexdigest()
+    known = _RENEWAL.get(key)
+    if known is None or len(known) <= horizon:
+        f = _density(d, horizon)
+        F = np.cumsum(f)
+        m = np.zeros(horizon + 1)
+        start = 1 if known is None else len(known)
+        if known is not None:
+            m[:start] = known  # the cells already computed: the same numbers, continued from there
+        for i in range(start, horizon + 1):
+            m[i] = F[i] + np.dot(f[1:i + 1], m[i - 1::-1])
+        if len(_RENEWAL) >= _RENEWAL_MAX:
+            _RENEWAL.clear()
+        _RENEWAL[key] = known = m
+    return known[:horizon + 1]
+
+
 def expected_revocations(hours, n_servers: int = 1, *, dist: pd.DataFrame | None = None, gpu: str | None = None,
                          region: str | None = None) -> np.ndarray:
     """Expected number of revocations (including 24-h terminations) of ``n_servers`` slots within ``hours``.
@@ -203,11 +235,7 @@ def expected_revocations(hours, n_servers: int = 1, *, dist: pd.DataFrame | None
         raise ValueError("hours must be finite and ≥ 0.")
     d = lifetime_distribution(gpu, region) if dist is None else dist
     horizon = int(np.ceil(t.max() / _STEP)) + 1
-    f = _density(d, horizon)
-    F = np.cumsum(f)
-    m = np.zeros(horizon + 1)
-    for i in range(1, horizon + 1):
-        m[i] = F[i] + np.dot(f[1:i + 1], m[i - 1::-1])
+    m = _renewal(d, horizon)
     x = t / _STEP
     lo = np.floor(x).astype(int)
     w = x - lo

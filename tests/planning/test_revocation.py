@@ -30,6 +30,31 @@ def test_expected_revocations_match_monte_carlo(gpu, hours, n):
     assert abs(e - sim.mean()) < 3.5 * sim.std(ddof=1) / np.sqrt(len(sim)) + 1e-3
 
 
+def _renewal_direct(d, horizon):
+    """The renewal function computed afresh to ``horizon`` (what expected_revocations did before it memoised it)."""
+    f = R._density(d, horizon)
+    F = np.cumsum(f)
+    m = np.zeros(horizon + 1)
+    for i in range(1, horizon + 1):
+        m[i] = F[i] + np.dot(f[1:i + 1], m[i - 1::-1])
+    return m
+
+
+def test_the_memoised_renewal_function_is_the_one_computed_afresh_at_every_horizon():
+    """Long after short, short after long, and another distribution between: every horizon gets the numbers of a
+    computation to that horizon alone."""
+    R._RENEWAL.clear()
+    k80, p100 = R.lifetime_distribution("K80"), R.lifetime_distribution("P100")
+    for d, hours in ((k80, 2.0), (k80, 30.0), (p100, 5.0), (k80, 0.4), (k80, 31.0), (p100, 70.0), (p100, 1.0)):
+        horizon = int(np.ceil(hours / R._STEP)) + 1
+        np.testing.assert_array_equal(R._renewal(d, horizon), _renewal_direct(d, horizon))
+        x = hours / R._STEP
+        m = _renewal_direct(d, horizon)
+        lo = int(np.floor(x))
+        want = 3 * (m[lo] * (1 - (x - lo)) + m[min(lo + 1, horizon)] * (x - lo))
+        assert R.expected_revocations(hours, 3, dist=d)[0] == want
+
+
 def test_exponential_lifetimes_give_a_linear_renewal_function():
     """With exponential lifetimes (no 24-h cap reached) the renewal function is λt."""
     rng = np.random.default_rng(0)
