@@ -7,7 +7,8 @@ model code (torch, transformers' GPT-2) and load the fitted per-operator model, 
 predictions reused), and of a plan over the shipped price table (every provider, region and instance type of
 A100/H100/L4, with the traces already made); goal < 5 s; and the number of candidates. Last, the README's example
 as a new user runs it: ``perfmodel plan-cloud gpt2.json --deadline-h 2`` (GPT-2-large's config, the shipped price
-table) in a fresh process with an empty cache folder, the whole process timed; goal ≤ 10 s.
+table) in a fresh process with an empty cache folder, the whole process timed; goal ≤ 5 s (issue 28), and the import
+floor under it (``import torch`` and transformers' GPT-2 modeling module in a fresh process).
 
 The price table here is a timing fixture, not a quote: every GPU at 1 $/GPU-hour on demand and 0.4 on spot, one
 8-GPU instance type per GPU, so that the timing does not move with the shipped table
@@ -75,9 +76,13 @@ def cold_cli(cfg) -> None:
     if out.returncode != 0:
         print(f"cold `perfmodel plan-cloud gpt2.json --deadline-h 2` failed (exit {out.returncode}): {out.stderr.strip()[-300:]}")
         return
-    verdict = "met" if wall <= 10 else "NOT met"
+    verdict = "met" if wall <= 5 else "NOT met"
     print(f"cold `perfmodel plan-cloud gpt2.json --deadline-h 2` (fresh process, empty cache): {wall:.1f} s "
-          f"(goal ≤ 10 s: {verdict})")
+          f"(goal ≤ 5 s: {verdict})")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import torch; from transformers.models.gpt2 import modeling_gpt2"], check=True,
+                   capture_output=True)
+    print(f"import floor (torch and transformers' GPT-2 modeling module, fresh process): {time.perf_counter() - t:.1f} s")
 
 
 if __name__ == "__main__":
