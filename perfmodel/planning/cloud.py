@@ -435,6 +435,28 @@ def _with_recipe(run: tuple, recipe: str | None) -> tuple:
     return (w if recipe is None else trusted_replace(w, fp8_recipe=recipe)), cs, p
 
 
+def _gpus_running(recipe: str, gpus: list, skipped: list) -> list:
+    """The GPUs of ``gpus`` that can run the FP8 ``recipe`` (:func:`perfmodel.step.step_time.check_recipe_on`); each
+    other one goes to ``skipped`` with the reason (every count, strategy and batch of it). None can: the first GPU's
+    refusal is raised."""
+    from types import SimpleNamespace
+
+    from perfmodel.datasets import UnsupportedPrecisionError
+    from perfmodel.step.step_time import check_recipe_on
+
+    able, refused = [], None
+    for g in gpus:
+        try:
+            check_recipe_on(recipe, (SimpleNamespace(gpu=g),))
+            able.append(g)
+        except UnsupportedPrecisionError as exc:
+            refused = refused or exc
+            skipped.append(dict(n_gpus=None, strategy=f"every candidate on {g}", batch_size=None, reason=str(exc)))
+    if not able:
+        raise refused
+    return able
+
+
 def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32), strategies=("dp", "fsdp", "tp", "pp"),
                spot=(True, False), regions=None, prices: pd.DataFrame | None = None, steps: int | None = None,
                samples: int | None = None,
@@ -515,8 +537,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "nvfp4"}, optional
         At ``precision="fp8"``, the scaling recipe every candidate runs (:class:`perfmodel.Workload`'s field; default the
         kernel family's own): each candidate's step and memory are :func:`perfmodel.predict`'s for a Workload that says
-        it. A recipe a GPU of the plan cannot run (MXFP8 or NVFP4 on a GPU without block-scaled tensor cores) is
-        refused with the reason; mixes (``mixes=``) take no recipe.
+        it. The GPUs that cannot run it (MXFP8 or NVFP4 without block-scaled tensor cores) are left out and listed in
+        ``attrs["skipped"]`` with the reason (when none can, the refusal is raised); mixes (``mixes=``) take no
+        recipe.
 
     Returns
     -------
@@ -609,6 +632,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     specs = {g: ds.gpu_spec(g) for g in rows_by_gpu}
     rows, skipped = [], []
     first_error = None
+    if recipe is not None:  # GPUs that cannot run the recipe: listed with the reason, the others planned
+        gpu_list = _gpus_running(recipe, gpu_list, skipped)
     if samples is None and b_simple is None and len(set(batches)) > 1:
         warnings.warn(f"steps={steps} at every batch size: batch {max(batches)} processes {max(batches) / min(batches):g}x the "
                       f"data of batch {min(batches)}, so the times and costs compare different amounts of training. Pass "

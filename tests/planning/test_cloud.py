@@ -512,6 +512,11 @@ def test_an_fp8_recipe_is_planned_as_predict_predicts_it(tmp_path, capsys):
     assert same["step_time_s"].tolist() == default["step_time_s"].tolist()
     with pytest.raises(UnsupportedPrecisionError, match="H100 lack"):
         plan_cloud(CFG, **dict(kw, gpus=["H100"]), fp8_recipe="nvfp4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both = plan_cloud(CFG, **dict(kw, gpus=["B200", "H100"]), fp8_recipe="nvfp4")  # the H100 left out, said why
+    assert set(both["gpu"]) == {"B200"} and both["step_time_s"].tolist() == plan["step_time_s"].tolist()
+    assert any("H100 lack" in s["reason"] and "H100" in s["strategy"] for s in both.attrs["skipped"])
     with pytest.raises(ValueError, match="precision='bf16'"):
         plan_cloud(CFG, **dict(kw, precision="bf16"), fp8_recipe="nvfp4")
     with pytest.raises(ValueError, match="mixes= take no FP8 recipe"):
