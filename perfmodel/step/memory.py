@@ -378,6 +378,7 @@ def _check_memory_args(w, clusters, p):
     from perfmodel.step import kernels as kn
     from perfmodel.step import trace as wl
     from perfmodel.step.strategy import (STRATEGIES, StrategyError, _check_gpus_per_node, check_async_tp, check_micro_batches,
+                                           check_stack_framework,
                                            check_strategy_name, parse_strategy, pipeline_virtual_stages, resolve_execution,
                                            resolve_links)
 
@@ -390,7 +391,7 @@ def _check_memory_args(w, clusters, p):
     prec = wl.check_step_args(0.2, None, False, precision, batch_size)
     ac = p.checkpointing
     wl.check_flag("compile", compile, "torch.compile")
-    wl.resolve_stack(stack, compile)
+    check_stack_framework(wl.resolve_stack(stack, compile), p.framework)
     _check_gpus_per_node(gpus_per_node)
     vchunks = pipeline_virtual_stages(p.pipeline_schedule, p.virtual_stages)
     check_strategy_name(strategy)

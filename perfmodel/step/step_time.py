@@ -32,7 +32,7 @@ from perfmodel.step.kernels import gpu_specs
 from perfmodel.step.memory import memory_frame
 from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, single_gpu_rows
 from perfmodel.step.parallel import parallel_rows
-from perfmodel.step.strategy import (check_async_tp, parse_strategy, pipeline_virtual_stages,
+from perfmodel.step.strategy import (check_async_tp, check_stack_framework, parse_strategy, pipeline_virtual_stages,
                                        resolve_execution)
 from perfmodel.step.trace import Workload, accepts_workload, check_flag, check_step_args, checkpointing_mode
 
@@ -327,6 +327,7 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
     (:func:`perfmodel.step.parallel.parallel_rows`) or one GPU's (:func:`perfmodel.step.one_gpu.single_gpu_rows`)."""
     check_step_args(alpha, w.optimizer, w.inference, w.precision, w.batch_size)
     check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), clusters)
+    check_stack_framework(w.stack, p.framework)
     ac = p.checkpointing
     if ac and w.inference:
         raise ValueError("activation_checkpointing recomputes the forward pass during the backward pass of a training "

@@ -13,7 +13,7 @@ import numpy as np
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "FRAMEWORKS", "check_framework", "resolve_execution", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -430,6 +430,16 @@ def _flag_or_none(name: str, value, what: str):
     if value is not None and not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True, False or None ({what}); got {value!r}.")
     return None if value is None else bool(value)
+
+
+def check_stack_framework(stack: str, framework) -> None:
+    """Refuse a kernel family the framework does not run: Liger Kernel (``stack="liger"``) patches Hugging Face models
+    trained with PyTorch; Megatron-Core runs Transformer Engine's modules (``stack="te"``) or its own fused kernels."""
+    if stack == "liger" and check_framework(framework) == "megatron":
+        raise StrategyError("stack='liger' with framework='megatron': Liger Kernel patches Hugging Face models trained with "
+                            "PyTorch (FSDP, DDP); Megatron-Core runs Transformer Engine's modules or its own fused kernels. "
+                            "Use stack='te' (or 'compile' for Megatron's own kernels) with framework='megatron', or "
+                            "framework='pytorch' with Liger.")
 
 
 def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, sequence_parallel=None) -> dict:

@@ -150,3 +150,21 @@ def test_a_model_without_fused_modules_keeps_eagers_time_and_memory(stack):
         tf = pm.predict_step_time("resnet-32", "H100", stack=stack, **kw)
     assert f["total_bytes"].iloc[0] == e["total_bytes"].iloc[0]
     assert tf["step_time_s"].iloc[0] == te["step_time_s"].iloc[0]
+
+
+def test_liger_is_refused_under_megatron_and_a_layout_search_leaves_megatrons_layouts_out():
+    from perfmodel.step.strategy import StrategyError
+
+    w = pm.Workload(LLAMA, input_shape=(S,), batch_size=8, precision="bf16", optimizer="adam-fused", stack="liger")
+    with pytest.raises(StrategyError, match="Liger Kernel patches Hugging Face models"):
+        pm.predict(w, pm.Cluster("H100", n_gpus=4), pm.Parallelism("dp2-tp2", framework="megatron"))
+    with pytest.raises(StrategyError, match="Liger Kernel patches Hugging Face models"):
+        pm.predict_memory(LLAMA, "H100", input_shape=(S,), batch_size=8, n_gpus=4, strategy="dp2-tp2", framework="megatron",
+                          stack="liger")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from perfmodel.planning import search_layouts
+
+        found = search_layouts(w, pm.Cluster("H100", n_gpus=4))
+    assert set(found["framework"]) == {"pytorch"}
+    assert any("Liger" in r["reason"] for r in found.attrs["refused"])
