@@ -271,8 +271,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
         not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 activations are
         counted in BF16), but for ``stack="te"`` and ``"liger"`` (their fused norms, gated-MLP activation and loss
-        save what those kernels save: :func:`_fused_saved`) and for the FP8 linears' weights an FSDP layer gathers in FP8 under ``torch.compile`` at
-        ``precision="fp8"`` (torchtitan's FP8 all-gather: one byte each in the gathered layers). With
+        save what those kernels save: :func:`_fused_saved`) and for the FP8 linears' weights an FSDP layer gathers in
+        FP8 under ``torch.compile`` at ``precision="fp8"`` (torchtitan's FP8 all-gather: one byte each in the gathered
+        layers). With
         :func:`perfmodel.predict` and ``Parallelism(fp8_param_gather=True)``, Megatron keeps those weights in FP8
         (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
