@@ -7,7 +7,7 @@ model code (torch, transformers' GPT-2) and load the fitted per-operator model, 
 predictions reused), and of a plan over the shipped price table (every provider, region and instance type of
 A100/H100/L4, with the traces already made); goal < 5 s; and the number of candidates. Last, the README's example
 as a new user runs it: ``perfmodel plan-cloud gpt2.json --deadline-h 2`` (GPT-2-large's config, the shipped price
-table) in a fresh process with an empty cache folder, the whole process timed; goal ≤ 5 s (issue 28), and the import
+table) in a fresh process with an empty cache folder, the whole process timed; goal ≤ 5 s, and the import
 floor under it (``import torch`` and transformers' GPT-2 modeling module in a fresh process).
 
 The price table here is a timing fixture, not a quote: every GPU at 1 $/GPU-hour on demand and 0.4 on spot, one
