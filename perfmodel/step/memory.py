@@ -529,11 +529,6 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack)
 
 
-#: an MLP module (the parent of its activation submodule) and an activation submodule, by their Hugging Face names
-_MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)$", re.IGNORECASE)
-_ACT_SUBMODULE = re.compile(r"\.(?:act_fn|act|activation_fn|activation)$", re.IGNORECASE)
-
-
 def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens: int,
                  family: str) -> tuple[pd.DataFrame, np.ndarray, float | None]:
     """What the fused modules of Transformer Engine (``family="te"``) or Liger Kernel (``"liger"``) save for the
@@ -554,7 +549,7 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
       chunk size; ``tokens`` those of the micro-batch), at the end of the forward pass while every activation is
       alive: the transient.
     """
-    from perfmodel.step.trace import _TE_NORM
+    from perfmodel.step.trace import _ACT_SUBMODULE, _MLP_MODULE, _TE_NORM
 
     mods = saved["module"].astype(str).to_numpy()
     dims = [[int(x) for x in str(sh).split("x") if x.isdigit()] for sh in saved["shape"].astype(str)]

@@ -489,7 +489,11 @@ _FUSABLE = ("elementwise", "layernorm", "softmax")
 _TE_NORM = re.compile(r"(?:^|\.)(?:input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm|"
                       r"norm|ln_\d+|ln_f|ln|layernorm|layer_norm|final_layer_norm|self_attn_layer_norm|attention_norm|"
                       r"ffn_norm)$", re.IGNORECASE)
-_TE_MLP = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)(?:\.(?:act_fn|act|activation_fn|activation))?$", re.IGNORECASE)
+#: an MLP module and its activation submodule, by their Hugging Face names (the fused MLP activation of :func:`te_ops`
+#: and the saved tensors of :func:`perfmodel.step.memory._fused_saved` read them alike)
+_MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)$", re.IGNORECASE)
+_ACT_SUBMODULE = re.compile(r"\.(?:act_fn|act|activation_fn|activation)$", re.IGNORECASE)
+_TE_MLP = re.compile(_MLP_MODULE.pattern[:-1] + r"(?:" + _ACT_SUBMODULE.pattern[:-1] + r")?$", re.IGNORECASE)
 _TE_ATTN = re.compile(r"(?:^|\.)(?:self_attn|attention|attn|self_attention)$", re.IGNORECASE)
 _TE_CE_OPS = ("aten._log_softmax", "aten.nll_loss_forward", "aten.nll_loss_backward", "aten._log_softmax_backward_data")
 _TE_FREE = ("view", "factory", "matmul", "conv", "attention")
@@ -643,7 +647,7 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
     act_item = 2 if d["dtype"].astype(str).isin(["bfloat16", "float16"]).any() else 4  # the step's activations
     role = _fused_roles(d, liger)
     # the MLP's activation and the product of a gated MLP are one kernel: group them under the MLP module
-    mlp_mod = mod.str.replace(r"\.(act_fn|act|activation_fn|activation)$", "", regex=True, flags=re.IGNORECASE)
+    mlp_mod = mod.str.replace(_ACT_SUBMODULE, "", regex=True)
     keys = [(r, mm if r == "mlp_act" else m, ph) for r, m, mm, ph in zip(role, mod, mlp_mod, phase)]
     groups: dict = {}
     for i, k in enumerate(keys):
