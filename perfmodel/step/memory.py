@@ -32,8 +32,8 @@ Counted per GPU:
   as above, the split operators' ``/ tp`` (Megatron without sequence parallelism: the layer norms, dropouts and
   residuals on the hidden state stay whole on every tensor-parallel rank) and ``min(m, pp − s)`` micro-batches in
   flight on stage ``s``. ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
-  gradients and optimizer states, plus its parameters and their gradients whole (no resharding between
-  micro-batches). Context parallelism (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters
+  gradients and optimizer states, plus its parameters whole (no resharding between micro-batches) and their
+  gradients whole in FP32 (accumulated until the last micro-batch in FSDP's reduce dtype). Context parallelism (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters
   sharded over ``dp·cp``.
 
 Kernel families (``stack=``): under Transformer Engine's or Liger Kernel's fused modules the norms, a gated MLP's
@@ -55,6 +55,10 @@ import pandas as pd
 from perfmodel._workload import accepts_workload
 
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES"]
+
+#: bytes per element of the gradients FSDP reduces (torchtitan's mixed-precision policy: reduce_dtype float32); an
+#: unsharded gradient accumulated over a pipeline's micro-batches is kept at this width.
+FSDP_REDUCE_BYTES = 4
 
 #: bytes of optimizer state per parameter (FP32 states).
 OPTIMIZER_STATE_BYTES = {"adam": 8, "adam-fused": 8, "sgd-momentum": 4, "sgd": 0, None: 0}
@@ -743,9 +747,12 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
         if deg["fsdp"]:
             # FSDP with a pipeline (torchtitan): the stage's shard (1/(dp·cp)) of parameters, gradients and
             # optimizer states, plus its parameters gathered whole for the step (no resharding between
-            # micro-batches) and their unsharded gradients accumulated until the last micro-batch
+            # micro-batches) and their unsharded gradients accumulated until the last micro-batch — in the
+            # reduce dtype, FP32 (FSDP2 upcasts an accumulated unsharded gradient to its mixed-precision policy's
+            # reduce_dtype, FSDPParam.to_accumulated_grad_if_needed; torchtitan reduces in float32)
             shard = stage_p / (deg["dp"] * deg["cp"])
-            part = (shard * size + stage_b, shard * size + stage_p * size, shard * state, kept * in_flight + tmp)
+            part = (shard * size + stage_b, shard * size + stage_p * max(size, FSDP_REDUCE_BYTES), shard * state,
+                    kept * in_flight + tmp)
         else:
             part = (stage_b, stage_p * size, stage_p * state, kept * in_flight + tmp)
         part = _framework_parts(part, deg, size)

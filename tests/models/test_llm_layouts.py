@@ -86,6 +86,12 @@ def test_fsdp_with_pipeline_gathers_once_and_keeps_the_stage_whole():
     # the stage's parameters whole (no resharding between micro-batches) plus its shard; optimizer states sharded
     assert m["params_bytes"] == pytest.approx(1.5 * d["params_bytes"])
     assert m["optimizer_bytes"] == pytest.approx(d["optimizer_bytes"] / 2)
+    # the gradients: the shard (BF16) plus the stage's unsharded gradients accumulated over the micro-batches in FSDP's
+    # reduce dtype, FP32 (FSDP2 upcasts an accumulated unsharded gradient): twice DDP's BF16 gradients, plus the shard
+    assert m["grads_bytes"] == pytest.approx(0.5 * d["grads_bytes"] + 2 * d["grads_bytes"])
+    m32 = _mem(n_gpus=4, strategy="fsdp2-pp2", micro_batches=2, precision="fp32")
+    d32 = _mem(n_gpus=4, strategy="dp2-pp2", micro_batches=2, precision="fp32")
+    assert m32["grads_bytes"] == pytest.approx(1.5 * d32["grads_bytes"])  # FP32 already: nothing upcast
 
 
 # -- context parallelism ----------------------------------------------------------------------------------------------
