@@ -171,7 +171,21 @@ def _llm_claims():
                "{} % time-weighted (mean over Vidur's {} families)", "the shipped model {} %", vi), (
         _pct(c.loc["mean", "calibrated_time_weighted_ape_pct"]), len(c) - 1, _pct(c.loc["mean", "shipped_time_weighted_ape_pct"]))
     links = collectives.fitted_params()["links"]
-    yield "(NVLink {}, InfiniBand {};", (f"{links['nvlink']['efficiency']:.2f}", f"{links['infiniband']['efficiency']:.2f}")
+    yield "(NVLink {}, InfiniBand {} on the DGX H100 cluster's NDR fabric and {} on the DGX A100 cluster's HDR one;", (
+        f"{links['nvlink']['efficiency']:.2f}", f"{links['infiniband-ndr']['efficiency']:.2f}",
+        f"{links['infiniband-hdr']['efficiency']:.2f}")
+    from perfmodel.papers.external import nccl_multinode
+
+    q = nccl_multinode.summary().set_index(["collective", "band"])
+    yield _row("the bus bandwidth of a collective across nodes (rail-optimised, a NIC per GPU)",
+               "published nccl-tests on {} to {} H100 (AWS p5, {} all-reduce and all-gather rows, 32 MiB to 8 GiB)",
+               "{} % MAPE ({} % on the {} rows of 256 MiB and more)",
+               "the NICs' line rate {} %, one InfiniBand fit for both of Vidur's clusters {} %",
+               _item_link("external.nccl_multinode")), (
+        int(nccl_multinode.data()["n_gpus"].min()), int(nccl_multinode.data()["n_gpus"].max()),
+        int(q.loc[("all", "all"), "n_rows"]), _pct(q.loc[("all", "all"), "mape_pct"]), _pct(q.loc[("all", "ge_256mib"), "mape_pct"]),
+        int(q.loc[("all", "ge_256mib"), "n_rows"]), _pct(q.loc[("all", "all"), "line_rate_mape_pct"]),
+        _pct(q.loc[("all", "all"), "pooled_fit_mape_pct"]))
     n = torchtitan_runs.summary().set_index("quantity")["value"]
     better = n["tokens_mape_pct"] < n["rule_of_thumb_tokens_mape_pct"]
     yield _row("tokens/s per GPU and peak memory of multi-GPU Llama pretraining",

@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -217,6 +217,25 @@ def load_megatron_recompute_runs() -> pd.DataFrame:
     return _read_packaged("reference/megatron_korthikanti_table4.csv")
 
 
+def load_nccl_tests_p5() -> pd.DataFrame:
+    """Published multi-node ``nccl-tests`` bus bandwidths of a rail-optimised H100 cluster, transcribed with their
+    citation: ``all_reduce_perf`` and ``all_gather_perf`` (out-of-place bus bandwidth, NCCL over AWS EFA through the
+    aws-ofi-nccl plugin) on 2 to 32 AWS p5.48xlarge instances (8 H100 SXM5 with NVSwitch; 32 EFA interfaces, 3,200 Gb/s
+    per instance: 400 Gb/s per GPU), 32 MiB to 8 GiB messages (crazyguitar/aws-gpu-communication-benchmark, its
+    ``data/`` tables; CC-BY-4.0). The measurement perfmodel's rail model is checked against
+    (:mod:`perfmodel.papers.external.nccl_multinode`); nothing is fitted on it.
+
+    Returns
+    -------
+    DataFrame
+        One row per collective, node count and message size: ``collective`` (``"all_reduce"``, ``"all_gather"``),
+        ``nodes``, ``n_gpus``, ``gpus_per_node``, ``message_bytes`` (nccl-tests' size: the all-reduced tensor, or the
+        gathered output), ``busbw_gb_per_s`` (nccl-tests' bus bandwidth, GB/s: ``S/t`` times ``2(n−1)/n`` for an
+        all-reduce, ``(n−1)/n`` for an all-gather), ``source``.
+    """
+    return _read_packaged("reference/nccl_tests_p5.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -259,5 +278,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
                 "on A100s, full or selective recomputation with or without sequence parallelism, iteration time, MFU",
                 ("reference/megatron_korthikanti_table4.csv",),
                 "Korthikanti et al., MLSys 2023, Tables 3 and 4 (beyond the papers)", kind="reference"),
+    DatasetSpec("nccl_tests_p5", load_nccl_tests_p5, "one nccl-tests measurement: all-reduce or all-gather bus bandwidth "
+                "on 2-32 AWS p5.48xlarge nodes (8 H100 each, 400 Gb/s EFA per GPU) at one message size",
+                ("reference/nccl_tests_p5.csv",), "crazyguitar/aws-gpu-communication-benchmark data/ (beyond the papers)",
+                kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

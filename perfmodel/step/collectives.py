@@ -20,7 +20,8 @@ to 1 GiB for the 4-GPU PCIe node; times are the median NCCL kernel time of rank 
   no ``B``); ``h100_pairwise_nvlink/send_recv.csv`` (a byte-identical copy of the A100 file, not an H100
   measurement); the A40's (kept apart from the catalog in the data, ``perfmodel.datasets.llm_runs.VIDUR_GPUS``).
 
-**Fit.** Per link kind, on all its rows (both collectives, every size), ``t = α·k + w/(e·B)`` with ``k`` the steps
+**Fit.** Per link kind (and per InfiniBand fabric, :data:`IB_FABRICS`: the NICs of the two DGX systems differ, HDR
+and NDR, and so do their measured efficiencies), on all its rows (both collectives, every size), ``t = α·k + w/(e·B)`` with ``k`` the steps
 (``2(n−1)`` for a ring all-reduce, 1 for a send) and ``w`` the bytes each GPU puts on the wire (``2(n−1)/n·S``, or
 ``S``) is linear in ``(α, 1/e)``; they minimise the squared **relative** error ``Σ ((α·k + w/(eB) − t) / t)²`` (every
 size weighs the same, whatever its time) with ``α ≥ 0`` and ``e ≤ 1`` (:func:`scipy.optimize.lsq_linear`).
@@ -51,19 +52,23 @@ import pandas as pd
 from perfmodel._errors import UnknownNameError
 
 __all__ = [
-    "LINK_KINDS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
+    "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
     "fitted_link", "rebuild", "infinity_fabric",
 ]
 
 #: link kinds with measured NCCL curves
 LINK_KINDS = ("nvlink", "infiniband", "pcie")
+#: the InfiniBand fabric of each of Vidur's DGX systems (its compute NICs: ConnectX-6 HDR on the DGX A100, ConnectX-7
+#: NDR on the DGX H100; the module docstring cites them): each named fabric gets the ``(e, α)`` fitted on its own
+#: system's rows besides the pooled ``"infiniband"`` fit (:func:`fit_links`)
+IB_FABRICS = {"a100_dgx": "infiniband-hdr", "h100_dgx": "infiniband-ndr"}
 #: per-GPU NIC line rate of Vidur's DGX systems, GB/s (see the module docstring for the spec sheets)
 NIC_GB_PER_S = {"a100_dgx": 25.0, "h100_dgx": 50.0}
 #: PCIe x16 per direction, GB/s, of Vidur's pairwise-NVLink systems (A100 PCIe: gen 4, H100 PCIe: gen 5)
 _PCIE_GB_PER_S = {"a100_pairwise_nvlink": 31.5, "h100_pairwise_nvlink": 63.0}
 #: the shipped fit
 FITTED_PATH = Path(__file__).resolve().parent / "fitted" / "nccl_links.json"
-_FORMAT = 1
+_FORMAT = 2
 #: named links resolved with a fitted kind, and their per-direction line rate (GB/s; None: from the GPU's catalog row)
 _NAMED = {"nvlink": ("nvlink", None), "infiniband-hdr": ("infiniband", 25.0), "infiniband-ndr": ("infiniband", 50.0),
           "pcie4": ("pcie", 31.5), "pcie5": ("pcie", 63.0)}
@@ -136,9 +141,12 @@ def fit_links(frame: pd.DataFrame | None = None) -> dict:
         ``e`` and ``α`` rounded to 6 significant digits (what is shipped).
     """
     frame = collective_frame() if frame is None else frame
+    system = frame["system"].astype(str)
+    groups = [(kind, frame["link"] == kind) for kind in LINK_KINDS]
+    groups += [(fabric, (frame["link"] == "infiniband") & (system == s)) for s, fabric in IB_FABRICS.items()]
     out = {}
-    for kind in LINK_KINDS:
-        rows = frame[frame["link"] == kind]
+    for kind, mask in groups:
+        rows = frame[mask]
         if len(rows) == 0:
             continue
         alpha, e = _fit(rows)
@@ -164,8 +172,9 @@ def fitted_params() -> dict:
     {"efficiency", "latency_s", "n_rows", "systems"}}}``. JSON: loading it runs no code."""
     with open(FITTED_PATH, encoding="utf-8") as fh:
         p = json.load(fh)
-    if p.get("format") != _FORMAT or set(p.get("links", {})) != set(LINK_KINDS):
-        raise ValueError(f"{FITTED_PATH}: expected format {_FORMAT} with links {list(LINK_KINDS)}; got format "
+    want = {*LINK_KINDS, *IB_FABRICS.values()}
+    if p.get("format") != _FORMAT or set(p.get("links", {})) != want:
+        raise ValueError(f"{FITTED_PATH}: expected format {_FORMAT} with links {sorted(want)}; got format "
                          f"{p.get('format')!r} with {sorted(p.get('links', {}))}. Rebuild it: python -m perfmodel.step.collectives")
     return p
 
@@ -178,7 +187,8 @@ def fitted_link(kind: str, gpu=None):
     kind : str
         ``"nvlink"`` (bandwidth from ``gpu``'s catalog row, both directions halved), ``"infiniband-hdr"`` (25 GB/s),
         ``"infiniband-ndr"`` (50 GB/s), ``"pcie4"`` (31.5 GB/s) or ``"pcie5"`` (63 GB/s): per-direction peak; ``e``
-        and ``α`` of its kind from :func:`fitted_params`.
+        and ``α`` from :func:`fitted_params`: an InfiniBand fabric's own fit (:data:`IB_FABRICS`: HDR on the DGX A100
+        cluster's rows, NDR on the DGX H100 cluster's), the other links their kind's.
     gpu : str or GPUSpec, optional
         Required for ``"nvlink"``.
 
@@ -201,7 +211,8 @@ def fitted_link(kind: str, gpu=None):
                                "measured NCCL curves); other links (pcie3, ethernet-*) keep the assumed NCCL_EFFICIENCY "
                                "via perfmodel.step.collectives.resolve_interconnect.")
     fam, gb = _NAMED[key]
-    p = fitted_params()["links"][fam]
+    links = fitted_params()["links"]
+    p = links.get(key, links[fam])  # a fabric fitted on its own system's rows, else its kind's pooled fit
     name = key
     if gb is None:
         if gpu is None:
@@ -227,7 +238,8 @@ def rebuild(path: str | Path | None = None, frame: pd.DataFrame | None = None) -
     out = {"format": _FORMAT,
            "fitted_on": "microsoft/vidur@7d47513 data/profiling/network (all systems with a link kind; see "
                         # the name the artifact records (kept from before the step model had its own package: shipped files stay byte-identical; the old module path is an alias)
-                        "perfmodel.models.collectives), relative least squares per link kind",
+                        "perfmodel.models.collectives), relative least squares per link kind and per InfiniBand fabric "
+                        "(HDR: a100_dgx rows, NDR: h100_dgx rows)",
            "links": fit_links(frame)}
     path = Path(path) if path is not None else FITTED_PATH
     path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -13,7 +13,7 @@ import numpy as np
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -134,10 +134,12 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         if nics_per_node is None:
             nics_per_node = default_nics_per_node(interconnect["inter"], gpus_per_node)
         if nics_per_node is None:  # one NIC carries each group that leaves its node
-            return {g: (inter if cross[g] else intra) for g in LINK_GROUPS}
+            ranks = ranks_per_node(degrees or {}, gpus_per_node)
+            return {g: (_ring_across(g, inter, intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
         nics = _check_nics(nics_per_node)
         ranks = ranks_per_node(degrees or {}, gpus_per_node)
-        return {g: (rail_link(inter, intra, nics * ranks[g] / gpus_per_node) if cross[g] else intra) for g in LINK_GROUPS}
+        return {g: (_ring_across(g, rail_link(inter, intra, nics * ranks[g] / gpus_per_node), intra, degrees, ranks)
+                    if cross[g] else intra) for g in LINK_GROUPS}
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]
         if set(interconnect) & set(LINK_LEVELS):
@@ -172,6 +174,39 @@ def ranks_per_node(degrees: dict, gpus_per_node: int) -> dict:
         return max(1, min(size, g // stride)) if stride <= g else 1
 
     return {"tp": on_node(tp, 1), "cp": on_node(cp, tp), "dp": on_node(dp * cp, tp), "pp": on_node(pp, tp * cp * dp)}
+
+
+#: the groups whose collectives are NCCL rings (all-reduce, all-gather, reduce-scatter) over their ranks; the pipeline's
+#: sends and context parallelism's ring of sends cross nodes at every step that leaves a node
+_RING_GROUPS = ("tp", "dp")
+
+
+def ring_step_latency(inter_latency_s: float, intra_latency_s: float, ranks: int, nodes: int) -> float:
+    """α per step of an NCCL ring over ``ranks`` ranks on ``nodes`` nodes, as NCCL's own tuning model counts a ring's
+    latency (``ncclTopoTuneModel``: ``(nsteps − nInterSteps)·intraLat + nInterSteps·interLat``): of an all-reduce's
+    ``2(n−1)`` steps ``2(N−1)`` cross nodes (of an all-gather's or reduce-scatter's ``n−1``, ``N−1``), the others stay on
+    the node's own link, so each step costs ``α_intra + (α_inter − α_intra)·(N−1)/(n−1)`` on average, the same for the
+    three collectives. One node (or one rank): ``α_intra``."""
+    if nodes <= 1 or ranks <= 1:
+        return float(intra_latency_s)
+    if nodes >= ranks:  # one rank per node: every step crosses
+        return float(inter_latency_s)
+    share = (min(nodes, ranks) - 1) / (ranks - 1)
+    return float(intra_latency_s + (inter_latency_s - intra_latency_s) * share)
+
+
+def _ring_across(group: str, link, intra, degrees, ranks: dict):
+    """The link of a group that leaves its node with the latency of its ring (:func:`ring_step_latency`) for the
+    collective groups (tensor and data parallel); the pipeline's and context parallelism's sends keep the inter-node
+    link's latency at every step."""
+    if group not in _RING_GROUPS:
+        return link
+    import dataclasses
+
+    d = degrees or {}
+    size = int(d.get("tp", 1)) if group == "tp" else int(d.get("dp", 1)) * int(d.get("cp", 1))
+    nodes = -(-size // max(1, ranks[group]))
+    return dataclasses.replace(link, latency_s=ring_step_latency(link.latency_s, intra.latency_s, size, nodes))
 
 
 def rail_link(inter, intra, nics: float):

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 import perfmodel as pm
-from perfmodel.step.collectives import resolve_interconnect
-from perfmodel.step.strategy import parse_strategy, rail_link, ranks_per_node, resolve_links
+import dataclasses
+
+from perfmodel.step.collectives import allgather_time, allreduce_time, resolve_interconnect
+from perfmodel.step.strategy import parse_strategy, rail_link, ranks_per_node, resolve_links, ring_step_latency
 
 LEVELS = {"intra": "nvlink", "inter": "infiniband-ndr"}
 #: GPT-2 small's Hugging Face config, as the README's examples use it
@@ -43,10 +45,13 @@ def test_a_group_gets_its_share_of_the_rails_never_more_than_the_node_s_link():
     assert capped.bytes_per_s == pytest.approx(intra.bytes_per_s) and capped.latency_s == inter.latency_s
     links = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp", 64), gpus_per_node=8, nics_per_node=8)
     assert links["dp"].bytes_per_s == pytest.approx(8 * inter.bytes_per_s)
+    assert links["pp"] == intra  # no pipeline: the unused group stays on the node's link
     tp8 = resolve_links(LEVELS, "H100", degrees=parse_strategy("dp8-tp8", 64), gpus_per_node=8, nics_per_node=8)
     assert tp8["dp"] == inter and tp8["tp"] == intra  # one rank of each dp group per node: its own rail
     one = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp", 64), gpus_per_node=8, nics_per_node=1)
-    assert one["dp"] == inter  # one NIC for the node: the ring crosses it once per node
+    # one NIC for the node: the ring crosses it once per node; 7 of its 63 steps between ranks leave a node
+    assert one["dp"].bytes_per_s == inter.bytes_per_s
+    assert one["dp"].latency_s == pytest.approx(intra.latency_s + (inter.latency_s - intra.latency_s) * 7 / 63, rel=1e-12)
     shared = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp8-tp2", 16), gpus_per_node=8, nics_per_node=1)
     assert shared["dp"].bytes_per_s == pytest.approx(inter.bytes_per_s / 2)  # two dp groups of a node share its NIC
     # unsaid on an InfiniBand fabric: the HGX / DGX reference design, a NIC per GPU on its own rail
@@ -55,7 +60,10 @@ def test_a_group_gets_its_share_of_the_rails_never_more_than_the_node_s_link():
     # unsaid on another link (Ethernet between cloud instances, a spec): one NIC per group that leaves the node
     eth = {"intra": "nvlink", "inter": "ethernet-100g"}
     plain = resolve_links(eth, "H100", degrees=parse_strategy("fsdp8-tp2", 16), gpus_per_node=8)
-    assert plain["dp"] == resolve_interconnect("ethernet-100g", "H100") and plain["tp"] == intra
+    e100 = resolve_interconnect("ethernet-100g", "H100")
+    assert plain["dp"].bytes_per_s == e100.bytes_per_s and plain["tp"] == intra
+    # its ring of 8 ranks over 2 nodes: 1 of its 7 steps between ranks leaves a node
+    assert plain["dp"].latency_s == pytest.approx(ring_step_latency(e100.latency_s, intra.latency_s, 8, 2), rel=1e-12)
 
 
 def test_fsdp_across_nodes_is_cheaper_with_more_rails_and_basis_says_over_what():
@@ -71,6 +79,23 @@ def test_fsdp_across_nodes_is_cheaper_with_more_rails_and_basis_says_over_what()
     assert unsaid.step_time_s == out[8].step_time_s  # InfiniBand unsaid: a NIC per GPU (RAIL_FABRICS)
     assert "8 x infiniband-ndr" in out[8].basis and "2 x infiniband-ndr" in out[2].basis
     assert "infiniband" not in inside.basis  # a group inside one node never uses the NICs
+
+
+def test_a_ring_across_nodes_pays_the_network_latency_only_where_it_leaves_a_node():
+    # NCCL's ring latency: of an all-reduce's 2(n-1) steps 2(N-1) cross nodes, of an all-gather's n-1 steps N-1; the
+    # others stay on NVLink
+    intra, inter = resolve_interconnect("nvlink", "H100"), resolve_interconnect("infiniband-ndr", "H100")
+    links = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp", 64), gpus_per_node=8, nics_per_node=8)
+    dp = links["dp"]
+    lat = allreduce_time(1.0, 64, dp) - allreduce_time(1.0, 64, dataclasses.replace(dp, latency_s=0.0))
+    assert lat == pytest.approx(2 * 7 * inter.latency_s + 2 * 56 * intra.latency_s, rel=1e-9)
+    lat = allgather_time(1.0, 64, dp) - allgather_time(1.0, 64, dataclasses.replace(dp, latency_s=0.0))
+    assert lat == pytest.approx(7 * inter.latency_s + 56 * intra.latency_s, rel=1e-9)
+    assert ring_step_latency(inter.latency_s, intra.latency_s, 8, 1) == intra.latency_s
+    assert ring_step_latency(inter.latency_s, intra.latency_s, 8, 8) == inter.latency_s
+    # the pipeline's sends leave the node at every hop that crosses: the network's latency
+    three = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp8-pp8", 64), gpus_per_node=8, nics_per_node=8)
+    assert three["pp"].latency_s == inter.latency_s and three["dp"] == intra
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])

@@ -29,9 +29,15 @@ def test_fitted_link_carries_the_fit_and_resolve_interconnect_uses_it():
     nv = resolve_interconnect("nvlink", "H100")
     assert (nv.bandwidth_gb_per_s, nv.efficiency, nv.latency_s) == (450.0, p["nvlink"]["efficiency"], p["nvlink"]["latency_s"])
     assert resolve_interconnect(None, "A100-SXM4-80GB") == collectives.fitted_link("nvlink", "A100-SXM4-80GB")
+    # each InfiniBand fabric with its own system's fit: NDR on the DGX H100 cluster's rows, HDR on the DGX A100 one's
     ib = resolve_interconnect("infiniband-ndr")
-    assert (ib.bandwidth_gb_per_s, ib.efficiency, ib.latency_s) == (50.0, p["infiniband"]["efficiency"], p["infiniband"]["latency_s"])
-    assert resolve_interconnect("infiniband_hdr").bandwidth_gb_per_s == 25.0
+    assert (ib.bandwidth_gb_per_s, ib.efficiency, ib.latency_s) == (50.0, p["infiniband-ndr"]["efficiency"], p["infiniband-ndr"]["latency_s"])
+    hdr = resolve_interconnect("infiniband_hdr")
+    assert (hdr.bandwidth_gb_per_s, hdr.efficiency, hdr.latency_s) == (25.0, p["infiniband-hdr"]["efficiency"], p["infiniband-hdr"]["latency_s"])
+    assert p["infiniband-ndr"]["systems"] == ["h100_dgx"] and p["infiniband-hdr"]["systems"] == ["a100_dgx"]
+    f = collectives.collective_frame()
+    own = f[(f["link"] == "infiniband") & (f["system"] == "h100_dgx")]
+    assert p["infiniband-ndr"]["n_rows"] == len(own) and p["infiniband"]["n_rows"] == int((f["link"] == "infiniband").sum())
     # no measurement: the assumed NCCL_EFFICIENCY stays
     assert resolve_interconnect("pcie4").efficiency == 0.75 and resolve_interconnect("ethernet-100g").efficiency == 0.75
 
