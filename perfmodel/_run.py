@@ -137,7 +137,10 @@ class Parallelism:
         (``"dp2-tp2-pp2"``, ``"fsdp32-tp8"``, ``"fsdp4-cp2"``, ``{"dp": 2, "tp": 2}``; a factor without a degree
         takes the GPUs the others leave). :meth:`degrees` gives them for a number of GPUs.
     micro_batches : int, optional
-        Micro-batches per step: the pipeline's ``m``, else gradient-accumulation steps (default 1).
+        Micro-batches per step: the pipeline's ``m``, else gradient-accumulation steps. Default: with a pipeline
+        (``pp > 1``), one sequence per micro-batch — each data-parallel rank's batch in micro-batches of one, the
+        micro-batch size Megatron's recipes and torchtitan's ``pipeline_parallel_microbatch_size`` default to;
+        without one, 1 (the rank's whole batch in one pass).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
     activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}, default False
         What the backward pass recomputes (:func:`perfmodel.step.trace.checkpointing_mode`). A
@@ -157,6 +160,10 @@ class Parallelism:
     distributed_optimizer, sequence_parallel : bool, optional
         Override the framework's defaults (Megatron: both on, sequence parallelism where ``tp > 1``; PyTorch: no
         distributed optimizer, sequence parallelism with ``fsdp`` and ``tp``).
+    micro_batch_size : int, optional
+        Sequences per micro-batch on one data-parallel rank, as Megatron's ``--micro-batch-size`` and torchtitan's
+        ``pipeline_parallel_microbatch_size`` say it: ``micro_batches`` = the rank's batch (``batch_size / dp``) over
+        it, which it must divide. Say this or ``micro_batches``, not both.
     fp8_param_gather : bool, optional
         At ``precision="fp8"``: the FP8 linears' weights kept and all-gathered in FP8 (one byte each) by the ranks
         that shard them — Megatron-Core's ``--fp8-param-gather`` with its distributed optimizer, or FSDP's FP8
@@ -175,6 +182,7 @@ class Parallelism:
     distributed_optimizer: bool | None = None
     sequence_parallel: bool | None = None
     fp8_param_gather: bool | None = None
+    micro_batch_size: int | None = None
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_strategy_name,
@@ -186,6 +194,13 @@ class Parallelism:
             check_strategy_name(self.strategy)
             if self.micro_batches is not None:
                 _positive_int("Parallelism", "micro_batches", self.micro_batches, "or None for 1")
+            if self.micro_batch_size is not None:
+                _positive_int("Parallelism", "micro_batch_size", self.micro_batch_size,
+                              "sequences per micro-batch, or None")
+                if self.micro_batches is not None:
+                    raise ValueError(f"Parallelism: micro_batches={self.micro_batches} and micro_batch_size="
+                                     f"{self.micro_batch_size} both say how the batch is cut; say one of them "
+                                     "(micro_batch_size: sequences per micro-batch on one data-parallel rank).")
             pipeline_virtual_stages(self.pipeline_schedule, self.virtual_stages)
             object.__setattr__(self, "framework", check_framework(self.framework))
             _flag_or_none("distributed_optimizer", self.distributed_optimizer, "Megatron's distributed optimizer")
@@ -212,6 +227,29 @@ class Parallelism:
 
         return resolve_execution(self.framework, self.degrees(n_gpus), distributed_optimizer=self.distributed_optimizer,
                                  sequence_parallel=self.sequence_parallel)
+
+    def with_micro_batches(self, batch_size: int, n_gpus: int) -> "Parallelism":
+        """This parallelism with ``micro_batches`` said for a global batch of ``batch_size`` over ``n_gpus`` GPUs:
+        from ``micro_batch_size`` (the data-parallel rank's batch over it), or for a pipeline that says neither, one
+        sequence per micro-batch (the frameworks' default). Otherwise itself. A rank's batch that
+        ``micro_batch_size`` does not divide is a ``StrategyError`` naming the sizes that do."""
+        from perfmodel.step.strategy import StrategyError
+
+        if self.micro_batches is not None:
+            return self
+        deg = self.degrees(n_gpus)
+        d, B = int(deg["dp"]), int(batch_size)
+        if self.micro_batch_size is None and deg["pp"] == 1:
+            return self
+        if B % d:  # the layout's own check says what is wrong with the batch
+            return self
+        local, mbs = B // d, int(self.micro_batch_size or 1)
+        if local % mbs:
+            fits = [k for k in range(1, local + 1) if local % k == 0]
+            raise StrategyError(f"micro_batch_size={mbs} does not divide the data-parallel rank's batch {local} "
+                                f"(batch_size {B} / dp {d}). Use one of {fits}, or a batch_size that is a multiple of "
+                                f"{d * mbs}.")
+        return dataclasses.replace(self, micro_batches=local // mbs, micro_batch_size=None)
 
     @property
     def checkpointing(self) -> str | None:

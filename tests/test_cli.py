@@ -278,3 +278,27 @@ def test_predict_takes_megatrons_selective_recomputation(tmp_path, capsys):
                        pm.Cluster("A100", n_gpus=2), pm.Parallelism("tp2", framework="megatron",
                                                                       activation_checkpointing="attention"))
     assert f"{p.step_time_s:.6f}" in outs[0]
+
+
+def test_predict_takes_the_micro_batch_size(tmp_path, capsys):
+    """--micro-batch-size says the micro-batch as Megatron's configs do: the same step as the micro-batches it makes;
+    with --micro-batches too, or one that does not divide the rank's batch, a one-line refusal."""
+    import json
+
+    from perfmodel.cli import main
+
+    cfg = tmp_path / "llama.json"
+    cfg.write_text(json.dumps(dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128,
+                                   num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                                   max_position_embeddings=256, tie_word_embeddings=False)))
+    base = ["predict", str(cfg), "--gpus", "H100", "--input-shape", "64", "--batch-size", "16", "--precision", "bf16",
+            "--n-gpus", "8", "--strategy", "dp2-tp2-pp2", "--framework", "megatron"]
+    assert main([*base, "--micro-batch-size", "2"]) == 0
+    by_size = capsys.readouterr().out
+    assert main([*base, "--micro-batches", "4"]) == 0
+    assert capsys.readouterr().out == by_size
+    assert main([*base, "--micro-batch-size", "3"]) != 0
+    err = capsys.readouterr().err
+    assert "micro_batch_size=3 does not divide the data-parallel rank's batch 8" in err and len(err.strip().splitlines()) == 1
+    assert main([*base, "--micro-batch-size", "2", "--micro-batches", "4"]) != 0
+    assert "both say how the batch is cut" in capsys.readouterr().err

@@ -45,6 +45,10 @@ def _cmd_predict(args) -> int:
     w, cs, how = keyword_run(model, gpus, stack=args.stack, **kw)
     w = trusted_replace(w, fp8_recipe=args.fp8_recipe)
     how = trusted_replace(how, fp8_param_gather=args.fp8_param_gather)
+    if args.micro_batch_size is not None:  # checked as Parallelism checks it (one of the two ways to cut the batch)
+        import dataclasses
+
+        how = dataclasses.replace(how, micro_batch_size=args.micro_batch_size)
     step = predict_frame(w, cs, how)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
@@ -91,7 +95,8 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
     wkeys = ("input_shape", "batch_size", "precision", "optimizer", "compile")
     work = pm.Workload(model, **{k: kw[k] for k in wkeys if kw[k] is not None or k == "optimizer"},
                        **({"stack": stack} if stack else {}), **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}))
-    how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], pipeline_schedule=kw["pipeline_schedule"],
+    how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], micro_batch_size=args.micro_batch_size,
+                         pipeline_schedule=kw["pipeline_schedule"],
                          activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"],
                          framework=kw["framework"], virtual_stages=kw["virtual_stages"],
                          distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"],
@@ -117,7 +122,11 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--strategy", default="dp", help="parallel strategy for --n-gpus > 1: dp, fsdp, tp, pp or a "
                                                          "combination such as dp2-tp2-pp2, fsdp8-tp8-pp8 or fsdp4-cp2 "
                                                          "(cp: context parallel)")
-    pred.add_argument("--micro-batches", type=int, default=None, help="pipeline micro-batches (pp)")
+    pred.add_argument("--micro-batches", type=int, default=None,
+                      help="micro-batches per step (pp; default with a pipeline: one sequence each)")
+    pred.add_argument("--micro-batch-size", type=int, default=None,
+                      help="sequences per micro-batch on one data-parallel rank (Megatron's --micro-batch-size); "
+                           "instead of --micro-batches")
     pred.add_argument("--pipeline-schedule", default="1f1b", choices=["1f1b", "interleaved-1f1b"],
                       help="pipeline schedule (interleaved: --virtual-stages model chunks per rank, default 2)")
     pred.add_argument("--virtual-stages", type=int, default=None,

@@ -322,6 +322,7 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
 def memory_frame(w, clusters, p) -> pd.DataFrame:
     """:func:`predict_memory` of a run said in its objects: one row per cluster of ``clusters`` (the same run on each
     one's GPU; the workload's fields all set, :meth:`perfmodel.Workload.filled`)."""
+    p = p.with_micro_batches(w.batch_size, clusters[0].n_gpus if clusters else 1)
     prec, ac, deg, specs = _check_memory_args(w, clusters, p)
     from perfmodel._workload import resolve_stack
 

@@ -326,6 +326,7 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
     step without it (:func:`perfmodel.step.one_gpu.add_recompute`), a parallel layout's step
     (:func:`perfmodel.step.parallel.parallel_rows`) or one GPU's (:func:`perfmodel.step.one_gpu.single_gpu_rows`)."""
     check_step_args(alpha, w.optimizer, w.inference, w.precision, w.batch_size)
+    p = p.with_micro_batches(w.batch_size, clusters[0].n_gpus if clusters else 1)
     check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), clusters)
     check_stack_framework(w.stack, p.framework)
     ac = p.checkpointing

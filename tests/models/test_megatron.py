@@ -234,3 +234,36 @@ def test_the_largest_pipeline_stage_is_chosen_by_megatrons_own_bytes(monkeypatch
     assert int(np.argmax(pytorch_totals)) == 0 and int(np.argmax(megatron_totals)) == 1
     assert got["total_bytes"] == pytest.approx(max(megatron_totals), rel=1e-12)
     assert got["grads_bytes"] == pytest.approx(seen[1][1][1], rel=1e-12)
+
+
+# -- the micro-batch as the frameworks' configs say it ------------------------------------------------------------------
+
+def test_micro_batch_size_is_the_rank_s_batch_over_micro_batches_and_the_pipeline_default_is_one():
+    cfg = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+    w = pm.Workload(cfg, input_shape=(64,), batch_size=16, precision="bf16", optimizer="adam")
+    c = pm.Cluster("H100", n_gpus=8)
+
+    def run(**kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pm.predict(w, c, pm.Parallelism("dp2-tp2-pp2", framework="megatron", **kw))
+
+    two = run(micro_batch_size=2)  # each of the 2 data-parallel ranks holds 8 sequences: 4 micro-batches of 2
+    four = run(micro_batches=4)
+    assert two.step_time_s == four.step_time_s and two.memory == four.memory
+    assert run().step_time_s == run(micro_batch_size=1).step_time_s == run(micro_batches=8).step_time_s
+    assert run().memory == run(micro_batches=8).memory
+    # without a pipeline nothing changes unsaid: the rank's batch in one pass
+    flat = pm.Parallelism("dp2-tp4", framework="megatron")
+    assert flat.with_micro_batches(16, 8) is flat
+    assert flat.with_micro_batches(16, 8).micro_batches is None
+    assert pm.Parallelism("dp2-tp4", micro_batch_size=4).with_micro_batches(16, 8).micro_batches == 2
+    with pytest.raises(StrategyError, match=r"micro_batch_size=3 does not divide the data-parallel rank's batch 8 "
+                                            r"\(batch_size 16 / dp 2\)\. Use one of \[1, 2, 4, 8\]"):
+        run(micro_batch_size=3)
+    with pytest.raises(ValueError, match=r"micro_batches=4 and micro_batch_size=2 both say how the batch is cut; say one"):
+        pm.Parallelism("pp", micro_batches=4, micro_batch_size=2)
+    with pytest.raises(ValueError, match=r"micro_batch_size must be a positive int \(sequences per micro-batch, or None\); "
+                                         r"got 0"):
+        pm.Parallelism("pp", micro_batch_size=0)
