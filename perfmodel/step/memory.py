@@ -270,7 +270,8 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     input_shape, input_dtype
         One sample, as for :func:`perfmodel.predict_step_time`.
     micro_batches : int, optional
-        Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise); default 1.
+        Micro-batches per step (the pipeline's ``m``; gradient accumulation otherwise). Default: with a pipeline, one
+        sequence per micro-batch (the frameworks' default micro-batch size); otherwise 1.
     compile, gpus_per_node, interconnect, async_tp, stack
         As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
         not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 activations are

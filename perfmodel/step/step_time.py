@@ -107,8 +107,9 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         torchtitan's layouts: ``"fsdp32-tp8"`` (2D), ``"fsdp8-tp8-pp8"`` (3D), ``"fsdp4-cp2"`` or
         ``"fsdp2-cp2-tp8-pp8"`` (context parallel, with fsdp).
     micro_batches : int, optional
-        Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others
-        (default 1).
+        Micro-batches per step: the pipeline's ``m`` for ``"pp"``, gradient-accumulation steps for the others.
+        Default: with a pipeline, one sequence per micro-batch (Megatron's and torchtitan's default micro-batch size;
+        :meth:`perfmodel.Parallelism.with_micro_batches`); otherwise 1.
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
         With pipeline parallelism: 1F1B, or the interleaved 1F1B schedule with ``virtual_stages`` model chunks per
         rank (:func:`perfmodel.step.parallel.pipeline_time`).
