@@ -154,7 +154,9 @@ class Parallelism:
     framework : {"pytorch", "megatron"}, default "pytorch"
         How the layout runs: PyTorch DDP / FSDP2 as torchtitan runs them, or Megatron-Core (the distributed optimizer,
         sequence parallelism with tensor parallelism, FP32 main gradients;
-        :func:`perfmodel.step.strategy.resolve_execution`). Said in the prediction's ``basis``.
+        :func:`perfmodel.step.strategy.resolve_execution`), whose layers are Transformer Engine's modules (its
+        default ``--transformer-impl``: ``stack="te"``, and TE's FP8 at ``precision="fp8"``) unless the
+        :class:`~perfmodel.Workload` names another kernel family. Said in the prediction's ``basis``.
     virtual_stages : int, optional
         Model chunks per pipeline rank with ``pipeline_schedule="interleaved-1f1b"`` (default 2).
     distributed_optimizer, sequence_parallel : bool, optional
@@ -275,6 +277,10 @@ def keyword_run(model, gpus, *, input_shape=None, batch_size: int = 1, input_dty
     check_step_args(0.2, optimizer, inference, precision, batch_size)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
+    if stack is None and compile is False and framework == "megatron":
+        from perfmodel.step.prediction import MEGATRON_STACK
+
+        stack = MEGATRON_STACK  # Megatron-Core's default --transformer-impl: Transformer Engine's modules
     family = resolve_stack(stack, compile) if not isinstance(compile, str) else stack_of(compile)
     _check_gpus_per_node(gpus_per_node)
     if nics_per_node is not None:

@@ -222,6 +222,9 @@ def _checkpointing(w: Workload, p: Parallelism):
 #: :func:`perfmodel.predict_step_time`'s defaults (one sample, FP32, SGD with momentum, eager kernels).
 STEP_DEFAULTS = dict(input_shape=None, batch_size=1, input_dtype=None, input_high=None, precision="fp32",
                      optimizer="sgd-momentum", inference=False, compile=False, stack=None)
+#: the kernel family of ``framework="megatron"`` when the workload does not say one: Megatron-Core's default
+#: ``--transformer-impl transformer_engine`` (its layers are Transformer Engine's modules, and its FP8 is TE's)
+MEGATRON_STACK = "te"
 
 
 def resolve_run(workload, cluster, parallelism=None, defaults=None) -> tuple[Workload, Cluster, Parallelism]:
@@ -231,7 +234,10 @@ def resolve_run(workload, cluster, parallelism=None, defaults=None) -> tuple[Wor
     ac = _checkpointing(w, p)
     if w.is_set("activation_checkpointing"):
         w = dataclasses.replace(w, activation_checkpointing=Workload.UNSET)
-    return w.filled(**(STEP_DEFAULTS if defaults is None else defaults)), c, dataclasses.replace(p, activation_checkpointing=ac)
+    defaults = dict(STEP_DEFAULTS if defaults is None else defaults)
+    if p.framework == "megatron" and not w.is_set("stack") and not (w.is_set("compile") and w.compile):
+        defaults["stack"] = MEGATRON_STACK
+    return w.filled(**defaults), c, dataclasses.replace(p, activation_checkpointing=ac)
 
 
 def predict(workload, cluster, parallelism=None, *, alpha: float = 0.2) -> Prediction:

@@ -267,3 +267,30 @@ def test_micro_batch_size_is_the_rank_s_batch_over_micro_batches_and_the_pipelin
     with pytest.raises(ValueError, match=r"micro_batch_size must be a positive int \(sequences per micro-batch, or None\); "
                                          r"got 0"):
         pm.Parallelism("pp", micro_batch_size=0)
+
+
+def test_megatron_runs_transformer_engine_s_modules_unless_the_workload_names_a_stack():
+    cfg = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+    c = pm.Cluster("H100", n_gpus=4)
+    how = pm.Parallelism("dp2-tp2", framework="megatron")
+
+    def run(**kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pm.predict(pm.Workload(cfg, input_shape=(64,), batch_size=8, precision="fp8", optimizer="adam", **kw), c, how)
+
+    unsaid, te, eager = run(), run(stack="te"), run(stack="eager")
+    assert unsaid.step_time_s == te.step_time_s and unsaid.memory == te.memory
+    assert "kernels: Transformer Engine" in unsaid.basis and "delayed-scaling recipe" in unsaid.basis
+    assert eager.step_time_s != te.step_time_s and "kernels: eager PyTorch" in eager.basis
+    assert "torch.compile" in run(compile=True).basis  # a kernel family the workload names is kept
+    # torchtitan's PyTorch layouts keep eager PyTorch unsaid
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = pm.predict(pm.Workload(cfg, input_shape=(64,), batch_size=8, precision="bf16", optimizer="adam"), c,
+                           pm.Parallelism("fsdp2-tp2"))
+        kw = pm.predict_step_time(cfg, "H100", input_shape=(64,), batch_size=8, precision="fp8", optimizer="adam",
+                                  n_gpus=4, strategy="dp2-tp2", framework="megatron").iloc[0]
+    assert "kernels: eager PyTorch" in plain.basis
+    assert kw["step_time_s"] == unsaid.step_time_s  # the keyword face answers the same
