@@ -21,10 +21,11 @@ to 1 GiB for the 4-GPU PCIe node; times are the median NCCL kernel time of rank 
   measurement); the A40's (kept apart from the catalog in the data, ``perfmodel.datasets.llm_runs.VIDUR_GPUS``).
 
 **Fit.** Per link kind (and per InfiniBand fabric, :data:`IB_FABRICS`: the NICs of the two DGX systems differ, HDR
-and NDR, and so do their measured efficiencies), on all its rows (both collectives, every size), ``t = α·k + w/(e·B)`` with ``k`` the steps
-(``2(n−1)`` for a ring all-reduce, 1 for a send) and ``w`` the bytes each GPU puts on the wire (``2(n−1)/n·S``, or
-``S``) is linear in ``(α, 1/e)``; they minimise the squared **relative** error ``Σ ((α·k + w/(eB) − t) / t)²`` (every
-size weighs the same, whatever its time) with ``α ≥ 0`` and ``e ≤ 1`` (:func:`scipy.optimize.lsq_linear`).
+and NDR, and so do their measured efficiencies), on all its rows (both collectives, every size),
+``t = α·k + w/(e·B)`` with ``k`` the steps (``2(n−1)`` for a ring all-reduce, 1 for a send) and ``w`` the bytes
+each GPU puts on the wire (``2(n−1)/n·S``, or ``S``) is linear in ``(α, 1/e)``; they minimise the squared
+**relative** error ``Σ ((α·k + w/(eB) − t) / t)²`` (every size weighs the same, whatever its time) with ``α ≥ 0``
+and ``e ≤ 1`` (:func:`scipy.optimize.lsq_linear`).
 
 What the data show (``perfmodel.papers.external.vidur_nccl`` scores it): the bandwidth term's ``2(n−1)/n`` holds on
 A100 NVLink (a per-``n`` fit gives ``e`` = 0.53, 0.51, 0.51 for 2, 4, 8 GPUs), but the latency does not grow as

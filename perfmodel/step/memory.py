@@ -33,8 +33,8 @@ Counted per GPU:
   residuals on the hidden state stay whole on every tensor-parallel rank) and ``min(m, pp − s)`` micro-batches in
   flight on stage ``s``. ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
   gradients and optimizer states, plus its parameters whole (no resharding between micro-batches) and their
-  gradients whole in FP32 (accumulated until the last micro-batch in FSDP's reduce dtype). Context parallelism (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters
-  sharded over ``dp·cp``.
+  gradients whole in FP32 (accumulated until the last micro-batch in FSDP's reduce dtype). Context parallelism
+  (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters sharded over ``dp·cp``.
 
 Kernel families (``stack=``): under Transformer Engine's or Liger Kernel's fused modules the norms, a gated MLP's
 activation and the loss save what those kernels save (:func:`_fused_saved`); eager PyTorch and torch.compile save what

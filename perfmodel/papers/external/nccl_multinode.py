@@ -136,8 +136,9 @@ def numbers() -> pd.DataFrame:
 
     rows = []
     for r in summary().itertuples(index=False):
-        what = (f"{r.n_rows} {'all-reduce and all-gather' if r.collective == 'all' else r.collective.replace('_', '-')} rows"
-                + {"all": "", "lt_256mib": " with messages < 256 MiB", "ge_256mib": " with messages >= 256 MiB"}[r.band])
+        kind = "all-reduce and all-gather" if r.collective == "all" else r.collective.replace("_", "-")
+        band = {"all": "", "lt_256mib": " with messages < 256 MiB", "ge_256mib": " with messages >= 256 MiB"}[r.band]
+        what = f"{r.n_rows} {kind} rows{band}"
         key = f"{r.collective}_{r.band}"
         rows += [dict(quantity=f"{key}_busbw_mape_pct", unit="pct", value=r.mape_pct,
                       protocol=f"mean absolute % error of the bus bandwidth on the {what}, predicted by perfmodel's rail "
