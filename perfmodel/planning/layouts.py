@@ -42,7 +42,8 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         GPUs, per node, links.
     frameworks : sequence of {"pytorch", "megatron"}
         ``"pytorch"``: FSDP over the data-parallel ranks, with tensor and pipeline parallelism (torchtitan's 1D, 2D, 3D;
-        as many micro-batches as stages). ``"megatron"``: data x context x tensor x pipeline with the distributed
+        as many micro-batches as stages). ``"megatron"``: data x context x tensor x pipeline on Transformer Engine's
+        modules (unless the workload names a kernel family: Megatron-Core's default) with the distributed
         optimizer, sequence parallelism, TP communication overlapped with its GEMMs where ``tp > 1``, micro-batches of
         one sample and the interleaved schedule with the most chunks of (5, 4, 3, 2) that divide a stage's layers.
     tensor_parallel, pipeline_parallel, context_parallel : sequence of int, optional
