@@ -8,10 +8,13 @@ planner filters on, built on the shapes of :func:`perfmodel.features.extract` an
 Counted per GPU:
 
 * **parameters**: their bytes at ``precision`` (FP32 or TF32: 4, BF16/FP16: 2) for the GPU's share — all of them for
-  ``"dp"``; ``1/n`` for ``"fsdp"`` plus the largest layer gathered twice (the one computing and the one prefetched);
+  ``"dp"``; ``1/n`` for ``"fsdp"`` plus the largest layer gathered twice (the one computing and the one prefetched),
+  or, at the backward's start, one layer and the head (final norm and output projection: FSDP2 does not reshard
+  the root after the forward), whichever is more;
   for ``"tp"`` the split ones (attention, MLP, vocabulary) ``/ n`` and the replicated ones (norms) whole; for ``"pp"``
   the stage's layers (the embedding on the first stage, the head on the last, a tied embedding on both);
-* **gradients**: as many bytes as the GPU's parameters (``"fsdp"``: its shard);
+* **gradients**: as many bytes as the GPU's parameters (``"fsdp"``: its shard, plus the head's gradient whole until
+  its reduce-scatter);
 * **optimizer states**: FP32, Adam 8 bytes per parameter (two moments), SGD-momentum 4, none 0; with BF16/FP16
   parameters also an FP32 master copy (4 bytes), as mixed-precision training keeps;
 * **activations**: the tensors autograd saves for the backward pass (recorded with
@@ -653,6 +656,20 @@ def _layer_params(lay, names=None) -> tuple[np.ndarray, np.ndarray]:
     return layer_params, layer_split
 
 
+def _head_params(r: _MemoryRank, tpd: int) -> float:
+    """Parameters of the model's head on one tensor-parallel rank: those after the repeated layers (final norm,
+    output projection) and, when the output projection is tied to the embedding, that embedding (the parameter
+    whose shape holds the vocabulary); the split ones ``/ tpd``."""
+    lay = r.lay
+    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()} if lay.tied else {}
+    out = 0.0
+    for k, n in lay.param_numel.items():
+        li = lay.param_layer[k]
+        if li >= lay.n_layers or (li < 0 and lay.tied and lay.vocab and lay.vocab in shapes.get(k, ())):
+            out += n / tpd if (tpd > 1 and lay.param_split[k]) else n
+    return float(out)
+
+
 def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
     """(parameters, gradients, optimizer states, activations) bytes of one GPU without a pipeline."""
     lay, size, tpd, d, cpd = r.lay, r.size, deg["tp"], deg["dp"], deg["cp"]
@@ -669,11 +686,17 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
         if fp8:  # the gathered layer's FP8 linears' weights at one byte
             per_layer = _tp_rank_params(layer_params, layer_split, tpd)
             per_layer8 = _tp_rank_params(*_layer_params(lay, fp8), tpd)
-            params_b = rank_p * size + 2 * float(((per_layer - per_layer8) * size + per_layer8).max())
+            layer_b = float(((per_layer - per_layer8) * size + per_layer8).max())
         else:
-            gathered = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
-                        else float(layer_params.max()))
-            params_b = rank_p * size + 2 * gathered * size
+            layer_b = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
+                       else float(layer_params.max())) * size
+        # two layers gathered at a time (the one running and the one prefetched); at the backward's start, when the
+        # activations peak, the head (the output projection and final norm) is gathered instead of the second one —
+        # FSDP2 does not reshard the root, nor torchtitan the last units, after the forward — with its gradient
+        # whole until its reduce-scatter
+        head = _head_params(r, tpd)
+        params_b = rank_p * size + max(2 * layer_b, layer_b + head * size)
+        return _framework_parts((params_b, rank_p * size + head * size, rank_p * state, act_b), deg, size)
     elif tpd > 1:
         rank_p = split / tpd + (P - split)
         params_b = rank_p * size

@@ -421,3 +421,22 @@ def test_fsdp_with_tp_shards_the_tensor_parallel_share_and_pays_both_collectives
     # the optimizer states: the tp rank's share (split weights / 2, norms whole) over 4 replicas, more than 1/8 of all
     assert m1["optimizer_bytes"] < m2["optimizer_bytes"] < 2 * m1["optimizer_bytes"]
     assert m2["activations_bytes"] < 2 * m1["activations_bytes"]  # twice the tokens per rank, the split ones halved
+
+
+def test_fsdp_memory_holds_the_head_whole_at_the_backward_s_start():
+    """When the activations peak (the backward's start) FSDP holds the head whole — FSDP2 does not reshard the root
+    after the forward — with its gradient whole until its reduce-scatter, beside one gathered layer; otherwise two
+    layers (the one running and the one prefetched)."""
+    import perfmodel as pm
+
+    cfg = dict(model_type="llama", hidden_size=256, intermediate_size=512, num_hidden_layers=4, num_attention_heads=8,
+               num_key_value_heads=8, vocab_size=1000, max_position_embeddings=256, tie_word_embeddings=False)
+    kw = dict(input_shape=(128,), batch_size=8, precision="bf16", optimizer="adam", n_gpus=8, strategy="fsdp")
+    for vocab in (1000, 4000):
+        m = pm.predict_memory(dict(cfg, vocab_size=vocab), "H100", **kw).iloc[0]
+        layer = 4 * 256 * 256 + 3 * 256 * 512 + 2 * 256
+        head = vocab * 256 + 256  # the output projection and the final norm
+        P = 4 * layer + head + vocab * 256
+        assert m["grads_bytes"] == pytest.approx(2 * P / 8 + 2 * head, rel=1e-12)
+        assert m["params_bytes"] == pytest.approx(2 * P / 8 + 2 * max(2 * layer, layer + head), rel=1e-12)
+    assert 1000 * 256 + 256 < layer < 4000 * 256 + 256  # the two cases: two layers gathered, then the head and a layer
