@@ -657,10 +657,13 @@ def _layer_params(lay, names=None) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _head_params(r: _MemoryRank, tpd: int) -> float:
-    """Parameters of the model's head on one tensor-parallel rank: those after the repeated layers (final norm,
-    output projection) and, when the output projection is tied to the embedding, that embedding (the parameter
-    whose shape holds the vocabulary); the split ones ``/ tpd``."""
+    """Parameters of a language model's head on one tensor-parallel rank: those after the repeated layers (final
+    norm, output projection) and, when the output projection is tied to the embedding, that embedding (the parameter
+    whose shape holds the vocabulary); the split ones ``/ tpd``. 0 for a model without a vocabulary (a CNN's
+    "layers" are not the units FSDP wraps, so nothing is said about its head)."""
     lay = r.lay
+    if not lay.vocab:
+        return 0.0
     shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()} if lay.tied else {}
     out = 0.0
     for k, n in lay.param_numel.items():

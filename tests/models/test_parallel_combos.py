@@ -440,3 +440,6 @@ def test_fsdp_memory_holds_the_head_whole_at_the_backward_s_start():
         assert m["grads_bytes"] == pytest.approx(2 * P / 8 + 2 * head, rel=1e-12)
         assert m["params_bytes"] == pytest.approx(2 * P / 8 + 2 * max(2 * layer, layer + head), rel=1e-12)
     assert 1000 * 256 + 256 < layer < 4000 * 256 + 256  # the two cases: two layers gathered, then the head and a layer
+    # a CNN has no language-model head: its gradients are its shard
+    cnn = pm.predict_memory("resnet-32", "V100", batch_size=128, n_gpus=4, strategy="fsdp", optimizer="adam").iloc[0]
+    assert 2 * cnn["grads_bytes"] == pytest.approx(cnn["optimizer_bytes"], rel=1e-12)  # the shard: FP32 4 B, Adam 8 B
