@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 __all__ = ["Workload", "UNSET", "accepts_workload", "PRECISION_DTYPES", "OPTIMIZERS", "CHECKPOINTING_MODES", "check_step_args",
-           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "stack_of", "resolve_stack", "FP8_RECIPES",
+           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "MEGATRON_STACK", "stack_of", "resolve_stack", "FP8_RECIPES",
            "fp8_recipe_of"]
 
 
@@ -90,6 +90,9 @@ def check_input_shape(input_shape) -> tuple[int, ...]:
 #: rotary embedding, SwiGLU/GeGLU and fused linear cross-entropy, as ``transformers``' ``use_liger_kernel=True`` patches
 #: a model: :func:`perfmodel.step.trace.te_ops` with ``family="liger"``).
 STACKS = ("eager", "compile", "te", "liger")
+#: the kernel family of ``framework="megatron"`` when the workload does not say one: Megatron-Core's default
+#: ``--transformer-impl transformer_engine`` (its layers are Transformer Engine's modules, and its FP8 is TE's)
+MEGATRON_STACK = "te"
 
 
 def stack_of(value) -> str:

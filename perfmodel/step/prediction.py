@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel._run import Cluster, Parallelism
-from perfmodel._workload import Workload, checkpointing_mode
+from perfmodel._workload import MEGATRON_STACK, Workload, checkpointing_mode
 
 __all__ = ["predict", "Prediction", "Cluster", "Parallelism", "Workload"]
 
@@ -222,9 +222,6 @@ def _checkpointing(w: Workload, p: Parallelism):
 #: :func:`perfmodel.predict_step_time`'s defaults (one sample, FP32, SGD with momentum, eager kernels).
 STEP_DEFAULTS = dict(input_shape=None, batch_size=1, input_dtype=None, input_high=None, precision="fp32",
                      optimizer="sgd-momentum", inference=False, compile=False, stack=None)
-#: the kernel family of ``framework="megatron"`` when the workload does not say one: Megatron-Core's default
-#: ``--transformer-impl transformer_engine`` (its layers are Transformer Engine's modules, and its FP8 is TE's)
-MEGATRON_STACK = "te"
 
 
 def resolve_run(workload, cluster, parallelism=None, defaults=None) -> tuple[Workload, Cluster, Parallelism]:

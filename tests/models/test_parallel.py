@@ -170,10 +170,13 @@ def test_fsdp_and_pipeline():
     dp = _quiet(MID_GPT2, "A100", input_shape=(128,), batch_size=8, n_gpus=2, strategy="dp", optimizer="adam").iloc[0]
     assert fs["optimizer_s"] < dp["optimizer_s"]  # each GPU updates half the parameters
     assert fs["comm_total_s"] > 0 and fs["step_time_s"] >= fs["compute_s"]
-    pp1 = _quiet(TINY_GPT2, "A100", input_shape=(64,), batch_size=8, n_gpus=2, strategy="pp").iloc[0]
+    pp1 = _quiet(TINY_GPT2, "A100", input_shape=(64,), batch_size=8, n_gpus=2, strategy="pp", micro_batches=1).iloc[0]
     pp4 = _quiet(TINY_GPT2, "A100", input_shape=(64,), batch_size=8, n_gpus=2, strategy="pp", micro_batches=4).iloc[0]
     assert pp1["micro_batches"] == 1 and pp1["bubble_s"] > 0
     assert pp4["bubble_s"] / pp4["step_time_s"] < pp1["bubble_s"] / pp1["step_time_s"]  # more micro-batches, smaller bubble
+    # unsaid, a pipeline runs micro-batches of one sequence (Megatron's and torchtitan's default micro-batch size)
+    unsaid = _quiet(TINY_GPT2, "A100", input_shape=(64,), batch_size=8, n_gpus=2, strategy="pp").iloc[0]
+    assert unsaid["micro_batches"] == 8
 
 
 def test_fused_adam_moves_seven_parameter_sizes():
