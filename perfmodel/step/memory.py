@@ -656,6 +656,16 @@ def _layer_params(lay, names=None) -> tuple[np.ndarray, np.ndarray]:
     return layer_params, layer_split
 
 
+def _tied_output(r: _MemoryRank) -> set:
+    """Names of the parameters that are a tied output projection: before the repeated layers (the embedding) with
+    the vocabulary in their shape, when the model ties its input and output embeddings; empty otherwise."""
+    lay = r.lay
+    if not (lay.tied and lay.vocab):
+        return set()
+    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()}
+    return {k for k in lay.param_numel if lay.param_layer[k] < 0 and lay.vocab in shapes.get(k, ())}
+
+
 def _head_params(r: _MemoryRank, tpd: int) -> float:
     """Parameters of a language model's head on one tensor-parallel rank: those after the repeated layers (final
     norm, output projection) and, when the output projection is tied to the embedding, that embedding (the parameter
@@ -664,11 +674,10 @@ def _head_params(r: _MemoryRank, tpd: int) -> float:
     lay = r.lay
     if not lay.vocab:
         return 0.0
-    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()} if lay.tied else {}
+    tied = _tied_output(r)
     out = 0.0
     for k, n in lay.param_numel.items():
-        li = lay.param_layer[k]
-        if li >= lay.n_layers or (li < 0 and lay.tied and lay.vocab and lay.vocab in shapes.get(k, ())):
+        if lay.param_layer[k] >= lay.n_layers or k in tied:
             out += n / tpd if (tpd > 1 and lay.param_split[k]) else n
     return float(out)
 
@@ -739,7 +748,7 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     chunks = np.array_split(np.arange(lay.n_layers), p * v)  # interleaved: chunk c on rank c mod p
     bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
     # a tied output projection sits on the last stage too: the shapes of the parameters say which one it is
-    shapes = {k: tuple(q.shape) for k, q in r.net.named_parameters()} if lay.tied else {}
+    tied = _tied_output(r)
     fp8 = deg.get("fp8") or set()
     lp8, ls8 = _layer_params(lay, fp8)
     best = None
@@ -751,7 +760,7 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
         for k, n in lay.param_numel.items():
             li = lay.param_layer[k]
             if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
-                    or (li < 0 and s == p - 1 and lay.tied and lay.vocab and lay.vocab in shapes[k])):
+                    or (s == p - 1 and k in tied)):
                 stage_p += n
                 ss += n if lay.param_split[k] else 0
                 st8 += n if k in fp8 else 0

@@ -74,8 +74,6 @@ def data() -> pd.DataFrame:
     baselines' (``line_rate_busbw_gb_per_s``, ``pooled_fit_busbw_gb_per_s``), the link perfmodel used
     (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute % errors (``abs_error_pct``,
     ``line_rate_abs_error_pct``, ``pooled_fit_abs_error_pct``). Computed once per process; callers get copies."""
-    import dataclasses
-
     from perfmodel.datasets import load_nccl_tests_p5
     from perfmodel.step.collectives import Interconnect, fitted_params, resolve_interconnect
     from perfmodel.step.strategy import rail_link, resolve_links
@@ -84,6 +82,11 @@ def data() -> pd.DataFrame:
     pooled = fitted_params()["links"]["infiniband"]
     intra = resolve_interconnect(LINKS["intra"], "H100")
     nic = resolve_interconnect(LINKS["inter"], "H100")
+    # the pooled alternative: one InfiniBand fit for both clusters, every ring step at the network's latency (the
+    # rail link keeps its NIC's latency)
+    pooled_link = rail_link(Interconnect(nic.name, nic.bandwidth_gb_per_s, pooled["latency_s"], pooled["efficiency"]),
+                            intra, NICS_PER_NODE)
+    line = min(NICS_PER_NODE * nic.bandwidth_gb_per_s, intra.bandwidth_gb_per_s)
     rows = []
     for r in d.itertuples(index=False):
         n, s, coll = int(r.n_gpus), float(r.message_bytes), str(r.collective)
@@ -92,11 +95,6 @@ def data() -> pd.DataFrame:
                              f"{GPUS_PER_NODE}. Check datasets/reference/nccl_tests_p5.csv.")
         link = resolve_links(LINKS, "H100", degrees={"dp": n}, gpus_per_node=GPUS_PER_NODE,
                              nics_per_node=NICS_PER_NODE)["dp"]
-        # the pooled alternative: one InfiniBand fit for both clusters, every ring step at the network's latency
-        pooled_nic = Interconnect(nic.name, nic.bandwidth_gb_per_s, pooled["latency_s"], pooled["efficiency"])
-        pooled_link = rail_link(pooled_nic, intra, NICS_PER_NODE)
-        pooled_link = dataclasses.replace(pooled_link, latency_s=pooled["latency_s"])
-        line = min(NICS_PER_NODE * nic.bandwidth_gb_per_s, intra.bandwidth_gb_per_s)
         f = _bus_factor(coll, n)
         rows.append(dict(collective=coll, nodes=int(r.nodes), n_gpus=n, message_bytes=int(r.message_bytes),
                          measured_busbw_gb_per_s=float(r.busbw_gb_per_s),
