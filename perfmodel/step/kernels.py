@@ -20,7 +20,7 @@ import pandas as pd
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -77,19 +77,37 @@ _KERNEL_MEMO: dict = {}
 _KERNEL_MEMO_MAX = 512
 
 
+#: Published speeds (TFLOPS) of fused attention on an H100 80GB SXM5 in BF16/FP16, head dimension 128, sequence 8k (the
+#: plateau: 8k and 16k differ by at most 2 %), from Shah et al., "FlashAttention-3" (2024), Figure 5 (forward, with and
+#: without the causal mask) and Figure 6 (backward, without it), per kernel: ``(forward causal, forward non-causal,
+#: backward non-causal)``. FLOPs counted as the paper counts them: a causal mask halves them. FlashAttention-2 is what
+#: PyTorch's ``scaled_dot_product_attention`` runs (it does not use Hopper's wgmma/TMA, which cuBLAS GEMMs do); cuDNN's
+#: fused attention is what Transformer Engine's ``DotProductAttention`` runs on Hopper.
+FA3_PAPER_H100_TFLOPS = {"flashattention-2": (333.0, 370.0, 318.0), "cudnn": (529.0, 600.0, 518.0)}
+
+#: The H100 SXM5's dense BF16 tensor-core peak the paper's speeds are shares of (TFLOPS).
+_H100_BF16_PEAK = 989.4
+
+
+def _hopper_rates(kernel: str) -> dict:
+    """Share of the dense peak per pass of a causal fused attention kernel on Hopper (:data:`FA3_PAPER_H100_TFLOPS`).
+    The paper's backward figure has no causal panel: the causal backward is taken at the non-causal one times the
+    forward's causal-to-non-causal ratio (0.90 for FlashAttention-2, 0.88 for cuDNN)."""
+    fwd_causal, fwd_full, bwd_full = FA3_PAPER_H100_TFLOPS[kernel]
+    return {"forward": fwd_causal / _H100_BF16_PEAK, "backward": bwd_full * (fwd_causal / fwd_full) / _H100_BF16_PEAK}
+
+
 #: Best published efficiency of the fused attention kernel PyTorch's ``scaled_dot_product_attention`` runs in half
 #: precision (its flash backend is FlashAttention-2), as a share of the dense BF16/FP16 tensor-core peak, per GPU
-#: architecture; a fused attention row is never predicted faster than this (:func:`fused_attention_floor_s`).
-#: Hopper: FlashAttention-2's causal forward pass, head dim 128, sequence 8k-16k, on an H100 80GB SXM5: 333-335
-#: TFLOPS of 989.4 (Shah et al., "FlashAttention-3", 2024, Figure 5; FlashAttention-2 does not use Hopper's wgmma/TMA,
-#: which cuBLAS GEMMs do). Other GPUs: the top of "50-73% of the theoretical maximum FLOPs/s on A100" (Dao,
-#: "FlashAttention-2", 2023, abstract). FLOPs counted as the papers count them: causal masks halve them.
-FUSED_ATTENTION_EFFICIENCY = {"Hopper": 335 / 989.4, "default": 0.73}
+#: architecture and pass; a fused attention row is never predicted faster than this (:func:`fused_attention_floor_s`).
+#: Hopper: FlashAttention-2's causal passes, head dim 128, sequence 8k (:data:`FA3_PAPER_H100_TFLOPS`: forward 333
+#: TFLOPS, backward 286). Other GPUs: the top of "50-73% of the theoretical maximum FLOPs/s on A100" (Dao,
+#: "FlashAttention-2", 2023, abstract), both passes. The forward rate serves a recomputed forward too.
+FUSED_ATTENTION_EFFICIENCY = {"Hopper": _hopper_rates("flashattention-2"), "default": {"forward": 0.73, "backward": 0.73}}
 
-#: The same for Transformer Engine's fused attention (``stack="te"``: cuDNN's fused attention, FlashAttention-3 class on
-#: Hopper): "FP16 reaching up to 740 TFLOPs/s (75% utilization)" on an H100 (Shah et al., "FlashAttention-3", 2024,
-#: abstract); elsewhere FlashAttention-2's.
-TE_FUSED_ATTENTION_EFFICIENCY = {"Hopper": 740 / 989.4, "default": 0.73}
+#: The same for Transformer Engine's fused attention (``stack="te"``: cuDNN's fused attention on Hopper, causal, head dim
+#: 128, sequence 8k: forward 529 TFLOPS, backward 457; :data:`FA3_PAPER_H100_TFLOPS`); elsewhere FlashAttention-2's.
+TE_FUSED_ATTENTION_EFFICIENCY = {"Hopper": _hopper_rates("cudnn"), "default": {"forward": 0.73, "backward": 0.73}}
 
 
 def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
@@ -107,7 +125,10 @@ def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
         arch = "Hopper" if "hopper" in str(getattr(spec, "architecture", "")).lower() else "default"
         peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
         te = work["op"].astype(str).str.startswith("te.").to_numpy()
-        eff = np.where(te, TE_FUSED_ATTENTION_EFFICIENCY[arch], FUSED_ATTENTION_EFFICIENCY[arch])
+        # the backward kernel's own rate; a forward (or recomputed forward) row the forward's
+        back = (work["phase"].astype(str) == "backward").to_numpy() if "phase" in work.columns else np.zeros(len(work), bool)
+        eff = np.where(te, np.where(back, TE_FUSED_ATTENTION_EFFICIENCY[arch]["backward"], TE_FUSED_ATTENTION_EFFICIENCY[arch]["forward"]),
+                       np.where(back, FUSED_ATTENTION_EFFICIENCY[arch]["backward"], FUSED_ATTENTION_EFFICIENCY[arch]["forward"]))
         out[fused] = work["flops"].to_numpy(float)[fused] / (eff[fused] * peak)
     return out
 
@@ -573,7 +594,7 @@ def learned_on(prec: str) -> str:
         mine = active_half_models()[2]
         at = "bf16" if prec == "fp8" else prec  # an FP8 step keeps its tensors, and every kernel but its FP8 GEMMs, in BF16
         return (f"GEMMs learned on Vidur's FP16 GEMMs of the A40 and A100 (pooled; fused attention no faster than "
-                f"FlashAttention-2's published rate)"
+                f"FlashAttention-2's published rates, forward and backward)"
                 + ("; the FP8 GEMMs by the same model at the FP8 tensor-core peak (no FP8 GEMM measured)"
                    if prec == "fp8" else "")
                 + f"; elementwise kernels, casts and the optimizer at their {at} bytes and the bandwidth efficiency "

@@ -153,10 +153,10 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         The kernel family the run uses, said in ``basis``: ``"eager"`` (default; PyTorch's kernels), ``"compile"``
         (``torch.compile``) or ``"te"`` (NVIDIA Transformer Engine's fused modules, as Megatron-core runs them:
         :func:`perfmodel.step.trace.te_ops` — fused norms, MLP activation, rotary embedding and cross-entropy,
-        cuDNN fused attention at FlashAttention-3's published rate on Hopper; a stated model, no TE kernel was
-        measured) or ``"liger"`` (eager PyTorch with Liger Kernel's fused norms, gated-MLP activation, rotary
-        embedding and fused linear cross-entropy: ``te_ops(family="liger")``; its memory too, see
-        :func:`perfmodel.predict_memory`).
+        cuDNN fused attention at its published forward and backward rates on Hopper (FlashAttention-3's paper); a
+        stated model, no TE kernel was measured) or ``"liger"`` (eager PyTorch with Liger Kernel's fused norms,
+        gated-MLP activation, rotary embedding and fused linear cross-entropy: ``te_ops(family="liger")``; its memory
+        too, see :func:`perfmodel.predict_memory`).
     overlap_grad_reduce : bool
         ``"dp"``: gradient buckets are all-reduced while the backward pass runs (PyTorch DDP); ``False`` all-reduces
         after the backward pass (Megatron-LM's default).
@@ -270,8 +270,8 @@ STACK_BASIS = {
     "compile": ("torch.compile (each chain of memory-bound operators between two GEMMs one fused kernel moving what "
                 "the dataflow says it reads and writes; pointwise results saved for the backward pass recomputed there)"),
     "te": ("Transformer Engine (fused RMSNorm/LayerNorm, MLP activation, rotary embedding with q/k/v in the "
-           "projections' layout, fused cross-entropy; cuDNN fused attention, FlashAttention-3's published rate on "
-           "Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate with their casts fused into "
+           "projections' layout, fused cross-entropy; cuDNN fused attention at its rates FlashAttention-3's paper "
+           "publishes for Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate with their casts fused into "
            "the kernels producing them, each weight cast once per micro-batch; nothing measured)"),
     "liger": ("eager PyTorch with Liger Kernel's fused modules (RMSNorm/LayerNorm, a gated MLP's SwiGLU/GeGLU, rotary "
               "embedding, fused linear cross-entropy: logits made chunk by chunk, loss and gradient in place in the "

@@ -613,7 +613,8 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
       them and writes their gradient (``L`` logits: ``L·s`` and ``2·L·s``) — the FP32 copy of the logits, the
       log-softmax and the NLL kernels of eager PyTorch vanish;
     * **fused attention**: the kernel of ``scaled_dot_product_attention`` becomes TE's (cuDNN's fused attention;
-      FlashAttention-3's rate on Hopper, :data:`perfmodel.step.kernels.FUSED_ATTENTION_EFFICIENCY`).
+      its forward and backward rates on Hopper as FlashAttention-3's paper publishes them,
+      :data:`perfmodel.step.kernels.TE_FUSED_ATTENTION_EFFICIENCY`).
 
     GEMMs, residual adds, embeddings and the optimizer are unchanged (TE's linears run cuBLAS; pass
     ``optimizer="adam-fused"`` for the fused Adam TE and Megatron use). A stated model of TE's documented fused
