@@ -12,7 +12,7 @@ from perfmodel.step.kernels import (_extrapolation_notes, _warn_extrapolation, c
 from perfmodel.step.strategy import PIPELINE_SCHEDULES, context_parallel_shape, parse_strategy
 from perfmodel.step.trace import context_parallel_work, model_and_layout, model_input, op_layer, recompute_mask, step_ops, step_work
 
-__all__ = ["add_recompute", "single_gpu_rows"]
+__all__ = ["add_recompute", "recompute_comm", "single_gpu_rows"]
 
 
 #: what ``basis`` says each checkpointing mode recomputes (:func:`perfmodel._workload.checkpointing_mode`).
@@ -25,7 +25,7 @@ RECOMPUTE_BASIS = {
 
 
 def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, detail: bool = False,
-                  mode: str | None = None) -> pd.DataFrame:
+                  mode: str | None = None, comm_rerun=None) -> pd.DataFrame:
     """:func:`predict_step_time` rows with activation checkpointing: the forward pass run once more during the backward
     pass.
 
@@ -40,10 +40,17 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
     ``detail=True`` adds ``recompute_s``: the seconds the step grew by. ``mode`` (:func:`checkpointing_mode`) names
     what is recomputed in ``basis`` (None: from ``fraction``, full or selective).
 
+    ``comm_rerun`` (None, a number or a dict ``{"tp": ..., "cp": ...}`` of numbers or one per row; seconds, every
+    micro-batch's like ``forward_s``): the exposed communication the recomputed forward operators run again — the
+    tensor-parallel collectives of the recomputed layers and context parallelism's K/V exchanges
+    (:func:`recompute_comm`). It joins the recompute on the critical path (a pipeline's slot grows by it as by the
+    forward pass), ``comm_s`` and ``comm_total_s`` (and each group's share with ``detail``), not ``compute_s`` nor
+    ``backward_s``; the interval does not widen with it.
+
     The interval grows with the compute (``lower_s`` by ``e^{−q}`` times the recompute, ``upper_s`` by ``e^{q}``).
-    Not credited: a longer backward pass hides more of DDP's all-reduce, FSDP gathers the parameters again and tensor
-    parallelism repeats its forward all-reduces for the recompute; the predicted step is therefore an upper bound for
-    those effects.
+    Not credited: a longer backward pass hides more of DDP's all-reduce (the predicted step is an upper bound for
+    that). FSDP does not gather again for the recompute: a layer is recomputed inside its own backward pass, after its
+    parameters were gathered for it.
     """
     if not isinstance(frame, pd.DataFrame) or not {"forward_s", "backward_s", "step_time_s"} <= set(frame.columns):
         raise ValueError("add_recompute needs the frame of perfmodel.predict_step_time (columns forward_s, backward_s, "
@@ -52,7 +59,12 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
         raise ValueError("add_recompute: an inference row has no backward pass to recompute in; predict a training step.")
     out = frame.copy()
     fwd = out["forward_s"].to_numpy(float) * np.broadcast_to(np.asarray(fraction, float), (len(out),))
-    extra = fwd.copy()
+    rerun = {g: np.broadcast_to(np.asarray(v, float), (len(out),)).astype(float)
+             for g, v in (comm_rerun if isinstance(comm_rerun, dict) else {"tp": comm_rerun or 0.0}).items()}
+    comm = sum(rerun.values()) if rerun else np.zeros(len(out))
+    if not np.all(np.isfinite(comm)) or np.any(comm < 0):
+        raise ValueError(f"add_recompute: comm_rerun must be finite seconds >= 0; got {comm_rerun!r}.")
+    extra = fwd + comm
     if "strategy" in out.columns:
         # pipeline degree: all the GPUs for "pp", the pp factor of a combination ("dp2-pp2")
         p = np.array([k if s == "pp" else parse_strategy(s, int(k))["pp"] for s, k in zip(out["strategy"], out["n_gpus"])], dtype=float)
@@ -63,19 +75,70 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
         v = (out["virtual_stages"].fillna(1).to_numpy(float) if "virtual_stages" in out.columns else
              out["pipeline_schedule"].map(PIPELINE_SCHEDULES).fillna(1).to_numpy(float)
              if "pipeline_schedule" in out.columns else np.ones(len(out)))
-        extra = np.where(pp, (m + (p - 1) / v) * fwd / m, fwd)
-        out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) / v * fwd / m, 0.0)
+        extra = np.where(pp, (m + (p - 1) / v) * (fwd + comm) / m, fwd + comm)
+        out["bubble_s"] = out["bubble_s"].to_numpy(float) + np.where(pp, (p - 1) / v * (fwd + comm) / m, 0.0)
         out["compute_s"] = out["compute_s"].to_numpy(float) + fwd  # pp: step − comm − bubble grows by m·f = forward_s
+    if "comm_s" in out.columns:
+        out["comm_s"] = out["comm_s"].to_numpy(float) + comm
+        out["comm_total_s"] = out["comm_total_s"].to_numpy(float) + comm
+        for col in ("comm_by_group_s", "comm_total_by_group_s"):
+            if col in out.columns:
+                out[col] = [{g: x + float(rerun[g][i]) if g in rerun else x for g, x in d.items()}
+                            for i, d in enumerate(out[col])]
+    # the compute part of what the step grew by: the interval is on the compute only
+    grown = np.where(extra > 0, fwd / np.where(fwd + comm > 0, fwd + comm, 1.0), 0.0) * extra
     q, _ = conformal_interval(alpha)
     out["backward_s"] = out["backward_s"].to_numpy(float) + fwd
     out["step_time_s"] = out["step_time_s"].to_numpy(float) + extra
-    out["lower_s"] = out["lower_s"].to_numpy(float) + extra * np.exp(-q)
-    out["upper_s"] = out["upper_s"].to_numpy(float) + extra * np.exp(q)
+    out["lower_s"] = out["lower_s"].to_numpy(float) + grown * np.exp(-q) + (extra - grown)
+    out["upper_s"] = out["upper_s"].to_numpy(float) + grown * np.exp(q) + (extra - grown)
     what = RECOMPUTE_BASIS.get(mode) or RECOMPUTE_BASIS["full" if np.all(np.asarray(fraction) == 1.0) else "selective"]
+    again = [g for g in ("tp", "cp") if g in rerun and np.any(rerun[g] > 0)]
+    if again:
+        what += (", with the " + " and ".join({"tp": "tensor-parallel collectives", "cp": "context-parallel K/V exchanges"}[g]
+                                              for g in again) + " of what it recomputes run again")
     out["basis"] = out["basis"].astype(str) + f"; activation checkpointing: {what}"
     if detail:
         out["recompute_s"] = extra
     return out
+
+
+def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int) -> dict:
+    """The exposed communication that checkpointing ``mode`` (:func:`perfmodel._workload.checkpointing_mode`) runs
+    again, per row of a parallel step frame without checkpointing (seconds, every micro-batch's; ``{"tp": ...,
+    "cp": ...}``), from its ``comm_tp_forward_s`` / ``comm_cp_forward_s`` (the forward pass's per-layer collectives on
+    the critical path; 0 for a frame without them):
+
+    * ``"full"``: every layer's forward pass again, its tensor-parallel collectives and context parallelism's K/V
+      all-gathers with it;
+    * ``"layer:N"``: those of the checkpointed layers (:func:`perfmodel.step.trace.checkpointed_layers`);
+    * ``"selective"`` (torchtitan's per-operator policy): its save list keeps the reduce-scatters' outputs (and the
+      fused attention's, inside which context parallelism exchanges K/V), so with sequence parallelism only the
+      all-gathers run again — half of each collective's time (an all-reduce is a reduce-scatter and an all-gather of
+      the same bytes); without it the all-reduces' outputs are not kept and all run again;
+    * ``"attention"`` (Megatron's selective recomputation): the core attention only, no tensor-parallel collective;
+      with context parallelism its K/V exchange runs again.
+    """
+    from perfmodel.step.trace import checkpointed_layers
+
+    n = len(frame)
+    tp = frame["comm_tp_forward_s"].to_numpy(float) if "comm_tp_forward_s" in frame.columns else np.zeros(n)
+    cp = frame["comm_cp_forward_s"].to_numpy(float) if "comm_cp_forward_s" in frame.columns else np.zeros(n)
+    sp = (frame["sequence_parallel"].fillna(False).astype(bool).to_numpy() if "sequence_parallel" in frame.columns
+          else np.zeros(n, bool))
+    if mode == "full":
+        share_tp, share_cp = np.ones(n), np.ones(n)
+    elif isinstance(mode, str) and mode.startswith("layer:"):
+        k = float(checkpointed_layers(mode, max(int(n_layers), 1)).mean())
+        share_tp, share_cp = np.full(n, k), np.full(n, k)
+    elif mode == "selective":
+        share_tp, share_cp = np.where(sp, 0.5, 1.0), np.zeros(n)
+    elif mode == "attention":
+        share_tp, share_cp = np.zeros(n), np.ones(n)
+    else:
+        raise ValueError(f"recompute_comm: unknown checkpointing mode {mode!r}; expected 'full', 'selective', "
+                         "'attention' or 'layer:N'.")
+    return {"tp": share_tp * tp, "cp": share_cp * cp}
 
 
 def _recompute_fraction(w, clusters, mode, *, frame) -> np.ndarray:

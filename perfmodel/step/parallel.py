@@ -588,6 +588,19 @@ class LayoutStep:
     #: seconds the compute loses to the communication hidden under it (:func:`perfmodel.step.collectives.overlap_slowdown`),
     #: included in ``step``
     overlap_slowdown: float = 0.0
+    #: exposed seconds of the forward pass's per-layer tensor-parallel collectives on the critical path (every
+    #: micro-batch's; a pipeline's slowest stage): what activation checkpointing runs again when it recomputes the
+    #: layers (:func:`perfmodel.step.one_gpu.add_recompute`). Not included in ``step``.
+    tp_forward: float = 0.0
+    #: the same for the context-parallel K/V all-gathers of the forward pass
+    cp_forward: float = 0.0
+
+
+def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
+    """Exposed seconds of the tensor-parallel collectives of ``n_layers`` layers' forward pass, one micro-batch: two
+    per layer, each all of one activation all-reduce (vanilla TP) or what the matmul it feeds or follows leaves exposed
+    (asynchronous TP, :func:`_tp_layer_exposed`); 0 without tensor parallelism."""
+    return 2 * n_layers * (c.tp_lf if r.async_tp else c.tp_per)
 
 
 def _groups(**parts) -> dict:
@@ -615,7 +628,8 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
                       comm_total=m * (2 * ag + rs + tp_all + tp_all + c.cp_total), bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
                       comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b)),
-                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * 2 * tp_all, cp=m * c.cp_total))
+                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * 2 * tp_all, cp=m * c.cp_total),
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f)
 
 
 def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
@@ -636,7 +650,8 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
                       comm_total=tp_comm + dp_total + m * c.cp_total, bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
                       comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm),
-                      comm_total_by_group=_groups(tp=tp_comm, dp=dp_total, cp=m * c.cp_total))
+                      comm_total_by_group=_groups(tp=tp_comm, dp=dp_total, cp=m * c.cp_total),
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f)
 
 
 def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, params: float,
@@ -735,7 +750,9 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
                       backward=m * float(t[(stage == sb) & (phase == "backward")].sum()), optimizer=o_rank,
                       comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only, dp=dp_exposed),
                       comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only,
-                                                  dp=float(dp_tot.max())))
+                                                  dp=float(dp_tot.max())),
+                      tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb])) if tpd > 1 else 0.0,
+                      cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0)
 
 
 def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
@@ -869,6 +886,7 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
                flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches / (r.pp if r.pipelined else 1), n_gpus=r.n_gpus, strategy=r.strategy,
                micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
                comm_total_s=s.comm_total, bubble_s=s.bubble, overlap_slowdown_s=s.overlap_slowdown,
+               comm_tp_forward_s=s.tp_forward, comm_cp_forward_s=s.cp_forward,
                pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
                framework=r.framework, virtual_stages=r.virtual_stages, distributed_optimizer=r.distributed_optimizer,
                sequence_parallel=r.sequence_parallel,

@@ -30,7 +30,7 @@ from perfmodel._run import Parallelism, keyword_run
 from perfmodel.step.collectives import resolve_interconnect
 from perfmodel.step.kernels import gpu_specs
 from perfmodel.step.memory import memory_frame
-from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, single_gpu_rows
+from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, recompute_comm, single_gpu_rows
 from perfmodel.step.parallel import parallel_rows
 from perfmodel.step.strategy import (check_async_tp, check_stack_framework, parse_strategy, pipeline_virtual_stages,
                                        resolve_execution)
@@ -178,7 +178,10 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         ``basis`` (what the prediction rests on), and for a training step ``memory_per_gpu_bytes`` and ``fits``
         (:func:`perfmodel.predict_memory`; an :class:`OutOfMemoryWarning` names the GPUs it does not fit on). With ``n_gpus > 1`` also ``n_gpus``, ``strategy``,
         ``micro_batches``, ``interconnect``, ``compute_s`` (busiest GPU's kernels), ``comm_s`` (exposed
-        communication), ``comm_total_s`` (all communication, hidden or not), ``bubble_s`` (pipeline idle time);
+        communication), ``comm_total_s`` (all communication, hidden or not), ``bubble_s`` (pipeline idle time),
+        ``comm_tp_forward_s`` / ``comm_cp_forward_s`` (the exposed per-layer tensor- and context-parallel
+        collectives of the forward passes, what activation checkpointing runs again: already counted in ``comm_s``,
+        and with checkpointing the re-run too, :func:`perfmodel.step.one_gpu.recompute_comm`);
         ``forward_s`` / ``backward_s`` / ``optimizer_s`` and ``flops`` are those of one GPU.
 
     Raises
@@ -342,7 +345,8 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
         plain = step_rows(w, clusters, dataclasses.replace(p, activation_checkpointing=False), alpha=alpha,
                           by_group=by_group)
         fraction = 1.0 if ac == "full" else _recompute_fraction(w, clusters, ac, frame=plain)
-        return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group, mode=ac)
+        return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group, mode=ac,
+                             comm_rerun=recompute_comm(plain, ac, lay.n_layers))
     n_gpus = clusters[0].n_gpus if clusters else 1
     if n_gpus > 1 or p.micro_batches not in (None, 1):
         return parallel_rows(w, clusters, p, alpha=alpha, by_group=by_group)

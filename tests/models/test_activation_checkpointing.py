@@ -44,11 +44,50 @@ def test_one_gpu_adds_one_forward_pass():
 
 @pytest.mark.parametrize("strategy", ["dp", "fsdp", "tp"])
 def test_data_and_tensor_parallel_add_the_forward_of_every_micro_batch(strategy):
+    """The forward pass of every micro-batch again; under tensor parallelism its layers' collectives too (each
+    layer's two, exposed as the forward pass exposes them), counted as communication, not compute."""
     plain = _t(n_gpus=2, strategy=strategy, micro_batches=2)
     ckpt = _t(n_gpus=2, strategy=strategy, micro_batches=2, activation_checkpointing=True)
-    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + plain["forward_s"], rel=1e-12)
+    again = plain["comm_tp_forward_s"]
+    assert (again > 0) == (strategy == "tp") and plain["comm_cp_forward_s"] == 0
+    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + plain["forward_s"] + again, rel=1e-12)
     assert ckpt["compute_s"] == pytest.approx(plain["compute_s"] + plain["forward_s"], rel=1e-12)
-    assert ckpt["comm_s"] == plain["comm_s"] and ckpt["bubble_s"] == plain["bubble_s"] == 0
+    assert ckpt["comm_s"] == pytest.approx(plain["comm_s"] + again, rel=1e-12) and ckpt["bubble_s"] == plain["bubble_s"] == 0
+    # the interval is on the compute only: the re-run communication shifts both ends by itself
+    q, _ = conformal_interval(0.2)
+    assert ckpt["lower_s"] == pytest.approx(plain["lower_s"] + plain["forward_s"] * np.exp(-q) + again, rel=1e-12)
+    if strategy == "tp":
+        # the two collectives per layer of the vanilla forward pass (the embedding's is not in a checkpointed layer):
+        # 2 x 2 layers of the (2 x 2 + 1) the forward pass runs, every micro-batch
+        tp_forward = plain["comm_s"] / 2 * 4 / 5  # comm_s: forward and backward, each 2 layers x 2 + 1
+        assert again == pytest.approx(tp_forward, rel=1e-9)
+        assert "tensor-parallel collectives of what it recomputes run again" in ckpt["basis"]
+
+
+def test_what_each_checkpointing_mode_runs_again_under_tensor_parallelism():
+    """Full: every layer's collectives; torchtitan's per-operator policy keeps the reduce-scatters' outputs, so with
+    sequence parallelism half (the all-gathers); Megatron's core-attention recomputation none; every other layer half."""
+    model = dict(TINY_GPT2, n_layer=4)
+    kw = dict(model=model, n_gpus=2, strategy="fsdp1-tp2")
+    plain = _t(**kw)
+    again = plain["comm_tp_forward_s"]
+    assert bool(plain["sequence_parallel"]) and again > 0
+    grown = {mode: _t(**kw, activation_checkpointing=mode)["comm_s"] - plain["comm_s"]
+             for mode in ("full", "selective", "layer", "attention")}
+    assert grown["full"] == pytest.approx(again, rel=1e-9)
+    assert grown["selective"] == pytest.approx(again / 2, rel=1e-9)
+    assert grown["layer"] == pytest.approx(again / 2, rel=1e-9)  # layers 2 and 4 of 4
+    assert grown["attention"] == pytest.approx(0.0, abs=1e-15)
+
+
+def test_recompute_comm_refuses_an_unknown_mode_and_bad_seconds():
+    from perfmodel.step.one_gpu import recompute_comm
+
+    frame = pd.DataFrame([_t(n_gpus=2, strategy="tp")])
+    with pytest.raises(ValueError, match=r"unknown checkpointing mode 'sometimes'; expected 'full', 'selective'"):
+        recompute_comm(frame, "sometimes", 2)
+    with pytest.raises(ValueError, match=r"comm_rerun must be finite seconds >= 0"):
+        add_recompute(frame, comm_rerun={"tp": -1.0})
 
 
 @pytest.mark.parametrize("v", [1, 2, 4])
@@ -63,6 +102,7 @@ def test_pipeline_slots_grow_by_the_stage_forward(v):
     plain = _t(**kw)
     ckpt = _t(**kw, activation_checkpointing=True)
     f = plain["forward_s"] / m  # one micro-batch's forward on the slowest stage
+    assert plain["comm_tp_forward_s"] == 0  # no tensor parallelism: nothing else runs again
     assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + (m + (p - 1) / v) * f, rel=1e-12)
     assert ckpt["bubble_s"] == pytest.approx(plain["bubble_s"] + (p - 1) / v * f, rel=1e-12)
     assert ckpt["compute_s"] == pytest.approx(plain["compute_s"] + m * f, rel=1e-12)
@@ -233,3 +273,18 @@ def test_core_attention_is_found_in_bert_and_a_model_without_one_is_refused():
             pm.predict_step_time(Stack(), "A100", input_shape=(64,), batch_size=8, activation_checkpointing="attention")
     with pytest.raises(ValueError, match=r"and no layer of this model has one perfmodel can find: no tensor is saved"):
         pm.predict_memory(Stack(), "A100", input_shape=(64,), batch_size=8, activation_checkpointing="attention")
+
+
+def test_a_pipeline_with_tensor_parallelism_grows_its_slots_by_the_collectives_too():
+    """Each 1F1B slot of the slowest stage grows by its forward pass and its layers' tensor-parallel collectives."""
+    m, p = 4, 2
+    kw = dict(model=dict(TINY_GPT2, n_layer=4), n_gpus=4, strategy="tp2-pp2", micro_batches=m)
+    plain = _t(**kw)
+    ckpt = _t(**kw, activation_checkpointing=True)
+    f, x = plain["forward_s"] / m, plain["comm_tp_forward_s"] / m
+    assert x > 0
+    assert ckpt["step_time_s"] == pytest.approx(plain["step_time_s"] + (m + p - 1) * (f + x), rel=1e-12)
+    assert ckpt["bubble_s"] == pytest.approx(plain["bubble_s"] + (p - 1) * (f + x), rel=1e-12)
+    assert ckpt["comm_s"] == pytest.approx(plain["comm_s"] + m * x, rel=1e-12)
+    assert ckpt["step_time_s"] == pytest.approx(ckpt["compute_s"] + ckpt["comm_s"] + ckpt["bubble_s"]
+                                                + ckpt["overlap_slowdown_s"], rel=1e-9)
