@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -236,6 +236,24 @@ def load_nccl_tests_p5() -> pd.DataFrame:
     return _read_packaged("reference/nccl_tests_p5.csv")
 
 
+def load_published_gemms() -> pd.DataFrame:
+    """Published GEMM throughputs of a GPU part the catalog does not describe by its datasheet alone, transcribed with
+    their citation: BF16 ``torch.mm`` (cuBLAS) and FP8 row-wise-scaled GEMMs (FBGEMM's CUTLASS kernel, the GEMM alone)
+    at three large training shapes on Meta's power-limited "H100 500W" (pytorch/FBGEMM pull request #2546, its
+    description). The clock such a part sustains under continuous GEMM load, below the one its datasheet peak is
+    quoted at, is what a step on it runs at: :func:`perfmodel.step.kernels.sustained_clock` finds the factor on the
+    tensor-core rates that makes the GEMM model reproduce the BF16 rows (the FP8 rows are a check, not fitted).
+
+    Returns
+    -------
+    DataFrame
+        One row per GEMM: ``gpu`` (as the source names it), ``precision`` (``"bf16"``, ``"fp8"``), ``kernel``, ``m``,
+        ``n``, ``k`` (an ``m × k`` input times a ``k × n`` weight), ``tflops`` (``2·m·n·k`` over the time), ``ms``,
+        ``source``.
+    """
+    return _read_packaged("reference/gemm_h100_500w.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -282,5 +300,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
                 "on 2-32 AWS p5.48xlarge nodes (8 H100 each, 400 Gb/s EFA per GPU) at one message size",
                 ("reference/nccl_tests_p5.csv",), "crazyguitar/aws-gpu-communication-benchmark data/ (beyond the papers)",
                 kind="reference"),
+    DatasetSpec("published_gemms", load_published_gemms, "one published GEMM throughput: BF16 cuBLAS or FP8 row-wise "
+                "FBGEMM, m x n x k, TFLOPS, on Meta's 500 W H100", ("reference/gemm_h100_500w.csv",),
+                "pytorch/FBGEMM pull request #2546 (beyond the papers)", kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

@@ -20,7 +20,7 @@ import pandas as pd
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "at_sustained_clock", "gemm_work", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -651,3 +651,118 @@ def clear_trace_cache() -> None:
     _ROW_MEMO.clear()
     _COMPARABLE.clear()
     _OWN_TREES.clear()
+
+
+# ------------------------------------------------------------------------------------- the clock a part sustains
+
+#: The compute rates of a :class:`~perfmodel.datasets.GPUSpec` the clock sets (every rate the SMs deliver; the
+#: memory bandwidth is the HBM's and stays).
+CLOCKED_RATES = ("fp32_peak_tflops", "tf32_peak_tflops", "fp16_peak_tflops", "bf16_peak_tflops", "fp8_peak_tflops",
+                 "fp32_matrix_tflops", "fp4_peak_tflops")
+
+
+def at_sustained_clock(spec, factor: float):
+    """``spec`` (a catalog name or a :class:`~perfmodel.datasets.GPUSpec`) running at ``factor`` of the clock its
+    datasheet peaks are quoted at: every compute rate of :data:`CLOCKED_RATES` (and ``clock_ghz``) times ``factor``,
+    the memory bandwidth unchanged, the name marked (``"<gpu>@0.85clk"``). A part held under its power limit by
+    continuous GEMM load sustains less than the boost clock of its datasheet; :func:`sustained_clock` finds the factor
+    from its measured GEMMs."""
+    import dataclasses
+
+    from perfmodel.datasets import gpu_spec
+
+    spec = gpu_spec(spec)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.floating)) or not (0 < float(factor) <= 2):
+        raise ValueError(f"factor must be a share of the datasheet clock in (0, 2]; got {factor!r}.")
+    f = float(factor)
+    rates = {c: float(getattr(spec, c)) * f for c in CLOCKED_RATES if hasattr(spec, c)}
+    clock = float(getattr(spec, "clock_ghz", np.nan)) * f
+    return dataclasses.replace(spec, gpu=f"{spec.gpu}@{f:.3g}clk", clock_ghz=clock, **rates)
+
+
+def gemm_work(gemms: pd.DataFrame) -> pd.DataFrame:
+    """Work rows (:func:`perfmodel.step.trace.work_from_ops`' convention) of measured GEMMs: ``m``, ``n``, ``k`` an
+    ``m × k`` input times a ``k × n`` weight, 2-byte operands (4 at ``"fp32"``, 1 at ``"fp8"``, from the optional
+    ``precision`` column), the FP8 rows marked for the FP8 rate."""
+    need = {"m", "n", "k"}
+    if not isinstance(gemms, pd.DataFrame) or not need <= set(gemms.columns) or not len(gemms):
+        raise ValueError("gemms must be a DataFrame with one row per GEMM and columns m, n, k (an m x k input times a "
+                         f"k x n weight); got {type(gemms).__name__} with columns "
+                         f"{sorted(getattr(gemms, 'columns', []))}.")
+    m, n, k = (pd.to_numeric(gemms[c], errors="coerce").to_numpy(float) for c in ("m", "n", "k"))
+    if not (np.isfinite(m).all() and np.isfinite(n).all() and np.isfinite(k).all()) or min(m.min(), n.min(), k.min()) < 1:
+        raise ValueError("gemms: m, n and k must be positive numbers on every row.")
+    prec = gemms["precision"].astype(str).to_numpy() if "precision" in gemms.columns else np.full(len(gemms), "bf16")
+    size = np.select([prec == "fp32", prec == "fp8"], [4.0, 1.0], 2.0)
+    return pd.DataFrame({"op_class": "matmul", "flops": 2.0 * m * n * k, "bytes": size * (m * k + k * n) + 2.0 * m * n,
+                         "tiles": np.ceil(m / 128) * np.ceil(k / 128), "dim_m": m, "dim_n": k, "dim_k": n, "dim_b": 1.0,
+                         "op": "aten.mm", "phase": "forward", "fp8": prec == "fp8"})
+
+
+def _measured_seconds(gemms: pd.DataFrame) -> np.ndarray:
+    if "ms" in gemms.columns:
+        t = pd.to_numeric(gemms["ms"], errors="coerce").to_numpy(float) / 1e3
+    elif "tflops" in gemms.columns:
+        m, n, k = (pd.to_numeric(gemms[c], errors="coerce").to_numpy(float) for c in ("m", "n", "k"))
+        t = 2.0 * m * n * k / (pd.to_numeric(gemms["tflops"], errors="coerce").to_numpy(float) * 1e12)
+    else:
+        raise ValueError("gemms needs the measured time of each GEMM: a column ms (milliseconds) or tflops.")
+    if not (np.isfinite(t).all() and (t > 0).all()):
+        raise ValueError("gemms: every measured time (ms or tflops) must be a positive number.")
+    return t
+
+
+def sustained_clock(spec, gemms: pd.DataFrame, precision: str = "bf16") -> float:
+    """The share of its datasheet clock at which ``spec`` ran the measured ``gemms``: the factor ``f`` for which the
+    GEMM model on :func:`at_sustained_clock` ``(spec, f)`` predicts their times with no bias (the mean of
+    ``log(predicted / measured)`` over the rows of ``precision`` is 0; bisection in (0.2, 2)). Where the clocked part
+    passes a catalog part it then dominates the model's times step (:func:`dominated_gpus`), and the bias left is
+    that step's (under 1 % for FBGEMM's 500 W H100 GEMMs).
+
+    Parameters
+    ----------
+    spec : str or GPUSpec
+        The part as its datasheet gives it.
+    gemms : DataFrame
+        One row per GEMM: ``m``, ``n``, ``k`` and its time, ``ms`` or ``tflops`` (``2·m·n·k`` over the time);
+        an optional ``precision`` column selects the rows of ``precision``.
+    precision : str
+        ``"bf16"`` (default), ``"fp16"``, ``"tf32"`` or ``"fp32"``: the rate the GEMMs ran at.
+
+    Returns
+    -------
+    float
+        The factor, to pass to :func:`at_sustained_clock`.
+
+    Raises
+    ------
+    ValueError
+        Malformed rows, no row of ``precision``, or times the model cannot reach between 0.2 and 2 times the datasheet
+        clock (wrong units?).
+    """
+    from perfmodel.datasets import gpu_spec
+
+    spec = gpu_spec(spec)
+    if precision not in ("bf16", "fp16", "tf32", "fp32"):
+        raise ValueError(f"precision must be 'bf16', 'fp16', 'tf32' or 'fp32' (the clock is found from GEMMs at one "
+                         f"precision; check FP8 rows against the result); got {precision!r}.")
+    rows = gemms if "precision" not in getattr(gemms, "columns", []) else gemms[gemms["precision"].astype(str) == precision]
+    if isinstance(rows, pd.DataFrame) and not len(rows):
+        raise ValueError(f"gemms has no row of precision {precision!r}.")
+    work = gemm_work(rows.assign(precision=precision) if isinstance(rows, pd.DataFrame) else rows)
+    measured = _measured_seconds(rows)
+
+    def bias(f: float) -> float:
+        return float(np.mean(np.log(kernel_seconds(work, at_sustained_clock(spec, f), precision) / measured)))
+
+    lo, hi = 0.2, 2.0
+    if bias(lo) < 0 or bias(hi) > 0:
+        raise ValueError(f"the measured GEMMs are {'slower' if bias(lo) < 0 else 'faster'} than the GEMM model predicts "
+                         f"for {spec.gpu} at {'0.2' if bias(lo) < 0 else '2'} times its datasheet clock: check that ms "
+                         "are milliseconds (or tflops TFLOPS) and m, n, k the GEMM's sizes.")
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if bias(mid) > 0 else (lo, mid)
+    # the bias falls with the clock but may step (a part is never predicted slower than a catalog part it dominates,
+    # :func:`dominated_gpus`): the end of the last bracket with the smaller bias
+    return lo if abs(bias(lo)) <= abs(bias(hi)) else hi

@@ -91,3 +91,18 @@ def test_figure(data):
     matplotlib.use("Agg")
     fig = item.figure(data)
     assert fig.axes[0].get_xlabel().startswith("measured tokens/s")
+
+
+def test_the_500w_h100_runs_at_the_clock_its_published_gemms_give(data):
+    """The Grand Teton H100's rows run at the share of its clock with which the GEMM model reproduces FBGEMM's BF16
+    GEMMs of a 500 W H100 (not these runs); the other parts at their datasheet clock; the rule of thumb at the peak."""
+    from perfmodel.datasets import load_published_gemms
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+    from perfmodel.step.kernels import sustained_clock
+
+    f = sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), load_published_gemms())
+    assert 0.6 < f < 1 and item.grand_teton_clock() == f
+    h100 = (data["gpu"] == "H100").to_numpy()
+    assert (data.loc[h100, "sustained_clock"] == f).all() and (data.loc[~h100, "sustained_clock"] == 1.0).all()
+    n = item.summary(data).set_index("quantity")["value"]
+    assert n["grand_teton_sustained_clock"] == f

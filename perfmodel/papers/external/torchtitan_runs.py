@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -29,7 +30,9 @@ ITEM = Item(
                "1F1B as the row says) or with context parallelism (\"fsdp4-cp2-tp8-pp8\"), asynchronous TP where "
                "the row says, the GPU as the file describes it (torchtitan_gpu_spec: the Grand Teton H100 of the H100 files, "
                "96 GB HBM2e at 2.4 TB/s and a 500 W limit, its peak rates halfway between the H100 SXM5's and NVL's, "
-               "the range the file's footnote gives), 8 GPUs per node with NVLink inside and 8 NICs per node between nodes, one per GPU "
+               "the range the file's footnote gives, at the share of that clock a 500 W H100 sustains under GEMM load: the factor on "
+               "its tensor-core rates with which perfmodel's GEMM model reproduces the BF16 GEMMs FBGEMM published for a "
+               "500 W H100, pytorch/FBGEMM #2546, grand_teton_clock), 8 GPUs per node with NVLink inside and 8 NICs per node between nodes, one per GPU "
                "on its own rail (LINKS, nics_per_node=8), "
                "compile and activation checkpointing (full, torchtitan's per-operator selective policy, or its "
                "per-layer policy every other layer) as the row says; tokens/s per GPU is a data-parallel rank's "
@@ -89,6 +92,18 @@ def _strategy(r) -> str:
     return "-".join(parts) if len(parts) > 1 else "fsdp"
 
 
+@functools.lru_cache(maxsize=None)
+def grand_teton_clock() -> float:
+    """The share of its datasheet clock the Grand Teton H100 (500 W) sustains under GEMM load:
+    :func:`perfmodel.step.kernels.sustained_clock` of the part the file describes (:func:`torchtitan_gpu_spec`) on the
+    BF16 GEMMs FBGEMM published for a 500 W H100 (:func:`perfmodel.datasets.load_published_gemms`; not these runs)."""
+    from perfmodel.datasets import load_published_gemms
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+    from perfmodel.step.kernels import sustained_clock
+
+    return sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), load_published_gemms(), "bf16")
+
+
 @cached_frame
 def data() -> pd.DataFrame:
     """One row per published run: the measurement, the arguments perfmodel is called with, its prediction and the
@@ -96,7 +111,8 @@ def data() -> pd.DataFrame:
     process and data source (``numbers`` and ``figure`` both read it); callers get copies."""
     import perfmodel as pm
     from perfmodel.datasets import load_torchtitan_runs
-    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+    from perfmodel.datasets.llm_runs import GRAND_TETON_H100, torchtitan_gpu_spec
+    from perfmodel.step.kernels import at_sustained_clock
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
     from perfmodel.step.step_time import OutOfMemoryWarning
@@ -117,13 +133,16 @@ def data() -> pd.DataFrame:
                    fp8_recipe=(_text(r.float8_recipe) or "tensorwise") if prec == "fp8" else "",
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
                    predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, rule_of_thumb_tokens_per_s=np.nan,
-                   skipped=why)
+                   sustained_clock=np.nan, skipped=why)
         if not why:
             spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
+            clock = grand_teton_clock() if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0
+            row["sustained_clock"] = clock
+            run_on = at_sustained_clock(spec, clock) if clock != 1.0 else spec
             tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
             run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * dp,
                               precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=row["fp8_recipe"] or None)
-            on = pm.Cluster(spec, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu])
+            on = pm.Cluster(run_on, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu])
             # torchtitan's default with a pipeline: as many micro-batches as pipeline stages
             how = pm.Parallelism(_strategy(r), activation_checkpointing=ac,
                                  async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
@@ -168,12 +187,14 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
             ("rowwise_rows", float(rowwise.sum())), ("rowwise_tokens_mape_pct", float(t[rowwise].mean())),
             ("other_tokens_mape_pct", float(t[~rowwise].mean())),
             ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
-            ("memory_within_10_pct_share", float((m <= 10).mean()))]
+            ("memory_within_10_pct_share", float((m <= 10).mean())),
+            ("grand_teton_sustained_clock", float(d.loc[d["gpu"] == "H100", "sustained_clock"].dropna().iloc[0])
+             if (d["gpu"] == "H100").any() else np.nan)]
     return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
 
 
 _UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows", "rowwise_rows": "rows",
-          "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio"}
+          "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio", "grand_teton_sustained_clock": "ratio"}
 _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "runs one perfmodel call states",
          "rows_skipped": "runs listed with the reason they are not predicted",
          "tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the predicted runs",
@@ -187,7 +208,11 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
          "other_tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the other runs (BF16, tensorwise Float8)",
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
-         "memory_within_10_pct_share": "share of those runs within 10 % on peak memory"}
+         "memory_within_10_pct_share": "share of those runs within 10 % on peak memory",
+         "grand_teton_sustained_clock": ("share of its datasheet clock the 500 W H100 of the H100 runs is predicted at: "
+                                         "the GEMM model reproduces the BF16 GEMMs FBGEMM published for a 500 W H100 "
+                                         "(pytorch/FBGEMM pull request #2546; perfmodel.step.kernels.sustained_clock), "
+                                         "not fitted on these runs")}
 
 
 def numbers() -> pd.DataFrame:
@@ -196,9 +221,10 @@ def numbers() -> pd.DataFrame:
     from perfmodel.papers import _item
 
     rows = [dict(quantity=r.quantity, unit=_UNITS.get(r.quantity, "pct"), value=float(r.value),
-                 protocol=f"{_WHAT[r.quantity]}; " + ("the same runs and arguments" if r.quantity.startswith("rule_of_thumb")
+                 protocol=(_WHAT[r.quantity] if r.quantity == "grand_teton_sustained_clock" else
+                           f"{_WHAT[r.quantity]}; " + ("the same runs and arguments" if r.quantity.startswith("rule_of_thumb")
                                                        else "predicted by pm.predict from the GPU's spec sheet")
-                          + ", nothing fitted on these runs (torchtitan_runs.data)")
+                           + ", nothing fitted on these runs (torchtitan_runs.data)"))
             for r in summary().itertuples(index=False)]
     return _item.item_results(__name__, rows)
 
