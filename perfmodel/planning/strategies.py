@@ -166,7 +166,7 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
     """
     from perfmodel.step.trace import check_step_args
     from perfmodel.step.kernels import gpu_specs
-    from perfmodel.step.one_gpu import add_recompute
+    from perfmodel.step.one_gpu import add_recompute, recompute_comm
     from perfmodel.step.step_time import _step_time_only as predict_step_time  # memory is predicted apart here
     from perfmodel.step.strategy import StrategyError, parse_strategy, resolve_links
     from perfmodel.planning.memory import predict_memory
@@ -210,7 +210,8 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
                                                   precision=prec, optimizer=optimizer, n_gpus=n, strategy=strat,
                                                   micro_batches=m, interconnect=interconnect, activation_checkpointing=a)
                     else:
-                        t = add_recompute(plain) if a else plain
+                        # full checkpointing: the forward pass again, the collectives of its layers with it
+                        t = add_recompute(plain, mode="full", comm_rerun=recompute_comm(plain, "full", 1)) if a else plain
                 except (StrategyError, ValueError) as exc:
                     skipped.append((strat, m, a, str(exc)))
                     continue
