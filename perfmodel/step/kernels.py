@@ -127,8 +127,9 @@ def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
         te = work["op"].astype(str).str.startswith("te.").to_numpy()
         # the backward kernel's own rate; a forward (or recomputed forward) row the forward's
         back = (work["phase"].astype(str) == "backward").to_numpy() if "phase" in work.columns else np.zeros(len(work), bool)
-        eff = np.where(te, np.where(back, TE_FUSED_ATTENTION_EFFICIENCY[arch]["backward"], TE_FUSED_ATTENTION_EFFICIENCY[arch]["forward"]),
-                       np.where(back, FUSED_ATTENTION_EFFICIENCY[arch]["backward"], FUSED_ATTENTION_EFFICIENCY[arch]["forward"]))
+        mine, sdpa = TE_FUSED_ATTENTION_EFFICIENCY[arch], FUSED_ATTENTION_EFFICIENCY[arch]
+        eff = np.where(te, np.where(back, mine["backward"], mine["forward"]),
+                       np.where(back, sdpa["backward"], sdpa["forward"]))
         out[fused] = work["flops"].to_numpy(float)[fused] / (eff[fused] * peak)
     return out
 
