@@ -106,3 +106,14 @@ def test_the_500w_h100_runs_at_the_clock_its_published_gemms_give(data):
     assert (data.loc[h100, "sustained_clock"] == f).all() and (data.loc[~h100, "sustained_clock"] == 1.0).all()
     n = item.summary(data).set_index("quantity")["value"]
     assert n["grand_teton_sustained_clock"] == f
+
+
+def test_the_published_gemms_beside_the_model_at_both_clocks():
+    """At the datasheet clock the model is faster than every published GEMM of the 500 W part; at the sustained clock
+    the fitted BF16 rows have no bias left and the FP8 rows (not fitted) are within 10 %."""
+    c = item.published_gemm_check()
+    assert len(c) == 6 and set(c["precision"]) == {"bf16", "fp8"} and (c["fitted"] == (c["precision"] == "bf16")).all()
+    assert (c["datasheet_clock_tflops"] > c["measured_tflops"]).all()
+    bf16 = c[c["fitted"]]
+    assert abs(np.log(bf16["sustained_clock_tflops"] / bf16["measured_tflops"]).mean()) < 0.005
+    assert c.loc[~c["fitted"], "error_pct"].abs().max() < 10

@@ -45,7 +45,7 @@ ITEM = Item(
     test="tests/papers/test_torchtitan_runs.py",
 )
 
-__all__ = ["ITEM", "data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure", "grand_teton_clock", "published_gemm_check"]
 
 _LLAMA3 = dict(model_type="llama", vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
                rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8)
@@ -102,6 +102,34 @@ def grand_teton_clock() -> float:
     from perfmodel.step.kernels import sustained_clock
 
     return sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), load_published_gemms(), "bf16")
+
+
+def published_gemm_check() -> pd.DataFrame:
+    """FBGEMM's published GEMMs of a 500 W H100 (:func:`perfmodel.datasets.load_published_gemms`) beside perfmodel's
+    GEMM model on the Grand Teton part at its datasheet clock and at :func:`grand_teton_clock`: the BF16 rows set the
+    clock, the FP8 rows check it. Columns: ``precision``, ``kernel``, ``m``, ``n``, ``k``, ``measured_tflops``,
+    ``datasheet_clock_tflops``, ``sustained_clock_tflops``, ``error_pct`` (at the sustained clock), ``fitted``."""
+    import warnings
+
+    from perfmodel.datasets import load_published_gemms
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+    from perfmodel.step.kernels import at_sustained_clock, gemm_work, kernel_seconds
+
+    part = torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit")
+    g = load_published_gemms()
+    out = g[["precision", "kernel", "m", "n", "k"]].assign(measured_tflops=g["tflops"].astype(float))
+    flops = 2.0 * g["m"].to_numpy(float) * g["n"].to_numpy(float) * g["k"].to_numpy(float)
+    for col, spec in (("datasheet_clock_tflops", part), ("sustained_clock_tflops", at_sustained_clock(part, grand_teton_clock()))):
+        t = np.empty(len(g))
+        for prec in g["precision"].unique():
+            rows = (g["precision"] == prec).to_numpy()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t[rows] = kernel_seconds(gemm_work(g[rows]), spec, str(prec))
+        out[col] = flops / t / 1e12
+    out["error_pct"] = 100 * (out["sustained_clock_tflops"] / out["measured_tflops"] - 1)
+    out["fitted"] = out["precision"] == "bf16"
+    return out
 
 
 @cached_frame
