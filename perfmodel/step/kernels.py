@@ -667,7 +667,8 @@ def at_sustained_clock(spec, factor: float):
     datasheet peaks are quoted at: every compute rate of :data:`CLOCKED_RATES` (and ``clock_ghz``) times ``factor``,
     the memory bandwidth unchanged, the name marked (``"<gpu>@0.85clk"``). A part held under its power limit by
     continuous GEMM load sustains less than the boost clock of its datasheet; :func:`sustained_clock` finds the factor
-    from its measured GEMMs."""
+    from its measured GEMMs. The clocked part is a GPU of its own: a catalog GPU's own trees (the FP32 operator model's
+    training GPUs) no longer answer for it, its spec sheet does; an MFU is then a share of the clocked rates."""
     import dataclasses
 
     from perfmodel.datasets import gpu_spec
