@@ -302,3 +302,46 @@ def test_predict_takes_the_micro_batch_size(tmp_path, capsys):
     assert "micro_batch_size=3 does not divide the data-parallel rank's batch 8" in err and len(err.strip().splitlines()) == 1
     assert main([*base, "--micro-batch-size", "2", "--micro-batches", "4"]) != 0
     assert "both say how the batch is cut" in capsys.readouterr().err
+
+
+def test_predict_runs_the_gpus_at_a_sustained_clock(tmp_path, capsys):
+    """--sustained-clock: a share of the datasheet clock, or a CSV of GEMMs measured on the part from which the share
+    is found; the prediction equals pm.predict_step_time on the clocked spec; bad values are one-line refusals."""
+    import json
+    import warnings
+
+    import pandas as pd
+
+    import perfmodel as pm
+    from perfmodel.cli import main
+    from perfmodel.step.kernels import at_sustained_clock, gemm_work, kernel_seconds
+
+    cfg = tmp_path / "llama.json"
+    cfg.write_text(json.dumps(dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128,
+                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                   max_position_embeddings=256, tie_word_embeddings=False)))
+    base = ["predict", str(cfg), "--gpus", "H100", "--input-shape", "64", "--batch-size", "4", "--precision", "bf16"]
+    assert main([*base, "--sustained-clock", "0.8"]) == 0
+    out = capsys.readouterr().out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = pm.predict_step_time(str(cfg), at_sustained_clock("H100", 0.8), input_shape=(64,), batch_size=4,
+                                    precision="bf16", optimizer="sgd-momentum")["step_time_s"].iloc[0]
+    assert "H100@0.8clk" in out and f"{want:.6f}" in out
+    # GEMMs the model times at 0.75 of the clock give 0.75 back
+    shapes = pd.DataFrame({"m": [8192, 16384], "n": [8192, 4096], "k": [8192, 14336]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = kernel_seconds(gemm_work(shapes), at_sustained_clock("H100", 0.75), "bf16")
+    csv = tmp_path / "gemms.csv"
+    shapes.assign(ms=t * 1e3).to_csv(csv, index=False)
+    assert main([*base, "--sustained-clock", str(csv)]) == 0
+    assert "H100: the GEMMs of gemms.csv ran at 0.750 of its datasheet clock" in capsys.readouterr().out
+    for bad, said in (("3", "must be a share of the datasheet clock in (0, 2] or a CSV of measured GEMMs; got 3"),
+                      ("nofile.csv", "is neither a number in (0, 2] nor a CSV file of measured GEMMs")):
+        assert main([*base, "--sustained-clock", bad]) != 0
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "bad.csv").write_text("m,n,k\n1,2,3\n")
+    assert main([*base, "--sustained-clock", str(tmp_path / "bad.csv")]) != 0
+    assert "needs the measured time of each GEMM" in capsys.readouterr().err

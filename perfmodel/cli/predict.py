@@ -25,6 +25,9 @@ def _cmd_predict(args) -> int:
     from perfmodel.planning.unified import CMDARE_GPUS
 
     gpus = _names(args.gpus, "--gpus")
+    names = list(gpus)
+    if args.sustained_clock is not None:
+        gpus = _clocked(gpus, args.sustained_clock)
     if args.max_workers < 1 or args.batch_size < 1 or args.n_gpus < 1:
         raise _UsageError(f"--max-workers, --batch-size and --n-gpus must be ≥ 1; got {args.max_workers}, {args.batch_size} "
                           f"and {args.n_gpus}.")
@@ -57,7 +60,7 @@ def _cmd_predict(args) -> int:
             if c in step.columns]
     out = step[cols].copy()  # a training step's rows carry its memory per GPU (pm.predict_memory) and whether it fits
     out["memory_per_gpu"] = [_gib(v) for v in step["memory_per_gpu_bytes"]]
-    out["gpu_memory"] = [_gib(gpu_spec(g).memory_gib * 2**30) for g in out["gpu"]]
+    out["gpu_memory"] = [_gib(gpu_spec(g).memory_gib * 2**30) for g in gpus]
     out["fits"] = step["fits"].to_numpy()
     _print_frame(out)
     if not out["fits"].all():
@@ -66,8 +69,8 @@ def _cmd_predict(args) -> int:
     print(f"\nbasis: {step['basis'].iloc[0]}")
     if args.breakdown:
         _print_breakdown(model, gpus, kw, args.stack, args)
-    cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32"
-              and all(canonical_gpu(g) in CMDARE_GPUS for g in gpus))
+    cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32" and args.sustained_clock is None
+              and all(canonical_gpu(g) in CMDARE_GPUS for g in names))
     if cmdare:  # CM-DARE's measured world answers too: parameter-server clusters and checkpoints of 2019
         from perfmodel.models import predict_checkpoint_time, predict_cluster_speed
 
@@ -84,6 +87,42 @@ def _cmd_predict(args) -> int:
         ck = predict_checkpoint_time(model, input_shape=cshape)
         _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
     return 0
+
+
+def _clocked(gpus: list, value: str) -> list:
+    """The GPUs at the clock ``--sustained-clock`` gives: a share of the datasheet clock in (0, 2], or a CSV of
+    GEMMs measured on the part (columns m, n, k and ms or tflops; an optional precision column, BF16 rows used) from
+    which :func:`perfmodel.step.kernels.sustained_clock` finds it, GPU by GPU."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from perfmodel.datasets import gpu_spec
+    from perfmodel.step.kernels import at_sustained_clock, sustained_clock
+
+    try:
+        factor = float(value)
+    except ValueError:
+        factor = None
+    if factor is not None:
+        if not 0 < factor <= 2:
+            raise _UsageError(f"--sustained-clock must be a share of the datasheet clock in (0, 2] or a CSV of measured "
+                              f"GEMMs; got {value}.")
+        return [at_sustained_clock(g, factor) for g in gpus]
+    path = Path(value)
+    if not path.is_file():
+        raise _UsageError(f"--sustained-clock {value!r} is neither a number in (0, 2] nor a CSV file of measured GEMMs "
+                          "(columns m, n, k and ms or tflops).")
+    gemms = pd.read_csv(path)
+    try:
+        out = []
+        for g in gpus:
+            f = sustained_clock(g, gemms)
+            print(f"{gpu_spec(g).gpu}: the GEMMs of {path.name} ran at {f:.3f} of its datasheet clock")
+            out.append(at_sustained_clock(g, f))
+        return out
+    except ValueError as exc:
+        raise _UsageError(f"--sustained-clock {path.name}: {exc}") from exc
 
 
 def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
@@ -162,6 +201,10 @@ def add_parser(sub, fmt) -> None:
                       help="with --precision fp8: keep and all-gather the FP8 linears' weights in FP8 (Megatron's "
                            "--fp8-param-gather with its distributed optimizer; FSDP's FP8 all-gather). Default: the "
                            "framework's (on under fsdp with --compile, off with --framework megatron)")
+    pred.add_argument("--sustained-clock", default=None, metavar="SHARE_OR_CSV",
+                      help="run the GPUs at this share of their datasheet clock (a part held at its power limit by "
+                           "continuous GEMM load sustains less), or at the share found from a CSV of GEMMs measured on "
+                           "the part (columns m, n, k and ms or tflops; perfmodel.step.kernels.sustained_clock)")
     pred.add_argument("--breakdown", action="store_true",
                       help="also print each GPU's whole result (pm.predict): compute by pass, recompute, each process "
                            "group's exposed and total communication, bubble, memory by part, throughput, MFU")
