@@ -109,8 +109,6 @@ def published_gemm_check() -> pd.DataFrame:
     GEMM model on the Grand Teton part at its datasheet clock and at :func:`grand_teton_clock`: the BF16 rows set the
     clock, the FP8 rows check it. Columns: ``precision``, ``kernel``, ``m``, ``n``, ``k``, ``measured_tflops``,
     ``datasheet_clock_tflops``, ``sustained_clock_tflops``, ``error_pct`` (at the sustained clock), ``fitted``."""
-    import warnings
-
     from perfmodel.datasets import load_published_gemms
     from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
     from perfmodel.step.kernels import at_sustained_clock, gemm_work, kernel_seconds
@@ -119,7 +117,8 @@ def published_gemm_check() -> pd.DataFrame:
     g = load_published_gemms()
     out = g[["precision", "kernel", "m", "n", "k"]].assign(measured_tflops=g["tflops"].astype(float))
     flops = 2.0 * g["m"].to_numpy(float) * g["n"].to_numpy(float) * g["k"].to_numpy(float)
-    for col, spec in (("datasheet_clock_tflops", part), ("sustained_clock_tflops", at_sustained_clock(part, grand_teton_clock()))):
+    clocked = at_sustained_clock(part, grand_teton_clock())
+    for col, spec in (("datasheet_clock_tflops", part), ("sustained_clock_tflops", clocked)):
         t = np.empty(len(g))
         for prec in g["precision"].unique():
             rows = (g["precision"] == prec).to_numpy()
