@@ -170,6 +170,11 @@ def _llm_claims():
     yield _row("the same, one model family's GEMMs measured on the H100 and refitted", "the other families' H100 GEMMs",
                "{} % time-weighted (mean over Vidur's {} families)", "the shipped model {} %", vi), (
         _pct(c.loc["mean", "calibrated_time_weighted_ape_pct"]), len(c) - 1, _pct(c.loc["mean", "shipped_time_weighted_ape_pct"]))
+    x = vidur_h100_ops.numbers().set_index("quantity")["reproduced"]
+    yield _row("BF16 GEMMs of the H100 at its datasheet clock", "OpenXLA's measured GEMMs of an SXM-class H100 ({} shapes, "
+               "held out)", "{} % time-weighted (the clock that removes the bias: {})", "the rule of thumb {} %", vi), (
+        len(vidur_h100_ops.xla_gemm_check()), _pct(x["xla_h100_bf16_gemm_time_weighted_ape_pct"]),
+        f"{x['xla_h100_sustained_clock']:.2f}", _pct(x["xla_h100_bf16_gemm_rule_of_thumb_time_weighted_ape_pct"]))
     links = collectives.fitted_params()["links"]
     yield "(NVLink {}, InfiniBand {} on the DGX H100 cluster's NDR fabric and {} on the DGX A100 cluster's HDR one;", (
         f"{links['nvlink']['efficiency']:.2f}", f"{links['infiniband-ndr']['efficiency']:.2f}",

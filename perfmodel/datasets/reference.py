@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -254,6 +254,22 @@ def load_published_gemms() -> pd.DataFrame:
     return _read_packaged("reference/gemm_h100_500w.csv")
 
 
+def load_xla_h100_gemms() -> pd.DataFrame:
+    """Measured BF16 GEMM throughputs of an SXM-class H100 at its own (unlimited) power, transcribed with their
+    citation: OpenXLA's default matmul performance table for ``sm_90`` (``kDefaultMatmulPTable``, the measurements
+    XLA's GPU cost model interpolates), its 27 single-batch entries with ``m``, ``n`` and ``k`` each 1024, 2048 or 4096
+    (every such entry: no shape chosen). The card is not named; its fastest entries (up to 808 TFLOPS) are above the
+    H100 PCIe's 756 TFLOPS peak, so it is an SXM-class part. A held-out check of the GEMM model on Hopper at the
+    catalog H100's datasheet clock (``perfmodel.papers.external.vidur_h100_ops``): nothing is fitted on it.
+
+    Returns
+    -------
+    DataFrame
+        One row per GEMM, the columns of :func:`load_published_gemms`.
+    """
+    return _read_packaged("reference/gemm_h100_xla.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -303,5 +319,8 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("published_gemms", load_published_gemms, "one published GEMM throughput: BF16 cuBLAS or FP8 row-wise "
                 "FBGEMM, m x n x k, TFLOPS, on Meta's 500 W H100", ("reference/gemm_h100_500w.csv",),
                 "pytorch/FBGEMM pull request #2546 (beyond the papers)", kind="reference"),
+    DatasetSpec("xla_h100_gemms", load_xla_h100_gemms, "one measured BF16 GEMM throughput of an SXM-class H100 "
+                "(m, n, k in 1024-4096), TFLOPS", ("reference/gemm_h100_xla.csv",),
+                "OpenXLA's default matmul performance table for sm_90 (beyond the papers)", kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

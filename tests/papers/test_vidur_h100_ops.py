@@ -59,7 +59,7 @@ def test_numbers_are_the_rows_of_data_and_say_whether_the_goal_is_met(data):
     h = data[(data["protocol"] == "leave-h100-out") & (data["predictor"] == "half_precision") & (data["operator"] == "all")].iloc[0]
     assert n["leave_h100_out_half_precision_all_time_weighted_ape_pct"] == pytest.approx(h["time_weighted_ape_pct"], rel=1e-12)
     assert n["h100_goal_met"] == float(h["time_weighted_ape_pct"] <= item.GOAL_PCT)
-    assert len(n) == 2 * len(data) + 3
+    assert len(n) == 2 * len(data) + 3 + 5  # and the five scores on OpenXLA's H100 GEMMs
     c = item.calibration().set_index("measured_family")
     assert n["h100_calibrated_gemm_time_weighted_ape_pct"] == pytest.approx(c.loc["mean", "calibrated_time_weighted_ape_pct"])
 
@@ -73,6 +73,28 @@ def test_a_users_own_measurements_of_the_h100_improve_its_gemms():
     assert len(fams) == 6 and (fams["n_measured"] + fams["n_scored"]).nunique() == 1  # every H100 GEMM row, split in two
     assert c.loc["mean", "calibrated_time_weighted_ape_pct"] < c.loc["mean", "shipped_time_weighted_ape_pct"]
     assert (fams["calibrated_time_weighted_ape_pct"] < fams["shipped_time_weighted_ape_pct"]).sum() >= 4
+
+
+def test_openxlas_measured_h100_gemms_held_out_at_the_datasheet_clock():
+    """A second H100 source nothing is fitted on: every single-batch 1024-4096 BF16 GEMM of OpenXLA's sm_90 table
+    (an SXM-class part at its own power), predicted on the catalog H100 at its datasheet clock within the item's goal
+    (time-weighted), with no clock factor needed (the sustained clock within 5 % of 1); the rule of thumb far off."""
+    from perfmodel.datasets import load_xla_h100_gemms
+
+    g = load_xla_h100_gemms()
+    assert len(g) == 27 and set(zip(g.m, g.n, g.k)) == {(m, n, k) for m in (1024, 2048, 4096) for n in (1024, 2048, 4096)
+                                                        for k in (1024, 2048, 4096)}
+    assert (g["tflops"] * g["ms"] * 1e9).to_numpy() == pytest.approx((2.0 * g.m * g.n * g.k).to_numpy(float), rel=1e-3)
+    x = item.xla_gemm_check()
+    n = item.numbers().set_index("quantity")["reproduced"]
+    tw = 100 * (x["predicted_ms"] - x["measured_ms"]).abs().sum() / x["measured_ms"].sum()
+    assert n["xla_h100_bf16_gemm_time_weighted_ape_pct"] == pytest.approx(tw, rel=1e-12)
+    assert tw <= item.GOAL_PCT
+    assert abs(n["xla_h100_sustained_clock"] - 1) < 0.05
+    assert n["xla_h100_bf16_gemm_rule_of_thumb_time_weighted_ape_pct"] > 2 * tw
+    # the largest GEMMs, where a training step spends its time, within 10 % each
+    big = x[(x.m * x.n * x.k) >= 2048 * 4096 * 4096]
+    assert len(big) == 4 and (big["error_pct"].abs() < 10).all()
 
 
 def test_figure_draws_one_bar_per_operator_and_predictor(data):

@@ -5,6 +5,9 @@ The H100 is predicted from its spec sheet by the model shipped in ``perfmodel/st
 rows they hold out, and those of the calibration refits, ship in ``perfmodel/step/fitted/vidur_heldout.npz``
 (:func:`perfmodel.step.half_precision_scores.fit_heldout_bundle`): the item fits nothing. The goal set for this model is a
 time-weighted error of at most 10 % on Vidur's H100 operators; ``numbers()`` reports whether it is met.
+
+A second held-out H100 source checks the GEMMs alone (:func:`xla_gemm_check`): OpenXLA's measured BF16 GEMMs of an
+SXM-class H100 (:func:`perfmodel.datasets.load_xla_h100_gemms`), predicted on the catalog H100 at its datasheet clock.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ ITEM = Item(
            "only (leave-H100-out) vs the FP32-learned model at tensor-core peak"),
     upstream="microsoft/vidur operator profiles",
     sources=(("microsoft/vidur: FP16 per-operator CUDA kernel times of one Llama-family transformer layer (A40, "
-              "A100, H100)"),),
+              "A100, H100)"),
+             ("openxla/xla: the default matmul performance table for sm_90 (measured BF16 GEMMs of an SXM-class H100; "
+              "27 shapes transcribed, datasets/reference/gemm_h100_xla.csv)")),
     procedure=("Each Vidur operator row (10 operators x models x num_tokens x tp) described as the work row of "
                "its kernel; the GEMMs predicted by an OpLatencyModel (defaults, pooled) fitted on the A40 and A100 "
                "GEMM rows, the memory-bound operators by the bandwidth model learned on NeuSight's FP32 "
@@ -32,7 +37,9 @@ ITEM = Item(
                "model with the tensor-core peak, the roofline and the rule of thumb (FLOPs at 40 % of the FP16 peak) "
                "on the same rows; leave-A40-out, leave-A100-out and each training GPU from the other alone for "
                "context; and calibration: one model family's H100 GEMMs added to the fit, the other families' "
-               "H100 GEMMs scored."),
+               "H100 GEMMs scored; and OpenXLA's measured BF16 GEMMs of an SXM-class H100 (27 shapes, m, n, k in "
+               "1024-4096) predicted on the catalog H100 at its datasheet clock, with the clock factor that would "
+               "remove their bias."),
     status="perfmodel analysis",
     notebook="notebooks/16-vidur-h100-ops.ipynb",
     test="tests/papers/test_vidur_h100_ops.py",
@@ -63,6 +70,65 @@ def calibration() -> pd.DataFrame:
     """How much a user's own half-precision GEMM measurements of the H100 improve it
     (:func:`perfmodel.step.half_precision_scores.calibration_scores`; computed once per process)."""
     return _calibration().copy()
+
+
+def xla_gemm_check() -> pd.DataFrame:
+    """A second held-out source for the H100's GEMMs: OpenXLA's measured BF16 GEMMs of an SXM-class H100
+    (:func:`perfmodel.datasets.load_xla_h100_gemms`, 27 shapes) beside the GEMM model on the catalog H100 at its
+    datasheet clock, as the step predictor times them (:func:`perfmodel.step.kernels.kernel_seconds`), and beside the
+    rule of thumb (each GEMM's FLOPs at 40 % of the dense BF16 peak). Nothing is fitted on these rows. Columns: ``m``,
+    ``n``, ``k``, ``measured_ms``, ``predicted_ms``, ``rule_of_thumb_ms``, ``measured_tflops``,
+    ``predicted_tflops``, ``error_pct`` (predicted time over measured, − 1)."""
+    import warnings
+
+    import numpy as np
+
+    from perfmodel.datasets import gpu_spec, load_xla_h100_gemms
+    from perfmodel.step.baselines import RULE_OF_THUMB_MFU
+    from perfmodel.step.kernels import gemm_work, kernel_seconds
+
+    g = load_xla_h100_gemms()
+    spec = gpu_spec("H100")
+    flops = 2.0 * g["m"].to_numpy(float) * g["n"].to_numpy(float) * g["k"].to_numpy(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = np.asarray(kernel_seconds(gemm_work(g), spec, "bf16"), dtype=float)
+    out = g[["m", "n", "k"]].assign(measured_ms=g["ms"].astype(float), predicted_ms=t * 1e3,
+                                    rule_of_thumb_ms=flops / (RULE_OF_THUMB_MFU * spec.peak_tflops("bf16") * 1e12) * 1e3,
+                                    measured_tflops=g["tflops"].astype(float), predicted_tflops=flops / t / 1e12)
+    out["error_pct"] = 100 * (out["predicted_ms"] / out["measured_ms"] - 1)
+    return out
+
+
+def _xla_rows() -> list[dict]:
+    import numpy as np
+
+    from perfmodel.datasets import gpu_spec, load_xla_h100_gemms
+    from perfmodel.step.kernels import sustained_clock
+
+    x = xla_gemm_check()
+    meas = x["measured_ms"].to_numpy(float)
+    src = ("OpenXLA's measured BF16 GEMMs of an SXM-class H100 (its default matmul table for sm_90, the 27 single-batch "
+           "shapes with m, n, k in 1024-4096; perfmodel.datasets.load_xla_h100_gemms), held out: nothing fitted on them")
+
+    def tw(col):
+        return float(100 * np.abs(x[col].to_numpy(float) - meas).sum() / meas.sum())
+
+    return [
+        dict(quantity="xla_h100_bf16_gemm_time_weighted_ape_pct", unit="pct", value=tw("predicted_ms"),
+             protocol=f"100 * sum|pred - meas| / sum meas of the GEMM model on the catalog H100 at its datasheet clock on {src}"),
+        dict(quantity="xla_h100_bf16_gemm_median_ape_pct", unit="pct", value=float(x["error_pct"].abs().median()),
+             protocol=f"median of 100 * |pred - meas| / meas of the GEMM model on the catalog H100 on {src}"),
+        dict(quantity="xla_h100_bf16_gemm_bias_pct", unit="pct",
+             value=float(100 * (np.exp(np.log(x["predicted_ms"] / x["measured_ms"]).mean()) - 1)),
+             protocol=f"geometric mean of predicted / measured time, - 1 (positive: the model is slower) on {src}"),
+        dict(quantity="xla_h100_bf16_gemm_rule_of_thumb_time_weighted_ape_pct", unit="pct", value=tw("rule_of_thumb_ms"),
+             protocol=f"the baseline: each GEMM's FLOPs at 40 % of the dense BF16 peak, 100 * sum|pred - meas| / sum meas on {src}"),
+        dict(quantity="xla_h100_sustained_clock", unit="ratio",
+             value=float(sustained_clock(gpu_spec("H100"), load_xla_h100_gemms(), "bf16")),
+             protocol=("the share of its datasheet clock at which the GEMM model reproduces these GEMMs without bias "
+                       f"(perfmodel.step.kernels.sustained_clock; about 1: the catalog H100 needs no clock factor for them) on {src}")),
+    ]
 
 
 def data() -> pd.DataFrame:
@@ -109,6 +175,7 @@ def numbers() -> pd.DataFrame:
     rows.append(dict(quantity="h100_goal_met", unit="bool", value=float(h["time_weighted_ape_pct"] <= GOAL_PCT),
                      protocol=f"1 when the leave-H100-out time-weighted error over all of Vidur's H100 operator rows is at most "
                               f"{GOAL_PCT:g} % (the goal set for this model), else 0"))
+    rows.extend(_xla_rows())
     return _item.item_results(__name__, rows)
 
 
