@@ -98,21 +98,21 @@ def _clocked(gpus: list, value: str) -> list:
     import pandas as pd
 
     from perfmodel.datasets import gpu_spec
-    from perfmodel.step.kernels import at_sustained_clock, sustained_clock
+    from perfmodel.step.kernels import MAX_CLOCK_SHARE, at_sustained_clock, sustained_clock
 
     try:
         factor = float(value)
     except ValueError:
         factor = None
     if factor is not None:
-        if not 0 < factor <= 2:
-            raise _UsageError(f"--sustained-clock must be a share of the datasheet clock in (0, 2] or a CSV of measured "
-                              f"GEMMs; got {value}.")
+        if not 0 < factor <= MAX_CLOCK_SHARE:
+            raise _UsageError(f"--sustained-clock must be a share of the datasheet clock in (0, {MAX_CLOCK_SHARE:g}] or a "
+                              f"CSV of measured GEMMs; got {value}.")
         return [at_sustained_clock(g, factor) for g in gpus]
     path = Path(value)
     if not path.is_file():
-        raise _UsageError(f"--sustained-clock {value!r} is neither a number in (0, 2] nor a CSV file of measured GEMMs "
-                          "(columns m, n, k and ms or tflops).")
+        raise _UsageError(f"--sustained-clock {value!r} is neither a number in (0, {MAX_CLOCK_SHARE:g}] nor a CSV file "
+                          "of measured GEMMs (columns m, n, k and ms or tflops).")
     gemms = pd.read_csv(path)
     try:
         out = []

@@ -211,7 +211,7 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
                                                   micro_batches=m, interconnect=interconnect, activation_checkpointing=a)
                     else:
                         # full checkpointing: the forward pass again, the collectives of its layers with it
-                        t = add_recompute(plain, mode="full", comm_rerun=recompute_comm(plain, "full", 1)) if a else plain
+                        t = add_recompute(plain, mode="full", comm_rerun=recompute_comm(plain, "full")) if a else plain
                 except (StrategyError, ValueError) as exc:
                     skipped.append((strat, m, a, str(exc)))
                     continue

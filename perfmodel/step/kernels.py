@@ -20,7 +20,7 @@ import pandas as pd
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "at_sustained_clock", "gemm_work", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "at_sustained_clock", "gemm_work", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -661,6 +661,10 @@ def clear_trace_cache() -> None:
 CLOCKED_RATES = ("fp32_peak_tflops", "tf32_peak_tflops", "fp16_peak_tflops", "bf16_peak_tflops", "fp8_peak_tflops",
                  "fp32_matrix_tflops", "fp4_peak_tflops")
 
+#: The largest share of its datasheet clock a part is run at (:func:`at_sustained_clock` takes a factor in
+#: ``(0, MAX_CLOCK_SHARE]``; the command line's ``--sustained-clock`` checks the same range).
+MAX_CLOCK_SHARE = 2.0
+
 
 def at_sustained_clock(spec, factor: float):
     """``spec`` (a catalog name or a :class:`~perfmodel.datasets.GPUSpec`) running at ``factor`` of the clock its
@@ -674,8 +678,8 @@ def at_sustained_clock(spec, factor: float):
     from perfmodel.datasets import gpu_spec
 
     spec = gpu_spec(spec)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.floating)) or not (0 < float(factor) <= 2):
-        raise ValueError(f"factor must be a share of the datasheet clock in (0, 2]; got {factor!r}.")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.floating)) or not (0 < float(factor) <= MAX_CLOCK_SHARE):
+        raise ValueError(f"factor must be a share of the datasheet clock in (0, {MAX_CLOCK_SHARE:g}]; got {factor!r}.")
     f = float(factor)
     rates = {c: float(getattr(spec, c)) * f for c in CLOCKED_RATES if hasattr(spec, c)}
     clock = float(getattr(spec, "clock_ghz", np.nan)) * f

@@ -103,7 +103,7 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
     return out
 
 
-def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int) -> dict:
+def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int | None = None) -> dict:
     """The exposed communication that checkpointing ``mode`` (:func:`perfmodel._workload.checkpointing_mode`) runs
     again, per row of a parallel step frame without checkpointing (seconds, every micro-batch's; ``{"tp": ...,
     "cp": ...}``), from its ``comm_tp_forward_s`` / ``comm_cp_forward_s`` (the forward pass's per-layer collectives on
@@ -111,7 +111,8 @@ def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int) -> dict:
 
     * ``"full"``: every layer's forward pass again, its tensor-parallel collectives and context parallelism's K/V
       all-gathers with it;
-    * ``"layer:N"``: those of the checkpointed layers (:func:`perfmodel.step.trace.checkpointed_layers`);
+    * ``"layer:N"``: those of the checkpointed layers (:func:`perfmodel.step.trace.checkpointed_layers` of the
+      model's ``n_layers``, which only this mode reads);
     * ``"selective"`` (torchtitan's per-operator policy): its save list keeps the reduce-scatters' outputs (and the
       fused attention's, inside which context parallelism exchanges K/V), so with sequence parallelism only the
       all-gathers run again — half of each collective's time (an all-reduce is a reduce-scatter and an all-gather of
@@ -129,6 +130,9 @@ def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int) -> dict:
     if mode == "full":
         share_tp, share_cp = np.ones(n), np.ones(n)
     elif isinstance(mode, str) and mode.startswith("layer:"):
+        if n_layers is None:
+            raise ValueError(f"recompute_comm: mode {mode!r} checkpoints every N-th layer and needs the model's layer "
+                             "count; pass n_layers=.")
         k = float(checkpointed_layers(mode, max(int(n_layers), 1)).mean())
         share_tp, share_cp = np.full(n, k), np.full(n, k)
     elif mode == "selective":

@@ -86,6 +86,8 @@ def test_recompute_comm_refuses_an_unknown_mode_and_bad_seconds():
     frame = pd.DataFrame([_t(n_gpus=2, strategy="tp")])
     with pytest.raises(ValueError, match=r"unknown checkpointing mode 'sometimes'; expected 'full', 'selective'"):
         recompute_comm(frame, "sometimes", 2)
+    with pytest.raises(ValueError, match=r"mode 'layer:2' checkpoints every N-th layer and needs the model's layer count"):
+        recompute_comm(frame, "layer:2")
     with pytest.raises(ValueError, match=r"comm_rerun must be finite seconds >= 0"):
         add_recompute(frame, comm_rerun={"tp": -1.0})
 
