@@ -29,6 +29,15 @@ def test_one_line_error(tmp_path, capsys, case, config, args, says):
     assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [["predict"], ["layouts", "--n-gpus", "8"], ["plan"]])
+def test_a_config_path_that_is_not_a_file_is_a_usage_error(tmp_path, capsys, command):
+    missing = tmp_path / "llama-3-70b.json"
+    assert main([*command[:1], str(missing), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"no Hugging Face config at {missing}" in err and "Traceback" not in err
+    assert err.startswith(f"perfmodel {command[0]}: ") and len(err.strip().splitlines()) == 1
+
+
 def test_kv_heads_that_do_not_divide_the_heads_are_refused_before_tracing():
     from perfmodel._errors import ModelConfigError
     from perfmodel.zoo.hf import build

@@ -77,7 +77,10 @@ def _model_arg(text: str):
     if text.endswith(".json"):
         from perfmodel.zoo.hf import read_config
 
-        return read_config(text)
+        try:
+            return read_config(text)
+        except FileNotFoundError as exc:  # a usage error: the path given is not a file
+            raise _UsageError(f"{exc} Paths are relative to the directory the command runs in.") from None
     from perfmodel.zoo import load_model
 
     return load_model(text)
