@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -270,6 +270,23 @@ def load_xla_h100_gemms() -> pd.DataFrame:
     return _read_packaged("reference/gemm_h100_xla.csv")
 
 
+def load_float8_rowwise_linears() -> pd.DataFrame:
+    """torchao's published microbenchmark of a float8 linear with row-wise scaling on an H100: the speedup over
+    bfloat16 of ``LayerNorm -> Linear -> Sigmoid``, forward and backward under ``torch.compile``, for every forward
+    shape ``M x K`` times ``K x N`` with M, K, N in 1024-32768 (216 shapes; PyTorch 2.8.0a0, June 2025), transcribed
+    from the table of torchao's float8 README (pytorch/ao, ``docs/static/fp8-rowwise-perf.png``). It calibrates the
+    costs of torchao's row-wise recipe beyond its GEMMs (:mod:`perfmodel.step.float8_rowwise`); no training run is in
+    it.
+
+    Returns
+    -------
+    DataFrame
+        One row per shape: ``gpu``, ``recipe`` (``"rowwise"``), ``m``, ``k``, ``n``, ``speedup`` (bfloat16 time over
+        float8 time), ``source``.
+    """
+    return _read_packaged("reference/float8_rowwise_linear_h100.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -322,5 +339,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("xla_h100_gemms", load_xla_h100_gemms, "one measured BF16 GEMM throughput of an SXM-class H100 "
                 "(m, n, k in 1024-4096), TFLOPS", ("reference/gemm_h100_xla.csv",),
                 "OpenXLA's default matmul performance table for sm_90 (beyond the papers)", kind="reference"),
+    DatasetSpec("float8_rowwise_linears", load_float8_rowwise_linears, "one published float8 row-wise linear "
+                "microbenchmark on an H100: speedup over bfloat16 of LayerNorm -> Linear -> Sigmoid (forward + backward, "
+                "compiled) at one forward shape M x K x N", ("reference/float8_rowwise_linear_h100.csv",),
+                "torchao's float8 README, row-wise scaling table (beyond the papers)", kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

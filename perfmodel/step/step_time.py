@@ -223,9 +223,10 @@ def step_frame(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_
 
 #: What each FP8 recipe other than its kernel family's default runs, for ``basis``.
 RECIPE_BASIS = {
-    "rowwise": ("torchao's rowwise scaling (the GEMMs at the FP8 rate as tensorwise ones: no rowwise-scaled GEMM was "
-                "measured, and they are published slower than tensorwise ones on Hopper, so this is a lower bound; the "
-                "weights gathered in BF16 and cast per micro-batch)"),
+    "rowwise": ("torchao's rowwise scaling (the GEMMs at the FP8 rate as tensorwise ones; the weights gathered in BF16 "
+                "and cast per micro-batch; compiled, per FP8 linear the cost beyond its GEMMs and casts calibrated on "
+                "torchao's published row-wise microbenchmark of an H100, bytes per element of its input, output "
+                "gradient and weight: perfmodel.step.float8_rowwise)"),
     "current": ("Transformer Engine's current per-tensor scaling (each activation operand read for its maximum, then "
                 "cast, by kernels of their own)"),
     "mxfp8": ("Transformer Engine's MXFP8 block scaling (a scale per 32 elements; its casts fused as delayed scaling's; "

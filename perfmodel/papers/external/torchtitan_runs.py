@@ -230,7 +230,8 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
          "rule_of_thumb_tokens_mape_pct": ("the baseline on the same runs: mean absolute % error of tokens/s per GPU by the "
                                            "rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the dense BF16 peak "
                                            "(perfmodel.step.baselines.rule_of_thumb_step_time)"),
-         "rowwise_rows": "predicted runs with torchao's rowwise Float8 (its GEMMs at the tensorwise FP8 rate: a lower bound)",
+         "rowwise_rows": ("predicted runs with torchao's rowwise Float8 (its GEMMs at the tensorwise FP8 rate, its costs "
+                          "beyond them calibrated on torchao's row-wise microbenchmark: perfmodel.step.float8_rowwise)"),
          "rowwise_tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the rowwise Float8 runs",
          "other_tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the other runs (BF16, tensorwise Float8)",
          "memory_rows": "predicted runs with a published peak memory",
