@@ -29,115 +29,23 @@ reported, not applied.
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["FITTED_PATH", "SHARED_OP", "GATHERED_OP", "overheads", "overhead_rows", "keep_gathered_whole", "uncalibrated", "calibration_frame", "fit", "scores", "rebuild"]
+from perfmodel.step.trace import (ROWWISE_FITTED_PATH as FITTED_PATH, ROWWISE_GATHERED_OP as GATHERED_OP,
+                                  ROWWISE_SHARED_OP as SHARED_OP, _cast_rows, keep_gathered_whole,
+                                  rowwise_calibration as overheads, rowwise_overhead_rows as overhead_rows,
+                                  rowwise_uncalibrated as uncalibrated)
 
-#: the shipped calibration
-FITTED_PATH = Path(__file__).resolve().parent / "fitted" / "float8_rowwise.json"
+__all__ = ["FITTED_PATH", "SHARED_OP", "GATHERED_OP", "overheads", "overhead_rows", "keep_gathered_whole", "uncalibrated",
+           "calibration_frame", "fit", "scores", "rebuild"]
+
 #: the GPU the microbenchmark ran on (the catalog part it is predicted on)
 CALIBRATION_GPU = "H100"
 _FORMAT = 1
-_APPLY = True
-
-
-@functools.lru_cache(maxsize=1)
-def overheads() -> dict:
-    """The shipped calibration: ``bytes_per_element`` (``input``, ``grad_output``, ``weight``), ``fixed_s`` (not
-    applied), ``fitted_on``, ``n_shapes`` and the fit's errors."""
-    d = json.loads(FITTED_PATH.read_text(encoding="utf-8"))
-    if d.get("format") != _FORMAT:
-        raise ValueError(f"{FITTED_PATH} has format {d.get('format')!r}; this perfmodel reads format {_FORMAT}. Rebuild it "
-                         "with `python -m perfmodel.step.float8_rowwise`.")
-    return d
-
-
-@contextlib.contextmanager
-def uncalibrated():
-    """Within the block, compiled row-wise steps get no calibrated kernel (what :func:`calibration_frame` fits on).
-    Work already traced and memoised keeps what it had: trace new modules inside."""
-    global _APPLY
-    before, _APPLY = _APPLY, False
-    try:
-        yield
-    finally:
-        _APPLY = before
-
-
-def _operand_elements(w: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(input ``M·K``, output gradient ``M·N``, weight ``K·N``) elements of each forward GEMM row (work rows: ``dim_m``
-    the rows, ``dim_n`` the reduction, ``dim_k`` the outputs)."""
-    b, m, k, n = (w[c].to_numpy(float) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
-    return b * m * k, b * m * n, k * n
-
-
-#: op of the calibrated kernel's part that a tensor-parallel rank runs on its share of the linear
-SHARED_OP = "float8_rowwise_cast"
-#: op of the part on the operand a tensor-parallel rank holds whole: torchtitan runs row-wise float8 with regular
-#: tensor parallelism, the activations gathered in BF16 (``parallelize_llama``: "for rowwise recipes, we use regular TP
-#: and all-gather happens in high precision"), so a column-parallel linear casts the whole gathered input and a
-#: row-parallel one the whole output gradient; :func:`perfmodel.step.parallel.rank_work` keeps this part whole
-GATHERED_OP = "float8_rowwise_gathered"
-
-
-def _row_parallel(fwd: pd.DataFrame) -> np.ndarray:
-    """Which forward GEMMs are a row-parallel linear under Megatron-style tensor parallelism: an attention's output
-    projection (by name, as :mod:`perfmodel.step.memory` finds it) or a linear whose input is not the hidden state (its
-    reduction dimension is not the commonest one: an MLP's down projection)."""
-    from perfmodel.step.memory import _OUT_PROJECTION
-
-    k = fwd["dim_n"].to_numpy(float)
-    hidden = float(pd.Series(k).mode().iloc[0])
-    mods = fwd["module"].astype(str).to_numpy() if "module" in fwd.columns else np.full(len(fwd), "")
-    return np.array([bool(_OUT_PROJECTION.search(m)) for m in mods], dtype=bool) | (k != hidden)
-
-
-def overhead_rows(w: pd.DataFrame) -> pd.DataFrame:
-    """Work rows of ``w`` (a compiled step with its FP8 linears marked) plus, per FP8 linear (each forward FP8 GEMM
-    whose rows are the tokens), the calibrated memory-bound kernel in the backward pass (module docstring) as two rows:
-    :data:`GATHERED_OP` the bytes of the operand a tensor-parallel rank holds whole (a column-parallel linear's input, a
-    row-parallel one's output gradient), :data:`SHARED_OP` the rest. Unchanged inside :func:`uncalibrated`."""
-    from perfmodel.step.trace import _cast_rows
-
-    if not _APPLY:
-        return w
-    fwd = w[w["fp8"].to_numpy(bool) & (w["phase"].astype(str) == "forward").to_numpy()]
-    if not len(fwd):
-        return w
-    tokens = float(fwd["dim_m"].mode().iloc[0])
-    fwd = fwd[fwd["dim_m"].to_numpy(float) == tokens]
-    per = overheads()["bytes_per_element"]
-    mk, mn, kn = _operand_elements(fwd)
-    row = _row_parallel(fwd)
-    x, g, wt = per["input"] * mk, per["grad_output"] * mn, per["weight"] * kn
-    gathered = np.where(row, g, x)
-    shared = np.where(row, x, g) + wt
-    parts = []
-    for op, nbytes in ((GATHERED_OP, gathered), (SHARED_OP, shared)):
-        keep = nbytes > 0
-        if keep.any():
-            parts.append(_cast_rows(fwd[keep], nbytes[keep], op, "backward")[w.columns])
-    return pd.concat([w, *parts], ignore_index=True) if parts else w
-
-
-def keep_gathered_whole(work: pd.DataFrame, tp: int) -> pd.DataFrame:
-    """A tensor-parallel rank's work rows after the split divided every row of a split module by ``tp``: the
-    :data:`GATHERED_OP` rows back to their whole size (the operand the rank holds whole)."""
-    if tp <= 1 or "op" not in work.columns:
-        return work
-    at = (work["op"].astype(str) == GATHERED_OP).to_numpy()
-    if not at.any():
-        return work
-    w = work.copy()
-    for c in ("flops", "bytes", "tiles", "dim_m"):
-        w.loc[at, c] = w.loc[at, c] * tp
-    return w
 
 
 def _subgraph(k: int, n: int):
@@ -186,7 +94,6 @@ def calibration_frame(data: pd.DataFrame | None = None, gpu: str = CALIBRATION_G
 def _bandwidth(gpu: str) -> float:
     """Bytes per second perfmodel's elementwise model moves in a large memory-bound kernel on ``gpu`` (1 GiB)."""
     from perfmodel.step.kernels import kernel_seconds
-    from perfmodel.step.trace import _cast_rows
 
     one = pd.DataFrame({"dim_n": [4096.0], "phase": ["backward"]})
     row = _cast_rows(one, np.array([float(2**30)]), "float8_rowwise_cast", "backward")

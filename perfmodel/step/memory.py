@@ -56,6 +56,8 @@ import numpy as np
 import pandas as pd
 
 from perfmodel._workload import accepts_workload
+#: the output projection of an attention module (row-parallel; :data:`perfmodel.step.trace.OUT_PROJECTION`)
+from perfmodel.step.trace import OUT_PROJECTION as _OUT_PROJECTION
 
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES"]
 
@@ -204,12 +206,6 @@ def _saved_for(net, dtype, x_shape, x_dtype):
         memo[key] = (saved, model_layout(meta_net) if meta_net is not net else None)
     saved, lay = memo[key]
     return saved.copy(), lay
-
-
-#: the output projection of an attention module (GPT-2's ``attn.c_proj``, Llama's ``self_attn.o_proj``, OPT's
-#: ``out_proj``, BERT's ``attention.output.dense``, GPT-NeoX's ``attention.dense``, T5's ``wo``).
-_OUT_PROJECTION = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|self_attention)\."
-                             r"(c_proj|o_proj|out_proj|dense|wo|output\.dense)$", re.IGNORECASE)
 
 
 def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:

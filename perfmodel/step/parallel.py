@@ -92,7 +92,6 @@ import numpy as np
 import pandas as pd
 
 # what a layout is made of, re-exported here as the parallel layer's vocabulary
-from perfmodel.step.float8_rowwise import keep_gathered_whole
 from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_SLOWDOWN, Interconnect, allgather_time, allreduce_time,
                                           overlap_slowdown, p2p_time,
                                           reduce_scatter_time, resolve_interconnect)
@@ -502,7 +501,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     if tpd > 1:
         split_mask = _tp_split_mask(work, layer, lay)
         work = _divide_rows(work, split_mask, tpd, tokens)
-        work = keep_gathered_whole(work, tpd)  # row-wise float8's costs on the operand a rank holds whole
+        work = wl.keep_gathered_whole(work, tpd)  # row-wise float8's costs on the operand a rank holds whole
         work = _scale_rows(work, is_opt, rank_P / P)
         if ex["sequence_parallel"]:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
             sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()

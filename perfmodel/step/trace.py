@@ -11,6 +11,7 @@ context-parallel rank computes (:func:`context_parallel_work`). Nothing here kno
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -18,6 +19,7 @@ import functools
 import re
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -29,7 +31,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -878,7 +880,7 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
     cast per micro-batch with its transpose as Transformer Engine casts it (:func:`te_fp8_work`), and per FP8 linear
     the cost beyond its GEMMs and these casts that torchao's published row-wise microbenchmark calibrates (the second
     scaling of the input and output gradient for the weight gradient, the backward GEMMs' rescaling kernels:
-    :func:`perfmodel.step.float8_rowwise.overhead_rows`). The GEMMs are predicted at the FP8 rate as tensorwise ones
+    :func:`rowwise_overhead_rows`). The GEMMs are predicted at the FP8 rate as tensorwise ones
     (the calibration absorbs what the row-wise kernels lose, where the microbenchmark shows it).
     """
     w = work.copy()
@@ -895,9 +897,101 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
         casts = _cast_rows(sel, per_el * n_el, "float8_cast", sel["phase"].to_numpy())
         w = pd.concat([w, casts[w.columns]], ignore_index=True)
     if recipe == "rowwise" and compiled:
-        from perfmodel.step.float8_rowwise import overhead_rows
+        w = rowwise_overhead_rows(_weight_casts(w))
+    return w
 
-        w = overhead_rows(_weight_casts(w))
+
+# ----------------------------------------- torchao's row-wise float8 beyond its GEMMs (perfmodel.step.float8_rowwise)
+
+#: the calibration of :func:`rowwise_overhead_rows`, fitted by :mod:`perfmodel.step.float8_rowwise`
+ROWWISE_FITTED_PATH = Path(__file__).resolve().parent / "fitted" / "float8_rowwise.json"
+_ROWWISE_FORMAT = 1
+_ROWWISE_APPLY = [True]
+#: op of the calibrated kernel's part that a tensor-parallel rank runs on its share of the linear
+ROWWISE_SHARED_OP = "float8_rowwise_cast"
+#: op of the part on the operand a tensor-parallel rank holds whole: torchtitan runs row-wise float8 with regular
+#: tensor parallelism, the activations gathered in BF16 (``parallelize_llama``: "for rowwise recipes, we use regular TP
+#: and all-gather happens in high precision"), so a column-parallel linear casts the whole gathered input and a
+#: row-parallel one the whole output gradient; :func:`perfmodel.step.parallel.rank_work` keeps this part whole
+ROWWISE_GATHERED_OP = "float8_rowwise_gathered"
+#: the output projection of an attention module (GPT-2's ``attn.c_proj``, Llama's ``self_attn.o_proj``, OPT's
+#: ``out_proj``, BERT's ``attention.output.dense``, GPT-NeoX's ``attention.dense``, T5's ``wo``): row-parallel under
+#: Megatron-style tensor parallelism.
+OUT_PROJECTION = re.compile(r"(^|\.)(attn|attention|self_attn|selfattention|self_attention)\."
+                            r"(c_proj|o_proj|out_proj|dense|wo|output\.dense)$", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1)
+def rowwise_calibration() -> dict:
+    """The shipped calibration of torchao's row-wise recipe (:mod:`perfmodel.step.float8_rowwise`):
+    ``bytes_per_element`` (``input``, ``grad_output``, ``weight``), ``fixed_s`` (not applied), ``fitted_on``,
+    ``n_shapes`` and the fit's errors."""
+    d = json.loads(ROWWISE_FITTED_PATH.read_text(encoding="utf-8"))
+    if d.get("format") != _ROWWISE_FORMAT:
+        raise ValueError(f"{ROWWISE_FITTED_PATH} has format {d.get('format')!r}; this perfmodel reads format "
+                         f"{_ROWWISE_FORMAT}. Rebuild it with `python -m perfmodel.step.float8_rowwise`.")
+    return d
+
+
+@contextlib.contextmanager
+def rowwise_uncalibrated():
+    """Within the block, compiled row-wise steps get no calibrated kernel (what the calibration is fitted on). Work
+    already traced and memoised keeps what it had: trace new modules inside."""
+    before, _ROWWISE_APPLY[0] = _ROWWISE_APPLY[0], False
+    try:
+        yield
+    finally:
+        _ROWWISE_APPLY[0] = before
+
+
+def _row_parallel(fwd: pd.DataFrame) -> np.ndarray:
+    """Which forward GEMMs are a row-parallel linear under Megatron-style tensor parallelism: an attention's output
+    projection (by name, :data:`OUT_PROJECTION`) or a linear whose input is not the hidden state (its reduction
+    dimension is not the commonest one: an MLP's down projection)."""
+    k = fwd["dim_n"].to_numpy(float)
+    hidden = float(pd.Series(k).mode().iloc[0])
+    mods = fwd["module"].astype(str).to_numpy() if "module" in fwd.columns else np.full(len(fwd), "")
+    return np.array([bool(OUT_PROJECTION.search(m)) for m in mods], dtype=bool) | (k != hidden)
+
+
+def rowwise_overhead_rows(w: pd.DataFrame) -> pd.DataFrame:
+    """Work rows of ``w`` (a compiled step with its FP8 linears marked) plus, per FP8 linear (each forward FP8 GEMM
+    whose rows are the tokens, ``M × K`` times ``K × N``), the memory-bound kernel in the backward pass that
+    :mod:`perfmodel.step.float8_rowwise` calibrates, moving ``a·M·K + b·M·N + c·K·N`` bytes
+    (:func:`rowwise_calibration`), as two rows: :data:`ROWWISE_GATHERED_OP` the bytes of the operand a tensor-parallel
+    rank holds whole (a column-parallel linear's input, a row-parallel one's output gradient),
+    :data:`ROWWISE_SHARED_OP` the rest. Unchanged inside :func:`rowwise_uncalibrated`."""
+    if not _ROWWISE_APPLY[0]:
+        return w
+    fwd = w[w["fp8"].to_numpy(bool) & (w["phase"].astype(str) == "forward").to_numpy()]
+    if not len(fwd):
+        return w
+    tokens = float(fwd["dim_m"].mode().iloc[0])
+    fwd = fwd[fwd["dim_m"].to_numpy(float) == tokens]
+    per = rowwise_calibration()["bytes_per_element"]
+    # work rows: dim_m the rows, dim_n the reduction, dim_k the outputs
+    b, m, k, n = (fwd[c].to_numpy(float) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
+    x, g, wt = per["input"] * b * m * k, per["grad_output"] * b * m * n, per["weight"] * k * n
+    row = _row_parallel(fwd)
+    parts = []
+    for op, nbytes in ((ROWWISE_GATHERED_OP, np.where(row, g, x)), (ROWWISE_SHARED_OP, np.where(row, x, g) + wt)):
+        keep = nbytes > 0
+        if keep.any():
+            parts.append(_cast_rows(fwd[keep], nbytes[keep], op, "backward")[w.columns])
+    return pd.concat([w, *parts], ignore_index=True) if parts else w
+
+
+def keep_gathered_whole(work: pd.DataFrame, tp: int) -> pd.DataFrame:
+    """A tensor-parallel rank's work rows after the split divided every row of a split module by ``tp``: the
+    :data:`ROWWISE_GATHERED_OP` rows back to their whole size (the operand the rank holds whole)."""
+    if tp <= 1 or "op" not in work.columns:
+        return work
+    at = (work["op"].astype(str) == ROWWISE_GATHERED_OP).to_numpy()
+    if not at.any():
+        return work
+    w = work.copy()
+    for c in ("flops", "bytes", "tiles", "dim_m"):
+        w.loc[at, c] = w.loc[at, c] * tp
     return w
 
 
