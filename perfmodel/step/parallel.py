@@ -499,13 +499,14 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
     rank_P = rank_share(lay, lay.param_numel, tpd)  # parameters of one tensor-parallel rank
     if tpd > 1:
+        unsplit = work
         split_mask = _tp_split_mask(work, layer, lay)
         work = _divide_rows(work, split_mask, tpd, tokens)
-        work = wl.keep_gathered_whole(work, tpd)  # row-wise float8's costs on the operand a rank holds whole
         work = _scale_rows(work, is_opt, rank_P / P)
         if ex["sequence_parallel"]:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
             sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
             work = _divide_rows(work, sp_mask, tpd, tokens)
+        work = wl.keep_gathered_whole(work, unsplit, tpd)  # row-wise float8's costs: the gathered operand whole
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),

@@ -981,17 +981,22 @@ def rowwise_overhead_rows(w: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([w, *parts], ignore_index=True) if parts else w
 
 
-def keep_gathered_whole(work: pd.DataFrame, tp: int) -> pd.DataFrame:
-    """A tensor-parallel rank's work rows after the split divided every row of a split module by ``tp``: the
-    :data:`ROWWISE_GATHERED_OP` rows back to their whole size (the operand the rank holds whole)."""
+def keep_gathered_whole(work: pd.DataFrame, unsplit: pd.DataFrame, tp: int) -> pd.DataFrame:
+    """A tensor-parallel rank's work rows (``work``, after the layout's split) with the row-wise calibrated kernels
+    sized from the rank's whole step before the split (``unsplit``, the same rows in the same order): the
+    :data:`ROWWISE_GATHERED_OP` rows whole (the operand the rank holds whole), the :data:`ROWWISE_SHARED_OP` rows its
+    ``1/tp`` share — whatever the split did to them (their rows' shape says nothing of the linear's)."""
     if tp <= 1 or "op" not in work.columns:
         return work
-    at = (work["op"].astype(str) == ROWWISE_GATHERED_OP).to_numpy()
-    if not at.any():
+    op = work["op"].astype(str).to_numpy()
+    gathered, shared = op == ROWWISE_GATHERED_OP, op == ROWWISE_SHARED_OP
+    if not (gathered.any() or shared.any()):
         return work
     w = work.copy()
     for c in ("flops", "bytes", "tiles", "dim_m"):
-        w.loc[at, c] = w.loc[at, c] * tp
+        whole = unsplit[c].to_numpy(float)
+        w.loc[gathered, c] = whole[gathered]
+        w.loc[shared, c] = np.maximum(whole[shared] / tp, 1.0 if c == "dim_m" else 0.0)
     return w
 
 

@@ -113,11 +113,13 @@ def test_a_tensor_parallel_rank_runs_its_share_but_the_operand_it_gathers_whole(
     w = pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="fp8", optimizer=None, compile=True,
                     fp8_recipe="rowwise")
     one = rank_work(*resolve_run(w, pm.Cluster("H100", n_gpus=1), pm.Parallelism("fsdp"))[::2], 1)
-    two = rank_work(*resolve_run(w, pm.Cluster("H100", n_gpus=2), pm.Parallelism("fsdp1-tp2"))[::2], 2)
-    for op, f in ((fr.GATHERED_OP, 1.0), (fr.SHARED_OP, 0.5)):
-        b1 = one.work.loc[one.work["op"] == op, "bytes"].sum()
-        b2 = two.work.loc[two.work["op"] == op, "bytes"].sum()
-        assert b1 > 0 and b2 == pytest.approx(f * b1, rel=1e-9)
+    # torchtitan's 2D layout (sequence parallel) and Megatron's tensor parallelism without it: the same sizes
+    for layout, how in (("fsdp1-tp2", {}), ("dp1-tp2", dict(framework="megatron", sequence_parallel=False))):
+        two = rank_work(*resolve_run(w, pm.Cluster("H100", n_gpus=2), pm.Parallelism(layout, **how))[::2], 2)
+        for op, f in ((fr.GATHERED_OP, 1.0), (fr.SHARED_OP, 0.5)):
+            b1 = one.work.loc[one.work["op"] == op, "bytes"].sum()
+            b2 = two.work.loc[two.work["op"] == op, "bytes"].sum()
+            assert b1 > 0 and b2 == pytest.approx(f * b1, rel=1e-9), (layout, op)
 
 
 def test_the_calibrated_kernels_run_at_each_gpus_own_bandwidth():
