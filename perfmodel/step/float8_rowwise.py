@@ -17,9 +17,10 @@ leaves over that prediction, ``t_bf16 / speedup − t_fp8``, is fitted per shape
 (non-negative least squares on the error relative to the measured float8 time): a cost per element of the input, of
 the output gradient and of the weight, and a fixed cost per linear. The per-element costs are turned into bytes at the
 bandwidth perfmodel's elementwise model gives a large kernel on that H100 (:data:`FITTED_PATH` keeps them), and every
-compiled row-wise step gets, per FP8 linear, one memory-bound kernel in its backward pass moving
-``a·M·K + b·M·N + c·K·N`` bytes (:func:`overhead_rows`) — on any GPU at its own bandwidth, at the shapes the GPU runs
-(under tensor parallelism its share of the linear, but the operand it holds whole: :func:`keep_gathered_whole`). The
+compiled row-wise step gets, per FP8 linear, a memory-bound kernel in its backward pass moving
+``a·M·K + b·M·N + c·K·N`` bytes (:func:`overhead_rows`; two work rows, the part on the operand a tensor-parallel rank
+gathers and the rest) — on any GPU at its own bandwidth, at the shapes the GPU runs (under tensor parallelism its
+share of the linear, but the operand it holds whole: :func:`keep_gathered_whole`). The
 fixed cost (tens of microseconds: the launches of the extra kernels, which a training step's long kernels hide) is
 reported, not applied.
 
@@ -36,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.step.trace import (ROWWISE_FITTED_PATH as FITTED_PATH, ROWWISE_GATHERED_OP as GATHERED_OP,
-                                  ROWWISE_SHARED_OP as SHARED_OP, _cast_rows, keep_gathered_whole,
+                                  ROWWISE_SHARED_OP as SHARED_OP, _ROWWISE_FORMAT, _cast_rows, keep_gathered_whole,
                                   rowwise_calibration as overheads, rowwise_overhead_rows as overhead_rows,
                                   rowwise_uncalibrated as uncalibrated)
 
@@ -45,7 +46,6 @@ __all__ = ["FITTED_PATH", "SHARED_OP", "GATHERED_OP", "overheads", "overhead_row
 
 #: the GPU the microbenchmark ran on (the catalog part it is predicted on)
 CALIBRATION_GPU = "H100"
-_FORMAT = 1
 
 
 def _subgraph(k: int, n: int):
@@ -141,7 +141,7 @@ def rebuild(path: Path | str = FITTED_PATH) -> dict:
     c = fit(frame)
     s = scores(frame, c)
     big = s["m"] >= 8192
-    c.update(format=_FORMAT,
+    c.update(format=_ROWWISE_FORMAT,
              fitted_on=("torchao's float8 README, row-wise scaling table (pytorch/ao@6243040, docs/static/"
                         "fp8-rowwise-perf.png; perfmodel.datasets.load_float8_rowwise_linears): the speedup over "
                         "bfloat16 of LayerNorm -> Linear -> Sigmoid, forward + backward, torch.compile, H100, 216 "
