@@ -678,7 +678,8 @@ def at_sustained_clock(spec, factor: float):
     from perfmodel.datasets import gpu_spec
 
     spec = gpu_spec(spec)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.floating)) or not (0 < float(factor) <= MAX_CLOCK_SHARE):
+    if (isinstance(factor, bool) or not isinstance(factor, (int, float, np.floating))
+            or not 0 < float(factor) <= MAX_CLOCK_SHARE):
         raise ValueError(f"factor must be a share of the datasheet clock in (0, {MAX_CLOCK_SHARE:g}]; got {factor!r}.")
     f = float(factor)
     rates = {c: float(getattr(spec, c)) * f for c in CLOCKED_RATES if hasattr(spec, c)}

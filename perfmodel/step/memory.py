@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 
 import numpy as np
 import pandas as pd
