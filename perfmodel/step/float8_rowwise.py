@@ -96,7 +96,7 @@ def _bandwidth(gpu: str) -> float:
     from perfmodel.step.kernels import kernel_seconds
 
     one = pd.DataFrame({"dim_n": [4096.0], "phase": ["backward"]})
-    row = _cast_rows(one, np.array([float(2**30)]), "float8_rowwise_cast", "backward")
+    row = _cast_rows(one, np.array([float(2**30)]), SHARED_OP, "backward")
     return float(2**30 / np.asarray(kernel_seconds(row, gpu, "fp8"), float)[0])
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "at_sustained_clock", "gemm_work", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -706,6 +706,18 @@ def gemm_work(gemms: pd.DataFrame) -> pd.DataFrame:
                          "op": "aten.mm", "phase": "forward", "fp8": prec == "fp8"})
 
 
+def gemm_seconds(gemms: pd.DataFrame, spec) -> np.ndarray:
+    """The GEMM model's time (s) of each row of ``gemms`` (``m``, ``n``, ``k``; an optional ``precision`` column, BF16
+    without it) on ``spec``, each row at its own precision (:func:`gemm_work`, :func:`kernel_seconds`)."""
+    work = gemm_work(gemms)
+    prec = gemms["precision"].astype(str).to_numpy() if "precision" in gemms.columns else np.full(len(gemms), "bf16")
+    t = np.empty(len(gemms))
+    for p in pd.unique(prec):
+        at = prec == p
+        t[at] = np.asarray(kernel_seconds(work[at].reset_index(drop=True), spec, str(p)), dtype=float)
+    return t
+
+
 def _measured_seconds(gemms: pd.DataFrame) -> np.ndarray:
     if "ms" in gemms.columns:
         t = pd.to_numeric(gemms["ms"], errors="coerce").to_numpy(float) / 1e3
@@ -762,10 +774,10 @@ def sustained_clock(spec, gemms: pd.DataFrame, precision: str = "bf16") -> float
     def bias(f: float) -> float:
         return float(np.mean(np.log(kernel_seconds(work, at_sustained_clock(spec, f), precision) / measured)))
 
-    lo, hi = 0.2, 2.0
+    lo, hi = 0.2, MAX_CLOCK_SHARE
     if bias(lo) < 0 or bias(hi) > 0:
         raise ValueError(f"the measured GEMMs are {'slower' if bias(lo) < 0 else 'faster'} than the GEMM model predicts "
-                         f"for {spec.gpu} at {'0.2' if bias(lo) < 0 else '2'} times its datasheet clock: check that ms "
+                         f"for {spec.gpu} at {lo if bias(lo) < 0 else hi:g} times its datasheet clock: check that ms "
                          "are milliseconds (or tflops TFLOPS) and m, n, k the GEMM's sizes.")
     for _ in range(40):
         mid = 0.5 * (lo + hi)

@@ -85,14 +85,14 @@ def xla_gemm_check() -> pd.DataFrame:
 
     from perfmodel.datasets import gpu_spec, load_xla_h100_gemms
     from perfmodel.step.baselines import RULE_OF_THUMB_MFU
-    from perfmodel.step.kernels import gemm_work, kernel_seconds
+    from perfmodel.step.kernels import gemm_seconds
 
     g = load_xla_h100_gemms()
     spec = gpu_spec("H100")
     flops = 2.0 * g["m"].to_numpy(float) * g["n"].to_numpy(float) * g["k"].to_numpy(float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = np.asarray(kernel_seconds(gemm_work(g), spec, "bf16"), dtype=float)
+        t = gemm_seconds(g, spec)
     out = g[["m", "n", "k"]].assign(measured_ms=g["ms"].astype(float), predicted_ms=t * 1e3,
                                     rule_of_thumb_ms=flops / (RULE_OF_THUMB_MFU * spec.peak_tflops("bf16") * 1e12) * 1e3,
                                     measured_tflops=g["tflops"].astype(float), predicted_tflops=flops / t / 1e12)
