@@ -66,9 +66,17 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
 * **sequence parallelism** (Megatron's with ``tp > 1``, torchtitan's with ``fsdp`` and ``tp``): the norms, dropouts
   and residual adds on the hidden state run on ``s / tp`` tokens; the all-gather and reduce-scatter that replace each
   all-reduce move its bytes (as modelled); between pipeline stages the sequence shard is sent, with no all-gather.
-* **asynchronous tp** (``async_tp=True``, torchtitan's micro-pipelined all-gather-matmul and matmul-reduce-scatter):
-  each tensor-parallel collective of a layer is cut into ``tp`` chunks that overlap the matmul it feeds or follows:
-  ``max(collective / tp, collective − matmul)`` is exposed (:func:`_tp_layer_exposed`).
+* **asynchronous tp** (``async_tp=True``, torchtitan's micro-pipelined all-gather-matmul and matmul-reduce-scatter;
+  Megatron's ``--tp-comm-overlap``): each block (attention, MLP) of a layer has an all-gather before its
+  column-parallel linears and a reduce-scatter after its row-parallel one; each is cut into ``tp`` chunks that overlap
+  the chunks of the matmul it is fused with, so ``max(c / tp, c − (tp−1)/tp · matmul)`` of a collective ``c`` is
+  exposed (:func:`_fused_exposed`): in the forward pass the all-gather under the column-parallel GEMMs and the
+  reduce-scatter under the row-parallel one; in the backward pass the all-gather of the output gradient under the
+  row-parallel input-gradient GEMM, and the reduce-scatter of the input gradient under the column-parallel one only
+  where one GEMM produces it (PyTorch's pass fuses a reduce-scatter whose input is a matmul's output, not a sum of
+  several: separate Q, K, V or gate and up projections leave it whole; Megatron's fused ``linear_qkv`` and
+  ``linear_fc1`` overlap it) (:func:`_async_tp_layer`). An input-gradient GEMM is timed as its forward GEMM (the same
+  FLOPs and rows).
 * **pipeline schedules**: ``"1f1b"`` and ``"interleaved-1f1b"`` (``virtual_stages`` model chunks per rank, default
   two, torchtitan's default for its looped schedules; :func:`pipeline_time`): the fill and drain shrink ``v``-fold, the sends grow ``v``-fold.
   One ``interconnect`` serves all the groups unless a dict ``{"tp": ..., "pp": ..., "dp": ...}`` gives each its
@@ -81,7 +89,7 @@ NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL c
 What it does not model: congestion between collectives of different groups (or of several groups sharing one
 link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
 NVSwitch in-network reduction (NVLS) and SHARP, Megatron's FP8 parameter all-gather, the slow-down of matmuls cut
-into chunks by asynchronous tensor parallelism, and the lower efficiency of ring attention's partial kernels under
+into chunks by asynchronous tensor parallelism (each chunk is timed in its whole GEMM's share), and the lower efficiency of ring attention's partial kernels under
 context parallelism.
 """
 from __future__ import annotations
@@ -329,14 +337,68 @@ def _links_label(links: dict, used: list) -> Interconnect | str:
     return "; ".join(f"{g}: {links[g].name} ({links[g].bandwidth_gb_per_s:g} GB/s x {links[g].efficiency:g})" for g in used)
 
 
-def _tp_layer_exposed(collective_s: float, tp: int, matmul_s: float, async_tp: bool) -> float:
-    """Exposed seconds of one tensor-parallel collective of a layer (half of the layer's tensor-parallel matmul time
-    ``matmul_s`` is the matmul it feeds or follows). Vanilla TP: all of it. Asynchronous TP (torchtitan's
-    micro-pipelined all-gather-matmul and matmul-reduce-scatter over symmetric memory): the collective is cut in ``tp``
-    chunks that each overlap a chunk of the matmul, so one chunk is exposed, or what the matmul cannot hide."""
-    if not async_tp or tp < 2:
+def _fused_exposed(collective_s: float, tp: int, matmul_s: float) -> float:
+    """Exposed seconds of a tensor-parallel collective fused with a matmul (asynchronous TP): both cut in ``tp``
+    chunks, each chunk's transfer under another chunk's matmul, so ``tp − 1`` of the matmul's chunks hide the
+    transfers; at least one chunk's transfer stays exposed."""
+    if tp < 2:
         return collective_s
-    return max(collective_s / tp, collective_s - matmul_s / 2)
+    return max(collective_s / tp, collective_s - (tp - 1) / tp * matmul_s)
+
+
+#: the tensor-parallel role of a linear's GEMM rows (:func:`_tp_linear_roles`): none, column-parallel (its input
+#: all-gathered), row-parallel (its output reduce-scattered)
+TP_NONE, TP_COLUMN, TP_ROW = 0, 1, 2
+
+
+def _tp_linear_roles(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout, mm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the unsplit ``work``: the tensor-parallel role of the linear whose GEMM it is (``TP_COLUMN`` /
+    ``TP_ROW``; ``TP_NONE`` outside the rows ``mm``) and the block of the layer it belongs to (the linear's parent
+    module below the layer, e.g. ``"self_attn"``, ``"mlp"``; ``""`` outside). A linear is row-parallel when it is an
+    attention's output projection (by name, :data:`perfmodel.step.trace.OUT_PROJECTION`) or its forward GEMM does
+    not reduce over the hidden size (an MLP's down projection), column-parallel otherwise; its forward and backward
+    rows share the role."""
+    from perfmodel.step.trace import OUT_PROJECTION
+
+    role = np.full(len(work), TP_NONE, dtype=np.int8)
+    block = np.full(len(work), "", dtype=object)
+    if not mm.any() or "module" not in work.columns:
+        return role, block
+    mods = work["module"].astype(str).to_numpy()
+    prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
+    fwd = mm & (work["phase"].astype(str) == "forward").to_numpy()
+    row_of: dict = {}
+    for m, k in zip(mods[fwd], work["dim_n"].to_numpy(float)[fwd]):
+        row_of[m] = row_of.get(m, False) or bool(OUT_PROJECTION.search(m)) or k != float(lay.hidden or k)
+    for i in np.flatnonzero(mm):
+        m = mods[i]
+        if m not in row_of:
+            continue
+        role[i] = TP_ROW if row_of[m] else TP_COLUMN
+        rel = m[len(prefix) + 1:].split(".", 1)[-1] if prefix and m.startswith(prefix + ".") else m
+        block[i] = rel.rsplit(".", 1)[0] if "." in rel else ""
+    return role, block
+
+
+def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple[float, float]:
+    """Exposed seconds of one layer's tensor-parallel collectives under asynchronous TP, (forward, backward): per
+    block of the layer (:func:`_tp_linear_roles`), the all-gather ``ag`` and the reduce-scatter ``rs`` each fused with
+    its matmul (:func:`_fused_exposed`, the module docstring); the layer's GEMM times averaged over the layers. No more
+    than vanilla TP's two all-gathers and two reduce-scatters per pass."""
+    L = max(r.lay.n_layers, 1)
+    fwd = r.phase == "forward"
+    f_ex = b_ex = 0.0
+    for b in pd.unique(r.tp_block[r.tp_role != TP_NONE]):
+        col = fwd & (r.tp_role == TP_COLUMN) & (r.tp_block == b)
+        row = fwd & (r.tp_role == TP_ROW) & (r.tp_block == b)
+        col_s, row_s = float(t[col].sum()) / L, float(t[row].sum()) / L
+        # the column-parallel linears of one layer's block: one GEMM (a fused QKV, Megatron's linear_qkv / linear_fc1)
+        # lets the backward reduce-scatter fuse with it
+        one_producer = r.framework == "megatron" or len(pd.unique(r.work["module"].to_numpy()[col])) <= L
+        f_ex += _fused_exposed(ag, r.tp, col_s) + _fused_exposed(rs, r.tp, row_s)
+        b_ex += _fused_exposed(ag, r.tp, row_s) + (_fused_exposed(rs, r.tp, col_s) if one_producer else rs)
+    cap = 2 * (ag + rs)
+    return min(f_ex, cap), min(b_ex, cap)
 
 
 #: the process groups of a layout, in the order a result lists their communication.
@@ -398,6 +460,11 @@ class RankWork:
     #: pipeline stage's rank; 0 / None when every parameter is gathered at ``elem_bytes``
     fp8_gathered: float = 0.0
     stage_fp8_gathered: np.ndarray | None = None
+    #: per work row, the tensor-parallel role of its linear and the block of the layer it is in
+    #: (:func:`_tp_linear_roles`; all ``TP_NONE`` without tensor parallelism): which matmul each collective of
+    #: asynchronous TP is fused with
+    tp_role: np.ndarray | None = None
+    tp_block: np.ndarray | None = None
 
     @property
     def dp_ranks(self) -> int:
@@ -507,6 +574,11 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
             sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
             work = _divide_rows(work, sp_mask, tpd, tokens)
         work = wl.keep_gathered_whole(work, unsplit, tpd)  # row-wise float8's costs: the gathered operand whole
+        tp_role, tp_block = _tp_linear_roles(unsplit, layer, lay, split_mask & (layer >= 0) & (layer < lay.n_layers)
+                                             & (unsplit["op_class"] == "matmul").to_numpy()
+                                             & ~unsplit["op"].astype(str).str.contains("scaled_dot_product").to_numpy())
+    else:
+        tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
@@ -538,7 +610,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                if tpd > 1 else np.zeros(len(work), bool)),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
-        **stages)
+        tp_role=tp_role, tp_block=tp_block, **stages)
 
 
 @dataclasses.dataclass
@@ -546,7 +618,7 @@ class _Comm:
     """One GPU's per-layer collective times, shared by the three execution paths."""
 
     tp_per: float  # one tensor-parallel all-reduce of the activations
-    tp_lf: float  # exposed seconds of one layer's tensor-parallel collective, forward
+    tp_lf: float  # exposed seconds of a layer's tensor-parallel collectives over two (its 2 all-reduces' worth), forward
     tp_lb: float  # ... backward
     cp_f: float  # context parallel, exposed per pass over all layers
     cp_b: float
@@ -557,9 +629,14 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     phase, lay = r.phase, r.lay
     tp_per = allreduce_time(r.act_bytes, r.tp, lk["tp"])  # 0 without tensor parallelism
     L = max(lay.n_layers, 1)
-    # tensor-parallel collectives of the layers, per pass (2 per layer; async TP hides them under the matmuls)
-    tp_lf = _tp_layer_exposed(tp_per, r.tp, float(t[r.tp_mm & (phase == "forward")].sum()) / L, r.async_tp)
-    tp_lb = _tp_layer_exposed(tp_per, r.tp, float(t[r.tp_mm & (phase == "backward")].sum()) / L, r.async_tp)
+    # tensor-parallel collectives of the layers, per pass: 2 all-reduces' worth per layer (an all-gather and a
+    # reduce-scatter per block); async TP fuses each with its matmul. tp_lf / tp_lb: half a layer's exposed seconds
+    if r.async_tp and r.tp > 1:
+        f_ex, b_ex = _async_tp_layer(r, t, allgather_time(r.act_bytes, r.tp, lk["tp"]),
+                                     reduce_scatter_time(r.act_bytes, r.tp, lk["tp"]))
+        tp_lf, tp_lb = f_ex / 2, b_ex / 2
+    else:
+        tp_lf = tp_lb = tp_per
     # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
     # reduce-scatter dK, dV after the backward one
     cpd = r.cp
@@ -601,7 +678,7 @@ class LayoutStep:
 def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
     """Exposed seconds of the tensor-parallel collectives of ``n_layers`` layers' forward pass, one micro-batch: two
     per layer, each all of one activation all-reduce (vanilla TP) or what the matmul it feeds or follows leaves exposed
-    (asynchronous TP, :func:`_tp_layer_exposed`); 0 without tensor parallelism."""
+    (asynchronous TP, :func:`_async_tp_layer`); 0 without tensor parallelism."""
     return 2 * n_layers * (c.tp_lf if r.async_tp else c.tp_per)
 
 
