@@ -346,12 +346,15 @@ def _fused_exposed(collective_s: float, tp: int, matmul_s: float) -> float:
     return max(collective_s / tp, collective_s - (tp - 1) / tp * matmul_s)
 
 
+#: the operators of a linear layer's GEMMs (forward and backward)
+_LINEAR_GEMM_OPS = ("aten.mm", "aten.addmm", "aten._scaled_mm")
+
 #: the tensor-parallel role of a linear's GEMM rows (:func:`_tp_linear_roles`): none, column-parallel (its input
 #: all-gathered), row-parallel (its output reduce-scattered)
 TP_NONE, TP_COLUMN, TP_ROW = 0, 1, 2
 
 
-def _tp_linear_roles(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout, mm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _tp_linear_roles(work: pd.DataFrame, lay: ModelLayout, mm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of the unsplit ``work``: the tensor-parallel role of the linear whose GEMM it is (``TP_COLUMN`` /
     ``TP_ROW``; ``TP_NONE`` outside the rows ``mm``) and the block of the layer it belongs to (the linear's parent
     module below the layer, e.g. ``"self_attn"``, ``"mlp"``; ``""`` outside). A linear is row-parallel when it is an
@@ -362,8 +365,9 @@ def _tp_linear_roles(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout, mm
 
     role = np.full(len(work), TP_NONE, dtype=np.int8)
     block = np.full(len(work), "", dtype=object)
-    if not mm.any() or "module" not in work.columns:
+    if "module" not in work.columns:
         return role, block
+    mm = mm & work["op"].astype(str).isin(_LINEAR_GEMM_OPS).to_numpy()  # not attention's own batched matmuls
     mods = work["module"].astype(str).to_numpy()
     prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
     fwd = mm & (work["phase"].astype(str) == "forward").to_numpy()
@@ -374,9 +378,10 @@ def _tp_linear_roles(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout, mm
         m = mods[i]
         if m not in row_of:
             continue
-        role[i] = TP_ROW if row_of[m] else TP_COLUMN
         rel = m[len(prefix) + 1:].split(".", 1)[-1] if prefix and m.startswith(prefix + ".") else m
-        block[i] = rel.rsplit(".", 1)[0] if "." in rel else ""
+        if "." in rel:  # a linear inside a block of the layer
+            role[i] = TP_ROW if row_of[m] else TP_COLUMN
+            block[i] = rel.rsplit(".", 1)[0]
     return role, block
 
 
@@ -574,9 +579,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
             sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
             work = _divide_rows(work, sp_mask, tpd, tokens)
         work = wl.keep_gathered_whole(work, unsplit, tpd)  # row-wise float8's costs: the gathered operand whole
-        tp_role, tp_block = _tp_linear_roles(unsplit, layer, lay, split_mask & (layer >= 0) & (layer < lay.n_layers)
-                                             & (unsplit["op_class"] == "matmul").to_numpy()
-                                             & ~unsplit["op"].astype(str).str.contains("scaled_dot_product").to_numpy())
+        tp_role, tp_block = _tp_linear_roles(unsplit, lay, split_mask & (layer >= 0) & (layer < lay.n_layers))
     else:
         tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share

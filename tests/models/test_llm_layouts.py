@@ -161,6 +161,58 @@ def test_async_tp_hides_the_collectives_under_the_matmuls():
         _t(n_gpus=4, strategy="fsdp2-tp2", async_tp="yes")
 
 
+def test_fused_collective_hides_under_all_but_one_chunk_of_its_matmul():
+    from perfmodel.step.parallel import _fused_exposed
+
+    assert _fused_exposed(8.0, 8, 1.0) == pytest.approx(8.0 - 7 / 8)  # a small matmul hides little
+    assert _fused_exposed(8.0, 8, 100.0) == pytest.approx(1.0)  # a large one all but one chunk's transfer
+    assert _fused_exposed(8.0, 1, 100.0) == 8.0
+
+
+def _roles(framework="pytorch", cfg=LLAMA, strategy="fsdp2-tp2"):
+    from perfmodel._run import keyword_run
+    from perfmodel.step.parallel import TP_COLUMN, TP_ROW, rank_work
+
+    kw = dict(framework="megatron", strategy="dp2-tp2") if framework == "megatron" else dict(strategy=strategy)
+    w, _, par = keyword_run(cfg, "H100", input_shape=(64,), batch_size=4, precision="bf16", optimizer="adam",
+                            n_gpus=4, async_tp=True, **kw)
+    r = rank_work(w, par, 4)
+    mods = r.work["module"].astype(str).to_numpy()
+    col = {m.rsplit(".", 1)[-1] for m in mods[r.tp_role == TP_COLUMN]}
+    row = {m.rsplit(".", 1)[-1] for m in mods[r.tp_role == TP_ROW]}
+    return r, col, row
+
+
+def test_async_tp_pairs_each_collective_with_the_matmul_it_is_fused_with():
+    """PyTorch's micro-pipeline pass: the all-gather before Q, K, V and the reduce-scatter after the output
+    projection; the backward reduce-scatter of a gradient summed from several projections stays whole."""
+    from perfmodel.step.collectives import allgather_time, reduce_scatter_time
+    from perfmodel.step.kernels import kernel_seconds, gpu_specs
+    from perfmodel.step.parallel import _async_tp_layer, resolve_links
+
+    r, col, row = _roles()
+    assert col == {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"} and row == {"o_proj", "down_proj"}
+    assert set(r.tp_block[r.tp_role > 0]) == {"self_attn", "mlp"}
+    spec = gpu_specs(["H100"], "bf16")[0]
+    t = kernel_seconds(r.work, spec, "bf16")
+    lk = resolve_links(None, spec, degrees={"tp": 2, "dp": 2}, gpus_per_node=8)
+    ag, rs = allgather_time(r.act_bytes, 2, lk["tp"]), reduce_scatter_time(r.act_bytes, 2, lk["tp"])
+    f, b = _async_tp_layer(r, t, ag, rs)
+    # no more than vanilla TP's two all-gathers and two reduce-scatters; the backward at least both unfused
+    # reduce-scatters (attention's Q, K, V and the MLP's gate and up each sum their input gradients)
+    assert 0 < f <= 2 * (ag + rs) and 2 * rs <= b <= 2 * (ag + rs)
+    # Megatron fuses them (linear_qkv, linear_fc1): its backward reduce-scatters overlap
+    rm, _, _ = _roles("megatron")
+    fm, bm = _async_tp_layer(rm, kernel_seconds(rm.work, spec, "bf16"), ag, rs)
+    assert bm < b
+
+
+def test_async_tp_roles_of_gpt2_fused_qkv():
+    """GPT-2's c_attn is one GEMM: its backward reduce-scatter is fused like the forward's."""
+    gpt2 = dict(model_type="gpt2", vocab_size=512, n_embd=64, n_layer=2, n_head=4, n_positions=128)
+    r, col, row = _roles(cfg=gpt2)
+    assert col == {"c_attn", "c_fc"} and row == {"c_proj"}
+
 # -- per-layer selective checkpointing --------------------------------------------------------------------------------
 
 def test_per_layer_checkpointing_modes():
