@@ -25,7 +25,9 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   MLP block are split ``n`` ways (attention heads, MLP columns), as are the vocabulary projection, the loss and the
   embedding (vocabulary-parallel); layer norms, residual adds and the dropouts on the hidden state are replicated. Two
   all-reduces of the activations (``tokens × hidden``) per transformer layer in the forward pass and two in the
-  backward pass, plus one for the embedding and one for the vocabulary projection.
+  backward pass, plus one for the embedding and one for the vocabulary projection. Under torchao's tensorwise Float8
+  (PyTorch's TP, as torchtitan runs it) each layer's all-gathers move FP8, one byte per element, its reduce-scatters
+  the training precision (:func:`_tp_gather_bytes`).
 * **pp** (1F1B): contiguous stages of transformer layers (the embedding on the first stage, the head and loss on the
   last), ``m`` micro-batches of ``batch / m``; with ``t_s`` the forward + backward time of stage ``s`` per
   micro-batch, the step takes ``Σ_s t_s + (m−1)·max_s t_s`` (``(m+p−1)·t`` for equal stages: a bubble of
@@ -385,6 +387,19 @@ def _tp_linear_roles(work: pd.DataFrame, lay: ModelLayout, mm: np.ndarray) -> tu
     return role, block
 
 
+def _tp_gather_bytes(prec: str, framework: str, stack: str, recipe, tp: int) -> float:
+    """Bytes per element of the layers' tensor-parallel all-gathers (:attr:`RankWork.tp_gather_bytes`): 1 under
+    torchao's tensorwise Float8 with PyTorch's TP (torchtitan applies ``Float8ColwiseParallel`` /
+    ``Float8RowwiseParallel`` / ``PrepareFloat8ModuleInput`` whenever its tensorwise Float8 meets TP: the activation
+    cast before the forward all-gather, the output gradient before the backward one); 0 (the training precision's
+    bytes) otherwise: the rowwise recipe runs regular TP, gathering in BF16, and Megatron's are not modelled in FP8."""
+    from perfmodel._workload import fp8_recipe_of
+
+    if tp < 2 or prec != "fp8" or framework != "pytorch":
+        return 0.0
+    return 1.0 if fp8_recipe_of(prec, stack, recipe) == "tensorwise" else 0.0
+
+
 def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple[float, float]:
     """Exposed seconds of one layer's tensor-parallel collectives under asynchronous TP, (forward, backward): per
     block of the layer (:func:`_tp_linear_roles`), the all-gather ``ag`` and the reduce-scatter ``rs`` each fused with
@@ -470,6 +485,11 @@ class RankWork:
     #: asynchronous TP is fused with
     tp_role: np.ndarray | None = None
     tp_block: np.ndarray | None = None
+    #: bytes per element of the layers' tensor-parallel all-gathers (of a block's input, of a row-parallel output's
+    #: gradient): 1 with torchao's tensorwise Float8 under TP (torchtitan's ``Float8ColwiseParallel`` /
+    #: ``PrepareFloat8ModuleInput`` cast before the all-gather, ``Float8RowwiseParallel`` casts the output gradient
+    #: before the backward one); 0 means ``elem_bytes``. Reduce-scatters stay at ``elem_bytes``.
+    tp_gather_bytes: float = 0.0
 
     @property
     def dp_ranks(self) -> int:
@@ -613,14 +633,17 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                if tpd > 1 else np.zeros(len(work), bool)),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
-        tp_role=tp_role, tp_block=tp_block, **stages)
+        tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
+                                                                             w.fp8_recipe, tpd),
+        **stages)
 
 
 @dataclasses.dataclass
 class _Comm:
     """One GPU's per-layer collective times, shared by the three execution paths."""
 
-    tp_per: float  # one tensor-parallel all-reduce of the activations
+    tp_per: float  # one tensor-parallel all-reduce of the activations (the embedding's, the vocabulary projection's)
+    tp_layer: float  # one block's all-gather and reduce-scatter: half a layer's tensor-parallel collectives per pass
     tp_lf: float  # exposed seconds of a layer's tensor-parallel collectives over two (its 2 all-reduces' worth), forward
     tp_lb: float  # ... backward
     cp_f: float  # context parallel, exposed per pass over all layers
@@ -633,13 +656,17 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     tp_per = allreduce_time(r.act_bytes, r.tp, lk["tp"])  # 0 without tensor parallelism
     L = max(lay.n_layers, 1)
     # tensor-parallel collectives of the layers, per pass: 2 all-reduces' worth per layer (an all-gather and a
-    # reduce-scatter per block); async TP fuses each with its matmul. tp_lf / tp_lb: half a layer's exposed seconds
+    # reduce-scatter per block, the all-gather in FP8 under torchao's tensorwise Float8); async TP fuses each with its
+    # matmul. tp_lf / tp_lb: half a layer's exposed seconds
+    gather = r.tp_gather_bytes or r.elem_bytes
+    ag = allgather_time(r.act_bytes * gather / r.elem_bytes, r.tp, lk["tp"])
+    rs = reduce_scatter_time(r.act_bytes, r.tp, lk["tp"])
+    tp_layer = tp_per if gather == r.elem_bytes else ag + rs
     if r.async_tp and r.tp > 1:
-        f_ex, b_ex = _async_tp_layer(r, t, allgather_time(r.act_bytes, r.tp, lk["tp"]),
-                                     reduce_scatter_time(r.act_bytes, r.tp, lk["tp"]))
+        f_ex, b_ex = _async_tp_layer(r, t, ag, rs)
         tp_lf, tp_lb = f_ex / 2, b_ex / 2
     else:
-        tp_lf = tp_lb = tp_per
+        tp_lf = tp_lb = tp_layer
     # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
     # reduce-scatter dK, dV after the backward one
     cpd = r.cp
@@ -649,7 +676,7 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
     cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
     cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
-    return _Comm(tp_per, tp_lf, tp_lb, cp_f, cp_b, cp_total)
+    return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total)
 
 
 @dataclasses.dataclass
@@ -682,7 +709,7 @@ def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
     """Exposed seconds of the tensor-parallel collectives of ``n_layers`` layers' forward pass, one micro-batch: two
     per layer, each all of one activation all-reduce (vanilla TP) or what the matmul it feeds or follows leaves exposed
     (asynchronous TP, :func:`_async_tp_layer`); 0 without tensor parallelism."""
-    return 2 * n_layers * (c.tp_lf if r.async_tp else c.tp_per)
+    return 2 * n_layers * c.tp_lf
 
 
 def _groups(**parts) -> dict:
@@ -698,13 +725,13 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     rs = reduce_scatter_time(r.rank_params * r.grad_bytes, r.dp * r.cp, link)
     # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
     # projection, in each pass) sit on the critical path
-    tp_f = 2 * lay.n_layers * c.tp_lf + c.tp_per if r.async_tp else (2 * lay.n_layers + 1) * c.tp_per
-    tp_b = 2 * lay.n_layers * c.tp_lb + c.tp_per if r.async_tp else (2 * lay.n_layers + 1) * c.tp_per
+    tp_f = 2 * lay.n_layers * c.tp_lf + c.tp_per
+    tp_b = 2 * lay.n_layers * c.tp_lb + c.tp_per
     f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f
     b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b
     compute = m * (fwd + bwd) + opt
     step = m * (f_pass + b_pass) + opt
-    tp_all = (2 * lay.n_layers + 1) * c.tp_per
+    tp_all = 2 * lay.n_layers * c.tp_layer + c.tp_per
     dp_exposed = m * ((max(fwd, ag) - fwd) + ag / units + (max(bwd, ag + rs) - bwd) + rs / units)
     return LayoutStep(step=step, compute=compute, exposed=step - compute,
                       comm_total=m * (2 * ag + rs + tp_all + tp_all + c.cp_total), bubble=0.0,
@@ -720,9 +747,8 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     (its tp all-reduces included): all-reduced (DDP), or reduce-scattered and the updated parameters all-gathered
     before the next forward pass (Megatron's distributed optimizer, :func:`exposed_bucket_gather`)."""
     m, lay = r.micro_batches, r.lay
-    n_ar = 4 * lay.n_layers + 2
-    tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per) if r.async_tp else m * n_ar * c.tp_per
-    window = bwd + (2 * lay.n_layers + 1) * c.tp_per + c.cp_b
+    tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
+    window = bwd + 2 * lay.n_layers * c.tp_layer + c.tp_per + c.cp_b
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params, r.fp8_gathered)
     dp_exposed = reduce_ex + gather_ex
     cp_comm = m * (c.cp_f + c.cp_b)
@@ -757,20 +783,21 @@ def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, par
     return rs_ex, ag_ex, rs_tot + ag_tot
 
 
-def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, tp_per: float) -> tuple[np.ndarray, np.ndarray, float]:
+def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.ndarray, np.ndarray, float]:
     """Per stage of a pipeline: the data-parallel communication left exposed after its last backward pass and its
     total, and the exposed FSDP gather before the first forward pass (the slowest rank's)."""
     p, d, phase, stage = r.pp, r.dp, r.phase, r.stage
     dp_ex, dp_tot, head = np.zeros(p), np.zeros(p), 0.0
     if not r.fsdp and r.dp_ranks > 1:
         # dp: each stage reduces its gradients under its last micro-batch's backward pass (its tensor-parallel
-        # all-reduces of the backward pass: 2 per layer and the vocabulary projection's), then steps; with Megatron's
-        # distributed optimizer it all-gathers its updated parameters under its first micro-batch's forward pass
+        # collectives of the backward pass: 2 all-reduces' worth per layer and the vocabulary projection's), then
+        # steps; with Megatron's distributed optimizer it all-gathers its updated parameters under its first
+        # micro-batch's forward pass
         heads = np.zeros(p)
-        n_ar_bwd = 2 * r.stage_layers + (np.arange(p) == p - 1)
+        tp_bwd = 2 * r.stage_layers * c.tp_layer + (np.arange(p) == p - 1) * c.tp_per
         for s in range(p):
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
-            b_s = float(t[(stage == s) & (phase == "backward")].sum()) + n_ar_bwd[s] * tp_per
+            b_s = float(t[(stage == s) & (phase == "backward")].sum()) + tp_bwd[s]
             fp8_s = 0.0 if r.stage_fp8_gathered is None else float(r.stage_fp8_gathered[s])
             dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, r.stage_rank[s], fp8_s)
         head = float(heads.max())
@@ -799,10 +826,9 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     L = max(lay.n_layers, 1)
     st_fb = np.array([float(t[(stage == s) & ~r.is_opt].sum()) for s in range(p)])
     edges = (np.arange(p) == 0).astype(float) + (np.arange(p) == p - 1)
-    # tensor-parallel all-reduces per micro-batch on each stage: 4 per layer, the embedding's on the first stage, the
-    # vocabulary projection's on the last
-    n_ar_stage = 4 * r.stage_layers + (np.arange(p) == 0) + (np.arange(p) == p - 1)
-    st_tp = (2 * r.stage_layers * (c.tp_lf + c.tp_lb) + edges * c.tp_per) if r.async_tp else n_ar_stage * c.tp_per
+    # tensor-parallel collectives per micro-batch on each stage: 4 all-reduces' worth per layer (exposed as the
+    # layout runs them), the embedding's all-reduce on the first stage, the vocabulary projection's on the last
+    st_tp = 2 * r.stage_layers * (c.tp_lf + c.tp_lb) + edges * c.tp_per
     st = st_fb + st_tp if tpd > 1 else st_fb
     if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
@@ -813,7 +839,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     pipe, bubble = pipeline_time(st, m, p2p_s=hop, virtual_stages=v)
     tied_ar = (allreduce_time(lay.vocab * lay.hidden * r.grad_bytes / tpd, 2, lk["pp"])
                if (p > 1 and lay.tied and lay.vocab and lay.hidden) else 0.0)
-    dp_ex, dp_tot, head = _pipeline_dp(r, t, lk, c.tp_per)
+    dp_ex, dp_tot, head = _pipeline_dp(r, t, lk, c)
     tail = st_opt + dp_ex
     o_rank = float(st_opt.max())
     step = pipe + tied_ar + float(tail.max()) + head

@@ -348,3 +348,41 @@ def test_predict_memory_counts_the_fp8_gather_as_predict_does():
     assert face["params_bytes"] < pm.predict_memory(LLAMA, "H100", input_shape=(64,), batch_size=8, precision="bf16",
                                                     optimizer="adam-fused", n_gpus=8, strategy="fsdp",
                                                     compile=True).iloc[0]["params_bytes"]
+
+
+def test_tensorwise_float8_tp_gathers_in_fp8():
+    """torchao's Float8ColwiseParallel / PrepareFloat8ModuleInput cast before the all-gather and Float8RowwiseParallel
+    casts the output gradient before the backward one: torchtitan's tensorwise Float8 under TP gathers one byte per
+    element and reduce-scatters two; the rowwise recipe (regular TP) and Megatron gather in BF16."""
+    from perfmodel._run import keyword_run
+    from perfmodel.step.parallel import rank_work
+
+    def comm(precision, recipe=None, framework="pytorch"):
+        kw = dict(framework="megatron", strategy="dp2-tp2") if framework == "megatron" else dict(strategy="fsdp2-tp2")
+        w, _, par = keyword_run(LLAMA, "H100", input_shape=(64,), batch_size=4, precision=precision, optimizer="adam",
+                                n_gpus=4, compile=framework == "pytorch", **kw)
+        if recipe:
+            import dataclasses
+            w = dataclasses.replace(w, fp8_recipe=recipe)
+        return rank_work(w, par, 4).tp_gather_bytes, w, par
+
+    assert comm("fp8")[0] == 1.0 and comm("fp8", "rowwise")[0] == 0.0 and comm("bf16")[0] == 0.0
+    assert comm("fp8", framework="megatron")[0] == 0.0
+    links = {"intra": "nvlink", "inter": "infiniband-ndr"}
+    # the layers' all-gathers move half the bytes (the embedding's and the head's all-reduces stay in BF16)
+    from perfmodel.step.collectives import allgather_time, reduce_scatter_time
+    from perfmodel.step.kernels import gpu_specs, kernel_seconds
+    from perfmodel.step.parallel import _layer_comm, resolve_links
+
+    _, w, par = comm("fp8")
+    r = rank_work(w, par, 4)
+    spec = gpu_specs(["H100"], "fp8")[0]
+    lk = resolve_links(links, spec, degrees={"tp": 2, "dp": 2}, gpus_per_node=8)
+    c = _layer_comm(r, kernel_seconds(r.work, spec, "fp8"), lk)
+    assert c.tp_layer == pytest.approx(allgather_time(r.act_bytes / 2, 2, lk["tp"]) + reduce_scatter_time(r.act_bytes, 2, lk["tp"]))
+    assert c.tp_lf == c.tp_layer and c.tp_per > c.tp_layer
+    bf = pm.predict(pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="bf16", optimizer="adam", compile=True),
+                    pm.Cluster("H100", n_gpus=4, interconnect=links), pm.Parallelism("fsdp2-tp2"))
+    f8 = pm.predict(pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="fp8", optimizer="adam", compile=True),
+                    pm.Cluster("H100", n_gpus=4, interconnect=links), pm.Parallelism("fsdp2-tp2"))
+    assert f8.comm_total_s["tp"] < bf.comm_total_s["tp"]
