@@ -66,6 +66,19 @@ def test_layouts_move_the_prediction_the_way_torchtitan_measured(data):
     assert len(a) == 12 and (asy > vanilla).all()
 
 
+def test_async_tp_gains_pair_each_run_with_its_vanilla_twin(data):
+    """The runs published with and without async TP (Table 4 and the async-TP file): their measured and predicted
+    speed-ups, each pair the same run but for async TP; the summary's error is computed from them."""
+    g = item.async_tp_gains(data)
+    assert len(g) == 7 and (g["measured_gain"] > 1).all() and (g["predicted_gain"] > 1).all()
+    a = data[data["async_tp"] & (data["skipped"] == "")]
+    # the 3D and 4D runs of Tables 5 and 6 use async TP throughout (no vanilla twin); every other async run has one
+    assert len(a[~a["table"].str.startswith(("Table 5", "Table 6"))]) == len(g)
+    n = item.summary(data).set_index("quantity")["value"]
+    assert n["async_tp_pairs"] == 7
+    assert n["async_tp_gain_mean_abs_error"] == pytest.approx((g["predicted_gain"] - g["measured_gain"]).abs().mean())
+
+
 def test_numbers_are_computed_from_the_rows(data):
     n = item.summary(data).set_index("quantity")["value"]
     t = data["tokens_abs_error_pct"].dropna()

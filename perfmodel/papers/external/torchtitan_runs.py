@@ -154,6 +154,7 @@ def data() -> pd.DataFrame:
                    local_batch_size=int(r.local_batch_size), seq_len=seq, seq_len_stated=pd.notna(r.seq_len),
                    activation_checkpointing=str(ac), precision=prec, compile=comp,
                    fp8_recipe=(_text(r.float8_recipe) or "tensorwise") if prec == "fp8" else "",
+                   async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
                    predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, rule_of_thumb_tokens_per_s=np.nan,
                    sustained_clock=np.nan, skipped=why)
@@ -196,6 +197,29 @@ def data() -> pd.DataFrame:
     return out
 
 
+#: the columns that make two rows the same run but for asynchronous TP (:func:`async_tp_gains`)
+_RUN_KEYS = ["source_file", "model", "gpu", "n_gpus", "local_batch_size", "seq_len", "activation_checkpointing",
+             "precision", "compile", "fp8_recipe"]
+
+
+def async_tp_gains(d: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Each published run measured with and without asynchronous TP: the gain (tokens/s with async TP over without)
+    measured and predicted. Columns: :data:`_RUN_KEYS`, ``measured_gain``, ``predicted_gain``, ``error`` (predicted −
+    measured)."""
+    d = data() if d is None else d
+    d = d[d["skipped"] == ""]
+    keys = [k for k in _RUN_KEYS if k in d.columns]
+    van = d[~d["async_tp"]].set_index(keys)
+    asy = d[d["async_tp"]].set_index(keys)
+    both = asy.index.intersection(van.index)
+    out = pd.DataFrame({
+        "measured_gain": asy.loc[both, "measured_tokens_per_s"] / van.loc[both, "measured_tokens_per_s"],
+        "predicted_gain": asy.loc[both, "predicted_tokens_per_s"] / van.loc[both, "predicted_tokens_per_s"]},
+        index=both).reset_index()
+    out["error"] = out["predicted_gain"] - out["measured_gain"]
+    return out
+
+
 def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
     """The scores of :func:`data`: tokens/s MAPE, worst row and share within 25 %; memory MAPE and share within 10 %;
     rows predicted and skipped (one row per quantity: ``quantity``, ``value``)."""
@@ -209,6 +233,8 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
             ("rule_of_thumb_tokens_mape_pct", float(d.loc[t.index, "rule_of_thumb_tokens_abs_error_pct"].mean())),
             ("rowwise_rows", float(rowwise.sum())), ("rowwise_tokens_mape_pct", float(t[rowwise].mean())),
             ("other_tokens_mape_pct", float(t[~rowwise].mean())),
+            ("async_tp_pairs", float(len(g := async_tp_gains(d)))),
+            ("async_tp_gain_mean_abs_error", float(g["error"].abs().mean()) if len(g) else np.nan),
             ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
             ("memory_within_10_pct_share", float((m <= 10).mean())),
             ("grand_teton_sustained_clock", float(d.loc[d["gpu"] == "H100", "sustained_clock"].dropna().iloc[0])
@@ -217,6 +243,7 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 _UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows", "rowwise_rows": "rows",
+          "async_tp_pairs": "rows", "async_tp_gain_mean_abs_error": "ratio",
           "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio", "grand_teton_sustained_clock": "ratio"}
 _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "runs one perfmodel call states",
          "rows_skipped": "runs listed with the reason they are not predicted",
@@ -230,6 +257,9 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
                           "beyond them calibrated on torchao's row-wise microbenchmark: perfmodel.step.float8_rowwise)"),
          "rowwise_tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the rowwise Float8 runs",
          "other_tokens_mape_pct": "mean absolute % error of tokens/s per GPU over the other runs (BF16, tensorwise Float8)",
+         "async_tp_pairs": "runs published with and without asynchronous TP (the same layout, model and recipe)",
+         "async_tp_gain_mean_abs_error": ("mean absolute error of the speed-up asynchronous TP gives those runs "
+                                          "(tokens/s with it over without), predicted against measured"),
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
          "memory_within_10_pct_share": "share of those runs within 10 % on peak memory",
