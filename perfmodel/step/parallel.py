@@ -92,8 +92,10 @@ What it does not model: congestion between collectives of different groups (or o
 link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
 NVSwitch in-network reduction (NVLS) and SHARP, Megatron's FP8 parameter all-gather, the slow-down of matmuls cut
 into chunks by asynchronous tensor parallelism (timed as ``tp`` chunks of ``tokens / tp`` rows, the GEMM model gives
-them their whole GEMM's rate within 2 % on Llama 3.1 8B at TP 8, so the decomposition is not charged), and the lower efficiency of ring attention's partial kernels under
-context parallelism.
+them their whole GEMM's rate within 2 % on Llama 3.1 8B at TP 8, so the decomposition is not charged), Megatron's
+overlap of the backward pass's tensor-parallel collectives with the weight- and input-gradient GEMMs without
+``--tp-comm-overlap`` (vanilla TP leaves them all exposed), and the lower efficiency of ring attention's partial
+kernels under context parallelism.
 """
 from __future__ import annotations
 
@@ -475,7 +477,6 @@ class RankWork:
     act_bytes: float
     kv_bytes: float
     attn: np.ndarray
-    tp_mm: np.ndarray
     used_groups: tuple
     stage: np.ndarray | None = None
     stage_layers: np.ndarray | None = None
@@ -629,7 +630,6 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                       stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
     used = ([g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1]
             or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")])
-    in_layers = (layer >= 0) & (layer < lay.n_layers)
     # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer
     kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (lay.kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
                       * size / tpd) if cpd > 1 else 0.0)
@@ -640,8 +640,6 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         rank_params=rank_P,
         act_bytes=float(tokens * (lay.hidden or 0) * size), kv_bytes=kv_bytes,
         attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
-        tp_mm=(_tp_split_mask(work, layer, lay) & in_layers & (work["op_class"] == "matmul").to_numpy()
-               if tpd > 1 else np.zeros(len(work), bool)),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
         tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
