@@ -126,6 +126,10 @@ class Cluster:
         return -(-int(self.n_gpus) // int(self.gpus_per_node))
 
 
+#: what context parallelism exchanges of K and V (:attr:`Parallelism.context_parallel_kv`)
+CONTEXT_PARALLEL_KV = ("grouped", "repeated")
+
+
 @dataclasses.dataclass(frozen=True)
 class Parallelism:
     """How a run spreads its step over the GPUs of a :class:`Cluster`.
@@ -171,6 +175,12 @@ class Parallelism:
         that shard them — Megatron-Core's ``--fp8-param-gather`` with its distributed optimizer, or FSDP's FP8
         all-gather (torchao). None: the framework's default (PyTorch: on under FSDP with ``torch.compile``, as
         torchtitan's FP8 recipes run; Megatron: off). :func:`perfmodel.step.strategy.resolve_fp8_param_gather`.
+    context_parallel_kv : {"grouped", "repeated"}, default "grouped"
+        With a ``cp`` factor: the K and V context parallelism exchanges. ``"grouped"``: at their own heads (the
+        attention kernel takes grouped-query K and V as they are: transformers' SDPA with ``enable_gqa``,
+        Transformer Engine, torchtitan since mid-2025). ``"repeated"``: expanded to every query head before the
+        kernel, as torchtitan's Llama did up to mid-2025 (``repeat_kv`` before ``scaled_dot_product_attention``), so
+        each exchange moves ``heads / kv_heads`` times the bytes.
     """
 
     strategy: object = "dp"
@@ -185,6 +195,7 @@ class Parallelism:
     sequence_parallel: bool | None = None
     fp8_param_gather: bool | None = None
     micro_batch_size: int | None = None
+    context_parallel_kv: str = "grouped"
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_strategy_name,
@@ -211,6 +222,10 @@ class Parallelism:
             checkpointing_mode(self.activation_checkpointing)
             check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
             check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")
+            if self.context_parallel_kv not in CONTEXT_PARALLEL_KV:
+                raise ValueError(f"Parallelism: context_parallel_kv must be one of {', '.join(CONTEXT_PARALLEL_KV)} "
+                                 f"(the K and V context parallelism exchanges: at their own heads, or expanded to every "
+                                 f"query head before the attention kernel); got {self.context_parallel_kv!r}.")
         except (TypeError, ValueError) as exc:
             msg = str(exc)
             raise type(exc)(msg if msg.startswith("Parallelism") else f"Parallelism: {msg}") from None

@@ -250,6 +250,13 @@ def test_predict_takes_the_fp8_recipe_and_the_fp8_parameter_gather(tmp_path, cap
     assert "NVFP4 recipe" in capsys.readouterr().out
     assert main([*base, "--gpus", "MI355X", "--stack", "te", "--fp8-recipe", "nvfp4"]) != 0
     assert "MI355X lack" in capsys.readouterr().err
+    # the K and V context parallelism exchanges (a Parallelism option), said in basis
+    cp = ["predict", str(cfg), "--input-shape", "64", "--batch-size", "2", "--gpus", "H100", "--n-gpus", "2",
+          "--strategy", "fsdp1-cp2", "--precision", "bf16"]
+    assert main([*cp, "--context-parallel-kv", "repeated"]) == 0
+    assert "at every query head" in capsys.readouterr().out
+    assert main(cp) == 0
+    assert "at every query head" not in capsys.readouterr().out
 
 
 def test_predict_takes_megatrons_selective_recomputation(tmp_path, capsys):

@@ -48,6 +48,10 @@ def _cmd_predict(args) -> int:
     w, cs, how = keyword_run(model, gpus, stack=args.stack, **kw)
     w = trusted_replace(w, fp8_recipe=args.fp8_recipe)
     how = trusted_replace(how, fp8_param_gather=args.fp8_param_gather)
+    if args.context_parallel_kv != "grouped":  # checked as Parallelism checks it
+        import dataclasses
+
+        how = dataclasses.replace(how, context_parallel_kv=args.context_parallel_kv)
     if args.micro_batch_size is not None:  # checked as Parallelism checks it (one of the two ways to cut the batch)
         import dataclasses
 
@@ -139,7 +143,7 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
                          activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"],
                          framework=kw["framework"], virtual_stages=kw["virtual_stages"],
                          distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"],
-                         fp8_param_gather=args.fp8_param_gather)
+                         fp8_param_gather=args.fp8_param_gather, context_parallel_kv=args.context_parallel_kv)
     for g in gpus:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # said once above, by the table's prediction
@@ -201,6 +205,10 @@ def add_parser(sub, fmt) -> None:
                       help="with --precision fp8: keep and all-gather the FP8 linears' weights in FP8 (Megatron's "
                            "--fp8-param-gather with its distributed optimizer; FSDP's FP8 all-gather). Default: the "
                            "framework's (on under fsdp with --compile, off with --framework megatron)")
+    pred.add_argument("--context-parallel-kv", choices=("grouped", "repeated"), default="grouped",
+                      help="with a cp factor: K and V exchanged at their own heads (default) or at every query head, "
+                           "for a model that repeats them before the attention kernel (torchtitan's Llama until "
+                           "mid-2025)")
     pred.add_argument("--sustained-clock", default=None, metavar="SHARE_OR_CSV",
                       help="run the GPUs at this share of their datasheet clock (a part held at its power limit by "
                            "continuous GEMM load sustains less), or at the share found from a CSV of GEMMs measured on "

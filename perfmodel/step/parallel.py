@@ -502,6 +502,9 @@ class RankWork:
     #: ``PrepareFloat8ModuleInput`` cast before the all-gather, ``Float8RowwiseParallel`` casts the output gradient
     #: before the backward one); 0 means ``elem_bytes``. Reduce-scatters stay at ``elem_bytes``.
     tp_gather_bytes: float = 0.0
+    #: :attr:`perfmodel.Parallelism.context_parallel_kv`: the K and V context parallelism exchanges, at their own
+    #: heads (``"grouped"``) or every query head's (``"repeated"``); sizes ``kv_bytes``
+    context_parallel_kv: str = "grouped"
 
     @property
     def dp_ranks(self) -> int:
@@ -630,8 +633,10 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                       stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
     used = ([g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1]
             or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")])
-    # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer
-    kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (lay.kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
+    # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer; at the query
+    # heads' count where the model repeats them before the kernel (Parallelism.context_parallel_kv)
+    kv_heads = lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
+    kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
                       * size / tpd) if cpd > 1 else 0.0)
     return RankWork(
         name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
@@ -642,7 +647,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
-        tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
+        context_parallel_kv=par.context_parallel_kv, tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd),
         **stages)
 
@@ -972,7 +977,8 @@ def _fp8_gather_basis(r: RankWork) -> str:
 
 
 def _execution_basis(r: RankWork) -> str:
-    """How the layout runs, for ``basis``: Megatron-Core's execution, sequence parallelism, interleaved chunks."""
+    """How the layout runs, for ``basis``: Megatron-Core's execution, sequence parallelism, interleaved chunks, K and
+    V repeated for context parallelism."""
     parts = []
     if r.framework == "megatron":
         parts.append("Megatron-Core execution" + (" with the distributed optimizer (optimizer states sharded over "
@@ -984,6 +990,9 @@ def _execution_basis(r: RankWork) -> str:
         parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks")
     if r.virtual_stages > 1 and r.pipelined:
         parts.append(f"interleaved 1F1B with {r.virtual_stages} model chunks per pipeline rank")
+    if r.cp > 1 and r.context_parallel_kv == "repeated":
+        parts.append("K and V exchanged over the context-parallel ranks at every query head (repeated before the "
+                     "attention kernel)")
     return "; " + ", ".join(parts) if parts else ""
 
 

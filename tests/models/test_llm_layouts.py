@@ -2,6 +2,7 @@
 interleaved 1F1B schedule, asynchronous tensor parallelism and per-layer selective checkpointing."""
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -124,6 +125,27 @@ def test_context_parallel_step_and_memory():
     with pytest.raises(StrategyError, match=r"context parallelism over 2 ranks cuts the sequence in 4 chunks .* seq_len = 62 "
                                             r"is not a multiple of 4"):
         _t(n_gpus=2, strategy="fsdp1-cp2", batch_size=1, input_shape=(62,))
+
+
+def test_context_parallel_exchanges_repeated_kv_at_every_query_head():
+    """A model that expands K and V to every query head before the kernel (torchtitan's Llama up to mid-2025) makes
+    context parallelism exchange heads / kv_heads times the bytes; the default exchanges them grouped."""
+    from perfmodel._run import keyword_run
+    from perfmodel.step.parallel import rank_work
+
+    w, _, par = keyword_run(LLAMA, "H100", input_shape=(64,), batch_size=2, precision="bf16", optimizer="adam",
+                            n_gpus=2, strategy="fsdp1-cp2")
+    grouped = rank_work(w, par, 2)
+    repeated = rank_work(w, dataclasses.replace(par, context_parallel_kv="repeated"), 2)
+    assert par.context_parallel_kv == "grouped"
+    assert repeated.kv_bytes == pytest.approx(grouped.kv_bytes * LLAMA["num_attention_heads"] / LLAMA["num_key_value_heads"])
+    run = pm.Workload(LLAMA, input_shape=(64,), batch_size=2, precision="bf16", optimizer="adam")
+    on = pm.Cluster("H100", n_gpus=2)
+    a = pm.predict(run, on, pm.Parallelism("fsdp1-cp2"))
+    b = pm.predict(run, on, pm.Parallelism("fsdp1-cp2", context_parallel_kv="repeated"))
+    assert b.comm_total_s["cp"] > a.comm_total_s["cp"] and "at every query head" in b.basis and "query head" not in a.basis
+    with pytest.raises(ValueError, match=r"Parallelism: context_parallel_kv must be one of grouped, repeated .*got 'full'"):
+        pm.Parallelism("fsdp1-cp2", context_parallel_kv="full")
 
 
 def test_context_parallel_groups_and_links():

@@ -79,6 +79,12 @@ def test_async_tp_gains_pair_each_run_with_its_vanilla_twin(data):
     assert n["async_tp_gain_mean_abs_error"] == pytest.approx((g["predicted_gain"] - g["measured_gain"]).abs().mean())
 
 
+def test_context_parallel_exchanges_the_repeated_kv_torchtitan_gave_sdpa():
+    """torchtitan's Llama of these runs repeated K and V before SDPA: its CP rows exchange them at every query head."""
+    assert item.TORCHTITAN_CP_KV == "repeated"
+    assert "every query head" in item.ITEM.procedure
+
+
 def test_numbers_are_computed_from_the_rows(data):
     n = item.summary(data).set_index("quantity")["value"]
     t = data["tokens_abs_error_pct"].dropna()

@@ -27,7 +27,8 @@ ITEM = Item(
                "say), global batch = local batch x data-parallel degree, BF16 (fp8 for the Float8 rows), the "
                "fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP (\"fsdp32-tp8\"), FSDP x TP x "
                "PP (\"fsdp8-tp8-pp8\", as many micro-batches as stages, torchtitan's default, 1F1B or interleaved "
-               "1F1B as the row says) or with context parallelism (\"fsdp4-cp2-tp8-pp8\"), asynchronous TP where "
+               "1F1B as the row says) or with context parallelism (\"fsdp4-cp2-tp8-pp8\", K and V exchanged at "
+               "every query head, as torchtitan's Llama repeated them), asynchronous TP where "
                "the row says, the GPU as the file describes it (torchtitan_gpu_spec: the Grand Teton H100 of the H100 files, "
                "96 GB HBM2e at 2.4 TB/s and a 500 W limit, its peak rates halfway between the H100 SXM5's and NVL's, "
                "the range the file's footnote gives, at the share of that clock a 500 W H100 sustains under GEMM load: the factor on "
@@ -71,6 +72,11 @@ MODEL_CONFIGS = {
 #: A100's). Each GPU's NIC on its own rail: the rows are predicted with ``nics_per_node=8``.
 LINKS = {"H100": {"intra": "nvlink", "inter": "infiniband-ndr"}, "H200": {"intra": "nvlink", "inter": "infiniband-ndr"},
          "A100-SXM4-80GB": {"intra": "nvlink", "inter": "infiniband-hdr"}}
+#: what torchtitan's context parallelism exchanged in these runs: its Llama expanded K and V to every query head
+#: before ``scaled_dot_product_attention`` (``repeat_kv``: torchtitan/models/llama/model.py at ba24697, the December
+#: 2024 runs; torchtitan/models/llama3/model.py at 820504e, June 2025), and the context-parallel SDPA all-gathers the
+#: K and V it is given (:attr:`perfmodel.Parallelism.context_parallel_kv`)
+TORCHTITAN_CP_KV = "repeated"
 #: torchtitan's train-config default sequence length (train_configs/llama3_8b.toml: seq_len = 8192)
 DEFAULT_SEQ_LEN = 8192
 
@@ -172,7 +178,8 @@ def data() -> pd.DataFrame:
                                  async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
                                  micro_batches=pp if pp > 1 else None,
                                  pipeline_schedule=("interleaved-1f1b" if pp > 1 and "interleaved" in _text(r.pp_schedule).lower()
-                                                    else "1f1b"))
+                                                    else "1f1b"),
+                                 context_parallel_kv=TORCHTITAN_CP_KV)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ExtrapolationWarning)
                 warnings.simplefilter("ignore", OutOfMemoryWarning)
