@@ -37,7 +37,10 @@ Counted per GPU:
   flight on stage ``s``. ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
   gradients and optimizer states, plus its parameters whole (no resharding between micro-batches) and their
   gradients whole in FP32 (accumulated until the last micro-batch in FSDP's reduce dtype). Context parallelism
-  (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters sharded over ``dp·cp``.
+  (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters sharded over ``dp·cp``. Sequence
+  parallelism as PyTorch runs it (``fsdp`` with ``tp``): each norm output that feeds a block is kept whole besides
+  its shard — the column-parallel linears' matmuls save their all-gathered input (:func:`_gathered_block_inputs`);
+  Megatron saves the shard and gathers it again in the backward pass.
 
 Kernel families (``stack=``): under Transformer Engine's or Liger Kernel's fused modules the norms, a gated MLP's
 activation and the loss save what those kernels save (:func:`_fused_saved`); eager PyTorch and torch.compile save what
@@ -205,6 +208,32 @@ def _saved_for(net, dtype, x_shape, x_dtype):
         memo[key] = (saved, model_layout(meta_net) if meta_net is not net else None)
     saved, lay = memo[key]
     return saved.copy(), lay
+
+
+def _gathered_block_inputs(saved: pd.DataFrame, layer: np.ndarray, lay, size: int) -> np.ndarray:
+    """Saved tensors that are a layer's norm output at the training precision (the input of the block after it): per
+    norm module directly inside a layer (``input_layernorm``, ``post_attention_layernorm``, ``ln_1``, ``ffn_norm``),
+    the last hidden-sized tensor it saved with ``size`` bytes per element."""
+    from perfmodel.step.trace import _layer_prefix
+
+    out = np.zeros(len(saved), dtype=bool)
+    if not lay.hidden or not lay.n_layers:
+        return out
+    mods = saved["module"].astype(str).to_numpy()
+    prefix, _ = _layer_prefix(pd.unique(saved["module"].astype(str)))
+    if not prefix:
+        return out
+    last: dict = {}
+    for i, (m, shape, b) in enumerate(zip(mods, saved["shape"].astype(str), saved["bytes"].to_numpy(float))):
+        if not (0 <= layer[i] < lay.n_layers) or not m.startswith(prefix + "."):
+            continue
+        rel = m[len(prefix) + 1:].split(".")
+        dims = [int(x) for x in shape.split("x") if x.isdigit()]
+        if (len(rel) == 2 and ("norm" in rel[1].lower() or rel[1].lower().startswith("ln")) and dims
+                and dims[-1] == lay.hidden and b == float(np.prod(dims)) * size):
+            last[m] = i
+    out[list(last.values())] = True
+    return out
 
 
 def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
@@ -515,6 +544,12 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         out_b = out_b / tpd
     elif tpd > 1 and len(saved):
         out_b = np.where(_split_saved(saved, layer, lay), out_b / tpd, out_b)
+    if sp and tpd > 1 and deg.get("framework", "pytorch") != "megatron" and len(saved):
+        # PyTorch's sequence parallelism (DTensor, as torchtitan runs it) all-gathers a block's input before its
+        # column-parallel linears, whose matmuls save that gathered input for the weight gradient: each norm output
+        # that feeds a block is kept whole besides its shard. Megatron saves the shard and gathers it again in the
+        # backward pass (Korthikanti et al. 2022), so its blocks keep the shard only.
+        out_b = np.where(_gathered_block_inputs(saved, layer, lay, size), out_b * (1 + tpd), out_b)
     tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
     # the backward pass starts at the loss: the backward kernel of the largest tensor the head saved (a language
     # model's log-softmax output, FP32 logits) reads the gradient flowing into it and writes the gradient of its input,

@@ -2,6 +2,7 @@
 against the catalog, and clear errors."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -71,3 +72,34 @@ def test_errors():
         _mem(batch_size=2, optimizer="lion")
     with pytest.raises(StrategyError, match=r"micro_batches=3 does not divide the per-GPU batch 2"):
         _mem(batch_size=2, micro_batches=3)
+
+
+def test_pytorch_sequence_parallelism_keeps_each_blocks_gathered_input():
+    """PyTorch's sequence parallelism (torchtitan's fsdp x tp) all-gathers a block's input before its column-parallel
+    linears and their matmuls save it whole; Megatron saves the shard and gathers it again in the backward pass."""
+    import torch
+
+    from perfmodel.step.memory import _gathered_block_inputs, _saved_for
+    from perfmodel.step.trace import model_and_layout, op_layer
+
+    net, shape, in_dtype, _, _, lay = model_and_layout(TINY_GPT2, (32,), None)
+    saved, _ = _saved_for(net, torch.bfloat16, (2, *shape), in_dtype)
+    layer = op_layer(saved.assign(phase="forward"), lay.n_layers)
+    g = _gathered_block_inputs(saved, layer, lay, 2)
+    mods = saved["module"].astype(str)[g]
+    # one per norm before a block (ln_1, ln_2) per layer, each the bf16 hidden-sized output
+    assert len(mods) == 2 * lay.n_layers and all(m.rsplit(".", 1)[-1] in ("ln_1", "ln_2") for m in mods)
+    assert (saved["bytes"][g] == 2 * 32 * 64 * 2).all()
+
+def test_the_gathered_block_inputs_add_their_whole_size(monkeypatch):
+    from perfmodel.step import memory
+    from perfmodel.step.trace import model_and_layout
+
+    lay = model_and_layout(TINY_GPT2, (32,), None)[-1]
+    kw = dict(input_shape=(32,), batch_size=4, precision="bf16", n_gpus=4, strategy="fsdp2-tp2")
+    with_gather = pm.predict_memory(TINY_GPT2, "H100", **kw).iloc[0]
+    monkeypatch.setattr(memory, "_gathered_block_inputs", lambda saved, *a: np.zeros(len(saved), dtype=bool))
+    shard_only = pm.predict_memory(TINY_GPT2, "H100", **kw).iloc[0]
+    # the rank's micro-batch (4 sequences over dp 2) of 32 tokens x 64 in BF16, once per norm before a block, whole
+    extra = 2 * lay.n_layers * 2 * 32 * 64 * 2
+    assert with_gather["activations_bytes"] - shard_only["activations_bytes"] == pytest.approx(extra)
