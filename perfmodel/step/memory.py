@@ -214,23 +214,20 @@ def _gathered_block_inputs(saved: pd.DataFrame, layer: np.ndarray, lay, size: in
     """Saved tensors that are a layer's norm output at the training precision (the input of the block after it): per
     norm module directly inside a layer (``input_layernorm``, ``post_attention_layernorm``, ``ln_1``, ``ffn_norm``),
     the last hidden-sized tensor it saved with ``size`` bytes per element."""
-    from perfmodel.step.trace import _layer_prefix
+    from perfmodel.step.trace import _below_layer, _layer_prefix
 
     out = np.zeros(len(saved), dtype=bool)
     if not lay.hidden or not lay.n_layers:
         return out
     mods = saved["module"].astype(str).to_numpy()
-    prefix, _ = _layer_prefix(pd.unique(saved["module"].astype(str)))
-    if not prefix:
-        return out
+    rel = _below_layer(mods, _layer_prefix(pd.unique(mods))[0])
     last: dict = {}
-    for i, (m, shape, b) in enumerate(zip(mods, saved["shape"].astype(str), saved["bytes"].to_numpy(float))):
-        if not (0 <= layer[i] < lay.n_layers) or not m.startswith(prefix + "."):
+    for i, (m, r, shape, b) in enumerate(zip(mods, rel, saved["shape"].astype(str), saved["bytes"].to_numpy(float))):
+        name = r.lower()
+        if not (0 <= layer[i] < lay.n_layers) or not name or "." in name or not ("norm" in name or name.startswith("ln")):
             continue
-        rel = m[len(prefix) + 1:].split(".")
         dims = [int(x) for x in shape.split("x") if x.isdigit()]
-        if (len(rel) == 2 and ("norm" in rel[1].lower() or rel[1].lower().startswith("ln")) and dims
-                and dims[-1] == lay.hidden and b == float(np.prod(dims)) * size):
+        if dims and dims[-1] == lay.hidden and b == float(np.prod(dims)) * size:
             last[m] = i
     out[list(last.values())] = True
     return out
@@ -240,12 +237,11 @@ def _split_saved(saved: pd.DataFrame, layer: np.ndarray, lay) -> np.ndarray:
     """Saved tensors tensor parallelism splits: inside a layer, those of attention and MLP submodules but the
     hidden-state ones (the input of the attention's row-parallel output projection is split, :data:`_OUT_PROJECTION`);
     outside the layers, those with a vocabulary-sized dimension."""
-    from perfmodel.step.trace import _SPLIT_MODULE, _layer_prefix
+    from perfmodel.step.trace import _SPLIT_MODULE, _below_layer, _layer_prefix
 
     mods = saved["module"].astype(str).to_numpy()
-    prefix, _ = _layer_prefix(pd.unique(saved["module"].astype(str)))
     inside = (layer >= 0) & (layer < lay.n_layers)
-    rel = [m[len(prefix) + 1:].split(".", 1)[-1] if (prefix and m.startswith(prefix + ".")) else "" for m in mods]
+    rel = _below_layer(mods, _layer_prefix(pd.unique(mods))[0])
     in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in rel], dtype=bool)
     dims = saved["shape"].astype(str).str.split("x")
     hidden_state = dims.str[-1].to_numpy() == str(lay.hidden)

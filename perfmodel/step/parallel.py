@@ -113,7 +113,7 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        crosses_nodes, parse_strategy,
                                        pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
-from perfmodel.step.trace import (_SPLIT_MODULE, ModelLayout, _layer_prefix, context_parallel_work, model_and_layout,
+from perfmodel.step.trace import (_SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
 
 __all__ = [
@@ -281,7 +281,7 @@ def _tp_split_mask(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> n
     mods = work["module"].astype(str).to_numpy()
     prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
     inside = (layer >= 0) & (layer < lay.n_layers)
-    rel = np.array([m[len(prefix) + 1:].split(".", 1)[-1] if (prefix and m.startswith(prefix + ".")) else "" for m in mods])
+    rel = _below_layer(mods, prefix)
     in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in rel])
     is_mm = work["op_class"].isin(["matmul", "conv", "softmax"]).to_numpy()
     hidden_state = (~is_mm) & (work["dim_k"].to_numpy(float) == float(lay.hidden or -1))
@@ -374,19 +374,16 @@ def _tp_linear_roles(work: pd.DataFrame, lay: ModelLayout, mm: np.ndarray) -> tu
         return role, block
     mm = mm & work["op"].astype(str).isin(_LINEAR_GEMM_OPS).to_numpy()  # not attention's own batched matmuls
     mods = work["module"].astype(str).to_numpy()
-    prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
+    rel = _below_layer(mods, _layer_prefix(pd.unique(work["module"].astype(str)))[0])
     fwd = mm & (work["phase"].astype(str) == "forward").to_numpy()
     row_of: dict = {}
     for m, k in zip(mods[fwd], work["dim_n"].to_numpy(float)[fwd]):
         row_of[m] = row_of.get(m, False) or bool(OUT_PROJECTION.search(m)) or k != float(lay.hidden or k)
     for i in np.flatnonzero(mm):
         m = mods[i]
-        if m not in row_of:
-            continue
-        rel = m[len(prefix) + 1:].split(".", 1)[-1] if prefix and m.startswith(prefix + ".") else m
-        if "." in rel:  # a linear inside a block of the layer
+        if m in row_of and "." in rel[i]:  # a linear inside a block of the layer
             role[i] = TP_ROW if row_of[m] else TP_COLUMN
-            block[i] = rel.rsplit(".", 1)[0]
+            block[i] = rel[i].rsplit(".", 1)[0]
     return role, block
 
 

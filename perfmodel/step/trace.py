@@ -1281,6 +1281,18 @@ def _layer_prefix(names) -> tuple[str, list[int]]:
     return prefix, sorted(found[prefix])
 
 
+def _below_layer(names, prefix: str) -> list[str]:
+    """Per module name, its path below the layer that holds it (``"self_attn.q_proj"`` of
+    ``"model.layers.3.self_attn.q_proj"`` under the prefix ``"model.layers"``, :func:`_layer_prefix`); ``""`` outside
+    the layers and for a layer itself."""
+    head = prefix + "."
+    out = []
+    for m in names:
+        rest = m[len(head):].split(".", 1) if prefix and m.startswith(head) else []
+        out.append(rest[1] if len(rest) == 2 else "")
+    return out
+
+
 def model_and_layout(model, input_shape=None, input_dtype=None):
     """The module of ``model`` (any form :func:`perfmodel.predict_step_time` takes; a zoo id is built on the meta device),
     its input shape, input dtype, vocabulary size and name, and its :func:`model_layout`."""
