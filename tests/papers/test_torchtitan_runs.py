@@ -77,6 +77,7 @@ def test_async_tp_gains_pair_each_run_with_its_vanilla_twin(data):
     n = item.summary(data).set_index("quantity")["value"]
     assert n["async_tp_pairs"] == 7
     assert n["async_tp_gain_mean_abs_error"] == pytest.approx((g["predicted_gain"] - g["measured_gain"]).abs().mean())
+    assert n["rule_of_thumb_async_tp_gain_mean_abs_error"] == pytest.approx((g["measured_gain"] - 1).abs().mean())
 
 
 def test_context_parallel_exchanges_the_repeated_kv_torchtitan_gave_sdpa():

@@ -242,6 +242,7 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
             ("other_tokens_mape_pct", float(t[~rowwise].mean())),
             ("async_tp_pairs", float(len(g := async_tp_gains(d)))),
             ("async_tp_gain_mean_abs_error", float(g["error"].abs().mean()) if len(g) else np.nan),
+            ("rule_of_thumb_async_tp_gain_mean_abs_error", float((g["measured_gain"] - 1).abs().mean()) if len(g) else np.nan),
             ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
             ("memory_within_10_pct_share", float((m <= 10).mean())),
             ("grand_teton_sustained_clock", float(d.loc[d["gpu"] == "H100", "sustained_clock"].dropna().iloc[0])
@@ -251,6 +252,7 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
 
 _UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows", "rowwise_rows": "rows",
           "async_tp_pairs": "rows", "async_tp_gain_mean_abs_error": "ratio",
+          "rule_of_thumb_async_tp_gain_mean_abs_error": "ratio",
           "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio", "grand_teton_sustained_clock": "ratio"}
 _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "runs one perfmodel call states",
          "rows_skipped": "runs listed with the reason they are not predicted",
@@ -267,6 +269,8 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
          "async_tp_pairs": "runs published with and without asynchronous TP (the same layout, model and recipe)",
          "async_tp_gain_mean_abs_error": ("mean absolute error of the speed-up asynchronous TP gives those runs "
                                           "(tokens/s with it over without), predicted against measured"),
+         "rule_of_thumb_async_tp_gain_mean_abs_error": ("the baseline on the same pairs: the rule of thumb has no "
+                                                        "communication, so it predicts no speed-up (a gain of 1)"),
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
          "memory_within_10_pct_share": "share of those runs within 10 % on peak memory",
