@@ -15,7 +15,7 @@ import numpy as np
 
 __all__ = ["Workload", "UNSET", "accepts_workload", "PRECISION_DTYPES", "OPTIMIZERS", "CHECKPOINTING_MODES", "check_step_args",
            "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "MEGATRON_STACK", "stack_of", "resolve_stack", "FP8_RECIPES",
-           "fp8_recipe_of"]
+           "fp8_recipe_of", "COMPILE_SCOPES", "compile_scope_of"]
 
 
 # -- the checks of a step's arguments (the functions' keywords and a Workload's fields share them) --------------------
@@ -169,6 +169,41 @@ def fp8_recipe_of(precision: str, stack: str, recipe=None) -> str | None:
     return key
 
 
+#: what ``torch.compile`` compiles of a step (``compile_scope=`` of :class:`Workload`, read by :func:`perfmodel.predict`;
+#: the ``"compile"`` kernel family only). ``"model"``: the whole step, one graph per pass (``torch.compile(model)`` on a
+#: model that computes its loss in its forward, as transformers' do). ``"layers"``: each transformer layer its own
+#: graph — no kernel fuses across two layers — and the embedding, final norm, output projection and loss eager
+#: (torchtitan's per-block ``apply_compile``; its loss compile was turned off on 2024-12-18, commit e8977b0, and turned
+#: back on on 2025-04-02, bbb1b61). ``"layers+loss"``: the layers as ``"layers"`` and the loss function its own graph
+#: (torchtitan since April 2025). A compiled loss also saves less: :func:`perfmodel.step.memory.predict_memory`.
+COMPILE_SCOPES = ("model", "layers", "layers+loss")
+
+
+def _check_scope_name(scope) -> str:
+    key = scope.strip().lower() if isinstance(scope, str) else None
+    if key not in COMPILE_SCOPES:
+        from perfmodel._errors import UnknownNameError
+
+        raise UnknownNameError(f"compile_scope must be one of {', '.join(map(repr, COMPILE_SCOPES))} ('model': the whole "
+                               "step compiled; 'layers': each transformer layer compiled on its own, the rest eager, as "
+                               "torchtitan until April 2025; 'layers+loss': the layers and the loss, as torchtitan since); "
+                               f"got {scope!r}.")
+    return key
+
+
+def compile_scope_of(stack: str, scope=None) -> str | None:
+    """What ``torch.compile`` compiles of a step run on the kernel family ``stack``: the ``scope`` given (checked, one of
+    :data:`COMPILE_SCOPES`) or ``"model"`` under ``"compile"``; None under the other families, where a scope given is a
+    ``ValueError`` that says so."""
+    given = scope is not None and scope is not UNSET
+    if stack != "compile":
+        if given:
+            raise ValueError(f"compile_scope={scope!r} says what torch.compile compiles; the step runs stack={stack!r}, "
+                             "which is not compiled. Pass compile=True (or stack='compile'), or leave compile_scope unset.")
+        return None
+    return _check_scope_name(scope) if given else "model"
+
+
 #: activation checkpointing modes: ``"full"`` (every layer's forward recomputed: ``torch.utils.checkpoint`` per layer,
 #: Megatron's full recompute), ``"selective"`` (torchtitan's per-operator policy) and ``"layer"`` (torchtitan's
 #: per-layer selective policy: every ``N``-th layer fully checkpointed, ``"layer:N"``, default every other one) and
@@ -301,6 +336,11 @@ class Workload:
     inference : bool, optional
         ``True`` or ``False`` (the string ``"False"`` is refused).
     compile : bool, optional
+    compile_scope : {"model", "layers", "layers+loss"}, optional
+        What ``torch.compile`` compiles (stack ``"compile"`` only; :data:`COMPILE_SCOPES`): the whole step (``"model"``,
+        the default: ``torch.compile(model)``), each transformer layer on its own with the embedding, final norm,
+        output projection and loss eager (``"layers"``: torchtitan's per-block compile until April 2025), or the
+        layers and the loss function (``"layers+loss"``: torchtitan since April 2025). Read by :func:`perfmodel.predict`.
     activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}, optional
     stack : {"eager", "compile", "te", "liger"}, optional
         The kernel family the run uses (``predict_step_time``'s ``stack=``); ``"compile"`` is ``compile=True``.
@@ -323,6 +363,7 @@ class Workload:
     optimizer: str | None = UNSET
     inference: bool = UNSET
     compile: bool = UNSET
+    compile_scope: str = UNSET
     activation_checkpointing: bool | str = UNSET
     stack: str = UNSET
     fp8_recipe: str | None = UNSET
@@ -358,6 +399,12 @@ class Workload:
                     if value is not None:
                         object.__setattr__(self, "fp8_recipe", _check_recipe_name(value))
                         self._check_recipe()
+                elif name == "compile_scope" and value is not None:
+                    object.__setattr__(self, "compile_scope", _check_scope_name(value))
+                    if self.is_set("stack") or self.is_set("compile"):
+                        compile = bool(self.compile) if isinstance(self.compile, (bool, np.bool_)) else False
+                        compile_scope_of(resolve_stack(self.stack if self.is_set("stack") else None, compile),
+                                         self.compile_scope)
             except (TypeError, ValueError) as exc:
                 msg = str(exc)
                 raise type(exc)(f"Workload {msg}" if msg.startswith(name) else f"Workload {name}: {msg}") from None
@@ -388,6 +435,7 @@ class Workload:
             values["fp8_recipe"] = fp8_recipe_of(prec.lower(), family, values.get("fp8_recipe"))
         if isinstance(values.get("precision"), str):
             values["precision"] = values["precision"].lower()
+        values["compile_scope"] = compile_scope_of(family, values.get("compile_scope"))
         return dataclasses.replace(self, **values)
 
     def is_set(self, name: str) -> bool:
@@ -433,8 +481,8 @@ def _check_positive_int(name: str, value) -> None:
 
 
 #: the fields only :func:`perfmodel.predict` reads (the keyword functions have no keyword for them), and where to go.
-_OBJECT_ONLY = {"fp8_recipe": ", or pass the run to pm.predict(workload, pm.Cluster(...), pm.Parallelism(...)), which "
-                              "reads it"}
+_OBJECT_ONLY = {name: ", or pass the run to pm.predict(workload, pm.Cluster(...), pm.Parallelism(...)), which reads it"
+                for name in ("fp8_recipe", "compile_scope")}
 
 
 def _merge(fn_name: str, workload: Workload, kwargs: dict, keys: dict, hint: str = "") -> dict:

@@ -263,6 +263,8 @@ _NOT_MEASUREMENTS = [
     (r"(?<= )[1-9]\. (?=\S)", "numbered-list markers"),
     (r"\b[a-z_]+=\(?\d+,?\)?", "keyword arguments in code examples"),
     (r"A100-40GB|A100-80GB|GPT2Config", "names that contain digits"),
+    (r"\b(January|February|March|April|May|June|July|August|September|October|November|December) 20\d\d\b",
+     "dates (of a library's versions)"),
     (r"\b500 W\b", "the power limit of a named part, as its sources (torchtitan's files, FBGEMM's pull request) name it"),
     (r"\bA40\b|\bH200\b|\bFP(8|16|32)\b|FlashAttention-2|\bMI(100|210|250)\b|\bP4\b|\bT4\b|\b[BT]F(16|32)\b|GPT-2",
      "names that contain digits"),

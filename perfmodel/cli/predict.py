@@ -47,6 +47,8 @@ def _cmd_predict(args) -> int:
     # the objects take (the FP8 recipe, the FP8 parameter gather)
     w, cs, how = keyword_run(model, gpus, stack=args.stack, **kw)
     w = trusted_replace(w, fp8_recipe=args.fp8_recipe)
+    if args.compile_scope is not None:  # checked against the kernel family where the step model reads it
+        w = trusted_replace(w, compile_scope=args.compile_scope)
     how = trusted_replace(how, fp8_param_gather=args.fp8_param_gather)
     if args.context_parallel_kv != "grouped":  # checked as Parallelism checks it
         import dataclasses
@@ -137,7 +139,8 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
 
     wkeys = ("input_shape", "batch_size", "precision", "optimizer", "compile")
     work = pm.Workload(model, **{k: kw[k] for k in wkeys if kw[k] is not None or k == "optimizer"},
-                       **({"stack": stack} if stack else {}), **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}))
+                       **({"stack": stack} if stack else {}), **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}),
+                       **({"compile_scope": args.compile_scope} if args.compile_scope else {}))
     how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], micro_batch_size=args.micro_batch_size,
                          pipeline_schedule=kw["pipeline_schedule"],
                          activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"],
@@ -153,6 +156,8 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
 
 
 def add_parser(sub, fmt) -> None:
+    from perfmodel._workload import COMPILE_SCOPES
+
     pred = sub.add_parser("predict", formatter_class=fmt,
                           help="step time and memory of a model on any GPU (pm.predict_step_time); on CM-DARE's GPUs also "
                                "its cluster speed and checkpoint time")
@@ -199,6 +204,10 @@ def add_parser(sub, fmt) -> None:
                            "attention (Megatron's selective recomputation of the core attention) or layer / layer:N "
                            "(every N-th layer, default 2)")
     pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
+    pred.add_argument("--compile-scope", choices=COMPILE_SCOPES, default=None,
+                      help="with --compile: what torch.compile compiles: the whole step (model, the default), each "
+                           "transformer layer on its own with the embedding, head and loss eager (layers: torchtitan "
+                           "until April 2025), or the layers and the loss (layers+loss: torchtitan since)")
     add_stack(pred)
     add_fp8_recipe(pred)
     pred.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,

@@ -348,10 +348,12 @@ def memory_frame(w, clusters, p) -> pd.DataFrame:
     one's GPU; the workload's fields all set, :meth:`perfmodel.Workload.filled`)."""
     p = p.with_micro_batches(w.batch_size, clusters[0].n_gpus if clusters else 1)
     prec, ac, deg, specs = _check_memory_args(w, clusters, p)
-    from perfmodel._workload import resolve_stack
+    from perfmodel._workload import compile_scope_of, resolve_stack
 
+    stack = resolve_stack(w.stack, w.compile)
     r = _memory_rank(w.model, deg, prec=prec, ac=ac, activation_checkpointing=p.activation_checkpointing,
-                     input_shape=w.input_shape, input_dtype=w.input_dtype, stack=resolve_stack(w.stack, w.compile))
+                     input_shape=w.input_shape, input_dtype=w.input_dtype, stack=stack,
+                     compiled_loss=compile_scope_of(stack, w.compile_scope) in ("model", "layers+loss"))
     deg["fp8"] = _fp8_kept(w, p, deg, prec, r)
     optimizer = w.optimizer
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
@@ -504,7 +506,7 @@ class _MemoryRank:
 
 
 def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, input_shape, input_dtype,
-                 stack: str = "eager") -> _MemoryRank:
+                 stack: str = "eager", compiled_loss: bool = False) -> _MemoryRank:
     import torch
 
     from perfmodel.step import trace as wl
@@ -534,6 +536,8 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     fused_head = None  # the loss's transient under a family of fused modules (None: eager's, below)
     if stack in ("te", "liger") and len(saved):
         saved, layer, fused_head = _fused_saved(saved, layer, lay, size, mb * int(np.prod(shape)), stack)
+    elif compiled_loss and len(saved):
+        saved, fused_head = _compiled_loss_saved(saved, layer, lay, size)
     out_b = saved["bytes"].to_numpy(float)
     sp = bool(deg.get("sequence_parallel", deg["fsdp"] and tpd > 1))  # the hidden states split along the sequence
     if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
@@ -618,6 +622,28 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
         sel = pd.concat([sel, extra], ignore_index=True)
         lay_of = np.r_[lay_of, lay.n_layers]
     return sel.reset_index(drop=True), lay_of, transient
+
+
+def _compiled_loss_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int) -> tuple[pd.DataFrame, float | None]:
+    """The saved tensors of a step whose loss ``torch.compile`` compiles (``compile_scope`` ``"model"`` or
+    ``"layers+loss"``), and the loss's transient at the backward's start (None: the eager one, no loss found).
+
+    AOTAutograd's partitioner saves a compiled cross-entropy's input — the logits, at the training precision — and two
+    numbers per token (the row maximum and the log of the sum of exponentials), and recomputes the softmax in the
+    backward kernel, which writes the logits' gradient at the training precision. Eager PyTorch saves the log-softmax
+    output in FP32 (transformers and torchtitan upcast the logits first) and its backward holds two FP32 tensors of
+    that size. So the loss's largest saved tensor (:func:`perfmodel.step.trace.loss_rows`) counts at ``size`` bytes
+    per element, and the transient is one tensor of that size."""
+    from perfmodel.step.trace import loss_rows
+
+    loss = loss_rows(saved, lay.n_layers)
+    if not loss.any():
+        return saved, None
+    out = saved.copy()
+    at = out.index[np.flatnonzero(loss)[int(np.argmax(out["bytes"].to_numpy(float)[loss]))]]
+    numel = float(np.prod([int(x) for x in str(out.at[at, "shape"]).split("x") if x]))
+    out.at[at, "bytes"] = numel * size
+    return out, numel * size
 
 
 def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:

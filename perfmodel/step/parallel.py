@@ -591,7 +591,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
     work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
-                        inference=False, compile=compile, recipe=w.fp8_recipe)
+                        inference=False, compile=compile, recipe=w.fp8_recipe,
+                        scope=w.compile_scope)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     if cpd > 1:

@@ -45,7 +45,7 @@ from perfmodel.step.trace import (ATTN_IMPLEMENTATIONS, CHECKPOINTING_MODES, FP8
                                        attention_kernel, attention_note,
                                        checkpointed_layers, compiled_work, fp8_work, module_fingerprint, module_memo,
                                        recompute_mask, selective_recompute_mask, work_from_ops, STACKS, stack_of,
-                                       resolve_stack, fp8_recipe_of)
+                                       resolve_stack, fp8_recipe_of, compile_scope_of)
 
 __all__ = ["Workload", "work_from_ops", "predict_step_time", "with_memory", "OutOfMemoryWarning", "add_recompute", "step_design", "half_model_applies", "HALF_MODEL_PRECISIONS", "FUSED_ATTENTION_EFFICIENCY", "fused_attention_floor_s", "compiled_work", "fp8_work", "checkpointing_mode", "CHECKPOINTING_MODES", "selective_recompute_mask", "checkpointed_layers", "recompute_mask", "PRECISION_DTYPES", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "OPTIMIZERS", "FUSED_ADAM_PASSES", "conformal_scores",
            "clear_trace_cache", "module_fingerprint", "attention_implementation", "ATTN_IMPLEMENTATIONS", "module_memo", "gpu_extrapolation",
@@ -217,8 +217,21 @@ def step_frame(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_
     recipe = fp8_recipe_of(w.precision, w.stack, w.fp8_recipe)
     if recipe is not None and recipe != fp8_recipe_of(w.precision, w.stack):
         kernels += f"; FP8 recipe: {RECIPE_BASIS[recipe]}"
+    scope = compile_scope_of(w.stack, w.compile_scope)
+    if scope is not None:
+        kernels += f"; compiled: {SCOPE_BASIS[scope]}"
     out["basis"] = out["basis"].astype(str) + "; kernels: " + kernels + (f"; {note}" if note else "")
     return out
+
+
+#: What each ``compile_scope`` compiles, for ``basis``.
+SCOPE_BASIS = {
+    "model": "the whole step, the loss with it (it saves the logits, not their FP32 log-softmax)",
+    "layers": ("each transformer layer its own graph (no kernel fuses across two layers); the embedding, final norm, "
+               "output projection and loss eager"),
+    "layers+loss": ("each transformer layer and the loss their own graphs (no kernel fuses across two); the embedding, "
+                    "final norm and output projection eager; the loss saves the logits, not their FP32 log-softmax"),
+}
 
 
 #: What each FP8 recipe other than its kernel family's default runs, for ``basis``.

@@ -29,9 +29,9 @@ import pandas as pd
 from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, PRECISION_DTYPES, Workload, accepts_workload,
                                  check_batch_size, fp8_recipe_of,
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
-                                 checkpointing_mode, STACKS, stack_of, resolve_stack)
+                                 checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -399,19 +399,24 @@ def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inferen
 
 
 def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool | str = False,
-              recipe: str | None = None) -> pd.DataFrame:
+              recipe: str | None = None, scope: str | None = None) -> pd.DataFrame:
     """:func:`work_from_ops` of :func:`step_ops` (index 0…n−1), memoised with the trace; at ``"fp8"`` with the FP8
     linears marked and their casts added by the FP8 ``recipe`` (:func:`fp8_work`, :func:`te_fp8_work`; None: the
     family's default); ``compile`` is the kernel family (:func:`stack_of`: a name of :data:`STACKS` or the
     ``torch.compile`` flag): ``"compile"`` fuses the memory-bound chains (:func:`compiled_work`), ``"te"`` runs
-    Transformer Engine's fused modules (:func:`te_ops`), ``"liger"`` Liger Kernel's (``te_ops(family="liger")``)."""
+    Transformer Engine's fused modules (:func:`te_ops`), ``"liger"`` Liger Kernel's (``te_ops(family="liger")``);
+    ``scope`` what ``torch.compile`` compiles (:data:`perfmodel._workload.COMPILE_SCOPES`, None: ``"model"``; the
+    regions of :func:`compile_regions`)."""
     stack = stack_of(compile)
     recipe = fp8_recipe_of(prec, stack, recipe)
+    scope = compile_scope_of(stack, scope)
     key = ("work", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
     if stack != "eager":
         key = (*key, stack)
     if recipe not in (None, fp8_recipe_of(prec, stack)):  # a recipe other than the family's default
         key = (*key, recipe)
+    if scope not in (None, "model"):
+        key = (*key, scope)
     memo = module_memo(net)
     if key not in memo:
         if stack in ("te", "liger"):
@@ -424,7 +429,19 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
         elif stack == "compile":
             # fusion first, then FP8's casts as kernels of their own (they are not chained with one another)
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
-            fused = compiled_work(work_from_ops(ops).reset_index(drop=True)).drop(columns=_FLOW_COLUMNS, errors="ignore")
+            region = None
+            if scope != "model":  # the rows outside the compiled graphs run eagerly, their dropouts as eager ones do
+                if isinstance(net, str):  # a zoo id: its layout from the module built on the meta device
+                    from perfmodel import zoo
+
+                    n_layers = model_layout(zoo.build(net, device="meta")).n_layers
+                else:
+                    n_layers = model_layout(net).n_layers
+                ops = fused_dropout(ops, where=compile_regions(ops, n_layers, scope) < 0)
+            work = work_from_ops(ops).reset_index(drop=True)
+            if scope != "model":
+                region = compile_regions(work, n_layers, scope)
+            fused = compiled_work(work, region=region).drop(columns=_FLOW_COLUMNS, errors="ignore")
             memo[key] = fp8_work(fused, vocab=high, compiled=True, recipe=recipe) if prec == "fp8" else fused
         else:
             ops = fused_dropout(step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
@@ -434,7 +451,7 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
     return memo[key].copy()
 
 
-def fused_dropout(ops: pd.DataFrame) -> pd.DataFrame:
+def fused_dropout(ops: pd.DataFrame, where: np.ndarray | None = None) -> pd.DataFrame:
     """Each dropout of an eager step as the one kernel a GPU runs: PyTorch's CUDA/ROCm ``native_dropout`` reads the
     input and writes the output and a one-byte mask in one kernel.
 
@@ -445,11 +462,14 @@ def fused_dropout(ops: pd.DataFrame) -> pd.DataFrame:
     shape) becomes one ``aten.native_dropout`` row (FLOPs of the ``mul``; reads the input, writes the output and the
     mask). The backward pass's product with the saved mask stays as traced (it reads the mask in the input's dtype:
     at most one tensor's bytes too many). ``torch.compile``'s chains fuse the decomposed rows themselves
-    (:func:`compiled_work`) and do not use this."""
+    (:func:`compiled_work`) and do not use this; ``where`` (one bool per row) limits it to the dropouts of those rows
+    (the eager rows of a step compiled in part: :func:`compile_regions`)."""
     if not len(ops):
         return ops
     op = ops["op"].astype(str).to_numpy()
     at = np.flatnonzero(op[1:-2] == "aten.bernoulli_") + 1
+    if where is not None:
+        at = at[np.asarray(where, dtype=bool)[at]]
     if not len(at):
         return ops
     mod = ops["module"].astype(str).to_numpy()
@@ -709,7 +729,7 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
     return out.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
 
 
-def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
+def compiled_work(work: pd.DataFrame, region: np.ndarray | None = None) -> pd.DataFrame:
     """Work rows of the step as ``torch.compile`` (Inductor) runs it: every maximal chain of consecutive memory-bound
     operators (``elementwise``, ``layernorm``, ``softmax`` rows of one phase, between two GEMMs / attention kernels)
     becomes one fused kernel — one launch, one pass over memory. GEMMs, attention and the optimizer's kernels are
@@ -735,6 +755,10 @@ def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
     reductions run over different dimensions into a few), small statistics a partitioner would save rather than
     recompute (a norm's mean) are recomputed, and a fill is fused only inside its chain's span. Rows without
     ``dataflow`` (a hand-made work frame) fall back to the widest member's bytes.
+
+    ``region`` (one int per row; None: the whole step is one graph): the graph each row is compiled in, negative for
+    a row run eagerly (:func:`compile_regions`). A chain never crosses from one graph to another, and an eager row is
+    its own kernel, as traced.
     """
     if work.empty:
         return work.copy()
@@ -745,12 +769,18 @@ def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
         fusable &= work["op"].astype(str).to_numpy() != "fused_adam"
     # chain id: a new chain starts at a non-fusable row, at a phase change, or after a non-fusable row
     start = ~fusable | np.r_[True, ~fusable[:-1]] | np.r_[True, phase[1:] != phase[:-1]]
+    if region is not None:
+        region = np.asarray(region, dtype=int)
+        if len(region) != len(work):
+            raise ValueError(f"compiled_work: region has {len(region)} entries for {len(work)} work rows; pass one per row.")
+        fusable &= region >= 0
+        start = start | ~fusable | np.r_[True, region[1:] != region[:-1]]
     chain = np.cumsum(start)
     out = work.copy()
     out["_chain"] = np.where(fusable, chain, -np.arange(1, len(work) + 1))
     flow = {"dataflow", "index"} <= set(work.columns)
     if flow:
-        out["_chain"] = _merge_across_gemms(out, fusable)
+        out["_chain"] = _merge_across_gemms(out, fusable, region)
     keep = out.groupby("_chain", sort=False)["bytes"].idxmax()
     flops = out.groupby("_chain", sort=False)["flops"].sum()
     fused = out.loc[keep.to_numpy()].copy()
@@ -777,9 +807,9 @@ def compiled_work(work: pd.DataFrame) -> pd.DataFrame:
     return fused.drop(columns="_chain").sort_index().reset_index(drop=True)
 
 
-def _merge_across_gemms(out: pd.DataFrame, fusable: np.ndarray) -> np.ndarray:
-    """Chain ids of ``out`` with each chain joined to the previous chain of its phase when it reads what that one
-    produced and no row between them does (:func:`compiled_work`)."""
+def _merge_across_gemms(out: pd.DataFrame, fusable: np.ndarray, region: np.ndarray | None = None) -> np.ndarray:
+    """Chain ids of ``out`` with each chain joined to the previous chain of its phase (and compiled graph, ``region``)
+    when it reads what that one produced and no row between them does (:func:`compiled_work`)."""
     ids = out["_chain"].to_numpy().copy()
     idx = out["index"].to_numpy(int)
     flows = out["dataflow"].to_numpy()
@@ -799,7 +829,8 @@ def _merge_across_gemms(out: pd.DataFrame, fusable: np.ndarray) -> np.ndarray:
     prev = None
     for c in list(members):
         rows = members[c]
-        if prev is not None and phase[rows[0]] == phase[members[prev][0]]:
+        if (prev is not None and phase[rows[0]] == phase[members[prev][0]]
+                and (region is None or region[rows[0]] == region[members[prev][0]])):
             between = range(members[prev][-1] + 1, rows[0])
             made = {idx[r] for r in members[prev]}
             if producers(rows) & made and not producers(between) & made:
@@ -1376,6 +1407,39 @@ def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
     pre = set(codes[:first][fwd[:first]].tolist())
     name_pre = np.array([i in pre and n != "" for i, n in enumerate(names)], dtype=bool)
     out[(~inside) & name_pre[codes]] = -1
+    return out
+
+
+def loss_rows(rows: pd.DataFrame, n_layers: int) -> np.ndarray:
+    """Rows (per-op, work or saved-tensor rows with ``module``; ``phase`` when present) of the loss: after the layers
+    (:func:`op_layer`) and run by the model itself rather than a submodule (a transformers model computes its loss in
+    its own ``forward``: the cast of the logits, log-softmax, negative log-likelihood and their gradients) or by no
+    module (the loss's reduction). The optimizer's rows are not the loss's."""
+    mod = rows["module"].astype(str).to_numpy()
+    after = op_layer(rows.assign(phase=rows["phase"]) if "phase" in rows.columns else rows.assign(phase="forward"),
+                     n_layers) >= n_layers
+    own = np.array(["." not in m for m in mod], dtype=bool)
+    out = after & own
+    if "phase" in rows.columns:
+        out &= rows["phase"].astype(str).to_numpy() != "optimizer"
+    return out
+
+
+def compile_regions(rows: pd.DataFrame, n_layers: int, scope: str) -> np.ndarray:
+    """The compiled graph of each row (per-op or work rows with ``module`` and ``phase``) when ``torch.compile``
+    compiles the part ``scope`` of a step (:data:`perfmodel._workload.COMPILE_SCOPES`): ``"model"`` one graph (0) for
+    every row; ``"layers"`` layer ``i``'s rows in graph ``i`` and every other row eager (-1); ``"layers+loss"`` the same
+    with the loss's rows (:func:`loss_rows`) in a graph of their own (``n_layers``). A scope other than ``"model"`` on
+    a model without transformer layers is a ``ValueError``."""
+    if scope == "model":
+        return np.zeros(len(rows), dtype=int)
+    if not n_layers:
+        raise ValueError(f"compile_scope={scope!r} compiles each transformer layer on its own, and perfmodel finds no "
+                         "repeated layers in this model; pass compile_scope='model' (the whole step compiled).")
+    layer = op_layer(rows, n_layers)
+    out = np.where((layer >= 0) & (layer < n_layers), layer, -1)
+    if scope == "layers+loss":
+        out = np.where(loss_rows(rows, n_layers), n_layers, out)
     return out
 
 

@@ -77,6 +77,15 @@ LINKS = {"H100": {"intra": "nvlink", "inter": "infiniband-ndr"}, "H200": {"intra
 #: 2024 runs; torchtitan/models/llama3/model.py at 820504e, June 2025), and the context-parallel SDPA all-gathers the
 #: K and V it is given (:attr:`perfmodel.Parallelism.context_parallel_kv`)
 TORCHTITAN_CP_KV = "repeated"
+#: what torch.compile compiled in each source's runs (:attr:`perfmodel.Workload.compile_scope`): torchtitan compiles each
+#: TransformerBlock on its own (``apply_compile``, torchtitan/parallelisms/parallelize_llama.py at 9dec370, the December
+#: 2024 runs; torchtitan/models/llama3/parallelize_llama.py at 820504e and e7c0cae, June 2025) and leaves the embedding,
+#: final norm and output projection eager; the loss was compiled too from 2025-04-02 (bbb1b61; build_cross_entropy_loss
+#: in torchtitan/components/loss.py at 820504e and e7c0cae), not at 9dec370 (train.py: "compiling loss function causes
+#: CUDA errors, turning off for now", e8977b0 of 2024-12-18)
+TORCHTITAN_COMPILE_SCOPE = {"benchmarks/llama3_h100_202412_torchtitan.md": "layers",
+                            "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md": "layers+loss",
+                            "benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md": "layers+loss"}
 #: torchtitan's train-config default sequence length (train_configs/llama3_8b.toml: seq_len = 8192)
 DEFAULT_SEQ_LEN = 8192
 
@@ -88,6 +97,8 @@ def _text(v) -> str:
 def _why_not(r) -> str:
     if r.model not in MODEL_CONFIGS:
         return f"no config for {r.model}"
+    if pd.notna(r.compile) and bool(r.compile) and r.source_file not in TORCHTITAN_COMPILE_SCOPE:
+        return f"what torch.compile compiled in {r.source_file} is not known"
     return ""
 
 
@@ -171,7 +182,8 @@ def data() -> pd.DataFrame:
             run_on = at_sustained_clock(spec, clock) if clock != 1.0 else spec
             tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
             run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * dp,
-                              precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=row["fp8_recipe"] or None)
+                              precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=row["fp8_recipe"] or None,
+                              compile_scope=TORCHTITAN_COMPILE_SCOPE[r.source_file] if comp else None)
             on = pm.Cluster(run_on, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu])
             # torchtitan's default with a pipeline: as many micro-batches as pipeline stages
             how = pm.Parallelism(_strategy(r), activation_checkpointing=ac,
