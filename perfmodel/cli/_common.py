@@ -25,6 +25,16 @@ def add_stack(parser, what: str = "the run uses") -> None:
                              "modules (liger)")
 
 
+def add_compile_scope(parser, flag: str = "--compile") -> None:
+    """``--compile-scope``, one option for every command that says a run (:data:`perfmodel._workload.COMPILE_SCOPES`)."""
+    from perfmodel._workload import COMPILE_SCOPES
+
+    parser.add_argument("--compile-scope", choices=COMPILE_SCOPES, default=None,
+                        help=f"with {flag}: what torch.compile compiles: the whole step (model, the default), each "
+                             "transformer layer on its own with the embedding, head and loss eager (layers: torchtitan "
+                             "until April 2025), or the layers and the loss (layers+loss: torchtitan since)")
+
+
 def add_fp8_recipe(parser, what: str = "") -> None:
     """``--fp8-recipe``, one option for every command that says a run (:data:`perfmodel._workload.FP8_RECIPES`)."""
     from perfmodel._workload import FP8_RECIPES

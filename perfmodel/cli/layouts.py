@@ -3,6 +3,7 @@ the ones that fit predicted, fastest first (:func:`perfmodel.planning.search_lay
 from __future__ import annotations
 
 from perfmodel.cli._common import (
+    add_compile_scope,
     add_fp8_recipe,
     add_stack,
     _gib,
@@ -58,7 +59,8 @@ def _cmd_layouts(args) -> int:
     work = pm.Workload(model, input_shape=shape, batch_size=args.batch_size, precision=args.precision,
                        optimizer=None if args.optimizer == "none" else args.optimizer,
                        **({"stack": args.stack} if args.stack else {}),
-                       **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}))
+                       **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}),
+                       **({"compile_scope": args.compile_scope} if args.compile_scope else {}))
     cluster = pm.Cluster(args.gpu, n_gpus=args.n_gpus, gpus_per_node=args.gpus_per_node,
                          interconnect=_interconnect(args.interconnect), nics_per_node=args.nics_per_node)
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
@@ -122,6 +124,7 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--optimizer", default="adam", choices=["adam", "adam-fused", "sgd-momentum", "none"],
                    help="optimizer step included")
     add_stack(p)
+    add_compile_scope(p, "--stack compile")
     add_fp8_recipe(p)
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node")
     p.add_argument("--interconnect", default=None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from perfmodel.cli._common import (
+    add_compile_scope,
     add_fp8_recipe,
     add_stack,
     _gib,
@@ -156,8 +157,6 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
 
 
 def add_parser(sub, fmt) -> None:
-    from perfmodel._workload import COMPILE_SCOPES
-
     pred = sub.add_parser("predict", formatter_class=fmt,
                           help="step time and memory of a model on any GPU (pm.predict_step_time); on CM-DARE's GPUs also "
                                "its cluster speed and checkpoint time")
@@ -204,10 +203,7 @@ def add_parser(sub, fmt) -> None:
                            "attention (Megatron's selective recomputation of the core attention) or layer / layer:N "
                            "(every N-th layer, default 2)")
     pred.add_argument("--compile", action="store_true", help="torch.compile: memory-bound operator chains fused")
-    pred.add_argument("--compile-scope", choices=COMPILE_SCOPES, default=None,
-                      help="with --compile: what torch.compile compiles: the whole step (model, the default), each "
-                           "transformer layer on its own with the embedding, head and loss eager (layers: torchtitan "
-                           "until April 2025), or the layers and the loss (layers+loss: torchtitan since)")
+    add_compile_scope(pred)
     add_stack(pred)
     add_fp8_recipe(pred)
     pred.add_argument("--fp8-param-gather", action=argparse.BooleanOptionalAction, default=None,

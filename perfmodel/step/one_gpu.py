@@ -161,8 +161,7 @@ def _recompute_fraction(w, clusters, mode, *, frame) -> np.ndarray:
         b = max(int(r.batch_size) // deg["dp"] // m, 1)
         rank_shape = context_parallel_shape(shape, in_dtype, deg["cp"], deg["name"])
         work = step_work(net, rank_shape, in_dtype, high, batch_size=b, prec=prec, optimizer=None, inference=False,
-                          compile=compile, recipe=w.fp8_recipe,
-                          scope=w.compile_scope)
+                          compile=(compile, w.compile_scope), recipe=w.fp8_recipe)
         if deg["cp"] > 1:
             work = context_parallel_work(work, deg["cp"], lay)
         t = kernel_seconds(work, spec, prec)
@@ -184,8 +183,7 @@ def single_gpu_rows(w, clusters, *, alpha: float) -> pd.DataFrame:
     high = int(w.input_high) if w.input_high is not None else vocab
     ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
     work = step_work(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference,
-                      compile=compile, recipe=w.fp8_recipe,
-                      scope=w.compile_scope)
+                      compile=(compile, w.compile_scope), recipe=w.fp8_recipe)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     q, interval = conformal_interval(alpha)

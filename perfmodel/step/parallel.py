@@ -400,6 +400,17 @@ def _tp_gather_bytes(prec: str, framework: str, stack: str, recipe, tp: int) -> 
     return 1.0 if fp8_recipe_of(prec, stack, recipe) == "tensorwise" else 0.0
 
 
+def _gathered_casts(work: pd.DataFrame, unsplit: pd.DataFrame, tp_role: np.ndarray, tp: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """Compiled tensorwise Float8 under PyTorch's TP: the casts of the operands it gathers (the column-parallel
+    linears' input, the row-parallel ones' output gradient) on the shard and their transposed copies whole
+    (:func:`perfmodel.step.trace.gathered_fp8_casts`, the linears' roles from :func:`_tp_linear_roles`); the rows and,
+    for each, the row of ``work`` it comes from."""
+    from perfmodel.step import trace as wl
+
+    mods = unsplit["module"].astype(str).to_numpy() if "module" in unsplit.columns else np.full(len(unsplit), "")
+    return wl.gathered_fp8_casts(work, unsplit, set(mods[tp_role == TP_COLUMN]), set(mods[tp_role == TP_ROW]), tp)
+
+
 def _single_producer_blocks(modules: np.ndarray, role: np.ndarray, block: np.ndarray, forward: np.ndarray,
                             n_layers: int, framework: str) -> dict:
     """Per block of a layer (:func:`_tp_linear_roles`): whether one GEMM produces its input gradient, so that the
@@ -591,8 +602,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
     work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
-                        inference=False, compile=compile, recipe=w.fp8_recipe,
-                        scope=w.compile_scope)
+                        inference=False, compile=(compile, w.compile_scope), recipe=w.fp8_recipe)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     if cpd > 1:
@@ -600,19 +610,20 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     layer = op_layer(work, lay.n_layers)
     is_opt = work["phase"].to_numpy() == "optimizer"
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
-    P = lay.params
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
     rank_P = rank_share(lay, lay.param_numel, tpd)  # parameters of one tensor-parallel rank
     if tpd > 1:
         unsplit = work
         split_mask = _tp_split_mask(work, layer, lay)
-        work = _divide_rows(work, split_mask, tpd, tokens)
-        work = _scale_rows(work, is_opt, rank_P / P)
+        work = _scale_rows(_divide_rows(work, split_mask, tpd, tokens), is_opt, rank_P / lay.params)
         if ex["sequence_parallel"]:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
             sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
             work = _divide_rows(work, sp_mask, tpd, tokens)
         work = wl.keep_gathered_whole(work, unsplit, tpd)  # row-wise float8's costs: the gathered operand whole
         tp_role, tp_block = _tp_linear_roles(unsplit, lay, split_mask & (layer >= 0) & (layer < lay.n_layers))
+        if wl.stack_of(compile) == "compile" and _tp_gather_bytes(prec, ex["framework"], "compile", w.fp8_recipe, tpd):
+            work, keep = _gathered_casts(work, unsplit, tp_role, tpd)  # rows kept and appended: the arrays follow
+            tp_role, tp_block, layer, is_opt = tp_role[keep], tp_block[keep], layer[keep], is_opt[keep]
     else:
         tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share

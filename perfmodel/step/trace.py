@@ -31,7 +31,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -398,15 +398,16 @@ def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inferen
     return memo[key].copy()
 
 
-def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool | str = False,
-              recipe: str | None = None, scope: str | None = None) -> pd.DataFrame:
+def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference, compile: bool | str | tuple = False,
+              recipe: str | None = None) -> pd.DataFrame:
     """:func:`work_from_ops` of :func:`step_ops` (index 0…n−1), memoised with the trace; at ``"fp8"`` with the FP8
     linears marked and their casts added by the FP8 ``recipe`` (:func:`fp8_work`, :func:`te_fp8_work`; None: the
     family's default); ``compile`` is the kernel family (:func:`stack_of`: a name of :data:`STACKS` or the
     ``torch.compile`` flag): ``"compile"`` fuses the memory-bound chains (:func:`compiled_work`), ``"te"`` runs
-    Transformer Engine's fused modules (:func:`te_ops`), ``"liger"`` Liger Kernel's (``te_ops(family="liger")``);
-    ``scope`` what ``torch.compile`` compiles (:data:`perfmodel._workload.COMPILE_SCOPES`, None: ``"model"``; the
-    regions of :func:`compile_regions`)."""
+    Transformer Engine's fused modules (:func:`te_ops`), ``"liger"`` Liger Kernel's (``te_ops(family="liger")``) —
+    or a ``(family, compile_scope)`` pair, the scope saying what ``torch.compile`` compiles
+    (:data:`perfmodel._workload.COMPILE_SCOPES`, None: ``"model"``; the regions of :func:`compile_regions`)."""
+    compile, scope = compile if isinstance(compile, tuple) else (compile, None)
     stack = stack_of(compile)
     recipe = fp8_recipe_of(prec, stack, recipe)
     scope = compile_scope_of(stack, scope)
@@ -1029,6 +1030,52 @@ def keep_gathered_whole(work: pd.DataFrame, unsplit: pd.DataFrame, tp: int) -> p
         w.loc[gathered, c] = whole[gathered]
         w.loc[shared, c] = np.maximum(whole[shared] / tp, 1.0 if c == "dim_m" else 0.0)
     return w
+
+
+def gathered_fp8_casts(work: pd.DataFrame, unsplit: pd.DataFrame, column: set, row: set,
+                       tp: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """A tensor-parallel rank's work rows (``work``, after the layout's split; ``unsplit`` the same rows before it)
+    with the compiled tensorwise Float8 casts of the operands PyTorch's Float8 tensor parallelism gathers, as torchao
+    runs them under torchtitan (``PrepareFloat8ModuleInput`` / ``Float8ColwiseParallel`` / ``Float8RowwiseParallel``),
+    and for each output row the input row it comes from.
+
+    A block's input is cast on the rank's sequence shard (2 bytes read and 1 written per element of the shard) and
+    all-gathered in FP8, once for the linears that share it (the key and value projections read the query
+    projection's input, the up projection the gate's: their casts are dropped); the weight-gradient GEMM reads the
+    gathered input transposed — torchao's ``preprocess_addmm`` makes a column-major copy (``t().contiguous()``) of the
+    whole gathered tensor, 1 byte read and 1 written per element — a backward kernel of its own
+    (``"float8_transpose"``, appended; not re-run by activation checkpointing). The output gradient of a row-parallel
+    linear is cast on its shard, all-gathered and copied transposed in the backward pass: ``3/tp + 2`` bytes per
+    element of the whole operand. The split cast of :func:`fp8_work` moved ``4/tp`` (cast and transposed copy on the
+    shard). ``column`` / ``row``: the modules of the column- and row-parallel linears."""
+    index = np.arange(len(work))
+    if tp <= 1 or "op" not in work.columns or "module" not in work.columns:
+        return work, index
+    op = work["op"].astype(str).to_numpy()
+    mods = work["module"].astype(str).to_numpy()
+    phase = work["phase"].astype(str).to_numpy()
+    cast = op == "float8_cast"
+    fwd = cast & (phase == "forward") & np.isin(mods, list(column))
+    bwd = cast & (phase == "backward") & np.isin(mods, list(row))
+    if not (fwd.any() or bwd.any()):
+        return work, index
+    shared = fwd & np.array([bool(_SHARED_INPUT.search(m)) for m in mods], dtype=bool)
+    fwd &= ~shared
+    per_el = float(FP8_CAST_COMPILED_BYTES_PER_ELEMENT)
+    w = work.copy()
+    cols = ("flops", "bytes", "tiles", "dim_m")
+    whole = {c: unsplit[c].to_numpy(float) for c in cols}
+    for mask, b in ((fwd, 3.0 / tp), (bwd, 3.0 / tp + 2.0)):
+        for c in cols:
+            w.loc[mask, c] = np.maximum(whole[c][mask] * b / per_el, 1.0 if c == "dim_m" else 0.0)
+    at = np.flatnonzero(fwd)
+    tr = work.iloc[at].copy()
+    for c in cols:
+        tr[c] = np.maximum(whole[c][at] * 2.0 / per_el, 1.0 if c == "dim_m" else 0.0)
+    tr["op"], tr["phase"] = "float8_transpose", "backward"
+    keep = np.flatnonzero(~shared)
+    out = pd.concat([w.iloc[keep], tr], ignore_index=True)
+    return out, np.concatenate([index[keep], at])
 
 
 def _fp8_gemms(w: pd.DataFrame, vocab) -> np.ndarray:

@@ -44,7 +44,7 @@ def _pred(scope=None, compile=True, **kw):
 def _work(scope):
     net, shape, dt, vocab, _ = model_input(LLAMA, (S,), None)
     return step_work(net, shape, dt, vocab, batch_size=B, prec="bf16", optimizer="adam-fused", inference=False,
-                     compile=True, scope=scope)
+                     compile=(True, scope))
 
 
 def test_the_scope_is_a_field_of_the_workload_checked_when_it_is_made():
@@ -135,3 +135,23 @@ def test_torchtitans_runs_are_predicted_with_what_each_version_compiled():
     assert TORCHTITAN_COMPILE_SCOPE["benchmarks/llama3_h100_202412_torchtitan.md"] == "layers"  # loss compile off
     assert all(v == "layers+loss" for k, v in TORCHTITAN_COMPILE_SCOPE.items() if "2025" in k)
     assert len(compiled) == 3
+
+
+def test_the_command_line_says_the_scope_and_refuses_it_without_compile(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    cfg = tmp_path / "llama.json"
+    cfg.write_text(json.dumps(LLAMA))
+    run = ["predict", str(cfg), "--gpus", "H100", "--input-shape", str(S), "--batch-size", str(B), "--precision", "bf16",
+           "--optimizer", "adam-fused"]
+    assert main([*run, "--compile", "--compile-scope", "layers"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled: each transformer layer its own graph" in out
+    assert main([*run, "--compile-scope", "layers"]) != 0
+    err = capsys.readouterr().err
+    assert "which is not compiled" in err and len(err.strip().splitlines()) == 1
+    assert main(["layouts", str(cfg), "--n-gpus", "2", "--input-shape", str(S), "--batch-size", "4", "--stack", "compile",
+                 "--compile-scope", "layers+loss"]) == 0
+    assert "each transformer layer and the loss their own graphs" in capsys.readouterr().out

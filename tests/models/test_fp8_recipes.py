@@ -166,3 +166,44 @@ def test_the_keyword_face_says_where_the_recipe_is_taken():
     w = pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision="fp8", fp8_recipe="rowwise")
     with pytest.raises(ValueError, match="fp8_recipe='rowwise'.*pm.predict"):
         pm.predict_step_time(w, "H100")
+
+
+def test_tensorwise_float8_under_pytorch_tp_casts_gathered_operands_on_the_shard_and_copies_them_transposed_whole():
+    """torchtitan's Float8 TP: a block's input cast once on the rank's sequence shard and all-gathered in FP8 (the key,
+    value and up projections reuse the query's and gate's), its transposed copy made of the whole gathered tensor in
+    the backward pass; a row-parallel linear's output gradient cast on the shard and copied transposed whole."""
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+    from perfmodel.step.trace import FP8_CAST_COMPILED_BYTES_PER_ELEMENT, model_input, step_work
+
+    tp, shape, batch = 2, (64,), 4
+    w = pm.Workload(LLAMA, input_shape=shape, batch_size=batch, precision="fp8", optimizer="adam-fused", compile=True)
+    w, _, par = resolve_run(w, pm.Cluster("H100", n_gpus=4), pm.Parallelism(f"fsdp2-tp{tp}"))
+    r = rank_work(w, par, 4)
+    net, s, dt, vocab, _ = model_input(LLAMA, shape, None)
+    whole = step_work(net, s, dt, vocab, batch_size=batch // 2, prec="fp8", optimizer="adam-fused", inference=False,
+                      compile=True)
+
+    def bytes_of(work, op, phase, suffix):
+        m = ((work["op"] == op) & (work["phase"] == phase) & work["module"].astype(str).str.endswith(suffix)).to_numpy()
+        return work.loc[m, "bytes"].to_numpy(float)
+
+    L = LLAMA["num_hidden_layers"]
+    el_q = bytes_of(whole, "float8_cast", "forward", "q_proj") / FP8_CAST_COMPILED_BYTES_PER_ELEMENT
+    el_o = bytes_of(whole, "float8_cast", "backward", "o_proj") / FP8_CAST_COMPILED_BYTES_PER_ELEMENT
+    assert len(el_q) == len(el_o) == L
+    np.testing.assert_allclose(bytes_of(r.work, "float8_cast", "forward", "q_proj"), el_q * 3 / tp)
+    np.testing.assert_allclose(bytes_of(r.work, "float8_transpose", "backward", "q_proj"), el_q * 2)
+    np.testing.assert_allclose(bytes_of(r.work, "float8_cast", "backward", "o_proj"), el_o * (3 / tp + 2))
+    for shared in ("k_proj", "v_proj", "up_proj"):  # cast once for the block
+        assert not len(bytes_of(r.work, "float8_cast", "forward", shared))
+    assert len(bytes_of(r.work, "float8_transpose", "backward", "gate_proj")) == L
+    # the shard's own operands (a row-parallel input, a column-parallel output gradient) stay split
+    np.testing.assert_allclose(bytes_of(r.work, "float8_cast", "forward", "o_proj"),
+                               bytes_of(whole, "float8_cast", "forward", "o_proj") / tp)
+    assert len(r.layer) == len(r.work) == len(r.tp_role) == len(r.is_opt)
+    # rowwise runs regular TP (gathered in BF16): none of this
+    wr = pm.Workload(LLAMA, input_shape=shape, batch_size=batch, precision="fp8", optimizer="adam-fused", compile=True,
+                     fp8_recipe="rowwise")
+    wr, _, par = resolve_run(wr, pm.Cluster("H100", n_gpus=4), pm.Parallelism(f"fsdp2-tp{tp}"))
+    assert not (rank_work(wr, par, 4).work["op"] == "float8_transpose").any()
