@@ -564,7 +564,7 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         net=net, name=name, lay=lay, size=size, mb=mb, tokens=tokens, ac=ac, sp=sp, tp=tpd, out_b=out_b, layer=layer,
         per_layer_act=(np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)),
         head_grad=(fused_head / tpd if fused_head is not None  # vocabulary-sized: split over the tensor-parallel ranks
-                   else 2 * float(out_b[head].max()) if head.any() else 0.0),
+                   else _eager_loss_transients(deg, tpd, sp) * float(out_b[head].max()) if head.any() else 0.0),
         kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack)
 
 
@@ -622,6 +622,17 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
         sel = pd.concat([sel, extra], ignore_index=True)
         lay_of = np.r_[lay_of, lay.n_layers]
     return sel.reset_index(drop=True), lay_of, transient
+
+
+def _eager_loss_transients(deg: dict, tp: int, sp: bool) -> int:
+    """How many tensors of the loss's saved FP32 log-softmax output an eager loss's backward holds besides it: 2
+    (the gradient flowing in and the one written); 3 under PyTorch's tensor parallelism as torchtitan runs it
+    (``fsdp`` x ``tp``, sequence parallel through DTensor), whose ``loss_parallel`` (torchtitan's default with TP)
+    computes the vocabulary-sharded NLL and log-softmax backward in one function that holds the zeroed gradient,
+    ``exp`` of the saved output and their sum at once before writing the product
+    (``_nll_loss_and_log_softmax_backward`` in torch/distributed/tensor/parallel/loss.py). Megatron's vocabulary-
+    parallel cross-entropy (Megatron-style ``tp`` without FSDP, ``framework="megatron"``) is not this."""
+    return 3 if tp > 1 and sp and deg.get("framework", "pytorch") != "megatron" else 2
 
 
 def _compiled_loss_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int) -> tuple[pd.DataFrame, float | None]:

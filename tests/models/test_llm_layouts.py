@@ -408,3 +408,24 @@ def test_tensorwise_float8_tp_gathers_in_fp8():
     f8 = pm.predict(pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="fp8", optimizer="adam", compile=True),
                     pm.Cluster("H100", n_gpus=4, interconnect=links), pm.Parallelism("fsdp2-tp2"))
     assert f8.comm_total_s["tp"] < bf.comm_total_s["tp"]
+
+
+def test_pytorch_loss_parallel_holds_three_fp32_tensors_of_the_log_softmax_size_in_its_backward():
+    """torch's loss_parallel (torchtitan's default with TP) computes the vocabulary-sharded NLL and log-softmax backward
+    in one function holding the zeroed gradient, exp of the saved output and their sum at once; an eager loss without
+    TP holds two (the gradient in, the gradient out); Megatron's is not modelled this way."""
+    from perfmodel.step.memory import _memory_rank
+
+    def head(tp, framework="pytorch"):
+        deg = dict(name=f"fsdp2-tp{tp}" if tp > 1 else "fsdp", n=2 * tp, tp=tp, pp=1, mb=2, cp=1, dp=2, fsdp=True,
+                   framework=framework)
+        r = _memory_rank(LLAMA, deg, prec="bf16", ac=None, activation_checkpointing=False, input_shape=(64,),
+                         input_dtype=None)
+        logsoftmax = float(r.out_b[r.layer >= r.lay.n_layers].max())
+        assert logsoftmax == pytest.approx(2 * 64 * LLAMA["vocab_size"] * 4 / tp)  # the FP32 log-softmax, vocab-split
+        return r.head_grad / logsoftmax
+
+    assert head(1) == 2 and head(2) == 3 and head(2, "megatron") == 2
+    deg = dict(name="tp2", n=2, tp=2, pp=1, mb=2, cp=1, dp=1, fsdp=False)  # Megatron-style TP: not loss_parallel
+    r = _memory_rank(LLAMA, deg, prec="bf16", ac=None, activation_checkpointing=False, input_shape=(64,), input_dtype=None)
+    assert r.head_grad == 2 * float(r.out_b[r.layer >= r.lay.n_layers].max())
