@@ -137,3 +137,22 @@ def test_the_published_gemms_beside_the_model_at_both_clocks():
     bf16 = c[c["fitted"]]
     assert abs(np.log(bf16["sustained_clock_tflops"] / bf16["measured_tflops"]).mean()) < 0.005
     assert c.loc[~c["fitted"], "error_pct"].abs().max() < 10
+
+
+def test_each_source_is_predicted_with_what_its_torchtitan_compiled_and_its_memory_says_so():
+    """The December 2024 runs' loss was eager (its compile turned off on 2024-12-18), the June 2025 ones' compiled:
+    for the first compiled run of each source that publishes memory, the scope its version compiled is the one whose
+    predicted memory is nearest the measurement, and the scored rows use it."""
+    from perfmodel._workload import COMPILE_SCOPES
+    from perfmodel.papers.external import torchtitan_runs
+
+    c = torchtitan_runs.compile_scope_check()
+    assert set(c["compile_scope"]) == set(COMPILE_SCOPES) and c["source_file"].nunique() == 2
+    for src, g in c.groupby("source_file"):
+        err = (g["predicted_memory_gib"] - g["measured_memory_gib"]).abs()
+        assert err[g["torchtitan_compiled"]].iloc[0] == pytest.approx(err.min()), src  # ("model" saves as "layers+loss")
+        assert err[g["torchtitan_compiled"]].iloc[0] < err.max() - 5  # the other loss is GiBs off
+        used = g[g["torchtitan_compiled"]].iloc[0]
+        row = torchtitan_runs.data().query("source_file == @src and compile").iloc[0]
+        assert row["predicted_memory_gib"] == pytest.approx(used["predicted_memory_gib"])
+        assert row["predicted_tokens_per_s"] == pytest.approx(used["predicted_tokens_per_s"])

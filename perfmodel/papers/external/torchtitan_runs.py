@@ -146,61 +146,107 @@ def published_gemm_check() -> pd.DataFrame:
     return out
 
 
+def _settings(r) -> tuple:
+    """(sequence length, activation checkpointing, precision, compile, FP8 recipe or "") of a published run as
+    perfmodel states them."""
+    seq = int(r.seq_len) if pd.notna(r.seq_len) else DEFAULT_SEQ_LEN
+    # not stated (the H200 runs): torchtitan's train-config default, selective per-operator
+    ac = _text(r.activation_checkpointing) or "selective"
+    ac = {"none": False, "full": "full", "selective": "layer" if _text(r.selective_ac) == "layer" else "selective"}[ac]
+    prec = "fp8" if (pd.notna(r.float8) and bool(r.float8)) else "bf16"
+    comp = bool(r.compile) if pd.notna(r.compile) else False
+    return seq, ac, prec, comp, (_text(r.float8_recipe) or "tensorwise") if prec == "fp8" else ""
+
+
+def _predict(r, compile_scope: str | None = None):
+    """(the GPU's spec, the share of its clock it runs at, the :class:`perfmodel.Prediction`) of a published run, its
+    compiled part :data:`TORCHTITAN_COMPILE_SCOPE`'s for its source unless ``compile_scope`` says another."""
+    import perfmodel as pm
+    from perfmodel.datasets.llm_runs import GRAND_TETON_H100, torchtitan_gpu_spec
+    from perfmodel.models import ExtrapolationWarning
+    from perfmodel.step.kernels import at_sustained_clock
+    from perfmodel.step.step_time import OutOfMemoryWarning
+
+    seq, ac, prec, comp, recipe = _settings(r)
+    spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
+    clock = grand_teton_clock() if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0
+    run_on = at_sustained_clock(spec, clock) if clock != 1.0 else spec
+    pp = int(r.pp)
+    run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * int(r.fsdp),
+                      precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=recipe or None,
+                      compile_scope=(compile_scope or TORCHTITAN_COMPILE_SCOPE[r.source_file]) if comp else None)
+    on = pm.Cluster(run_on, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu])
+    # torchtitan's default with a pipeline: as many micro-batches as pipeline stages
+    how = pm.Parallelism(_strategy(r), activation_checkpointing=ac,
+                         async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
+                         micro_batches=pp if pp > 1 else None,
+                         pipeline_schedule=("interleaved-1f1b" if pp > 1 and "interleaved" in _text(r.pp_schedule).lower()
+                                            else "1f1b"),
+                         context_parallel_kv=TORCHTITAN_CP_KV)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        warnings.simplefilter("ignore", OutOfMemoryWarning)
+        return spec, clock, pm.predict(run, on, how)
+
+
+def _tokens_per_s(r, seq: int, p) -> float:
+    """torchtitan's tokens/s per GPU of a prediction: a data-parallel rank's tokens over the step time and the GPUs of
+    its model replica (its tp x pp x cp ranks)."""
+    return int(r.local_batch_size) * seq / (int(r.tp) * int(r.pp) * int(r.cp)) / p.step_time_s
+
+
+@cached_frame
+def compile_scope_check() -> pd.DataFrame:
+    """What torch.compile compiled, run by run: the first compiled run of each source that publishes its memory
+    predicted under each :data:`perfmodel._workload.COMPILE_SCOPES`, beside the measurement and the scope its
+    torchtitan version compiled (:data:`TORCHTITAN_COMPILE_SCOPE`). Columns: ``source_file``, ``table``, ``model``,
+    ``gpu``, ``n_gpus``, ``precision``, ``compile_scope``, ``torchtitan_compiled`` (the scope is that version's),
+    ``measured_tokens_per_s``, ``predicted_tokens_per_s``, ``measured_memory_gib``, ``predicted_memory_gib``."""
+    from perfmodel._workload import COMPILE_SCOPES
+    from perfmodel.datasets import load_torchtitan_runs
+
+    runs = load_torchtitan_runs()
+    picked = runs[runs["compile"].fillna(False).astype(bool) & runs["memory_gib"].notna()].groupby(
+        "source_file", sort=False).head(1)
+    rows = []
+    for r in picked.itertuples(index=False):
+        seq, _, prec, _, _ = _settings(r)
+        for scope in COMPILE_SCOPES:
+            _, _, p = _predict(r, scope)
+            rows.append(dict(source_file=r.source_file, table=r.table, model=r.model, gpu=r.gpu, n_gpus=int(r.n_gpus),
+                             precision=prec, compile_scope=scope,
+                             torchtitan_compiled=scope == TORCHTITAN_COMPILE_SCOPE[r.source_file],
+                             measured_tokens_per_s=float(r.tokens_per_s_per_gpu),
+                             predicted_tokens_per_s=_tokens_per_s(r, seq, p),
+                             measured_memory_gib=float(r.memory_gib), predicted_memory_gib=p.memory["total_bytes"] / 2**30))
+    return pd.DataFrame(rows)
+
+
 @cached_frame
 def data() -> pd.DataFrame:
     """One row per published run: the measurement, the arguments perfmodel is called with, its prediction and the
     absolute % errors (NaN, with ``skipped`` saying why, for the rows a single call cannot state). Computed once per
     process and data source (``numbers`` and ``figure`` both read it); callers get copies."""
-    import perfmodel as pm
     from perfmodel.datasets import load_torchtitan_runs
-    from perfmodel.datasets.llm_runs import GRAND_TETON_H100, torchtitan_gpu_spec
-    from perfmodel.step.kernels import at_sustained_clock
-    from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
-    from perfmodel.step.step_time import OutOfMemoryWarning
 
     runs = load_torchtitan_runs()
     rows = []
     for r in runs.itertuples(index=False):
         why = _why_not(r)
-        seq = int(r.seq_len) if pd.notna(r.seq_len) else DEFAULT_SEQ_LEN
-        # not stated (the H200 runs): torchtitan's train-config default, selective per-operator
-        ac = _text(r.activation_checkpointing) or "selective"
-        ac = {"none": False, "full": "full", "selective": "layer" if _text(r.selective_ac) == "layer" else "selective"}[ac]
-        prec = "fp8" if (pd.notna(r.float8) and bool(r.float8)) else "bf16"
-        comp = bool(r.compile) if pd.notna(r.compile) else False
+        seq, ac, prec, comp, recipe = _settings(r)
         row = dict(source_file=r.source_file, table=r.table, model=r.model, gpu=r.gpu, n_gpus=int(r.n_gpus),
                    local_batch_size=int(r.local_batch_size), seq_len=seq, seq_len_stated=pd.notna(r.seq_len),
-                   activation_checkpointing=str(ac), precision=prec, compile=comp,
-                   fp8_recipe=(_text(r.float8_recipe) or "tensorwise") if prec == "fp8" else "",
+                   activation_checkpointing=str(ac), precision=prec, compile=comp, fp8_recipe=recipe,
                    async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
                    predicted_tokens_per_s=np.nan, predicted_memory_gib=np.nan, rule_of_thumb_tokens_per_s=np.nan,
                    sustained_clock=np.nan, skipped=why)
         if not why:
-            spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
-            clock = grand_teton_clock() if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0
+            spec, clock, p = _predict(r)
             row["sustained_clock"] = clock
-            run_on = at_sustained_clock(spec, clock) if clock != 1.0 else spec
-            tp, pp, cp, dp = int(r.tp), int(r.pp), int(r.cp), int(r.fsdp)
-            run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * dp,
-                              precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=row["fp8_recipe"] or None,
-                              compile_scope=TORCHTITAN_COMPILE_SCOPE[r.source_file] if comp else None)
-            on = pm.Cluster(run_on, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu])
-            # torchtitan's default with a pipeline: as many micro-batches as pipeline stages
-            how = pm.Parallelism(_strategy(r), activation_checkpointing=ac,
-                                 async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
-                                 micro_batches=pp if pp > 1 else None,
-                                 pipeline_schedule=("interleaved-1f1b" if pp > 1 and "interleaved" in _text(r.pp_schedule).lower()
-                                                    else "1f1b"),
-                                 context_parallel_kv=TORCHTITAN_CP_KV)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ExtrapolationWarning)
-                warnings.simplefilter("ignore", OutOfMemoryWarning)
-                p = pm.predict(run, on, how)
-            # torchtitan's tokens/s per GPU: a data-parallel rank's tokens over the step time and the GPUs of its model
-            # replica (its tp x pp x cp ranks)
-            row["predicted_tokens_per_s"] = int(r.local_batch_size) * seq / (tp * pp * cp) / p.step_time_s
+            dp = int(r.fsdp)
+            row["predicted_tokens_per_s"] = _tokens_per_s(r, seq, p)
             row["predicted_memory_gib"] = p.memory["total_bytes"] / 2**30
             rule = rule_of_thumb_step_time(MODEL_CONFIGS[r.model], spec, input_shape=(seq,),
                                            batch_size=int(r.local_batch_size) * dp, precision=prec,
