@@ -1463,10 +1463,8 @@ def loss_rows(rows: pd.DataFrame, n_layers: int) -> np.ndarray:
     its own ``forward``: the cast of the logits, log-softmax, negative log-likelihood and their gradients) or by no
     module (the loss's reduction). The optimizer's rows are not the loss's."""
     mod = rows["module"].astype(str).to_numpy()
-    after = op_layer(rows.assign(phase=rows["phase"]) if "phase" in rows.columns else rows.assign(phase="forward"),
-                     n_layers) >= n_layers
-    own = np.array(["." not in m for m in mod], dtype=bool)
-    out = after & own
+    after = op_layer(rows if "phase" in rows.columns else rows.assign(phase="forward"), n_layers) >= n_layers
+    out = after & np.array(["." not in m for m in mod], dtype=bool)
     if "phase" in rows.columns:
         out &= rows["phase"].astype(str).to_numpy() != "optimizer"
     return out
