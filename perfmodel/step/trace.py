@@ -432,12 +432,7 @@ def step_work(net, shape, in_dtype, high, *, batch_size, prec, optimizer, infere
             ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
             region = None
             if scope != "model":  # the rows outside the compiled graphs run eagerly, their dropouts as eager ones do
-                if isinstance(net, str):  # a zoo id: its layout from the module built on the meta device
-                    from perfmodel import zoo
-
-                    n_layers = model_layout(zoo.build(net, device="meta")).n_layers
-                else:
-                    n_layers = model_layout(net).n_layers
+                n_layers = model_and_layout(net, shape, in_dtype)[5].n_layers  # a module or a zoo id
                 ops = fused_dropout(ops, where=compile_regions(ops, n_layers, scope) < 0)
             work = work_from_ops(ops).reset_index(drop=True)
             if scope != "model":
