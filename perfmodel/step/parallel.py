@@ -78,7 +78,10 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   where one GEMM produces it (PyTorch's pass fuses a reduce-scatter whose input is a matmul's output, not a sum of
   several: separate Q, K, V or gate and up projections leave it whole; Megatron's fused ``linear_qkv`` and
   ``linear_fc1`` overlap it) (:func:`_async_tp_layer`). An input-gradient GEMM is timed as its forward GEMM (the same
-  FLOPs and rows).
+  FLOPs and rows). The hidden part still moves its bytes: every layout counts the group's whole communication in
+  ``comm_total`` (vanilla TP's), and the compute beside the hidden part is slowed as under any hidden collective
+  (:data:`perfmodel.step.collectives.OVERLAP_SLOWDOWN`); so is the compute under context parallelism's hidden K/V
+  exchange.
 * **pipeline schedules**: ``"1f1b"`` and ``"interleaved-1f1b"`` (``virtual_stages`` model chunks per rank, default
   two, torchtitan's default for its looped schedules; :func:`pipeline_time`): the fill and drain shrink ``v``-fold, the sends grow ``v``-fold.
   One ``interconnect`` serves all the groups unless a dict ``{"tp": ..., "pp": ..., "dp": ...}`` gives each its
@@ -771,6 +774,7 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     before the next forward pass (Megatron's distributed optimizer, :func:`exposed_bucket_gather`)."""
     m, lay = r.micro_batches, r.lay
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
+    tp_all = m * (4 * lay.n_layers * c.tp_layer + 2 * c.tp_per)  # every collective, hidden (async TP) or not
     window = bwd + 2 * lay.n_layers * c.tp_layer + c.tp_per + c.cp_b
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params, r.fp8_gathered)
     dp_exposed = reduce_ex + gather_ex
@@ -778,10 +782,10 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     compute = m * (fwd + bwd) + opt
     exposed = tp_comm + dp_exposed + cp_comm
     return LayoutStep(step=compute + exposed, compute=compute, exposed=exposed,
-                      comm_total=tp_comm + dp_total + m * c.cp_total, bubble=0.0,
+                      comm_total=tp_all + dp_total + m * c.cp_total, bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
                       comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm),
-                      comm_total_by_group=_groups(tp=tp_comm, dp=dp_total, cp=m * c.cp_total),
+                      comm_total_by_group=_groups(tp=tp_all, dp=dp_total, cp=m * c.cp_total),
                       tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f)
 
 
@@ -867,21 +871,25 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     o_rank = float(st_opt.max())
     step = pipe + tied_ar + float(tail.max()) + head
     sb = int(np.argmax(st))
-    tp_exposed = float(st_tp.sum() / v + (m - 1 / v) * st_tp[sb]) if tpd > 1 else 0.0
-    tp_only = tp_exposed
-    if r.cp > 1:
-        cp_st = r.stage_layers / L * (c.cp_f + c.cp_b)
-        tp_exposed += float(cp_st.sum() / v + (m - 1 / v) * cp_st[sb])
+
+    def on_path(per_stage: np.ndarray) -> float:  # a per-micro-batch cost of each stage, over the schedule
+        return float(per_stage.sum() / v + (m - 1 / v) * per_stage[sb])
+
+    # exposed as the layout runs them, and every collective, hidden under a matmul (asynchronous TP) or an attention
+    # chunk (context parallelism) or not: the hidden part slows the compute beside it (layout_step)
+    tp_only = on_path(st_tp) if tpd > 1 else 0.0
+    tp_all = on_path(4 * r.stage_layers * c.tp_layer + edges * c.tp_per) if tpd > 1 else 0.0
+    cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
+    cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
     sends = 2 * hop * ((v * p - 1) + (m - 1))
-    exposed = sends + tied_ar + tp_exposed + (float(tail.max()) - o_rank) + head
-    comm_total = sends + tied_ar + tp_exposed + float(dp_tot.max())
+    exposed = sends + tied_ar + tp_only + cp_only + (float(tail.max()) - o_rank) + head
+    comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max())
     dp_exposed = (float(tail.max()) - o_rank) + head
     return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
                       forward=m * float(t[(stage == sb) & (phase == "forward")].sum()),
                       backward=m * float(t[(stage == sb) & (phase == "backward")].sum()), optimizer=o_rank,
-                      comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only, dp=dp_exposed),
-                      comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_only, cp=tp_exposed - tp_only,
-                                                  dp=float(dp_tot.max())),
+                      comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=cp_only, dp=dp_exposed),
+                      comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_all, cp=cp_all, dp=float(dp_tot.max())),
                       tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb])) if tpd > 1 else 0.0,
                       cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0)
 

@@ -183,6 +183,36 @@ def test_async_tp_hides_the_collectives_under_the_matmuls():
         _t(n_gpus=4, strategy="fsdp2-tp2", async_tp="yes")
 
 
+@pytest.mark.parametrize("layout", [dict(strategy="fsdp2-tp2"), dict(strategy="dp2-tp2", framework="megatron"),
+                                    dict(strategy="tp2-pp2", micro_batches=2),
+                                    dict(strategy="dp1-cp2-tp2-pp2", framework="megatron", micro_batches=2)],
+                         ids=["fsdp-tp", "megatron-dp-tp", "tp-pp", "megatron-cp-tp-pp"])
+def test_async_tp_moves_every_collective_and_slows_the_compute_under_the_hidden_part(layout):
+    """Asynchronous TP hides collectives, it does not remove them: each execution path (FSDP, dp x tp, a pipeline)
+    counts the tensor-parallel group's whole communication in its total, the same as vanilla TP's, exposes less of
+    it, and the hidden part slows the compute beside it (OVERLAP_SLOWDOWN), as any hidden collective does."""
+    from perfmodel.step.collectives import OVERLAP_SLOWDOWN
+
+    def run(a):
+        w = pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="bf16", optimizer="adam-fused")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExtrapolationWarning)
+            warnings.simplefilter("ignore", OutOfMemoryWarning)
+            return pm.predict(w, pm.Cluster("H100", n_gpus=8 if "cp2" in layout["strategy"] else 4),
+                              pm.Parallelism(async_tp=a, **layout))
+
+    van, asy = run(False), run(True)
+    assert van.comm_total_s["tp"] > 0 and asy.comm_total_s["tp"] == pytest.approx(van.comm_total_s["tp"], rel=1e-12)
+    assert van.comm_exposed_s["tp"] == pytest.approx(van.comm_total_s["tp"], rel=1e-12)
+    assert asy.comm_exposed_s["tp"] < van.comm_exposed_s["tp"]
+    hidden = lambda p: p.breakdown["comm_total"] - p.breakdown["comm_exposed"]  # noqa: E731
+    assert hidden(asy) > hidden(van)
+    assert asy.breakdown["overlap_slowdown"] == pytest.approx(
+        OVERLAP_SLOWDOWN * min(hidden(asy), asy.breakdown["compute"]), rel=1e-9)
+    if "cp2" in layout["strategy"]:  # context parallelism's K/V exchange under the attention chunks: hidden too
+        assert asy.comm_total_s["cp"] > asy.comm_exposed_s["cp"]
+
+
 def test_fused_collective_hides_under_all_but_one_chunk_of_its_matmul():
     from perfmodel.step.parallel import _fused_exposed
 
