@@ -738,6 +738,13 @@ def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
     return 2 * n_layers * c.tp_lf
 
 
+def _tp_layers_all(c: _Comm, n_layers) -> float:
+    """Seconds of every tensor-parallel collective of ``n_layers`` layers (a number, or an array per pipeline stage),
+    both passes of one micro-batch, hidden (asynchronous TP) or not: four per layer, each one activation all-reduce's
+    worth (vanilla TP's exposed time; the group's ``comm_total`` in every layout)."""
+    return 4 * n_layers * c.tp_layer
+
+
 def _groups(**parts) -> dict:
     return {g: float(parts.get(g, 0.0)) for g in COMM_GROUPS}
 
@@ -757,13 +764,13 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b
     compute = m * (fwd + bwd) + opt
     step = m * (f_pass + b_pass) + opt
-    tp_all = 2 * lay.n_layers * c.tp_layer + c.tp_per
+    tp_all = _tp_layers_all(c, lay.n_layers) + 2 * c.tp_per  # both passes, hidden or not
     dp_exposed = m * ((max(fwd, ag) - fwd) + ag / units + (max(bwd, ag + rs) - bwd) + rs / units)
     return LayoutStep(step=step, compute=compute, exposed=step - compute,
-                      comm_total=m * (2 * ag + rs + tp_all + tp_all + c.cp_total), bubble=0.0,
+                      comm_total=m * (2 * ag + rs + tp_all + c.cp_total), bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
                       comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b)),
-                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * 2 * tp_all, cp=m * c.cp_total),
+                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * tp_all, cp=m * c.cp_total),
                       tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f)
 
 
@@ -774,7 +781,7 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     before the next forward pass (Megatron's distributed optimizer, :func:`exposed_bucket_gather`)."""
     m, lay = r.micro_batches, r.lay
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
-    tp_all = m * (4 * lay.n_layers * c.tp_layer + 2 * c.tp_per)  # every collective, hidden (async TP) or not
+    tp_all = m * (_tp_layers_all(c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
     window = bwd + 2 * lay.n_layers * c.tp_layer + c.tp_per + c.cp_b
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params, r.fp8_gathered)
     dp_exposed = reduce_ex + gather_ex
@@ -878,7 +885,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     # exposed as the layout runs them, and every collective, hidden under a matmul (asynchronous TP) or an attention
     # chunk (context parallelism) or not: the hidden part slows the compute beside it (layout_step)
     tp_only = on_path(st_tp) if tpd > 1 else 0.0
-    tp_all = on_path(4 * r.stage_layers * c.tp_layer + edges * c.tp_per) if tpd > 1 else 0.0
+    tp_all = on_path(_tp_layers_all(c, r.stage_layers) + edges * c.tp_per) if tpd > 1 else 0.0
     cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
     cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
     sends = 2 * hop * ((v * p - 1) + (m - 1))
