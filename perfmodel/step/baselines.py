@@ -162,13 +162,14 @@ def roofline_step_time(model, gpus, *, input_shape=None, batch_size: int, precis
         kernels bound by the peak rate), ``memory_bound_s``, ``n_kernels``, ``basis``.
     """
     from perfmodel.step.kernels import gpu_specs
-    from perfmodel.step.op_latency import _roofline_s, low_precision_rates, step_design
+    from perfmodel.step.op_latency import FP8_RATE, FP8_SPLIT_ACCUMULATION_RATE, _roofline_s, low_precision_rates, step_design
     from perfmodel.step.trace import model_input, step_work
 
     net, shape, in_dtype, vocab, name = model_input(model, input_shape, input_dtype)
     work = step_work(net, shape, in_dtype, vocab, batch_size=batch_size, prec=precision, optimizer=optimizer,
                      inference=inference, compile=compile)
     fp8 = low_precision_rates(work)
+    fp8[fp8 == FP8_SPLIT_ACCUMULATION_RATE] = FP8_RATE  # the roofline: every FP8 GEMM at the datasheet's FP8 peak
     rows = []
     for spec in gpu_specs(gpus, precision):
         X = step_design(work, spec, precision, fp8)

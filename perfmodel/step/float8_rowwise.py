@@ -9,7 +9,9 @@ by a kernel of its own that applies the row and column scales to the output (tor
 and the compiler fuses less around all of it. torchao publishes what that costs (:func:`perfmodel.datasets.
 load_float8_rowwise_linears`): the speedup over bfloat16 of ``LayerNorm -> Linear -> Sigmoid``, forward and
 backward under ``torch.compile``, on an H100 at 216 forward shapes ``M x K x N`` (1024 to 32768 each) — from 0.38 at
-small shapes to 1.73 at large ones, where perfmodel's GEMMs and casts alone predict 0.7 to 1.9.
+small shapes to 1.73 at large ones, where perfmodel's GEMMs (the backward ones with split accumulation,
+:data:`perfmodel.step.op_latency.FP8_SPLIT_ACCUMULATION_SLOWDOWN`) and casts alone predict far too fast a float8 step
+(``uncalibrated_speedup_mape_pct`` of the fitted file).
 
 **Calibration** (:func:`fit`, no training run used): perfmodel predicts each shape's subgraph in BF16 and with the
 row-wise recipe without this calibration (:func:`calibration_frame`, the catalog H100); the time the measured speedup

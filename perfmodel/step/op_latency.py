@@ -45,7 +45,8 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = ["OP_CLASSES", "NEUSIGHT_OP_CLASS", "TRAINING_GPUS", "op_work", "gpu_columns", "op_design", "OpLatencyModel",
            "neusight_op_frame", "default_op_model", "fitted_bundle", "leave_one_gpu_out",
            "save_bundle", "load_bundle", "load_op_rows", "shipped_artifact_path", "using_op_model", "PRECISION_ITEMSIZE",
-           "step_design", "low_precision_rates", "fp4_peak_tflops", "FP8_RATE", "FP4_RATE"]
+           "step_design", "low_precision_rates", "fp4_peak_tflops", "FP8_RATE", "FP4_RATE", "FP8_SPLIT_ACCUMULATION_RATE",
+           "FP8_SPLIT_ACCUMULATION_SLOWDOWN", "LIMITED_FP8_ACCUMULATION_ARCHITECTURES", "fp8_split_accumulation_slowdown"]
 
 #: Operator classes of the latency model.
 OP_CLASSES = ("matmul", "conv", "layernorm", "softmax", "elementwise")
@@ -699,15 +700,46 @@ def interval_step_scores() -> pd.DataFrame | None:
     return fitted_bundle().get("step_scores")
 
 
-#: codes of :func:`low_precision_rates`: a GEMM at the GPU's FP8 rate, and at its FP4 rate.
-FP8_RATE, FP4_RATE = 1, 2
+#: codes of :func:`low_precision_rates`: a GEMM at the GPU's FP8 rate, at its FP4 rate, and at its FP8 rate with split
+#: accumulation (:data:`FP8_SPLIT_ACCUMULATION_SLOWDOWN`).
+FP8_RATE, FP4_RATE, FP8_SPLIT_ACCUMULATION_RATE = 1, 2, 3
+
+#: How much slower an FP8 GEMM runs with split accumulation than with fast accumulation on a GPU whose FP8 tensor cores
+#: accumulate in limited precision (:data:`LIMITED_FP8_ACCUMULATION_ARCHITECTURES`). There cuBLAS's FP8 GEMM either
+#: keeps its partial sums in the tensor cores' accumulator ("fast accumulation", ``CUBLASLT_MATMUL_DESC_FAST_ACCUM``,
+#: ``torch._scaled_mm(use_fast_accum=True)``) or periodically promotes them to FP32 on the CUDA cores ("split
+#: accumulator"), which costs time. The training stacks promote in the backward pass only: torchao's ``Float8Linear``
+#: (every recipe: ``gemm_config_output`` fast, ``gemm_config_grad_input`` and ``gemm_config_grad_weight`` not;
+#: ``torchao/float8/config.py`` at eab345c, December 2024, and 6243040, June 2025) and Transformer Engine
+#: (``_2X_ACC_FPROP = False``, ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True`` in ``transformer_engine/pytorch/module/base.py``).
+#: The factor is the middle of the 1.1-1.2x speed-up that enabling fast accumulation gives torchao's FP8 GEMMs on an
+#: H100 (pytorch/ao issue #2377, June 2025, its benchmark; the maintainers' reply confirms the trade-off). A stated
+#: constant, not fitted on any training step; it divides the FP8 rate of the backward FP8 GEMMs, so a memory-bound one
+#: is barely slowed.
+FP8_SPLIT_ACCUMULATION_SLOWDOWN = 1.15
+
+#: Architectures (the catalog's ``architecture`` column, its first word) whose FP8 tensor cores accumulate in limited
+#: precision, so that split accumulation costs time: Ada and Hopper (DeepSeek-V3's technical report, section 3.3.2,
+#: measures about 14 bits on an H800). Blackwell's accumulate in full precision (cuBLAS has no fast-accumulation mode on
+#: sm_100), AMD's MFMA in FP32.
+LIMITED_FP8_ACCUMULATION_ARCHITECTURES = ("Ada", "Hopper")
+
+
+def fp8_split_accumulation_slowdown(spec) -> float:
+    """:data:`FP8_SPLIT_ACCUMULATION_SLOWDOWN` on a GPU of :data:`LIMITED_FP8_ACCUMULATION_ARCHITECTURES`, 1 elsewhere."""
+    arch = str(getattr(spec, "architecture", "") or "").split()
+    return FP8_SPLIT_ACCUMULATION_SLOWDOWN if arch and arch[0] in LIMITED_FP8_ACCUMULATION_ARCHITECTURES else 1.0
 
 
 def low_precision_rates(work: pd.DataFrame) -> np.ndarray:
     """Per work row, the rate its GEMM runs at in an FP8 step (int8): 0 the step's own (BF16), :data:`FP8_RATE` for the
-    rows the ``fp8`` column marks (:func:`perfmodel.step.trace.fp8_work`, ``te_fp8_work``), :data:`FP4_RATE` for those
-    the ``fp4`` column marks (Transformer Engine's NVFP4 recipe)."""
+    forward rows the ``fp8`` column marks (:func:`perfmodel.step.trace.fp8_work`, ``te_fp8_work``; a recomputed forward
+    GEMM too), :data:`FP8_SPLIT_ACCUMULATION_RATE` for its backward rows (the input- and weight-gradient GEMMs, which
+    torchao and Transformer Engine run with split accumulation), :data:`FP4_RATE` for those the ``fp4`` column marks
+    (Transformer Engine's NVFP4 recipe)."""
     out = work["fp8"].to_numpy(bool).astype(np.int8) if "fp8" in work.columns else np.zeros(len(work), np.int8)
+    if "phase" in work.columns and out.any():
+        out[(out == FP8_RATE) & (work["phase"].astype(str) == "backward").to_numpy()] = FP8_SPLIT_ACCUMULATION_RATE
     if "fp4" in work.columns:
         out[work["fp4"].to_numpy(bool)] = FP4_RATE
     return out
@@ -729,8 +761,9 @@ def step_design(work: pd.DataFrame, spec, prec: str, fp8=None) -> pd.DataFrame:
     """Operator-model inputs (:func:`perfmodel.step.op_latency.op_design`) of work rows on the GPU ``spec`` at
     ``prec``, as the step predictor sees the GPU: GEMMs and convolutions at the matrix units' rate (tensor cores; FP32
     too where the vendor BLAS runs FP32 GEMMs on matrix cores, AMD CDNA), the rest on the CUDA cores / vector units; at
-    ``"fp8"`` the rows marked in ``fp8`` (:func:`low_precision_rates`: bools, or its codes) at the FP8 rate, or the FP4
-    rate, and every other GEMM at BF16's.
+    ``"fp8"`` the rows marked in ``fp8`` (:func:`low_precision_rates`: bools, or its codes) at the FP8 rate (divided by
+    :func:`fp8_split_accumulation_slowdown` for the split-accumulation ones), or the FP4 rate, and every other GEMM at
+    BF16's.
 
     ``spec`` is one GPU, or a numpy object array of one GPU per row (the rows of several GPUs predicted in one call)."""
     from perfmodel.datasets import matmul_peak_tflops
@@ -750,10 +783,11 @@ def step_design(work: pd.DataFrame, spec, prec: str, fp8=None) -> pd.DataFrame:
     peak[mm] = matrix[mm]
     if prec == "fp8" and fp8 is not None and fp8.any():
         code = np.asarray(fp8).astype(np.int8)
-        sel = (code == FP8_RATE) & mm
+        sel = ((code == FP8_RATE) | (code == FP8_SPLIT_ACCUMULATION_RATE)) & mm
         if sel.any():
             f8 = np.array([matmul_peak_tflops(g, "fp8") * 1e12 for g in gpus])[at]
-            peak[sel] = f8[sel]
+            split = np.array([fp8_split_accumulation_slowdown(g) for g in gpus])[at]
+            peak[sel] = np.where(code[sel] == FP8_SPLIT_ACCUMULATION_RATE, f8[sel] / split[sel], f8[sel])
         sel = (code == FP4_RATE) & mm
         if sel.any():
             f4 = np.array([fp4_peak_tflops(g) * 1e12 for g in gpus])[at]
