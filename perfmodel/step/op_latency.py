@@ -713,9 +713,9 @@ FP8_RATE, FP4_RATE, FP8_SPLIT_ACCUMULATION_RATE = 1, 2, 3
 #: ``torchao/float8/config.py`` at eab345c, December 2024, and 6243040, June 2025) and Transformer Engine
 #: (``_2X_ACC_FPROP = False``, ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True`` in ``transformer_engine/pytorch/module/base.py``).
 #: The factor is the middle of the 1.1-1.2x speed-up that enabling fast accumulation gives torchao's FP8 GEMMs on an
-#: H100 (pytorch/ao issue #2377, June 2025, its benchmark; the maintainers' reply confirms the trade-off). A stated
-#: constant, not fitted on any training step; it divides the FP8 rate of the backward FP8 GEMMs, so a memory-bound one
-#: is barely slowed.
+#: H100 (https://github.com/pytorch/ao/issues/2377, June 2025, its benchmark; the maintainers' reply confirms the
+#: trade-off). A stated constant, not fitted on any training step; it divides the FP8 rate of the backward FP8 GEMMs,
+#: so a memory-bound one is barely slowed.
 FP8_SPLIT_ACCUMULATION_SLOWDOWN = 1.15
 
 #: Architectures (the catalog's ``architecture`` column, its first word) whose FP8 tensor cores accumulate in limited

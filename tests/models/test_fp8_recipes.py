@@ -232,7 +232,7 @@ def test_backward_fp8_gemms_run_with_split_accumulation_on_hopper_and_ada_only()
             split = code == ol.FP8_SPLIT_ACCUMULATION_RATE
             assert np.allclose(peak[code == ol.FP8_RATE], f8)
             assert np.allclose(peak[split], f8 / ol.FP8_SPLIT_ACCUMULATION_SLOWDOWN if slower else f8), gpu
-    assert 1.1 <= ol.FP8_SPLIT_ACCUMULATION_SLOWDOWN <= 1.2  # the published range (pytorch/ao issue #2377)
+    assert 1.1 <= ol.FP8_SPLIT_ACCUMULATION_SLOWDOWN <= 1.2  # the published range (github.com/pytorch/ao/issues/2377)
     # a step (GEMMs large enough to be bound by the rate): only the backward pass slows, and the roofline keeps every
     # FP8 GEMM at the datasheet peak
     big = dict(LLAMA, hidden_size=2048, intermediate_size=8192, num_attention_heads=16, num_key_value_heads=8,
