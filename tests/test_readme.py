@@ -208,6 +208,16 @@ def _llm_claims():
         _pct(n["other_tokens_mape_pct"]),
         _pct(n["memory_mape_pct"]), int(n["memory_rows"]), _pct(n["rule_of_thumb_tokens_mape_pct"]),
         "perfmodel better" if better else "better than perfmodel")
+    a = {r["quantity"]: r["value"] for r in torchtitan_runs._torchao_numbers()}
+    better = a["torchao_e2e_tokens_mape_pct"] < a["torchao_e2e_rule_of_thumb_tokens_mape_pct"]
+    yield _row("the same, and FP8's gain over BF16", "torchao's end-to-end Float8 runs (Llama 3 8B on 8 H100: BF16, "
+               "tensorwise, rowwise; held out)", "{} % MAPE on the H100 the source names ({} % if they ran on "
+               "torchtitan's 500 W part); FP8's gain within {}; peak memory {} %",
+               "the rule of thumb {} % ({}); its gain (none) off by {}", _item_link("external.torchtitan_runs")), (
+        _pct(a["torchao_e2e_tokens_mape_pct"]), _pct(a["torchao_e2e_tokens_mape_pct_if_grand_teton"]),
+        f"{a['torchao_e2e_fp8_gain_mean_abs_error']:.2f}", _pct(a["torchao_e2e_memory_mape_pct"]),
+        _pct(a["torchao_e2e_rule_of_thumb_tokens_mape_pct"]), "perfmodel better" if better else "better than perfmodel",
+        f"{a['torchao_e2e_rule_of_thumb_fp8_gain_mean_abs_error']:.2f}")
     yield ("on the {} runs torchtitan published with and without it, the speed-up it gives is predicted within {} on "
            "average (the rule of thumb, which predicts none, {})"), (
         int(n["async_tp_pairs"]), f"{n['async_tp_gain_mean_abs_error']:.2f}",

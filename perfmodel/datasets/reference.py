@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -287,6 +287,27 @@ def load_float8_rowwise_linears() -> pd.DataFrame:
     return _read_packaged("reference/float8_rowwise_linear_h100.csv")
 
 
+def load_torchao_float8_checks() -> pd.DataFrame:
+    """torchao's other published float8 measurements on an H100, transcribed with their citation, held out (nothing
+    is fitted on them): the two worked examples of its tensorwise microbenchmark (the speedup over bfloat16 of
+    ``LayerNorm -> Linear -> Sigmoid``, forward and backward, compiled, at two forward shapes; the table they come
+    from is an image outside the repository) and its end-to-end torchtitan table (Llama 3 8B on 8 H100, FSDP2,
+    compiled, per-operator selective checkpointing, local batch 1 at sequence 8192: tokens/s and peak memory in
+    bfloat16, tensorwise with the float8 all-gather, rowwise with the bfloat16 one). Checked by
+    ``perfmodel.papers.external.torchtitan_runs.torchao_float8_check``.
+
+    Returns
+    -------
+    DataFrame
+        One row per measurement: ``kind`` (``"microbenchmark"`` or ``"training"``), ``recipe`` (``"none"`` for
+        bfloat16, ``"tensorwise"``, ``"rowwise"``), ``model``, ``n_gpus``, ``local_batch_size``, ``seq_len`` (training
+        rows), ``m``, ``k``, ``n`` and ``speedup`` (microbenchmark rows), ``tokens_per_s`` (per GPU) and
+        ``peak_memory_gb`` (as the README gives it: torchtitan's logged max reserved memory) of the training rows,
+        ``source``.
+    """
+    return _read_packaged("reference/torchao_float8_h100.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -343,5 +364,10 @@ DATASETS: tuple[DatasetSpec, ...] = (
                 "microbenchmark on an H100: speedup over bfloat16 of LayerNorm -> Linear -> Sigmoid (forward + backward, "
                 "compiled) at one forward shape M x K x N", ("reference/float8_rowwise_linear_h100.csv",),
                 "torchao's float8 README, row-wise scaling table (beyond the papers)", kind="reference"),
+    DatasetSpec("torchao_float8_checks", load_torchao_float8_checks, "one published torchao float8 measurement on an "
+                "H100: a tensorwise microbenchmark speedup over bfloat16 at one shape, or a torchtitan Llama 3 8B run's "
+                "tokens/s and peak memory (bfloat16, tensorwise, rowwise)", ("reference/torchao_float8_h100.csv",),
+                "torchao's float8 README, tensorwise examples and training benchmarks (beyond the papers)",
+                kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

@@ -156,3 +156,30 @@ def test_each_source_is_predicted_with_what_its_torchtitan_compiled_and_its_memo
         row = torchtitan_runs.data().query("source_file == @src and compile").iloc[0]
         assert row["predicted_memory_gib"] == pytest.approx(used["predicted_memory_gib"])
         assert row["predicted_tokens_per_s"] == pytest.approx(used["predicted_tokens_per_s"])
+
+
+def test_torchaos_other_float8_measurements_are_predicted_and_scored_beside_the_rule_of_thumb():
+    """torchao's tensorwise microbenchmark examples and its end-to-end torchtitan runs (held out): every row predicted
+    on the part the source names, the scores computed from the rows, the rule of thumb beside them."""
+    from perfmodel.datasets import load_torchao_float8_checks
+    from perfmodel.diagnostics.metrics import mape
+
+    raw = load_torchao_float8_checks()
+    assert set(raw["kind"]) == {"microbenchmark", "training"} and raw["source"].str.contains("pytorch/ao").all()
+    assert set(raw.loc[raw["kind"] == "training", "recipe"]) == {"none", "tensorwise", "rowwise"}
+    d = item.torchao_float8_check()
+    assert len(d) == len(raw) and d["predicted"].gt(0).all() and np.isfinite(d["abs_error_pct"]).all()
+    mb, tr = d[d["kind"] == "microbenchmark"], d[d["kind"] == "training"]
+    # the small shape is slower in float8 (torchao's example), the large one faster, in the measurement and the model
+    small, large = mb.sort_values("m")["predicted"].to_numpy()
+    assert small < 1 < large
+    assert tr["predicted_on_grand_teton"].lt(tr["predicted"]).all()  # the 500 W part is slower than the 700 W one
+    g = item.torchao_float8_gains(d).set_index("recipe")
+    assert g.loc["tensorwise", "predicted_gain"] > g.loc["rowwise", "predicted_gain"]
+    n = {r["quantity"]: r["value"] for r in item._torchao_numbers()}
+    assert n["torchao_e2e_tokens_mape_pct"] == pytest.approx(mape(tr["measured"], tr["predicted"]))
+    assert n["torchao_e2e_rule_of_thumb_tokens_mape_pct"] == pytest.approx(mape(tr["measured"], tr["rule_of_thumb"]))
+    assert n["torchao_tensorwise_microbenchmark_speedup_mape_pct"] == pytest.approx(mape(mb["measured"], mb["predicted"]))
+    assert n["torchao_e2e_fp8_gain_mean_abs_error"] == pytest.approx(g["error"].abs().mean())
+    own = item.numbers().set_index("quantity")["reproduced"]
+    assert own["torchao_e2e_tokens_mape_pct"] == pytest.approx(n["torchao_e2e_tokens_mape_pct"])

@@ -20,7 +20,10 @@ ITEM = Item(
            "from spec sheets"),
     upstream="pytorch/torchtitan benchmarks/ and docs/performance.md",
     sources=(("pytorch/torchtitan: tokens/s per GPU and peak memory of Llama 3.1 8B/70B/405B and Llama 2 runs on "
-              "8-512 H100, 64 A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)"),),
+              "8-512 H100, 64 A100-80GB and 32-64 H200 (perfmodel.datasets.load_torchtitan_runs)"),
+             ("pytorch/ao: torchao's float8 README, its tensorwise microbenchmark examples and its end-to-end torchtitan "
+              "Llama 3 8B runs on 8 H100 in BF16, tensorwise and rowwise Float8, held out "
+              "(perfmodel.datasets.load_torchao_float8_checks)")),
     procedure=("Every published row is predicted with one pm.predict call (the run as a Workload, a Cluster and a "
                "Parallelism; its memory is pm.predict_memory's): the model's Hugging Face Llama config (sizes of the published models, "
                "MODEL_CONFIGS), sequence length (torchtitan's train config default 8192 where the table does not "
@@ -42,13 +45,17 @@ ITEM = Item(
                "tokens over the step time and the GPUs of its model replica (tp x pp x cp), as torchtitan counts "
                "it. A row perfmodel cannot state would be listed with the reason (none is, today). Nothing "
                "is fitted on these rows. Scored: absolute % error of tokens/s per GPU and of peak memory (GiB) "
-               "per row, their mean (MAPE), and the share of rows within 25 %."),
+               "per row, their mean (MAPE), and the share of rows within 25 %. Beside them, held out: torchao's "
+               "tensorwise microbenchmark examples (the speedup over BF16 of LayerNorm -> Linear -> Sigmoid, as "
+               "perfmodel.step.float8_rowwise predicts its table) and torchao's end-to-end runs (tokens/s, the FP8 "
+               "gains, peak memory), on the catalog H100 the source names, with the 500 W part of torchtitan's own "
+               "tables reported as an unscored alternative (torchao_float8_check), the rule of thumb beside each."),
     status="perfmodel analysis",
     notebook="notebooks/15-llama-training-plan.ipynb",
     test="tests/papers/test_torchtitan_runs.py",
 )
 
-__all__ = ["ITEM", "data", "numbers", "figure"]
+__all__ = ["ITEM", "data", "numbers", "figure", "torchao_float8_check", "torchao_float8_gains"]
 
 _LLAMA3 = dict(model_type="llama", vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
                rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8)
@@ -310,6 +317,131 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
     return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
 
 
+#: torchtitan's compile scope when torchao's end-to-end float8 table was measured (torchtitan 0.0.2, March 2025: each
+#: layer compiled, the loss eager until 2025-04-02, :data:`TORCHTITAN_COMPILE_SCOPE`)
+TORCHAO_E2E_COMPILE_SCOPE = "layers"
+
+
+@cached_frame
+def torchao_float8_check() -> pd.DataFrame:
+    """torchao's other published float8 measurements on an H100 (:func:`perfmodel.datasets.load_torchao_float8_checks`),
+    held out, predicted on the catalog H100 (the sources name an H100, not its power limit): the two worked examples
+    of its tensorwise microbenchmark (the speedup over BF16 of ``LayerNorm -> Linear -> Sigmoid``, forward and
+    backward, compiled, as :mod:`perfmodel.step.float8_rowwise` predicts the row-wise table) and its end-to-end
+    torchtitan runs (Llama 3 8B, FSDP over 8 GPUs with NVLink, local batch 1 at sequence 8192, per-operator selective
+    checkpointing, compiled per layer with the loss eager, the fused Adam step; BF16, tensorwise, rowwise), each
+    beside the rule of thumb (a speedup of 1: it has no FP8; tokens/s at 40 % of the dense BF16 peak).
+
+    Returns
+    -------
+    DataFrame
+        One row per measurement: ``kind``, ``recipe``, ``m``, ``k``, ``n``, ``measured`` and ``predicted`` (the
+        speedup of a microbenchmark row, tokens/s per GPU of a training row), ``predicted_on_grand_teton`` (a
+        training row on the 500 W part of torchtitan's own H100 tables, :func:`grand_teton_clock`: an alternative the
+        sources do not state, reported beside the score, not scored), ``rule_of_thumb``,
+        ``measured_memory_gib`` / ``predicted_memory_gib`` (training rows), ``abs_error_pct``,
+        ``rule_of_thumb_abs_error_pct``.
+    """
+    import perfmodel as pm
+    from perfmodel.datasets import load_torchao_float8_checks
+    from perfmodel.models import ExtrapolationWarning
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+    from perfmodel.step.float8_rowwise import _subgraph
+    from perfmodel.step.step_time import OutOfMemoryWarning
+
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+    from perfmodel.step.kernels import at_sustained_clock
+
+    gpu = "H100"
+    grand_teton = at_sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), grand_teton_clock())
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        warnings.simplefilter("ignore", OutOfMemoryWarning)
+        for r in load_torchao_float8_checks().itertuples(index=False):
+            row = dict(kind=r.kind, recipe=r.recipe, m=r.m, k=r.k, n=r.n, measured_memory_gib=np.nan,
+                       predicted_memory_gib=np.nan, predicted_on_grand_teton=np.nan)
+            if r.kind == "microbenchmark":
+                m, k, n = int(r.m), int(r.k), int(r.n)
+                t = {}
+                for prec, recipe in (("bf16", None), ("fp8", str(r.recipe))):
+                    w = pm.Workload(_subgraph(k, n), input_shape=(k,), batch_size=m, precision=prec, optimizer=None,
+                                    compile=True, fp8_recipe=recipe)
+                    t[prec] = pm.predict(w, pm.Cluster(gpu)).step_time_s
+                row.update(measured=float(r.speedup), predicted=t["bf16"] / t["fp8"], rule_of_thumb=1.0)
+            else:
+                seq, n_gpus, local = int(r.seq_len), int(r.n_gpus), int(r.local_batch_size)
+                fp8 = r.recipe != "none"
+                w = pm.Workload(MODEL_CONFIGS["Llama 3.1 8B"], input_shape=(seq,), batch_size=local * n_gpus,
+                                precision="fp8" if fp8 else "bf16", optimizer="adam-fused", compile=True,
+                                fp8_recipe=str(r.recipe) if fp8 else None, compile_scope=TORCHAO_E2E_COMPILE_SCOPE)
+                how = pm.Parallelism("fsdp", activation_checkpointing="selective")
+                p = pm.predict(w, pm.Cluster(gpu, n_gpus=n_gpus, gpus_per_node=8, interconnect=LINKS["H100"]), how)
+                gt = pm.predict(w, pm.Cluster(grand_teton, n_gpus=n_gpus, gpus_per_node=8, nics_per_node=8,
+                                              interconnect=LINKS["H100"]), how)
+                row["predicted_on_grand_teton"] = local * seq / gt.step_time_s
+                rule = rule_of_thumb_step_time(MODEL_CONFIGS["Llama 3.1 8B"], gpu, input_shape=(seq,),
+                                               batch_size=local * n_gpus, precision="bf16", n_gpus=n_gpus).iloc[0]
+                row.update(measured=float(r.tokens_per_s), predicted=local * seq / p.step_time_s,
+                           rule_of_thumb=local * seq / float(rule["step_time_s"]),
+                           measured_memory_gib=float(r.peak_memory_gb),
+                           predicted_memory_gib=p.memory["total_bytes"] / 2**30)
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    out["abs_error_pct"] = 100 * (out["predicted"] / out["measured"] - 1).abs()
+    out["rule_of_thumb_abs_error_pct"] = 100 * (out["rule_of_thumb"] / out["measured"] - 1).abs()
+    return out
+
+
+def torchao_float8_gains(d: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The FP8 recipes' gains over BF16 in torchao's end-to-end runs (:func:`torchao_float8_check`), measured and
+    predicted: ``recipe``, ``measured_gain``, ``predicted_gain``, ``error`` (predicted − measured)."""
+    d = torchao_float8_check() if d is None else d
+    t = d[d["kind"] == "training"].set_index("recipe")
+    fp8 = [x for x in t.index if x != "none"]
+    out = pd.DataFrame({"recipe": fp8,
+                        "measured_gain": [t.loc[x, "measured"] / t.loc["none", "measured"] for x in fp8],
+                        "predicted_gain": [t.loc[x, "predicted"] / t.loc["none", "predicted"] for x in fp8]})
+    out["error"] = out["predicted_gain"] - out["measured_gain"]
+    return out
+
+
+def _torchao_numbers() -> list[dict]:
+    d = torchao_float8_check()
+    mb, tr = d[d["kind"] == "microbenchmark"], d[d["kind"] == "training"]
+    g = torchao_float8_gains(d)
+    src = ("torchao's float8 README (perfmodel.datasets.load_torchao_float8_checks), held out, predicted on the catalog "
+           "H100 (torchtitan_runs.torchao_float8_check)")
+    return [
+        dict(quantity="torchao_tensorwise_microbenchmark_speedup_mape_pct", unit="pct", value=float(mb["abs_error_pct"].mean()),
+             protocol=f"mean absolute % error of the speedup over BF16 of torchao's {len(mb)} tensorwise microbenchmark "
+                      f"examples (LayerNorm -> Linear -> Sigmoid, fwd + bwd, compiled); {src}"),
+        dict(quantity="torchao_tensorwise_microbenchmark_rule_of_thumb_speedup_mape_pct", unit="pct",
+             value=float(mb["rule_of_thumb_abs_error_pct"].mean()),
+             protocol=f"the baseline on the same examples: the rule of thumb has no FP8 (a speedup of 1); {src}"),
+        dict(quantity="torchao_e2e_tokens_mape_pct", unit="pct", value=float(tr["abs_error_pct"].mean()),
+             protocol=f"mean absolute % error of tokens/s per GPU of torchao's {len(tr)} end-to-end torchtitan runs "
+                      f"(Llama 3 8B, 8 GPUs, BF16, tensorwise, rowwise); {src}"),
+        dict(quantity="torchao_e2e_tokens_mape_pct_if_grand_teton", unit="pct",
+             value=float(100 * (tr["predicted_on_grand_teton"] / tr["measured"] - 1).abs().mean()),
+             protocol=f"the same runs predicted on the 500 W H100 of torchtitan's own tables (at grand_teton_clock), a "
+                      f"part the source does not name: an alternative reported beside the score; {src}"),
+        dict(quantity="torchao_e2e_rule_of_thumb_tokens_mape_pct", unit="pct", value=float(tr["rule_of_thumb_abs_error_pct"].mean()),
+             protocol=f"the baseline on the same runs: the rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the "
+                      f"dense BF16 peak; {src}"),
+        dict(quantity="torchao_e2e_fp8_gain_mean_abs_error", unit="ratio", value=float(g["error"].abs().mean()),
+             protocol=f"mean absolute error of the FP8 recipes' gain over BF16 (tokens/s over the BF16 run's) on those "
+                      f"runs, predicted against measured; {src}"),
+        dict(quantity="torchao_e2e_rule_of_thumb_fp8_gain_mean_abs_error", unit="ratio",
+             value=float((g["measured_gain"] - 1).abs().mean()),
+             protocol=f"the baseline on the same runs: the rule of thumb has no FP8, so it predicts a gain of 1; {src}"),
+        dict(quantity="torchao_e2e_memory_mape_pct", unit="pct",
+             value=float(100 * (tr["predicted_memory_gib"] / tr["measured_memory_gib"] - 1).abs().mean()),
+             protocol=f"mean absolute % error of peak memory per GPU on those runs (the README's GB read as "
+                      f"torchtitan's logged GiB of max reserved memory); {src}"),
+    ]
+
+
 _UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows", "rowwise_rows": "rows",
           "async_tp_pairs": "rows", "async_tp_gain_mean_abs_error": "ratio",
           "rule_of_thumb_async_tp_gain_mean_abs_error": "ratio",
@@ -351,7 +483,7 @@ def numbers() -> pd.DataFrame:
                                                        else "predicted by pm.predict from the GPU's spec sheet")
                            + ", nothing fitted on these runs (torchtitan_runs.data)"))
             for r in summary().itertuples(index=False)]
-    return _item.item_results(__name__, rows)
+    return _item.item_results(__name__, rows + _torchao_numbers())
 
 
 def figure(data: pd.DataFrame | None = None, ax=None):
