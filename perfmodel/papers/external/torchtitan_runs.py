@@ -344,13 +344,12 @@ def torchao_float8_check() -> pd.DataFrame:
     """
     import perfmodel as pm
     from perfmodel.datasets import load_torchao_float8_checks
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
     from perfmodel.step.float8_rowwise import _subgraph
-    from perfmodel.step.step_time import OutOfMemoryWarning
-
-    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
     from perfmodel.step.kernels import at_sustained_clock
+    from perfmodel.step.step_time import OutOfMemoryWarning
 
     gpu = "H100"
     grand_teton = at_sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), grand_teton_clock())
