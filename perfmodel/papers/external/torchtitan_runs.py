@@ -55,7 +55,7 @@ ITEM = Item(
     test="tests/papers/test_torchtitan_runs.py",
 )
 
-__all__ = ["ITEM", "data", "numbers", "figure", "torchao_float8_check", "torchao_float8_gains"]
+__all__ = ["ITEM", "data", "numbers", "figure"]
 
 _LLAMA3 = dict(model_type="llama", vocab_size=128256, max_position_embeddings=131072, rope_theta=500000.0,
                rms_norm_eps=1e-5, tie_word_embeddings=False, num_key_value_heads=8)
