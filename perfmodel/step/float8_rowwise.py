@@ -67,11 +67,12 @@ def _subgraph(k: int, n: int):
     return LayerNormLinearSigmoid()
 
 
-def calibration_frame(data: pd.DataFrame | None = None, gpu: str = CALIBRATION_GPU) -> pd.DataFrame:
+def calibration_frame(data: pd.DataFrame | None = None, gpu: str = CALIBRATION_GPU,
+                      recipe: str = "rowwise") -> pd.DataFrame:
     """Per shape of ``data`` (default :func:`perfmodel.datasets.load_float8_rowwise_linears`): perfmodel's one-GPU step
     of the benchmark subgraph (batch ``M`` of ``K`` features, no optimizer, ``compile=True``) on ``gpu`` in BF16
-    (``t_bf16``) and with torchao's row-wise recipe without the calibration (``t_fp8``), with the operand elements
-    ``mk``, ``mn``, ``kn`` and the measured ``speedup``. About a second per shape."""
+    (``t_bf16``) and with torchao's ``recipe`` (row-wise by default) without the row-wise calibration (``t_fp8``), with
+    the operand elements ``mk``, ``mn``, ``kn`` and the measured ``speedup``. About a second per shape."""
     import warnings
 
     import perfmodel as pm
@@ -84,9 +85,9 @@ def calibration_frame(data: pd.DataFrame | None = None, gpu: str = CALIBRATION_G
         for r in d.itertuples(index=False):
             m, k, n = int(r.m), int(r.k), int(r.n)
             t = {}
-            for prec, recipe in (("bf16", None), ("fp8", "rowwise")):
+            for prec, fp8_recipe in (("bf16", None), ("fp8", recipe)):
                 w = pm.Workload(_subgraph(k, n), input_shape=(k,), batch_size=m, precision=prec, optimizer=None,
-                                compile=True, fp8_recipe=recipe)
+                                compile=True, fp8_recipe=fp8_recipe)
                 t[prec] = pm.predict(w, pm.Cluster(gpu)).step_time_s
             out.append(dict(m=m, k=k, n=n, speedup=float(r.speedup), t_bf16=t["bf16"], t_fp8=t["fp8"],
                             mk=float(m) * k, mn=float(m) * n, kn=float(k) * n))

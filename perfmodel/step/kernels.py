@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfmodel.step.op_latency import FP4_RATE, FP8_SPLIT_ACCUMULATION_SLOWDOWN, step_design
+from perfmodel.step import op_latency as _op_latency
+from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
 __all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
@@ -598,7 +599,7 @@ def learned_on(prec: str) -> str:
                 f"FlashAttention-2's published rates, forward and backward)"
                 + ("; the FP8 GEMMs by the same model at the FP8 tensor-core peak (no FP8 GEMM measured), the "
                    "backward ones with split accumulation at that peak over "
-                   f"{FP8_SPLIT_ACCUMULATION_SLOWDOWN:g} on Ada and Hopper (pytorch/ao #2377)"
+                   f"{_op_latency.FP8_SPLIT_ACCUMULATION_SLOWDOWN:g} on Ada and Hopper (pytorch/ao #2377)"
                    if prec == "fp8" else "")
                 + f"; elementwise kernels, casts and the optimizer at their {at} bytes and the bandwidth efficiency "
                 f"learned on PyTorch's FP16 elementwise kernel (Vidur's residual adds of the A40 and A100); norms and "

@@ -347,27 +347,28 @@ def torchao_float8_check() -> pd.DataFrame:
     from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
-    from perfmodel.step.float8_rowwise import _subgraph
+    from perfmodel.step.float8_rowwise import calibration_frame
     from perfmodel.step.kernels import at_sustained_clock
     from perfmodel.step.step_time import OutOfMemoryWarning
 
     gpu = "H100"
     grand_teton = at_sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), grand_teton_clock())
     rows = []
+    checks = load_torchao_float8_checks()
+    bench = checks[checks["kind"] == "microbenchmark"]
+    if not (bench["recipe"] == "tensorwise").all():
+        raise ValueError("load_torchao_float8_checks: its microbenchmark rows are torchao's tensorwise examples; got "
+                         f"recipes {sorted(set(bench['recipe']))}.")
+    subgraph = calibration_frame(bench, gpu, recipe="tensorwise").set_index(["m", "k", "n"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
         warnings.simplefilter("ignore", OutOfMemoryWarning)
-        for r in load_torchao_float8_checks().itertuples(index=False):
+        for r in checks.itertuples(index=False):
             row = dict(kind=r.kind, recipe=r.recipe, m=r.m, k=r.k, n=r.n, measured_memory_gib=np.nan,
                        predicted_memory_gib=np.nan, predicted_on_grand_teton=np.nan)
             if r.kind == "microbenchmark":
-                m, k, n = int(r.m), int(r.k), int(r.n)
-                t = {}
-                for prec, recipe in (("bf16", None), ("fp8", str(r.recipe))):
-                    w = pm.Workload(_subgraph(k, n), input_shape=(k,), batch_size=m, precision=prec, optimizer=None,
-                                    compile=True, fp8_recipe=recipe)
-                    t[prec] = pm.predict(w, pm.Cluster(gpu)).step_time_s
-                row.update(measured=float(r.speedup), predicted=t["bf16"] / t["fp8"], rule_of_thumb=1.0)
+                t = subgraph.loc[(int(r.m), int(r.k), int(r.n))]
+                row.update(measured=float(r.speedup), predicted=float(t["t_bf16"] / t["t_fp8"]), rule_of_thumb=1.0)
             else:
                 seq, n_gpus, local = int(r.seq_len), int(r.n_gpus), int(r.local_batch_size)
                 fp8 = r.recipe != "none"
