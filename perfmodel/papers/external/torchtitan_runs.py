@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel.datasets._cache import cached_frame
+from perfmodel.diagnostics.metrics import mape, percent_error
 from perfmodel.papers._item import Item
 
 
@@ -388,8 +389,8 @@ def torchao_float8_check() -> pd.DataFrame:
                            predicted_memory_gib=p.memory["total_bytes"] / 2**30)
             rows.append(row)
     out = pd.DataFrame(rows)
-    out["abs_error_pct"] = 100 * (out["predicted"] / out["measured"] - 1).abs()
-    out["rule_of_thumb_abs_error_pct"] = 100 * (out["rule_of_thumb"] / out["measured"] - 1).abs()
+    out["abs_error_pct"] = np.abs(percent_error(out["measured"], out["predicted"]))
+    out["rule_of_thumb_abs_error_pct"] = np.abs(percent_error(out["measured"], out["rule_of_thumb"]))
     return out
 
 
@@ -423,7 +424,7 @@ def _torchao_numbers() -> list[dict]:
              protocol=f"mean absolute % error of tokens/s per GPU of torchao's {len(tr)} end-to-end torchtitan runs "
                       f"(Llama 3 8B, 8 GPUs, BF16, tensorwise, rowwise); {src}"),
         dict(quantity="torchao_e2e_tokens_mape_pct_if_grand_teton", unit="pct",
-             value=float(100 * (tr["predicted_on_grand_teton"] / tr["measured"] - 1).abs().mean()),
+             value=mape(tr["measured"], tr["predicted_on_grand_teton"]),
              protocol=f"the same runs predicted on the 500 W H100 of torchtitan's own tables (at grand_teton_clock), a "
                       f"part the source does not name: an alternative reported beside the score; {src}"),
         dict(quantity="torchao_e2e_rule_of_thumb_tokens_mape_pct", unit="pct", value=float(tr["rule_of_thumb_abs_error_pct"].mean()),
@@ -436,7 +437,7 @@ def _torchao_numbers() -> list[dict]:
              value=float((g["measured_gain"] - 1).abs().mean()),
              protocol=f"the baseline on the same runs: the rule of thumb has no FP8, so it predicts a gain of 1; {src}"),
         dict(quantity="torchao_e2e_memory_mape_pct", unit="pct",
-             value=float(100 * (tr["predicted_memory_gib"] / tr["measured_memory_gib"] - 1).abs().mean()),
+             value=mape(tr["measured_memory_gib"], tr["predicted_memory_gib"]),
              protocol=f"mean absolute % error of peak memory per GPU on those runs (the README's GB read as "
                       f"torchtitan's logged GiB of max reserved memory); {src}"),
     ]
