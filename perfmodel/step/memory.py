@@ -28,7 +28,11 @@ Counted per GPU:
   layer's input, its fused attention outputs and every other matmul output. The backward pass starts with the
   gradients of the largest tensor the head saved (a language model's log-softmax output): the one flowing into its
   backward kernel and the one it writes, both of its size, allocated while every saved activation is alive: counted
-  on top of them (or one recomputed layer, whichever is larger).
+  on top of them (or one recomputed layer, whichever is larger). Under half precision, where that tensor is the FP32
+  upcast of the logits (an eager language-model loss), the half-precision logits' block is counted beside them too:
+  freed after the forward, it cannot serve the FP32 gradients (the caching allocator reuses a free block only for a
+  request that fits in it), so the reserved peak — what torchtitan logs and an allocation fails against — holds it
+  (:func:`_upcast_logits_block`).
 * **combinations** (``"dp2-tp2-pp2"``, :func:`perfmodel.step.parallel.parse_strategy`): the GPU's micro-batch is
   ``batch / dp / m``; parameters, gradients and optimizer states are those of the largest pipeline stage (all the
   layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
@@ -46,7 +50,7 @@ Kernel families (``stack=``): under Transformer Engine's or Liger Kernel's fused
 activation and the loss save what those kernels save (:func:`_fused_saved`); eager PyTorch and torch.compile save what
 the traced operators save (the recomputation torch.compile's partitioner may choose is not modelled).
 
-Not counted: the CUDA context and allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
+Not counted: the CUDA context and other allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
 temporary workspaces of the kernels.
 """
 from __future__ import annotations
@@ -564,7 +568,8 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         net=net, name=name, lay=lay, size=size, mb=mb, tokens=tokens, ac=ac, sp=sp, tp=tpd, out_b=out_b, layer=layer,
         per_layer_act=(np.array([out_b[layer == i].sum() for i in range(lay.n_layers)]) if lay.n_layers else np.zeros(0)),
         head_grad=(fused_head / tpd if fused_head is not None  # vocabulary-sized: split over the tensor-parallel ranks
-                   else _eager_loss_transients(deg, tpd, sp) * float(out_b[head].max()) if head.any() else 0.0),
+                   else _eager_loss_transients(deg, tpd, sp) * float(out_b[head].max()) + _upcast_logits_block(
+                       saved, out_b, head, size) if head.any() else 0.0),
         kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack)
 
 
@@ -633,6 +638,23 @@ def _eager_loss_transients(deg: dict, tp: int, sp: bool) -> int:
     (``_nll_loss_and_log_softmax_backward`` in torch/distributed/tensor/parallel/loss.py). Megatron's vocabulary-
     parallel cross-entropy (Megatron-style ``tp`` without FSDP, ``framework="megatron"``) is not this."""
     return 3 if tp > 1 and sp and deg.get("framework", "pytorch") != "megatron" else 2
+
+
+def _upcast_logits_block(saved: pd.DataFrame, out_b: np.ndarray, head: np.ndarray, size: int) -> float:
+    """Bytes the caching allocator holds idle at the start of an eager loss's backward under half precision: where
+    the head's largest saved tensor is an FP32 upcast of half-precision logits (``logits.float()`` before the
+    cross-entropy, as torchtitan's and Hugging Face's language-model losses do), the half-precision logits' block,
+    freed after the forward (or still referenced by the caller), cannot serve the FP32 gradients the backward
+    allocates at the logits' shape (best fit: a free block is only reused for a request that fits in it), so it stays
+    reserved beside them — the reserved peak, which torchtitan logs and an allocation fails against, holds it. 0 when
+    the step is not in half precision or the head saves no FP32 tensor."""
+    if size >= 4 or not head.any():
+        return 0.0
+    at = int(np.flatnonzero(head)[int(np.argmax(out_b[head]))])
+    shape = str(saved["shape"].iloc[at])
+    numel = float(np.prod([int(x) for x in shape.split("x")])) if shape else 1.0
+    fp32 = numel > 0 and float(saved["bytes"].iloc[at]) == 4 * numel
+    return float(out_b[at]) * size / 4 if fp32 else 0.0
 
 
 def _compiled_loss_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int) -> tuple[pd.DataFrame, float | None]:

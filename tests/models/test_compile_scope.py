@@ -114,7 +114,7 @@ def test_a_compiled_loss_saves_the_logits_at_the_training_precision_not_their_fp
     """AOTAutograd saves a compiled cross-entropy's BF16 input and recomputes the softmax in the backward kernel, which
     writes the BF16 gradient; eager keeps the FP32 log-softmax and holds its two FP32 gradients."""
     tokens, V = B * S, LLAMA["vocab_size"]
-    eager_loss = 3 * tokens * V * 4
+    eager_loss = 3 * tokens * V * 4 + tokens * V * 2  # and the BF16 logits' block the allocator keeps idle beside them
     compiled_loss = 2 * tokens * V * 2
     layers, whole, with_loss = _pred("layers"), _pred("model"), _pred("layers+loss")
     assert layers.memory["activations_bytes"] == pytest.approx(_pred(compile=False).memory["activations_bytes"],

@@ -455,7 +455,28 @@ def test_pytorch_loss_parallel_holds_three_fp32_tensors_of_the_log_softmax_size_
         assert logsoftmax == pytest.approx(2 * 64 * LLAMA["vocab_size"] * 4 / tp)  # the FP32 log-softmax, vocab-split
         return r.head_grad / logsoftmax
 
-    assert head(1) == 2 and head(2) == 3 and head(2, "megatron") == 2
+    # besides the FP32 tensors, the BF16 logits' block the caching allocator keeps idle (half the FP32 size)
+    assert head(1) == 2 + 0.5 and head(2) == 3 + 0.5 and head(2, "megatron") == 2 + 0.5
     deg = dict(name="tp2", n=2, tp=2, pp=1, mb=2, cp=1, dp=1, fsdp=False)  # Megatron-style TP: not loss_parallel
     r = _memory_rank(LLAMA, deg, prec="bf16", ac=None, activation_checkpointing=False, input_shape=(64,), input_dtype=None)
-    assert r.head_grad == 2 * float(r.out_b[r.layer >= r.lay.n_layers].max())
+    assert r.head_grad == (2 + 0.5) * float(r.out_b[r.layer >= r.lay.n_layers].max())
+
+
+def test_an_eager_half_precision_loss_keeps_its_half_precision_logits_block_reserved_at_the_backward_start():
+    """Under BF16 the eager loss upcasts the logits to FP32: the BF16 logits' block, freed after the forward, cannot
+    serve the FP32 gradients the backward allocates, so the reserved peak holds it beside them; in FP32 there is no
+    upcast (and no such block), and a model whose head saves no FP32 tensor gets none."""
+    import pandas as pd
+
+    from perfmodel.step.memory import _memory_rank, _upcast_logits_block
+
+    deg = dict(name="fsdp", n=2, tp=1, pp=1, mb=2, cp=1, dp=2, fsdp=True)
+    for prec, share in (("bf16", 0.5), ("fp32", 0.0)):
+        r = _memory_rank(LLAMA, deg, prec=prec, ac=None, activation_checkpointing=False, input_shape=(64,),
+                         input_dtype=None)
+        head = r.layer >= r.lay.n_layers
+        logits_fp32 = 2 * 64 * LLAMA["vocab_size"] * 4
+        assert float(r.out_b[head].max()) == pytest.approx(logits_fp32)
+        assert r.head_grad == pytest.approx((2 + share) * logits_fp32)
+    saved = pd.DataFrame({"module": ["lm_head"], "bytes": [2.0 * 6], "shape": ["2x3"]})  # a BF16 tensor: no upcast
+    assert _upcast_logits_block(saved, np.array([12.0]), np.array([True]), 2) == 0.0
