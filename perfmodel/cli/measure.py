@@ -105,6 +105,55 @@ def _measure_ops(args, cmd: str) -> int:
     return 0
 
 
+def _measure_llm(args, cmd: str) -> int:
+    """``perfmodel measure llm``: a Hugging Face config's training step on this machine's GPU, with its clock."""
+    from pathlib import Path
+
+    from perfmodel.measure.llm import measure_llm_step
+    from perfmodel.measure.summary import summarize_steps
+
+    if not Path(args.config).is_file():
+        raise _UsageError(f"{args.config!r} is not a file: expected the path of a Hugging Face config.json (e.g. "
+                          "examples/llama-3-8b.json); the model is built from it, nothing is downloaded.")
+    df = measure_llm_step(args.config, seq_len=args.seq_len, batch_size=args.batch_size, precision=args.precision,
+                          optimizer=args.optimizer, attention=args.attention, device=args.device, steps=args.steps,
+                          warmup=args.warmup, out=args.out, progress=not args.quiet)
+    if args.out:
+        print(f"{cmd}: {len(df)} rows appended to {args.out}")
+    else:
+        _print_frame(df[["step", "warmup", "step_time_s", "tokens_per_s", "outlier", "sm_clock_mhz", "power_w"]])
+    timed = df[~df["warmup"]]
+    r = df.iloc[0]
+    clock = (f"SM clock {timed['sm_clock_mhz'].median():.0f} MHz, {timed['power_w'].median():.0f} W of "
+             f"{r['power_limit_w']:.0f} W ({r['clock_source']})" if timed["clock_samples"].sum() else f"clock: {r['clock_source']}")
+    mem = (f", peak {r['peak_reserved_gib']:.1f} GiB reserved" if r["peak_reserved_gib"] == r["peak_reserved_gib"] else "")
+    summary = summarize_steps(df.assign(images_per_s=df["tokens_per_s"]))
+    print(f"{cmd}: {r['model']} ({r['n_params'] / 1e6:.1f}M parameters) {r['precision']} {r['attention']} batch "
+          f"{r['batch_size']} x {r['seq_len']} tokens, optimizer {r['optimizer']} on {r['device_name']}: median step "
+          f"{timed['step_time_s'].median():.4g} s, {timed['tokens_per_s'].median():,.0f} tokens/s{mem}; {clock}")
+    for w in summary.warnings:
+        print(f"perfmodel: warning: {w}", file=sys.stderr)
+    return 0
+
+
+def _measure_gemms(args, cmd: str) -> int:
+    """``perfmodel measure gemms``: GEMMs held for seconds, the clock a part sustains under them."""
+    from perfmodel.measure.llm import DEFAULT_GEMM_SHAPES, measure_sustained_gemms, parse_gemm_shapes
+
+    try:
+        shapes = parse_gemm_shapes(args.shapes) if args.shapes else DEFAULT_GEMM_SHAPES
+    except ValueError as exc:
+        raise _UsageError(f"--shapes: {exc}") from None
+    df = measure_sustained_gemms(shapes, precision=args.precision, seconds=args.seconds, device=args.device, out=args.out,
+                                 progress=not args.quiet)
+    _print_frame(df[["m", "n", "k", "precision", "ms", "ms_first", "tflops", "sm_clock_mhz", "power_w", "power_limit_w"]])
+    if args.out:
+        print(f"{cmd}: {len(df)} GEMMs appended to {args.out}; the share of its datasheet clock the part sustained under "
+              f"them: perfmodel predict ... --gpu <its catalog id> --sustained-clock {args.out}")
+    print(f"{cmd}: clock source: {df['clock_source'].iloc[0]}")
+    return 0
+
+
 def _cmd_measure(args) -> int:
     import pandas as pd
 
@@ -127,6 +176,10 @@ def _cmd_measure(args) -> int:
     cmd = f"perfmodel measure {args.measure_command}"
     if args.measure_command == "ops":
         return _measure_ops(args, cmd)
+    if args.measure_command == "llm":
+        return _measure_llm(args, cmd)
+    if args.measure_command == "gemms":
+        return _measure_gemms(args, cmd)
     shape = _shape(args.input_shape)
     if args.out:  # refuse a folder, a read-only file or folder, other columns now, not after measuring
         columns = {"step": STEP_COLUMNS, "campaign": STEP_COLUMNS, "checkpoint": CHECKPOINT_COLUMNS, "cluster": CLUSTER_COLUMNS,
@@ -242,4 +295,32 @@ def add_parser(sub, fmt) -> None:
     op.add_argument("--install", default="perfmodel[torch]", help="with --sky: what the VM pip-installs (a version, a wheel "
                     "URL or git+https://...)")
     op.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
+    lm = msub.add_parser("llm", formatter_class=fmt,
+                         help="training step of a Hugging Face config.json (built, never downloaded) on your GPU, with the SM "
+                              "clock and power it ran at: the step perfmodel's prediction is checked against")
+    lm.add_argument("config", help="a Hugging Face config.json (e.g. examples/llama-3-8b.json)")
+    lm.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
+    lm.add_argument("--batch-size", type=int, default=1, help="sequences per step")
+    lm.add_argument("--precision", default="bf16", help="fp32 (TF32 off), tf32, bf16 or fp16: the model's dtype (not autocast)")
+    lm.add_argument("--optimizer", default="adam-fused", choices=["none", "sgd-momentum", "adam", "adam-fused"],
+                    help="optimizer step timed with the step (none: forward and backward only)")
+    lm.add_argument("--attention", default=None, choices=["sdpa", "eager"],
+                    help="attention kernel (default: the config's attn_implementation, else sdpa)")
+    lm.add_argument("--device", default="cuda", help="torch device: cuda, cuda:1, cpu (a CPU run tests the harness only)")
+    lm.add_argument("--steps", type=int, default=10, help="timed steps")
+    lm.add_argument("--warmup", type=int, default=3, help="untimed warm-up steps before them")
+    lm.add_argument("--out", default=None, metavar="FILE",
+                    help="CSV file to append the rows to (atomically, locked; never overwritten); default: print them")
+    lm.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
+    gm = msub.add_parser("gemms", formatter_class=fmt,
+                         help="GEMMs run back to back for seconds, with the SM clock and power the part held: the rows "
+                              "`perfmodel predict --sustained-clock FILE` reads")
+    gm.add_argument("--shapes", default=None, help="comma-separated m x n x k (an m x k input times a k x n weight), e.g. "
+                    "8192x14336x4096,4096x4096x4096; default: a Llama 3 8B layer's GEMMs at 8,192 tokens and two square ones")
+    gm.add_argument("--precision", default="bf16", help="fp32 (TF32 off), tf32, bf16 or fp16")
+    gm.add_argument("--seconds", type=float, default=10.0, help="loop length per shape, s (the part reaches its power limit)")
+    gm.add_argument("--device", default="cuda", help="torch device: cuda, cuda:1, cpu (a CPU run tests the harness only)")
+    gm.add_argument("--out", default=None, metavar="FILE",
+                    help="CSV file to append the rows to (atomically, locked; never overwritten); default: print them")
+    gm.add_argument("--quiet", action="store_true", help="no progress bar (there is none when stderr is not a terminal)")
     meas.set_defaults(func=_cmd_measure)

@@ -30,6 +30,8 @@ How it stays meta-compatible (tested with GPT-2, BERT, OPT and Switch Transforme
 """
 from __future__ import annotations
 
+import re
+
 import torch
 
 __all__ = ["build", "read_config", "TrainingStep", "MOE_ROUTINGS", "HEAD_KINDS", "head_kind", "max_positions"]
@@ -482,8 +484,9 @@ def build(config, *, moe_routing: str = "uniform", attn_implementation: str | No
         data-dependent routing; see :mod:`perfmodel.zoo.hf`.
     attn_implementation : {"sdpa", "eager", ...}, optional
         Passed to transformers; default: transformers' own choice (``"sdpa"`` where the model supports it).
-    device : {"meta", "cpu"}, default "meta"
-        ``"cpu"`` builds the model with real, initialised weights (small configs: tests, measurements).
+    device : {"meta", "cpu", "cuda", "cuda:N"}, default "meta"
+        ``"cpu"`` builds the model with real, initialised weights (small configs: tests, measurements); a CUDA device
+        builds and initialises it there (:func:`perfmodel.measure.measure_llm_step` times it).
 
     Returns
     -------
@@ -503,14 +506,14 @@ def build(config, *, moe_routing: str = "uniform", attn_implementation: str | No
         ``hidden_size``, …) is not a positive int, transformers cannot build the model from the config, the model
         type has no language-model head, or ``architectures`` names a class no training loss can be built for.
     ValueError
-        ``moe_routing`` is not one of :data:`MOE_ROUTINGS`, or ``device`` is not ``"meta"`` or ``"cpu"``.
+        ``moe_routing`` is not one of :data:`MOE_ROUTINGS`, or ``device`` is not ``"meta"``, ``"cpu"`` or a CUDA device.
     ImportError
         ``transformers`` is not installed (``pip install 'perfmodel[hf]'``).
     """
     if moe_routing not in MOE_ROUTINGS:
         raise ValueError(f"moe_routing must be one of {', '.join(map(repr, MOE_ROUTINGS))}; got {moe_routing!r}.")
-    if device not in ("meta", "cpu"):
-        raise ValueError(f"device must be 'meta' or 'cpu'; got {device!r}.")
+    if not isinstance(device, str) or not (device in ("meta", "cpu", "cuda") or re.fullmatch(r"cuda:\d+", device)):
+        raise ValueError(f"device must be 'meta', 'cpu', 'cuda' or 'cuda:N'; got {device!r}.")
     cfg = _config(config)
     if getattr(cfg, "is_encoder_decoder", False) and getattr(cfg, "decoder_start_token_id", None) is None:
         cfg.decoder_start_token_id = cfg.pad_token_id if cfg.pad_token_id is not None else 0  # T5's convention
