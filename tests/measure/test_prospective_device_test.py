@@ -79,3 +79,20 @@ def test_a_gpu_without_registered_predictions_is_refused(script, registered, tmp
                        peak_reserved_gib=1.0)]).reindex(columns=LLM_STEP_COLUMNS).to_csv(tmp_path / "llm_steps.csv", index=False)
     assert script.main(["score", "--predictions", str(registered), "--measured-dir", str(tmp_path)]) == 2
     assert "no row of A100-SXM4-80GB" in capsys.readouterr().err
+
+
+def test_measure_writes_every_run_and_logs_a_failing_one_without_losing_the_others(script, tmp_path, monkeypatch):
+    tiny = {"model_type": "llama", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 64, "max_position_embeddings": 64}
+    monkeypatch.setattr(script, "PLAN", [("tiny-fp32", tiny, 16, 1, "fp32", "sdpa", "none"),
+                                         ("tiny-tf32", tiny, 16, 1, "tf32", "sdpa", "adam-fused"),  # no TF32 on a CPU
+                                         ("tiny-bf16", tiny, 16, 2, "bf16", "eager", "adam-fused")])
+    monkeypatch.setattr(script, "GEMMS", [("fp32", 16, 16, 16), ("bf16", 8, 8, 8)])
+    assert script.main(["measure", "--out-dir", str(tmp_path), "--device", "cpu", "--steps", "2", "--warmup", "1",
+                        "--gemm-seconds", "0.05", "--no-ops"]) == 0
+    steps = pd.read_csv(tmp_path / "llm_steps.csv")
+    assert list(steps.columns) == LLM_STEP_COLUMNS and steps.groupby("model").size().to_dict() == {"tiny-bf16": 3, "tiny-fp32": 3}
+    assert pd.read_csv(tmp_path / "gemms.csv")["precision"].tolist() == ["fp32", "bf16"]
+    fails = pd.read_csv(tmp_path / "failures.csv")
+    assert fails["run"].tolist() == ["tiny-tf32"] and "tf32" in fails["error"].iloc[0]
+    assert (tmp_path / "environment.txt").read_text().startswith("perfmodel ")
