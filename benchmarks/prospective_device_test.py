@@ -110,6 +110,8 @@ def cmd_predict(a) -> int:
             rows.append(dict(kind="gemm", run=f"gemm-{r.precision}-{r.m}x{r.n}x{r.k}", gpu=gpu, precision=r.precision,
                              m=r.m, n=r.n, k=r.k, predicted_s=float(s), perfmodel_commit=commit, predicted_utc=now))
     df = pd.DataFrame(rows)
+    for c in ("seq_len", "batch_size", "m", "n", "k"):
+        df[c] = df[c].astype("Int64")
     out.parent.mkdir(parents=True, exist_ok=True)
     df.to_csv(out, index=False)
     print(df.drop(columns=["perfmodel_commit", "predicted_utc"]).to_string(index=False))
