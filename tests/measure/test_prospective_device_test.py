@@ -96,3 +96,14 @@ def test_measure_writes_every_run_and_logs_a_failing_one_without_losing_the_othe
     fails = pd.read_csv(tmp_path / "failures.csv")
     assert fails["run"].tolist() == ["tiny-tf32"] and "tf32" in fails["error"].iloc[0]
     assert (tmp_path / "environment.txt").read_text().startswith("perfmodel ")
+
+
+def test_the_committed_registration_covers_the_plan_and_names_a_clean_commit(script):
+    reg = sorted((SCRIPT.parent / "prospective").glob("predictions-*.csv"))
+    assert reg, "no registered predictions under benchmarks/prospective/"
+    p = pd.read_csv(reg[-1])
+    assert sorted(set(p.loc[p["kind"] == "llm_step", "run"])) == sorted(r[0] for r in script.PLAN), (
+        "the plan changed after its registration: register the new plan in a new file (predict --out ...)")
+    assert len(p[p["kind"] == "gemm"]) == len(script.GEMMS) * p["gpu"].nunique()
+    commit = p["perfmodel_commit"].unique()
+    assert len(commit) == 1 and len(commit[0]) == 40 and all(c in "0123456789abcdef" for c in commit[0])
