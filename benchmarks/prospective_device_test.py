@@ -60,9 +60,12 @@ PLAN = [
     ("gpt2large-bf16-sdpa-adamfused", GPT2_LARGE, 1024, 4, "bf16", "sdpa", "adam-fused"),
     ("gpt2large-fp32-eager-none", GPT2_LARGE, 1024, 4, "fp32", "eager", "none"),
 ]
-#: GEMMs held for seconds: (precision, m, n, k), an m x k input times a k x n weight
+#: GEMMs held for seconds: (precision, m, n, k), an m x k input times a k x n weight; "fp8" with fast accumulation (the
+#: forward GEMMs of FP8 training), "fp8-split" with split accumulation (its backward GEMMs)
 GEMMS = [("bf16", 8192, 6144, 4096), ("bf16", 8192, 14336, 4096), ("bf16", 8192, 4096, 14336), ("bf16", 8192, 8192, 8192),
-         ("bf16", 4096, 4096, 4096), ("tf32", 8192, 8192, 8192), ("tf32", 4096, 4096, 4096), ("fp32", 4096, 4096, 4096)]
+         ("bf16", 4096, 4096, 4096), ("tf32", 8192, 8192, 8192), ("tf32", 4096, 4096, 4096), ("fp32", 4096, 4096, 4096),
+         ("fp8", 8192, 14336, 4096), ("fp8", 8192, 8192, 8192), ("fp8-split", 8192, 14336, 4096),
+         ("fp8-split", 8192, 8192, 8192)]
 STEPS, WARMUP = 8, 3
 
 
@@ -77,14 +80,31 @@ def _commit() -> str:
         return "unknown"
 
 
+def gemm_predictions(gemms, gpu):
+    """perfmodel's GEMM model's time (s) of each row of ``gemms`` (``precision`` of :data:`GEMMS`, ``m``, ``n``, ``k``) on
+    ``gpu`` at its datasheet clock: FP8 rows at the FP8 rate, the split-accumulation ones as perfmodel times an FP8
+    backward GEMM (:data:`perfmodel.step.op_latency.FP8_SPLIT_ACCUMULATION_SLOWDOWN` on Ada and Hopper)."""
+    import numpy as np
+
+    from perfmodel.step.kernels import gemm_work, kernel_seconds
+
+    label = gemms["precision"].astype(str).to_numpy()
+    prec = np.where(np.char.startswith(label.astype(str), "fp8"), "fp8", label)
+    work = gemm_work(gemms.assign(precision=prec))
+    work.loc[label == "fp8-split", "phase"] = "backward"
+    t = np.empty(len(gemms))
+    for p in dict.fromkeys(prec):
+        at = prec == p
+        t[at] = np.asarray(kernel_seconds(work[at].reset_index(drop=True), gpu, str(p)), dtype=float)
+    return t
+
+
 def cmd_predict(a) -> int:
     import warnings
 
     import pandas as pd
 
     import perfmodel as pm
-    from perfmodel.step.kernels import gemm_seconds
-
     out = Path(a.out)
     if out.exists():
         print(f"predict: {out} exists; a registration is never overwritten (choose a new name)", file=sys.stderr)
@@ -105,7 +125,7 @@ def cmd_predict(a) -> int:
                              predicted_memory_gib=float(mem["total_bytes"]) / 2**30,
                              rule_of_thumb_s=float(rule["step_time_s"]), perfmodel_commit=commit, predicted_utc=now))
         g = pd.DataFrame(GEMMS, columns=["precision", "m", "n", "k"])
-        t = gemm_seconds(g, gpu)
+        t = gemm_predictions(g, gpu)
         for r, s in zip(g.itertuples(index=False), t):
             rows.append(dict(kind="gemm", run=f"gemm-{r.precision}-{r.m}x{r.n}x{r.k}", gpu=gpu, precision=r.precision,
                              m=r.m, n=r.n, k=r.k, predicted_s=float(s), perfmodel_commit=commit, predicted_utc=now))
@@ -194,7 +214,8 @@ def cmd_score(a) -> int:
             clock_note = (f"{clock:.3f} of the datasheet clock (BF16 GEMMs; NVML: SM {bf['sm_clock_mhz'].median():.0f} MHz, "
                           f"{bf['power_w'].median():.0f} W of {bf['power_limit_w'].median():.0f} W)")
         for g in gemms.itertuples(index=False):
-            q = p[(p["kind"] == "gemm") & (p["m"] == g.m) & (p["n"] == g.n) & (p["k"] == g.k) & (p["precision"] == g.precision)]
+            label = "fp8-split" if getattr(g, "accumulation", "") == "split" else g.precision
+            q = p[(p["kind"] == "gemm") & (p["m"] == g.m) & (p["n"] == g.n) & (p["k"] == g.k) & (p["precision"] == label)]
             if len(q):
                 rows.append(dict(kind="gemm", run=q["run"].iloc[0], measured=g.ms / 1e3, predicted=float(q["predicted_s"].iloc[0]),
                                  error_pct=_pct(float(q["predicted_s"].iloc[0]), g.ms / 1e3), sm_clock_mhz=g.sm_clock_mhz,

@@ -301,7 +301,8 @@ def add_parser(sub, fmt) -> None:
     lm.add_argument("config", help="a Hugging Face config.json (e.g. examples/llama-3-8b.json)")
     lm.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
     lm.add_argument("--batch-size", type=int, default=1, help="sequences per step")
-    lm.add_argument("--precision", default="bf16", help="fp32 (TF32 off), tf32, bf16 or fp16: the model's dtype (not autocast)")
+    lm.add_argument("--precision", default="bf16", help="fp32 (TF32 off), tf32, bf16 or fp16: the model's dtype (not autocast; "
+                    "bf16/fp16 keep FP32 master weights and optimizer states beside an optimizer)")
     lm.add_argument("--optimizer", default="adam-fused", choices=["none", "sgd-momentum", "adam", "adam-fused"],
                     help="optimizer step timed with the step (none: forward and backward only)")
     lm.add_argument("--attention", default=None, choices=["sdpa", "eager"],
@@ -317,7 +318,8 @@ def add_parser(sub, fmt) -> None:
                               "`perfmodel predict --sustained-clock FILE` reads")
     gm.add_argument("--shapes", default=None, help="comma-separated m x n x k (an m x k input times a k x n weight), e.g. "
                     "8192x14336x4096,4096x4096x4096; default: a Llama 3 8B layer's GEMMs at 8,192 tokens and two square ones")
-    gm.add_argument("--precision", default="bf16", help="fp32 (TF32 off), tf32, bf16 or fp16")
+    gm.add_argument("--precision", default="bf16", help="fp32 (TF32 off), tf32, bf16, fp16, fp8 (E4M3, fast accumulation: "
+                    "the forward GEMMs of FP8 training) or fp8-split (split accumulation: its backward GEMMs)")
     gm.add_argument("--seconds", type=float, default=10.0, help="loop length per shape, s (the part reaches its power limit)")
     gm.add_argument("--device", default="cuda", help="torch device: cuda, cuda:1, cpu (a CPU run tests the harness only)")
     gm.add_argument("--out", default=None, metavar="FILE",

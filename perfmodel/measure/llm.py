@@ -48,7 +48,7 @@ from perfmodel.measure.gpu_clock import CLOCK_FIELDS, ClockSampler
 from perfmodel.measure.timing import _sync, check_device, environment, flag_outliers
 
 __all__ = ["measure_llm_step", "measure_sustained_gemms", "LLM_STEP_COLUMNS", "GEMM_COLUMNS", "LLM_PRECISIONS",
-           "LLM_OPTIMIZERS", "DEFAULT_GEMM_SHAPES", "parse_gemm_shapes"]
+           "GEMM_PRECISIONS", "LLM_OPTIMIZERS", "DEFAULT_GEMM_SHAPES", "parse_gemm_shapes"]
 
 #: Precisions :func:`measure_llm_step` and :func:`measure_sustained_gemms` run.
 LLM_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
@@ -62,11 +62,18 @@ LLM_STEP_COLUMNS = ["model", "config_sha256", "n_params", "seq_len", "batch_size
                     "step", "warmup", "step_time_s", "tokens_per_s", "outlier", "peak_allocated_gib", "peak_reserved_gib",
                     *CLOCK_FIELDS, *_ENV]
 #: Columns of :func:`measure_sustained_gemms` rows: the GEMM (an ``m × k`` input times a ``k × n`` weight, as
-#: :func:`perfmodel.step.kernels.gemm_work` reads it), ``ms`` (median per call over the loop's second half),
+#: :func:`perfmodel.step.kernels.gemm_work` reads it), its operands' ``dtype`` and its ``accumulation`` (``"fp32"``;
+#: at FP8 ``"fast"`` or ``"split"``, :data:`GEMM_PRECISIONS`), ``ms`` (median per call over the loop's second half),
 #: ``ms_first`` (the loop's first timed chunk: the part before it warms to its limit), ``tflops`` (``2·m·n·k / ms``),
 #: ``calls`` and ``seconds`` of the loop, the clock over the second half.
-GEMM_COLUMNS = ["m", "n", "k", "precision", "dtype", "ms", "ms_first", "tflops", "calls", "seconds", *CLOCK_FIELDS,
-                *[c for c in _ENV if c != "transformers_version"]]
+GEMM_COLUMNS = ["m", "n", "k", "precision", "dtype", "accumulation", "ms", "ms_first", "tflops", "calls", "seconds",
+                *CLOCK_FIELDS, *[c for c in _ENV if c != "transformers_version"]]
+
+#: Precisions :func:`measure_sustained_gemms` runs: those of :data:`LLM_PRECISIONS`, and FP8 (E4M3 operands, a BF16
+#: output, ``torch._scaled_mm`` with unit scales) with fast accumulation (``"fp8"``, the forward GEMMs of torchao's
+#: ``Float8Linear`` and Transformer Engine) or split accumulation (``"fp8-split"``, their input- and weight-gradient
+#: GEMMs: ``use_fast_accum=False``); the rows of both say ``precision="fp8"`` and tell them apart by ``accumulation``.
+GEMM_PRECISIONS = (*LLM_PRECISIONS, "fp8", "fp8-split")
 
 #: The GEMMs :func:`measure_sustained_gemms` runs by default, ``(m, n, k)``: a Llama-3-8B layer's at 8,192 tokens
 #: (fused QKV 4096 → 6144, MLP up 4096 → 14336, down 14336 → 4096) and two square ones.
@@ -328,6 +335,43 @@ def parse_gemm_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
     return tuple(out)
 
 
+def _check_fp8(device: str, precision) -> str | None:
+    """``"fp8"`` / ``"fp8-split"`` if ``precision`` names an FP8 GEMM and ``device`` can run one, None for another
+    precision; a ValueError where the device has no FP8 tensor cores."""
+    import torch
+
+    key = str(precision).strip().lower()
+    if key not in ("fp8", "fp8-split"):
+        return None
+    dev = torch.device(device)
+    cap = torch.cuda.get_device_capability(dev) if dev.type == "cuda" else None
+    if cap is None or cap < (8, 9) or not hasattr(torch, "_scaled_mm"):
+        where = (f"{torch.cuda.get_device_name(dev)} (compute capability {cap[0]}.{cap[1]})" if cap else f"device {device!r}")
+        raise ValueError(f"precision {precision!r} runs FP8 GEMMs (torch._scaled_mm), which need an NVIDIA GPU of compute "
+                         f"capability 8.9 or later (Ada, Hopper, Blackwell: L4, L40S, H100, H200, B200); {where} has none. "
+                         f"Use one of {', '.join(LLM_PRECISIONS)} there.")
+    return key
+
+
+def _gemm_call(m: int, n: int, k: int, prec: str, device: str, g):
+    """(the call that runs one GEMM, its operands' dtype name, its accumulation) at precision ``prec``."""
+    import torch
+
+    if prec in ("fp8", "fp8-split"):
+        if m % 16 or n % 16 or k % 16:
+            raise ValueError(f"an FP8 GEMM needs m, n and k divisible by 16 (torch._scaled_mm); got {m} x {n} x {k}.")
+        a = torch.randn((m, k), generator=g).to(device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        b = torch.randn((n, k), generator=g).to(device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=device, dtype=torch.float32)
+        fast = prec == "fp8"
+        return (lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, use_fast_accum=fast),
+                "float8_e4m3fn", "fast" if fast else "split")
+    dtype = getattr(torch, _DTYPES[prec])
+    a = torch.randn((m, k), generator=g).to(device=device, dtype=dtype)
+    b = torch.randn((k, n), generator=g).to(device=device, dtype=dtype)
+    return (lambda: torch.mm(a, b)), str(dtype).replace("torch.", ""), "fp32"
+
+
 def measure_sustained_gemms(shapes=DEFAULT_GEMM_SHAPES, *, precision: str = "bf16", seconds: float = 10.0, device: str = "cuda",
                             out=None, random_state: int = 0, progress: bool = False) -> pd.DataFrame:
     """Run ``torch.mm`` of each shape back to back for ``seconds`` and time it, with the clock the part held.
@@ -340,7 +384,8 @@ def measure_sustained_gemms(shapes=DEFAULT_GEMM_SHAPES, *, precision: str = "bf1
     ----------
     shapes : sequence of (m, n, k)
         An ``m × k`` input times a ``k × n`` weight each (default :data:`DEFAULT_GEMM_SHAPES`).
-    precision : {"fp32", "tf32", "bf16", "fp16"}
+    precision : {"fp32", "tf32", "bf16", "fp16", "fp8", "fp8-split"}
+        :data:`GEMM_PRECISIONS` (FP8 on a GPU of compute capability 8.9 or later; m, n, k divisible by 16).
     seconds : float
         Loop length per shape, in (0, 600].
     device : str
@@ -371,23 +416,21 @@ def measure_sustained_gemms(shapes=DEFAULT_GEMM_SHAPES, *, precision: str = "bf1
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < float(seconds) <= 600:
         raise ValueError(f"seconds must be the loop's length per shape in (0, 600]; got {seconds!r}.")
     device = check_device(device)
-    prec = check_precision(device, precision)
+    prec = _check_fp8(device, precision) or check_precision(device, precision)
     if out is not None:
         check_appendable(out, GEMM_COLUMNS)
-    dtype = getattr(torch, _DTYPES[prec])
     g = torch.Generator(device="cpu").manual_seed(random_state)
     rows = []
     from tqdm.auto import tqdm
 
     with _matmul_mode(prec), ClockSampler(device) as clocks:
         for m, n, k in tqdm(shapes, desc=f"GEMMs {prec}", unit="shape", disable=not progress, file=sys.stderr):
-            a = torch.randn((m, k), generator=g).to(device=device, dtype=dtype)
-            b = torch.randn((k, n), generator=g).to(device=device, dtype=dtype)
+            call, dtype, accumulation = _gemm_call(m, n, k, prec, device, g)
             for _ in range(3):
-                torch.mm(a, b)
+                call()
             _sync(device)
             t0 = time.perf_counter()
-            torch.mm(a, b)
+            call()
             _sync(device)
             one = max(time.perf_counter() - t0, 1e-6)
             per_chunk = max(1, int(0.05 / one))
@@ -396,7 +439,7 @@ def measure_sustained_gemms(shapes=DEFAULT_GEMM_SHAPES, *, precision: str = "bf1
             while True:
                 c0 = time.perf_counter()
                 for _ in range(per_chunk):
-                    torch.mm(a, b)
+                    call()
                 _sync(device)
                 c1 = time.perf_counter()
                 chunks.append((c0, c1, per_chunk))
@@ -406,10 +449,11 @@ def measure_sustained_gemms(shapes=DEFAULT_GEMM_SHAPES, *, precision: str = "bf1
             ms = float(np.median([(c1 - c0) / calls for c0, c1, calls in half])) * 1e3
             first = chunks[0]
             clock = clocks.window(half[0][0], half[-1][1])
-            rows.append(dict(m=m, n=n, k=k, precision=prec, dtype=str(dtype).replace("torch.", ""), ms=ms,
+            rows.append(dict(m=m, n=n, k=k, precision="fp8" if prec.startswith("fp8") else prec, dtype=dtype,
+                             accumulation=accumulation, ms=ms,
                              ms_first=(first[1] - first[0]) / first[2] * 1e3, tflops=2.0 * m * n * k / (ms * 1e-3) / 1e12,
                              calls=int(sum(c[2] for c in chunks)), seconds=chunks[-1][1] - start, **clock))
-            del a, b
+            del call
     env = _env(device)
     df = pd.DataFrame(rows)
     for c in GEMM_COLUMNS:

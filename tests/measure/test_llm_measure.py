@@ -144,7 +144,7 @@ def test_sustained_gemms_on_the_cpu_give_rows_the_clock_finder_reads():
     assert df[["m", "n", "k"]].values.tolist() == [[64, 48, 32], [16, 16, 16]]
     assert (df["ms"] > 0).all() and (df["calls"] > 1).all() and (df["seconds"] >= 0.15).all()
     np.testing.assert_allclose(df["tflops"], 2 * df["m"] * df["n"] * df["k"] / (df["ms"] * 1e-3) / 1e12)
-    assert df["clock_source"].str.startswith("none").all()
+    assert df["clock_source"].str.startswith("none").all() and (df["accumulation"] == "fp32").all()
     from perfmodel.step.kernels import gemm_work
 
     w = gemm_work(df)  # the schema perfmodel.step.kernels.sustained_clock reads
@@ -160,6 +160,12 @@ def test_sustained_gemms_on_the_cpu_give_rows_the_clock_finder_reads():
 def test_bad_gemm_arguments_are_refused(shapes, seconds, match):
     with pytest.raises(ValueError, match=match):
         measure_sustained_gemms(shapes, seconds=seconds, device="cpu", precision="fp32")
+
+
+@pytest.mark.parametrize("precision", ["fp8", "fp8-split", "FP8"])
+def test_fp8_gemms_need_fp8_tensor_cores(precision):
+    with pytest.raises(ValueError, match="compute capability 8.9 or later"):
+        measure_sustained_gemms([(16, 16, 16)], precision=precision, seconds=0.05, device="cpu")
 
 
 def test_gemm_shapes_parse_from_text():
