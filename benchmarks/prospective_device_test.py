@@ -192,11 +192,11 @@ def cmd_score(a) -> int:
     import numpy as np
     import pandas as pd
 
+    import warnings
+
     import perfmodel as pm
     from perfmodel.datasets import canonical_gpu
     from perfmodel.step.kernels import at_sustained_clock, sustained_clock
-
-    import warnings
 
     warnings.simplefilter("ignore")
     pred = pd.read_csv(a.predictions)
@@ -238,8 +238,6 @@ def cmd_score(a) -> int:
                    memory_error_pct=_pct(q["predicted_memory_gib"], float(grp["peak_reserved_gib"].max())),
                    sm_clock_mhz=float(grp["sm_clock_mhz"].median()), power_w=float(grp["power_w"].median()))
         if clock is not None:
-            from perfmodel.step.kernels import MAX_CLOCK_SHARE  # noqa: F401 - documents the range at_sustained_clock takes
-
             cfg = next(c for r, c, *_ in PLAN if r == run)
             c = dict(cfg, attn_implementation=q["attention"])
             again = pm.predict_step_time(c, at_sustained_clock(gpu, clock), input_shape=(int(q["seq_len"]),),

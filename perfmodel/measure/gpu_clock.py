@@ -96,6 +96,7 @@ class ClockSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._proc: subprocess.Popen | None = None
+        self._nvml_module = None
 
     # ------------------------------------------------------------------ sources
     def _nvml(self):
@@ -181,6 +182,7 @@ class ClockSampler:
         got = self._nvml()
         if got is not None:
             self.source = "nvml"
+            self._nvml_module = got[0]
             self._thread = threading.Thread(target=self._nvml_loop, args=got, daemon=True)
         elif self._smi_start():
             self.source = "nvidia-smi"
@@ -201,6 +203,12 @@ class ClockSampler:
                 self._proc.kill()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self._nvml_module is not None:
+            try:
+                self._nvml_module.nvmlShutdown()
+            except Exception:  # noqa: BLE001 - nothing to undo
+                pass
+            self._nvml_module = None
 
     def __enter__(self) -> "ClockSampler":
         return self.start()

@@ -189,8 +189,9 @@ def test_nvml_samples_are_read_and_windowed(monkeypatch):
         calls["n"] += 1
         return 1755 if calls["n"] % 2 else 1785
 
+    shut = []
     fake = types.SimpleNamespace(
-        NVML_CLOCK_SM=1, NVML_TEMPERATURE_GPU=0, nvmlInit=lambda: None,
+        NVML_CLOCK_SM=1, NVML_TEMPERATURE_GPU=0, nvmlInit=lambda: None, nvmlShutdown=lambda: shut.append(1),
         nvmlDeviceGetHandleByUUID=lambda u: (_ for _ in ()).throw(RuntimeError("no uuid")),
         nvmlDeviceGetHandleByIndex=lambda i: f"handle{i}", nvmlDeviceGetEnforcedPowerLimit=lambda h: 700000,
         nvmlDeviceGetClockInfo=clock, nvmlDeviceGetPowerUsage=lambda h: 650500, nvmlDeviceGetTemperature=lambda h, s: 61)
@@ -200,7 +201,7 @@ def test_nvml_samples_are_read_and_windowed(monkeypatch):
     with s:
         time.sleep(0.2)
     t1 = time.perf_counter()
-    assert s.source == "nvml" and s.power_limit_w == 700.0
+    assert s.source == "nvml" and s.power_limit_w == 700.0 and shut == [1]  # NVML released on stop
     w = s.window(t0, t1)
     assert set(w) == set(CLOCK_FIELDS) and w["clock_samples"] >= 5
     assert 1755 <= w["sm_clock_mhz"] <= 1785 and w["power_w"] == 650.5 and w["temperature_c"] == 61
