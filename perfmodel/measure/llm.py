@@ -39,12 +39,12 @@ import hashlib
 import json
 import sys
 import time
-from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 
 from perfmodel.measure.gpu_clock import CLOCK_FIELDS, ClockSampler
+from perfmodel.measure.ops import matmul_mode
 from perfmodel.measure.timing import _sync, check_device, environment, flag_outliers
 
 __all__ = ["measure_llm_step", "measure_sustained_gemms", "LLM_STEP_COLUMNS", "GEMM_COLUMNS", "LLM_PRECISIONS",
@@ -94,21 +94,6 @@ def _positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) < 1:
         raise ValueError(f"{name} must be a positive int; got {value!r}.")
     return int(value)
-
-
-@contextmanager
-def _matmul_mode(precision: str):
-    """TF32 on for ``"tf32"``, off for every other precision (FP32 means FP32), restored afterwards."""
-    import torch
-
-    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    on = precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = on
-    torch.backends.cudnn.allow_tf32 = on
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 def _env(device: str) -> dict:
@@ -245,7 +230,7 @@ def measure_llm_step(config, *, seq_len: int, batch_size: int = 1, precision: st
     times, windows = [], []
     net = opt = x = masters = None
     try:
-        with _matmul_mode(prec):
+        with matmul_mode(prec):
             net = hf.build(cfg, attn_implementation=impl, device=device)
             net = net.to(dtype=dtype)
             n_params = int(sum(p.numel() for p in net.parameters()))
@@ -423,7 +408,7 @@ def measure_sustained_gemms(shapes=DEFAULT_GEMM_SHAPES, *, precision: str = "bf1
     rows = []
     from tqdm.auto import tqdm
 
-    with _matmul_mode(prec), ClockSampler(device) as clocks:
+    with matmul_mode(prec), ClockSampler(device) as clocks:
         for m, n, k in tqdm(shapes, desc=f"GEMMs {prec}", unit="shape", disable=not progress, file=sys.stderr):
             call, dtype, accumulation = _gemm_call(m, n, k, prec, device, g)
             for _ in range(3):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -198,6 +199,22 @@ def _canonical(precision) -> str:
         raise ValueError(f"precision must be one of {list(OP_PRECISIONS)} (or a torch dtype name such as 'bfloat16'); "
                          f"got {precision!r}.")
     return key
+
+
+@contextmanager
+def matmul_mode(precision: str):
+    """TF32 matmuls and convolutions on for ``"tf32"``, off for every other precision (FP32 means FP32), restored
+    afterwards (``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.allow_tf32``; no effect on a CPU)."""
+    import torch
+
+    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    on = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 def check_precision(device: str, precision) -> str:
@@ -388,28 +405,21 @@ def measure_ops(device: str = "cuda", precision: str = "fp32", *, classes=tuple(
     dtype = getattr(torch, OP_PRECISIONS[prec])
     env = environment(device)
     cuda = dev.type == "cuda"
-    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     rows, skipped = [], []
     gen = torch.Generator(device="cpu").manual_seed(random_state)
     torch.manual_seed(random_state)
-    try:
-        if cuda:
-            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = prec == "tf32"
-        with torch.no_grad():
-            for shape in tqdm(grid.to_dict("records"), desc=f"ops on {env['device_name']} ({prec})", unit="shape",
-                              disable=not progress, file=sys.stderr):
-                op = shape.pop("op")
-                try:
-                    t = _time_calls(_runner(op, shape, dev, dtype, gen), dev, repeats=int(repeats), warmup=int(warmup))
-                except torch.cuda.OutOfMemoryError:
-                    skipped.append(f"{op} {({k: int(v) for k, v in shape.items() if pd.notna(v)})}")
-                    if cuda:
-                        torch.cuda.empty_cache()
-                    continue
-                rows.append(dict(op=op, **shape, latency_ms=float(np.median(t)), latency_min_ms=float(t.min())))
-    finally:
-        if cuda:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    with matmul_mode(prec), torch.no_grad():
+        for shape in tqdm(grid.to_dict("records"), desc=f"ops on {env['device_name']} ({prec})", unit="shape",
+                          disable=not progress, file=sys.stderr):
+            op = shape.pop("op")
+            try:
+                t = _time_calls(_runner(op, shape, dev, dtype, gen), dev, repeats=int(repeats), warmup=int(warmup))
+            except torch.cuda.OutOfMemoryError:
+                skipped.append(f"{op} {({k: int(v) for k, v in shape.items() if pd.notna(v)})}")
+                if cuda:
+                    torch.cuda.empty_cache()
+                continue
+            rows.append(dict(op=op, **shape, latency_ms=float(np.median(t)), latency_min_ms=float(t.min())))
     if skipped:
         warnings.warn(f"{len(skipped)} shape(s) did not fit in the memory of {env['device_name']} and were skipped: "
                       f"{'; '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}", RuntimeWarning, stacklevel=2)
