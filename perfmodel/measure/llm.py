@@ -113,18 +113,12 @@ def _config_dict(config) -> dict:
     from pathlib import Path
 
     from perfmodel._errors import ModelConfigError
+    from perfmodel.zoo.hf import config_dict, read_config
 
     if isinstance(config, (str, Path)):
-        from perfmodel.zoo.hf import read_config
-
         return read_config(config)
-    if isinstance(config, dict):
-        return dict(config)
-    if type(config).__name__.endswith("Config") and hasattr(config, "to_dict"):
-        cfg = config.to_dict()
-        impl = getattr(config, "_attn_implementation", None)
-        if impl and "attn_implementation" not in cfg:
-            cfg["attn_implementation"] = impl
+    cfg = config_dict(config)
+    if cfg is not None:
         return cfg
     raise ModelConfigError(f"config must be a Hugging Face config: a dict with 'model_type' (what a config.json holds), "
                            f"the path of a config.json, or a transformers PretrainedConfig; got {type(config).__name__}.")

@@ -210,10 +210,7 @@ def model_input(model, input_shape, input_dtype):
     if is_config:
         from perfmodel.zoo import hf
 
-        cfg = dict(model) if isinstance(model, dict) else model.to_dict()
-        impl = getattr(model, "_attn_implementation", None) if not isinstance(model, dict) else None
-        if impl and "attn_implementation" not in cfg:  # a PretrainedConfig keeps it out of to_dict()
-            cfg["attn_implementation"] = impl
+        cfg = hf.config_dict(model)  # a PretrainedConfig's attention kernel kept (to_dict() leaves it out)
         if input_shape is None:
             raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
         name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")

@@ -34,7 +34,7 @@ import re
 
 import torch
 
-__all__ = ["build", "read_config", "TrainingStep", "MOE_ROUTINGS", "HEAD_KINDS", "head_kind", "max_positions"]
+__all__ = ["build", "read_config", "config_dict", "TrainingStep", "MOE_ROUTINGS", "HEAD_KINDS", "head_kind", "max_positions"]
 
 #: Routing treatments for mixture-of-experts layers (see the module docstring).
 MOE_ROUTINGS = ("uniform", "model")
@@ -401,6 +401,22 @@ def read_config(path) -> dict:
         raise _config_error(f"{path} holds JSON {type(d).__name__} {json.dumps(d)[:40]}; expected a Hugging Face config "
                             "object with 'model_type' (a config.json).")
     return d
+
+
+def config_dict(config) -> dict:
+    """A Hugging Face config as a plain dict (a copy): a dict as given, a ``transformers.PretrainedConfig`` through
+    ``to_dict()`` with the attention kernel it was made with (``_attn_implementation``, which ``to_dict()`` leaves out)
+    as ``attn_implementation``. Returns None for anything else (a zoo id, a module), for the caller to say what it
+    takes."""
+    if isinstance(config, dict):
+        return dict(config)
+    if type(config).__name__.endswith("Config") and hasattr(config, "to_dict"):
+        cfg = config.to_dict()
+        impl = getattr(config, "_attn_implementation", None)
+        if impl and "attn_implementation" not in cfg:
+            cfg["attn_implementation"] = impl
+        return cfg
+    return None
 
 
 def _config(config):

@@ -317,3 +317,17 @@ def test_a_config_without_an_sdpa_path_falls_back_to_eager_and_says_so():
         eager = pm.predict_step_time(dict(gpt2, attn_implementation="eager"), "H100", input_shape=(16,),
                                      batch_size=2)["basis"].item()
         assert "attention eager: softmax(QKᵀ)V" in eager and "scaled_dot_product_attention" not in eager
+
+
+def test_config_dict_keeps_a_pretrained_configs_attention_kernel_and_copies():
+    import transformers
+
+    from perfmodel.zoo.hf import config_dict
+
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, attn_implementation="eager")
+    d = config_dict(cfg)
+    assert d["model_type"] == "gpt2" and d["n_layer"] == 2 and d["attn_implementation"] == "eager"
+    given = {"model_type": "gpt2", "n_layer": 2}
+    out = config_dict(given)
+    assert out == given and out is not given
+    assert config_dict("gpt2-small") is None and config_dict(None) is None
