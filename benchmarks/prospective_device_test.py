@@ -69,7 +69,11 @@ GEMMS = [("bf16", 8192, 6144, 4096), ("bf16", 8192, 14336, 4096), ("bf16", 8192,
          # a tensor-parallel rank's share of Llama 3 8B's linears at TP 8 (wq, wo, w1), 16,384 tokens: the shapes where
          # torchtitan's FP8 gain falls short of perfmodel's
          ("bf16", 16384, 512, 4096), ("bf16", 16384, 4096, 512), ("bf16", 16384, 1792, 4096),
-         ("fp8", 16384, 512, 4096), ("fp8", 16384, 4096, 512), ("fp8", 16384, 1792, 4096)]
+         ("fp8", 16384, 512, 4096), ("fp8", 16384, 4096, 512), ("fp8", 16384, 1792, 4096),
+         # and its backward GEMMs (split accumulation in FP8): the weight gradients of wq and w1, a long reduction over
+         # the 16,384 tokens into a small output (few tiles), and the input gradient of wq
+         ("bf16", 512, 4096, 16384), ("fp8-split", 512, 4096, 16384), ("bf16", 1792, 4096, 16384),
+         ("fp8-split", 1792, 4096, 16384), ("fp8-split", 16384, 4096, 512)]
 STEPS, WARMUP = 8, 3
 
 

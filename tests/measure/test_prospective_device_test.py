@@ -104,6 +104,9 @@ def test_the_committed_registration_covers_the_plan_and_names_a_clean_commit(scr
     p = pd.read_csv(reg[-1])
     assert sorted(set(p.loc[p["kind"] == "llm_step", "run"])) == sorted(r[0] for r in script.PLAN), (
         "the plan changed after its registration: register the new plan in a new file (predict --out ...)")
-    assert len(p[p["kind"] == "gemm"]) == len(script.GEMMS) * p["gpu"].nunique()
+    gemms = p[p["kind"] == "gemm"]
+    assert len(gemms) == len(script.GEMMS) * p["gpu"].nunique()
+    assert set(gemms["run"]) == {f"gemm-{q}-{m}x{n}x{k}" for q, m, n, k in script.GEMMS}, (
+        "the GEMMs changed after their registration: register the new plan in a new file (predict --out ...)")
     commit = p["perfmodel_commit"].unique()
     assert len(commit) == 1 and len(commit[0]) == 40 and all(c in "0123456789abcdef" for c in commit[0])
