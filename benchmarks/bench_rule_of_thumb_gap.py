@@ -1,9 +1,10 @@
 """Where perfmodel and the rule of thumb part ways on the layouts a 64-1,024 GPU run is planned with.
 
 Run: ``python benchmarks/bench_rule_of_thumb_gap.py [--gpu H100]``. No data is read and nothing is measured: for Llama 3
-8B, 70B and 405B shapes (sequence 8,192, micro-batch 1) in BF16 and FP8, under Megatron-Core's 3D/4D layouts
-(Transformer Engine kernels, distributed optimizer, sequence parallelism, interleaved 1F1B, TP overlap) and
-torchtitan's FSDP/FSDP+TP (full activation checkpointing, torch.compile, torchao tensorwise Float8), it prints
+8B, 70B and 405B shapes (sequence 8,192) in BF16 and FP8, under Megatron-Core's 3D/4D layouts (micro-batch 1,
+Transformer Engine kernels, distributed optimizer, sequence parallelism, interleaved 1F1B, TP overlap) and
+torchtitan's FSDP/FSDP+TP (full activation checkpointing, torch.compile, torchao tensorwise Float8, the local batch in
+one pass, or as many micro-batches as pipeline stages, as torchtitan runs them), it prints
 perfmodel's step time next to the rule of thumb's — ``(6·N + 12·L·h·s)`` FLOPs per token at 40 % of the dense BF16 peak
 (:func:`perfmodel.step.baselines.rule_of_thumb_step_time`, FP8 counted against the BF16 peak) — and the share of the
 BF16 peak that perfmodel's step implies under the rule's FLOP count (``implied_mfu``: 0.40 means the two agree).
@@ -32,6 +33,15 @@ CASES = [
 ]
 
 
+def _titan_micro_batches(layout: str) -> int:
+    """torchtitan's micro-batches: the local batch in one pass without a pipeline (no gradient accumulation unless
+    asked), as many micro-batches as pipeline stages with one (its default ``pipeline_parallel_microbatches``)."""
+    import re
+
+    pp = re.search(r"pp(\d+)", layout)
+    return int(pp.group(1)) if pp else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", default="H100", help="catalog GPU (default H100)")
@@ -56,7 +66,7 @@ def main(argv=None) -> int:
                     ("torchtitan", titan,
                      pm.Workload(cfg, input_shape=(8192,), batch_size=gbs, precision=prec, optimizer="adam-fused",
                                  compile=True, fp8_recipe="tensorwise" if prec == "fp8" else None),
-                     pm.Parallelism(titan, activation_checkpointing="full", micro_batch_size=1,
+                     pm.Parallelism(titan, activation_checkpointing="full", micro_batches=_titan_micro_batches(titan),
                                     pipeline_schedule="interleaved-1f1b" if "pp" in titan else "1f1b",
                                     async_tp="tp" in titan))]
             for fw, layout, w, how in runs:
