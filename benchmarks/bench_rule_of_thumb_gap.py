@@ -4,7 +4,7 @@ Run: ``python benchmarks/bench_rule_of_thumb_gap.py [--gpu H100]``. No data is r
 8B, 70B and 405B shapes (sequence 8,192) in BF16 and FP8, under Megatron-Core's 3D/4D layouts (micro-batch 1,
 Transformer Engine kernels, distributed optimizer, sequence parallelism, interleaved 1F1B, TP overlap) and
 torchtitan's FSDP/FSDP+TP (full activation checkpointing, torch.compile, torchao tensorwise Float8, the local batch in
-one pass, or as many micro-batches as pipeline stages, as torchtitan runs them), it prints
+one pass, or as many micro-batches as pipeline stages, as torchtitan's published runs did), it prints
 perfmodel's step time next to the rule of thumb's — ``(6·N + 12·L·h·s)`` FLOPs per token at 40 % of the dense BF16 peak
 (:func:`perfmodel.step.baselines.rule_of_thumb_step_time`, FP8 counted against the BF16 peak) — and the share of the
 BF16 peak that perfmodel's step implies under the rule's FLOP count (``implied_mfu``: 0.40 means the two agree).
@@ -35,7 +35,9 @@ CASES = [
 
 def _titan_micro_batches(layout: str) -> int:
     """torchtitan's micro-batches: the local batch in one pass without a pipeline (no gradient accumulation unless
-    asked), as many micro-batches as pipeline stages with one (its default ``pipeline_parallel_microbatches``)."""
+    asked), as many micro-batches as pipeline stages with one (the default of the torchtitan that ran its published
+    405B rows, ``pipeline_parallel_microbatches``, as ``external.torchtitan_runs`` predicts them; later torchtitan
+    asks for the number, ``num_pp_microbatches``)."""
     import re
 
     pp = re.search(r"pp(\d+)", layout)
