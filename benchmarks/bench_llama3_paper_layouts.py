@@ -30,10 +30,7 @@ import argparse
 import time
 import warnings
 
-#: Llama 3 405B (meta-llama/Llama-3.1-405B config.json)
-LLAMA_405B = {"model_type": "llama", "hidden_size": 16384, "intermediate_size": 53248, "num_hidden_layers": 126,
-              "num_attention_heads": 128, "num_key_value_heads": 8, "vocab_size": 128256,
-              "max_position_embeddings": 131072}
+from bench_rule_of_thumb_gap import LLAMA_405B, implied_mfu, predict_or_refusal  # the script's own folder
 
 #: (GPUs, layout, sequence, TFLOPs per GPU the paper reports): arXiv 2407.21783 Table 4
 ROWS = [(8192, "dp64-tp8-pp16", 8192, 430.0), (16384, "dp128-tp8-pp16", 8192, 400.0),
@@ -67,13 +64,11 @@ def main(argv=None) -> int:
             how = pm.Parallelism(layout, micro_batch_size=1, framework="megatron", activation_checkpointing=ac,
                                  pipeline_schedule="interleaved-1f1b" if chunks > 1 else "1f1b",
                                  virtual_stages=chunks if chunks > 1 else None)
-            try:
-                p = pm.predict(work, cluster, how)
-            except Exception as e:  # a setting perfmodel refuses is part of the map
-                print(f"{n:6d} {layout:18s} {seq:7d} {chunks:6d} {str(ac):9s} refused: {type(e).__name__}: {str(e)[:100]}")
-                continue
-            print(f"{n:6d} {layout:18s} {seq:7d} {chunks:6d} {str(ac):9s} {p.step_time_s:11.2f} {rule:7.2f} "
-                  f"{0.40 * rule / p.step_time_s:11.3f} {tflops / peak:9.3f} {p.memory['total_bytes'] / 2**30:8.1f}")
+            p, refused = predict_or_refusal(pm, work, cluster, how)
+            head = f"{n:6d} {layout:18s} {seq:7d} {chunks:6d} {str(ac):9s}"
+            print(f"{head} {refused}" if refused else
+                  f"{head} {p.step_time_s:11.2f} {rule:7.2f} {implied_mfu(rule, p.step_time_s):11.3f} "
+                  f"{tflops / peak:9.3f} {p.memory['total_bytes'] / 2**30:8.1f}")
     print(f"wall {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -44,6 +44,21 @@ def _titan_micro_batches(layout: str) -> int:
     return int(pp.group(1)) if pp else 1
 
 
+def predict_or_refusal(pm, workload, cluster, how):
+    """(prediction, None), or (None, the refusal's type and message) for a layout perfmodel refuses: a refusal is
+    part of the map, never a crash."""
+    try:
+        return pm.predict(workload, cluster, how), None
+    except Exception as e:
+        return None, f"refused: {type(e).__name__}: {str(e)[:120]}"
+
+
+def implied_mfu(rule_s: float, step_s: float) -> float:
+    """The share of the BF16 peak a step of ``step_s`` implies under the rule of thumb's FLOP count (the rule's step
+    ``rule_s`` is that count at 40 % of the peak)."""
+    return 0.40 * rule_s / step_s
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", default="H100", help="catalog GPU (default H100)")
@@ -72,13 +87,11 @@ def main(argv=None) -> int:
                                     pipeline_schedule="interleaved-1f1b" if "pp" in titan else "1f1b",
                                     async_tp="tp" in titan))]
             for fw, layout, w, how in runs:
-                try:
-                    p = pm.predict(w, cluster, how)
-                except Exception as e:  # a layout perfmodel refuses is part of the map
-                    print(f"{name:13s} {n:5d} {fw:9s} {layout:18s} {prec:4s} refused: {type(e).__name__}: {str(e)[:120]}")
-                    continue
-                print(f"{name:13s} {n:5d} {fw:9s} {layout:18s} {prec:4s} {p.step_time_s:11.2f} {rule:7.2f} "
-                      f"{0.40 * rule / p.step_time_s:11.3f} {p.memory['total_bytes'] / 2**30:8.1f}")
+                p, refused = predict_or_refusal(pm, w, cluster, how)
+                head = f"{name:13s} {n:5d} {fw:9s} {layout:18s} {prec:4s}"
+                print(f"{head} {refused}" if refused else
+                      f"{head} {p.step_time_s:11.2f} {rule:7.2f} {implied_mfu(rule, p.step_time_s):11.3f} "
+                      f"{p.memory['total_bytes'] / 2**30:8.1f}")
     print(f"wall {time.perf_counter() - t0:.1f} s")
     return 0
 
