@@ -206,11 +206,10 @@ def model_input(model, input_shape, input_dtype):
             raise ValueError(f"input_shape is required for a torch module ({type(model).__name__}): the shape of one sample "
                              "without the batch dimension, e.g. (3, 224, 224) for images or (seq_len,) for tokens.")
         return model, tuple(input_shape), input_dtype, 2, type(model).__name__
-    is_config = isinstance(model, dict) or type(model).__name__.endswith("Config")
-    if is_config:
-        from perfmodel.zoo import hf
+    from perfmodel.zoo import hf
 
-        cfg = hf.config_dict(model)  # a PretrainedConfig's attention kernel kept (to_dict() leaves it out)
+    cfg = hf.config_dict(model)  # a dict, or a PretrainedConfig with its attention kernel (to_dict() leaves it out)
+    if cfg is not None:
         if input_shape is None:
             raise ValueError("input_shape is required for a Hugging Face config: (seq_len,), e.g. (1024,).")
         name = str(cfg.get("_name_or_path") or cfg.get("model_type") or "hf-model")
