@@ -163,6 +163,14 @@ class Parallelism:
         :class:`~perfmodel.Workload` names another kernel family. Said in the prediction's ``basis``.
     virtual_stages : int, optional
         Model chunks per pipeline rank with ``pipeline_schedule="interleaved-1f1b"`` (default 2).
+    pipeline_layers : sequence or dict, optional
+        How the transformer layers split over the pipeline ranks (:func:`perfmodel.step.strategy.pipeline_chunks`).
+        None: as evenly as they go. The layers of each rank (``(7, 8, 8, 7)``: Llama 3 405B's first and last stages
+        a layer shorter, torchtitan's split points), of each rank's model chunks (``((3, 4), (4, 4), ...)``, Megatron's
+        ``--pipeline-model-parallel-layout`` in counts), or Megatron's flags: ``{"first": 7, "last": 7}``
+        (``--decoder-first/last-pipeline-num-layers``, the rest evenly over the middle ranks) or ``{"embedding": True,
+        "loss": True}`` (``--account-for-embedding/loss-in-pipeline-split``: each counted as a layer). The slowest
+        rank sets the pipeline's pace, the rank holding the most sets its memory.
     distributed_optimizer, sequence_parallel : bool, optional
         Override the framework's defaults (Megatron: both on, sequence parallelism where ``tp > 1``; PyTorch: no
         distributed optimizer, sequence parallelism with ``fsdp`` and ``tp``).
@@ -191,6 +199,7 @@ class Parallelism:
     async_tp: bool = False
     framework: str = "pytorch"
     virtual_stages: int | None = None
+    pipeline_layers: object = None
     distributed_optimizer: bool | None = None
     sequence_parallel: bool | None = None
     fp8_param_gather: bool | None = None
@@ -198,7 +207,7 @@ class Parallelism:
     context_parallel_kv: str = "grouped"
 
     def __post_init__(self):
-        from perfmodel.step.strategy import (_flag_or_none, check_framework, check_strategy_name,
+        from perfmodel.step.strategy import (_flag_or_none, check_framework, check_pipeline_layers, check_strategy_name,
                                                pipeline_virtual_stages)
 
         try:
@@ -215,6 +224,7 @@ class Parallelism:
                                      f"{self.micro_batch_size} both say how the batch is cut; say one of them "
                                      "(micro_batch_size: sequences per micro-batch on one data-parallel rank).")
             pipeline_virtual_stages(self.pipeline_schedule, self.virtual_stages)
+            object.__setattr__(self, "pipeline_layers", check_pipeline_layers(self.pipeline_layers))
             object.__setattr__(self, "framework", check_framework(self.framework))
             _flag_or_none("distributed_optimizer", self.distributed_optimizer, "Megatron's distributed optimizer")
             _flag_or_none("sequence_parallel", self.sequence_parallel, "sequence parallelism with tensor parallelism")

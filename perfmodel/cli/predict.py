@@ -59,6 +59,11 @@ def _cmd_predict(args) -> int:
         import dataclasses
 
         how = dataclasses.replace(how, micro_batch_size=args.micro_batch_size)
+    pipeline_layers = _pipeline_layers(args.pipeline_layers)
+    if pipeline_layers is not None:
+        import dataclasses
+
+        how = dataclasses.replace(how, pipeline_layers=pipeline_layers)
     step = predict_frame(w, cs, how)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
@@ -94,6 +99,18 @@ def _cmd_predict(args) -> int:
         ck = predict_checkpoint_time(model, input_shape=cshape)
         _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
     return 0
+
+
+def _pipeline_layers(text):
+    """``--pipeline-layers`` as :attr:`perfmodel.Parallelism.pipeline_layers` (None when not given)."""
+    if text is None:
+        return None
+    from perfmodel.step.strategy import parse_pipeline_layers
+
+    try:
+        return parse_pipeline_layers(text)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
 
 
 def _clocked(gpus: list, value: str) -> list:
@@ -147,7 +164,8 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
                          activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"],
                          framework=kw["framework"], virtual_stages=kw["virtual_stages"],
                          distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"],
-                         fp8_param_gather=args.fp8_param_gather, context_parallel_kv=args.context_parallel_kv)
+                         fp8_param_gather=args.fp8_param_gather, context_parallel_kv=args.context_parallel_kv,
+                         pipeline_layers=_pipeline_layers(args.pipeline_layers))
     for g in gpus:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # said once above, by the table's prediction
@@ -178,6 +196,11 @@ def add_parser(sub, fmt) -> None:
                       help="pipeline schedule (interleaved: --virtual-stages model chunks per rank, default 2)")
     pred.add_argument("--virtual-stages", type=int, default=None,
                       help="model chunks per pipeline rank with --pipeline-schedule interleaved-1f1b (Megatron's recipes: 2-8)")
+    pred.add_argument("--pipeline-layers", default=None,
+                      help="transformer layers per pipeline rank: 7,8,8,7 (each rank's), first=7,last=7 (Megatron's "
+                           "--decoder-first/last-pipeline-num-layers, the rest evenly over the middle ranks) or "
+                           "embedding,loss (each counted as a layer, Megatron's --account-for-*-in-pipeline-split); "
+                           "default: as evenly as they go")
     pred.add_argument("--async-tp", action="store_true",
                       help="tp collectives overlapped with their matmuls (torchtitan's async TP, Megatron's --tp-comm-overlap)")
     pred.add_argument("--framework", default="pytorch", choices=["pytorch", "megatron"],

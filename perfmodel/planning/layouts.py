@@ -26,6 +26,27 @@ LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule",
 _VIRTUAL = (5, 4, 3, 2)
 
 
+def _megatron_pipeline(n_layers: int, p: int) -> tuple:
+    """(model chunks per rank or None, :attr:`perfmodel.Parallelism.pipeline_layers`) of a Megatron-Core pipeline of
+    ``p`` ranks that Megatron runs: the most chunks of :data:`_VIRTUAL` the layers divide into; else the most that the
+    layers plus the embedding and the loss, each counted as a layer (``--account-for-embedding/loss-in-pipeline-split``,
+    Megatron-Bridge's balancing), divide into; else 1F1B, so split where the layers do not divide over the ranks.
+    (None, None) where nothing Megatron runs fits (the layers then split as evenly as they go, as ``basis`` says)."""
+    if p <= 1:
+        return None, None
+    both = {"embedding": True, "loss": True}
+    for extra, split in ((0, None), (2, both)):
+        k = next((k for k in _VIRTUAL if (n_layers + extra) % (p * k) == 0 and (n_layers + extra) // (p * k) > extra // 2),
+                 None)
+        if k:
+            return k, split
+    if n_layers % p == 0:
+        return None, None
+    if (n_layers + 2) % p == 0 and (n_layers + 2) // p > 1:
+        return None, both
+    return None, None
+
+
 def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
@@ -45,7 +66,10 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         as many micro-batches as stages). ``"megatron"``: data x context x tensor x pipeline on Transformer Engine's
         modules (unless the workload names a kernel family: Megatron-Core's default) with the distributed
         optimizer, sequence parallelism, TP communication overlapped with its GEMMs where ``tp > 1``, micro-batches of
-        one sample and the interleaved schedule with the most chunks of (5, 4, 3, 2) that divide a stage's layers.
+        one sample and the interleaved schedule with the most chunks of (5, 4, 3, 2) that divide a stage's layers —
+        or, where none does, that divide them with the embedding and the loss counted as a layer each (Megatron's
+        ``--account-for-embedding/loss-in-pipeline-split``, ``pipeline_layers``), as Megatron needs the layers to
+        divide (:func:`_megatron_pipeline`).
     tensor_parallel, pipeline_parallel, context_parallel : sequence of int, optional
         Degrees to try; default tensor parallel the divisors of ``gpus_per_node`` that divide the heads and key/value
         heads, pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1 and, for sequences of 8192
@@ -97,18 +121,19 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                         m = p if p > 1 else None
                         if m and (B // d) % m:
                             continue
-                        sched, v, async_tp = "1f1b", None, False
+                        sched, v, split, async_tp = "1f1b", None, None, False
                     else:
                         strat = f"dp{d}-cp{c}-tp{t}-pp{p}"
                         m = B // d
-                        v = next((k for k in _VIRTUAL if lay.n_layers % (p * k) == 0), None) if p > 1 else None
+                        v, split = _megatron_pipeline(lay.n_layers, p)
                         sched = "interleaved-1f1b" if v else "1f1b"
                         async_tp = t > 1
                         if p > 1 and m < p:
                             continue
                     for ac in acs:
                         out.append(Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v,
-                                               activation_checkpointing=ac, framework=fw, async_tp=async_tp))
+                                               pipeline_layers=split, activation_checkpointing=ac, framework=fw,
+                                               async_tp=async_tp))
     return out
 
 
@@ -151,7 +176,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
                          "other tensor_parallel / pipeline_parallel / context_parallel degrees or another batch.")
     groups: dict = {}
     for p in cands:
-        key = (p.framework, str(p.strategy), p.micro_batches, p.pipeline_schedule, p.virtual_stages, p.async_tp)
+        key = (p.framework, str(p.strategy), p.micro_batches, p.pipeline_schedule, p.virtual_stages,
+               repr(p.pipeline_layers), p.async_tp)
         groups.setdefault(key, []).append(p)
     it = groups.items()
     if progress:

@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from perfmodel._workload import accepts_workload
+from perfmodel.step.strategy import check_pipeline_split, pipeline_chunks
 #: the output projection of an attention module (row-parallel; :data:`perfmodel.step.trace.OUT_PROJECTION`)
 from perfmodel.step.trace import OUT_PROJECTION as _OUT_PROJECTION
 
@@ -460,7 +461,8 @@ def _check_memory_args(w, clusters, p):
         for s_ in specs:
             resolve_links(interconnect, s_, degrees={"tp": deg["tp"], "dp": d, "pp": deg["pp"], "cp": deg["cp"]},
                           gpus_per_node=gpus_per_node)
-    deg.update(n=n, m=m, B=B, mb=per_rank // m, v=vchunks)
+    check_pipeline_split(p.pipeline_layers, deg["pp"], strategy)
+    deg.update(n=n, m=m, B=B, mb=per_rank // m, v=vchunks, pipeline_layers=p.pipeline_layers)
     return prec, ac, deg, specs
 
 
@@ -830,7 +832,7 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     stage's parts counted as its framework keeps them."""
     lay, size, tpd, p, m, v = r.lay, r.size, deg["tp"], deg["pp"], deg["m"], deg["v"]
     layer_params, layer_split = _layer_params(lay)
-    chunks = np.array_split(np.arange(lay.n_layers), p * v)  # interleaved: chunk c on rank c mod p
+    chunks = pipeline_chunks(lay.n_layers, p, v, deg.get("pipeline_layers"))  # interleaved: chunk c on rank c mod p
     bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
     # a tied output projection sits on the last stage too: the shapes of the parameters say which one it is
     tied = _tied_output(r)

@@ -114,7 +114,7 @@ from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, parse_strategy,
-                                       pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
+                                       check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
 from perfmodel.step.trace import (_SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
@@ -302,13 +302,13 @@ def _param_stage(lay: ModelLayout, name: str, of_layer: np.ndarray, p: int) -> i
     return 0 if li < 0 else (p - 1 if li >= lay.n_layers else int(of_layer[li]))
 
 
-def _stages(lay: ModelLayout, p: int, net, v: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Megatron's contiguous split of the layers into ``p`` stages: (stage of each layer, layers per stage, parameters
+def _stages(lay: ModelLayout, p: int, net, v: int = 1, pipeline_layers=None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The contiguous split of the layers into ``p`` stages: (stage of each layer, layers per stage, parameters
     per stage, tensor-parallel-split parameters per stage). The embedding goes to the first stage, the head to the
     last, and a tied embedding is counted on both (Megatron keeps a copy on the last stage). With ``v`` virtual stages
     (interleaved 1F1B) the layers split into ``v·p`` contiguous chunks and chunk ``c`` runs on rank ``c mod p``; the
-    "stage" of a layer is its rank."""
-    bounds = np.array_split(np.arange(lay.n_layers), p * v)
+    "stage" of a layer is its rank. The chunks' sizes: :func:`perfmodel.step.strategy.pipeline_chunks`."""
+    bounds = pipeline_chunks(lay.n_layers, p, v, pipeline_layers)
     of_layer = np.concatenate([np.full(len(b), c % p) for c, b in enumerate(bounds)])
     bounds = [np.flatnonzero(of_layer == s) for s in range(p)]
     stage_params = np.zeros(p)
@@ -565,8 +565,15 @@ def _check_batch_split(B: int, d: int, m: int, n: int, strat: str) -> None:
                             f"micro_batches={m}. Use micro_batches that divides it.")
 
 
-def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: str, pipeline_schedule) -> None:
-    """``p`` pipeline stages of ``v`` model chunks each have a repeated layer to hold."""
+def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: str, pipeline_schedule,
+                  pipeline_layers=None, said=None) -> None:
+    """``p`` pipeline stages of ``v`` model chunks each have a repeated layer to hold; a split of the layers said
+    (``pipeline_layers``) needs a pipeline and places the model's layers (:func:`pipeline_chunks`)."""
+    if pipeline_layers is not None:
+        check_pipeline_split(pipeline_layers, p, said)
+        if lay.n_layers >= p:
+            pipeline_chunks(lay.n_layers, p, v, pipeline_layers)
+            return
     if p > 1 and lay.n_layers < p:
         if strat in STRATEGIES:
             raise StrategyError(f"strategy='pp' over {n} stages needs at least {n} layers; {name} has {lay.n_layers} "
@@ -600,7 +607,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     net, shape, in_dtype, vocab, name, lay = model_and_layout(w.model, w.input_shape, w.input_dtype)
     if tpd > 1 or strat == "tp":
         check_tensor_parallel(lay, tpd, strat, n, name)
-    _check_stages(lay, p, v, strat, n, name, pipeline_schedule)
+    _check_stages(lay, p, v, strat, n, name, pipeline_schedule, par.pipeline_layers, par.strategy)
     high = int(w.input_high) if w.input_high is not None else vocab
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
@@ -636,7 +643,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
     stages = {}
     if p > 1 or strat == "pp":
-        of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v)
+        of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v, par.pipeline_layers)
         if fp8_names:
             stages["stage_fp8_gathered"] = _stage_share(lay, fp8_names, of_layer, p, tpd)
         stages.update(stage=np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1,
@@ -1000,6 +1007,19 @@ def _fp8_gather_basis(r: RankWork) -> str:
     return f"; the FP8 linears' weights, {share:.0%} of the parameters, {how}, the rest in BF16"
 
 
+def _runs(counts) -> str:
+    """``7, 8 x 14, 7``: a sequence of counts with its runs of equal values folded."""
+    out, vals = [], [int(c) for c in counts]
+    i = 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[i]:
+            j += 1
+        out.append(f"{vals[i]}" if j == i else f"{vals[i]} x {j - i + 1}")
+        i = j + 1
+    return ", ".join(out)
+
+
 def _execution_basis(r: RankWork) -> str:
     """How the layout runs, for ``basis``: Megatron-Core's execution, sequence parallelism, interleaved chunks, K and
     V repeated for context parallelism."""
@@ -1014,6 +1034,8 @@ def _execution_basis(r: RankWork) -> str:
         parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks")
     if r.virtual_stages > 1 and r.pipelined:
         parts.append(f"interleaved 1F1B with {r.virtual_stages} model chunks per pipeline rank")
+    if r.pipelined and r.stage_layers is not None and len(set(r.stage_layers.tolist())) > 1:
+        parts.append(f"transformer layers per pipeline rank {_runs(r.stage_layers)} (the slowest rank sets the pace)")
     if r.cp > 1 and r.context_parallel_kv == "repeated":
         parts.append("K and V exchanged over the context-parallel ranks at every query head (repeated before the "
                      "attention kernel)")

@@ -13,7 +13,7 @@ import numpy as np
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -440,6 +440,177 @@ def pipeline_virtual_stages(schedule, virtual_stages=None) -> int:
         raise ValueError(f"pipeline_schedule='interleaved-1f1b' runs at least 2 model chunks per pipeline rank; got "
                          f"virtual_stages={virtual_stages}. Pass 2 or more, or use '1f1b'.")
     return int(virtual_stages)
+
+
+#: the keys of :attr:`perfmodel.Parallelism.pipeline_layers` as a dict: Megatron-Core's uneven split of the layers over
+#: the pipeline ranks (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``) and its
+#: balancing that counts the embedding and the loss as one layer each (``--account-for-embedding-in-pipeline-split``,
+#: ``--account-for-loss-in-pipeline-split``)
+PIPELINE_LAYER_KEYS = ("first", "last", "embedding", "loss")
+
+
+def _count(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"pipeline_layers: {what} must be a non-negative int (transformer layers); got {value!r}.")
+    return int(value)
+
+
+def check_pipeline_layers(value):
+    """:attr:`perfmodel.Parallelism.pipeline_layers` checked on its own (its sums are checked against the model and
+    the layout by :func:`pipeline_chunks`), in its canonical form: None; a dict of :data:`PIPELINE_LAYER_KEYS`
+    (``first`` / ``last``: non-negative ints, ``embedding`` / ``loss``: bools; Megatron cannot combine the two pairs);
+    a sequence of per-rank layer counts as a tuple of ints, or of per-rank sequences of per-chunk counts as a tuple of
+    tuples of ints.
+
+    Raises
+    ------
+    ValueError
+        Anything else, with what was expected.
+    """
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        unknown = sorted(set(map(str, value)) - set(PIPELINE_LAYER_KEYS))
+        if unknown or not value:
+            raise ValueError(f"pipeline_layers as a dict takes the keys {', '.join(PIPELINE_LAYER_KEYS)} (Megatron's "
+                             "--decoder-first/last-pipeline-num-layers and --account-for-embedding/loss-in-pipeline-split); "
+                             f"got {sorted(map(str, value)) or 'an empty dict'}.")
+        out = {}
+        for k in ("first", "last"):
+            if k in value:
+                out[k] = _count(value[k], f"{k!r}")
+        for k in ("embedding", "loss"):
+            if k in value:
+                if not isinstance(value[k], (bool, np.bool_)):
+                    raise ValueError(f"pipeline_layers: {k!r} must be True or False (count the {k} as one layer in the "
+                                     f"split); got {value[k]!r}.")
+                out[k] = bool(value[k])
+        if ({"first", "last"} & set(out)) and any(out.get(k) for k in ("embedding", "loss")):
+            raise ValueError("pipeline_layers: 'first'/'last' and 'embedding'/'loss' cannot be combined (Megatron-Core "
+                             "refuses --decoder-first/last-pipeline-num-layers with --account-for-*-in-pipeline-split); "
+                             "give the layers of every rank instead, e.g. (7, 8, 8, 7).")
+        return out
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ValueError("pipeline_layers must be None, the transformer layers of each pipeline rank (a sequence of "
+                         "ints, e.g. (7, 8, 8, 7)), of each rank's model chunks (a sequence of sequences), or a dict "
+                         f"with keys {', '.join(PIPELINE_LAYER_KEYS)}; got {value!r}.")
+    items = list(value)
+    if not items:
+        raise ValueError("pipeline_layers: an empty sequence; give the transformer layers of each pipeline rank.")
+    nested = [hasattr(x, "__iter__") and not isinstance(x, (str, bytes)) for x in items]
+    if any(nested) and not all(nested):
+        raise ValueError("pipeline_layers: mix of counts and sequences; give every rank an int (its layers) or every "
+                         f"rank a sequence (the layers of each of its model chunks); got {value!r}.")
+    if all(nested):
+        return tuple(tuple(_count(c, f"rank {i}'s chunk {j}") for j, c in enumerate(x)) for i, x in enumerate(items))
+    return tuple(_count(x, f"rank {i}'s layers") for i, x in enumerate(items))
+
+
+def parse_pipeline_layers(text: str):
+    """The command line's ``--pipeline-layers``: ``"7,8,8,7"`` (each rank's layers), ``"first=7,last=7"``,
+    ``"embedding,loss"`` (both counted as a layer) → :func:`check_pipeline_layers`' value."""
+    parts = [t.strip() for t in str(text).split(",") if t.strip()]
+    if parts and all(t.lstrip("-").isdigit() for t in parts):
+        return check_pipeline_layers([int(t) for t in parts])
+    out = {}
+    for t in parts:
+        k, eq, v = t.partition("=")
+        k = k.strip().lower()
+        if k in ("embedding", "loss") and not eq:
+            out[k] = True
+        elif k in ("first", "last") and eq and v.strip().isdigit():
+            out[k] = int(v)
+        else:
+            raise ValueError(f"--pipeline-layers {text!r}: expected each rank's layers (7,8,8,7), first=N and/or last=N, "
+                             f"or embedding and/or loss; {t!r} is none of these.")
+    return check_pipeline_layers(out)
+
+
+def check_pipeline_split(pipeline_layers, pp: int, strategy) -> None:
+    """A split of the layers (``pipeline_layers``) needs a pipeline: a ``StrategyError`` naming the fix where
+    ``strategy`` has none (``pp == 1``)."""
+    if pipeline_layers is not None and int(pp) == 1:
+        raise StrategyError(f"pipeline_layers={pipeline_layers!r} splits the layers over pipeline ranks; "
+                            f"strategy={strategy!r} has no pipeline. Add a pp factor (e.g. 'dp2-tp4-pp8') or drop "
+                            "pipeline_layers.")
+
+
+def pipeline_chunks(n_layers: int, p: int, v: int, pipeline_layers=None) -> list:
+    """The layer indices of each model chunk of a pipeline of ``p`` ranks with ``v`` chunks each, in the order the
+    layers run: chunk ``c`` on rank ``c mod p`` (Megatron's and torchtitan's interleaving). ``pipeline_layers``
+    (:func:`check_pipeline_layers`) None: ``n_layers`` split as evenly as possible, the earlier chunks one longer
+    where they do not divide (Megatron-Core needs them to divide; torchtitan's generated split points do not).
+    Per-rank counts: each rank's layers split as evenly over its chunks. Per-chunk counts: as given. ``first`` /
+    ``last``: those ranks' layers, the rest evenly over the middle ranks, each rank's a multiple of ``v`` (Megatron's
+    rules). ``embedding`` / ``loss``: each counted as one layer of the first / last chunk, ``n_layers`` plus them
+    split evenly over the ``p·v`` chunks, which they must divide (Megatron's rule).
+
+    Raises
+    ------
+    StrategyError
+        Counts that do not sum to ``n_layers``, a count per rank or chunk other than the layout's, a split Megatron's
+        rules refuse — each with the split that would work.
+    """
+    L, p, v = int(n_layers), int(p), int(v)
+    pl = check_pipeline_layers(pipeline_layers)
+
+    def even(n, k):
+        return [len(b) for b in np.array_split(np.arange(n), k)]
+
+    if pl is None:
+        chunk = even(L, p * v)
+    elif isinstance(pl, dict) and ("embedding" in pl or "loss" in pl):
+        e, lo = int(pl.get("embedding", False)), int(pl.get("loss", False))
+        if (L + e + lo) % (p * v):
+            raise StrategyError(f"pipeline_layers={pl}: {L} layers{' + the embedding' if e else ''}"
+                                f"{' + the loss' if lo else ''} = {L + e + lo} do not split evenly over {p} ranks x {v} "
+                                f"chunks; Megatron needs a multiple of {p * v}. Give each rank's layers instead.")
+        k = (L + e + lo) // (p * v)
+        chunk = [k] * (p * v)
+        chunk[0] -= e
+        chunk[-1] -= lo
+        if min(chunk) < 0:
+            raise StrategyError(f"pipeline_layers={pl}: {L} layers over {p * v} chunks leave none for the embedding or "
+                                "the loss to replace; use fewer chunks.")
+    else:
+        if isinstance(pl, dict):
+            first, last = pl.get("first"), pl.get("last")
+            rest, mid = L - (first or 0) - (last or 0), p - (first is not None) - (last is not None)
+            if p < 2 or mid < 0:
+                raise StrategyError(f"pipeline_layers={pl} needs a pipeline of at least 2 ranks; this one has {p}.")
+            if rest < 0 or (mid == 0 and rest) or (mid and rest % mid):
+                raise StrategyError(f"pipeline_layers={pl}: the {max(rest, 0)} layers left of {L} do not split evenly over "
+                                    f"the {mid} middle ranks. Give first/last so that the rest divides, or each rank's "
+                                    "layers.")
+            per_rank = [rest // mid if mid else 0] * p
+            if first is not None:
+                per_rank[0] = first
+            if last is not None:
+                per_rank[-1] = last
+            bad = [(s, n) for s, n in enumerate(per_rank) if n % v]
+            if bad:
+                raise StrategyError(f"pipeline_layers={pl} with {v} model chunks per rank: rank {bad[0][0]}'s "
+                                    f"{bad[0][1]} layers do not split over its chunks (Megatron needs each rank's layers "
+                                    "a multiple of the chunks). Give each rank's chunks, e.g. ((3, 4), (4, 4), ...).")
+            ranks = [even(n, v) for n in per_rank]
+        elif isinstance(pl[0], tuple):
+            if len(pl) != p or any(len(x) != v for x in pl):
+                raise StrategyError(f"pipeline_layers gives {len(pl)} ranks of {sorted({len(x) for x in pl})} chunks; the "
+                                    f"layout has {p} pipeline ranks of {v} model chunks each.")
+            ranks = [list(x) for x in pl]
+        else:
+            if len(pl) != p:
+                raise StrategyError(f"pipeline_layers gives the layers of {len(pl)} pipeline ranks; the layout has {p}.")
+            ranks = [even(n, v) for n in pl]
+        chunk = [ranks[c % p][c // p] for c in range(p * v)]
+    if sum(chunk) != L:
+        raise StrategyError(f"pipeline_layers={pl} places {sum(chunk)} transformer layers; the model has {L}.")
+    per_rank = [sum(chunk[c] for c in range(s, p * v, p)) for s in range(p)]
+    if pl is not None and min(per_rank) < 1:
+        raise StrategyError(f"pipeline_layers={pl} leaves pipeline rank {per_rank.index(min(per_rank))} without a layer; "
+                            "every rank needs at least one.")
+    ends = np.cumsum([0] + chunk)
+    return [np.arange(ends[c], ends[c + 1]) for c in range(p * v)]
 
 
 #: how a layout's collectives and optimizer are run: ``"pytorch"`` (PyTorch DDP's bucketed all-reduce, FSDP2 as

@@ -41,6 +41,28 @@ def test_candidates_keep_tensor_parallel_inside_a_node_and_split_the_batch():
         layout_candidates(LLAMA, c)
 
 
+def test_megatron_pipelines_are_ones_megatron_runs_when_the_layers_do_not_divide():
+    """14 layers: over 2 and 4 ranks no chunk count divides them, so the candidates count the embedding and the loss
+    as a layer each (16 layers' worth: 4 and 2 chunks per rank); over 8 ranks 1F1B with the same accounting."""
+    from perfmodel.step.strategy import pipeline_chunks
+
+    both = {"embedding": True, "loss": True}
+    c = pm.Cluster("H100", n_gpus=8, gpus_per_node=8, interconnect={"intra": "nvlink", "inter": "infiniband-ndr"})
+    w = pm.Workload(dict(LLAMA, num_hidden_layers=14), input_shape=(256,), batch_size=16, precision="bf16",
+                    optimizer="adam-fused")
+    got = {p.degrees(8)["pp"]: p for p in layout_candidates(w, c, frameworks="megatron", tensor_parallel=[1],
+                                                            activation_checkpointing=(False,))}
+    assert got[1].pipeline_layers is None
+    assert (got[2].virtual_stages, got[2].pipeline_layers) == (4, both)
+    assert (got[4].virtual_stages, got[4].pipeline_layers) == (2, both)
+    assert (got[8].pipeline_schedule, got[8].virtual_stages, got[8].pipeline_layers) == ("1f1b", None, both)
+    assert [len(x) for x in pipeline_chunks(14, 8, 1, both)] == [1, 2, 2, 2, 2, 2, 2, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = pm.predict(w, c, got[4])
+    assert "transformer layers per pipeline rank 3, 4 x 2, 3" in r.basis
+
+
 def test_search_predicts_every_layout_that_fits_with_the_least_recomputation():
     c = pm.Cluster("H100", n_gpus=8, interconnect="nvlink")
     with warnings.catch_warnings():
