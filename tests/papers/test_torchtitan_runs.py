@@ -86,6 +86,21 @@ def test_context_parallel_exchanges_the_repeated_kv_torchtitan_gave_sdpa():
     assert "every query head" in item.ITEM.procedure
 
 
+def test_pipelines_split_the_layers_as_torchtitan_generates_its_split_points():
+    """No split points in the 405B runs' config: torchtitan's generated ones, the first stage shortest, the middle
+    ones a layer longer while the remainder lasts, the last what is left; stage c on rank c mod pp."""
+    assert item.torchtitan_split(126, 8, 1) == ((15,), (16,), (16,), (16,), (16,), (16,), (16,), (15,))
+    assert item.torchtitan_split(126, 8, 2) == ((7, 8),) + ((8, 8),) * 6 + ((8, 7),)
+    assert item.torchtitan_split(80, 8, 2) == ((5, 5),) * 8
+    assert item.torchtitan_split(10, 4, 1) == ((2,), (3,), (3,), (2,))
+    from perfmodel.datasets import load_torchtitan_runs
+
+    raw = load_torchtitan_runs()
+    r = raw[(raw["model"] == "Llama 3.1 405B") & (raw["pp_schedule"].astype(str) == "1F1B")].iloc[0]
+    assert "transformer layers per pipeline rank 15, 16 x 6, 15" in item._predict(r)[2].basis
+    assert "generated split points" in item.ITEM.procedure
+
+
 def test_numbers_are_computed_from_the_rows(data):
     n = item.summary(data).set_index("quantity")["value"]
     t = data["tokens_abs_error_pct"].dropna()

@@ -30,7 +30,8 @@ ITEM = Item(
                "MODEL_CONFIGS), sequence length (torchtitan's train config default 8192 where the table does not "
                "say), global batch = local batch x data-parallel degree, BF16 (fp8 for the Float8 rows), the "
                "fused Adam step, the row's layout: FSDP over all the GPUs, FSDP x TP (\"fsdp32-tp8\"), FSDP x TP x "
-               "PP (\"fsdp8-tp8-pp8\", as many micro-batches as stages, torchtitan's default, 1F1B or interleaved "
+               "PP (\"fsdp8-tp8-pp8\", as many micro-batches as stages, torchtitan's default, the layers split at its "
+               "generated split points (torchtitan_split), 1F1B or interleaved "
                "1F1B as the row says) or with context parallelism (\"fsdp4-cp2-tp8-pp8\", K and V exchanged at "
                "every query head, as torchtitan's Llama repeated them), asynchronous TP where "
                "the row says, the GPU as the file describes it (torchtitan_gpu_spec: the Grand Teton H100 of the H100 files, "
@@ -184,17 +185,35 @@ def _predict(r, compile_scope: str | None = None):
                       precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=recipe or None,
                       compile_scope=(compile_scope or TORCHTITAN_COMPILE_SCOPE[r.source_file]) if comp else None)
     on = pm.Cluster(run_on, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu])
-    # torchtitan's default with a pipeline: as many micro-batches as pipeline stages
+    # torchtitan's default with a pipeline: as many micro-batches as pipeline stages, its generated split points
+    interleaved = pp > 1 and "interleaved" in _text(r.pp_schedule).lower()
     how = pm.Parallelism(_strategy(r), activation_checkpointing=ac,
+                         pipeline_layers=(torchtitan_split(MODEL_CONFIGS[r.model]["num_hidden_layers"], pp,
+                                                           2 if interleaved else 1) if pp > 1 else None),
                          async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
                          micro_batches=pp if pp > 1 else None,
-                         pipeline_schedule=("interleaved-1f1b" if pp > 1 and "interleaved" in _text(r.pp_schedule).lower()
-                                            else "1f1b"),
+                         pipeline_schedule="interleaved-1f1b" if interleaved else "1f1b",
                          context_parallel_kv=TORCHTITAN_CP_KV)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
         warnings.simplefilter("ignore", OutOfMemoryWarning)
         return spec, clock, pm.predict(run, on, how)
+
+
+def torchtitan_split(n_layers: int, pp: int, chunks: int) -> tuple:
+    """The layers of each model chunk of each pipeline rank as torchtitan splits them when its config gives no split
+    points (``generate_split_points``, torchtitan/parallelisms/pipelining_utils.py at 9dec370, the commit of the 405B
+    runs, whose config sets none): ``pp·chunks`` stages, the first ``n_layers // stages`` layers, each middle one a
+    layer more while the remainder lasts, the last what is left; stage ``c`` on rank ``c mod pp``. For
+    :attr:`perfmodel.Parallelism.pipeline_layers` (Llama 3.1 405B's 126 layers over 8 x 2 stages: 7, 8 x 14, 7)."""
+    stages = pp * chunks
+    base, extra = divmod(int(n_layers), stages)
+    sizes = [base]
+    for _ in range(stages - 2):
+        sizes.append(base + (1 if extra > 0 else 0))
+        extra -= 1 if extra > 0 else 0
+    sizes.append(int(n_layers) - sum(sizes))
+    return tuple(tuple(sizes[c] for c in range(s, stages, pp)) for s in range(pp))
 
 
 def _tokens_per_s(r, seq: int, p) -> float:
