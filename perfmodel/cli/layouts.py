@@ -77,9 +77,10 @@ def _cmd_layouts(args) -> int:
     print(f"layouts of {args.model} on {args.n_gpus} x {cluster.gpu} ({args.gpus_per_node} per node), global batch "
           f"{args.batch_size} x {shape[0]} tokens, {args.precision}{', ' + args.stack if args.stack else ''}: "
           f"{len(found)} layouts, {len(fits)} fit in memory; fastest first")
-    cols = ["framework", "strategy", "micro_batches", "virtual_stages", "activation_checkpointing", "step_time_s",
-            "tokens_per_s", "mfu", "comm_s", "bubble_s"]
     top = found.head(args.top)
+    cols = ["framework", "strategy", "micro_batches", "virtual_stages"] + (
+        ["pipeline_layers"] if top["pipeline_layers"].astype(bool).any() else []) + [
+        "activation_checkpointing", "step_time_s", "tokens_per_s", "mfu", "comm_s", "bubble_s"]
     out = top[cols].copy()
     out["tokens_per_s"] = out["tokens_per_s"].round(0)
     for c in ("step_time_s", "comm_s", "bubble_s"):

@@ -18,7 +18,8 @@ import pandas as pd
 __all__ = ["layout_candidates", "search_layouts", "LAYOUT_COLUMNS"]
 
 #: columns of :func:`search_layouts`.
-LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule", "virtual_stages", "activation_checkpointing",
+LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule", "virtual_stages", "pipeline_layers",
+                  "activation_checkpointing",
                   "async_tp", "step_time_s", "lower_s", "upper_s", "tokens_per_s", "mfu", "comm_s", "bubble_s",
                   "memory_per_gpu_bytes", "capacity_bytes", "fits", "usd_per_gpu_h", "cost_per_step_usd", "parallelism"]
 
@@ -160,13 +161,14 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
     DataFrame
         :data:`LAYOUT_COLUMNS`, one row per layout, the fitting ones first, fastest first; ``activation_checkpointing``
         the policy kept as :attr:`perfmodel.Parallelism.checkpointing` says it (``"False"``, ``"selective"``,
-        ``"attention"`` for Megatron's selective recomputation, ``"full"``, ``"layer:N"``); ``parallelism`` is the
+        ``"attention"`` for Megatron's selective recomputation, ``"full"``, ``"layer:N"``); ``pipeline_layers`` the
+        split of the layers as ``--pipeline-layers`` spells it (``""``: as evenly as they go); ``parallelism`` is the
         :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
         layouts the model refuses (heads, layers, sequence) with the reason.
     """
     from perfmodel.step.memory import memory_frame
     from perfmodel.step.prediction import predict_with_memory, resolve_run
-    from perfmodel.step.strategy import StrategyError
+    from perfmodel.step.strategy import StrategyError, format_pipeline_layers
 
     if usd_per_gpu_h is not None and not (isinstance(usd_per_gpu_h, (int, float)) and usd_per_gpu_h > 0):
         raise ValueError(f"usd_per_gpu_h must be a positive price per GPU-hour; got {usd_per_gpu_h!r}.")
@@ -207,6 +209,7 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         total, cap, fits = float(m["total_bytes"]), float(m["capacity_bytes"]), bool(m["fits"])
         row = dict(framework=p.framework, strategy=str(p.strategy), micro_batches=p.micro_batches or 1,
                    pipeline_schedule=p.pipeline_schedule, virtual_stages=p.virtual_stages or 1,
+                   pipeline_layers=format_pipeline_layers(p.pipeline_layers),
                    activation_checkpointing=str(p.checkpointing or False), async_tp=bool(p.async_tp),
                    step_time_s=np.nan, lower_s=np.nan, upper_s=np.nan, tokens_per_s=np.nan, mfu=np.nan, comm_s=np.nan,
                    bubble_s=np.nan, memory_per_gpu_bytes=total, capacity_bytes=cap, fits=fits,

@@ -13,7 +13,7 @@ import numpy as np
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -524,6 +524,18 @@ def parse_pipeline_layers(text: str):
             raise ValueError(f"--pipeline-layers {text!r}: expected each rank's layers (7,8,8,7), first=N and/or last=N, "
                              f"or embedding and/or loss; {t!r} is none of these.")
     return check_pipeline_layers(out)
+
+
+def format_pipeline_layers(value) -> str:
+    """:func:`check_pipeline_layers`' value as the command line spells it (:func:`parse_pipeline_layers` reads it
+    back): ``""`` for None, ``"embedding,loss"``, ``"first=7,last=7"``, ``"7,8,8,7"``; per-chunk counts as each rank's
+    ``"3+4,4+4"`` (no command-line spelling: pass them to :class:`perfmodel.Parallelism`)."""
+    pl = check_pipeline_layers(value)
+    if pl is None:
+        return ""
+    if isinstance(pl, dict):
+        return ",".join(k if isinstance(v, bool) else f"{k}={v}" for k, v in pl.items() if v is not False)
+    return ",".join("+".join(map(str, x)) if isinstance(x, tuple) else str(x) for x in pl)
 
 
 def check_pipeline_split(pipeline_layers, pp: int, strategy) -> None:

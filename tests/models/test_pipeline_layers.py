@@ -73,6 +73,11 @@ def test_pipeline_layers_that_are_not_a_split_are_refused_by_the_parallelism(val
 
 
 def test_the_command_line_spelling():
+    from perfmodel.step.strategy import format_pipeline_layers
+
+    for text in ("7,8,8,7", "first=7,last=7", "first=2", "embedding,loss", "loss"):
+        assert format_pipeline_layers(parse_pipeline_layers(text)) == text
+    assert format_pipeline_layers(None) == "" and format_pipeline_layers(((3, 4), (4, 4))) == "3+4,4+4"
     assert parse_pipeline_layers("7, 8,8,7") == (7, 8, 8, 7)
     assert parse_pipeline_layers("first=7,last=7") == {"first": 7, "last": 7}
     assert parse_pipeline_layers("embedding,loss") == {"embedding": True, "loss": True}

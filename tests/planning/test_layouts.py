@@ -57,6 +57,8 @@ def test_megatron_pipelines_are_ones_megatron_runs_when_the_layers_do_not_divide
     assert (got[4].virtual_stages, got[4].pipeline_layers) == (2, both)
     assert (got[8].pipeline_schedule, got[8].virtual_stages, got[8].pipeline_layers) == ("1f1b", None, both)
     assert [len(x) for x in pipeline_chunks(14, 8, 1, both)] == [1, 2, 2, 2, 2, 2, 2, 1]
+    found = search_layouts(w, c, candidates=[got[1], got[8]])
+    assert sorted(found["pipeline_layers"]) == ["", "embedding,loss"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = pm.predict(w, c, got[4])
