@@ -24,7 +24,9 @@ Megatron's execution every setting without recomputation needs 83-113 GiB per GP
 than the parts' 80 GB. With the paper's split of the layers (added later: ``Parallelism.pipeline_layers``) the steps are
 0.3-0.9 % shorter (the 8-layer ranks set the pace either way; the first and last ranks' embedding and head no longer
 sit on top of 8 layers) and one chunk per rank without recomputation needs 77.7-78.0 GiB, within 80 GB (the CUDA
-context and fragmentation not counted); two and four chunks still need 92-106 GiB. Megatron's distributed optimizer
+context and fragmentation not counted); two and four chunks need 81.7 GiB where a step has as many micro-batches as
+ranks (16: the interleaved warm-up then holds every micro-batch, as 1F1B's does; ``memory.pipeline_in_flight``) and
+95-108 GiB at DP 64 (32 micro-batches). Megatron's distributed optimizer
 keeps the FP32 main gradients whole on each rank, where the paper describes FSDP-style sharding of the gradients
 over data parallel; perfmodel does not model that sharding, so the paper's memory is not checked here.
 """

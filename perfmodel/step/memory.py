@@ -38,7 +38,7 @@ Counted per GPU:
   layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
   as above, the split operators' ``/ tp`` (Megatron without sequence parallelism: the layer norms, dropouts and
   residuals on the hidden state stay whole on every tensor-parallel rank) and ``min(m, pp − s)`` micro-batches in
-  flight on stage ``s``. ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
+  flight on stage ``s`` (interleaved: as many per model chunk as its warm-up runs, :func:`pipeline_in_flight`). ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
   gradients and optimizer states, plus its parameters whole (no resharding between micro-batches) and their
   gradients whole in FP32 (accumulated until the last micro-batch in FSDP's reduce dtype). Context parallelism
   (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters sharded over ``dp·cp``. Sequence
@@ -66,7 +66,7 @@ from perfmodel.step.strategy import check_pipeline_split, pipeline_chunks
 #: the output projection of an attention module (row-parallel; :data:`perfmodel.step.trace.OUT_PROJECTION`)
 from perfmodel.step.trace import OUT_PROJECTION as _OUT_PROJECTION
 
-__all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES"]
+__all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES", "pipeline_in_flight"]
 
 #: bytes per element of the gradients FSDP reduces (torchtitan's mixed-precision policy: reduce_dtype float32); an
 #: unsharded gradient accumulated over a pipeline's micro-batches is kept at this width.
@@ -311,7 +311,9 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`).
     pipeline_schedule : {"1f1b", "interleaved-1f1b"}
         With pipeline parallelism: the interleaved schedule keeps ``1 + (p−1)/(p·v)`` times 1F1B's activations in
-        flight (Korthikanti et al., 2022, §4.2.3; ``v`` = ``virtual_stages`` model chunks per rank, default 2).
+        flight on the first rank (Korthikanti et al., 2022, §4.2.3; ``v`` = ``virtual_stages`` model chunks per rank,
+        default 2), ``((p−s−1)·2 + (v−1)·p + 1)/v`` micro-batches' worth on rank ``s`` as its warm-up runs them, and
+        no schedule more than the ``m`` micro-batches there are.
     framework, distributed_optimizer, sequence_parallel, virtual_stages
         As for :func:`perfmodel.predict_step_time` (:func:`perfmodel.step.strategy.resolve_execution`).
         ``"megatron"`` keeps FP32 main gradients (4 bytes per parameter under BF16/FP16: Megatron-LM accumulates and
@@ -827,6 +829,30 @@ def _framework_parts(part: tuple[float, float, float, float], deg: dict, size: i
     return params_b, grads_b, opt_b, act_b
 
 
+def pipeline_in_flight(p: int, v: int, m: int, s: int) -> list:
+    """Micro-batches whose activations each of pipeline rank ``s``'s ``v`` model chunks holds at the schedule's peak,
+    ``m`` micro-batches over ``p`` ranks. 1F1B (``v == 1``): ``min(m, p − s)``, the forwards before the rank's first
+    backward. Interleaved 1F1B (Megatron-Core's and PyTorch's ``ScheduleInterleaved1F1B``): ``(p−s−1)·2 + (v−1)·p``
+    warm-up chunk forwards and one more in the steady state, at most the ``m·v`` there are, run in groups of ``p``
+    micro-batches chunk after chunk (Megatron's ``microbatch_group_size_per_vp_stage`` default): on the first rank of
+    a long step ``2p−1`` in its first chunk and ``p`` in the others, Korthikanti et al.'s (2022, §4.2.3)
+    ``p·(1 + (p−1)/(p·v))`` micro-batches' worth of equal chunks; with ``m ≤ p`` every micro-batch of every chunk,
+    as 1F1B's first rank."""
+    if v == 1:
+        return [float(min(m, p - s))]
+    n = min((p - s - 1) * 2 + (v - 1) * p + 1, m * v)
+    counts, done, g = [0.0] * v, 0, 0
+    while done < n:
+        for j in range(v):
+            take = min(p, m - g * p, n - done)
+            if take <= 0:
+                break
+            counts[j] += take
+            done += take
+        g += 1
+    return counts
+
+
 def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
     """(parameters, gradients, optimizer states, activations) bytes of the pipeline stage that needs the most, each
     stage's parts counted as its framework keeps them."""
@@ -858,14 +884,17 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
         # the stage's parameters at the training precision but its FP8 linears' weights: one byte each where they
         # are gathered (FSDP) or stored (Megatron) in FP8
         stage_b = (stage_p - st8) * size + st8 if fp8 else stage_p * size
-        kept, tmp = r.activations(ls)
-        if s == 0:
-            kept += float(r.out_b[r.layer < 0].sum())
-        if s == p - 1:
-            kept += float(r.out_b[r.layer >= lay.n_layers].sum())
-        in_flight = min(m, p - s)
-        if v > 1:
-            in_flight = in_flight * (1 + (p - 1) / (p * v))
+        # each of the rank's chunks (local chunk j is chunk j·p + s) keeps what its layers save for as many
+        # micro-batches as its forwards are ahead of their backwards at the schedule's peak; the embedding's outputs
+        # belong to the first chunk, the head's to the last
+        held, tmp = 0.0, 0.0
+        for j, n_mb in enumerate(pipeline_in_flight(p, v, m, s)):
+            kept_j, tmp_j = r.activations(chunks[j * p + s])
+            if s == 0 and j == 0:
+                kept_j += float(r.out_b[r.layer < 0].sum())
+            if s == p - 1 and j == v - 1:
+                kept_j += float(r.out_b[r.layer >= lay.n_layers].sum())
+            held, tmp = held + kept_j * n_mb, max(tmp, tmp_j)
         if s == p - 1:
             tmp = max(tmp, r.head_grad)
         if deg["fsdp"]:
@@ -876,9 +905,9 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
             # reduce_dtype, FSDPParam.to_accumulated_grad_if_needed; torchtitan reduces in float32)
             shard = stage_p / (deg["dp"] * deg["cp"])
             part = (shard * size + stage_b, shard * size + stage_p * max(size, FSDP_REDUCE_BYTES), shard * state,
-                    kept * in_flight + tmp)
+                    held + tmp)
         else:
-            part = (stage_b, stage_p * size, stage_p * state, kept * in_flight + tmp)
+            part = (stage_b, stage_p * size, stage_p * state, held + tmp)
         part = _framework_parts(part, deg, size)
         if best is None or sum(part) > sum(best):
             best = part

@@ -129,3 +129,22 @@ def test_perfmodel_predict_takes_the_split():
     assert "transformer layers per pipeline rank 15, 17" in out.stdout
     bad = subprocess.run(cmd[:-1] + ["first=15,last=15"], capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "do not split evenly over the 0 middle ranks" in bad.stderr
+
+
+def test_the_micro_batches_each_chunk_holds_at_the_schedule_s_peak():
+    from perfmodel.step.memory import pipeline_in_flight
+
+    assert [pipeline_in_flight(4, 1, 8, s) for s in range(4)] == [[4.0], [3.0], [2.0], [1.0]]  # 1F1B: p - s
+    assert pipeline_in_flight(4, 1, 2, 0) == [2.0]  # never more than there are
+    # interleaved, a long step: the first rank's first chunk 2p - 1, the others p; Korthikanti et al.'s
+    # p (1 + (p - 1) / (p v)) micro-batches' worth of equal chunks
+    first = pipeline_in_flight(4, 5, 64, 0)
+    assert first == [7.0, 4.0, 4.0, 4.0, 4.0] and sum(first) / 5 == pytest.approx(4 * (1 + 3 / 20))
+    assert pipeline_in_flight(4, 5, 64, 3) == [4.0, 4.0, 4.0, 4.0, 1.0]  # the last rank: one of its last chunk
+    # as many micro-batches as ranks (torchtitan's default): every micro-batch of every chunk on the first rank, as
+    # under 1F1B, and one of the last chunk on the last rank
+    assert pipeline_in_flight(8, 2, 8, 0) == [8.0, 8.0] and pipeline_in_flight(8, 2, 8, 7) == [8.0, 1.0]
+    for p, v, m in ((2, 2, 3), (4, 3, 6), (8, 8, 5)):
+        for s in range(p):
+            got = pipeline_in_flight(p, v, m, s)
+            assert len(got) == v and max(got) <= m and sum(got) <= m * v
