@@ -1009,15 +1009,10 @@ def _fp8_gather_basis(r: RankWork) -> str:
 
 def _runs(counts) -> str:
     """``7, 8 x 14, 7``: a sequence of counts with its runs of equal values folded."""
-    out, vals = [], [int(c) for c in counts]
-    i = 0
-    while i < len(vals):
-        j = i
-        while j + 1 < len(vals) and vals[j + 1] == vals[i]:
-            j += 1
-        out.append(f"{vals[i]}" if j == i else f"{vals[i]} x {j - i + 1}")
-        i = j + 1
-    return ", ".join(out)
+    import itertools
+
+    runs = [(k, len(list(g))) for k, g in itertools.groupby(int(c) for c in counts)]
+    return ", ".join(f"{k}" if n == 1 else f"{k} x {n}" for k, n in runs)
 
 
 def _execution_basis(r: RankWork) -> str:
