@@ -38,7 +38,8 @@ Counted per GPU:
   layers without ``pp``) with the tensor-parallel split ones ``/ tp`` (data parallel replicates them); activations
   as above, the split operators' ``/ tp`` (Megatron without sequence parallelism: the layer norms, dropouts and
   residuals on the hidden state stay whole on every tensor-parallel rank) and ``min(m, pp − s)`` micro-batches in
-  flight on stage ``s`` (interleaved: as many per model chunk as its warm-up runs, :func:`pipeline_in_flight`). ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
+  flight on stage ``s`` (interleaved: as many per model chunk as its warm-up runs, :func:`pipeline_in_flight`).
+  ``"fsdp"`` with ``"pp"`` (torchtitan's 3D): the stage's shard ``1/(dp·cp)`` of parameters,
   gradients and optimizer states, plus its parameters whole (no resharding between micro-batches) and their
   gradients whole in FP32 (accumulated until the last micro-batch in FSDP's reduce dtype). Context parallelism
   (``"fsdp4-cp2"``): activations at the rank's ``s / cp`` tokens, parameters sharded over ``dp·cp``. Sequence

@@ -208,10 +208,7 @@ def torchtitan_split(n_layers: int, pp: int, chunks: int) -> tuple:
     :attr:`perfmodel.Parallelism.pipeline_layers` (Llama 3.1 405B's 126 layers over 8 x 2 stages: 7, 8 x 14, 7)."""
     stages = pp * chunks
     base, extra = divmod(int(n_layers), stages)
-    sizes = [base]
-    for _ in range(stages - 2):
-        sizes.append(base + (1 if extra > 0 else 0))
-        extra -= 1 if extra > 0 else 0
+    sizes = [base] + [base + (i < extra) for i in range(stages - 2)]
     sizes.append(int(n_layers) - sum(sizes))
     return tuple(tuple(sizes[c] for c in range(s, stages, pp)) for s in range(pp))
 
