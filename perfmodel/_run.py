@@ -189,6 +189,13 @@ class Parallelism:
         Transformer Engine, torchtitan since mid-2025). ``"repeated"``: expanded to every query head before the
         kernel, as torchtitan's Llama did up to mid-2025 (``repeat_kv`` before ``scaled_dot_product_attention``), so
         each exchange moves ``heads / kv_heads`` times the bytes.
+    overlap_tp_backward : bool, optional
+        With a ``tp`` factor and without ``async_tp``: the column-parallel linears' backward collectives issued under
+        their own GEMMs, as Megatron-Core's and Transformer Engine's linear layers do — the input gradient's
+        reduce-scatter (all-reduce without sequence parallelism) under the weight-gradient GEMM, and with sequence
+        parallelism the input shard gathered again under the input-gradient GEMM. None: the framework's default
+        (Megatron: on; PyTorch, whose tensor parallelism runs them in order: off, and True is refused). False:
+        Megatron-LM before August 2021 (:data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP` cites the commits).
     """
 
     strategy: object = "dp"
@@ -205,6 +212,7 @@ class Parallelism:
     fp8_param_gather: bool | None = None
     micro_batch_size: int | None = None
     context_parallel_kv: str = "grouped"
+    overlap_tp_backward: bool | None = None
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_pipeline_layers, check_strategy_name,
@@ -229,6 +237,8 @@ class Parallelism:
             _flag_or_none("distributed_optimizer", self.distributed_optimizer, "Megatron's distributed optimizer")
             _flag_or_none("sequence_parallel", self.sequence_parallel, "sequence parallelism with tensor parallelism")
             _flag_or_none("fp8_param_gather", self.fp8_param_gather, "the FP8 linears' weights kept and gathered in FP8")
+            _flag_or_none("overlap_tp_backward", self.overlap_tp_backward,
+                          "the backward tensor-parallel collectives under the column-parallel linears' GEMMs")
             checkpointing_mode(self.activation_checkpointing)
             check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
             check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")
@@ -248,12 +258,12 @@ class Parallelism:
         return parse_strategy(self.strategy, int(n_gpus))
 
     def execution(self, n_gpus: int) -> dict:
-        """``{"framework", "distributed_optimizer", "sequence_parallel"}`` over ``n_gpus`` GPUs
-        (:func:`perfmodel.step.strategy.resolve_execution`); a ``StrategyError`` where the layout cannot run so."""
+        """``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward"}`` over ``n_gpus``
+        GPUs (:func:`perfmodel.step.strategy.resolve_execution`); a ``StrategyError`` where the layout cannot run so."""
         from perfmodel.step.strategy import resolve_execution
 
         return resolve_execution(self.framework, self.degrees(n_gpus), distributed_optimizer=self.distributed_optimizer,
-                                 sequence_parallel=self.sequence_parallel)
+                                 sequence_parallel=self.sequence_parallel, overlap_tp_backward=self.overlap_tp_backward)
 
     def with_micro_batches(self, batch_size: int, n_gpus: int) -> "Parallelism":
         """This parallelism with ``micro_batches`` said for a global batch of ``batch_size`` over ``n_gpus`` GPUs:

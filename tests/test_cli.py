@@ -352,3 +352,24 @@ def test_predict_runs_the_gpus_at_a_sustained_clock(tmp_path, capsys):
     (tmp_path / "bad.csv").write_text("m,n,k\n1,2,3\n")
     assert main([*base, "--sustained-clock", str(tmp_path / "bad.csv")]) != 0
     assert "needs the measured time of each GEMM" in capsys.readouterr().err
+
+
+def test_predict_takes_megatrons_backward_overlap(tmp_path, capsys):
+    """--overlap-tp-backward / --no-overlap-tp-backward reach the Parallelism: on by default with --framework megatron
+    (said in basis), off with the --no form, refused in one line under PyTorch's tensor parallelism."""
+    import json
+
+    from perfmodel.cli import main
+
+    cfg = tmp_path / "llama.json"
+    cfg.write_text(json.dumps(dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128,
+                                   num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                                   max_position_embeddings=256, tie_word_embeddings=False)))
+    base = ["predict", str(cfg), "--input-shape", "64", "--batch-size", "8", "--precision", "bf16", "--gpus", "H100",
+            "--n-gpus", "4", "--strategy", "dp2-tp2"]
+    assert main([*base, "--framework", "megatron"]) == 0
+    assert "under the weight-gradient GEMM" in capsys.readouterr().out
+    assert main([*base, "--framework", "megatron", "--no-overlap-tp-backward"]) == 0
+    assert "under the weight-gradient GEMM" not in capsys.readouterr().out
+    assert main([*base, "--overlap-tp-backward"]) != 0
+    assert "overlap_tp_backward=True is Megatron-Core's" in capsys.readouterr().err

@@ -446,7 +446,7 @@ def _check_memory_args(w, clusters, p):
     strat, d = deg["name"], deg["dp"]
     check_async_tp(p.async_tp, deg["tp"], strat)
     deg.update(resolve_execution(p.framework, deg, distributed_optimizer=p.distributed_optimizer,
-                                 sequence_parallel=p.sequence_parallel))
+                                 sequence_parallel=p.sequence_parallel, overlap_tp_backward=p.overlap_tp_backward))
     single = strat in STRATEGIES
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     per_rank = B // d

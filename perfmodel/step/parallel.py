@@ -65,6 +65,12 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   and the updated parameters all-gathered before the next forward pass, the first bucket exposed and the rest under
   the forward pass (:func:`exposed_bucket_gather`; both exposed with ``overlap_grad_reduce=False``); a pipeline stage
   does so for its own parameters. ``distributed_optimizer=False``: DDP-style all-reduce in Megatron's buckets.
+* **Megatron's backward overlap** (``framework="megatron"`` without ``async_tp``; ``overlap_tp_backward=False`` turns
+  it off, :data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP` cites the code): each column-parallel linear issues its
+  backward collectives under its own GEMMs — the input gradient's reduce-scatter (all-reduce without sequence
+  parallelism) under the weight-gradient GEMM, and with sequence parallelism its input shard all-gathered again under
+  the input-gradient GEMM; the row-parallel linear's output gradient is gathered before its GEMMs, exposed
+  (:func:`_overlapped_tp_backward`). PyTorch's TP runs them in order.
 * **sequence parallelism** (Megatron's with ``tp > 1``, torchtitan's with ``fsdp`` and ``tp``): the norms, dropouts
   and residual adds on the hidden state run on ``s / tp`` tokens; the all-gather and reduce-scatter that replace each
   all-reduce move its bytes (as modelled); between pipeline stages the sequence shard is sent, with no all-gather.
@@ -93,11 +99,9 @@ NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL c
 
 What it does not model: congestion between collectives of different groups (or of several groups sharing one
 link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
-NVSwitch in-network reduction (NVLS) and SHARP, Megatron's FP8 parameter all-gather, the slow-down of matmuls cut
+NVSwitch in-network reduction (NVLS) and SHARP, the slow-down of matmuls cut
 into chunks by asynchronous tensor parallelism (timed as ``tp`` chunks of ``tokens / tp`` rows, the GEMM model gives
-them their whole GEMM's rate within 2 % on Llama 3.1 8B at TP 8, so the decomposition is not charged), Megatron's
-overlap of the backward pass's tensor-parallel collectives with the weight- and input-gradient GEMMs without
-``--tp-comm-overlap`` (vanilla TP leaves them all exposed), and the lower efficiency of ring attention's partial
+them their whole GEMM's rate within 2 % on Llama 3.1 8B at TP 8, so the decomposition is not charged), and the lower efficiency of ring attention's partial
 kernels under context parallelism.
 """
 from __future__ import annotations
@@ -115,6 +119,7 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, parse_strategy,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
+                                       TP_BACKWARD_OVERLAP,
                                        strategy_combinations)
 from perfmodel.step.trace import (_SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
@@ -445,6 +450,35 @@ def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple
     return min(f_ex, cap), min(b_ex, cap)
 
 
+def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, ar: float) -> tuple[float, float]:
+    """(exposed seconds, seconds of the input re-gathers) of one layer's tensor-parallel collectives in the backward
+    pass when the column-parallel linears issue theirs under their own GEMMs (``RankWork.overlap_tp_backward``:
+    Megatron-Core's and Transformer Engine's layers, :data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP`). Per block
+    of the layer (:func:`_tp_linear_roles`), its column-parallel linears' backward GEMMs per layer, half of them the
+    input gradient's and half the weight gradient's (the same FLOPs): with sequence parallelism the row-parallel
+    linear's output gradient all-gathered before its GEMMs (``ag``, exposed), the column-parallel input gathered again
+    under the input-gradient GEMM (``ag``) and the input gradient reduce-scattered under the weight-gradient GEMM
+    (``rs``), each exposed only where it outlasts its GEMM; without it, the input gradient's all-reduce (``ar``) under
+    the weight-gradient GEMM, the row-parallel linear's backward needing none. Vanilla TP's count (one all-reduce's
+    worth per block) where the layer's linears have no roles."""
+    L = max(r.lay.n_layers, 1)
+    back = r.phase == "backward"
+    blocks = [b for b in pd.unique(r.tp_block[r.tp_role == TP_COLUMN]) if b]
+    if not blocks:
+        return 2 * (ag + rs if r.sequence_parallel else ar), 0.0
+    exposed = regather = 0.0
+    for b in blocks:
+        gemm = float(t[back & (r.tp_role == TP_COLUMN) & (r.tp_block == b)].sum()) / L / 2
+        if r.sequence_parallel:
+            exposed += ag + max(ag - gemm, 0.0) + max(rs - gemm, 0.0)
+            regather += ag
+        else:
+            exposed += max(ar - gemm, 0.0)
+    # a layer with other than two blocks counts as two (the attention's and the MLP's), as vanilla TP's count does
+    scale = 2 / len(blocks)
+    return exposed * scale, regather * scale
+
+
 #: the process groups of a layout, in the order a result lists their communication.
 COMM_GROUPS = ("tp", "cp", "pp", "dp")
 
@@ -498,6 +532,9 @@ class RankWork:
     framework: str = "pytorch"
     distributed_optimizer: bool = False
     sequence_parallel: bool = False
+    #: the column-parallel linears' backward collectives under their GEMMs (Megatron-Core's and Transformer Engine's
+    #: layers, :data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP`; :func:`_overlapped_tp_backward`)
+    overlap_tp_backward: bool = False
     #: parameters gathered in FP8 (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`: FSDP's FP8 all-gather,
     #: Megatron's ``--fp8-param-gather``; :func:`perfmodel.step.trace.fp8_linear_weights`): of this rank, and of each
     #: pipeline stage's rank; 0 / None when every parameter is gathered at ``elem_bytes``
@@ -600,7 +637,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     v = pipeline_virtual_stages(pipeline_schedule, par.virtual_stages)
     check_async_tp(par.async_tp, tpd, strat)
     ex = resolve_execution(par.framework, deg, distributed_optimizer=par.distributed_optimizer,
-                           sequence_parallel=par.sequence_parallel)
+                           sequence_parallel=par.sequence_parallel, overlap_tp_backward=par.overlap_tp_backward)
     B = int(w.batch_size)
     _check_batch_split(B, d, m, n, strat)
     b_rank = B // d // m
@@ -665,7 +702,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         act_bytes=float(tokens * (lay.hidden or 0) * size), kv_bytes=kv_bytes,
         attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
-        sequence_parallel=ex["sequence_parallel"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
+        sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
         context_parallel_kv=par.context_parallel_kv, tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd),
         **stages)
@@ -682,6 +719,7 @@ class _Comm:
     cp_f: float  # context parallel, exposed per pass over all layers
     cp_b: float
     cp_total: float
+    tp_regather: float = 0.0  # per layer: the backward pass's all-gathers of the column-parallel inputs (hidden)
 
 
 def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
@@ -695,9 +733,13 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     ag = allgather_time(r.act_bytes * gather / r.elem_bytes, r.tp, lk["tp"])
     rs = reduce_scatter_time(r.act_bytes, r.tp, lk["tp"])
     tp_layer = tp_per if gather == r.elem_bytes else ag + rs
+    regather = 0.0
     if r.async_tp and r.tp > 1:
         f_ex, b_ex = _async_tp_layer(r, t, ag, rs)
         tp_lf, tp_lb = f_ex / 2, b_ex / 2
+    elif r.overlap_tp_backward and r.tp > 1:
+        b_ex, regather = _overlapped_tp_backward(r, t, ag, rs, tp_per)
+        tp_lf, tp_lb = tp_layer, b_ex / 2
     else:
         tp_lf = tp_lb = tp_layer
     # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
@@ -709,7 +751,7 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
     cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
     cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
-    return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total)
+    return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total, regather)
 
 
 @dataclasses.dataclass
@@ -747,9 +789,10 @@ def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
 
 def _tp_layers_all(c: _Comm, n_layers) -> float:
     """Seconds of every tensor-parallel collective of ``n_layers`` layers (a number, or an array per pipeline stage),
-    both passes of one micro-batch, hidden (asynchronous TP) or not: four per layer, each one activation all-reduce's
-    worth (vanilla TP's exposed time; the group's ``comm_total`` in every layout)."""
-    return 4 * n_layers * c.tp_layer
+    both passes of one micro-batch, hidden (asynchronous TP, Megatron's backward overlap) or not: four per layer, each
+    one activation all-reduce's worth (vanilla TP's exposed time; the group's ``comm_total`` in every layout), and
+    the inputs Megatron's column-parallel linears gather again in the backward pass."""
+    return n_layers * (4 * c.tp_layer + c.tp_regather)
 
 
 def _groups(**parts) -> dict:
@@ -789,7 +832,7 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     m, lay = r.micro_batches, r.lay
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
     tp_all = m * (_tp_layers_all(c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
-    window = bwd + 2 * lay.n_layers * c.tp_layer + c.tp_per + c.cp_b
+    window = bwd + 2 * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b  # the backward pass as it runs
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params, r.fp8_gathered)
     dp_exposed = reduce_ex + gather_ex
     cp_comm = m * (c.cp_f + c.cp_b)
@@ -830,12 +873,12 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.nda
     p, d, phase, stage = r.pp, r.dp, r.phase, r.stage
     dp_ex, dp_tot, head = np.zeros(p), np.zeros(p), 0.0
     if not r.fsdp and r.dp_ranks > 1:
-        # dp: each stage reduces its gradients under its last micro-batch's backward pass (its tensor-parallel
-        # collectives of the backward pass: 2 all-reduces' worth per layer and the vocabulary projection's), then
+        # dp: each stage reduces its gradients under its last micro-batch's backward pass (with the tensor-parallel
+        # collectives it leaves exposed, per layer, and the vocabulary projection's), then
         # steps; with Megatron's distributed optimizer it all-gathers its updated parameters under its first
         # micro-batch's forward pass
         heads = np.zeros(p)
-        tp_bwd = 2 * r.stage_layers * c.tp_layer + (np.arange(p) == p - 1) * c.tp_per
+        tp_bwd = 2 * r.stage_layers * c.tp_lb + (np.arange(p) == p - 1) * c.tp_per
         for s in range(p):
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + tp_bwd[s]
@@ -1027,6 +1070,8 @@ def _execution_basis(r: RankWork) -> str:
                                                     if r.distributed_optimizer and r.dp_ranks > 1 else ""))
     if r.sequence_parallel:
         parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks")
+    if r.overlap_tp_backward and r.tp > 1 and not r.async_tp:
+        parts.append("in the backward pass the " + TP_BACKWARD_OVERLAP)
     if r.virtual_stages > 1 and r.pipelined:
         parts.append(f"interleaved 1F1B with {r.virtual_stages} model chunks per pipeline rank")
     if r.pipelined and r.stage_layers is not None and len(set(r.stage_layers.tolist())) > 1:

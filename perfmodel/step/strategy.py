@@ -13,7 +13,7 @@ import numpy as np
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -660,22 +660,26 @@ def check_stack_framework(stack: str, framework) -> None:
                             "framework='pytorch' with Liger.")
 
 
-def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, sequence_parallel=None) -> dict:
-    """How a layout runs: ``{"framework", "distributed_optimizer", "sequence_parallel"}``.
+def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, sequence_parallel=None,
+                      overlap_tp_backward=None) -> dict:
+    """How a layout runs: ``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward"}``.
 
     ``"megatron"``: the distributed optimizer (ZeRO-1: FP32 master weights and optimizer states sharded over the
     ``dp·cp`` ranks, gradients reduce-scattered and parameters all-gathered) unless ``distributed_optimizer=False``
     (Megatron-LM before it, as in Narayanan et al., SC 2021), sequence parallelism whenever ``tp > 1`` unless
-    ``sequence_parallel=False``; FSDP is refused (spell the data-parallel factor ``dp``). ``"pytorch"``: no
-    distributed optimizer (shard with ``fsdp``), sequence parallelism by default with ``fsdp`` and ``tp``
-    (torchtitan's 2D), else as asked.
+    ``sequence_parallel=False``, and the column-parallel linears' backward collectives issued asynchronously under
+    their GEMMs whenever ``tp > 1`` unless ``overlap_tp_backward=False`` (:data:`TP_BACKWARD_OVERLAP`); FSDP is
+    refused (spell the data-parallel factor ``dp``). ``"pytorch"``: no distributed optimizer (shard with ``fsdp``),
+    sequence parallelism by default with ``fsdp`` and ``tp`` (torchtitan's 2D), else as asked; the backward
+    collectives in order with the GEMMs (DTensor's; torchtitan's overlap is ``async_tp``).
 
     Raises
     ------
     perfmodel.datasets.UnknownNameError
         An unknown framework.
     StrategyError
-        FSDP under Megatron; the distributed optimizer under PyTorch; sequence parallelism without tensor parallelism.
+        FSDP under Megatron; the distributed optimizer or the backward overlap under PyTorch; sequence parallelism or
+        the backward overlap without tensor parallelism.
     TypeError
         A flag that is not a bool or None.
     """
@@ -683,6 +687,8 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
     dist = _flag_or_none("distributed_optimizer", distributed_optimizer, "Megatron's optimizer sharded over data parallel")
     sp = _flag_or_none("sequence_parallel", sequence_parallel, "norms, dropouts and activations split along the sequence "
                                                                 "over the tensor-parallel ranks")
+    ov = _flag_or_none("overlap_tp_backward", overlap_tp_backward, "Megatron's backward tensor-parallel collectives "
+                                                                      "under the column-parallel linears' GEMMs")
     tp, fsdp, strat = int(degrees.get("tp", 1)), bool(degrees.get("fsdp", False)), degrees.get("name", "?")
     if name == "megatron":
         if fsdp:
@@ -691,17 +697,45 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
                                 "factor dp (e.g. 'dp2-tp4-pp8'), or use framework='pytorch' for FSDP.")
         dist = True if dist is None else dist
         sp = tp > 1 if sp is None else sp
+        ov = tp > 1 if ov is None else ov
     else:
         if dist:
             raise StrategyError("distributed_optimizer=True is Megatron-Core's (framework='megatron'); with "
                                 "framework='pytorch' shard the optimizer with fsdp (e.g. 'fsdp8').")
+        if ov:
+            raise StrategyError("overlap_tp_backward=True is Megatron-Core's and Transformer Engine's linear layers "
+                                "(framework='megatron'); PyTorch's tensor parallelism runs its backward collectives in "
+                                "order with the GEMMs. Use framework='megatron', or async_tp=True for torchtitan's "
+                                "overlap of the collectives with their matmuls.")
         dist = False
         sp = (fsdp and tp > 1) if sp is None else sp
+        ov = False
     if sp and tp < 2:
         raise StrategyError(f"sequence_parallel=True splits the norms, dropouts and activations over the tensor-parallel "
                             f"ranks, but strategy={strat!r} has no tensor parallelism. Add a tp factor or pass "
                             "sequence_parallel=None.")
-    return dict(framework=name, distributed_optimizer=bool(dist), sequence_parallel=bool(sp))
+    if ov and tp < 2:
+        raise StrategyError(f"overlap_tp_backward=True hides tensor-parallel collectives under the backward GEMMs, but "
+                            f"strategy={strat!r} has no tensor parallelism. Add a tp factor or pass "
+                            "overlap_tp_backward=None.")
+    return dict(framework=name, distributed_optimizer=bool(dist), sequence_parallel=bool(sp),
+                overlap_tp_backward=bool(ov))
+
+
+#: Megatron's overlap of the backward pass's tensor-parallel collectives with the column-parallel linears' GEMMs,
+#: as ``Parallelism(overlap_tp_backward=...)`` and :func:`resolve_execution` model it, with the commits that brought
+#: each part (NVIDIA/Megatron-LM): without sequence parallelism, the input gradient's all-reduce under the weight-
+#: gradient GEMM (cf7efd4, 2021-08-30, "allreduce overlap with wgrad gemm", on unless
+#: ``--no-async-tensor-model-parallel-allreduce``: after the runs of Narayanan et al., SC 2021, which predate it);
+#: with it, the saved input shard all-gathered again under the input-gradient GEMM and the input gradient
+#: reduce-scattered under the weight-gradient GEMM (02bb1f5, 2022-03-02, the sequence parallelism of Korthikanti et
+#: al.). Megatron-Core keeps both, unconditionally (``LinearWithGradAccumulationAndAsyncCommunication`` in
+#: megatron/core/tensor_parallel/layers.py at 000c4ac), and so do Transformer Engine's ``LayerNormLinear`` and
+#: ``Linear`` (transformer_engine/pytorch/module/layernorm_linear.py and linear.py at d0067d0: the input gather and
+#: the input gradient's reduce-scatter with ``async_op=True``). A row-parallel linear's output gradient is all-gathered
+#: before its backward GEMMs (exposed) with sequence parallelism, and needs no collective without it.
+TP_BACKWARD_OVERLAP = ("column-parallel linears: the input gradient's reduce-scatter (all-reduce without sequence "
+                       "parallelism) under the weight-gradient GEMM, the input re-gathered under the input-gradient GEMM")
 
 
 def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: str, stack: str, recipe=None) -> bool:

@@ -20,11 +20,12 @@ ITEM = Item(
     sources=("datasets/reference/megatron_sc21_table1.csv: the ten rows of Table 1 with the micro-batch, data-parallel "
              "implementation and virtual pipeline stages of the paper's artifact script (perfmodel.datasets."
              "load_megatron_runs)",),
-    procedure=("Every row is one pm.predict_step_time call: a GPT-2-shaped Hugging Face config of the row's hidden "
+    procedure=("Every row is one pm.predict call (the objects of pm.predict_step_time's keywords): a GPT-2-shaped Hugging Face config of the row's hidden "
                "size, layers and heads (MLP 4h, learned positions, tied embeddings, dropout 0.1), sequence 2048, "
                "vocabulary 51,200, the global batch, FP16 mixed precision, the fused Adam step, full activation "
-               "recomputation, framework='megatron' without the distributed optimizer and without sequence parallelism "
-               "(neither existed in Megatron-LM then), the row's 'dpD-tpT-ppP' layout with global batch / dp / "
+               "recomputation, framework='megatron' without the distributed optimizer, without sequence parallelism "
+               "and with the backward pass's tensor-parallel all-reduces in order (overlap_tp_backward=False: none of "
+               "the three existed in Megatron-LM then; perfmodel.step.strategy.TP_BACKWARD_OVERLAP), the row's 'dpD-tpT-ppP' layout with global batch / dp / "
                "micro-batch micro-batches, the interleaved schedule with layers / pp / layers-per-virtual-stage chunks "
                "where the script sets it, gradients all-reduced under the backward pass with PyTorch DDP ('torch') and "
                "after it with Megatron's own ('local'), Megatron's fused kernels as stack='compile' and its attention "
@@ -81,7 +82,10 @@ def data() -> pd.DataFrame:
     """One row per published run: the layout, the published and predicted TFLOP/s per GPU, the rule of thumb's, their
     absolute % errors and the predicted step and memory per GPU. Computed once per process and data source
     (``numbers`` and ``figure`` both read it); callers get copies."""
+    import dataclasses
+
     import perfmodel as pm
+    from perfmodel._run import keyword_run
     from perfmodel.datasets import load_megatron_runs
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
@@ -91,10 +95,13 @@ def data() -> pd.DataFrame:
     for r in load_megatron_runs().itertuples(index=False):
         cfg = config(r.hidden_size, r.layers, r.attention_heads)
         kw = _arguments(r)
+        w, (c,), how = keyword_run(cfg, GPU, **kw)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ExtrapolationWarning)
             warnings.simplefilter("ignore", OutOfMemoryWarning)
-            p = pm.predict_step_time(cfg, GPU, **kw).iloc[0]
+            # the input gradients' all-reduces after the weight-gradient GEMMs: Megatron-LM overlapped them from
+            # August 2021 (cf7efd4), after these runs
+            p = pm.predict(w, c, dataclasses.replace(how, overlap_tp_backward=False)).to_frame().iloc[0]
         rule = rule_of_thumb_step_time(cfg, GPU, input_shape=(SEQ_LEN,), batch_size=int(r.global_batch),
                                        precision="fp16", n_gpus=int(r.n_gpus)).iloc[0]
         F = paper_flops(int(r.global_batch), int(r.layers), int(r.hidden_size))
