@@ -27,7 +27,8 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   all-reduces of the activations (``tokens × hidden``) per transformer layer in the forward pass and two in the
   backward pass, plus one for the embedding and one for the vocabulary projection. Under torchao's tensorwise Float8
   (PyTorch's TP, as torchtitan runs it) each layer's all-gathers move FP8, one byte per element, its reduce-scatters
-  the training precision (:func:`_tp_gather_bytes`).
+  the training precision; so do they under Transformer Engine's FP8 recipes with Megatron's sequence parallelism, at
+  the recipe's bytes with its scales (:data:`TE_TP_GATHER_BYTES`, :func:`_tp_gather_bytes`).
 * **pp** (1F1B): contiguous stages of transformer layers (the embedding on the first stage, the head and loss on the
   last), ``m`` micro-batches of ``batch / m``; with ``t_s`` the forward + backward time of stage ``s`` per
   micro-batch, the step takes ``Σ_s t_s + (m−1)·max_s t_s`` (``(m+p−1)·t`` for equal stages: a bubble of
@@ -121,7 +122,7 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
                                        TP_BACKWARD_OVERLAP,
                                        strategy_combinations)
-from perfmodel.step.trace import (_SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
+from perfmodel.step.trace import (NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
 
 __all__ = [
@@ -395,17 +396,32 @@ def _tp_linear_roles(work: pd.DataFrame, lay: ModelLayout, mm: np.ndarray) -> tu
     return role, block
 
 
-def _tp_gather_bytes(prec: str, framework: str, stack: str, recipe, tp: int) -> float:
+#: bytes per element of a tensor-parallel all-gather under Transformer Engine's FP8 recipes: its linears quantize
+#: what they gather (the column-parallel input in the forward pass and again in the backward pass, the row-parallel
+#: output gradient) and all-gather the quantized data with its scales (``gather_along_first_dim`` with a quantizer:
+#: ``_all_gather_fp8``, ``_all_gather_mxfp8``, ``_all_gather_nvfp4`` in transformer_engine/pytorch/distributed.py;
+#: layernorm_linear.py and base.py ``grad_output_preprocess`` at d0067d0; TE 2.0, 544dd14, gathered FP8 already):
+#: E4M3 with one scale per tensor (delayed, current), one E8M0 scale per 32 elements (MXFP8), E2M1 with an E4M3 scale
+#: per 16 (NVFP4, :data:`perfmodel.step.trace.NVFP4_BYTES_PER_ELEMENT`). Reduce-scatters stay in the training
+#: precision.
+TE_TP_GATHER_BYTES = {"delayed": 1.0, "current": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
+
+
+def _tp_gather_bytes(prec: str, framework: str, stack: str, recipe, tp: int, sequence_parallel: bool = True) -> float:
     """Bytes per element of the layers' tensor-parallel all-gathers (:attr:`RankWork.tp_gather_bytes`): 1 under
     torchao's tensorwise Float8 with PyTorch's TP (torchtitan applies ``Float8ColwiseParallel`` /
     ``Float8RowwiseParallel`` / ``PrepareFloat8ModuleInput`` whenever its tensorwise Float8 meets TP: the activation
-    cast before the forward all-gather, the output gradient before the backward one); 0 (the training precision's
-    bytes) otherwise: the rowwise recipe runs regular TP, gathering in BF16, and Megatron's are not modelled in FP8."""
+    cast before the forward all-gather, the output gradient before the backward one); the recipe's
+    (:data:`TE_TP_GATHER_BYTES`) under Transformer Engine's FP8 with Megatron's sequence-parallel TP; 0 (the training
+    precision's bytes) otherwise: torchao's rowwise recipe runs regular TP, gathering in BF16."""
     from perfmodel._workload import fp8_recipe_of
 
-    if tp < 2 or prec != "fp8" or framework != "pytorch":
+    if tp < 2 or prec != "fp8":
         return 0.0
-    return 1.0 if fp8_recipe_of(prec, stack, recipe) == "tensorwise" else 0.0
+    recipe = fp8_recipe_of(prec, stack, recipe)
+    if framework == "megatron":  # without sequence parallelism Megatron all-reduces the activations, in BF16
+        return TE_TP_GATHER_BYTES.get(recipe, 0.0) if stack == "te" and sequence_parallel else 0.0
+    return 1.0 if framework == "pytorch" and recipe == "tensorwise" else 0.0
 
 
 def _gathered_casts(work: pd.DataFrame, unsplit: pd.DataFrame, tp_role: np.ndarray, tp: int) -> tuple[pd.DataFrame, np.ndarray]:
@@ -548,7 +564,8 @@ class RankWork:
     #: bytes per element of the layers' tensor-parallel all-gathers (of a block's input, of a row-parallel output's
     #: gradient): 1 with torchao's tensorwise Float8 under TP (torchtitan's ``Float8ColwiseParallel`` /
     #: ``PrepareFloat8ModuleInput`` cast before the all-gather, ``Float8RowwiseParallel`` casts the output gradient
-    #: before the backward one); 0 means ``elem_bytes``. Reduce-scatters stay at ``elem_bytes``.
+    #: before the backward one), the recipe's under Transformer Engine's FP8 with sequence parallelism
+    #: (:data:`TE_TP_GATHER_BYTES`); 0 means ``elem_bytes``. Reduce-scatters stay at ``elem_bytes``.
     tp_gather_bytes: float = 0.0
     #: :attr:`perfmodel.Parallelism.context_parallel_kv`: the K and V context parallelism exchanges, at their own
     #: heads (``"grouped"``) or every query head's (``"repeated"``); sizes ``kv_bytes``
@@ -704,7 +721,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
         context_parallel_kv=par.context_parallel_kv, tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
-                                                                             w.fp8_recipe, tpd),
+                                                                             w.fp8_recipe, tpd, ex["sequence_parallel"]),
         **stages)
 
 

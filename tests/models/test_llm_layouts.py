@@ -407,12 +407,15 @@ def test_predict_memory_counts_the_fp8_gather_as_predict_does():
 def test_tensorwise_float8_tp_gathers_in_fp8():
     """torchao's Float8ColwiseParallel / PrepareFloat8ModuleInput cast before the all-gather and Float8RowwiseParallel
     casts the output gradient before the backward one: torchtitan's tensorwise Float8 under TP gathers one byte per
-    element and reduce-scatters two; the rowwise recipe (regular TP) and Megatron gather in BF16."""
+    element and reduce-scatters two; the rowwise recipe (regular TP) gathers in BF16. Transformer Engine's linears
+    under Megatron's sequence parallelism gather what they quantize, at the recipe's bytes with its scales; without
+    sequence parallelism Megatron all-reduces the activations in BF16."""
     from perfmodel._run import keyword_run
     from perfmodel.step.parallel import rank_work
 
-    def comm(precision, recipe=None, framework="pytorch"):
-        kw = dict(framework="megatron", strategy="dp2-tp2") if framework == "megatron" else dict(strategy="fsdp2-tp2")
+    def comm(precision, recipe=None, framework="pytorch", **megatron):
+        kw = (dict(framework="megatron", strategy="dp2-tp2", **megatron) if framework == "megatron"
+              else dict(strategy="fsdp2-tp2"))
         w, _, par = keyword_run(LLAMA, "H100", input_shape=(64,), batch_size=4, precision=precision, optimizer="adam",
                                 n_gpus=4, compile=framework == "pytorch", **kw)
         if recipe:
@@ -421,7 +424,12 @@ def test_tensorwise_float8_tp_gathers_in_fp8():
         return rank_work(w, par, 4).tp_gather_bytes, w, par
 
     assert comm("fp8")[0] == 1.0 and comm("fp8", "rowwise")[0] == 0.0 and comm("bf16")[0] == 0.0
-    assert comm("fp8", framework="megatron")[0] == 0.0
+    assert comm("fp8", framework="megatron")[0] == 1.0  # TE's delayed scaling, its default
+    assert comm("fp8", "current", framework="megatron")[0] == 1.0
+    assert comm("fp8", "mxfp8", framework="megatron")[0] == pytest.approx(1 + 1 / 32)  # an E8M0 scale per 32
+    assert comm("fp8", "nvfp4", framework="megatron")[0] == pytest.approx(0.5 + 1 / 16)  # E2M1, an E4M3 scale per 16
+    assert comm("fp8", framework="megatron", sequence_parallel=False)[0] == 0.0
+    assert comm("bf16", framework="megatron")[0] == 0.0
     links = {"intra": "nvlink", "inter": "infiniband-ndr"}
     # the layers' all-gathers move half the bytes (the embedding's and the head's all-reduces stay in BF16)
     from perfmodel.step.collectives import allgather_time, reduce_scatter_time
