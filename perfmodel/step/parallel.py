@@ -120,7 +120,6 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, parse_strategy,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
-                                       TP_BACKWARD_OVERLAP,
                                        strategy_combinations)
 from perfmodel.step.trace import (NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
@@ -1088,7 +1087,10 @@ def _execution_basis(r: RankWork) -> str:
     if r.sequence_parallel:
         parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks")
     if r.overlap_tp_backward and r.tp > 1 and not r.async_tp:
-        parts.append("in the backward pass the " + TP_BACKWARD_OVERLAP)
+        parts.append("the column-parallel linears' backward collectives under their own GEMMs (" +
+                     ("the input gradient's reduce-scatter under the weight-gradient GEMM, the input gathered again "
+                      "under the input-gradient GEMM)" if r.sequence_parallel else
+                      "the input gradient's all-reduce under the weight-gradient GEMM)"))
     if r.virtual_stages > 1 and r.pipelined:
         parts.append(f"interleaved 1F1B with {r.virtual_stages} model chunks per pipeline rank")
     if r.pipelined and r.stage_layers is not None and len(set(r.stage_layers.tolist())) > 1:
