@@ -83,10 +83,12 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   reduce-scatter under the row-parallel one; in the backward pass the all-gather of the output gradient under the
   row-parallel input-gradient GEMM, and the reduce-scatter of the input gradient under the column-parallel one only
   where one GEMM produces it (PyTorch's pass fuses a reduce-scatter whose input is a matmul's output, not a sum of
-  several: separate Q, K, V or gate and up projections leave it whole; Megatron's fused ``linear_qkv`` and
-  ``linear_fc1`` overlap it) (:func:`_async_tp_layer`). An input-gradient GEMM is timed as its forward GEMM (the same
+  several: separate Q, K, V or gate and up projections leave it whole). Megatron's ``--tp-comm-overlap`` with
+  sequence parallelism runs Transformer Engine's userbuffers instead in the backward pass: the column-parallel
+  linear's input gathered again under its input-gradient GEMM and its input gradient reduce-scattered under its
+  weight-gradient GEMM, each whole (:func:`_async_tp_layer`). An input-gradient GEMM is timed as its forward GEMM (the same
   FLOPs and rows). The hidden part still moves its bytes: every layout counts the group's whole communication in
-  ``comm_total`` (vanilla TP's), and the compute beside the hidden part is slowed as under any hidden collective
+  ``comm_total`` (vanilla TP's, and Megatron's re-gathers), and the compute beside the hidden part is slowed as under any hidden collective
   (:data:`perfmodel.step.collectives.OVERLAP_SLOWDOWN`); so is the compute under context parallelism's hidden K/V
   exchange.
 * **pipeline schedules**: ``"1f1b"`` and ``"interleaved-1f1b"`` (``virtual_stages`` model chunks per rank, default
@@ -446,23 +448,35 @@ def _single_producer_blocks(modules: np.ndarray, role: np.ndarray, block: np.nda
     return out
 
 
-def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple[float, float]:
-    """Exposed seconds of one layer's tensor-parallel collectives under asynchronous TP, (forward, backward): per
-    block of the layer (:func:`_tp_linear_roles`), the all-gather ``ag`` and the reduce-scatter ``rs`` each fused with
-    its matmul (:func:`_fused_exposed`, the module docstring); the layer's GEMM times averaged over the layers. No more
-    than vanilla TP's two all-gathers and two reduce-scatters per pass."""
+def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple[float, float, float]:
+    """Exposed seconds of one layer's tensor-parallel collectives under asynchronous TP, (forward, backward), and the
+    seconds of the inputs gathered again in the backward pass: per block of the layer (:func:`_tp_linear_roles`), the
+    all-gather ``ag`` and the reduce-scatter ``rs`` each fused with its matmul (:func:`_fused_exposed`, the module
+    docstring); the layer's GEMM times averaged over the layers. No more than vanilla TP's two all-gathers and two
+    reduce-scatters per pass. Megatron's ``--tp-comm-overlap`` with sequence parallelism runs Transformer Engine's
+    userbuffers methods (``initialize_ub`` in transformer_engine/pytorch/module/base.py at d0067d0): in the backward
+    pass the row-parallel output gradient's all-gather pipelined with its input-gradient GEMM (``ring_exchange``), and
+    the column-parallel linear's input gathered again under its input-gradient GEMM and its input gradient
+    reduce-scattered under its weight-gradient GEMM (``bulk``), each exposed where it outlasts that GEMM."""
     L = max(r.lay.n_layers, 1)
     fwd = r.phase == "forward"
     single = _single_producer_blocks(r.work["module"].astype(str).to_numpy(), r.tp_role, r.tp_block, fwd, L, r.framework)
-    f_ex = b_ex = 0.0
+    userbuffers = r.framework == "megatron" and r.sequence_parallel
+    f_ex = b_ex = regather = 0.0
     for b, one_producer in single.items():
         col = fwd & (r.tp_role == TP_COLUMN) & (r.tp_block == b)
         row = fwd & (r.tp_role == TP_ROW) & (r.tp_block == b)
         col_s, row_s = float(t[col].sum()) / L, float(t[row].sum()) / L
         f_ex += _fused_exposed(ag, r.tp, col_s) + _fused_exposed(rs, r.tp, row_s)
-        b_ex += _fused_exposed(ag, r.tp, row_s) + (_fused_exposed(rs, r.tp, col_s) if one_producer else rs)
+        if userbuffers:  # each backward GEMM of the column-parallel linear as long as its forward one
+            b_ex += _fused_exposed(ag, r.tp, row_s) + max(ag - col_s, 0.0) + max(rs - col_s, 0.0)
+            regather += ag
+        else:
+            b_ex += _fused_exposed(ag, r.tp, row_s) + (_fused_exposed(rs, r.tp, col_s) if one_producer else rs)
+    if single and userbuffers:  # two blocks a layer, as vanilla TP's count
+        regather *= 2 / len(single)
     cap = 2 * (ag + rs)
-    return min(f_ex, cap), min(b_ex, cap)
+    return min(f_ex, cap), min(b_ex, cap + regather), regather
 
 
 def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, ar: float) -> tuple[float, float]:
@@ -751,7 +765,7 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     tp_layer = tp_per if gather == r.elem_bytes else ag + rs
     regather = 0.0
     if r.async_tp and r.tp > 1:
-        f_ex, b_ex = _async_tp_layer(r, t, ag, rs)
+        f_ex, b_ex, regather = _async_tp_layer(r, t, ag, rs)
         tp_lf, tp_lb = f_ex / 2, b_ex / 2
     elif r.overlap_tp_backward and r.tp > 1:
         b_ex, regather = _overlapped_tp_backward(r, t, ag, rs, tp_per)
