@@ -479,7 +479,8 @@ def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple
     return min(f_ex, cap), min(b_ex, cap + regather), regather
 
 
-def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, ar: float) -> tuple[float, float]:
+def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, ar: float,
+                            vanilla: float | None = None) -> tuple[float, float]:
     """(exposed seconds, seconds of the input re-gathers) of one layer's tensor-parallel collectives in the backward
     pass when the column-parallel linears issue theirs under their own GEMMs (``RankWork.overlap_tp_backward``:
     Megatron-Core's and Transformer Engine's layers, :data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP`). Per block
@@ -488,13 +489,13 @@ def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, 
     linear's output gradient all-gathered before its GEMMs (``ag``, exposed), the column-parallel input gathered again
     under the input-gradient GEMM (``ag``) and the input gradient reduce-scattered under the weight-gradient GEMM
     (``rs``), each exposed only where it outlasts its GEMM; without it, the input gradient's all-reduce (``ar``) under
-    the weight-gradient GEMM, the row-parallel linear's backward needing none. Vanilla TP's count (one all-reduce's
-    worth per block) where the layer's linears have no roles."""
+    the weight-gradient GEMM, the row-parallel linear's backward needing none. Vanilla TP's count (``vanilla`` per
+    block, default one all-gather and one reduce-scatter, or one all-reduce) where the layer's linears have no roles."""
     L = max(r.lay.n_layers, 1)
     back = r.phase == "backward"
     blocks = [b for b in pd.unique(r.tp_block[r.tp_role == TP_COLUMN]) if b]
     if not blocks:
-        return 2 * (ag + rs if r.sequence_parallel else ar), 0.0
+        return 2 * (vanilla if vanilla is not None else (ag + rs if r.sequence_parallel else ar)), 0.0
     exposed = regather = 0.0
     for b in blocks:
         gemm = float(t[back & (r.tp_role == TP_COLUMN) & (r.tp_block == b)].sum()) / L / 2
@@ -768,7 +769,7 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
         f_ex, b_ex, regather = _async_tp_layer(r, t, ag, rs)
         tp_lf, tp_lb = f_ex / 2, b_ex / 2
     elif r.overlap_tp_backward and r.tp > 1:
-        b_ex, regather = _overlapped_tp_backward(r, t, ag, rs, tp_per)
+        b_ex, regather = _overlapped_tp_backward(r, t, ag, rs, tp_per, tp_layer)
         tp_lf, tp_lb = tp_layer, b_ex / 2
     else:
         tp_lf = tp_lb = tp_layer

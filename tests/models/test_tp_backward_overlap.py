@@ -54,6 +54,10 @@ def test_each_collective_is_exposed_only_where_it_outlasts_its_gemm():
     # no GEMM at all: vanilla TP's count (one all-reduce's worth per block) and the re-gathers on top
     r, t = _layer(0.0, sequence_parallel=True)
     assert _overlapped_tp_backward(r, t, ag, rs, ar)[0] == pytest.approx(2 * (2 * ag + rs))
+    # linears without roles (no module names): vanilla TP's count, nothing gathered again
+    r.tp_role[:] = TP_NONE
+    assert _overlapped_tp_backward(r, t, ag, rs, ar, 4.5) == (9.0, 0.0)
+    assert _overlapped_tp_backward(r, t, ag, rs, ar) == (2 * (ag + rs), 0.0)
 
 
 def _predict(**how):
