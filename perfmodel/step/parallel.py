@@ -698,6 +698,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
             sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
             work = _divide_rows(work, sp_mask, tpd, tokens)
         work = wl.keep_gathered_whole(work, unsplit, tpd)  # row-wise float8's costs: the gathered operand whole
+        work = wl.te_tp_casts(work, unsplit, tpd, ex["sequence_parallel"])  # TE's casts: shard, sequence or whole
         tp_role, tp_block = _tp_linear_roles(unsplit, lay, split_mask & (layer >= 0) & (layer < lay.n_layers))
         if wl.stack_of(compile) == "compile" and _tp_gather_bytes(prec, ex["framework"], "compile", w.fp8_recipe, tpd):
             work, keep = _gathered_casts(work, unsplit, tp_role, tpd)  # rows kept and appended: the arrays follow

@@ -242,7 +242,8 @@ RECIPE_BASIS = {
                 "gradient and weight: perfmodel.step.float8_rowwise)"),
     "current": ("Transformer Engine's current per-tensor scaling (each activation operand read for its maximum, then "
                 "cast, by kernels of their own)"),
-    "mxfp8": ("Transformer Engine's MXFP8 block scaling (a scale per 32 elements; its casts fused as delayed scaling's; "
+    "mxfp8": ("Transformer Engine's MXFP8 block scaling (a scale per 32 elements; the tensors delayed scaling casts, and the "
+              "norms' outputs, cast row-wise and column-wise by kernels of their own; "
               "the GEMMs at the dense FP8 rate)"),
     "nvfp4": ("Transformer Engine's NVFP4 recipe (the linears' forward and gradient GEMMs by the same GEMM model at the "
               "dense FP4 rate instead of the FP8 peak, extrapolated: no FP4 GEMM was measured; each activation operand read for its per-tensor maximum, then "
@@ -288,8 +289,9 @@ STACK_BASIS = {
                 "the dataflow says it reads and writes; pointwise results saved for the backward pass recomputed there)"),
     "te": ("Transformer Engine (fused RMSNorm/LayerNorm, MLP activation, rotary embedding with q/k/v in the "
            "projections' layout, fused cross-entropy; cuDNN fused attention at its rates FlashAttention-3's paper "
-           "publishes for Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate with their casts fused into "
-           "the kernels producing them, each weight cast once per micro-batch; nothing measured)"),
+           "publishes for Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate, the inputs the norms "
+           "write in FP8 transposed, the other inputs and every output gradient cast with their transposes by kernels "
+           "of their own, each weight cast once per micro-batch; nothing measured)"),
     "liger": ("eager PyTorch with Liger Kernel's fused modules (RMSNorm/LayerNorm, a gated MLP's SwiGLU/GeGLU, rotary "
               "embedding, fused linear cross-entropy: logits made chunk by chunk, loss and gradient in place in the "
               "forward pass); attention through scaled_dot_product_attention, FlashAttention-2; at fp8 torchao's "

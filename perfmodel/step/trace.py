@@ -31,7 +31,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_GRAD_CAST_OP", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -48,9 +48,46 @@ FP8_CAST_COMPILED_BYTES_PER_ELEMENT = 4
 
 #: bytes Transformer Engine's FP8 weight cast moves per weight element (delayed scaling, ``stack="te"``): the BF16
 #: weight read (2), its FP8 copy and the transposed FP8 copy the data-gradient GEMM reads written (1 + 1). The casts of
-#: activations and gradients are fused into the kernels that produce them (TE's norm, activation and
-#: ``cast_transpose`` kernels, the amax from the previous iterations' history), so they add no kernel of their own.
+#: activations and gradients are kernels of their own but where a norm writes FP8 (:func:`_te_activation_casts`).
 TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT = 4
+
+
+#: bytes Transformer Engine's delayed-scaling cast of a BF16 activation or gradient moves per element (the kernel
+#: ``quantize`` runs when a linear's input or output gradient is not already FP8, with its row-wise and column-wise
+#: usages: on Hopper the FP8 tensor and its transpose): the BF16 tensor read (2), the FP8 copy and the transposed FP8
+#: copy written (1 + 1) — ``input_quantizer(inputmat)`` in ``_Linear.forward`` (transformer_engine/pytorch/module/
+#: linear.py) and ``grad_output_preprocess``'s fused cast-transpose (module/base.py) at TE d0067d0.
+TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT = 4
+
+
+#: bytes the transpose of an FP8 tensor moves per element (read 1, write 1): the column-wise copy of a norm's FP8
+#: output, which TE's fused norm kernel writes row-wise only (``nvte_transpose`` after the norm in
+#: transformer_engine/common/normalization/rmsnorm/rmsnorm_api.cpp and layernorm/ln_api.cpp; under sequence
+#: parallelism, of the gathered tensor in the backward pass: ``update_usage(columnwise_usage=True)`` in
+#: module/layernorm_linear.py), and of a gathered output gradient.
+TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT = 2
+
+
+#: bytes a delayed-scaling cast moves per element when only the row-wise FP8 copy is written (read 2, write 1): the
+#: row-parallel output gradient cast on its sequence shard before TE's FP8 all-gather (which gathers row-wise data
+#: only: ``_all_gather_fp8`` in transformer_engine/pytorch/distributed.py).
+TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT = 3
+
+
+#: bytes Transformer Engine's MXFP8 cast moves per element: the BF16 tensor read (2) and its row-wise and column-wise
+#: MXFP8 copies written (an E4M3 byte and an E8M0 scale per 32 elements each). MXFP8's norms are not fused with the
+#: cast unless ``NVTE_NORM_FWD_USE_CUDNN`` is set (``Impl::UNFUSED`` in transformer_engine/pytorch/csrc/extensions/
+#: normalization.cpp): their output is cast by this kernel too.
+TE_MXFP8_CAST_BYTES_PER_ELEMENT = 2 + 2 * (1 + 1 / 32)
+
+
+#: the ops of Transformer Engine's activation and gradient casts under delayed scaling and MXFP8 (:func:`te_fp8_work`),
+#: each sized for a tensor-parallel rank by :func:`te_tp_casts`: a cast of a tensor TP splits (``1/tp``), a transpose
+#: of a tensor every rank holds whole, a cast of a tensor on the hidden state (the sequence shard under sequence
+#: parallelism, whole without it), a row-parallel output gradient cast before its all-gather (delayed scaling: cast on
+#: the shard, the gathered tensor transposed whole; whole without sequence parallelism).
+TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_GRAD_CAST_OP = (
+    "te_fp8_cast", "te_fp8_transpose", "te_fp8_sequence_cast", "te_fp8_gathered_grad_cast")
 
 
 #: bytes Transformer Engine's current per-tensor scaling moves per element of each activation operand it casts: the
@@ -1129,6 +1166,73 @@ def _weight_casts(w: pd.DataFrame, per_element: float = TE_FP8_WEIGHT_CAST_BYTES
     return pd.concat([w, casts[w.columns]], ignore_index=True)
 
 
+def _te_activation_casts(w: pd.DataFrame, mm: np.ndarray, recipe: str) -> pd.DataFrame:
+    """The cast kernels of the activations and gradients Transformer Engine's FP8 linears read, under delayed scaling
+    or MXFP8, as Megatron-Core's TE layers run them (``TELayerNormColumnParallelLinear`` for the linears fed by a
+    norm, ``TERowParallelLinear`` for the others), one row per kernel of a single GPU's step (:func:`te_tp_casts` sizes
+    them for a tensor-parallel rank):
+
+    * forward, a linear fed by a norm (its reduction over the hidden state, not a row-parallel linear: q, k and v
+      share one input, gate and up another, :func:`_shared_inputs_once`): the norm writes the FP8 input; delayed
+      scaling transposes it (:data:`TE_TRANSPOSE_OP`, 2 bytes an element), MXFP8 casts the norm's BF16 output
+      (:data:`TE_SEQUENCE_CAST_OP`);
+    * forward, a row-parallel linear (:func:`_row_parallel`: the output projection after the attention kernel, the
+      down projection after the activation): its BF16 input cast with its transpose (:data:`TE_CAST_OP`);
+    * backward, each FP8 linear's output gradient (the input-gradient GEMM's token-row operand) cast with its
+      transpose: a column-parallel linear's (:data:`TE_CAST_OP`), a row-parallel one's, on the hidden state
+      (:data:`TE_GATHERED_GRAD_CAST_OP` under delayed scaling, :data:`TE_SEQUENCE_CAST_OP` under MXFP8, which
+      gathers both copies)."""
+    sel = _token_rows(w[mm])
+    if "module" not in sel.columns or not len(sel):
+        return sel.iloc[:0]
+    phase = sel["phase"].astype(str).to_numpy()
+    fwd = sel[phase == "forward"]
+    row_mods = set(fwd["module"].astype(str).to_numpy()[_row_parallel(fwd)]) if len(fwd) else set()
+    sel = _shared_inputs_once(sel)
+    phase = sel["phase"].astype(str).to_numpy()
+    row = sel["module"].astype(str).isin(row_mods).to_numpy()
+    forward = phase == "forward"
+    mx = recipe == "mxfp8"
+    cast = TE_MXFP8_CAST_BYTES_PER_ELEMENT if mx else float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT)
+    norm_fed = forward & ~row
+    op = np.where(norm_fed, TE_SEQUENCE_CAST_OP if mx else TE_TRANSPOSE_OP,
+                  np.where(~forward & row, TE_SEQUENCE_CAST_OP if mx else TE_GATHERED_GRAD_CAST_OP, TE_CAST_OP))
+    per_el = np.where(norm_fed & ~mx, float(TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT), cast)
+    n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
+    out = _cast_rows(sel, per_el * n_el, "", phase)
+    out["op"] = op
+    return out
+
+
+def te_tp_casts(work: pd.DataFrame, unsplit: pd.DataFrame, tp: int, sequence_parallel: bool) -> pd.DataFrame:
+    """A tensor-parallel rank's work rows (``work``, after the layout's split; ``unsplit`` the same rows before it)
+    with Transformer Engine's activation and gradient casts (:func:`_te_activation_casts`) sized from the unsplit
+    step, whatever the split did to them (their rows' shape says nothing of the linear's): :data:`TE_CAST_OP` its
+    ``1/tp`` share (the tensor TP splits), :data:`TE_TRANSPOSE_OP` whole (the gathered input, or the input every rank
+    computes whole without sequence parallelism), :data:`TE_SEQUENCE_CAST_OP` its ``1/tp`` share with sequence
+    parallelism (the rank's sequence shard) and whole without, :data:`TE_GATHERED_GRAD_CAST_OP` with sequence
+    parallelism the row-wise cast of the rank's shard and the transpose of the gathered whole
+    (``TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT / tp + TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT`` bytes per element of the
+    whole where the single GPU's cast moves :data:`TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT`), whole without."""
+    if tp <= 1 or "op" not in work.columns:
+        return work
+    op = work["op"].astype(str).to_numpy()
+    rows = np.isin(op, [TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_GRAD_CAST_OP])
+    if not rows.any():
+        return work
+    sp = bool(sequence_parallel)
+    gathered = ((TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT / tp + TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT)
+                / TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT)
+    factor = np.select([op == TE_CAST_OP, op == TE_TRANSPOSE_OP, op == TE_SEQUENCE_CAST_OP,
+                        op == TE_GATHERED_GRAD_CAST_OP],
+                       [1.0 / tp, 1.0, 1.0 / tp if sp else 1.0, gathered if sp else 1.0], default=1.0)
+    w = work.copy()
+    for c in ("flops", "bytes", "tiles", "dim_m"):
+        whole = unsplit[c].to_numpy(float)[rows] * factor[rows]
+        w.loc[rows, c] = np.maximum(whole, 1.0 if c == "dim_m" else 0.0)
+    return w
+
+
 def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | None = "delayed") -> pd.DataFrame:
     """Work rows of a BF16 step under Transformer Engine's FP8 (``stack="te"``, as Megatron-Core runs it) — a stated
     model, no TE kernel was measured:
@@ -1136,11 +1240,16 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
     * every linear's GEMM of the forward and backward passes runs at the FP8 tensor-core rate (``fp8`` True), the
       vocabulary projection excepted (kept in BF16, as Megatron does), attention in BF16 (TE's FP8 attention is off
       by default);
-    * ``recipe="delayed"`` (the default; scales from the amax history) and ``"mxfp8"`` (a scale per 32-element block,
-      computed where the block is written; Blackwell-class GPUs): the activation and gradient casts are fused into
-      the kernels that produce them (TE's norm, activation and cast-transpose kernels; MXFP8 writes a row-wise and a
-      column-wise copy where delayed scaling writes the tensor and its transpose: the same bytes): no kernel of their
-      own;
+    * ``recipe="delayed"`` (the default; scales from the amax history): the casts Megatron-Core's TE layers run
+      (:func:`_te_activation_casts`, TE d0067d0): the input of a linear fed by a norm (q, k, v; gate, up: TE's
+      ``LayerNormLinear``) is written in FP8 by the fused norm kernel, and its transposed copy, which the
+      weight-gradient GEMM reads, by a transpose kernel (:data:`TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT`); the input of a
+      linear fed by another kernel (the attention's output projection after the attention kernel, the down
+      projection after the activation) and the output gradient of every FP8 linear are cast, with the transpose, by
+      kernels of their own (:data:`TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT`);
+    * ``recipe="mxfp8"`` (a scale per 32-element block, computed where the block is written; Blackwell-class GPUs):
+      the same casts, each writing a row-wise and a column-wise MXFP8 copy
+      (:data:`TE_MXFP8_CAST_BYTES_PER_ELEMENT`), the norms' outputs included (their cast is not fused);
     * ``recipe="current"`` (per-tensor current scaling): a tensor's scale needs its own maximum before it is cast, so
       the activation operand of each FP8 GEMM whose rows are the tokens (the input of a forward GEMM, the output
       gradient of an input-gradient GEMM) is read for its maximum, then read again and written in FP8 with its
@@ -1164,7 +1273,10 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
     if fp4:
         w["fp4"] = mm
     sel = _shared_inputs_once(_token_rows(w[mm])) if recipe in ("current", "nvfp4") and mm.any() else None
+    casts = _te_activation_casts(w, mm, recipe) if recipe in ("delayed", "mxfp8") and mm.any() else None
     w = (_weight_casts(w, TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, "te_nvfp4_weight_cast") if fp4 else _weight_casts(w))
+    if casts is not None and len(casts):
+        w = pd.concat([w, casts[w.columns]], ignore_index=True)
     if sel is not None:
         if len(sel):
             n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)

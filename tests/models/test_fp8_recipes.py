@@ -10,9 +10,12 @@ import pytest
 import perfmodel as pm
 from perfmodel._errors import UnknownNameError
 from perfmodel.datasets import UnsupportedPrecisionError
-from perfmodel.step.trace import (TE_CURRENT_CAST_BYTES_PER_ELEMENT, TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT,
-                                  TE_NVFP4_CAST_BYTES_PER_ELEMENT, TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, model_input,
-                                  step_work)
+from perfmodel.step.trace import (TE_CAST_OP, TE_CURRENT_CAST_BYTES_PER_ELEMENT, TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT,
+                                  TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT, TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT,
+                                  TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_GATHERED_GRAD_CAST_OP,
+                                  TE_MXFP8_CAST_BYTES_PER_ELEMENT, TE_NVFP4_CAST_BYTES_PER_ELEMENT,
+                                  TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_SEQUENCE_CAST_OP, TE_TRANSPOSE_OP,
+                                  model_input, step_work)
 
 LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
@@ -44,7 +47,8 @@ def test_the_default_recipes_are_the_ones_the_families_ran_before():
 def test_te_current_scaling_casts_each_activation_operand_by_kernels_of_its_own():
     """Current per-tensor scaling reads each activation for its maximum, then casts it: the input of each forward FP8
     GEMM (once for q, k and v, once for gate and up: TE's fused LayerNormLinear) and the output gradient of each
-    input-gradient GEMM, at TE_CURRENT_CAST_BYTES_PER_ELEMENT bytes per element; delayed scaling fuses them."""
+    input-gradient GEMM, at TE_CURRENT_CAST_BYTES_PER_ELEMENT bytes per element; delayed scaling casts them with fewer
+    bytes (test_te_delayed_scaling_casts_what_no_norm_writes_in_fp8)."""
     delayed, current = _work("te"), _work("te", "current")
     casts = current[current["op"] == "te_fp8_current_cast"]
     assert not (delayed["op"] == "te_fp8_current_cast").any()
@@ -55,7 +59,8 @@ def test_te_current_scaling_casts_each_activation_operand_by_kernels_of_its_own(
     # the weight casts are delayed scaling's
     w_d, w_c = (x[x["op"] == "te_fp8_weight_cast"]["bytes"].sum() for x in (delayed, current))
     assert w_d == w_c == pytest.approx(TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * L * (2 * H * H + 2 * H * KV + 3 * H * F))
-    assert _pred(stack="te", fp8_recipe="current").step_time_s > _pred(stack="te").step_time_s
+    # on a model whose casts move more than a launch's worth of bytes (the tiny model's kernels are launch-bound)
+    assert _wide("H100", "current").step_time_s > _wide("H100", "delayed").step_time_s
     assert "current per-tensor scaling" in _pred(stack="te", fp8_recipe="current").basis
 
 
@@ -73,6 +78,55 @@ def test_torchao_rowwise_casts_the_weights_per_micro_batch_and_gathers_them_in_b
     with pytest.raises(ValueError, match="rowwise-scaled weights in BF16"):
         w = pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision="fp8", compile=True, fp8_recipe="rowwise")
         pm.predict(w, pm.Cluster("H100", n_gpus=8), pm.Parallelism("fsdp", fp8_param_gather=True))
+
+
+def test_te_delayed_scaling_casts_what_no_norm_writes_in_fp8():
+    """Delayed scaling as Megatron-Core's TE layers run it (TE d0067d0): the norm writes the FP8 input of q/k/v and of
+    gate/up, a transpose kernel its column-wise copy (2 bytes an element, once per shared input); the output
+    projection's and the down projection's BF16 inputs and every linear's output gradient are cast with their
+    transposes by kernels of their own (4 bytes an element)."""
+    w = _work("te")
+    by = w.groupby(["phase", "op"])["bytes"].sum()
+    assert by[("forward", TE_TRANSPOSE_OP)] == pytest.approx(TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS * (H + H) * L)
+    assert by[("forward", TE_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS * (H + F) * L)
+    # output gradients: q, k, v (H + 2 KV) and gate, up (2 F) split by TP; o and down (H each) on the hidden state
+    assert by[("backward", TE_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS
+                                                          * (H + 2 * KV + 2 * F) * L)
+    assert by[("backward", TE_GATHERED_GRAD_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS
+                                                                        * 2 * H * L)
+    assert not w["op"].isin([TE_SEQUENCE_CAST_OP, "te_fp8_current_cast"]).any()
+    # MXFP8: the same tensors, each cast to row-wise and column-wise MXFP8, the norms' outputs too (not fused)
+    mx = _work("te", "mxfp8").groupby(["phase", "op"])["bytes"].sum()
+    assert mx[("forward", TE_SEQUENCE_CAST_OP)] == pytest.approx(TE_MXFP8_CAST_BYTES_PER_ELEMENT * TOKENS * 2 * H * L)
+    assert mx[("backward", TE_SEQUENCE_CAST_OP)] == pytest.approx(TE_MXFP8_CAST_BYTES_PER_ELEMENT * TOKENS * 2 * H * L)
+    assert mx[("forward", TE_CAST_OP)] == pytest.approx(TE_MXFP8_CAST_BYTES_PER_ELEMENT * TOKENS * (H + F) * L)
+    # the casts cost time: delayed-scaling FP8 of a GEMM-bound model is slower than its GEMMs alone would make it
+    bf16 = pm.predict(pm.Workload(WIDE, input_shape=(2048,), batch_size=4, precision="bf16", optimizer="adam-fused",
+                                  stack="te"), pm.Cluster("H100"))
+    fp8 = _wide("H100", "delayed")
+    assert 1.0 < bf16.step_time_s / fp8.step_time_s < 2.0
+
+
+@pytest.mark.parametrize("sp", [True, False])
+def test_te_casts_on_a_tensor_parallel_rank(sp):
+    """Under TP each cast is sized from the single GPU's: a cast of a split tensor 1/tp, the transpose of a gathered
+    (or, without sequence parallelism, whole) norm output whole, a row-parallel output gradient cast row-wise on the
+    sequence shard and its gathered copy transposed whole with sequence parallelism, cast whole without it."""
+    from perfmodel.step.prediction import resolve_run
+    from perfmodel.step.parallel import rank_work
+
+    tp = 2  # the key/value heads
+    w, _, how = resolve_run(pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="fp8", optimizer=None,
+                                        stack="te"), pm.Cluster("H100", n_gpus=tp),
+                            pm.Parallelism(f"tp{tp}", framework="megatron", sequence_parallel=sp))
+    by = rank_work(w, how, tp).work.groupby(["phase", "op"])["bytes"].sum()
+    one = _work("te").groupby(["phase", "op"])["bytes"].sum()
+    assert by[("forward", TE_TRANSPOSE_OP)] == pytest.approx(one[("forward", TE_TRANSPOSE_OP)])
+    assert by[("forward", TE_CAST_OP)] == pytest.approx(one[("forward", TE_CAST_OP)] / tp)
+    assert by[("backward", TE_CAST_OP)] == pytest.approx(one[("backward", TE_CAST_OP)] / tp)
+    per_el = ((TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT / tp + TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT) if sp
+              else TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT)
+    assert by[("backward", TE_GATHERED_GRAD_CAST_OP)] == pytest.approx(TOKENS * 2 * H * L * per_el)
 
 
 def test_mxfp8_runs_where_the_gpu_has_block_scaled_fp8_and_is_refused_elsewhere():
