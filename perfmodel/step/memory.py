@@ -303,9 +303,10 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
         sequence per micro-batch (the frameworks' default micro-batch size); otherwise 1.
     compile, gpus_per_node, interconnect, async_tp, stack
         As for :func:`perfmodel.predict_step_time`, so that one set of arguments serves both; they are checked and do
-        not change the bytes counted (the tensors autograd saves are those of the eager step; FP8 activations are
-        counted in BF16), but for ``stack="te"`` and ``"liger"`` (their fused norms, gated-MLP activation and loss
-        save what those kernels save: :func:`_fused_saved`) and for the FP8 linears' weights an FSDP layer gathers in
+        not change the bytes counted (the tensors autograd saves are those of the eager step; torchao's FP8
+        activations are counted in BF16), but for ``stack="te"`` and ``"liger"`` (their fused norms, gated-MLP
+        activation and loss save what those kernels save, and TE's FP8 linears their inputs quantized:
+        :func:`_fused_saved`) and for the FP8 linears' weights an FSDP layer gathers in
         FP8 under ``torch.compile`` at ``precision="fp8"`` (torchtitan's FP8 all-gather: one byte each in the gathered
         layers). With
         :func:`perfmodel.predict` and ``Parallelism(fp8_param_gather=True)``, Megatron keeps those weights in FP8
@@ -359,9 +360,12 @@ def memory_frame(w, clusters, p) -> pd.DataFrame:
     from perfmodel._workload import compile_scope_of, resolve_stack
 
     stack = resolve_stack(w.stack, w.compile)
+    from perfmodel._workload import fp8_recipe_of
+
     r = _memory_rank(w.model, deg, prec=prec, ac=ac, activation_checkpointing=p.activation_checkpointing,
                      input_shape=w.input_shape, input_dtype=w.input_dtype, stack=stack,
-                     compiled_loss=compile_scope_of(stack, w.compile_scope) in ("model", "layers+loss"))
+                     compiled_loss=compile_scope_of(stack, w.compile_scope) in ("model", "layers+loss"),
+                     fp8_recipe=fp8_recipe_of(prec, stack, w.fp8_recipe) if prec == "fp8" else None)
     deg["fp8"] = _fp8_kept(w, p, deg, prec, r)
     optimizer = w.optimizer
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
@@ -402,6 +406,8 @@ def _memory_basis(r, deg: dict, state: int) -> str:
                        "activation, the fused linear cross-entropy keeps no logits (one chunk at a time)"),
              "te": ("; Transformer Engine's fused modules: norms save their input once, a gated MLP does not save its "
                     "activation, the fused cross-entropy keeps the logits at the activations' size")}.get(r.stack, "")
+    if r.stack == "te" and r.fp8_input_bytes is not None:
+        fused += f", its FP8 linears' inputs saved quantized ({r.fp8_input_bytes:.4g} B/element)"
     return (f"{r.lay.params:,} parameters at {r.size} B{fp8}{fused}, optimizer states {state} B/parameter"
             + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over {deg['dp'] * deg['cp']} ranks"
                                                           if deg.get("distributed_optimizer") else "")
@@ -491,6 +497,7 @@ class _MemoryRank:
     core_attn: np.ndarray
     n_saved: int
     stack: str = "eager"
+    fp8_input_bytes: float | None = None  # Transformer Engine's FP8: bytes an element of a linear's saved input
 
     def activations(self, layers) -> tuple[float, float]:
         """(kept activations of one micro-batch, transient recompute) for a set of layer indices."""
@@ -515,7 +522,7 @@ class _MemoryRank:
 
 
 def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, input_shape, input_dtype,
-                 stack: str = "eager", compiled_loss: bool = False) -> _MemoryRank:
+                 stack: str = "eager", compiled_loss: bool = False, fp8_recipe: str | None = None) -> _MemoryRank:
     import torch
 
     from perfmodel.step import trace as wl
@@ -544,7 +551,11 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
     fused_head = None  # the loss's transient under a family of fused modules (None: eager's, below)
     if stack in ("te", "liger") and len(saved):
-        saved, layer, fused_head = _fused_saved(saved, layer, lay, size, mb * int(np.prod(shape)), stack)
+        linears = {k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)}
+        saved, layer, fused_head = _fused_saved(saved, layer, lay, size, mb * int(np.prod(shape)), stack,
+                                                fp8_input_bytes=(te_fp8_saved_bytes(fp8_recipe)
+                                                                 if stack == "te" and prec == "fp8" else None),
+                                                linears=linears)
     elif compiled_loss and len(saved):
         saved, fused_head = _compiled_loss_saved(saved, layer, lay, size)
     out_b = saved["bytes"].to_numpy(float)
@@ -575,11 +586,24 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         head_grad=(fused_head / tpd if fused_head is not None  # vocabulary-sized: split over the tensor-parallel ranks
                    else _eager_loss_transients(deg, tpd, sp) * float(out_b[head].max()) + _upcast_logits_block(
                        saved, out_b, head, size) if head.any() else 0.0),
-        kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack)
+        kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack,
+        fp8_input_bytes=te_fp8_saved_bytes(fp8_recipe) if stack == "te" and prec == "fp8" else None)
+
+
+def te_fp8_saved_bytes(recipe: str | None) -> float:
+    """Bytes per element of the input a Transformer Engine FP8 linear saves for its weight gradient: the quantized
+    copy the weight-gradient GEMM reads, its row-wise data discarded after the forward GEMM
+    (``inputmat.update_usage(rowwise_usage=False, columnwise_usage=True)`` in ``_Linear.forward``,
+    transformer_engine/pytorch/module/linear.py at d0067d0): an E4M3 byte (delayed and current scaling), with an E8M0
+    scale per 32 elements (MXFP8), an E2M1 half byte with an E4M3 scale per 16 (NVFP4)."""
+    from perfmodel.step.trace import NVFP4_BYTES_PER_ELEMENT
+
+    return {"mxfp8": 1.0 + 1 / 32, "nvfp4": NVFP4_BYTES_PER_ELEMENT}.get(recipe, 1.0)
 
 
 def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens: int,
-                 family: str) -> tuple[pd.DataFrame, np.ndarray, float | None]:
+                 family: str, *, fp8_input_bytes: float | None = None,
+                 linears: set | None = None) -> tuple[pd.DataFrame, np.ndarray, float | None]:
     """What the fused modules of Transformer Engine (``family="te"``) or Liger Kernel (``"liger"``) save for the
     backward pass instead of eager PyTorch's operators (:func:`perfmodel.step.trace.te_ops` fuses the same modules):
     ``(saved rows, their layers, the loss's transient bytes)``.
@@ -597,8 +621,12 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
       ``2^ceil(log2(ceil(tokens / ceil(vocab / hidden))))`` rows of the vocabulary at the activations' size (Liger's
       chunk size; ``tokens`` those of the micro-batch), at the end of the forward pass while every activation is
       alive: the transient.
+    * ``fp8_input_bytes`` (Transformer Engine's FP8, :func:`te_fp8_saved_bytes`): each linear of a layer saves its
+      input quantized, at these bytes per element, instead of at the activations' size; a linear whose input another
+      module saves (the attention's output projection: the attention kernel keeps its BF16 output) saves its own
+      quantized copy besides, ``tokens × hidden`` elements. ``linears``: the module names of the network's linears.
     """
-    from perfmodel.step.trace import _ACT_SUBMODULE, _MLP_MODULE, _TE_NORM
+    from perfmodel.step.trace import _ACT_SUBMODULE, _MLP_MODULE, _TE_NORM, OUT_PROJECTION
 
     mods = saved["module"].astype(str).to_numpy()
     dims = [[int(x) for x in str(sh).split("x") if x.isdigit()] for sh in saved["shape"].astype(str)]
@@ -614,6 +642,19 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
         elif _ACT_SUBMODULE.search(m) and (mods == _ACT_SUBMODULE.sub("", m)).any() \
                 and _MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)):
             keep[at] = False  # a gated MLP's activation: recomputed from the gate projection's output
+    fp8_extra = []
+    if family == "te" and fp8_input_bytes is not None and linears:
+        in_layer = (layer >= 0) & (layer < lay.n_layers)
+        fp8_rows = in_layer & np.isin(mods, list(linears))
+        out[fp8_rows] = numel[fp8_rows] * fp8_input_bytes
+        own = set(mods[fp8_rows])
+        for m in sorted(linears - own):
+            if OUT_PROJECTION.search(m) and lay.hidden:
+                at = np.flatnonzero(in_layer & np.array([x.startswith(m.rsplit(".", 1)[0]) for x in mods]))
+                if len(at):  # the attention block of this output projection saved something: it ran in a layer
+                    fp8_extra.append((saved.iloc[[at[0]]].assign(module=m, bytes=float(tokens) * lay.hidden
+                                                                 * fp8_input_bytes, shape=f"{int(tokens)}x{lay.hidden}"),
+                                      int(layer[at[0]])))
     head = layer >= lay.n_layers
     transient, extra = None, None  # None: no language-model loss to fuse (eager's transient stands)
     vocab_sized = (head & np.array([lay.vocab in d for d in dims], dtype=bool)) if lay.vocab else np.zeros(len(saved), bool)
@@ -631,6 +672,9 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
     if extra is not None:
         sel = pd.concat([sel, extra], ignore_index=True)
         lay_of = np.r_[lay_of, lay.n_layers]
+    if fp8_extra:
+        sel = pd.concat([sel, *(r for r, _ in fp8_extra)], ignore_index=True)
+        lay_of = np.r_[lay_of, [i for _, i in fp8_extra]]
     return sel.reset_index(drop=True), lay_of, transient
 
 

@@ -81,8 +81,29 @@ def test_memory_bound_kernels_in_half_precision_use_it():
 
 @needs_data
 def test_rebuild_gives_the_shipped_bytes_and_the_choice_was_made_on_training_gpus():
+    """The shipped bytes where the floating-point arithmetic is the one the artifact was built with; on another CPU
+    (AVX2 against AVX-512: the fit's iterative solver stops a few ulps elsewhere, 3e-8 relative seen on a latency)
+    the same structure and every fitted number within 1e-6 relative (tests/models/_rebuild.py's rule)."""
+    import json
+
     b = bw.fit_bandwidth_bundle()
-    assert bw._to_bytes(b) == bw.bandwidth_artifact_path().read_bytes()
+    rebuilt, shipped = bw._to_bytes(b), bw.bandwidth_artifact_path().read_bytes()
+    if rebuilt != shipped:
+        def same(x, y, at="artifact"):
+            if isinstance(y, dict):
+                assert isinstance(x, dict) and sorted(x) == sorted(y), at
+                for k in y:
+                    same(x[k], y[k], f"{at}.{k}")
+            elif isinstance(y, list):
+                assert isinstance(x, list) and len(x) == len(y), at
+                for i, (u, v) in enumerate(zip(x, y)):
+                    same(u, v, f"{at}[{i}]")
+            elif isinstance(y, float) and not isinstance(y, bool):
+                assert x == pytest.approx(y, rel=1e-6, abs=0), at
+            else:
+                assert x == y, at
+
+        same(json.loads(rebuilt), json.loads(shipped))
     logo = b["leave_one_gpu_out_time_weighted_ape_pct"]
     assert set(logo) == {"A100-PCIe-40GB", "A100-PCIe-80GB", "A40", "P100", "P4", "T4", "V100-PCIe-32GB"}
     assert np.mean(list(logo.values())) < 25

@@ -313,3 +313,20 @@ def test_backward_fp8_gemms_run_with_split_accumulation_on_hopper_and_ada_only()
     assert split.breakdown["forward"] == pytest.approx(fast.breakdown["forward"], rel=1e-12)
     assert split.breakdown["backward"] > fast.breakdown["backward"]
     assert roof == roof_fast
+
+
+@pytest.mark.parametrize("recipe,per_el", [("delayed", 1.0), ("mxfp8", 1 + 1 / 32)])
+def test_te_fp8_linears_save_their_inputs_quantized(recipe, per_el):
+    """Under TE's FP8 each linear saves its input as the quantized column-wise copy its weight-gradient GEMM reads
+    (q/k/v's and gate/up's shared inputs, the down projection's), not in BF16; the output projection saves its own
+    quantized copy beside the attention kernel's BF16 output."""
+    def act(precision, fp8_recipe=None):
+        w = pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision=precision, optimizer="adam", stack="te",
+                        fp8_recipe=fp8_recipe)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pm.predict(w, pm.Cluster("B200"), pm.Parallelism("dp")).memory["activations_bytes"]
+
+    saved_inputs = TOKENS * (H + H + F) * L  # q (k, v share it), gate (up shares it), down
+    own_copy = TOKENS * H * L  # the output projection's
+    assert act("bf16") - act("fp8", recipe) == pytest.approx(saved_inputs * (2 - per_el) - own_copy * per_el)
