@@ -240,13 +240,14 @@ RECIPE_BASIS = {
                 "and cast per micro-batch; compiled, per FP8 linear the cost beyond its GEMMs and casts calibrated on "
                 "torchao's published row-wise microbenchmark of an H100, bytes per element of its input, output "
                 "gradient and weight: perfmodel.step.float8_rowwise)"),
-    "current": ("Transformer Engine's current per-tensor scaling (each activation operand read for its maximum, then "
-                "cast, by kernels of their own)"),
+    "current": ("Transformer Engine's current per-tensor scaling (the tensors delayed scaling casts, each read for its "
+                "maximum by a kernel of its own before the cast, but the norms' outputs, whose maximum the norm takes "
+                "and which are cast by a kernel of their own)"),
     "mxfp8": ("Transformer Engine's MXFP8 block scaling (a scale per 32 elements; the tensors delayed scaling casts, and the "
               "norms' outputs, cast row-wise and column-wise by kernels of their own; "
               "the GEMMs at the dense FP8 rate)"),
     "nvfp4": ("Transformer Engine's NVFP4 recipe (the linears' forward and gradient GEMMs by the same GEMM model at the "
-              "dense FP4 rate instead of the FP8 peak, extrapolated: no FP4 GEMM was measured; each activation operand read for its per-tensor maximum, then "
+              "dense FP4 rate instead of the FP8 peak, extrapolated: no FP4 GEMM was measured; each activation and gradient read for its per-tensor maximum (the norms' outputs' in the norm), then "
               "cast row-wise and, with the random Hadamard transform, column-wise by kernels of their own; the weights "
               "cast in 16x16 blocks per micro-batch; attention, norms and the vocabulary projection in BF16)"),
 }

@@ -31,7 +31,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_GRAD_CAST_OP", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -81,18 +81,27 @@ TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT = 3
 TE_MXFP8_CAST_BYTES_PER_ELEMENT = 2 + 2 * (1 + 1 / 32)
 
 
-#: the ops of Transformer Engine's activation and gradient casts under delayed scaling and MXFP8 (:func:`te_fp8_work`),
-#: each sized for a tensor-parallel rank by :func:`te_tp_casts`: a cast of a tensor TP splits (``1/tp``), a transpose
-#: of a tensor every rank holds whole, a cast of a tensor on the hidden state (the sequence shard under sequence
-#: parallelism, whole without it), a row-parallel output gradient cast before its all-gather (delayed scaling: cast on
-#: the shard, the gathered tensor transposed whole; whole without sequence parallelism).
-TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_GRAD_CAST_OP = (
-    "te_fp8_cast", "te_fp8_transpose", "te_fp8_sequence_cast", "te_fp8_gathered_grad_cast")
+#: bytes per element of current scaling's absolute-maximum kernel (``nvte_compute_amax``, before the cast: the scale of
+#: a tensor is its own maximum): the BF16 tensor read (2).
+TE_AMAX_BYTES_PER_ELEMENT = 2
 
 
-#: bytes Transformer Engine's current per-tensor scaling moves per element of each activation operand it casts: the
-#: BF16 tensor read for its absolute maximum (2), read again (2) and written in FP8 with its transpose (1 + 1).
-TE_CURRENT_CAST_BYTES_PER_ELEMENT = 6
+#: the ops of Transformer Engine's activation and gradient casts under delayed scaling, current scaling and MXFP8
+#: (:func:`te_fp8_work`), each sized for a tensor-parallel rank by :func:`te_tp_casts`: a cast of a tensor TP splits
+#: (``1/tp``), a transpose of a tensor every rank holds whole, a cast of a tensor on the hidden state (the sequence
+#: shard under sequence parallelism, whole without it), a cast of a tensor on the hidden state before TE's FP8
+#: all-gather (with sequence parallelism cast row-wise on the shard and the gathered tensor transposed whole; whole
+#: without), and current scaling's absolute-maximum kernels of a split tensor and of a tensor on the hidden state.
+TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_CAST_OP, TE_AMAX_OP, TE_SEQUENCE_AMAX_OP = (
+    "te_fp8_cast", "te_fp8_transpose", "te_fp8_sequence_cast", "te_fp8_gathered_cast", "te_fp8_amax",
+    "te_fp8_sequence_amax")
+
+
+#: bytes Transformer Engine's current per-tensor scaling moves per element of an activation or gradient it casts by
+#: kernels of its own: read for its absolute maximum (:data:`TE_AMAX_BYTES_PER_ELEMENT`), then cast with its transpose
+#: (:data:`TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT`); a norm's output, whose maximum the norm takes, moves the cast's
+#: bytes only.
+TE_CURRENT_CAST_BYTES_PER_ELEMENT = TE_AMAX_BYTES_PER_ELEMENT + TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT
 
 
 #: bytes of one element of an NVFP4 tensor: its 4-bit E2M1 value (0.5) and its share of the E4M3 scale of each block
@@ -103,8 +112,13 @@ NVFP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16
 #: bytes Transformer Engine's NVFP4 recipe moves per element of each activation operand it casts: the BF16 tensor read
 #: for its per-tensor absolute maximum (2: NVFP4's second-level FP32 scale is the tensor's own, as current scaling's),
 #: read again (2) and written in NVFP4 row-wise and column-wise (the copy the weight-gradient GEMM reads, the random
-#: Hadamard transform applied in the same kernel): 2 x :data:`NVFP4_BYTES_PER_ELEMENT`.
+#: Hadamard transform applied in the same kernel): 2 x :data:`NVFP4_BYTES_PER_ELEMENT`; the maximum by a kernel of its
+#: own, the cast (:data:`TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT`) by another, but where the norm takes the maximum.
 TE_NVFP4_CAST_BYTES_PER_ELEMENT = 2 + 2 + 2 * NVFP4_BYTES_PER_ELEMENT
+
+#: bytes the NVFP4 cast kernel itself moves per element: the BF16 tensor read (2), its row-wise and column-wise NVFP4
+#: copies written.
+TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT = 2 + 2 * NVFP4_BYTES_PER_ELEMENT
 
 
 #: bytes Transformer Engine's NVFP4 weight cast moves per weight element: the BF16 weight read (2) and its 16x16-block
@@ -1167,21 +1181,24 @@ def _weight_casts(w: pd.DataFrame, per_element: float = TE_FP8_WEIGHT_CAST_BYTES
 
 
 def _te_activation_casts(w: pd.DataFrame, mm: np.ndarray, recipe: str) -> pd.DataFrame:
-    """The cast kernels of the activations and gradients Transformer Engine's FP8 linears read, under delayed scaling
-    or MXFP8, as Megatron-Core's TE layers run them (``TELayerNormColumnParallelLinear`` for the linears fed by a
-    norm, ``TERowParallelLinear`` for the others), one row per kernel of a single GPU's step (:func:`te_tp_casts` sizes
-    them for a tensor-parallel rank):
+    """The cast kernels of the activations and gradients Transformer Engine's FP8 linears read, under delayed scaling,
+    current scaling or MXFP8, as Megatron-Core's TE layers run them (``TELayerNormColumnParallelLinear`` for the
+    linears fed by a norm, ``TERowParallelLinear`` for the others; TE d0067d0), one row per kernel of a single GPU's
+    step (:func:`te_tp_casts` sizes them for a tensor-parallel rank):
 
     * forward, a linear fed by a norm (its reduction over the hidden state, not a row-parallel linear: q, k and v
-      share one input, gate and up another, :func:`_shared_inputs_once`): the norm writes the FP8 input; delayed
-      scaling transposes it (:data:`TE_TRANSPOSE_OP`, 2 bytes an element), MXFP8 casts the norm's BF16 output
-      (:data:`TE_SEQUENCE_CAST_OP`);
+      share one input, gate and up another, :func:`_shared_inputs_once`): delayed scaling's fused norm writes the FP8
+      input and a transpose kernel its column-wise copy (:data:`TE_TRANSPOSE_OP`); current scaling's norm writes BF16
+      and its maximum (``FUSED_NORM_AMAX_FP8``), then the tensor is cast on the hidden state before TE's all-gather
+      (:data:`TE_GATHERED_CAST_OP`); MXFP8 casts the norm's BF16 output (:data:`TE_SEQUENCE_CAST_OP`: the norm is not
+      fused with an MXFP8 cast);
     * forward, a row-parallel linear (:func:`_row_parallel`: the output projection after the attention kernel, the
       down projection after the activation): its BF16 input cast with its transpose (:data:`TE_CAST_OP`);
     * backward, each FP8 linear's output gradient (the input-gradient GEMM's token-row operand) cast with its
       transpose: a column-parallel linear's (:data:`TE_CAST_OP`), a row-parallel one's, on the hidden state
-      (:data:`TE_GATHERED_GRAD_CAST_OP` under delayed scaling, :data:`TE_SEQUENCE_CAST_OP` under MXFP8, which
-      gathers both copies)."""
+      (:data:`TE_GATHERED_CAST_OP`; :data:`TE_SEQUENCE_CAST_OP` under MXFP8, which gathers both copies);
+    * current scaling reads each tensor it casts for its maximum first, by a kernel of its own (:data:`TE_AMAX_OP`,
+      :data:`TE_SEQUENCE_AMAX_OP` on the hidden state), but where the norm computed it."""
     sel = _token_rows(w[mm])
     if "module" not in sel.columns or not len(sel):
         return sel.iloc[:0]
@@ -1192,15 +1209,24 @@ def _te_activation_casts(w: pd.DataFrame, mm: np.ndarray, recipe: str) -> pd.Dat
     phase = sel["phase"].astype(str).to_numpy()
     row = sel["module"].astype(str).isin(row_mods).to_numpy()
     forward = phase == "forward"
-    mx = recipe == "mxfp8"
-    cast = TE_MXFP8_CAST_BYTES_PER_ELEMENT if mx else float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT)
-    norm_fed = forward & ~row
-    op = np.where(norm_fed, TE_SEQUENCE_CAST_OP if mx else TE_TRANSPOSE_OP,
-                  np.where(~forward & row, TE_SEQUENCE_CAST_OP if mx else TE_GATHERED_GRAD_CAST_OP, TE_CAST_OP))
-    per_el = np.where(norm_fed & ~mx, float(TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT), cast)
+    norm_fed, hidden_grad = forward & ~row, ~forward & row
+    mx = recipe in ("mxfp8", "nvfp4")  # block-scaled: the column-wise copy is a cast of its own, never a transpose
+    cast = {"mxfp8": TE_MXFP8_CAST_BYTES_PER_ELEMENT, "nvfp4": TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT}.get(
+        recipe, float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT))
+    if mx:
+        op = np.where(norm_fed | hidden_grad, TE_SEQUENCE_CAST_OP, TE_CAST_OP)
+    else:
+        op = np.where(norm_fed, TE_TRANSPOSE_OP if recipe == "delayed" else TE_GATHERED_CAST_OP,
+                      np.where(hidden_grad, TE_GATHERED_CAST_OP, TE_CAST_OP))
+    per_el = np.where(op == TE_TRANSPOSE_OP, float(TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT), cast)
     n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
     out = _cast_rows(sel, per_el * n_el, "", phase)
     out["op"] = op
+    if recipe in ("current", "nvfp4"):  # the per-tensor maximum first, but where the norm computed it
+        amax = ~norm_fed
+        first = _cast_rows(sel[amax], TE_AMAX_BYTES_PER_ELEMENT * n_el[amax], "", phase[amax])
+        first["op"] = np.where(hidden_grad[amax], TE_SEQUENCE_AMAX_OP, TE_AMAX_OP)
+        out = pd.concat([first, out], ignore_index=True)
     return out
 
 
@@ -1210,22 +1236,25 @@ def te_tp_casts(work: pd.DataFrame, unsplit: pd.DataFrame, tp: int, sequence_par
     step, whatever the split did to them (their rows' shape says nothing of the linear's): :data:`TE_CAST_OP` its
     ``1/tp`` share (the tensor TP splits), :data:`TE_TRANSPOSE_OP` whole (the gathered input, or the input every rank
     computes whole without sequence parallelism), :data:`TE_SEQUENCE_CAST_OP` its ``1/tp`` share with sequence
-    parallelism (the rank's sequence shard) and whole without, :data:`TE_GATHERED_GRAD_CAST_OP` with sequence
+    parallelism (the rank's sequence shard) and whole without (:data:`TE_AMAX_OP` and :data:`TE_SEQUENCE_AMAX_OP` as
+    the casts they precede), :data:`TE_GATHERED_CAST_OP` with sequence
     parallelism the row-wise cast of the rank's shard and the transpose of the gathered whole
     (``TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT / tp + TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT`` bytes per element of the
     whole where the single GPU's cast moves :data:`TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT`), whole without."""
     if tp <= 1 or "op" not in work.columns:
         return work
     op = work["op"].astype(str).to_numpy()
-    rows = np.isin(op, [TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_GRAD_CAST_OP])
+    rows = np.isin(op, [TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_CAST_OP, TE_AMAX_OP,
+                        TE_SEQUENCE_AMAX_OP])
     if not rows.any():
         return work
     sp = bool(sequence_parallel)
     gathered = ((TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT / tp + TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT)
                 / TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT)
-    factor = np.select([op == TE_CAST_OP, op == TE_TRANSPOSE_OP, op == TE_SEQUENCE_CAST_OP,
-                        op == TE_GATHERED_GRAD_CAST_OP],
-                       [1.0 / tp, 1.0, 1.0 / tp if sp else 1.0, gathered if sp else 1.0], default=1.0)
+    sequence = 1.0 / tp if sp else 1.0
+    factor = np.select([np.isin(op, [TE_CAST_OP, TE_AMAX_OP]), op == TE_TRANSPOSE_OP,
+                        np.isin(op, [TE_SEQUENCE_CAST_OP, TE_SEQUENCE_AMAX_OP]), op == TE_GATHERED_CAST_OP],
+                       [1.0 / tp, 1.0, sequence, gathered if sp else 1.0], default=1.0)
     w = work.copy()
     for c in ("flops", "bytes", "tiles", "dim_m"):
         whole = unsplit[c].to_numpy(float)[rows] * factor[rows]
@@ -1250,18 +1279,19 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
     * ``recipe="mxfp8"`` (a scale per 32-element block, computed where the block is written; Blackwell-class GPUs):
       the same casts, each writing a row-wise and a column-wise MXFP8 copy
       (:data:`TE_MXFP8_CAST_BYTES_PER_ELEMENT`), the norms' outputs included (their cast is not fused);
-    * ``recipe="current"`` (per-tensor current scaling): a tensor's scale needs its own maximum before it is cast, so
-      the activation operand of each FP8 GEMM whose rows are the tokens (the input of a forward GEMM, the output
-      gradient of an input-gradient GEMM) is read for its maximum, then read again and written in FP8 with its
-      transpose, by kernels of their own moving :data:`TE_CURRENT_CAST_BYTES_PER_ELEMENT` bytes per element (an
-      upper bound where TE fuses the maximum into the kernel producing the tensor);
+    * ``recipe="current"`` (per-tensor current scaling): a tensor's scale needs its own maximum before it is cast:
+      the same casts as delayed scaling's, each preceded by a kernel reading the tensor for its maximum
+      (:data:`TE_AMAX_BYTES_PER_ELEMENT`), but the norms' outputs, whose maximum the norm kernel takes and which are
+      cast by a kernel of their own (the norm writes BF16);
     * each FP8 weight is cast, with its transpose, by one kernel moving :data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`
       bytes per element, once per micro-batch here (TE re-casts only on the first micro-batch of a step: an upper
       bound of a few milliseconds);
     * ``recipe="nvfp4"`` (TE's ``NVFP4BlockScaling``, NVIDIA Blackwell): the same GEMMs run at the GPU's FP4 tensor-core
       rate (``fp4`` column True; fprop, dgrad and wgrad all in NVFP4, as the recipe runs them, no layer kept in BF16
-      beyond the vocabulary projection); the activation operands are cast as current scaling casts them (NVFP4's
-      per-tensor scale is the tensor's own maximum) at :data:`TE_NVFP4_CAST_BYTES_PER_ELEMENT`, and each weight at
+      beyond the vocabulary projection); the activations and gradients are cast where MXFP8 casts them, each first
+      read for its maximum as current scaling reads it (NVFP4's per-tensor scale is the tensor's own maximum), at
+      :data:`TE_NVFP4_CAST_BYTES_PER_ELEMENT` in all (the norms' outputs at the cast's
+      :data:`TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT`), and each weight at
       :data:`TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT` (16x16 blocks). No FP4 kernel was measured: the FP4 GEMMs are the
       tensor-core GEMM model at the FP4 peak, an extrapolation.
 
@@ -1272,18 +1302,10 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
     fp4 = recipe == "nvfp4"
     if fp4:
         w["fp4"] = mm
-    sel = _shared_inputs_once(_token_rows(w[mm])) if recipe in ("current", "nvfp4") and mm.any() else None
-    casts = _te_activation_casts(w, mm, recipe) if recipe in ("delayed", "mxfp8") and mm.any() else None
+    casts = _te_activation_casts(w, mm, recipe) if mm.any() else None
     w = (_weight_casts(w, TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, "te_nvfp4_weight_cast") if fp4 else _weight_casts(w))
     if casts is not None and len(casts):
         w = pd.concat([w, casts[w.columns]], ignore_index=True)
-    if sel is not None:
-        if len(sel):
-            n_el = sel["dim_b"].to_numpy(float) * sel["dim_m"].to_numpy(float) * sel["dim_n"].to_numpy(float)
-            per_el, op = ((TE_NVFP4_CAST_BYTES_PER_ELEMENT, "te_nvfp4_cast") if fp4
-                          else (TE_CURRENT_CAST_BYTES_PER_ELEMENT, "te_fp8_current_cast"))
-            casts = _cast_rows(sel, per_el * n_el, op, sel["phase"].to_numpy())
-            w = pd.concat([w, casts[w.columns]], ignore_index=True)
     return w
 
 

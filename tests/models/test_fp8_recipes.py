@@ -10,11 +10,13 @@ import pytest
 import perfmodel as pm
 from perfmodel._errors import UnknownNameError
 from perfmodel.datasets import UnsupportedPrecisionError
-from perfmodel.step.trace import (TE_CAST_OP, TE_CURRENT_CAST_BYTES_PER_ELEMENT, TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT,
+from perfmodel.step.trace import (TE_AMAX_BYTES_PER_ELEMENT, TE_AMAX_OP, TE_CAST_OP, TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT,
                                   TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT, TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT,
-                                  TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_GATHERED_GRAD_CAST_OP,
+                                  TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_GATHERED_CAST_OP,
                                   TE_MXFP8_CAST_BYTES_PER_ELEMENT, TE_NVFP4_CAST_BYTES_PER_ELEMENT,
-                                  TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_SEQUENCE_CAST_OP, TE_TRANSPOSE_OP,
+                                  TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT,
+                                  TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_SEQUENCE_AMAX_OP, TE_SEQUENCE_CAST_OP,
+                                  TE_TRANSPOSE_OP,
                                   model_input, step_work)
 
 LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
@@ -44,21 +46,27 @@ def test_the_default_recipes_are_the_ones_the_families_ran_before():
     assert pm.Workload(LLAMA, precision="bf16").filled().fp8_recipe is None
 
 
-def test_te_current_scaling_casts_each_activation_operand_by_kernels_of_its_own():
-    """Current per-tensor scaling reads each activation for its maximum, then casts it: the input of each forward FP8
-    GEMM (once for q, k and v, once for gate and up: TE's fused LayerNormLinear) and the output gradient of each
-    input-gradient GEMM, at TE_CURRENT_CAST_BYTES_PER_ELEMENT bytes per element; delayed scaling casts them with fewer
-    bytes (test_te_delayed_scaling_casts_what_no_norm_writes_in_fp8)."""
+def test_te_current_scaling_reads_each_tensor_for_its_maximum_before_the_cast():
+    """Current per-tensor scaling casts what delayed scaling casts, each tensor first read for its maximum by a kernel
+    of its own (TE_AMAX_BYTES_PER_ELEMENT) but the norms' outputs, whose maximum the norm takes; those are cast by a
+    kernel of their own (the norm writes BF16), where delayed scaling's norm writes FP8 and only transposes."""
     delayed, current = _work("te"), _work("te", "current")
-    casts = current[current["op"] == "te_fp8_current_cast"]
-    assert not (delayed["op"] == "te_fp8_current_cast").any()
-    fwd = casts[casts["phase"] == "forward"]
-    per_layer_inputs = H + H + H + F  # q (k, v share it), o, gate (up shares it), down
-    assert fwd["bytes"].sum() == pytest.approx(TE_CURRENT_CAST_BYTES_PER_ELEMENT * TOKENS * per_layer_inputs * L)
-    assert len(casts[casts["phase"] == "backward"]) == 7 * L  # q, k, v, o, gate, up, down: each its own gradient
+    by = current.groupby(["phase", "op"])["bytes"].sum()
+    # forward: o's and down's inputs read for their maximum; q's and gate's maxima from the norms
+    assert by[("forward", TE_AMAX_OP)] == pytest.approx(TE_AMAX_BYTES_PER_ELEMENT * TOKENS * (H + F) * L)
+    assert by[("forward", TE_GATHERED_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS
+                                                                  * 2 * H * L)
+    assert by[("forward", TE_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS * (H + F) * L)
+    # backward: every output gradient read for its maximum, then cast
+    assert (by[("backward", TE_AMAX_OP)] + by[("backward", TE_SEQUENCE_AMAX_OP)]
+            == pytest.approx(TE_AMAX_BYTES_PER_ELEMENT * TOKENS * (H + 2 * KV + 2 * F + 2 * H) * L))
+    kernels = lambda w: w["op"].astype(str).str.startswith("te_fp8_").sum()  # noqa: E731
+    assert kernels(current) > kernels(delayed)
+    assert not current["op"].isin([TE_TRANSPOSE_OP]).any()
     # the weight casts are delayed scaling's
     w_d, w_c = (x[x["op"] == "te_fp8_weight_cast"]["bytes"].sum() for x in (delayed, current))
     assert w_d == w_c == pytest.approx(TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * L * (2 * H * H + 2 * H * KV + 3 * H * F))
+    assert _pred(stack="te", fp8_recipe="current").step_time_s > _pred(stack="te").step_time_s
     # on a model whose casts move more than a launch's worth of bytes (the tiny model's kernels are launch-bound)
     assert _wide("H100", "current").step_time_s > _wide("H100", "delayed").step_time_s
     assert "current per-tensor scaling" in _pred(stack="te", fp8_recipe="current").basis
@@ -92,9 +100,9 @@ def test_te_delayed_scaling_casts_what_no_norm_writes_in_fp8():
     # output gradients: q, k, v (H + 2 KV) and gate, up (2 F) split by TP; o and down (H each) on the hidden state
     assert by[("backward", TE_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS
                                                           * (H + 2 * KV + 2 * F) * L)
-    assert by[("backward", TE_GATHERED_GRAD_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS
+    assert by[("backward", TE_GATHERED_CAST_OP)] == pytest.approx(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT * TOKENS
                                                                         * 2 * H * L)
-    assert not w["op"].isin([TE_SEQUENCE_CAST_OP, "te_fp8_current_cast"]).any()
+    assert not w["op"].isin([TE_SEQUENCE_CAST_OP, TE_AMAX_OP, TE_SEQUENCE_AMAX_OP]).any()
     # MXFP8: the same tensors, each cast to row-wise and column-wise MXFP8, the norms' outputs too (not fused)
     mx = _work("te", "mxfp8").groupby(["phase", "op"])["bytes"].sum()
     assert mx[("forward", TE_SEQUENCE_CAST_OP)] == pytest.approx(TE_MXFP8_CAST_BYTES_PER_ELEMENT * TOKENS * 2 * H * L)
@@ -126,7 +134,7 @@ def test_te_casts_on_a_tensor_parallel_rank(sp):
     assert by[("backward", TE_CAST_OP)] == pytest.approx(one[("backward", TE_CAST_OP)] / tp)
     per_el = ((TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT / tp + TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT) if sp
               else TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT)
-    assert by[("backward", TE_GATHERED_GRAD_CAST_OP)] == pytest.approx(TOKENS * 2 * H * L * per_el)
+    assert by[("backward", TE_GATHERED_CAST_OP)] == pytest.approx(TOKENS * 2 * H * L * per_el)
 
 
 def test_mxfp8_runs_where_the_gpu_has_block_scaled_fp8_and_is_refused_elsewhere():
@@ -147,10 +155,15 @@ def test_te_nvfp4_runs_the_linears_gemms_at_the_fp4_rate_with_current_style_cast
     gemms = nvfp4[nvfp4["fp4"].to_numpy(bool)]
     assert len(gemms) and gemms["fp8"].all() and gemms["op"].isin(["aten.mm", "aten.addmm"]).all()
     assert nvfp4["fp4"].sum() == current["fp8"].sum()  # the same GEMMs, at the FP4 rate
-    casts, cur = nvfp4[nvfp4["op"] == "te_nvfp4_cast"], current[current["op"] == "te_fp8_current_cast"]
-    assert len(casts) == len(cur)
-    assert casts["bytes"].sum() == pytest.approx(cur["bytes"].sum() * TE_NVFP4_CAST_BYTES_PER_ELEMENT
-                                                 / TE_CURRENT_CAST_BYTES_PER_ELEMENT)
+    by = nvfp4.groupby("op")["bytes"].sum()
+    casts = by[[TE_CAST_OP, TE_SEQUENCE_CAST_OP]].sum()
+    amax = by[[TE_AMAX_OP, TE_SEQUENCE_AMAX_OP]].sum()
+    per_layer = (H + H + H + F) + (H + 2 * KV + H + 2 * F + H)  # inputs (q, o, gate, down), then output gradients
+    assert casts == pytest.approx(TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT * TOKENS * per_layer * L)
+    # every tensor read for its maximum first but the norms' outputs (q's and gate's inputs): the maximum in the norm
+    assert casts + amax == pytest.approx(TE_NVFP4_CAST_BYTES_PER_ELEMENT * TOKENS * per_layer * L
+                                         - TE_AMAX_BYTES_PER_ELEMENT * TOKENS * 2 * H * L)
+    assert not nvfp4["op"].isin([TE_TRANSPOSE_OP, TE_GATHERED_CAST_OP]).any()  # block-scaled: no FP8 transposes
     assert not (nvfp4["op"] == "te_fp8_weight_cast").any()
     weights = nvfp4[nvfp4["op"] == "te_nvfp4_weight_cast"]["bytes"].sum()
     assert weights == pytest.approx(TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT * L * (2 * H * H + 2 * H * KV + 3 * H * F))
