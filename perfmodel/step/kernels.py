@@ -601,7 +601,9 @@ def learned_on(prec: str) -> str:
                    "backward ones with split accumulation at that peak over "
                    f"{_op_latency.FP8_SPLIT_ACCUMULATION_SLOWDOWN:g} on Ada and Hopper (pytorch/ao #2377)"
                    if prec == "fp8" else "")
-                + f"; elementwise kernels, casts and the optimizer at their {at} bytes and the bandwidth efficiency "
+                + f"; elementwise kernels and casts at their {at} bytes, the optimizer at FP32 bytes (mixed "
+                f"precision: FP32 master weights, states and gradients, with the gradients' and the parameters' "
+                f"copies between them), at the bandwidth efficiency "
                 f"learned on PyTorch's FP16 elementwise kernel (Vidur's residual adds of the A40 and A100); norms and "
                 f"softmax, never measured in half precision, at their {at} bytes and the bandwidth efficiency learned on "
                 f"PyTorch's FP32 kernels (NeuSight microbenchmarks of {', '.join(TRAINING_GPUS)}); convolutions, never "

@@ -683,6 +683,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                         inference=False, compile=(compile, w.compile_scope), recipe=w.fp8_recipe)
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
+    if ex["framework"] == "megatron":  # its weight-gradient GEMMs accumulate into the FP32 main gradients
+        work = work[work["op"].astype(str) != wl.MASTER_GRAD_CAST_OP].reset_index(drop=True)
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
     layer = op_layer(work, lay.n_layers)
@@ -707,6 +709,12 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _scale_rows(work, is_opt, 1 / (d * cpd))
+    if fsdp:  # FSDP2's mixed precision: the shard is FP32 (no master copy), its casts are the collectives' copy-ins
+        op = work["op"].astype(str).to_numpy()
+        # the unsharded half-precision gradients cast to FP32 into the reduce-scatter's input (foreach_reduce)
+        work = _scale_rows(work, op == wl.MASTER_GRAD_CAST_OP, d * cpd)
+        # the FP32 shard cast to the training precision into each all-gather's input: the forward's and the backward's
+        work = _scale_rows(work, op == wl.MASTER_PARAM_COPY_OP, 2.0)
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()

@@ -90,7 +90,11 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     optimizer : {"sgd-momentum", "adam", "adam-fused", None}
         Include one optimizer step: PyTorch's ``foreach`` implementation, or ``"adam-fused"``, one fused kernel moving
         :data:`FUSED_ADAM_PASSES` × the parameter bytes (apex / Megatron-LM / torch ``fused=True``); ``None`` is
-        forward + backward only (the step NeuSight's single-GPU labels time).
+        forward + backward only (the step NeuSight's single-GPU labels time). In half precision the optimizer steps
+        FP32 master weights with FP32 states and gradients (their bytes), the gradients copied into the masters' and
+        the masters back into the parameters by a kernel each (AMP's casts; under FSDP the collectives' copy-ins: the
+        unsharded gradients cast for the reduce-scatter, the FP32 shard cast for each all-gather; Megatron accumulates
+        its FP32 main gradients in the weight-gradient GEMMs: no gradient copy).
     alpha : float in (0, 1)
         Miss rate of the interval (see the module docstring; with five calibration GPUs, ``alpha < 1/6`` gives the
         widest score).

@@ -31,7 +31,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -434,7 +434,9 @@ def module_memo(net) -> dict:
 
 def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
     """Per-op rows of one step of ``net`` (:func:`perfmodel.features.extract`); ``"adam-fused"`` adds one kernel that
-    moves :data:`FUSED_ADAM_PASSES` × the parameter bytes.
+    moves :data:`FUSED_ADAM_PASSES` × the parameter bytes; a half-precision step's optimizer moves FP32 bytes, between
+    the gradients' copy into the FP32 masters' and the masters' copy back (:data:`MASTER_GRAD_CAST_OP`,
+    :data:`MASTER_PARAM_COPY_OP`).
 
     Memoised (:func:`module_memo`): the same step is traced once per process."""
     key = ("ops", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
@@ -1322,19 +1324,43 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
     ops.attrs = {}
     if inference:
         ops = ops[ops["phase"] == "forward"]
-    if optimizer == "adam-fused":
-        if isinstance(net, str):  # a zoo id: its parameters counted on the meta device
-            from perfmodel import zoo
+    if optimizer is None or inference:
+        return ops
+    if isinstance(net, str):  # a zoo id: its parameters counted on the meta device
+        from perfmodel import zoo
 
-            net = zoo.build(net, device="meta")
-        n = int(sum(p.numel() for p in net.parameters() if p.requires_grad))
-        size = torch.empty((), dtype=dtype).element_size()
-        fused = dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
-                     index=int(ops["index"].max()) + 1 if len(ops) else 0, op="fused_adam", op_class="elementwise", module="",
-                     flops=0, bytes_read=4 * size * n, bytes_written=3 * size * n, dtype=str(dtype).replace("torch.", ""),
-                     input_shapes=str(n), output_shapes=str(n), attributes="", dataflow=((), ()))
-        ops = pd.concat([ops, pd.DataFrame([fused])[ops.columns]], ignore_index=True)
+        net = zoo.build(net, device="meta")
+    n = int(sum(p.numel() for p in net.parameters() if p.requires_grad))
+    size = torch.empty((), dtype=dtype).element_size()
+
+    def kernel(op: str, read: float, written: float, index: int) -> dict:
+        return dict(model=ops["model"].iloc[0] if len(ops) else "", batch_size=int(batch_size), phase="optimizer",
+                    index=index, op=op, op_class="elementwise", module="", flops=0, bytes_read=read,
+                    bytes_written=written, dtype=str(dtype).replace("torch.", ""), input_shapes=str(n),
+                    output_shapes=str(n), attributes="", dataflow=((), ()))
+
+    nxt = int(ops["index"].max()) + 1 if len(ops) else 0
+    if optimizer == "adam-fused":
+        ops = pd.concat([ops, pd.DataFrame([kernel("fused_adam", 4 * size * n, 3 * size * n, nxt)])[ops.columns]],
+                        ignore_index=True)
+    if size < 4 and n:
+        # mixed precision: the optimizer steps FP32 master weights with FP32 states and gradients (what predict_memory
+        # counts), so its kernels move FP32 bytes; the half-precision gradients are copied into the masters' FP32
+        # ones before the step and the updated masters back into the parameters after it (AMP's casts, and what
+        # perfmodel.measure.measure_llm_step times)
+        opt = (ops["phase"] == "optimizer").to_numpy()
+        ops = ops.copy()
+        for c in ("bytes_read", "bytes_written"):
+            ops.loc[opt, c] = ops.loc[opt, c].to_numpy(float) * (4 / size)
+        last = int(ops["index"].max()) + 1 if len(ops) else 0
+        casts = [kernel(MASTER_GRAD_CAST_OP, size * n, 4 * n, last), kernel(MASTER_PARAM_COPY_OP, 4 * n, size * n, last + 1)]
+        ops = pd.concat([ops, pd.DataFrame(casts)[ops.columns]], ignore_index=True)
     return ops
+
+
+#: the kernels of mixed precision around the optimizer (:func:`_trace_step_ops`): the half-precision gradients copied
+#: into the FP32 master weights' gradients, the updated masters copied back into the half-precision parameters.
+MASTER_GRAD_CAST_OP, MASTER_PARAM_COPY_OP = "master_grad_cast", "master_param_copy"
 
 
 _MM_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul", "aten._scaled_mm")

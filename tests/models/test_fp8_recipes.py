@@ -343,3 +343,35 @@ def test_te_fp8_linears_save_their_inputs_quantized(recipe, per_el):
     saved_inputs = TOKENS * (H + H + F) * L  # q (k, v share it), gate (up shares it), down
     own_copy = TOKENS * H * L  # the output projection's
     assert act("bf16") - act("fp8", recipe) == pytest.approx(saved_inputs * (2 - per_el) - own_copy * per_el)
+
+
+@pytest.mark.parametrize("optimizer", ["adam-fused", "adam"])
+def test_a_half_precision_optimizer_steps_fp32_masters(optimizer):
+    """Mixed precision's optimizer moves FP32 bytes (master weights, states, gradients: what predict_memory counts), and
+    the gradients are copied into the masters' (2 + 4 bytes a parameter) and the masters back into the parameters
+    (4 + 2) by a kernel each; Megatron's weight-gradient GEMMs accumulate into FP32 main gradients: no gradient copy."""
+    from perfmodel.step.trace import MASTER_GRAD_CAST_OP, MASTER_PARAM_COPY_OP
+
+    net, shape, dtype, vocab, _ = model_input(LLAMA, (64,), None)
+    n = sum(p.numel() for p in net.parameters() if p.requires_grad)
+
+    def opt_rows(prec):
+        w = step_work(net, shape, dtype, vocab, batch_size=4, prec=prec, optimizer=optimizer, inference=False)
+        return w[w["phase"] == "optimizer"]
+
+    half, full = opt_rows("bf16"), opt_rows("fp32")
+    casts = half[half["op"].isin([MASTER_GRAD_CAST_OP, MASTER_PARAM_COPY_OP])]
+    assert list(casts["op"]) == [MASTER_GRAD_CAST_OP, MASTER_PARAM_COPY_OP]
+    assert casts["bytes"].tolist() == pytest.approx([6 * n, 6 * n])
+    assert half.drop(casts.index)["bytes"].sum() == pytest.approx(full["bytes"].sum())  # the step itself: FP32 bytes
+    assert not full["op"].isin([MASTER_GRAD_CAST_OP, MASTER_PARAM_COPY_OP]).any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w = pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision="bf16", optimizer=optimizer)
+        from perfmodel.step.prediction import resolve_run
+        from perfmodel.step.parallel import rank_work
+
+        for framework, grad_copy in (("megatron", False), ("pytorch", True)):
+            ww, _, how = resolve_run(w, pm.Cluster("H100", n_gpus=2), pm.Parallelism("dp2", framework=framework))
+            ops = rank_work(ww, how, 2).work["op"]
+            assert (ops == MASTER_GRAD_CAST_OP).any() == grad_copy and (ops == MASTER_PARAM_COPY_OP).any()

@@ -59,8 +59,9 @@ def test_extrapolation_and_precision_warn():
         b = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="bf16")
     assert b["precision"].iloc[0] == "bf16" and "Vidur's FP16 GEMMs" in b["basis"].iloc[0]
     # each memory-bound class says what it was learned on: measured FP16 adds, or FP32 rows where no FP16 one exists
-    assert ("elementwise kernels, casts and the optimizer at their bf16 bytes and the bandwidth efficiency learned on "
-            "PyTorch's FP16 elementwise kernel" in b["basis"].iloc[0])
+    assert ("elementwise kernels and casts at their bf16 bytes, the optimizer at FP32 bytes (mixed precision: FP32 "
+            "master weights, states and gradients, with the gradients' and the parameters' copies between them), at the "
+            "bandwidth efficiency learned on PyTorch's FP16 elementwise kernel" in b["basis"].iloc[0])
     assert "norms and softmax, never measured in half precision, at their bf16 bytes" in b["basis"].iloc[0]
     # TF32 GEMMs on the tensor cores, at the efficiency learned in FP16, and basis says so
     with pytest.warns(ExtrapolationWarning, match="precision tf32: GEMMs from the tensor-core model"):

@@ -113,11 +113,22 @@ def test_numbers_are_computed_from_the_rows(data):
     assert own["tokens_mape_pct"] == pytest.approx(n["tokens_mape_pct"])
 
 
-def test_more_gpus_never_raise_tokens_per_gpu(data):
-    """Table 1 (8 GPUs) against Table 3 (128 GPUs), same per-GPU configuration: FSDP's collectives leave the node."""
-    a = data[data["table"].str.startswith("Table 1")].reset_index(drop=True)
-    b = data[data["table"].str.startswith("Table 3")].reset_index(drop=True)
-    assert (b["predicted_tokens_per_s"] <= a["predicted_tokens_per_s"]).all()
+def test_more_gpus_never_shorten_a_step_but_for_the_sharded_optimizer():
+    """Table 1 (8 GPUs) against Table 3 (128 GPUs), same per-GPU configuration: FSDP's collectives leave the node, so
+    every part of the step is at least as long on 128 GPUs, but the optimizer, which steps a 16 times smaller FP32
+    shard there (its 8-GPU step is the longer one: the measured runs, 2-3 % faster per GPU on 8, are not why)."""
+    from perfmodel.datasets import load_torchtitan_runs
+
+    runs = load_torchtitan_runs()
+    pairs = {}
+    for r in runs.itertuples(index=False):
+        if str(r.table).startswith(("Table 1", "Table 3")):
+            p = item._predict(r)[2]
+            pairs.setdefault(int(r.n_gpus), []).append((p.step_time_s, p.breakdown["optimizer"]))
+    assert len(pairs[8]) == len(pairs[128]) == 3
+    for (s8, o8), (s128, o128) in zip(pairs[8], pairs[128]):
+        assert o128 < o8
+        assert s128 - o128 >= s8 - o8
 
 
 def test_figure(data):
