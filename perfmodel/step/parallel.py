@@ -654,6 +654,25 @@ def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: st
                             f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
 
 
+def _master_casts(work: pd.DataFrame, framework: str, shards: int = 1) -> pd.DataFrame:
+    """Mixed precision's copies between the half-precision gradients and parameters and the FP32 masters
+    (:data:`perfmodel.step.trace.MASTER_GRAD_CAST_OP`, :data:`~perfmodel.step.trace.MASTER_PARAM_COPY_OP`) as a
+    framework runs them: Megatron's weight-gradient GEMMs accumulate into its FP32 main gradients (no gradient copy);
+    under FSDP2 (``"fsdp"``, after the optimizer's rows were cut to the rank's shard, one of ``shards``) the shard is
+    FP32 and the copies are the collectives' copy-ins: the unsharded gradients cast to FP32 into the reduce-scatter's
+    input (``foreach_reduce``), the FP32 shard cast to the training precision into each of the two all-gathers' inputs
+    (the forward's and the backward's). Unchanged otherwise (AMP: each once per step)."""
+    from perfmodel.step import trace as wl
+
+    op = work["op"].astype(str).to_numpy()
+    if framework == "megatron":
+        return work[op != wl.MASTER_GRAD_CAST_OP].reset_index(drop=True)
+    if framework == "fsdp":
+        work = _scale_rows(work, op == wl.MASTER_GRAD_CAST_OP, shards)
+        return _scale_rows(work, op == wl.MASTER_PARAM_COPY_OP, 2.0)
+    return work
+
+
 def rank_work(w, par, n_gpus: int) -> RankWork:
     """The :class:`RankWork` of the workload ``w`` (every field set, the precision checked) laid out by the
     parallelism ``par`` over ``n_gpus`` GPUs: the layout's checks, then the trace of one micro-batch of one rank,
@@ -679,12 +698,11 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     high = int(w.input_high) if w.input_high is not None else vocab
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
-    work = wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
-                        inference=False, compile=(compile, w.compile_scope), recipe=w.fp8_recipe)
+    work = _master_casts(wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
+                                      inference=False, compile=(compile, w.compile_scope), recipe=w.fp8_recipe),
+                         ex["framework"])
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
-    if ex["framework"] == "megatron":  # its weight-gradient GEMMs accumulate into the FP32 main gradients
-        work = work[work["op"].astype(str) != wl.MASTER_GRAD_CAST_OP].reset_index(drop=True)
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
     layer = op_layer(work, lay.n_layers)
@@ -699,8 +717,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         if ex["sequence_parallel"]:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
             sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
             work = _divide_rows(work, sp_mask, tpd, tokens)
-        work = wl.keep_gathered_whole(work, unsplit, tpd)  # row-wise float8's costs: the gathered operand whole
-        work = wl.te_tp_casts(work, unsplit, tpd, ex["sequence_parallel"])  # TE's casts: shard, sequence or whole
+        work = wl.te_tp_casts(wl.keep_gathered_whole(work, unsplit, tpd), unsplit, tpd, ex["sequence_parallel"])  # from the unsplit rows
         tp_role, tp_block = _tp_linear_roles(unsplit, lay, split_mask & (layer >= 0) & (layer < lay.n_layers))
         if wl.stack_of(compile) == "compile" and _tp_gather_bytes(prec, ex["framework"], "compile", w.fp8_recipe, tpd):
             work, keep = _gathered_casts(work, unsplit, tp_role, tpd)  # rows kept and appended: the arrays follow
@@ -708,13 +725,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     else:
         tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
-        work = _scale_rows(work, is_opt, 1 / (d * cpd))
-    if fsdp:  # FSDP2's mixed precision: the shard is FP32 (no master copy), its casts are the collectives' copy-ins
-        op = work["op"].astype(str).to_numpy()
-        # the unsharded half-precision gradients cast to FP32 into the reduce-scatter's input (foreach_reduce)
-        work = _scale_rows(work, op == wl.MASTER_GRAD_CAST_OP, d * cpd)
-        # the FP32 shard cast to the training precision into each all-gather's input: the forward's and the backward's
-        work = _scale_rows(work, op == wl.MASTER_PARAM_COPY_OP, 2.0)
+        work = _master_casts(_scale_rows(work, is_opt, 1 / (d * cpd)), "fsdp" if fsdp else "", shards=d * cpd)
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
