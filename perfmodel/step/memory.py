@@ -357,11 +357,9 @@ def memory_frame(w, clusters, p) -> pd.DataFrame:
     one's GPU; the workload's fields all set, :meth:`perfmodel.Workload.filled`)."""
     p = p.with_micro_batches(w.batch_size, clusters[0].n_gpus if clusters else 1)
     prec, ac, deg, specs = _check_memory_args(w, clusters, p)
-    from perfmodel._workload import compile_scope_of, resolve_stack
+    from perfmodel._workload import compile_scope_of, fp8_recipe_of, resolve_stack
 
     stack = resolve_stack(w.stack, w.compile)
-    from perfmodel._workload import fp8_recipe_of
-
     r = _memory_rank(w.model, deg, prec=prec, ac=ac, activation_checkpointing=p.activation_checkpointing,
                      input_shape=w.input_shape, input_dtype=w.input_dtype, stack=stack,
                      compiled_loss=compile_scope_of(stack, w.compile_scope) in ("model", "layers+loss"),
@@ -550,12 +548,12 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         lay = meta_lay
     layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
     fused_head = None  # the loss's transient under a family of fused modules (None: eager's, below)
+    fp8_input_bytes = te_fp8_saved_bytes(fp8_recipe) if stack == "te" and prec == "fp8" else None
     if stack in ("te", "liger") and len(saved):
-        linears = {k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)}
+        linears = ({k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)}
+                   if fp8_input_bytes is not None else None)
         saved, layer, fused_head = _fused_saved(saved, layer, lay, size, mb * int(np.prod(shape)), stack,
-                                                fp8_input_bytes=(te_fp8_saved_bytes(fp8_recipe)
-                                                                 if stack == "te" and prec == "fp8" else None),
-                                                linears=linears)
+                                                fp8_input_bytes=fp8_input_bytes, linears=linears)
     elif compiled_loss and len(saved):
         saved, fused_head = _compiled_loss_saved(saved, layer, lay, size)
     out_b = saved["bytes"].to_numpy(float)
@@ -587,7 +585,7 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
                    else _eager_loss_transients(deg, tpd, sp) * float(out_b[head].max()) + _upcast_logits_block(
                        saved, out_b, head, size) if head.any() else 0.0),
         kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack,
-        fp8_input_bytes=te_fp8_saved_bytes(fp8_recipe) if stack == "te" and prec == "fp8" else None)
+        fp8_input_bytes=fp8_input_bytes)
 
 
 def te_fp8_saved_bytes(recipe: str | None) -> float:
@@ -596,9 +594,9 @@ def te_fp8_saved_bytes(recipe: str | None) -> float:
     (``inputmat.update_usage(rowwise_usage=False, columnwise_usage=True)`` in ``_Linear.forward``,
     transformer_engine/pytorch/module/linear.py at d0067d0): an E4M3 byte (delayed and current scaling), with an E8M0
     scale per 32 elements (MXFP8), an E2M1 half byte with an E4M3 scale per 16 (NVFP4)."""
-    from perfmodel.step.trace import NVFP4_BYTES_PER_ELEMENT
+    from perfmodel.step.trace import MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT
 
-    return {"mxfp8": 1.0 + 1 / 32, "nvfp4": NVFP4_BYTES_PER_ELEMENT}.get(recipe, 1.0)
+    return {"mxfp8": MXFP8_BYTES_PER_ELEMENT, "nvfp4": NVFP4_BYTES_PER_ELEMENT}.get(recipe, 1.0)
 
 
 def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens: int,

@@ -123,7 +123,7 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        crosses_nodes, parse_strategy,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
-from perfmodel.step.trace import (NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
+from perfmodel.step.trace import (MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
 
 __all__ = [
@@ -405,7 +405,7 @@ def _tp_linear_roles(work: pd.DataFrame, lay: ModelLayout, mm: np.ndarray) -> tu
 #: E4M3 with one scale per tensor (delayed, current), one E8M0 scale per 32 elements (MXFP8), E2M1 with an E4M3 scale
 #: per 16 (NVFP4, :data:`perfmodel.step.trace.NVFP4_BYTES_PER_ELEMENT`). Reduce-scatters stay in the training
 #: precision.
-TE_TP_GATHER_BYTES = {"delayed": 1.0, "current": 1.0, "mxfp8": 1.0 + 1 / 32, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
+TE_TP_GATHER_BYTES = {"delayed": 1.0, "current": 1.0, "mxfp8": MXFP8_BYTES_PER_ELEMENT, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
 
 
 def _tp_gather_bytes(prec: str, framework: str, stack: str, recipe, tp: int, sequence_parallel: bool = True) -> float:
@@ -654,21 +654,21 @@ def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: st
                             f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
 
 
-def _master_casts(work: pd.DataFrame, framework: str, shards: int = 1) -> pd.DataFrame:
+def _master_casts(work: pd.DataFrame, *, megatron: bool = False, fsdp_shards: int | None = None) -> pd.DataFrame:
     """Mixed precision's copies between the half-precision gradients and parameters and the FP32 masters
     (:data:`perfmodel.step.trace.MASTER_GRAD_CAST_OP`, :data:`~perfmodel.step.trace.MASTER_PARAM_COPY_OP`) as a
-    framework runs them: Megatron's weight-gradient GEMMs accumulate into its FP32 main gradients (no gradient copy);
-    under FSDP2 (``"fsdp"``, after the optimizer's rows were cut to the rank's shard, one of ``shards``) the shard is
-    FP32 and the copies are the collectives' copy-ins: the unsharded gradients cast to FP32 into the reduce-scatter's
+    framework runs them: Megatron's weight-gradient GEMMs accumulate into its FP32 main gradients (``megatron``: no
+    gradient copy); under FSDP2 (``fsdp_shards``: the optimizer's rows already cut to the rank's shard, one of that
+    many) the shard is FP32 and the copies are the collectives' copy-ins: the unsharded gradients cast to FP32 into the reduce-scatter's
     input (``foreach_reduce``), the FP32 shard cast to the training precision into each of the two all-gathers' inputs
     (the forward's and the backward's). Unchanged otherwise (AMP: each once per step)."""
     from perfmodel.step import trace as wl
 
     op = work["op"].astype(str).to_numpy()
-    if framework == "megatron":
+    if megatron:
         return work[op != wl.MASTER_GRAD_CAST_OP].reset_index(drop=True)
-    if framework == "fsdp":
-        work = _scale_rows(work, op == wl.MASTER_GRAD_CAST_OP, shards)
+    if fsdp_shards is not None:
+        work = _scale_rows(work, op == wl.MASTER_GRAD_CAST_OP, fsdp_shards)
         return _scale_rows(work, op == wl.MASTER_PARAM_COPY_OP, 2.0)
     return work
 
@@ -700,7 +700,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
     work = _master_casts(wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
                                       inference=False, compile=(compile, w.compile_scope), recipe=w.fp8_recipe),
-                         ex["framework"])
+                         megatron=ex["framework"] == "megatron")
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     if cpd > 1:
@@ -725,7 +725,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     else:
         tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
-        work = _master_casts(_scale_rows(work, is_opt, 1 / (d * cpd)), "fsdp" if fsdp else "", shards=d * cpd)
+        work = _master_casts(_scale_rows(work, is_opt, 1 / (d * cpd)), fsdp_shards=d * cpd if fsdp else None)
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
