@@ -240,6 +240,16 @@ def _llm_claims():
         int(k["rows"]), _pct(k["mfu_mape_pct"]), _pct(k["mfu_worst_pct"]), f"{k['predicted_speedup_mean']:.2f}",
         f"{k['published_speedup_mean']:.2f}", _pct(k["rule_of_thumb_mfu_mape_pct"]),
         "perfmodel better" if k["mfu_mape_pct"] < k["rule_of_thumb_mfu_mape_pct"] else "better than perfmodel")
+    from perfmodel.papers.external import llama3_paper_runs
+
+    m = llama3_paper_runs.summary().set_index("quantity")["value"]
+    yield _row("TFLOP/s per GPU of 4D-parallel Llama pretraining at the largest scale, on 700 W H100",
+               "the Llama 3 paper's {} Llama 3 405B pre-training runs (Table 4: TP x CP x PP x DP, BF16)",
+               "{} % MAPE of TFLOP/s per GPU (worst {} %, mean signed {} %: {}); {} of {} predicted to fit in 80 GB",
+               "the rule of thumb {} % ({})", _item_link("external.llama3_paper_runs")), (
+        int(m["rows"]), _pct(m["tflops_mape_pct"]), _pct(m["tflops_worst_pct"]), f"{m['tflops_mean_signed_pct']:+.1f}",
+        "predicted too fast" if m["tflops_mean_signed_pct"] > 0 else "predicted too slow", round(m["fitting_share"] * m["rows"]), int(m["rows"]), _pct(m["rule_of_thumb_tflops_mape_pct"]),
+        "perfmodel better" if m["tflops_mape_pct"] < m["rule_of_thumb_tflops_mape_pct"] else "better than perfmodel")
 
 
 def _claims():

@@ -33,7 +33,7 @@ def test_every_item_points_at_existing_notebooks_and_tests():
             assert (ROOT / it.test).is_file(), it.test
     items = list_items()
     assert items["id"].is_unique and set(items["paper"]) <= {"CM-DARE", "ICAC'19", "perfmodel"}
-    assert len(items) == 45 and items["legacy_id"].is_unique
+    assert len(items) == 46 and items["legacy_id"].is_unique
 
 
 @pytest.mark.parametrize("row, expected", [
@@ -191,11 +191,11 @@ def test_full_reproduction_is_green(tmp_path, capsys):
     # perfmodel's own results are numbers with their protocol, under every beyond / external item
     own = {it.id for it in ITEMS if it.package in ("beyond", "external")}
     with_results = {r["id"] for r in doc["numbers"] if r["status"] == "perfmodel result"}
-    assert with_results == own and len(own) == 15
+    assert with_results == own and len(own) == 16
     assert all(r["paper_value"] is None and len(r["reason"]) > 40 for r in doc["numbers"] if r["status"] == "perfmodel result")
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     beyond = md.split("## Beyond the papers (perfmodel)", 1)[1]
-    assert "No quoted numbers" not in beyond and beyond.count("| quantity | unit | perfmodel's value | status | protocol |") == 15
+    assert "No quoted numbers" not in beyond and beyond.count("| quantity | unit | perfmodel's value | status | protocol |") == 16
     # the six authors' images, each beside its reproduced figure
     assert sorted(p.name for p in (tmp_path / "authors").rglob("*.png")) == [
         "cluster_4_spots_heatmap.png", "cluster_8_spots_heatmap.png", "hetero_cost.png", "k80_cdf.png", "ps_bot_p100_1.png",

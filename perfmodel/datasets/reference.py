@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -217,6 +217,23 @@ def load_megatron_recompute_runs() -> pd.DataFrame:
     return _read_packaged("reference/megatron_korthikanti_table4.csv")
 
 
+def load_llama3_runs() -> pd.DataFrame:
+    """Meta's Llama 3 405B pre-training runs as the Llama 3 paper reports them (Grattafiori et al., "The Llama 3 Herd of
+    Models", arXiv:2407.21783, Table 4 with Section 3.3), transcribed with their citation: the 4D layouts (TP x CP x PP
+    x DP) of the 8,192- and 16,384-GPU runs on H100 SXM5 80GB at 700 W, sequence 8,192 (131,072 with context
+    parallelism), 16M tokens per batch, and the BF16 teraFLOP/s per GPU and MFU the paper reports. A visible check of
+    the step model on 700 W H100s at scale; nothing is fitted on it.
+
+    Returns
+    -------
+    DataFrame
+        One row per run: ``model``, ``n_gpus``, ``tp``, ``cp``, ``pp``, ``dp``, ``seq_len``, ``batch_size_per_dp``
+        (sequences per data-parallel rank and step), ``tokens_per_batch_millions`` (the paper's "16M": 2^24 tokens),
+        ``tflops_per_gpu``, ``bf16_mfu_pct``, ``gpu`` (as the paper describes it), ``source``.
+    """
+    return _read_packaged("reference/llama3_herd_table4.csv")
+
+
 def load_nccl_tests_p5() -> pd.DataFrame:
     """Published multi-node ``nccl-tests`` bus bandwidths of a rail-optimised H100 cluster, transcribed with their
     citation: ``all_reduce_perf`` and ``all_gather_perf`` (out-of-place bus bandwidth, NCCL over AWS EFA through the
@@ -350,6 +367,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
                 "on A100s, full or selective recomputation with or without sequence parallelism, iteration time, MFU",
                 ("reference/megatron_korthikanti_table4.csv",),
                 "Korthikanti et al., MLSys 2023, Tables 3 and 4 (beyond the papers)", kind="reference"),
+    DatasetSpec("llama3_runs", load_llama3_runs, "one Llama 3 405B pre-training run: TP x CP x PP x DP on 8,192-16,384 "
+                "H100 (700 W), sequence, batch, BF16 TFLOP/s per GPU and MFU", ("reference/llama3_herd_table4.csv",),
+                "Grattafiori et al., The Llama 3 Herd of Models, Table 4 (beyond the papers)", kind="reference"),
     DatasetSpec("nccl_tests_p5", load_nccl_tests_p5, "one nccl-tests measurement: all-reduce or all-gather bus bandwidth "
                 "on 2-32 AWS p5.48xlarge nodes (8 H100 each, 400 Gb/s EFA per GPU) at one message size",
                 ("reference/nccl_tests_p5.csv",), "crazyguitar/aws-gpu-communication-benchmark data/ (beyond the papers)",

@@ -20,7 +20,7 @@ def tables():
 
 
 def test_every_beyond_and_external_item_computes_its_own_results():
-    assert sorted(it.id for it in OWN) == ["async_staleness", "checkpoint_interval", "cpu_step_time_lomo", "lifetime_models", "megatron_recompute_runs", "megatron_runs", "nccl_multinode", "neusight_benchmark", "neusight_distributed_benchmark",
+    assert sorted(it.id for it in OWN) == ["async_staleness", "checkpoint_interval", "cpu_step_time_lomo", "lifetime_models", "llama3_paper_runs", "megatron_recompute_runs", "megatron_runs", "nccl_multinode", "neusight_benchmark", "neusight_distributed_benchmark",
                                            "plan_validation", "revocation_expectations", "step_time_honest_protocols", "torchtitan_runs",
                                            "vidur_h100_ops", "vidur_nccl"]
     assert all(it.computes_numbers and not it.no_numbers and not it.numbers_area for it in OWN)
