@@ -70,6 +70,13 @@ class Cluster:
         GPU when the ``"inter"`` link is InfiniBand (``"infiniband-hdr"``, ``"infiniband-ndr"``: the rail-optimised
         HGX / DGX fabrics, :data:`perfmodel.step.strategy.RAIL_FABRICS`); on other links one NIC carries each group
         that leaves its node.
+    clock : float, optional
+        The share of its datasheet clock the GPU runs at (every compute rate scaled, the memory bandwidth kept:
+        :func:`perfmodel.step.kernels.at_sustained_clock`). None (default): at BF16, FP16 and FP8, the share the part
+        sustains under training's continuous GEMM load where it is published
+        (:data:`perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE`: H100, H800 and H200 0.848, B200 0.815), else 1 (the
+        datasheet clock). ``1.0``: the datasheet clock, as a kernel benchmarked alone runs; a share from a part's own
+        measured GEMMs: :func:`perfmodel.step.kernels.sustained_clock`.
     """
 
     gpu: object
@@ -77,6 +84,7 @@ class Cluster:
     gpus_per_node: int = 8
     interconnect: object = None
     nics_per_node: int | None = None
+    clock: float | None = None
 
     def __post_init__(self):
         from perfmodel.datasets import gpu_spec
@@ -90,6 +98,14 @@ class Cluster:
         if self.nics_per_node is not None:
             _positive_int("Cluster", "nics_per_node", self.nics_per_node, "a node's NICs, each on its own rail, e.g. 8 on a "
                           "DGX H100; or None for the default")
+        if self.clock is not None:
+            from perfmodel.step.kernels import MAX_CLOCK_SHARE
+
+            if (isinstance(self.clock, bool) or not isinstance(self.clock, (int, float, np.floating))
+                    or not 0 < float(self.clock) <= MAX_CLOCK_SHARE):
+                raise ValueError(f"Cluster clock must be a share of the GPU's datasheet clock in (0, {MAX_CLOCK_SHARE:g}] "
+                                 f"(1.0: the datasheet clock), or None for the sustained share where published; got "
+                                 f"{self.clock!r}.")
         if isinstance(self.interconnect, dict):
             object.__setattr__(self, "interconnect", dict(self.interconnect))
         self._check_links()

@@ -21,7 +21,7 @@ from perfmodel.step import op_latency as _op_latency
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_PRECISIONS", "training_clock", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -669,6 +669,35 @@ CLOCKED_RATES = ("fp32_peak_tflops", "tf32_peak_tflops", "fp16_peak_tflops", "bf
 #: The largest share of its datasheet clock a part is run at (:func:`at_sustained_clock` takes a factor in
 #: ``(0, MAX_CLOCK_SHARE]``; the command line's ``--sustained-clock`` checks the same range).
 MAX_CLOCK_SHARE = 2.0
+
+#: The share of its datasheet clock a catalog part sustains under the continuous half-precision GEMM load of training,
+#: every GPU of its node busy, where it is published: the power-saturated over the boost-burst matmul throughput of the
+#: same GPUs, shape search and software (MSMF over MAMF, bf16, all 8 GPUs of the node computing, 40 GPU-runs:
+#: stas00/ml-engineering, compute/accelerator/benchmarks/README.md, "What we measured: alone vs all-8 concurrent":
+#: H200 698.6 / 823.9 TFLOPS at 1405-1527 MHz against a 1980 MHz boost, B200 1426.4 / 1751.2). The H100 SXM5 and the
+#: H800 carry the H200's GH100 die at the same 700 W (the source's MAMF table: "H200 is the same"). perfmodel's GEMM
+#: model reproduces burst measurements at the datasheet clock (OpenXLA's H100 table, ``external.vidur_h100_ops``: a
+#: clock of 0.98 removes its bias), so a training step on these parts runs at this share of it. Other parts: no
+#: sustained measurement is published, they run at their datasheet clock (optimistic where they are power-limited).
+SUSTAINED_CLOCK_SHARE = {"H100": 698.6 / 823.9, "H800": 698.6 / 823.9, "H200": 698.6 / 823.9,
+                         "B200": 1426.4 / 1751.2}
+
+#: The precisions whose training steps run at :data:`SUSTAINED_CLOCK_SHARE` by default: the tensor-core rates the
+#: sustained measurements saturate (FP32 and TF32 steps, never measured sustained, keep the datasheet clock).
+SUSTAINED_PRECISIONS = ("bf16", "fp16", "fp8")
+
+
+def training_clock(spec, precision: str, clock=None) -> float:
+    """The share of its datasheet clock a training step on ``spec`` runs at: ``clock`` where given (a
+    :attr:`perfmodel.Cluster.clock`), else :data:`SUSTAINED_CLOCK_SHARE` of the catalog part at the precisions of
+    :data:`SUSTAINED_PRECISIONS`, else 1 (a part already clocked by :func:`at_sustained_clock` keeps its clock)."""
+    from perfmodel.datasets import gpu_spec
+
+    if clock is not None:
+        return float(clock)
+    if precision not in SUSTAINED_PRECISIONS:
+        return 1.0
+    return float(SUSTAINED_CLOCK_SHARE.get(gpu_spec(spec).gpu, 1.0))
 
 
 def at_sustained_clock(spec, factor: float):

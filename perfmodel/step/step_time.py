@@ -347,6 +347,33 @@ def _step_time_only(model, gpus, *, alpha: float = 0.2, by_group: bool = False, 
 
 
 def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:
+    """One row per cluster of ``clusters`` (the same run on each one's GPU), each GPU at the clock a training step
+    runs it at (:func:`perfmodel.step.kernels.training_clock`: :attr:`perfmodel.Cluster.clock`, else the sustained
+    share where published), named as given and the clock said in ``basis``: :func:`_step_rows`."""
+    from perfmodel.step.kernels import at_sustained_clock, training_clock
+
+    check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), clusters)  # refused naming the GPU as given
+    clocked, names, notes = [], {}, {}
+    for c in clusters:
+        f = training_clock(c.spec, w.precision, getattr(c, "clock", None))
+        if f == 1.0:
+            clocked.append(c)
+            continue
+        spec = at_sustained_clock(c.spec, f)
+        names[spec.gpu] = c.spec.gpu
+        notes[c.spec.gpu] = (f"; the GPU at {f:.3g} of its datasheet clock ("
+                             + ("Cluster.clock" if getattr(c, "clock", None) is not None else
+                                "the share it sustains under training's continuous GEMM load, every GPU of the node "
+                                "busy: perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE") + ")")
+        clocked.append(dataclasses.replace(c, gpu=spec, clock=None) if dataclasses.is_dataclass(c) else c)
+    out = _step_rows(w, tuple(clocked), p, alpha=alpha, by_group=by_group)
+    if names:
+        out["gpu"] = out["gpu"].replace(names)
+        out["basis"] = out["basis"].astype(str) + out["gpu"].map(notes).fillna("")
+    return out
+
+
+def _step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:
     """One row per cluster of ``clusters`` (the same run on each one's GPU): activation checkpointing added to the
     step without it (:func:`perfmodel.step.one_gpu.add_recompute`), a parallel layout's step
     (:func:`perfmodel.step.parallel.parallel_rows`) or one GPU's (:func:`perfmodel.step.one_gpu.single_gpu_rows`)."""
@@ -363,7 +390,7 @@ def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_g
 
         name, lay = model_and_layout(w.model, w.input_shape, w.input_dtype)[4:]
         check_checkpointable(lay, p.activation_checkpointing, name)
-        plain = step_rows(w, clusters, dataclasses.replace(p, activation_checkpointing=False), alpha=alpha,
+        plain = _step_rows(w, clusters, dataclasses.replace(p, activation_checkpointing=False), alpha=alpha,
                           by_group=by_group)
         fraction = 1.0 if ac == "full" else _recompute_fraction(w, clusters, ac, frame=plain)
         return add_recompute(plain, alpha=alpha, fraction=fraction, detail=by_group, mode=ac,

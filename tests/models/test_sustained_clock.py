@@ -77,3 +77,48 @@ def test_errors_say_what_is_wrong():
         _quiet(sustained_clock, "H100", SHAPES.assign(ms=1e-6))
     with pytest.raises(ValueError, match=r"m, n and k must be positive numbers"):
         gemm_work(SHAPES.assign(m=[0, 1, 2]))
+
+
+LLAMA_SMALL = dict(model_type="llama", hidden_size=2048, intermediate_size=5632, num_hidden_layers=2,
+                   num_attention_heads=16, num_key_value_heads=4, vocab_size=32000, max_position_embeddings=4096)
+
+
+def test_the_published_sustained_shares_are_the_measured_ratios():
+    from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE, SUSTAINED_PRECISIONS, training_clock
+
+    # power-saturated over boost-burst matmul TFLOPS, all 8 GPUs busy (stas00/ml-engineering): H200, B200
+    assert SUSTAINED_CLOCK_SHARE["H200"] == pytest.approx(698.6 / 823.9) and SUSTAINED_CLOCK_SHARE["B200"] == pytest.approx(1426.4 / 1751.2)
+    assert SUSTAINED_CLOCK_SHARE["H100"] == SUSTAINED_CLOCK_SHARE["H800"] == SUSTAINED_CLOCK_SHARE["H200"]  # one die, 700 W
+    assert set(SUSTAINED_PRECISIONS) == {"bf16", "fp16", "fp8"}
+    assert training_clock("H100", "bf16") == SUSTAINED_CLOCK_SHARE["H100"]
+    assert training_clock("H100", "fp32") == training_clock("H100", "tf32") == 1.0  # never measured sustained
+    assert training_clock("A100", "bf16") == training_clock("H100-NVL", "bf16") == 1.0  # nothing published
+    assert training_clock("H100", "bf16", 0.9) == 0.9 and training_clock(at_sustained_clock("H100", 0.8), "bf16") == 1.0
+
+
+def test_a_training_step_runs_at_the_sustained_share_by_default_and_at_the_clock_asked():
+    import perfmodel as pm
+
+    w = pm.Workload(LLAMA_SMALL, input_shape=(1024,), batch_size=4, precision="bf16", optimizer="adam-fused")
+    default = _quiet(pm.predict, w, pm.Cluster("H100"))
+    datasheet = _quiet(pm.predict, w, pm.Cluster("H100", clock=1.0))
+    explicit = _quiet(pm.predict, w, pm.Cluster(at_sustained_clock("H100", 698.6 / 823.9), clock=1.0))
+    assert default.step_time_s == pytest.approx(explicit.step_time_s, rel=1e-12)
+    # slower than at the datasheet clock, by no more than the clock itself (the memory-bound kernels keep their time)
+    assert 1 < default.step_time_s / datasheet.step_time_s < 823.9 / 698.6 + 1e-9
+    assert "of its datasheet clock" in default.basis and "of its datasheet clock" not in datasheet.basis
+    row = _quiet(pm.predict_step_time, LLAMA_SMALL, ["H100", "A100"], input_shape=(1024,), batch_size=4,
+                 precision="bf16", optimizer="adam-fused")
+    assert list(row["gpu"]) == ["H100", "A100"]  # named as given
+    assert "SUSTAINED_CLOCK_SHARE" in row["basis"].iloc[0] and "SUSTAINED_CLOCK_SHARE" not in row["basis"].iloc[1]
+    # FP32 steps keep the datasheet clock
+    w32 = pm.Workload(LLAMA_SMALL, input_shape=(256,), batch_size=2, precision="fp32", optimizer="adam")
+    assert _quiet(pm.predict, w32, pm.Cluster("H100")).step_time_s == _quiet(pm.predict, w32, pm.Cluster("H100", clock=1.0)).step_time_s
+
+
+@pytest.mark.parametrize("clock", [0, -0.5, 2.5, True, "fast", float("nan")])
+def test_a_clock_out_of_range_is_refused_with_what_is_expected(clock):
+    import perfmodel as pm
+
+    with pytest.raises(ValueError, match=r"Cluster clock must be a share of the GPU's datasheet clock in \(0, 2\]"):
+        pm.Cluster("H100", clock=clock)

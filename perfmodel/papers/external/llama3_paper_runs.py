@@ -24,7 +24,8 @@ ITEM = Item(
     procedure=("Every row is one pm.predict call: Llama 3.1 405B's Hugging Face config (torchtitan_runs.MODEL_CONFIGS), "
                "the row's sequence, global batch = dp x batch per dp rank in micro-batches of one sequence, BF16 mixed "
                "precision, the fused Adam step, on the catalog H100 (SXM5 80GB, the 700 W part the paper names) at "
-               "its datasheet clock in nodes of 8 with NVLink inside and a 400 Gb/s NIC per GPU on its own rail "
+               "the share of its datasheet clock it sustains under training's GEMM load (pm.Cluster's default clock: "
+               "perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE, from a published matmul benchmark, not these runs) in nodes of 8 with NVLink inside and a 400 Gb/s NIC per GPU on its own rail "
                "(infiniband-ndr, nics_per_node=8; the run's fabric is RoCE at that rate). Section 3.3.2's execution "
                "as near as perfmodel states it: parameters kept whole over data parallel, optimizer states sharded "
                "(the paper's FSDP without resharding after the forward pass; framework='megatron' with its "
@@ -49,7 +50,7 @@ ITEM = Item(
 
 __all__ = ["ITEM", "data", "numbers", "figure"]
 
-#: the GPU the paper names (H100 SXM5 80GB HBM3 at its 700 W TDP): the catalog's H100, at its datasheet clock
+#: the GPU the paper names (H100 SXM5 80GB HBM3 at its 700 W TDP): the catalog's H100, at the clock it sustains
 GPU = "H100"
 #: NVLink inside the 8-GPU server, a 400 Gb/s NIC per GPU between servers (Section 3.3.1: RoCE at 400 Gbps)
 LINKS = {"intra": "nvlink", "inter": "infiniband-ndr"}
