@@ -1047,7 +1047,10 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                            async_tp=async_tp, pipeline_schedule=pipeline_schedule, nics_per_node=nics_per_node,
                            framework=framework, distributed_optimizer=distributed_optimizer,
                            sequence_parallel=sequence_parallel, virtual_stages=virtual_stages)
-    return parallel_rows(w, cs, p, alpha=alpha, by_group=by_group)
+    from perfmodel.step.step_time import clocked_clusters, name_clocked_rows
+
+    cs, names, notes = clocked_clusters(w, cs)  # each GPU at the clock a step runs it at, as predict_step_time
+    return name_clocked_rows(parallel_rows(w, cs, p, alpha=alpha, by_group=by_group), names, notes)
 
 
 def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:

@@ -122,3 +122,14 @@ def test_a_clock_out_of_range_is_refused_with_what_is_expected(clock):
 
     with pytest.raises(ValueError, match=r"Cluster clock must be a share of the GPU's datasheet clock in \(0, 2\]"):
         pm.Cluster("H100", clock=clock)
+
+
+def test_every_face_of_the_step_runs_the_gpu_at_the_same_clock():
+    import perfmodel as pm
+    from perfmodel.step.parallel import predict_parallel_step_time
+
+    kw = dict(input_shape=(512,), batch_size=4, precision="bf16", optimizer="adam-fused", n_gpus=2, strategy="dp")
+    a = _quiet(pm.predict_step_time, LLAMA_SMALL, "H100", **kw)
+    b = _quiet(predict_parallel_step_time, LLAMA_SMALL, "H100", **kw)
+    assert a["step_time_s"].iloc[0] == b["step_time_s"].iloc[0] and list(b["gpu"]) == ["H100"]
+    assert "SUSTAINED_CLOCK_SHARE" in b["basis"].iloc[0]
