@@ -21,7 +21,7 @@ from perfmodel.step import op_latency as _op_latency
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_PRECISIONS", "training_clock", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -698,6 +698,37 @@ def training_clock(spec, precision: str, clock=None) -> float:
     if precision not in SUSTAINED_PRECISIONS:
         return 1.0
     return float(SUSTAINED_CLOCK_SHARE.get(gpu_spec(spec).gpu, 1.0))
+
+
+def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:
+    """The clusters with each GPU at the clock a step at ``precision`` runs it at (:func:`training_clock`:
+    :attr:`perfmodel.Cluster.clock`, else the sustained share where published), the clocked parts' names mapped back
+    to the given ones, and the ``basis`` note of each given name: for :func:`name_clocked_rows`."""
+    import dataclasses
+
+    clocked, names, notes = [], {}, {}
+    for c in clusters:
+        asked = getattr(c, "clock", None)
+        f = training_clock(c.spec, precision, asked)
+        if f == 1.0:
+            clocked.append(c)
+            continue
+        spec = at_sustained_clock(c.spec, f)
+        names[spec.gpu] = c.spec.gpu
+        notes[c.spec.gpu] = (f"; the GPU at {f:.3g} of its datasheet clock ("
+                             + ("Cluster.clock" if asked is not None else
+                                "the share it sustains under training's continuous GEMM load, every GPU of the node "
+                                "busy: perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE") + ")")
+        clocked.append(dataclasses.replace(c, gpu=spec, clock=None))
+    return tuple(clocked), names, notes
+
+
+def name_clocked_rows(out: pd.DataFrame, names: dict, notes: dict) -> pd.DataFrame:
+    """Rows of clocked clusters (:func:`clocked_clusters`) named as given, their clock said in ``basis``."""
+    if names:
+        out["gpu"] = out["gpu"].replace(names)
+        out["basis"] = out["basis"].astype(str) + out["gpu"].map(notes).fillna("")
+    return out
 
 
 def at_sustained_clock(spec, factor: float):

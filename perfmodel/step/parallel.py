@@ -1047,9 +1047,9 @@ def predict_parallel_step_time(model, gpus, *, input_shape=None, batch_size: int
                            async_tp=async_tp, pipeline_schedule=pipeline_schedule, nics_per_node=nics_per_node,
                            framework=framework, distributed_optimizer=distributed_optimizer,
                            sequence_parallel=sequence_parallel, virtual_stages=virtual_stages)
-    from perfmodel.step.step_time import clocked_clusters, name_clocked_rows
+    from perfmodel.step.kernels import clocked_clusters, name_clocked_rows
 
-    cs, names, notes = clocked_clusters(w, cs)  # each GPU at the clock a step runs it at, as predict_step_time
+    cs, names, notes = clocked_clusters(w.precision, cs)  # each GPU at the clock a step runs it at, as predict_step_time
     return name_clocked_rows(parallel_rows(w, cs, p, alpha=alpha, by_group=by_group), names, notes)
 
 

@@ -346,42 +346,13 @@ def _step_time_only(model, gpus, *, alpha: float = 0.2, by_group: bool = False, 
     return step_rows(*keyword_run(model, gpus, **keywords), alpha=alpha, by_group=by_group)
 
 
-def clocked_clusters(w: Workload, clusters) -> tuple[tuple, dict, dict]:
-    """The clusters with each GPU at the clock a step of ``w`` runs it at (:func:`perfmodel.step.kernels.training_clock`:
-    :attr:`perfmodel.Cluster.clock`, else the sustained share where published), the clocked parts' names mapped back
-    to the given ones, and the ``basis`` note of each given name: for :func:`name_clocked_rows`."""
-    from perfmodel.step.kernels import at_sustained_clock, training_clock
-
-    check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), clusters)  # refused naming the GPU as given
-    clocked, names, notes = [], {}, {}
-    for c in clusters:
-        asked = getattr(c, "clock", None)
-        f = training_clock(c.spec, w.precision, asked)
-        if f == 1.0:
-            clocked.append(c)
-            continue
-        spec = at_sustained_clock(c.spec, f)
-        names[spec.gpu] = c.spec.gpu
-        notes[c.spec.gpu] = (f"; the GPU at {f:.3g} of its datasheet clock ("
-                             + ("Cluster.clock" if asked is not None else
-                                "the share it sustains under training's continuous GEMM load, every GPU of the node "
-                                "busy: perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE") + ")")
-        clocked.append(dataclasses.replace(c, gpu=spec, clock=None))
-    return tuple(clocked), names, notes
-
-
-def name_clocked_rows(out: pd.DataFrame, names: dict, notes: dict) -> pd.DataFrame:
-    """Rows of clocked clusters (:func:`clocked_clusters`) named as given, their clock said in ``basis``."""
-    if names:
-        out["gpu"] = out["gpu"].replace(names)
-        out["basis"] = out["basis"].astype(str) + out["gpu"].map(notes).fillna("")
-    return out
-
-
 def step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_group: bool = False) -> pd.DataFrame:
     """One row per cluster of ``clusters`` (the same run on each one's GPU), each GPU at the clock a step runs it at,
-    named as given (:func:`clocked_clusters`): :func:`_step_rows`."""
-    clocked, names, notes = clocked_clusters(w, clusters)
+    named as given (:func:`perfmodel.step.kernels.clocked_clusters`): :func:`_step_rows`."""
+    from perfmodel.step.kernels import clocked_clusters, name_clocked_rows
+
+    check_recipe_on(fp8_recipe_of(w.precision, w.stack, w.fp8_recipe), clusters)  # refused naming the GPU as given
+    clocked, names, notes = clocked_clusters(w.precision, clusters)
     return name_clocked_rows(_step_rows(w, clocked, p, alpha=alpha, by_group=by_group), names, notes)
 
 
