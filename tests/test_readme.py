@@ -197,7 +197,6 @@ def _llm_claims():
         int(q.loc[("all", "ge_256mib"), "n_rows"]), _pct(q.loc[("all", "all"), "line_rate_mape_pct"]),
         _pct(q.loc[("all", "all"), "pooled_fit_mape_pct"]))
     n = torchtitan_runs.summary().set_index("quantity")["value"]
-    better = n["tokens_mape_pct"] < n["rule_of_thumb_tokens_mape_pct"]
     yield _row("tokens/s per GPU and peak memory of multi-GPU Llama pretraining",
                "torchtitan's published runs that one call can state ({} of {}: every layout, tensorwise and rowwise Float8; H100, H200, A100)",
                "{} % MAPE (worst {} %; the {} rowwise Float8 runs {} %, the other {} runs {} %); peak memory {} % on "
@@ -207,16 +206,16 @@ def _llm_claims():
         int(n["rowwise_rows"]), _pct(n["rowwise_tokens_mape_pct"]), int(n["rows_predicted"] - n["rowwise_rows"]),
         _pct(n["other_tokens_mape_pct"]),
         _pct(n["memory_mape_pct"]), int(n["memory_rows"]), _pct(n["rule_of_thumb_tokens_mape_pct"]),
-        "perfmodel better" if better else "better than perfmodel")
+        _verdict(n["tokens_mape_pct"], n["rule_of_thumb_tokens_mape_pct"]))
     a = {r["quantity"]: r["value"] for r in torchtitan_runs._torchao_numbers()}
-    better = a["torchao_e2e_tokens_mape_pct"] < a["torchao_e2e_rule_of_thumb_tokens_mape_pct"]
     yield _row("the same, and FP8's gain over BF16", "torchao's end-to-end Float8 runs (Llama 3 8B on 8 H100: BF16, "
                "tensorwise, rowwise; held out)", "{} % MAPE on the H100 the source names ({} % if they ran on "
                "torchtitan's 500 W part); FP8's gain within {}; peak memory {} %",
                "the rule of thumb {} % ({}); its gain (none) off by {}", _item_link("external.torchtitan_runs")), (
         _pct(a["torchao_e2e_tokens_mape_pct"]), _pct(a["torchao_e2e_tokens_mape_pct_if_grand_teton"]),
         f"{a['torchao_e2e_fp8_gain_mean_abs_error']:.2f}", _pct(a["torchao_e2e_memory_mape_pct"]),
-        _pct(a["torchao_e2e_rule_of_thumb_tokens_mape_pct"]), "perfmodel better" if better else "better than perfmodel",
+        _pct(a["torchao_e2e_rule_of_thumb_tokens_mape_pct"]),
+        _verdict(a["torchao_e2e_tokens_mape_pct"], a["torchao_e2e_rule_of_thumb_tokens_mape_pct"]),
         f"{a['torchao_e2e_rule_of_thumb_fp8_gain_mean_abs_error']:.2f}")
     yield ("on the {} runs torchtitan published with and without it, the speed-up it gives is predicted within {} on "
            "average (the rule of thumb, which predicts none, {})"), (
@@ -229,7 +228,7 @@ def _llm_claims():
                "Narayanan et al.'s {} weak-scaling runs (SC'21 Table 1: GPT 1.7B to 1T on 32 to 3,072 A100)",
                "{} % MAPE (worst {} %)", "the rule of thumb {} % ({})", _item_link("external.megatron_runs")), (
         int(g["rows"]), _pct(g["tflops_mape_pct"]), _pct(g["tflops_worst_pct"]), _pct(g["rule_of_thumb_tflops_mape_pct"]),
-        "perfmodel better" if g["tflops_mape_pct"] < g["rule_of_thumb_tflops_mape_pct"] else "better than perfmodel")
+        _verdict(g["tflops_mape_pct"], g["rule_of_thumb_tflops_mape_pct"]))
     from perfmodel.papers.external import megatron_recompute_runs
 
     k = megatron_recompute_runs.summary().set_index("quantity")["value"]
@@ -239,7 +238,7 @@ def _llm_claims():
                "the rule of thumb {} % ({})", _item_link("external.megatron_recompute_runs")), (
         int(k["rows"]), _pct(k["mfu_mape_pct"]), _pct(k["mfu_worst_pct"]), f"{k['predicted_speedup_mean']:.2f}",
         f"{k['published_speedup_mean']:.2f}", _pct(k["rule_of_thumb_mfu_mape_pct"]),
-        "perfmodel better" if k["mfu_mape_pct"] < k["rule_of_thumb_mfu_mape_pct"] else "better than perfmodel")
+        _verdict(k["mfu_mape_pct"], k["rule_of_thumb_mfu_mape_pct"]))
     from perfmodel.papers.external import torchtitan_runs
     from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE
 
@@ -258,7 +257,12 @@ def _llm_claims():
         int(m["rows"]), _pct(m["tflops_mape_pct"]), _pct(m["tflops_worst_pct"]), f"{m['tflops_mean_signed_pct']:+.1f}",
         "predicted too fast" if m["tflops_mean_signed_pct"] > 0 else "predicted too slow",
         _pct(m["tflops_mape_causal_count_pct"]), _pct(m["rule_of_thumb_tflops_mape_causal_count_pct"]), round(m["fitting_share"] * m["rows"]), int(m["rows"]), _pct(m["rule_of_thumb_tflops_mape_pct"]),
-        "perfmodel better" if m["tflops_mape_pct"] < m["rule_of_thumb_tflops_mape_pct"] else "better than perfmodel")
+        _verdict(m["tflops_mape_pct"], m["rule_of_thumb_tflops_mape_pct"]))
+
+
+def _verdict(ours: float, rule: float) -> str:
+    """How the README words perfmodel's error ``ours`` beside the rule of thumb's ``rule`` on the same rows."""
+    return "perfmodel better" if ours < rule else "better than perfmodel"
 
 
 def _claims():

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["RULE_OF_THUMB_MFU", "rule_of_thumb_step_time", "roofline_step_time", "matmul_params"]
+__all__ = ["RULE_OF_THUMB_MFU", "rule_of_thumb_step_time", "attention_flops_per_token", "roofline_step_time", "matmul_params"]
 
 #: Model-FLOPs utilisation of the rule of thumb: 40 % of the dense peak, the figure practitioners size runs with
 #: (well-tuned large runs report 38-43 % on A100/H100: PaLM 46 % on TPU v4, Llama 3 405B 38-43 % on H100).
@@ -73,6 +73,25 @@ def _is_token_model(shape, in_dtype) -> bool:
     import torch
 
     return len(shape) == 1 and (in_dtype is None or in_dtype in (torch.long, torch.int64, torch.int32))
+
+
+def _attention_per_token(lay, s: int, passes: int) -> float:
+    """The rule's attention FLOPs per token: ``4·L·h·s`` a pass through both products, ``passes`` times."""
+    return float(passes * 4 * lay.n_layers * lay.hidden * s)
+
+
+def attention_flops_per_token(model, input_shape=None, *, input_dtype=None, inference: bool = False) -> float:
+    """The rule of thumb's attention FLOPs per token of a token model: ``12·L·h·s`` (``4·L·h·s`` with
+    ``inference``), the part of its count a causal count halves. A ``ValueError`` for a model without a sequence of
+    tokens and transformer layers."""
+    from perfmodel.step.trace import model_and_layout
+
+    _net, shape, in_dtype, _vocab, name, lay = model_and_layout(model, input_shape, input_dtype)
+    if not (_is_token_model(shape, in_dtype) and lay.n_layers and lay.hidden):
+        raise ValueError(f"{name}: the rule of thumb counts attention FLOPs only for a model of token sequences with "
+                         f"transformer layers; got input shape {tuple(shape)} ({in_dtype}). Pass a causal language "
+                         "model and its input_shape=(sequence_length,).")
+    return _attention_per_token(lay, int(shape[0]), 1 if inference else 3)
 
 
 def rule_of_thumb_step_time(model, gpus, *, input_shape=None, batch_size: int, precision: str = "bf16", n_gpus: int = 1,
@@ -128,7 +147,7 @@ def rule_of_thumb_step_time(model, gpus, *, input_shape=None, batch_size: int, p
     if _is_token_model(shape, in_dtype) and lay.n_layers and lay.hidden:
         s = int(shape[0])
         n = matmul_params(net)
-        per_token = passes * (2 * n + 4 * lay.n_layers * lay.hidden * s)
+        per_token = passes * 2 * n + _attention_per_token(lay, s, passes)
         flops = float(per_token) * s * batch_size
         how = (f"{'2' if inference else '6'}·N + {'4' if inference else '12'}·L·h·s FLOPs per token "
                f"(N = {n:,} weights without the embedding tables, L = {lay.n_layers}, h = {lay.hidden}, s = {s})")

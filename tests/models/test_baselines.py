@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 from perfmodel.datasets import gpu_spec
-from perfmodel.step.baselines import matmul_params, roofline_step_time, rule_of_thumb_step_time
+from perfmodel.step.baselines import attention_flops_per_token, matmul_params, roofline_step_time, rule_of_thumb_step_time
 
 LLAMA = dict(model_type="llama", vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256, tie_word_embeddings=False)
@@ -31,6 +31,19 @@ def test_rule_of_thumb_is_6n_plus_12lhs_per_token_at_40_percent_of_peak():
     assert r8["step_time_s"].item() == pytest.approx(r.loc["H100", "step_time_s"] / 8)
     ri = rule_of_thumb_step_time(LLAMA, "H100", input_shape=(128,), batch_size=8, inference=True)
     assert ri["flops_per_step"].item() == flops / 3
+
+
+def test_attention_flops_per_token_is_the_rules_12lhs_term():
+    h, L, s = 64, 2, 128
+    assert attention_flops_per_token(LLAMA, (s,)) == 12 * L * h * s
+    assert attention_flops_per_token(LLAMA, (s,), inference=True) == 4 * L * h * s
+    r = rule_of_thumb_step_time(LLAMA, "H100", input_shape=(s,), batch_size=1).iloc[0]
+    from perfmodel.step.trace import model_input
+
+    n = matmul_params(model_input(LLAMA, (s,), None)[0])
+    assert r["flops_per_step"] == (6 * n + attention_flops_per_token(LLAMA, (s,))) * s
+    with pytest.raises(ValueError, match="counts attention FLOPs only for a model of token sequences"):
+        attention_flops_per_token("resnet-32", (3, 32, 32))
 
 
 def test_rule_of_thumb_for_a_cnn_and_bad_arguments():

@@ -91,10 +91,10 @@ def _rule_and_flops(w, n: int) -> tuple[float, float]:
 
 def causal_attention_savings(w) -> float:
     """FLOPs of a step of ``w`` that the rule of thumb's count includes and a causal count does not: half of its
-    ``12·L·h·s`` attention FLOPs per token (``6·L·h·s`` times the step's tokens)."""
-    cfg = w.model
-    seq = int(w.input_shape[0])
-    return 6.0 * cfg["num_hidden_layers"] * cfg["hidden_size"] * seq * seq * int(w.batch_size)
+    attention FLOPs (:func:`perfmodel.step.baselines.attention_flops_per_token`) over the step's tokens."""
+    from perfmodel.step.baselines import attention_flops_per_token
+
+    return 0.5 * attention_flops_per_token(w.model, w.input_shape) * int(w.input_shape[0]) * int(w.batch_size)
 
 
 @cached_frame
