@@ -212,6 +212,15 @@ class Parallelism:
         parallelism the input shard gathered again under the input-gradient GEMM. None: the framework's default
         (Megatron: on; PyTorch, whose tensor parallelism runs them in order: off, and True is refused). False:
         Megatron-LM before August 2021 (:data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP` cites the commits).
+    shard_gradients : bool, optional
+        ZeRO-2: each micro-batch's gradients reduce-scattered, bucket by bucket under its backward pass, into the
+        rank's ``1/(dp·cp)`` shard, where they accumulate — the gradients kept sharded at the price of one
+        reduce-scatter per micro-batch instead of one per step. Megatron-Core's sharding of optimizer states and
+        gradients (``--data-parallel-sharding-strategy optim_grads``), the FSDP of the Llama 3 paper (§3.3.2: optimizer
+        states and gradients sharded, parameters not resharded after the forward pass). Needs a sharded optimizer
+        (``fsdp``, or ``framework="megatron"`` with its distributed optimizer). None: the framework's default —
+        whole gradients accumulated over the micro-batches and reduced once (Megatron's distributed optimizer, FSDP
+        with a pipeline as torchtitan runs it), sharded under FSDP without a pipeline.
     """
 
     strategy: object = "dp"
@@ -229,6 +238,7 @@ class Parallelism:
     micro_batch_size: int | None = None
     context_parallel_kv: str = "grouped"
     overlap_tp_backward: bool | None = None
+    shard_gradients: bool | None = None
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_pipeline_layers, check_strategy_name,
@@ -255,6 +265,8 @@ class Parallelism:
             _flag_or_none("fp8_param_gather", self.fp8_param_gather, "the FP8 linears' weights kept and gathered in FP8")
             _flag_or_none("overlap_tp_backward", self.overlap_tp_backward,
                           "the backward tensor-parallel collectives under the column-parallel linears' GEMMs")
+            _flag_or_none("shard_gradients", self.shard_gradients,
+                          "gradients reduce-scattered every micro-batch into the rank's shard, ZeRO-2")
             checkpointing_mode(self.activation_checkpointing)
             check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
             check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")
@@ -274,12 +286,14 @@ class Parallelism:
         return parse_strategy(self.strategy, int(n_gpus))
 
     def execution(self, n_gpus: int) -> dict:
-        """``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward"}`` over ``n_gpus``
-        GPUs (:func:`perfmodel.step.strategy.resolve_execution`); a ``StrategyError`` where the layout cannot run so."""
+        """``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward", "shard_gradients"}``
+        over ``n_gpus`` GPUs (:func:`perfmodel.step.strategy.resolve_execution`); a ``StrategyError`` where the layout
+        cannot run so."""
         from perfmodel.step.strategy import resolve_execution
 
         return resolve_execution(self.framework, self.degrees(n_gpus), distributed_optimizer=self.distributed_optimizer,
-                                 sequence_parallel=self.sequence_parallel, overlap_tp_backward=self.overlap_tp_backward)
+                                 sequence_parallel=self.sequence_parallel, overlap_tp_backward=self.overlap_tp_backward,
+                                 shard_gradients=self.shard_gradients)
 
     def with_micro_batches(self, batch_size: int, n_gpus: int) -> "Parallelism":
         """This parallelism with ``micro_batches`` said for a global batch of ``batch_size`` over ``n_gpus`` GPUs:

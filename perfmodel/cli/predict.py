@@ -50,7 +50,8 @@ def _cmd_predict(args) -> int:
     w = trusted_replace(w, fp8_recipe=args.fp8_recipe)
     if args.compile_scope is not None:  # checked against the kernel family where the step model reads it
         w = trusted_replace(w, compile_scope=args.compile_scope)
-    how = trusted_replace(how, fp8_param_gather=args.fp8_param_gather, overlap_tp_backward=args.overlap_tp_backward)
+    how = trusted_replace(how, fp8_param_gather=args.fp8_param_gather, overlap_tp_backward=args.overlap_tp_backward,
+                          shard_gradients=args.shard_gradients)
     if args.context_parallel_kv != "grouped":  # checked as Parallelism checks it
         import dataclasses
 
@@ -165,7 +166,7 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
                          framework=kw["framework"], virtual_stages=kw["virtual_stages"],
                          distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"],
                          fp8_param_gather=args.fp8_param_gather, context_parallel_kv=args.context_parallel_kv,
-                         overlap_tp_backward=args.overlap_tp_backward,
+                         overlap_tp_backward=args.overlap_tp_backward, shard_gradients=args.shard_gradients,
                          pipeline_layers=_pipeline_layers(args.pipeline_layers))
     for g in gpus:
         with warnings.catch_warnings():
@@ -238,6 +239,11 @@ def add_parser(sub, fmt) -> None:
                       help="with a tp factor: the column-parallel linears' backward collectives under their own GEMMs, "
                            "as Megatron-Core's and Transformer Engine's layers run them (default: on with --framework "
                            "megatron, off otherwise; --no-overlap-tp-backward for Megatron-LM before August 2021)")
+    pred.add_argument("--shard-gradients", action=argparse.BooleanOptionalAction, default=None,
+                      help="ZeRO-2: every micro-batch's gradients reduce-scattered into the rank's shard (Megatron's "
+                           "--data-parallel-sharding-strategy optim_grads; FSDP synchronising every micro-batch). Needs "
+                           "fsdp or --framework megatron's distributed optimizer. Default: the framework's (whole "
+                           "gradients reduced once per step, but under fsdp without a pipeline)")
     pred.add_argument("--context-parallel-kv", choices=("grouped", "repeated"), default="grouped",
                       help="with a cp factor: K and V exchanged at their own heads (default) or at every query head, "
                            "for a model that repeats them before the attention kernel (torchtitan's Llama until "

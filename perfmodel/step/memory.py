@@ -410,6 +410,8 @@ def _memory_basis(r, deg: dict, state: int) -> str:
             + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over {deg['dp'] * deg['cp']} ranks"
                                                           if deg.get("distributed_optimizer") else "")
                if deg.get("framework") == "megatron" else "")
+            + (f", gradients sharded over {deg['dp'] * deg['cp']} ranks (ZeRO-2)"
+               if deg.get("shard_gradients") and (deg["pp"] > 1 or not deg["fsdp"]) else "")
             + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
             f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
             "and fragmentation are not counted")
@@ -450,7 +452,8 @@ def _check_memory_args(w, clusters, p):
     strat, d = deg["name"], deg["dp"]
     check_async_tp(p.async_tp, deg["tp"], strat)
     deg.update(resolve_execution(p.framework, deg, distributed_optimizer=p.distributed_optimizer,
-                                 sequence_parallel=p.sequence_parallel, overlap_tp_backward=p.overlap_tp_backward))
+                                 sequence_parallel=p.sequence_parallel, overlap_tp_backward=p.overlap_tp_backward,
+                                 shard_gradients=p.shard_gradients))
     single = strat in STRATEGIES
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     per_rank = B // d
@@ -869,6 +872,11 @@ def _framework_parts(part: tuple[float, float, float, float], deg: dict, size: i
     grads_b = grads_b * max(4 / size, 1.0)
     if deg.get("distributed_optimizer"):
         opt_b = opt_b / (deg["dp"] * deg["cp"])
+    if deg.get("shard_gradients"):  # ZeRO-2: the rank's shard, and one bucket whole until its reduce-scatter
+        from perfmodel.step.parallel import megatron_bucket_bytes
+
+        ranks = deg["dp"] * deg["cp"]
+        grads_b = min(grads_b, grads_b / ranks + megatron_bucket_bytes(max(size, 4), ranks))
     return params_b, grads_b, opt_b, act_b
 
 
@@ -947,8 +955,14 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
             # reduce dtype, FP32 (FSDP2 upcasts an accumulated unsharded gradient to its mixed-precision policy's
             # reduce_dtype, FSDPParam.to_accumulated_grad_if_needed; torchtitan reduces in float32)
             shard = stage_p / (deg["dp"] * deg["cp"])
-            part = (shard * size + stage_b, shard * size + stage_p * max(size, FSDP_REDUCE_BYTES), shard * state,
-                    held + tmp)
+            reduce_b = max(size, FSDP_REDUCE_BYTES)
+            if deg.get("shard_gradients"):
+                # ZeRO-2 (every micro-batch reduce-scattered): the shard's accumulated gradients, and the largest of
+                # the stage's layers' unsharded gradients until its reduce-scatter
+                layer_p = float(_tp_rank_params(layer_params[ls], layer_split[ls], tpd).max()) if len(ls) else 0.0
+                part = (shard * size + stage_b, shard * reduce_b + layer_p * reduce_b, shard * state, held + tmp)
+            else:
+                part = (shard * size + stage_b, shard * size + stage_p * reduce_b, shard * state, held + tmp)
         else:
             part = (stage_b, stage_p * size, stage_p * state, held + tmp)
         part = _framework_parts(part, deg, size)

@@ -565,6 +565,9 @@ class RankWork:
     #: the column-parallel linears' backward collectives under their GEMMs (Megatron-Core's and Transformer Engine's
     #: layers, :data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP`; :func:`_overlapped_tp_backward`)
     overlap_tp_backward: bool = False
+    #: ZeRO-2 (:attr:`perfmodel.Parallelism.shard_gradients`): every micro-batch's gradients reduce-scattered into the
+    #: rank's shard, not accumulated whole and reduced once per step
+    shard_gradients: bool = False
     #: parameters gathered in FP8 (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`: FSDP's FP8 all-gather,
     #: Megatron's ``--fp8-param-gather``; :func:`perfmodel.step.trace.fp8_linear_weights`): of this rank, and of each
     #: pipeline stage's rank; 0 / None when every parameter is gathered at ``elem_bytes``
@@ -687,7 +690,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     v = pipeline_virtual_stages(pipeline_schedule, par.virtual_stages)
     check_async_tp(par.async_tp, tpd, strat)
     ex = resolve_execution(par.framework, deg, distributed_optimizer=par.distributed_optimizer,
-                           sequence_parallel=par.sequence_parallel, overlap_tp_backward=par.overlap_tp_backward)
+                           sequence_parallel=par.sequence_parallel, overlap_tp_backward=par.overlap_tp_backward,
+                           shard_gradients=par.shard_gradients)
     B = int(w.batch_size)
     _check_batch_split(B, d, m, n, strat)
     b_rank = B // d // m
@@ -753,7 +757,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         act_bytes=float(tokens * (lay.hidden or 0) * size), kv_bytes=kv_bytes,
         attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
-        sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
+        sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"],
+        shard_gradients=ex["shard_gradients"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
         context_parallel_kv=par.context_parallel_kv, tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
         **stages)
@@ -885,6 +890,12 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     tp_all = m * (_tp_layers_all(c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
     window = bwd + 2 * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b  # the backward pass as it runs
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params, r.fp8_gathered)
+    if r.shard_gradients and m > 1:
+        # ZeRO-2: each earlier micro-batch's reduce-scatter runs under the next micro-batch's passes; what outlasts
+        # them holds that micro-batch's backward (its gradient buckets not yet free)
+        rs_mb = _micro_batch_reduce(r, lk, r.rank_params)
+        reduce_ex += (m - 1) * max(rs_mb - (fwd + window), 0.0)
+        dp_total += (m - 1) * rs_mb
     dp_exposed = reduce_ex + gather_ex
     cp_comm = m * (c.cp_f + c.cp_b)
     compute = m * (fwd + bwd) + opt
@@ -916,6 +927,20 @@ def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, par
     ag_ex, ag_tot = exposed_bucket_gather(forward_s, gathered, r.dp_ranks, lk["dp"],
                                           overlap=r.overlap_grad_reduce, bucket_bytes=r.bucket_bytes(elem)[0])
     return rs_ex, ag_ex, rs_tot + ag_tot
+
+
+def _micro_batch_reduce(r: RankWork, lk: dict, params: float) -> float:
+    """Seconds on the link of one micro-batch's gradient reduce-scatter of ``params`` parameters over the ``dp·cp``
+    ranks under ZeRO-2 (:attr:`RankWork.shard_gradients`): in Megatron's buckets, or FSDP's one per layer (timed as
+    one collective of their bytes, as the per-step reduce-scatter is)."""
+    if not r.shard_gradients or r.dp_ranks < 2 or params <= 0:
+        return 0.0
+    nbytes = params * r.grad_bytes
+    if r.fsdp:
+        return reduce_scatter_time(nbytes, r.dp_ranks, lk["dp"])
+    bucket, first = r.bucket_bytes(r.grad_bytes)
+    return exposed_bucket_collective(0.0, nbytes, r.dp_ranks, lk["dp"], collective=reduce_scatter_time,
+                                     bucket_bytes=bucket, first_bucket_bytes=first)[1]
 
 
 def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.ndarray, np.ndarray, float]:
@@ -968,6 +993,12 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
     st_opt = opt * r.stage_rank / r.rank_params
+    # ZeRO-2: every micro-batch reduce-scatters its stage's gradients; a stage whose reduce-scatter outlasts its
+    # micro-batch's work is paced by it (the next backward waits for its gradient buckets); the last micro-batch's is
+    # the tail of _pipeline_dp
+    rs_mb = np.array([_micro_batch_reduce(r, lk, float(r.stage_rank[s])) for s in range(p)])
+    paced = np.maximum(rs_mb - st, 0.0)
+    st = st + paced
     # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
     # (with sequence parallelism the next stage starts from the sequence shard: no gather)
     hop = p2p_time(r.act_bytes / tpd, lk["pp"]) + (0.0 if r.sequence_parallel else allgather_time(r.act_bytes, tpd, lk["tp"]))
@@ -990,9 +1021,11 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
     cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
     sends = 2 * hop * ((v * p - 1) + (m - 1))
-    exposed = sends + tied_ar + tp_only + cp_only + (float(tail.max()) - o_rank) + head
+    dp_paced = on_path(paced) if paced.any() else 0.0
+    dp_tot = dp_tot + (m - 1) * rs_mb  # the earlier micro-batches' reduce-scatters (ZeRO-2), hidden or not
+    dp_exposed = (float(tail.max()) - o_rank) + head + dp_paced
+    exposed = sends + tied_ar + tp_only + cp_only + (float(tail.max()) - o_rank) + head + dp_paced
     comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max())
-    dp_exposed = (float(tail.max()) - o_rank) + head
     return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
                       forward=m * float(t[(stage == sb) & (phase == "forward")].sum()),
                       backward=m * float(t[(stage == sb) & (phase == "backward")].sum()), optimizer=o_rank,
@@ -1073,7 +1106,7 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     pipeline_virtual_stages(par.pipeline_schedule, par.virtual_stages)
     check_async_tp(par.async_tp, deg["tp"], deg["name"])
     resolve_execution(par.framework, deg, distributed_optimizer=par.distributed_optimizer,
-                      sequence_parallel=par.sequence_parallel)
+                      sequence_parallel=par.sequence_parallel, shard_gradients=par.shard_gradients)
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     links = [resolve_links(c.interconnect, s, degrees=deg, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
              for c, s in zip(clusters, specs)]
@@ -1122,6 +1155,8 @@ def _execution_basis(r: RankWork) -> str:
                                                     "all-gathered in 40M-element buckets"
                                                     + (" under compute)" if r.overlap_grad_reduce else ")")
                                                     if r.distributed_optimizer and r.dp_ranks > 1 else ""))
+    if r.shard_gradients and (r.pipelined or not r.fsdp):
+        parts.append(f"gradients sharded over {r.dp_ranks} ranks, reduce-scattered after every micro-batch (ZeRO-2)")
     if r.sequence_parallel:
         parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks")
     if r.overlap_tp_backward and r.tp > 1 and not r.async_tp:

@@ -386,7 +386,7 @@ def _step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_
     if p.strategy is not None:
         parse_strategy(p.strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
     resolve_execution(p.framework, dict(tp=1, fsdp=False, name="one GPU"), distributed_optimizer=p.distributed_optimizer,
-                      sequence_parallel=p.sequence_parallel)
+                      sequence_parallel=p.sequence_parallel, shard_gradients=p.shard_gradients)
     if clusters and clusters[0].interconnect is not None:
         resolve_interconnect(clusters[0].interconnect, gpu_specs([c.gpu for c in clusters], w.precision)[0])
     return single_gpu_rows(w, clusters, alpha=alpha)

@@ -661,8 +661,9 @@ def check_stack_framework(stack: str, framework) -> None:
 
 
 def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, sequence_parallel=None,
-                      overlap_tp_backward=None) -> dict:
-    """How a layout runs: ``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward"}``.
+                      overlap_tp_backward=None, shard_gradients=None) -> dict:
+    """How a layout runs: ``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward",
+    "shard_gradients"}``.
 
     ``"megatron"``: the distributed optimizer (ZeRO-1: FP32 master weights and optimizer states sharded over the
     ``dp·cp`` ranks, gradients reduce-scattered and parameters all-gathered) unless ``distributed_optimizer=False``
@@ -673,13 +674,20 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
     sequence parallelism by default with ``fsdp`` and ``tp`` (torchtitan's 2D), else as asked; the backward
     collectives in order with the GEMMs (DTensor's; torchtitan's overlap is ``async_tp``).
 
+    ``shard_gradients`` (ZeRO-2, :attr:`perfmodel.Parallelism.shard_gradients`): each micro-batch's gradients
+    reduce-scattered into the rank's ``1/(dp·cp)`` shard. Default: on for FSDP without a pipeline (torchtitan's
+    gradient accumulation reduce-scatters every micro-batch), off elsewhere (Megatron's distributed optimizer and FSDP
+    with a pipeline accumulate whole gradients and reduce once per step). True needs a sharded optimizer (FSDP, or
+    Megatron's distributed optimizer) and data-parallel ranks to shard over.
+
     Raises
     ------
     perfmodel.datasets.UnknownNameError
         An unknown framework.
     StrategyError
         FSDP under Megatron; the distributed optimizer or the backward overlap under PyTorch; sequence parallelism or
-        the backward overlap without tensor parallelism.
+        the backward overlap without tensor parallelism; sharded gradients without a sharded optimizer or without
+        data-parallel ranks, whole gradients under FSDP without a pipeline.
     TypeError
         A flag that is not a bool or None.
     """
@@ -718,8 +726,33 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
         raise StrategyError(f"overlap_tp_backward=True hides tensor-parallel collectives under the backward GEMMs, but "
                             f"strategy={strat!r} has no tensor parallelism. Add a tp factor or pass "
                             "overlap_tp_backward=None.")
+    zero2 = _resolve_shard_gradients(shard_gradients, degrees, fsdp=fsdp, distributed_optimizer=bool(dist))
     return dict(framework=name, distributed_optimizer=bool(dist), sequence_parallel=bool(sp),
-                overlap_tp_backward=bool(ov))
+                overlap_tp_backward=bool(ov), shard_gradients=zero2)
+
+
+def _resolve_shard_gradients(asked, degrees: dict, *, fsdp: bool, distributed_optimizer: bool) -> bool:
+    """:func:`resolve_execution`'s ``shard_gradients``: the default, or the asked value where the layout can run it."""
+    asked = _flag_or_none("shard_gradients", asked, "gradients reduce-scattered every micro-batch into the rank's "
+                                                      "shard, ZeRO-2")
+    strat = degrees.get("name", "?")
+    flat_fsdp = fsdp and int(degrees.get("pp", 1)) == 1
+    if asked is None:
+        return flat_fsdp
+    if asked and not (fsdp or distributed_optimizer):
+        raise StrategyError(f"shard_gradients=True keeps each rank's shard of the gradients, which needs the optimizer "
+                            f"sharded with them, but strategy={strat!r} keeps whole replicas (DDP, or Megatron without "
+                            "its distributed optimizer). Shard with fsdp (e.g. 'fsdp8-pp4'), or use framework='megatron' "
+                            "with its distributed optimizer.")
+    if asked and int(degrees.get("dp", 1)) * int(degrees.get("cp", 1)) < 2:
+        raise StrategyError(f"shard_gradients=True shards the gradients over the data-parallel ranks, but "
+                            f"strategy={strat!r} has none. Add a dp or fsdp factor, or pass shard_gradients=None.")
+    if not asked and flat_fsdp:
+        raise StrategyError(f"shard_gradients=False with strategy={strat!r}: FSDP without a pipeline reduce-scatters every "
+                            "micro-batch's gradients into the rank's shard (torchtitan's gradient accumulation); whole "
+                            "gradients there are not modelled. Pass shard_gradients=None, or add a pp factor (FSDP with "
+                            "a pipeline accumulates whole gradients unless shard_gradients=True).")
+    return bool(asked)
 
 
 #: Megatron's overlap of the backward pass's tensor-parallel collectives with the column-parallel linears' GEMMs,
