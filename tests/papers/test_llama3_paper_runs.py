@@ -55,6 +55,17 @@ def test_every_run_is_predicted_and_scored_beside_the_rule_of_thumb(data):
     assert data["predicted_tflops"].iloc[1] < data["predicted_tflops"].iloc[0]
 
 
+def test_the_papers_sharded_gradients_read_literally_fit_and_cost_a_reduce_scatter_per_micro_batch(data):
+    # ZeRO-2 keeps 1/dp of the FP32 gradients (and one bucket) instead of all of them: the runs fit in 80 GB, and each
+    # of the micro-batches reduce-scatters its stage's gradients instead of one reduce-scatter per step
+    assert not data["fits"].any() and data["fits_zero2"].all()
+    assert (data["predicted_memory_gib"] - data["predicted_memory_zero2_gib"] > 10).all()
+    assert (data["predicted_step_zero2_s"] > data["predicted_step_s"]).all()
+    s = item.summary(data).set_index("quantity")["value"]
+    assert s["fitting_share_zero2"] == 1.0
+    assert s["tflops_mean_signed_zero2_pct"] < s["tflops_mean_signed_pct"]
+
+
 def test_numbers_carry_their_protocol(data):
     n = item.numbers()
     assert {"rows", "tflops_mape_pct", "tflops_worst_pct", "rule_of_thumb_tflops_mape_pct", "fitting_share"} <= set(n["quantity"])
