@@ -46,7 +46,7 @@ ITEM = Item(
                "TFLOP/s per GPU per row, their mean (MAPE), the worst row, and whether the run is predicted to fit in "
                "its 80 GB (all three ran). Scored beside it, the paper's 'shards ... gradients' read literally "
                "(Parallelism(shard_gradients=True), ZeRO-2: each micro-batch's FP32 gradients reduce-scattered into "
-               "the rank's shard, 11-12 GiB fewer per GPU, 32 reduce-scatters per step instead of one)."),
+               "the rank's shard, 11-12 GiB fewer per GPU, one reduce-scatter per micro-batch, 16-32 a step, instead of one)."),
     status="perfmodel analysis",
     notebook="notebooks/17-llama-70b-layouts.ipynb",
     test="tests/papers/test_llama3_paper_runs.py",
