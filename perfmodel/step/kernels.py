@@ -21,7 +21,7 @@ from perfmodel.step import op_latency as _op_latency
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -670,17 +670,29 @@ CLOCKED_RATES = ("fp32_peak_tflops", "tf32_peak_tflops", "fp16_peak_tflops", "bf
 #: ``(0, MAX_CLOCK_SHARE]``; the command line's ``--sustained-clock`` checks the same range).
 MAX_CLOCK_SHARE = 2.0
 
-#: The share of its datasheet clock a catalog part sustains under the continuous half-precision GEMM load of training,
-#: every GPU of its node busy, where it is published: the power-saturated over the boost-burst matmul throughput of the
-#: same GPUs, shape search and software (MSMF over MAMF, bf16, all 8 GPUs of the node computing, 40 GPU-runs:
-#: stas00/ml-engineering, compute/accelerator/benchmarks/README.md, "What we measured: alone vs all-8 concurrent":
-#: H200 698.6 / 823.9 TFLOPS at 1405-1527 MHz against a 1980 MHz boost, B200 1426.4 / 1751.2). The H100 SXM5 and the
-#: H800 carry the H200's GH100 die at the same 700 W (the source's MAMF table: "H200 is the same"). perfmodel's GEMM
-#: model reproduces burst measurements at the datasheet clock (OpenXLA's H100 table, ``external.vidur_h100_ops``: a
-#: clock of 0.98 removes its bias), so a training step on these parts runs at this share of it. Other parts: no
-#: sustained measurement is published, they run at their datasheet clock (optimistic where they are power-limited).
-SUSTAINED_CLOCK_SHARE = {"H100": 698.6 / 823.9, "H800": 698.6 / 823.9, "H200": 698.6 / 823.9,
-                         "B200": 1426.4 / 1751.2}
+#: The published matmul throughputs the sustained shares rest on, TFLOPS BF16 on one node of 8 GPUs all computing at
+#: once, the same GPUs, shape search and software (torch 2.14.0+cu130): the node's median GPU's boost-burst (MAMF) and
+#: power-saturated (MSMF) throughput, and the slowest GPU's MSMF (stas00/ml-engineering,
+#: compute/accelerator/benchmarks/README.md, "What was measured: alone vs all-8 concurrent" and the all-GPU run
+#: beside it: "a node MSMF of 755 TFLOPS, the slowest GPU 745" on 8 H200s, "1439, the slowest GPU 1421" on 8 B200s).
+SUSTAINED_MATMUL_TFLOPS = {"H200": dict(burst=852.1, sustained=755.5, slowest=745.0),
+                           "B200": dict(burst=1746.7, sustained=1437.5, slowest=1421.0)}
+
+#: The share of its datasheet clock a catalog part runs a training step at under the continuous half-precision GEMM
+#: load of training, every GPU of its node busy, where it is published: the node's slowest GPU's power-saturated over
+#: its median GPU's boost-burst matmul throughput (:data:`SUSTAINED_MATMUL_TFLOPS`) — a synchronous step waits on its
+#: slowest GPU ("a full-node synchronous training run still waits on its slowest GPU, so the bottom of the 8-GPU range
+#: is what it gets", the source's words). The chips, not the concurrency, set the GPUs apart (an MSMF range of 3.4 %
+#: over the H200 node's 40 GPU-runs, 4.9 % over the B200's, each GPU in its own part of it); the slowest of many
+#: nodes is not published and is not modelled. The H100 SXM5 and the H800 carry the H200's GH100 die at the same
+#: 700 W (the source's MAMF table: "H200 is the same"). perfmodel's GEMM model reproduces burst measurements at the
+#: datasheet clock (OpenXLA's H100 table, ``external.vidur_h100_ops``: a clock of 0.98 removes its bias), so a training
+#: step on these parts runs at this share of it. An earlier revision of the same page (before its search walked K down
+#: to the shapes that sustain best, and without the slowest GPU) read 698.6 / 823.9 = 0.848 and 1426.4 / 1751.2 =
+#: 0.815 (node means). Other parts: no sustained measurement is published, they run at their datasheet clock
+#: (optimistic where they are power-limited).
+SUSTAINED_CLOCK_SHARE = {g: SUSTAINED_MATMUL_TFLOPS[die]["slowest"] / SUSTAINED_MATMUL_TFLOPS[die]["burst"]
+                         for g, die in (("H100", "H200"), ("H800", "H200"), ("H200", "H200"), ("B200", "B200"))}
 
 #: The precisions whose training steps run at :data:`SUSTAINED_CLOCK_SHARE` by default: the tensor-core rates the
 #: sustained measurements saturate (FP32 and TF32 steps, never measured sustained, keep the datasheet clock).
@@ -717,17 +729,24 @@ def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:
         names[spec.gpu] = c.spec.gpu
         notes[c.spec.gpu] = (f"; the GPU at {f:.3g} of its datasheet clock ("
                              + ("Cluster.clock" if asked is not None else
-                                "the share it sustains under training's continuous GEMM load, every GPU of the node "
-                                "busy: perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE") + ")")
+                                "the share its node's slowest GPU sustains under training's continuous GEMM load, "
+                                "every GPU of the node busy: perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE") + ")")
         clocked.append(dataclasses.replace(c, gpu=spec, clock=None))
     return tuple(clocked), names, notes
 
 
 def name_clocked_rows(out: pd.DataFrame, names: dict, notes: dict) -> pd.DataFrame:
-    """Rows of clocked clusters (:func:`clocked_clusters`) named as given, their clock said in ``basis``."""
+    """Rows of clocked clusters (:func:`clocked_clusters`) named as given, their clock said once in ``basis`` (the
+    links it describes name the GPU as given too)."""
     if names:
         out["gpu"] = out["gpu"].replace(names)
-        out["basis"] = out["basis"].astype(str) + out["gpu"].map(notes).fillna("")
+        for col in ("basis", "interconnect"):
+            if col in out.columns:
+                text = out[col].astype(str)
+                for clocked, given in names.items():
+                    text = text.str.replace(f"({clocked})", f"({given})", regex=False)
+                out[col] = text
+        out["basis"] = out["basis"] + out["gpu"].map(notes).fillna("")
     return out
 
 
