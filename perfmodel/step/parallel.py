@@ -689,9 +689,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
     v = pipeline_virtual_stages(pipeline_schedule, par.virtual_stages)
     check_async_tp(par.async_tp, tpd, strat)
-    ex = resolve_execution(par.framework, deg, distributed_optimizer=par.distributed_optimizer,
-                           sequence_parallel=par.sequence_parallel, overlap_tp_backward=par.overlap_tp_backward,
-                           shard_gradients=par.shard_gradients)
+    ex = par.execution(n)  # resolve_execution of the parallelism's flags over these degrees
     B = int(w.batch_size)
     _check_batch_split(B, d, m, n, strat)
     b_rank = B // d // m
