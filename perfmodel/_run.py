@@ -74,8 +74,9 @@ class Cluster:
         The share of its datasheet clock the GPU runs at (every compute rate scaled, the memory bandwidth kept:
         :func:`perfmodel.step.kernels.at_sustained_clock`). None (default): at BF16, FP16 and FP8, the share the part
         sustains under training's continuous GEMM load where it is published
-        (:data:`perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE`: H100, H800 and H200 0.874, B200 0.814, the node's slowest
-        GPU's), else 1 (the datasheet clock). ``1.0``: the datasheet clock, as a kernel benchmarked alone runs; a share from a part's own
+        (:func:`perfmodel.step.kernels.training_clock`: the slowest of the cluster's chips, which a synchronous step
+        waits on: H100, H800 and H200 0.887 on one GPU, 0.874 on 8, 0.859 on 1,024; B200 0.823, 0.814, 0.801), else 1
+        (the datasheet clock). ``1.0``: the datasheet clock, as a kernel benchmarked alone runs; a share from a part's own
         measured GEMMs: :func:`perfmodel.step.kernels.sustained_clock`.
     """
 

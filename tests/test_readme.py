@@ -240,11 +240,12 @@ def _llm_claims():
         f"{k['published_speedup_mean']:.2f}", _pct(k["rule_of_thumb_mfu_mape_pct"]),
         _verdict(k["mfu_mape_pct"], k["rule_of_thumb_mfu_mape_pct"]))
     from perfmodel.papers.external import torchtitan_runs
-    from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE
+    from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE, training_clock
 
     t = torchtitan_runs.data()
-    yield "(" + "{} for the GH100 die, {} for the B200;", (f"{SUSTAINED_CLOCK_SHARE['H200']:.3f}",
+    yield "(" + "{} for the GH100 die, {} for the B200)", (f"{SUSTAINED_CLOCK_SHARE['H200']:.3f}",
                                                            f"{SUSTAINED_CLOCK_SHARE['B200']:.3f}")
+    yield "{} on 8 H100s, {} on 1,024;", tuple(f"{training_clock('H100', 'bf16', n_gpus=n):.3f}" for n in (8, 1024))
     yield "torchtitan's H200 rows, never fitted on, come out within {} % of their tokens/s", (
         _pct(t.loc[t["gpu"] == "H200", "tokens_abs_error_pct"].max()),)
     from perfmodel.papers.external import llama3_paper_runs

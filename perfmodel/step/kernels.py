@@ -14,6 +14,8 @@ rate, bandwidth or L2): a step's kernels are those of the GPU, itself or one it 
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -21,7 +23,7 @@ from perfmodel.step import op_latency as _op_latency
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_DIE", "expected_slowest", "chip_spread", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -678,38 +680,69 @@ MAX_CLOCK_SHARE = 2.0
 SUSTAINED_MATMUL_TFLOPS = {"H200": dict(burst=852.1, sustained=755.5, slowest=745.0),
                            "B200": dict(burst=1746.7, sustained=1437.5, slowest=1421.0)}
 
-#: The share of its datasheet clock a catalog part runs a training step at under the continuous half-precision GEMM
-#: load of training, every GPU of its node busy, where it is published: the node's slowest GPU's power-saturated over
-#: its median GPU's boost-burst matmul throughput (:data:`SUSTAINED_MATMUL_TFLOPS`) — a synchronous step waits on its
-#: slowest GPU ("a full-node synchronous training run still waits on its slowest GPU, so the bottom of the 8-GPU range
-#: is what it gets", the source's words). The chips, not the concurrency, set the GPUs apart (an MSMF range of 3.4 %
-#: over the H200 node's 40 GPU-runs, 4.9 % over the B200's, each GPU in its own part of it); the slowest of many
-#: nodes is not published and is not modelled. The H100 SXM5 and the H800 carry the H200's GH100 die at the same
-#: 700 W (the source's MAMF table: "H200 is the same"). perfmodel's GEMM model reproduces burst measurements at the
+#: The share of its datasheet clock a catalog part's median chip runs a training step at under the continuous
+#: half-precision GEMM load of training, every GPU of its node busy, where it is published: its power-saturated over
+#: its boost-burst matmul throughput (:data:`SUSTAINED_MATMUL_TFLOPS`; "the published node figure is the median GPU",
+#: the source's words). A synchronous step runs at its slowest GPU's share, :func:`training_clock`: "a full-node
+#: synchronous training run still waits on its slowest GPU, so the bottom of the 8-GPU range is what it gets"; the
+#: chips, not the concurrency, set the GPUs apart (an MSMF range of 3.4 % over the H200 node's 40 GPU-runs, 4.9 % over
+#: the B200's, each GPU in its own part of it). The H100 SXM5 and the H800 carry the H200's GH100 die at the same 700 W
+#: (the source's MAMF table: "H200 is the same"). perfmodel's GEMM model reproduces burst measurements at the
 #: datasheet clock (OpenXLA's H100 table, ``external.vidur_h100_ops``: a clock of 0.98 removes its bias), so a training
 #: step on these parts runs at this share of it. An earlier revision of the same page (before its search walked K down
-#: to the shapes that sustain best, and without the slowest GPU) read 698.6 / 823.9 = 0.848 and 1426.4 / 1751.2 =
-#: 0.815 (node means). Other parts: no sustained measurement is published, they run at their datasheet clock
-#: (optimistic where they are power-limited).
-SUSTAINED_CLOCK_SHARE = {g: SUSTAINED_MATMUL_TFLOPS[die]["slowest"] / SUSTAINED_MATMUL_TFLOPS[die]["burst"]
+#: to the shapes that sustain best) read 698.6 / 823.9 = 0.848 and 1426.4 / 1751.2 = 0.815 (node means). Other parts:
+#: no sustained measurement is published, they run at their datasheet clock (optimistic where they are power-limited).
+SUSTAINED_CLOCK_SHARE = {g: SUSTAINED_MATMUL_TFLOPS[die]["sustained"] / SUSTAINED_MATMUL_TFLOPS[die]["burst"]
                          for g, die in (("H100", "H200"), ("H800", "H200"), ("H200", "H200"), ("B200", "B200"))}
+
+#: The measured node whose chip-to-chip spread answers for each part of :data:`SUSTAINED_CLOCK_SHARE`.
+SUSTAINED_DIE = {"H100": "H200", "H800": "H200", "H200": "H200", "B200": "B200"}
+
+
+@functools.lru_cache(maxsize=None)
+def expected_slowest(n: int) -> float:
+    """How many standard deviations below their mean the slowest of ``n`` independent draws of a normal distribution
+    is expected to be, ``-E[min]``: 0 for one draw, 1.42 for 8, 2.34 for 64, 3.25 for 1,024 (``∫₀^∞ 1 − Φ(t)ⁿ dt −
+    ∫₀^∞ (1 − Φ(t))ⁿ dt``)."""
+    from scipy import integrate, stats
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive number of GPUs; got {n!r}.")
+    if n == 1:
+        return 0.0
+    below = integrate.quad(lambda t: -np.expm1(n * stats.norm.logcdf(t)), 0.0, 40.0, limit=200)[0]
+    above = integrate.quad(lambda t: np.exp(n * stats.norm.logsf(t)), 0.0, 40.0, limit=200)[0]
+    return float(below - above)
+
+
+def chip_spread(gpu: str) -> float:
+    """One standard deviation of the sustained matmul throughput over the chips of the catalog part ``gpu``, a share
+    of the median chip's: the measured node's slowest GPU's shortfall (:data:`SUSTAINED_MATMUL_TFLOPS`) over the
+    :func:`expected_slowest` of its 8 (H200 0.98 %, B200 0.81 %; the 40 GPU-runs' ranges, 3.4 % and 4.9 %, are 4.3 σ
+    of 0.79 % and 1.13 %, run-to-run jitter included)."""
+    t = SUSTAINED_MATMUL_TFLOPS[SUSTAINED_DIE[gpu]]
+    return (1.0 - t["slowest"] / t["sustained"]) / expected_slowest(8)
 
 #: The precisions whose training steps run at :data:`SUSTAINED_CLOCK_SHARE` by default: the tensor-core rates the
 #: sustained measurements saturate (FP32 and TF32 steps, never measured sustained, keep the datasheet clock).
 SUSTAINED_PRECISIONS = ("bf16", "fp16", "fp8")
 
 
-def training_clock(spec, precision: str, clock=None) -> float:
-    """The share of its datasheet clock a training step on ``spec`` runs at: ``clock`` where given (a
-    :attr:`perfmodel.Cluster.clock`), else :data:`SUSTAINED_CLOCK_SHARE` of the catalog part at the precisions of
-    :data:`SUSTAINED_PRECISIONS`, else 1 (a part already clocked by :func:`at_sustained_clock` keeps its clock)."""
+def training_clock(spec, precision: str, clock=None, n_gpus: int = 1) -> float:
+    """The share of its datasheet clock a training step on ``n_gpus`` of ``spec`` runs at: ``clock`` where given (a
+    :attr:`perfmodel.Cluster.clock`), else at the precisions of :data:`SUSTAINED_PRECISIONS` the share of the slowest
+    of the step's ``n_gpus`` chips, which every synchronous step waits on: :data:`SUSTAINED_CLOCK_SHARE` (the median
+    chip's) less :func:`expected_slowest` ``(n_gpus)`` standard deviations of the part's :func:`chip_spread` (chips drawn
+    independently: 0.874 of the datasheet clock on 8 H100s, as the measured node's slowest GPU, 0.859 on 1,024); else
+    1 (a part already clocked by :func:`at_sustained_clock` keeps its clock)."""
     from perfmodel.datasets import gpu_spec
 
     if clock is not None:
         return float(clock)
-    if precision not in SUSTAINED_PRECISIONS:
+    gpu = gpu_spec(spec).gpu
+    if precision not in SUSTAINED_PRECISIONS or gpu not in SUSTAINED_CLOCK_SHARE:
         return 1.0
-    return float(SUSTAINED_CLOCK_SHARE.get(gpu_spec(spec).gpu, 1.0))
+    return float(SUSTAINED_CLOCK_SHARE[gpu] * (1.0 - chip_spread(gpu) * expected_slowest(int(n_gpus))))
 
 
 def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:
@@ -721,7 +754,7 @@ def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:
     clocked, names, notes = [], {}, {}
     for c in clusters:
         asked = getattr(c, "clock", None)
-        f = training_clock(c.spec, precision, asked)
+        f = training_clock(c.spec, precision, asked, c.n_gpus)
         if f == 1.0:
             clocked.append(c)
             continue
@@ -729,8 +762,10 @@ def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:
         names[spec.gpu] = c.spec.gpu
         notes[c.spec.gpu] = (f"; the GPU at {f:.3g} of its datasheet clock ("
                              + ("Cluster.clock" if asked is not None else
-                                "the share its node's slowest GPU sustains under training's continuous GEMM load, "
-                                "every GPU of the node busy: perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE") + ")")
+                                (f"the share the slowest of its {c.n_gpus} chips is expected to sustain"
+                                 if c.n_gpus > 1 else "the share its median chip sustains")
+                                + " under training's continuous GEMM load, every GPU of the node busy: "
+                                "perfmodel.step.kernels.training_clock") + ")")
         clocked.append(dataclasses.replace(c, gpu=spec, clock=None))
     return tuple(clocked), names, notes
 

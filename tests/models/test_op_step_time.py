@@ -68,8 +68,8 @@ def test_extrapolation_and_precision_warn():
         t = pm.predict_step_time(TINY_GPT2, "A100-PCIe-40GB", input_shape=(32,), batch_size=2, precision="tf32")
     assert "TF32 GEMMs, never measured, by the tensor-core GEMM model" in t["basis"].iloc[0]
     # a GPU beyond the GEMM model's fastest training GPU says how far (a B200's training step at the share of its
-    # clock it sustains, perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE: 2250 x 0.814 TFLOPS)
-    with pytest.warns(ExtrapolationWarning, match=r"B200@0.814clk: .*bf16 GEMM peak 1830 TFLOPS, 5.9x the fastest GPU "
+    # clock it sustains, perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE: 2250 x 0.823 TFLOPS, one GPU: the median chip's)
+    with pytest.warns(ExtrapolationWarning, match=r"B200@0.823clk: .*bf16 GEMM peak 1852 TFLOPS, 5.9x the fastest GPU "
                                                   r"the half-precision GEMM model was fitted on \(A100 312\)"):
         pm.predict_step_time(TINY_GPT2, "B200", input_shape=(32,), batch_size=2, precision="bf16")
     # a user's refit predicts every precision: the FP32-learned wording comes back

@@ -84,13 +84,14 @@ LLAMA_SMALL = dict(model_type="llama", hidden_size=2048, intermediate_size=5632,
 
 
 def test_the_published_sustained_shares_are_the_measured_ratios():
-    from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE, SUSTAINED_MATMUL_TFLOPS, SUSTAINED_PRECISIONS, training_clock
+    from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE, SUSTAINED_PRECISIONS, training_clock
 
-    # the slowest GPU's power-saturated over the median GPU's boost-burst matmul TFLOPS, all 8 GPUs of the node busy
+    # the median GPU's power-saturated over its boost-burst matmul TFLOPS, all 8 GPUs of the node busy
     # (stas00/ml-engineering): H200, B200
-    assert SUSTAINED_CLOCK_SHARE["H200"] == pytest.approx(745 / 852.1) and SUSTAINED_CLOCK_SHARE["B200"] == pytest.approx(1421 / 1746.7)
-    assert SUSTAINED_MATMUL_TFLOPS["H200"]["slowest"] < SUSTAINED_MATMUL_TFLOPS["H200"]["sustained"]  # the median GPU's
-    assert SUSTAINED_MATMUL_TFLOPS["B200"]["slowest"] < SUSTAINED_MATMUL_TFLOPS["B200"]["sustained"]
+    assert SUSTAINED_CLOCK_SHARE["H200"] == pytest.approx(755.5 / 852.1) and SUSTAINED_CLOCK_SHARE["B200"] == pytest.approx(1437.5 / 1746.7)
+    # a step on the measured node's 8 GPUs runs at its slowest GPU's share, as the source says a synchronous run does
+    assert training_clock("H200", "bf16", n_gpus=8) == pytest.approx(745 / 852.1, rel=1e-12)
+    assert training_clock("B200", "bf16", n_gpus=8) == pytest.approx(1421 / 1746.7, rel=1e-12)
     assert SUSTAINED_CLOCK_SHARE["H100"] == SUSTAINED_CLOCK_SHARE["H800"] == SUSTAINED_CLOCK_SHARE["H200"]  # one die, 700 W
     assert set(SUSTAINED_PRECISIONS) == {"bf16", "fp16", "fp8"}
     assert training_clock("H100", "bf16") == SUSTAINED_CLOCK_SHARE["H100"]
@@ -105,15 +106,15 @@ def test_a_training_step_runs_at_the_sustained_share_by_default_and_at_the_clock
     w = pm.Workload(LLAMA_SMALL, input_shape=(1024,), batch_size=4, precision="bf16", optimizer="adam-fused")
     default = _quiet(pm.predict, w, pm.Cluster("H100"))
     datasheet = _quiet(pm.predict, w, pm.Cluster("H100", clock=1.0))
-    explicit = _quiet(pm.predict, w, pm.Cluster(at_sustained_clock("H100", 745 / 852.1), clock=1.0))
+    explicit = _quiet(pm.predict, w, pm.Cluster(at_sustained_clock("H100", 755.5 / 852.1), clock=1.0))
     assert default.step_time_s == pytest.approx(explicit.step_time_s, rel=1e-12)
     # slower than at the datasheet clock, by no more than the clock itself (the memory-bound kernels keep their time)
-    assert 1 < default.step_time_s / datasheet.step_time_s < 852.1 / 745 + 1e-9
+    assert 1 < default.step_time_s / datasheet.step_time_s < 852.1 / 755.5 + 1e-9
     assert "of its datasheet clock" in default.basis and "of its datasheet clock" not in datasheet.basis
     row = _quiet(pm.predict_step_time, LLAMA_SMALL, ["H100", "A100"], input_shape=(1024,), batch_size=4,
                  precision="bf16", optimizer="adam-fused")
     assert list(row["gpu"]) == ["H100", "A100"]  # named as given
-    assert "SUSTAINED_CLOCK_SHARE" in row["basis"].iloc[0] and "SUSTAINED_CLOCK_SHARE" not in row["basis"].iloc[1]
+    assert "kernels.training_clock" in row["basis"].iloc[0] and "kernels.training_clock" not in row["basis"].iloc[1]
     # FP32 steps keep the datasheet clock
     w32 = pm.Workload(LLAMA_SMALL, input_shape=(256,), batch_size=2, precision="fp32", optimizer="adam")
     assert _quiet(pm.predict, w32, pm.Cluster("H100")).step_time_s == _quiet(pm.predict, w32, pm.Cluster("H100", clock=1.0)).step_time_s
@@ -135,4 +136,34 @@ def test_every_face_of_the_step_runs_the_gpu_at_the_same_clock():
     a = _quiet(pm.predict_step_time, LLAMA_SMALL, "H100", **kw)
     b = _quiet(predict_parallel_step_time, LLAMA_SMALL, "H100", **kw)
     assert a["step_time_s"].iloc[0] == b["step_time_s"].iloc[0] and list(b["gpu"]) == ["H100"]
-    assert "SUSTAINED_CLOCK_SHARE" in b["basis"].iloc[0]
+    assert "kernels.training_clock" in b["basis"].iloc[0]
+
+
+def test_a_synchronous_step_waits_on_the_slowest_of_its_chips():
+    import math
+
+    import perfmodel as pm
+    from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE, chip_spread, expected_slowest, training_clock
+
+    # the expected minimum of n standard normal draws, exact for 2 and 3: 1/sqrt(pi), 3/(2 sqrt(pi))
+    assert expected_slowest(1) == 0.0
+    assert expected_slowest(2) == pytest.approx(1 / math.sqrt(math.pi), rel=1e-9)
+    assert expected_slowest(3) == pytest.approx(1.5 / math.sqrt(math.pi), rel=1e-9)
+    z = [expected_slowest(n) for n in (8, 64, 1024, 16384)]
+    assert z == sorted(z) and 1.4 < z[0] < 1.45 and 3.9 < z[-1] < 4.0
+    with pytest.raises(ValueError, match="n must be a positive number of GPUs; got 0"):
+        expected_slowest(0)
+    # one sigma of the chips: the measured node's slowest GPU 1.42 sigma below its median
+    assert chip_spread("H100") == pytest.approx((1 - 745 / 755.5) / expected_slowest(8))
+    shares = [training_clock("H100", "bf16", n_gpus=n) for n in (1, 8, 64, 1024, 16384)]
+    assert shares[0] == SUSTAINED_CLOCK_SHARE["H100"] and shares == sorted(shares, reverse=True)
+    assert shares[-1] == pytest.approx(SUSTAINED_CLOCK_SHARE["H100"] * (1 - chip_spread("H100") * z[-1]))
+    assert training_clock("H100", "bf16", 0.9, n_gpus=1024) == 0.9  # a clock the user gives is the clock
+    assert training_clock("H100", "tf32", n_gpus=1024) == 1.0 and training_clock("A100", "bf16", n_gpus=1024) == 1.0
+    # a bigger run of the same step per GPU is slower per GPU by its slowest chip, and basis says why
+    w = pm.Workload(LLAMA_SMALL, input_shape=(1024,), batch_size=8, precision="bf16", optimizer="adam-fused")
+    one = _quiet(pm.predict, w, pm.Cluster("H100", n_gpus=8), pm.Parallelism("fsdp"))
+    assert "the share the slowest of its 8 chips is expected to sustain" in one.basis
+    solo = _quiet(pm.predict, pm.Workload(LLAMA_SMALL, input_shape=(1024,), batch_size=1, precision="bf16",
+                                          optimizer="adam-fused"), pm.Cluster("H100"))
+    assert "the share its median chip sustains" in solo.basis
