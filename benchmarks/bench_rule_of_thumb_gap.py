@@ -14,7 +14,7 @@ perfmodel implies a utilisation far from what published runs of such layouts rea
 GPU's clock and efficiency) is least trustworthy, and where a measurement is worth the most. There is no goal: the
 numbers are a map of disagreement, not a score (no measured row is read). The published runs nearest these layouts
 that perfmodel may see, Meta's Llama 3 405B runs on 8,192-16,384 700 W H100 (``external.llama3_paper_runs``), reach
-0.38-0.43 of the BF16 peak, where perfmodel predicts 0.43-0.49 for them (under the rule of thumb's FLOP count; 0.48-0.56 at the datasheet clock).
+0.38-0.43 of the BF16 peak, where perfmodel predicts 0.43-0.50 for them (under the rule of thumb's FLOP count; 0.48-0.56 at the datasheet clock).
 """
 from __future__ import annotations
 
