@@ -334,7 +334,9 @@ def test_predict_runs_the_gpus_at_a_sustained_clock(tmp_path, capsys):
         warnings.simplefilter("ignore")
         want = pm.predict_step_time(str(cfg), at_sustained_clock("H100", 0.8), input_shape=(64,), batch_size=4,
                                     precision="bf16", optimizer="sgd-momentum")["step_time_s"].iloc[0]
-    assert "H100@0.8clk" in out and f"{want:.6f}" in out
+    # the GPU named as given, its clock said in basis (pm.Cluster(..., clock=0.8))
+    assert "the GPU at 0.8 of its datasheet clock (Cluster.clock)" in out and f"{want:.6f}" in out
+    assert "@0.8clk" not in out
     # GEMMs the model times at 0.75 of the clock give 0.75 back
     shapes = pd.DataFrame({"m": [8192, 16384], "n": [8192, 4096], "k": [8192, 14336]})
     with warnings.catch_warnings():

@@ -27,8 +27,7 @@ def _cmd_predict(args) -> int:
 
     gpus = _names(args.gpus, "--gpus")
     names = list(gpus)
-    if args.sustained_clock is not None:
-        gpus = _clocked(gpus, args.sustained_clock)
+    clocks = None if args.sustained_clock is None else _clocks(gpus, args.sustained_clock)
     if args.max_workers < 1 or args.batch_size < 1 or args.n_gpus < 1:
         raise _UsageError(f"--max-workers, --batch-size and --n-gpus must be ≥ 1; got {args.max_workers}, {args.batch_size} "
                           f"and {args.n_gpus}.")
@@ -47,6 +46,8 @@ def _cmd_predict(args) -> int:
     # the run in its three objects: the keywords checked as pm.predict_step_time checks them, and the options only
     # the objects take (the FP8 recipe, the FP8 parameter gather)
     w, cs, how = keyword_run(model, gpus, stack=args.stack, **kw)
+    if clocks is not None:  # each GPU at the clock --sustained-clock gives, as pm.Cluster(..., clock=) says it
+        cs = tuple(trusted_replace(c, clock=f) for c, f in zip(cs, clocks))
     w = trusted_replace(w, fp8_recipe=args.fp8_recipe)
     if args.compile_scope is not None:  # checked against the kernel family where the step model reads it
         w = trusted_replace(w, compile_scope=args.compile_scope)
@@ -81,7 +82,7 @@ def _cmd_predict(args) -> int:
               "would stop with out-of-memory; use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch.")
     print(f"\nbasis: {step['basis'].iloc[0]}")
     if args.breakdown:
-        _print_breakdown(model, gpus, kw, args.stack, args)
+        _print_breakdown(model, cs, kw, args.stack, args)
     cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32" and args.sustained_clock is None
               and all(canonical_gpu(g) in CMDARE_GPUS for g in names))
     if cmdare:  # CM-DARE's measured world answers too: parameter-server clusters and checkpoints of 2019
@@ -114,16 +115,16 @@ def _pipeline_layers(text):
         raise _UsageError(str(exc)) from None
 
 
-def _clocked(gpus: list, value: str) -> list:
-    """The GPUs at the clock ``--sustained-clock`` gives: a share of the datasheet clock in (0, 2], or a CSV of
-    GEMMs measured on the part (columns m, n, k and ms or tflops; an optional precision column, BF16 rows used) from
-    which :func:`perfmodel.step.kernels.sustained_clock` finds it, GPU by GPU."""
+def _clocks(gpus: list, value: str) -> list:
+    """The share of its datasheet clock each GPU runs at by ``--sustained-clock`` (:attr:`perfmodel.Cluster.clock`): a
+    share in (0, 2], or a CSV of GEMMs measured on the part (columns m, n, k and ms or tflops; an optional precision
+    column, BF16 rows used) from which :func:`perfmodel.step.kernels.sustained_clock` finds it, GPU by GPU."""
     from pathlib import Path
 
     import pandas as pd
 
     from perfmodel.datasets import gpu_spec
-    from perfmodel.step.kernels import MAX_CLOCK_SHARE, at_sustained_clock, sustained_clock
+    from perfmodel.step.kernels import MAX_CLOCK_SHARE, sustained_clock
 
     try:
         factor = float(value)
@@ -133,7 +134,7 @@ def _clocked(gpus: list, value: str) -> list:
         if not 0 < factor <= MAX_CLOCK_SHARE:
             raise _UsageError(f"--sustained-clock must be a share of the datasheet clock in (0, {MAX_CLOCK_SHARE:g}] or a "
                               f"CSV of measured GEMMs; got {value}.")
-        return [at_sustained_clock(g, factor) for g in gpus]
+        return [factor] * len(gpus)
     path = Path(value)
     if not path.is_file():
         raise _UsageError(f"--sustained-clock {value!r} is neither a number in (0, {MAX_CLOCK_SHARE:g}] nor a CSV file "
@@ -144,14 +145,15 @@ def _clocked(gpus: list, value: str) -> list:
         for g in gpus:
             f = sustained_clock(g, gemms)
             print(f"{gpu_spec(g).gpu}: the GEMMs of {path.name} ran at {f:.3f} of its datasheet clock")
-            out.append(at_sustained_clock(g, f))
+            out.append(f)
         return out
     except ValueError as exc:
         raise _UsageError(f"--sustained-clock {path.name}: {exc}") from exc
 
 
-def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
-    """Each GPU's :class:`perfmodel.Prediction` of the run the keywords ``kw`` say (the same numbers as the table)."""
+def _print_breakdown(model, clusters, kw: dict, stack, args) -> None:
+    """Each cluster's :class:`perfmodel.Prediction` of the run the keywords ``kw`` say (the same numbers as the
+    table)."""
     import warnings
 
     import perfmodel as pm
@@ -168,11 +170,10 @@ def _print_breakdown(model, gpus, kw: dict, stack, args) -> None:
                          fp8_param_gather=args.fp8_param_gather, context_parallel_kv=args.context_parallel_kv,
                          overlap_tp_backward=args.overlap_tp_backward, shard_gradients=args.shard_gradients,
                          pipeline_layers=_pipeline_layers(args.pipeline_layers))
-    for g in gpus:
+    for c in clusters:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # said once above, by the table's prediction
-            res = pm.predict(work, pm.Cluster(g, n_gpus=kw["n_gpus"], gpus_per_node=kw["gpus_per_node"],
-                                              interconnect=kw["interconnect"], nics_per_node=kw["nics_per_node"]), how)
+            res = pm.predict(work, c, how)
         print(f"\n{res!r}")
 
 
@@ -251,7 +252,9 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--sustained-clock", default=None, metavar="SHARE_OR_CSV",
                       help="run the GPUs at this share of their datasheet clock (a part held at its power limit by "
                            "continuous GEMM load sustains less), or at the share found from a CSV of GEMMs measured on "
-                           "the part (columns m, n, k and ms or tflops; perfmodel.step.kernels.sustained_clock)")
+                           "the part (columns m, n, k and ms or tflops; perfmodel.step.kernels.sustained_clock); "
+                           "pm.Cluster's clock. Default: the share the slowest of the run's chips is expected to "
+                           "sustain where it is published (700 W Hopper, B200; BF16, FP16, FP8), else the datasheet's")
     pred.add_argument("--breakdown", action="store_true",
                       help="also print each GPU's whole result (pm.predict): compute by pass, recompute, each process "
                            "group's exposed and total communication, bubble, memory by part, throughput, MFU")
