@@ -66,6 +66,13 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   and the updated parameters all-gathered before the next forward pass, the first bucket exposed and the rest under
   the forward pass (:func:`exposed_bucket_gather`; both exposed with ``overlap_grad_reduce=False``); a pipeline stage
   does so for its own parameters. ``distributed_optimizer=False``: DDP-style all-reduce in Megatron's buckets.
+* **sharded gradients** (ZeRO-2, ``Parallelism(shard_gradients=True)``: Megatron-Core's ``optim_grads`` sharding
+  under its distributed optimizer, FSDP with a pipeline synchronising every micro-batch): each micro-batch's
+  gradients are reduce-scattered (in Megatron's buckets, FSDP's per layer) into the rank's ``1/(dp·cp)`` shard, not
+  accumulated whole and reduced once per step: ``m`` reduce-scatters a step, the last one's tail exposed as the single
+  one is, the others under the next micro-batch's passes; a pipeline stage whose reduce-scatter outlasts its
+  micro-batch's work runs at the reduce-scatter's pace (its next backward waits for the gradient buckets), and a
+  flat layout exposes what outlasts the next micro-batch's passes. FSDP without a pipeline always runs so.
 * **Megatron's backward overlap** (``framework="megatron"`` without ``async_tp``; ``overlap_tp_backward=False`` turns
   it off, :data:`perfmodel.step.strategy.TP_BACKWARD_OVERLAP` cites the code): each column-parallel linear issues its
   backward collectives under its own GEMMs — the input gradient's reduce-scatter (all-reduce without sequence
@@ -1022,6 +1029,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     dp_paced = on_path(paced) if paced.any() else 0.0
     dp_tot = dp_tot + (m - 1) * rs_mb  # the earlier micro-batches' reduce-scatters (ZeRO-2), hidden or not
     dp_exposed = (float(tail.max()) - o_rank) + head + dp_paced
+    # the same parts summed in the order the recorded prediction grid's bits were computed in
     exposed = sends + tied_ar + tp_only + cp_only + (float(tail.max()) - o_rank) + head + dp_paced
     comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max())
     return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
