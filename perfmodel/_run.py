@@ -286,13 +286,14 @@ class Parallelism:
 
         return parse_strategy(self.strategy, int(n_gpus))
 
-    def execution(self, n_gpus: int) -> dict:
+    def execution(self, n_gpus: int, degrees: dict | None = None) -> dict:
         """``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward", "shard_gradients"}``
-        over ``n_gpus`` GPUs (:func:`perfmodel.step.strategy.resolve_execution`); a ``StrategyError`` where the layout
-        cannot run so."""
+        over ``n_gpus`` GPUs (:func:`perfmodel.step.strategy.resolve_execution`), or over ``degrees`` where the caller
+        has already parsed them (a one-GPU step's); a ``StrategyError`` where the layout cannot run so."""
         from perfmodel.step.strategy import resolve_execution
 
-        return resolve_execution(self.framework, self.degrees(n_gpus), distributed_optimizer=self.distributed_optimizer,
+        deg = self.degrees(n_gpus) if degrees is None else degrees
+        return resolve_execution(self.framework, deg, distributed_optimizer=self.distributed_optimizer,
                                  sequence_parallel=self.sequence_parallel, overlap_tp_backward=self.overlap_tp_backward,
                                  shard_gradients=self.shard_gradients)
 

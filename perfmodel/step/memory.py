@@ -425,13 +425,13 @@ def _check_memory_args(w, clusters, p):
     from perfmodel.step import trace as wl
     from perfmodel.step.strategy import (STRATEGIES, StrategyError, _check_gpus_per_node, check_async_tp, check_micro_batches,
                                            check_stack_framework,
-                                           check_strategy_name, parse_strategy, pipeline_virtual_stages, resolve_execution,
+                                           check_strategy_name, parse_strategy, pipeline_virtual_stages,
                                            resolve_links)
 
     optimizer, precision, batch_size, compile, stack = w.optimizer, w.precision, w.batch_size, w.compile, w.stack
     c0 = clusters[0] if clusters else None
     n_gpus, gpus_per_node, interconnect = (c0.n_gpus, c0.gpus_per_node, c0.interconnect) if c0 else (1, 8, None)
-    strategy, micro_batches, activation_checkpointing = p.strategy, p.micro_batches, p.activation_checkpointing
+    strategy, micro_batches = p.strategy, p.micro_batches
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {[k for k in OPTIMIZER_STATE_BYTES]}; got {optimizer!r}.")
     prec = wl.check_step_args(0.2, None, False, precision, batch_size)
@@ -451,9 +451,7 @@ def _check_memory_args(w, clusters, p):
         deg = dict(parse_strategy(strategy, n))
     strat, d = deg["name"], deg["dp"]
     check_async_tp(p.async_tp, deg["tp"], strat)
-    deg.update(resolve_execution(p.framework, deg, distributed_optimizer=p.distributed_optimizer,
-                                 sequence_parallel=p.sequence_parallel, overlap_tp_backward=p.overlap_tp_backward,
-                                 shard_gradients=p.shard_gradients))
+    deg.update(p.execution(n, deg))
     single = strat in STRATEGIES
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     per_rank = B // d

@@ -128,7 +128,7 @@ from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, parse_strategy,
-                                       check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_execution, resolve_fp8_param_gather, resolve_links,
+                                       check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
 from perfmodel.step.trace import (MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
@@ -1111,8 +1111,7 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     deg = parse_strategy(par.strategy, int(n_gpus))
     pipeline_virtual_stages(par.pipeline_schedule, par.virtual_stages)
     check_async_tp(par.async_tp, deg["tp"], deg["name"])
-    resolve_execution(par.framework, deg, distributed_optimizer=par.distributed_optimizer,
-                      sequence_parallel=par.sequence_parallel, shard_gradients=par.shard_gradients)
+    par.execution(n_gpus, deg)
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     links = [resolve_links(c.interconnect, s, degrees=deg, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
              for c, s in zip(clusters, specs)]

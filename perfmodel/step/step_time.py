@@ -32,9 +32,8 @@ from perfmodel.step.kernels import gpu_specs
 from perfmodel.step.memory import memory_frame
 from perfmodel.step.one_gpu import _recompute_fraction, add_recompute, recompute_comm, single_gpu_rows
 from perfmodel.step.parallel import parallel_rows
-from perfmodel.step.strategy import (check_async_tp, check_stack_framework, parse_strategy, pipeline_virtual_stages,
-                                       resolve_execution)
-from perfmodel.step.trace import Workload, accepts_workload, check_flag, check_step_args, checkpointing_mode
+from perfmodel.step.strategy import check_async_tp, check_stack_framework, parse_strategy, pipeline_virtual_stages
+from perfmodel.step.trace import Workload, accepts_workload, check_step_args, checkpointing_mode
 
 # the layers' public names, re-exported: this module is the step-time model's face
 from perfmodel.step.kernels import (FUSED_ATTENTION_EFFICIENCY, HALF_MODEL_PRECISIONS, clear_trace_cache, conformal_scores,  # noqa: E402,I001
@@ -385,8 +384,7 @@ def _step_rows(w: Workload, clusters, p: Parallelism, *, alpha: float = 0.2, by_
     check_async_tp(p.async_tp, 1, "one GPU")
     if p.strategy is not None:
         parse_strategy(p.strategy, 1)  # a combination over more GPUs ("dp2-tp2") is an error on one GPU
-    resolve_execution(p.framework, dict(tp=1, fsdp=False, name="one GPU"), distributed_optimizer=p.distributed_optimizer,
-                      sequence_parallel=p.sequence_parallel, shard_gradients=p.shard_gradients)
+    p.execution(1, dict(tp=1, fsdp=False, name="one GPU"))
     if clusters and clusters[0].interconnect is not None:
         resolve_interconnect(clusters[0].interconnect, gpu_specs([c.gpu for c in clusters], w.precision)[0])
     return single_gpu_rows(w, clusters, alpha=alpha)

@@ -861,8 +861,6 @@ def check_tensor_parallel(lay, tp: int, strategy: str, n_gpus: int, name: str, *
     bad = [f"{w} = {v}" for w, v in sizes if v and v % tp]
     if not bad:
         return
-    import math
-
     g = 0
     for _, v in sizes:
         if v:

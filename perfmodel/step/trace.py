@@ -12,7 +12,6 @@ context-parallel rank computes (:func:`context_parallel_work`). Nothing here kno
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import json
 import functools
