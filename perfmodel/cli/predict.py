@@ -82,7 +82,7 @@ def _cmd_predict(args) -> int:
               "would stop with out-of-memory; use more GPUs, fsdp/tp/pp, activation checkpointing or a smaller batch.")
     print(f"\nbasis: {step['basis'].iloc[0]}")
     if args.breakdown:
-        _print_breakdown(model, cs, kw, args.stack, args)
+        _print_breakdown(w, cs, how)
     cmdare = (not isinstance(model, dict) and args.n_gpus == 1 and args.precision == "fp32" and args.sustained_clock is None
               and all(canonical_gpu(g) in CMDARE_GPUS for g in names))
     if cmdare:  # CM-DARE's measured world answers too: parameter-server clusters and checkpoints of 2019
@@ -151,25 +151,13 @@ def _clocks(gpus: list, value: str) -> list:
         raise _UsageError(f"--sustained-clock {path.name}: {exc}") from exc
 
 
-def _print_breakdown(model, clusters, kw: dict, stack, args) -> None:
-    """Each cluster's :class:`perfmodel.Prediction` of the run the keywords ``kw`` say (the same numbers as the
-    table)."""
+def _print_breakdown(work, clusters, how) -> None:
+    """Each cluster's :class:`perfmodel.Prediction` of the run the table predicted (its three objects: the same
+    numbers as the table)."""
     import warnings
 
     import perfmodel as pm
 
-    wkeys = ("input_shape", "batch_size", "precision", "optimizer", "compile")
-    work = pm.Workload(model, **{k: kw[k] for k in wkeys if kw[k] is not None or k == "optimizer"},
-                       **({"stack": stack} if stack else {}), **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}),
-                       **({"compile_scope": args.compile_scope} if args.compile_scope else {}))
-    how = pm.Parallelism(kw["strategy"], micro_batches=kw["micro_batches"], micro_batch_size=args.micro_batch_size,
-                         pipeline_schedule=kw["pipeline_schedule"],
-                         activation_checkpointing=kw["activation_checkpointing"], async_tp=kw["async_tp"],
-                         framework=kw["framework"], virtual_stages=kw["virtual_stages"],
-                         distributed_optimizer=kw["distributed_optimizer"], sequence_parallel=kw["sequence_parallel"],
-                         fp8_param_gather=args.fp8_param_gather, context_parallel_kv=args.context_parallel_kv,
-                         overlap_tp_backward=args.overlap_tp_backward, shard_gradients=args.shard_gradients,
-                         pipeline_layers=_pipeline_layers(args.pipeline_layers))
     for c in clusters:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # said once above, by the table's prediction

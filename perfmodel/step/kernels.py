@@ -723,6 +723,7 @@ def chip_spread(gpu: str) -> float:
     t = SUSTAINED_MATMUL_TFLOPS[SUSTAINED_DIE[gpu]]
     return (1.0 - t["slowest"] / t["sustained"]) / expected_slowest(8)
 
+
 #: The precisions whose training steps run at :data:`SUSTAINED_CLOCK_SHARE` by default: the tensor-core rates the
 #: sustained measurements saturate (FP32 and TF32 steps, never measured sustained, keep the datasheet clock).
 SUSTAINED_PRECISIONS = ("bf16", "fp16", "fp8")
