@@ -31,7 +31,7 @@ def main() -> None:
     print(f"first search  {t1:.1f} s")
     print(f"second search {t2:.1f} s")
     best = first[first["fits"]].groupby("framework", sort=False).head(1)
-    print(best[["framework", "strategy", "virtual_stages", "activation_checkpointing", "step_time_s",
+    print(best[["framework", "strategy", "virtual_stages", "activation_checkpointing", "shard_gradients", "step_time_s",
                 "memory_per_gpu_bytes"]].to_string(index=False))
 
 

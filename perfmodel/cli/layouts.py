@@ -64,7 +64,8 @@ def _cmd_layouts(args) -> int:
     cluster = pm.Cluster(args.gpu, n_gpus=args.n_gpus, gpus_per_node=args.gpus_per_node,
                          interconnect=_interconnect(args.interconnect), nics_per_node=args.nics_per_node)
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
-                   activation_checkpointing=_policies(args.activation_checkpointing))
+                   activation_checkpointing=_policies(args.activation_checkpointing),
+                   shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,))
     for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel")):
         text = getattr(args, flag)
         if text is not None:
@@ -80,7 +81,8 @@ def _cmd_layouts(args) -> int:
     top = found.head(args.top)
     cols = ["framework", "strategy", "micro_batches", "virtual_stages"] + (
         ["pipeline_layers"] if top["pipeline_layers"].astype(bool).any() else []) + [
-        "activation_checkpointing", "step_time_s", "tokens_per_s", "mfu", "comm_s", "bubble_s"]
+        "activation_checkpointing"] + (["shard_gradients"] if top["shard_gradients"].any() else []) + [
+        "step_time_s", "tokens_per_s", "mfu", "comm_s", "bubble_s"]
     out = top[cols].copy()
     out["tokens_per_s"] = out["tokens_per_s"].round(0)
     for c in ("step_time_s", "comm_s", "bubble_s"):
@@ -143,6 +145,10 @@ def add_parser(sub, fmt) -> None:
                    help="policies to try, least recomputation first; each layout keeps the first that fits "
                         "(selective: torchtitan's per-operator policy on FSDP layouts, Megatron's core-attention "
                         "recomputation on Megatron layouts; attention: the latter on both)")
+    p.add_argument("--shard-gradients", default="when-needed", choices=["when-needed", "never"],
+                   help="when-needed: at each policy, a layout whose own gradients are whole (Megatron's distributed "
+                        "optimizer, FSDP with a pipeline) that does not fit tries them reduce-scattered every "
+                        "micro-batch into the shard (ZeRO-2); never: whole gradients only")
     p.add_argument("--usd-per-gpu-h", type=float, default=None, help="price of one GPU-hour: adds the cost per step")
     p.add_argument("--top", type=int, default=15, help="layouts to print")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

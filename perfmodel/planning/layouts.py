@@ -6,7 +6,8 @@ A layout is a :class:`perfmodel.Parallelism`; :func:`layout_candidates` lists th
 :class:`perfmodel.Cluster` for a :class:`perfmodel.Workload` — tensor parallel inside a node only (Narayanan et al.,
 SC 2021, takeaway 1) and dividing the attention and key/value heads, pipeline stages that divide the layers, context
 parallel for long sequences, Megatron's micro-batch of one sample and as many interleaved chunks as divide a stage —
-and :func:`search_layouts` predicts each with :func:`perfmodel.predict`, recomputing no more than it must to fit.
+and :func:`search_layouts` predicts each with :func:`perfmodel.predict`, recomputing no more than it must to fit and
+sharding the gradients (ZeRO-2, :attr:`perfmodel.Parallelism.shard_gradients`) only where whole ones do not fit.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ __all__ = ["layout_candidates", "search_layouts", "LAYOUT_COLUMNS"]
 
 #: columns of :func:`search_layouts`.
 LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule", "virtual_stages", "pipeline_layers",
-                  "activation_checkpointing",
+                  "activation_checkpointing", "shard_gradients",
                   "async_tp", "step_time_s", "lower_s", "upper_s", "tokens_per_s", "mfu", "comm_s", "bubble_s",
                   "memory_per_gpu_bytes", "capacity_bytes", "fits", "usd_per_gpu_h", "cost_per_step_usd", "parallelism"]
 
@@ -53,7 +54,8 @@ def _divisors(n: int) -> list[int]:
 
 
 def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), tensor_parallel=None,
-                      pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full")) -> list:
+                      pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
+                      shard_gradients=(None, True)) -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -79,6 +81,13 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         Policies to try, least recomputation first (:func:`search_layouts` keeps the first that fits). ``"selective"``
         is each framework's own: torchtitan's per-operator policy on PyTorch layouts, Megatron's core-attention
         recomputation on Megatron ones (:func:`perfmodel._workload.checkpointing_mode`).
+    shard_gradients : sequence of {None, True}
+        How to hold the gradients, tried in this order at each policy (:func:`search_layouts` keeps the first that
+        fits): None the execution's own (whole gradients, reduced once per step, under Megatron's distributed optimizer
+        and FSDP with a pipeline; each micro-batch's reduce-scattered into the shard under flat FSDP), True ZeRO-2
+        (:attr:`perfmodel.Parallelism.shard_gradients`: a reduce-scatter per micro-batch for the memory of the whole
+        gradients). True is listed only where it differs from the execution's own and the layout can run it (a
+        sharded optimizer and data-parallel ranks to shard over).
 
     Returns
     -------
@@ -107,6 +116,10 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     pps = pipeline_parallel or [p for p in (1, 2, 4, 8, 16) if p <= lay.n_layers]
     cps = context_parallel or ([1, 2] if s >= 8192 else [1])
     acs = list(activation_checkpointing) if isinstance(activation_checkpointing, (list, tuple)) else [activation_checkpointing]
+    sgs = list(shard_gradients) if isinstance(shard_gradients, (list, tuple)) else [shard_gradients]
+    if not sgs or any(v not in (None, True) or isinstance(v, (int, float)) and not isinstance(v, bool) for v in sgs):
+        raise ValueError(f"shard_gradients must list None (the execution's own gradients) and/or True (ZeRO-2), in the "
+                         f"order to try; got {shard_gradients!r}.")
     out = []
     for fw in fws:
         for t in tps:
@@ -131,19 +144,24 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                         async_tp = t > 1
                         if p > 1 and m < p:
                             continue
+                    # ZeRO-2 where the layout's own gradients are whole and there are data-parallel ranks to shard over
+                    zero2 = d * c > 1 and (fw == "megatron" or p > 1)
                     for ac in acs:
-                        out.append(Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v,
-                                               pipeline_layers=split, activation_checkpointing=ac, framework=fw,
-                                               async_tp=async_tp))
+                        for sg in sgs:
+                            if sg and not zero2:
+                                continue
+                            out.append(Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v,
+                                                   pipeline_layers=split, activation_checkpointing=ac, framework=fw,
+                                                   async_tp=async_tp, shard_gradients=sg))
     return out
 
 
 def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float | None = None, progress: bool = False,
                    **candidate_options) -> pd.DataFrame:
     """Every layout of :func:`layout_candidates` (or ``candidates``) checked for memory, and the ones that fit
-    predicted: for each layout (framework, degrees, schedule) the first activation-checkpointing policy that fits —
-    the least recomputation — is predicted with :func:`perfmodel.predict`; a layout that fits with none is listed with
-    its smallest memory and no time.
+    predicted: for each layout (framework, degrees, schedule) the first activation-checkpointing policy and gradient
+    layout that fits — the least recomputation, whole gradients before sharded ones at each policy — is predicted with
+    :func:`perfmodel.predict`; a layout that fits with none is listed with its smallest memory and no time.
 
     Parameters
     ----------
@@ -161,7 +179,9 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
     DataFrame
         :data:`LAYOUT_COLUMNS`, one row per layout, the fitting ones first, fastest first; ``activation_checkpointing``
         the policy kept as :attr:`perfmodel.Parallelism.checkpointing` says it (``"False"``, ``"selective"``,
-        ``"attention"`` for Megatron's selective recomputation, ``"full"``, ``"layer:N"``); ``pipeline_layers`` the
+        ``"attention"`` for Megatron's selective recomputation, ``"full"``, ``"layer:N"``); ``shard_gradients`` whether
+        the kept layout reduce-scatters each micro-batch's gradients into the shard (ZeRO-2; FSDP without a pipeline
+        always does); ``pipeline_layers`` the
         split of the layers as ``--pipeline-layers`` spells it (``""``: as evenly as they go); ``parallelism`` is the
         :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
         layouts the model refuses (heads, layers, sequence) with the reason.
@@ -210,7 +230,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         row = dict(framework=p.framework, strategy=str(p.strategy), micro_batches=p.micro_batches or 1,
                    pipeline_schedule=p.pipeline_schedule, virtual_stages=p.virtual_stages or 1,
                    pipeline_layers=format_pipeline_layers(p.pipeline_layers),
-                   activation_checkpointing=str(p.checkpointing or False), async_tp=bool(p.async_tp),
+                   activation_checkpointing=str(p.checkpointing or False),
+                   shard_gradients=bool(p.execution(int(cluster.n_gpus))["shard_gradients"]), async_tp=bool(p.async_tp),
                    step_time_s=np.nan, lower_s=np.nan, upper_s=np.nan, tokens_per_s=np.nan, mfu=np.nan, comm_s=np.nan,
                    bubble_s=np.nan, memory_per_gpu_bytes=total, capacity_bytes=cap, fits=fits,
                    usd_per_gpu_h=np.nan if usd_per_gpu_h is None else float(usd_per_gpu_h), cost_per_step_usd=np.nan,

@@ -121,3 +121,37 @@ def test_selective_is_each_frameworks_own_and_the_table_says_which():
             assert (r.activation_checkpointing == "attention") == (r.framework == "megatron")
             assert r.parallelism.checkpointing == r.activation_checkpointing
             assert pm.predict(_run(), c, r.parallelism).step_time_s == pytest.approx(r.step_time_s, rel=1e-12)
+
+
+def test_a_layout_whose_whole_gradients_do_not_fit_shards_them_before_it_recomputes():
+    """Megatron's distributed optimizer keeps whole FP32 gradients: 2.7B parameters over 8 L4s do not fit at 4096
+    tokens without recomputation, but do with each micro-batch's gradients reduce-scattered into the shard (ZeRO-2),
+    which the search tries before the next policy — and which the model predicts faster than full recomputation."""
+    big = dict(LLAMA, vocab_size=32000, hidden_size=3072, intermediate_size=8192, num_hidden_layers=24,
+               num_attention_heads=24, num_key_value_heads=8)
+    w = pm.Workload(big, input_shape=(4096,), batch_size=16, precision="bf16", optimizer="adam-fused")
+    c = pm.Cluster("L4", n_gpus=8, interconnect="pcie4")
+    kw = dict(frameworks="megatron", tensor_parallel=[1], pipeline_parallel=[1], context_parallel=[1],
+              activation_checkpointing=(False, "full"))
+    cands = layout_candidates(w, c, **kw)
+    assert [(p.checkpointing, p.shard_gradients) for p in cands] == [(None, None), (None, True), ("full", None),
+                                                                      ("full", True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mem = {(p.checkpointing, p.shard_gradients): pm.predict(w, c, p) for p in cands}
+        f = search_layouts(w, c, **kw)
+        whole = search_layouts(w, c, shard_gradients=(None,), **kw)
+    assert not mem[(None, None)].fits and mem[(None, True)].fits and mem[("full", None)].fits  # the case
+    row = f.iloc[0]
+    assert len(f) == 1 and row["fits"] and row["shard_gradients"] and row["activation_checkpointing"] == "False"
+    assert row["memory_per_gpu_bytes"] == mem[(None, True)].memory["total_bytes"]
+    assert row["step_time_s"] == pytest.approx(mem[(None, True)].step_time_s, rel=1e-12)
+    assert row["step_time_s"] < mem[("full", None)].step_time_s
+    w_row = whole.iloc[0]
+    assert not w_row["shard_gradients"] and w_row["activation_checkpointing"] == "full"
+    # FSDP without a pipeline shards its gradients already: no second candidate, the table says True
+    flat = layout_candidates(w, c, frameworks="pytorch", tensor_parallel=[1], pipeline_parallel=[1, 2],
+                             context_parallel=[1], activation_checkpointing=(False,))
+    assert [(p.degrees(8)["pp"], p.shard_gradients) for p in flat] == [(1, None), (2, None), (2, True)]
+    with pytest.raises(ValueError, match=r"shard_gradients must list None .* and/or True"):
+        layout_candidates(w, c, shard_gradients=(False,))
