@@ -136,7 +136,7 @@ from perfmodel.step.trace import (MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEME
 __all__ = [
     "Interconnect", "INTERCONNECTS", "LINK_LEVELS", "crosses_nodes", "NCCL_EFFICIENCY", "STRATEGIES", "LINK_GROUPS", "DDP_BUCKET_BYTES", "DDP_FIRST_BUCKET_BYTES", "StrategyError",
     "resolve_interconnect", "resolve_links", "check_strategy_name", "parse_strategy", "strategy_combinations", "allreduce_time", "allgather_time", "reduce_scatter_time", "p2p_time",
-    "bucket_sizes", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "parallel_rows", "rank_work", "ModelLayout", "model_layout",
+    "bucket_sizes", "ONCE_PER_STEP_OPS", "exposed_bucket_allreduce", "pipeline_time", "predict_parallel_step_time", "parallel_rows", "rank_work", "ModelLayout", "model_layout",
     "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "check_async_tp", "context_parallel_shape", "context_parallel_work",
 ]
 
@@ -594,6 +594,10 @@ class RankWork:
     #: :attr:`perfmodel.Parallelism.context_parallel_kv`: the K and V context parallelism exchanges, at their own
     #: heads (``"grouped"``) or every query head's (``"repeated"``); sizes ``kv_bytes``
     context_parallel_kv: str = "grouped"
+    #: per work row, whether its kernel runs once per step though it is traced with a micro-batch's work: Transformer
+    #: Engine's FP8 weight casts under Megatron-Core (:data:`ONCE_PER_STEP_OPS`); None where every row runs per
+    #: micro-batch
+    per_step: np.ndarray | None = None
 
     @property
     def dp_ranks(self) -> int:
@@ -754,6 +758,11 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     kv_heads = lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
     kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
                       * size / tpd) if cpd > 1 else 0.0)
+    # Megatron-Core marks each model chunk's first micro-batch of a step (schedules.forward_step:
+    # model.set_is_first_microbatch()) and its TE linears pass is_first_microbatch on (extensions/transformer_engine.py):
+    # TE casts each FP8 weight, with its transpose, on that micro-batch and reuses the cached copies on the others
+    once = work["op"].astype(str).isin(ONCE_PER_STEP_OPS).to_numpy()
+    per_step = once if ex["framework"] == "megatron" and wl.stack_of(compile) == "te" and m > 1 and once.any() else None
     return RankWork(
         name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
         virtual_stages=v, async_tp=bool(par.async_tp), overlap_grad_reduce=par.overlap_grad_reduce, lay=lay, work=work,
@@ -764,7 +773,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"],
         shard_gradients=ex["shard_gradients"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
-        context_parallel_kv=par.context_parallel_kv, tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
+        context_parallel_kv=par.context_parallel_kv, per_step=per_step, tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
         **stages)
 
@@ -1043,7 +1052,10 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
 
 def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
     """One GPU's step on the layout ``r``, ``t`` its kernel times (:func:`perfmodel.step.kernels.kernel_seconds`
-    of ``r.work``) and ``links`` its link per group (:func:`resolve_links`)."""
+    of ``r.work``) and ``links`` its link per group (:func:`resolve_links`). A row that runs once per step
+    (``r.per_step``) counts a micro-batch's share of its kernel: the step's micro-batches sum to the one kernel."""
+    if r.per_step is not None:
+        t = np.where(r.per_step, t / r.micro_batches, t)
     fwd = float(t[r.phase == "forward"].sum())
     bwd = float(t[r.phase == "backward"].sum())
     opt = float(t[r.is_opt].sum())
@@ -1057,6 +1069,14 @@ def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
     hidden = hidden if hidden > 1e-9 * s.comm_total else 0.0  # all of it exposed: a difference of rounding, not time
     slow = overlap_slowdown(hidden, s.compute)
     return dataclasses.replace(s, step=s.step + slow, overlap_slowdown=slow)
+
+
+#: the kernels a step runs once though :func:`perfmodel.step.trace.te_fp8_work` traces them with each micro-batch's work,
+#: under Megatron-Core (:attr:`RankWork.per_step`): Transformer Engine's FP8 and NVFP4 weight casts, which its weight
+#: cache keeps from a chunk's first micro-batch of the step to the last (NVIDIA/Megatron-LM d98e8a6,
+#: megatron/core/pipeline_parallel/schedules.py ``forward_step``, megatron/core/extensions/transformer_engine.py
+#: ``TELinear.forward``; ``--disable-parameter-transpose-cache`` off by default)
+ONCE_PER_STEP_OPS = ("te_fp8_weight_cast", "te_nvfp4_weight_cast")
 
 
 #: the columns of :func:`predict_parallel_step_time`'s rows that only :func:`perfmodel.predict`'s result shows: each
@@ -1137,7 +1157,7 @@ def _fp8_gather_basis(r: RankWork) -> str:
         return ""
     share = r.fp8_gathered / r.rank_params if r.rank_params else 0.0
     how = ("kept in FP8 and all-gathered in FP8 by the distributed optimizer, as Megatron's --fp8-param-gather does "
-           "(their per-micro-batch cast and transpose still counted: an upper bound)"
+           "(their cast and transpose still counted, once per step: an upper bound)"
            if r.framework == "megatron" else "all-gathered in FP8 as torchtitan's enable_fsdp_float8_all_gather does")
     return f"; the FP8 linears' weights, {share:.0%} of the parameters, {how}, the rest in BF16"
 

@@ -295,7 +295,8 @@ STACK_BASIS = {
            "projections' layout, fused cross-entropy; cuDNN fused attention at its rates FlashAttention-3's paper "
            "publishes for Hopper; at fp8 its delayed-scaling recipe: linears' GEMMs at the FP8 rate, the inputs the norms "
            "write in FP8 transposed, the other inputs and every output gradient cast with their transposes by kernels "
-           "of their own, each weight cast once per micro-batch; nothing measured)"),
+           "of their own, each weight cast with its transpose once per micro-batch, once per step under Megatron-Core's "
+           "weight cache; nothing measured)"),
     "liger": ("eager PyTorch with Liger Kernel's fused modules (RMSNorm/LayerNorm, a gated MLP's SwiGLU/GeGLU, rotary "
               "embedding, fused linear cross-entropy: logits made chunk by chunk, loss and gradient in place in the "
               "forward pass); attention through scaled_dot_product_attention, FlashAttention-2; at fp8 torchao's "

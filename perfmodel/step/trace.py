@@ -1290,8 +1290,9 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
       (:data:`TE_AMAX_BYTES_PER_ELEMENT`), but the norms' outputs, whose maximum the norm kernel takes and which are
       cast by a kernel of their own (the norm writes BF16);
     * each FP8 weight is cast, with its transpose, by one kernel moving :data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`
-      bytes per element, once per micro-batch here (TE re-casts only on the first micro-batch of a step: an upper
-      bound of a few milliseconds);
+      bytes per element, with each micro-batch's work here; under Megatron-Core, which keeps TE's FP8 weight cache
+      from a model chunk's first micro-batch of the step to its last, the step counts it once
+      (:data:`perfmodel.step.parallel.ONCE_PER_STEP_OPS`);
     * ``recipe="nvfp4"`` (TE's ``NVFP4BlockScaling``, NVIDIA Blackwell): the same GEMMs run at the GPU's FP4 tensor-core
       rate (``fp4`` column True; fprop, dgrad and wgrad all in NVFP4, as the recipe runs them, no layer kept in BF16
       beyond the vocabulary projection); the activations and gradients are cast where MXFP8 casts them, each first
