@@ -49,7 +49,9 @@ Counted per GPU:
 
 Kernel families (``stack=``): under Transformer Engine's or Liger Kernel's fused modules the norms, a gated MLP's
 activation and the loss save what those kernels save (:func:`_fused_saved`); eager PyTorch and torch.compile save what
-the traced operators save (the recomputation torch.compile's partitioner may choose is not modelled).
+the traced operators save (the recomputation torch.compile's partitioner may choose is not modelled). Under
+Megatron-Core at ``precision="fp8"`` TE's linears keep each FP8 weight's quantized copy and its transpose between
+micro-batches (its weight cache, :func:`_te_weight_cache`): counted with the parameters.
 
 Not counted: the CUDA context and other allocator fragmentation (a few hundred MiB to a few GiB), communication buffers,
 temporary workspaces of the kernels.
@@ -365,6 +367,7 @@ def memory_frame(w, clusters, p) -> pd.DataFrame:
                      compiled_loss=compile_scope_of(stack, w.compile_scope) in ("model", "layers+loss"),
                      fp8_recipe=fp8_recipe_of(prec, stack, w.fp8_recipe) if prec == "fp8" else None)
     deg["fp8"] = _fp8_kept(w, p, deg, prec, r)
+    deg["te_cache"] = _te_weight_cache(w, deg, prec, r)
     optimizer = w.optimizer
     state = OPTIMIZER_STATE_BYTES[optimizer] + (4 if r.size < 4 and optimizer is not None else 0)
     params_b, grads_b, opt_b, act_b = (_pipeline_memory if deg["pp"] > 1 else _flat_memory)(r, deg, state)
@@ -397,6 +400,27 @@ def _fp8_kept(w, p, deg: dict, prec: str, r) -> set:
     return wl.fp8_linear_weights(r.net, r.lay, int(high) if high else high)
 
 
+def _te_weight_cache(w, deg: dict, prec: str, r) -> tuple:
+    """``(FP8 linears' weight names, bytes per element)`` of Transformer Engine's FP8 weight cache under Megatron-Core
+    (``stack="te"``, ``precision="fp8"``): Megatron passes ``is_first_microbatch`` to TE's linears, which then keep
+    each weight's quantized copies — the row-wise one the forward GEMM reads and the column-wise one (on Hopper its
+    transpose) the input-gradient GEMM reads — in a workspace of the module for the whole run (TE's
+    ``get_weight_workspace(cache_name="weight")``; Megatron-LM ``TELinear.forward``). Two copies at the recipe's
+    bytes per element (:func:`te_fp8_saved_bytes`), one where ``--fp8-param-gather`` stores the weight quantized
+    already (``deg["fp8"]``). ``(set(), 0.0)`` otherwise."""
+    from perfmodel.step import trace as wl
+
+    if deg.get("framework") != "megatron" or r.stack != "te" or prec != "fp8":
+        return set(), 0.0
+    vocab = wl.model_and_layout(w.model, w.input_shape, w.input_dtype)[3]
+    high = w.input_high if isinstance(w.input_high, (int, np.integer)) and not isinstance(w.input_high, bool) else vocab
+    names = wl.fp8_linear_weights(r.net, r.lay, int(high) if high else high)
+    from perfmodel._workload import fp8_recipe_of
+
+    per = te_fp8_saved_bytes(fp8_recipe_of(prec, r.stack, w.fp8_recipe))
+    return names, per if deg.get("fp8") else 2 * per
+
+
 def _memory_basis(r, deg: dict, state: int) -> str:
     fp8 = ("" if not deg.get("fp8") else ", the FP8 linears' weights stored in FP8" if deg.get("framework") == "megatron"
            else ", the FP8 linears' weights gathered in FP8")
@@ -406,6 +430,10 @@ def _memory_basis(r, deg: dict, state: int) -> str:
                     "activation, the fused cross-entropy keeps the logits at the activations' size")}.get(r.stack, "")
     if r.stack == "te" and r.fp8_input_bytes is not None:
         fused += f", its FP8 linears' inputs saved quantized ({r.fp8_input_bytes:.4g} B/element)"
+    cache, per = deg.get("te_cache") or (set(), 0.0)
+    if cache:
+        fused += (f", their weights' quantized copies ({per:.4g} B/element) kept between micro-batches in TE's weight "
+                  "cache (Megatron-Core)")
     return (f"{r.lay.params:,} parameters at {r.size} B{fp8}{fused}, optimizer states {state} B/parameter"
             + (", Megatron-Core: FP32 main gradients" + (f", distributed optimizer over {deg['dp'] * deg['cp']} ranks"
                                                           if deg.get("distributed_optimizer") else "")
@@ -848,11 +876,14 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
     else:
         rank_p = float(P)
         params_b = rank_p * size
-    if fp8 and not deg["fsdp"]:  # Megatron's --fp8-param-gather: the FP8 linears' weights stored in FP8
-        from perfmodel.step.trace import rank_share
+    from perfmodel.step.trace import rank_share
 
+    if fp8 and not deg["fsdp"]:  # Megatron's --fp8-param-gather: the FP8 linears' weights stored in FP8
         rank8 = rank_share(lay, fp8, tpd)
         params_b = (rank_p - rank8) * size + rank8
+    cache, per = deg.get("te_cache") or (set(), 0.0)
+    if cache:  # Transformer Engine's FP8 weight cache (_te_weight_cache)
+        params_b += rank_share(lay, cache, tpd) * per
     return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size)
 
 
@@ -913,12 +944,16 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     tied = _tied_output(r)
     fp8 = deg.get("fp8") or set()
     lp8, ls8 = _layer_params(lay, fp8)
+    cache, per = deg.get("te_cache") or (set(), 0.0)
+    lpc, lsc = _layer_params(lay, cache)
     best = None
     for s, ls in enumerate(bounds):
         stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0
         ss = float(layer_split[ls].sum()) if len(ls) else 0.0
         st8 = float(lp8[ls].sum()) if len(ls) else 0.0
         ss8 = float(ls8[ls].sum()) if len(ls) else 0.0
+        stc = float(lpc[ls].sum()) if len(ls) else 0.0
+        ssc = float(lsc[ls].sum()) if len(ls) else 0.0
         for k, n in lay.param_numel.items():
             li = lay.param_layer[k]
             if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
@@ -927,12 +962,16 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
                 ss += n if lay.param_split[k] else 0
                 st8 += n if k in fp8 else 0
                 ss8 += n if (k in fp8 and lay.param_split[k]) else 0
+                stc += n if k in cache else 0
+                ssc += n if (k in cache and lay.param_split[k]) else 0
         if tpd > 1:
             stage_p = ss / tpd + (stage_p - ss)
             st8 = ss8 / tpd + (st8 - ss8)
+            stc = ssc / tpd + (stc - ssc)
         # the stage's parameters at the training precision but its FP8 linears' weights: one byte each where they
         # are gathered (FSDP) or stored (Megatron) in FP8
         stage_b = (stage_p - st8) * size + st8 if fp8 else stage_p * size
+        stage_b += stc * per  # Transformer Engine's FP8 weight cache under Megatron-Core (_te_weight_cache)
         # each of the rank's chunks (local chunk j is chunk j·p + s) keeps what its layers save for as many
         # micro-batches as its forwards are ahead of their backwards at the schedule's peak; the embedding's outputs
         # belong to the first chunk, the head's to the last

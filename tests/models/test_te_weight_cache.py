@@ -53,3 +53,29 @@ def test_the_cache_is_megatrons_and_needs_micro_batches():
     assert _rank("dp2-tp2", 1)[0].per_step is None  # one micro-batch: once per step already
     assert _rank("dp2-tp2", 4, precision="bf16")[0].per_step is None  # no FP8 weight to cast
     assert _rank("fsdp2-tp2", 4, framework="pytorch")[0].per_step is None  # TE under another loop recasts every time
+
+
+@pytest.mark.parametrize("strategy", ["dp2-tp2", "dp1-tp2-pp2"])
+def test_the_cache_holds_two_quantized_copies_of_each_fp8_weight(strategy):
+    """Megatron's TE linears keep each FP8 weight's row-wise copy and its transpose for the whole run: two bytes per
+    element of the rank's FP8 linears' weights beyond BF16's parameters; one with --fp8-param-gather, whose FP8
+    weight is the row-wise copy (so its parameters weigh as BF16's); none for a TE model under PyTorch's loop."""
+    from perfmodel.step.trace import fp8_linear_weights, model_and_layout, rank_share
+
+    def mem(precision, framework="megatron", strat=strategy, **kw):
+        w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision=precision, optimizer="adam-fused",
+                        stack="te")
+        p = pm.Parallelism(strat, framework=framework, micro_batches=4, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pm.predict(w, pm.Cluster("H100", n_gpus=4, interconnect="nvlink"), p).memory
+
+    net, _, _, vocab, _, lay = model_and_layout(MODEL, (256,), None)
+    fp8 = rank_share(lay, fp8_linear_weights(net, lay, vocab), 2)  # the tensor-parallel rank's FP8 weights
+    if "pp2" in strategy:  # the stage that needs the most holds half the layers' (the 4 layers split 2 + 2)
+        fp8 = fp8 / 2
+    bf16, cached, gathered = mem("bf16"), mem("fp8"), mem("fp8", fp8_param_gather=True)
+    assert cached["params_bytes"] - bf16["params_bytes"] == pytest.approx(2 * fp8, rel=1e-9)
+    assert gathered["params_bytes"] == pytest.approx(bf16["params_bytes"], rel=1e-9)
+    torch_bf16, torch_fp8 = (mem(p, framework="pytorch", strat="fsdp2-tp2") for p in ("bf16", "fp8"))
+    assert torch_fp8["params_bytes"] == torch_bf16["params_bytes"]
