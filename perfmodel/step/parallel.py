@@ -687,6 +687,25 @@ def _master_casts(work: pd.DataFrame, *, megatron: bool = False, fsdp_shards: in
     return work
 
 
+def _context_parallel_kv_bytes(par, lay, tokens: int, size: int, tpd: int, cpd: int) -> float:
+    """Context parallel: K and V of the whole sequence (``tokens`` of the rank's samples, this tensor-parallel rank's
+    heads), per layer; at the query heads' count where the model repeats them before the kernel
+    (:attr:`perfmodel.Parallelism.context_parallel_kv`). 0 without context parallelism."""
+    if cpd <= 1:
+        return 0.0
+    kv_heads = lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
+    return float(tokens * 2 * (kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1) * size / tpd)
+
+
+def _once_per_step(work: pd.DataFrame, framework: str, stack: str, m: int) -> np.ndarray | None:
+    """:attr:`RankWork.per_step`: Megatron-Core marks each model chunk's first micro-batch of a step
+    (``schedules.forward_step``: ``model.set_is_first_microbatch()``) and its TE linears pass ``is_first_microbatch``
+    on (``extensions/transformer_engine.py``): TE casts each FP8 weight, with its transpose, on that micro-batch and
+    reuses the cached copies on the others (:data:`ONCE_PER_STEP_OPS`). None elsewhere, or with one micro-batch."""
+    once = work["op"].astype(str).isin(ONCE_PER_STEP_OPS).to_numpy()
+    return once if framework == "megatron" and stack == "te" and m > 1 and once.any() else None
+
+
 def rank_work(w, par, n_gpus: int) -> RankWork:
     """The :class:`RankWork` of the workload ``w`` (every field set, the precision checked) laid out by the
     parallelism ``par`` over ``n_gpus`` GPUs: the layout's checks, then the trace of one micro-batch of one rank,
@@ -753,16 +772,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                       stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
     used = ([g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1]
             or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")])
-    # context parallel: K and V of the whole sequence (this tensor-parallel rank's heads), per layer; at the query
-    # heads' count where the model repeats them before the kernel (Parallelism.context_parallel_kv)
-    kv_heads = lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
-    kv_bytes = (float(b_rank * int(np.prod(shape)) * 2 * (kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1)
-                      * size / tpd) if cpd > 1 else 0.0)
-    # Megatron-Core marks each model chunk's first micro-batch of a step (schedules.forward_step:
-    # model.set_is_first_microbatch()) and its TE linears pass is_first_microbatch on (extensions/transformer_engine.py):
-    # TE casts each FP8 weight, with its transpose, on that micro-batch and reuses the cached copies on the others
-    once = work["op"].astype(str).isin(ONCE_PER_STEP_OPS).to_numpy()
-    per_step = once if ex["framework"] == "megatron" and wl.stack_of(compile) == "te" and m > 1 and once.any() else None
+    kv_bytes = _context_parallel_kv_bytes(par, lay, b_rank * int(np.prod(shape)), size, tpd, cpd)
     return RankWork(
         name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
         virtual_stages=v, async_tp=bool(par.async_tp), overlap_grad_reduce=par.overlap_grad_reduce, lay=lay, work=work,
@@ -773,7 +783,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"],
         shard_gradients=ex["shard_gradients"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
-        context_parallel_kv=par.context_parallel_kv, per_step=per_step, tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
+        context_parallel_kv=par.context_parallel_kv, per_step=_once_per_step(work, ex["framework"], wl.stack_of(compile), m),
+        tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
         **stages)
 
