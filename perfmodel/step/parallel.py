@@ -15,8 +15,8 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   (Megatron-LM's default).
 * **fsdp** (ZeRO-3): each GPU holds ``1/n`` of the parameters, gathers them per layer in the forward and again in the
   backward pass and reduce-scatters the gradients; gathers are prefetched under the previous layer's compute, so a
-  pass costs ``max(compute, communication)`` plus the first layer's gather; the optimizer updates ``1/n`` of the
-  parameters. Parameters are gathered at the training precision (BF16 at FP8); in FP8 under ``torch.compile`` the
+  pass costs ``max(compute, communication)`` plus the first layer's gather; each gather lands through a copy-out
+  kernel on the compute stream (:func:`_fsdp_copy_outs`); the optimizer updates ``1/n`` of the parameters. Parameters are gathered at the training precision (BF16 at FP8); in FP8 under ``torch.compile`` the
   FP8 linears' weights are gathered in FP8 (:func:`perfmodel.step.trace.fp8_linear_weights`), as torchtitan's
   ``enable_fsdp_float8_all_gather`` does and as the compiled FP8 casts assume (weights cast on their shard), and
   Megatron-Core's distributed optimizer gathers them in FP8 with ``Parallelism(fp8_param_gather=True)``
@@ -697,13 +697,58 @@ def _context_parallel_kv_bytes(par, lay, tokens: int, size: int, tpd: int, cpd: 
     return float(tokens * 2 * (kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1) * size / tpd)
 
 
-def _once_per_step(work: pd.DataFrame, framework: str, stack: str, m: int) -> np.ndarray | None:
+#: op of FSDP2's all-gather copy-out (:func:`_fsdp_copy_outs`)
+FSDP_COPY_OUT_OP = "fsdp_all_gather_copy_out"
+
+
+def _fsdp_copy_outs(work: pd.DataFrame, arrays: tuple, lay: ModelLayout, tp: int, size: int, fp8_names,
+                    pipelined: bool) -> tuple[pd.DataFrame, tuple]:
+    """FSDP2's all-gather copy-out: once a unit's all-gather lands, ``foreach_all_gather_copy_out``
+    (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py) waits for it on the compute stream and copies the
+    gathered buffer into each parameter's unsharded tensor (``split_with_sizes_copy``): a kernel reading and writing
+    the unit's parameters as gathered (the tensor-parallel rank's share, the FP8 linears' weights at one byte where
+    they are gathered in FP8). Each layer's in the forward pass and, gathered again, in the backward pass but the
+    last layer's (torchtitan does not reshard it after the forward) and the root's (embedding, final norm, output
+    projection: FSDP2 keeps the root unsharded); with a pipeline (torchtitan: nothing resharded after the forward)
+    each once per step, in the forward pass. ``work`` with a row per copy-out, ``arrays`` (each with a value per row
+    of ``work``: its layer, optimizer flag, tensor-parallel role and block) extended for them."""
+    from perfmodel.step import trace as wl
+
+    n = max(lay.n_layers, 1)
+    per = np.zeros(n + 2)  # bytes gathered per unit: the layers, then the root's embedding and head parts
+    for k, numel in lay.param_numel.items():
+        share = numel / tp if tp > 1 and lay.param_split[k] else numel
+        li = lay.param_layer[k]
+        per[li if 0 <= li < lay.n_layers else (n if li < 0 else n + 1)] += share * (1 if k in fp8_names else size)
+    units = [(i, "forward") for i in range(n)] + [(-1, "forward"), (n, "forward")]
+    if not pipelined:
+        units += [(i, "backward") for i in range(n - 1)]
+    nbytes = np.array([2.0 * per[i if 0 <= i < n else (n if i < 0 else n + 1)] for i, _ in units])
+    keep = nbytes > 0
+    template = pd.DataFrame({"dim_n": float(lay.hidden or 1), "module": ""}, index=range(int(keep.sum())))
+    rows = wl._cast_rows(template, nbytes[keep], FSDP_COPY_OUT_OP, np.array([ph for _, ph in units], dtype=object)[keep])
+    for c in work.columns.difference(rows.columns):
+        kind = work[c].dtype.kind
+        rows[c] = False if kind == "b" else 0.0 if kind in "fiu" else ""
+    layer, is_opt, tp_role, tp_block = arrays
+    added = np.array([i for i, _ in units])[keep]
+    return (pd.concat([work, rows[work.columns]], ignore_index=True),
+            (np.r_[layer, added], np.r_[is_opt, np.zeros(len(added), bool)], np.r_[tp_role, np.zeros(len(added), tp_role.dtype)],
+             np.r_[tp_block, np.full(len(added), "", dtype=object)]))
+
+
+def _once_per_step(work: pd.DataFrame, framework: str, stack: str, m: int, fsdp_pipeline: bool) -> np.ndarray | None:
     """:attr:`RankWork.per_step`: Megatron-Core marks each model chunk's first micro-batch of a step
     (``schedules.forward_step``: ``model.set_is_first_microbatch()``) and its TE linears pass ``is_first_microbatch``
     on (``extensions/transformer_engine.py``): TE casts each FP8 weight, with its transpose, on that micro-batch and
-    reuses the cached copies on the others (:data:`ONCE_PER_STEP_OPS`). None elsewhere, or with one micro-batch."""
-    once = work["op"].astype(str).isin(ONCE_PER_STEP_OPS).to_numpy()
-    return once if framework == "megatron" and stack == "te" and m > 1 and once.any() else None
+    reuses the cached copies on the others (:data:`ONCE_PER_STEP_OPS`). FSDP with a pipeline gathers each unit once
+    per step (:func:`_fsdp_copy_outs`). None elsewhere, or with one micro-batch."""
+    op = work["op"].astype(str)
+    once = (op.isin(ONCE_PER_STEP_OPS).to_numpy() if framework == "megatron" and stack == "te"
+            else np.zeros(len(work), bool))
+    if fsdp_pipeline:
+        once = once | (op == FSDP_COPY_OUT_OP).to_numpy()
+    return once if m > 1 and once.any() else None
 
 
 def rank_work(w, par, n_gpus: int) -> RankWork:
@@ -761,6 +806,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
+    work, (layer, is_opt, tp_role, tp_block) = _fsdp_copy_outs(work, (layer, is_opt, tp_role, tp_block), lay, tpd, size,
+                                                               fp8_names, p > 1) if fsdp else (work, (layer, is_opt, tp_role, tp_block))
     stages = {}
     if p > 1 or strat == "pp":
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v, par.pipeline_layers)
@@ -770,8 +817,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                                                             of_layer[np.clip(layer, 0, lay.n_layers - 1)])),
                       stage_layers=stage_layers,
                       stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
-    used = ([g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1]
-            or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")])
+    used = [g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
     kv_bytes = _context_parallel_kv_bytes(par, lay, b_rank * int(np.prod(shape)), size, tpd, cpd)
     return RankWork(
         name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
@@ -783,7 +829,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"],
         shard_gradients=ex["shard_gradients"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
-        context_parallel_kv=par.context_parallel_kv, per_step=_once_per_step(work, ex["framework"], wl.stack_of(compile), m),
+        context_parallel_kv=par.context_parallel_kv,
+        per_step=_once_per_step(work, ex["framework"], wl.stack_of(compile), m, fsdp and p > 1),
         tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
         **stages)

@@ -1,0 +1,70 @@
+"""FSDP2's all-gather copy-out: after each unit's all-gather the compute stream copies the gathered buffer into the
+parameters' unsharded tensors (``foreach_all_gather_copy_out``), a kernel reading and writing the unit's gathered
+bytes — per layer in the forward pass and again in the backward pass (not the last layer nor the root, which stay
+unsharded), once per step with a pipeline."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.models import ExtrapolationWarning
+from perfmodel.step import kernels as kn
+from perfmodel.step.parallel import FSDP_COPY_OUT_OP, layout_step, rank_work, resolve_links
+from perfmodel.step.prediction import resolve_run
+
+MODEL = dict(model_type="llama", vocab_size=32000, hidden_size=1024, intermediate_size=4096, num_hidden_layers=4,
+             num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=512, tie_word_embeddings=False)
+
+
+def _rank(strategy, n=4, m=None):
+    w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
+    c = pm.Cluster("H100", n_gpus=n, interconnect="nvlink")
+    w, c, p = resolve_run(w, c, pm.Parallelism(strategy, micro_batches=m))
+    r = rank_work(w, p, n)
+    links = resolve_links(c.interconnect, c.spec, degrees=p.degrees(n), gpus_per_node=c.gpus_per_node,
+                          nics_per_node=c.nics_per_node)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        t = np.asarray(kn.kernel_seconds(r.work, c.spec, "bf16"), float)
+    return r, t, links
+
+
+def _layer_params(lay):
+    per = np.zeros(lay.n_layers)
+    for k, v in lay.param_numel.items():
+        if 0 <= lay.param_layer[k] < lay.n_layers:
+            per[lay.param_layer[k]] += v
+    return per
+
+
+def test_each_gathered_unit_is_copied_out_once_per_gather():
+    r, t, links = _rank("fsdp4")
+    lay, copy = r.lay, (r.work["op"] == FSDP_COPY_OUT_OP).to_numpy()
+    fwd, bwd = copy & (r.phase == "forward"), copy & (r.phase == "backward")
+    per = _layer_params(lay)
+    # the forward pass gathers every parameter (the layers and the root), the backward pass every layer but the last
+    assert r.work.loc[fwd, "bytes"].sum() == pytest.approx(2 * 2 * lay.params, rel=1e-12)
+    assert r.work.loc[bwd, "bytes"].sum() == pytest.approx(2 * 2 * per[:-1].sum(), rel=1e-12)
+    assert sorted(r.layer[bwd]) == list(range(lay.n_layers - 1)) and not r.is_opt[copy].any()
+    assert r.per_step is None and (r.work["op_class"][copy] == "elementwise").all()
+    # they run on the compute stream: the step's passes hold their time
+    s = layout_step(r, t, links)
+    without = layout_step(r, np.where(copy, 0.0, t), links)
+    assert s.forward - without.forward == pytest.approx(float(t[fwd].sum()), rel=1e-9)
+    assert s.backward - without.backward == pytest.approx(float(t[bwd].sum()), rel=1e-9)
+
+
+def test_a_pipeline_gathers_once_per_step_and_tensor_parallel_ranks_their_share():
+    r, _, _ = _rank("fsdp2-pp2", m=4)
+    copy = (r.work["op"] == FSDP_COPY_OUT_OP).to_numpy()
+    assert copy.any() and not (copy & (r.phase == "backward")).any()  # nothing resharded after the forward
+    assert r.per_step is not None and (r.per_step == copy).all()
+    tp, _, _ = _rank("fsdp2-tp2")
+    flat, _, _ = _rank("fsdp4")
+    moved = [x.work.loc[(x.work["op"] == FSDP_COPY_OUT_OP).to_numpy(), "bytes"].sum() for x in (tp, flat)]
+    assert moved[0] < moved[1]  # a tensor-parallel rank gathers its share of the split weights
+    ddp, _, _ = _rank("dp4")
+    assert not (ddp.work["op"] == FSDP_COPY_OUT_OP).any()  # DDP gathers nothing
