@@ -358,18 +358,19 @@ def _fp8_linears() -> int:
 def test_megatron_fp8_param_gather_gathers_and_stores_the_fp8_linears_weights_in_fp8():
     """Megatron-Core's --fp8-param-gather (with its distributed optimizer, under Transformer Engine's FP8): the
     distributed optimizer all-gathers the FP8 linears' weights at one byte, and the model keeps them in FP8 — one byte
-    per weight less than BF16 on each rank (all of them are split by tensor parallelism)."""
+    per weight less than BF16 on each rank (all of them are split by tensor parallelism), and one quantized copy fewer
+    in TE's weight cache (the FP8 weight is its row-wise copy): two bytes per weight in all."""
     off = _pred("dp2-tp2", 4, framework="megatron")
     on = _pred("dp2-tp2", 4, framework="megatron", fp8_param_gather=True)
     assert on.comm_total_s["dp"] < off.comm_total_s["dp"]
     assert on.comm_total_s["tp"] == off.comm_total_s["tp"]
     assert "as Megatron's --fp8-param-gather does" in on.basis and "--fp8-param-gather" not in off.basis
-    assert off.memory["params_bytes"] - on.memory["params_bytes"] == pytest.approx(_fp8_linears() / 2)
+    assert off.memory["params_bytes"] - on.memory["params_bytes"] == pytest.approx(2 * _fp8_linears() / 2)
     assert on.memory["grads_bytes"] == off.memory["grads_bytes"]  # FP32 main gradients either way
     # a pipeline: each stage's own FP8 linears
     pp_off = _pred("dp2-pp2", 4, framework="megatron", micro_batches=2)
     pp_on = _pred("dp2-pp2", 4, framework="megatron", micro_batches=2, fp8_param_gather=True)
-    assert pp_off.memory["params_bytes"] - pp_on.memory["params_bytes"] == pytest.approx(_fp8_linears() / 2)
+    assert pp_off.memory["params_bytes"] - pp_on.memory["params_bytes"] == pytest.approx(2 * _fp8_linears() / 2)
     assert pp_on.comm_total_s["dp"] < pp_off.comm_total_s["dp"]
 
 
