@@ -16,8 +16,9 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
 * **fsdp** (ZeRO-3): each GPU holds ``1/n`` of the parameters, gathers them per layer in the forward and again in the
   backward pass and reduce-scatters the gradients; gathers are prefetched under the previous layer's compute, so a
   pass costs ``max(compute, communication)`` plus the first layer's gather; each gather lands through a copy-out
-  kernel on the compute stream (:func:`_fsdp_copy_outs`); the optimizer updates ``1/n`` of the parameters. Parameters are gathered at the training precision (BF16 at FP8); in FP8 under ``torch.compile`` the
-  FP8 linears' weights are gathered in FP8 (:func:`perfmodel.step.trace.fp8_linear_weights`), as torchtitan's
+  kernel on the compute stream (:func:`_fsdp_copy_outs`); the optimizer updates ``1/n`` of the parameters.
+  Parameters are gathered at the training precision (BF16 at FP8); in FP8 under ``torch.compile`` the FP8 linears'
+  weights are gathered in FP8 (:func:`perfmodel.step.trace.fp8_linear_weights`), as torchtitan's
   ``enable_fsdp_float8_all_gather`` does and as the compiled FP8 casts assume (weights cast on their shard), and
   Megatron-Core's distributed optimizer gathers them in FP8 with ``Parallelism(fp8_param_gather=True)``
   (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`); the memory counts them so.
@@ -595,8 +596,8 @@ class RankWork:
     #: heads (``"grouped"``) or every query head's (``"repeated"``); sizes ``kv_bytes``
     context_parallel_kv: str = "grouped"
     #: per work row, whether its kernel runs once per step though it is traced with a micro-batch's work: Transformer
-    #: Engine's FP8 weight casts under Megatron-Core (:data:`ONCE_PER_STEP_OPS`); None where every row runs per
-    #: micro-batch
+    #: Engine's FP8 weight casts under Megatron-Core (:data:`ONCE_PER_STEP_OPS`), FSDP's copy-outs with a pipeline
+    #: (:func:`_once_per_step`); None where every row runs per micro-batch
     per_step: np.ndarray | None = None
 
     @property
