@@ -395,6 +395,14 @@ def _fp8_kept(w, p, deg: dict, prec: str, r) -> set:
     if not resolve_fp8_param_gather(p.fp8_param_gather, deg, fsdp=deg["fsdp"], precision=prec, stack=stack,
                                     recipe=w.fp8_recipe):
         return set()
+    return _fp8_linear_names(w, r)
+
+
+def _fp8_linear_names(w, r) -> set:
+    """Names of the weights of the linears the workload ``w`` runs in FP8
+    (:func:`perfmodel.step.trace.fp8_linear_weights`; the vocabulary projection's by the token ids' range)."""
+    from perfmodel.step import trace as wl
+
     vocab = wl.model_and_layout(w.model, w.input_shape, w.input_dtype)[3]
     high = w.input_high if isinstance(w.input_high, (int, np.integer)) and not isinstance(w.input_high, bool) else vocab
     return wl.fp8_linear_weights(r.net, r.lay, int(high) if high else high)
@@ -408,17 +416,12 @@ def _te_weight_cache(w, deg: dict, prec: str, r) -> tuple:
     ``get_weight_workspace(cache_name="weight")``; Megatron-LM ``TELinear.forward``). Two copies at the recipe's
     bytes per element (:func:`te_fp8_saved_bytes`), one where ``--fp8-param-gather`` stores the weight quantized
     already (``deg["fp8"]``). ``(set(), 0.0)`` otherwise."""
-    from perfmodel.step import trace as wl
+    from perfmodel._workload import fp8_recipe_of
 
     if deg.get("framework") != "megatron" or r.stack != "te" or prec != "fp8":
         return set(), 0.0
-    vocab = wl.model_and_layout(w.model, w.input_shape, w.input_dtype)[3]
-    high = w.input_high if isinstance(w.input_high, (int, np.integer)) and not isinstance(w.input_high, bool) else vocab
-    names = wl.fp8_linear_weights(r.net, r.lay, int(high) if high else high)
-    from perfmodel._workload import fp8_recipe_of
-
     per = te_fp8_saved_bytes(fp8_recipe_of(prec, r.stack, w.fp8_recipe))
-    return names, per if deg.get("fp8") else 2 * per
+    return _fp8_linear_names(w, r), per if deg.get("fp8") else 2 * per
 
 
 def _memory_basis(r, deg: dict, state: int) -> str:
@@ -817,6 +820,23 @@ def _layer_params(lay, names=None) -> tuple[np.ndarray, np.ndarray]:
     return layer_params, layer_split
 
 
+def _stage_rank_params(lay, ls, s: int, p: int, tied: set, tpd: int, names=None, per_layer=None) -> float:
+    """Parameters one tensor-parallel rank of pipeline stage ``s`` (of ``p``) holds, of ``names`` only when given: its
+    layers ``ls`` (``per_layer``: :func:`_layer_params` of ``names``, computed once for every stage), the embedding
+    on the first stage, the head and a tied output projection (``tied``) on the last."""
+    layer_p, layer_split = per_layer if per_layer is not None else _layer_params(lay, names)
+    total = float(layer_p[ls].sum()) if len(ls) else 0.0
+    split = float(layer_split[ls].sum()) if len(ls) else 0.0
+    for k, n in lay.param_numel.items():
+        li = lay.param_layer[k]
+        if names is not None and k not in names:
+            continue
+        if (li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1) or (s == p - 1 and k in tied):
+            total += n
+            split += n if lay.param_split[k] else 0
+    return split / tpd + (total - split) if tpd > 1 else total
+
+
 def _tied_output(r: _MemoryRank) -> set:
     """Names of the parameters that are a tied output projection: before the repeated layers (the embedding) with
     the vocabulary in their shape, when the model ties its input and output embeddings; empty otherwise."""
@@ -937,37 +957,19 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     """(parameters, gradients, optimizer states, activations) bytes of the pipeline stage that needs the most, each
     stage's parts counted as its framework keeps them."""
     lay, size, tpd, p, m, v = r.lay, r.size, deg["tp"], deg["pp"], deg["m"], deg["v"]
-    layer_params, layer_split = _layer_params(lay)
     chunks = pipeline_chunks(lay.n_layers, p, v, deg.get("pipeline_layers"))  # interleaved: chunk c on rank c mod p
     bounds = [np.concatenate([c for j, c in enumerate(chunks) if j % p == s]) for s in range(p)]
     # a tied output projection sits on the last stage too: the shapes of the parameters say which one it is
     tied = _tied_output(r)
     fp8 = deg.get("fp8") or set()
-    lp8, ls8 = _layer_params(lay, fp8)
     cache, per = deg.get("te_cache") or (set(), 0.0)
-    lpc, lsc = _layer_params(lay, cache)
+    # all the parameters, the FP8-kept ones and those of TE's weight cache: per layer once, per stage below
+    sets = (None, fp8, cache)
+    per_layer = [_layer_params(lay, names) for names in sets]
+    layer_params, layer_split = per_layer[0]
     best = None
     for s, ls in enumerate(bounds):
-        stage_p = float(layer_params[ls].sum()) if len(ls) else 0.0
-        ss = float(layer_split[ls].sum()) if len(ls) else 0.0
-        st8 = float(lp8[ls].sum()) if len(ls) else 0.0
-        ss8 = float(ls8[ls].sum()) if len(ls) else 0.0
-        stc = float(lpc[ls].sum()) if len(ls) else 0.0
-        ssc = float(lsc[ls].sum()) if len(ls) else 0.0
-        for k, n in lay.param_numel.items():
-            li = lay.param_layer[k]
-            if ((li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1)
-                    or (s == p - 1 and k in tied)):
-                stage_p += n
-                ss += n if lay.param_split[k] else 0
-                st8 += n if k in fp8 else 0
-                ss8 += n if (k in fp8 and lay.param_split[k]) else 0
-                stc += n if k in cache else 0
-                ssc += n if (k in cache and lay.param_split[k]) else 0
-        if tpd > 1:
-            stage_p = ss / tpd + (stage_p - ss)
-            st8 = ss8 / tpd + (st8 - ss8)
-            stc = ssc / tpd + (stc - ssc)
+        stage_p, st8, stc = (_stage_rank_params(lay, ls, s, p, tied, tpd, names, lp) for names, lp in zip(sets, per_layer))
         # the stage's parameters at the training precision but its FP8 linears' weights: one byte each where they
         # are gathered (FSDP) or stored (Megatron) in FP8
         stage_b = (stage_p - st8) * size + st8 if fp8 else stage_p * size

@@ -716,15 +716,12 @@ def _fsdp_copy_outs(work: pd.DataFrame, arrays: tuple, lay: ModelLayout, tp: int
     from perfmodel.step import trace as wl
 
     n = max(lay.n_layers, 1)
-    per = np.zeros(n + 2)  # bytes gathered per unit: the layers, then the root's embedding and head parts
-    for k, numel in lay.param_numel.items():
-        share = numel / tp if tp > 1 and lay.param_split[k] else numel
-        li = lay.param_layer[k]
-        per[li if 0 <= li < lay.n_layers else (n if li < 0 else n + 1)] += share * (1 if k in fp8_names else size)
-    units = [(i, "forward") for i in range(n)] + [(-1, "forward"), (n, "forward")]
+    # bytes gathered per unit: the layers, then the root's embedding (unit n, layer −1) and head (unit n + 1, layer n)
+    per = wl.rank_share_by_unit(lay, tp, lambda k: 1 if k in fp8_names else size)
+    units = [(i, "forward") for i in range(n)] + [(n, "forward"), (n + 1, "forward")]
     if not pipelined:
         units += [(i, "backward") for i in range(n - 1)]
-    nbytes = np.array([2.0 * per[i if 0 <= i < n else (n if i < 0 else n + 1)] for i, _ in units])
+    nbytes = np.array([2.0 * per[u] for u, _ in units])
     keep = nbytes > 0
     template = pd.DataFrame({"dim_n": float(lay.hidden or 1), "module": ""}, index=range(int(keep.sum())))
     rows = wl._cast_rows(template, nbytes[keep], FSDP_COPY_OUT_OP, np.array([ph for _, ph in units], dtype=object)[keep])
@@ -732,7 +729,7 @@ def _fsdp_copy_outs(work: pd.DataFrame, arrays: tuple, lay: ModelLayout, tp: int
         kind = work[c].dtype.kind
         rows[c] = False if kind == "b" else 0.0 if kind in "fiu" else ""
     layer, is_opt, tp_role, tp_block = arrays
-    added = np.array([i for i, _ in units])[keep]
+    added = np.array([u if u < n else (-1 if u == n else n) for u, _ in units])[keep]  # the rows' layers
     return (pd.concat([work, rows[work.columns]], ignore_index=True),
             (np.r_[layer, added], np.r_[is_opt, np.zeros(len(added), bool)], np.r_[tp_role, np.zeros(len(added), tp_role.dtype)],
              np.r_[tp_block, np.full(len(added), "", dtype=object)]))
@@ -807,8 +804,9 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
-    work, (layer, is_opt, tp_role, tp_block) = _fsdp_copy_outs(work, (layer, is_opt, tp_role, tp_block), lay, tpd, size,
-                                                               fp8_names, p > 1) if fsdp else (work, (layer, is_opt, tp_role, tp_block))
+    if fsdp:
+        work, (layer, is_opt, tp_role, tp_block) = _fsdp_copy_outs(work, (layer, is_opt, tp_role, tp_block), lay, tpd,
+                                                                   size, fp8_names, p > 1)
     stages = {}
     if p > 1 or strat == "pp":
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v, par.pipeline_layers)

@@ -584,6 +584,19 @@ def rank_share(lay: ModelLayout, names, tp: int) -> float:
     return float(total if tp == 1 else split / tp + (total - split))
 
 
+def rank_share_by_unit(lay: ModelLayout, tp: int, bytes_of) -> np.ndarray:
+    """Bytes one tensor-parallel rank holds of each unit FSDP wraps: the repeated layers in order, then the parameters
+    before them (the embedding), then those after them (final norm, output projection) — each parameter split as
+    :func:`rank_share` splits it, at ``bytes_of(name)`` bytes per element."""
+    n = max(lay.n_layers, 1)
+    out = np.zeros(n + 2)
+    for k, numel in lay.param_numel.items():
+        li = lay.param_layer[k]
+        unit = li if 0 <= li < lay.n_layers else (n if li < 0 else n + 1)
+        out[unit] += (numel / tp if tp > 1 and lay.param_split[k] else numel) * bytes_of(k)
+    return out
+
+
 def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np.ndarray, rope_bytes: float | None,
                     act_item: int) -> tuple[float, float] | None:
     """(read, written) bytes of the TE kernel that fuses one group of :func:`te_ops` (``n`` the elements of the
