@@ -621,6 +621,12 @@ class RankWork:
     def pipelined(self) -> bool:
         return self.pp > 1 or self.strategy == "pp"
 
+    @property
+    def copy_out(self) -> np.ndarray:
+        """Per row of ``work``: FSDP2's all-gather copy-out (:func:`_fsdp_copy_outs`), which activation checkpointing
+        does not run again (a layer's recomputation reads the parameters already gathered)."""
+        return (self.work["op"].astype(str) == FSDP_COPY_OUT_OP).to_numpy()
+
 
 def _multiples(B: int, k: int) -> str:
     """The multiples of ``k`` nearest ``B``, below and above (one when ``B < k``)."""
@@ -905,6 +911,9 @@ class LayoutStep:
     tp_forward: float = 0.0
     #: the same for the context-parallel K/V all-gathers of the forward pass
     cp_forward: float = 0.0
+    #: seconds of ``forward`` that are FSDP2's all-gather copy-outs (:attr:`RankWork.copy_out`): part of the forward
+    #: pass, not of what activation checkpointing recomputes
+    copy_out_forward: float = 0.0
 
 
 def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
@@ -948,7 +957,8 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
                       comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b)),
                       comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * tp_all, cp=m * c.cp_total),
-                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f)
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f,
+                      copy_out_forward=m * float(t[r.copy_out & (r.phase == "forward")].sum()))
 
 
 def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
@@ -1104,7 +1114,8 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
                       comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=cp_only, dp=dp_exposed),
                       comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_all, cp=cp_all, dp=float(dp_tot.max())),
                       tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb])) if tpd > 1 else 0.0,
-                      cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0)
+                      cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0,
+                      copy_out_forward=m * float(t[(stage == sb) & (phase == "forward") & r.copy_out].sum()))
 
 
 def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
@@ -1272,7 +1283,7 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
                flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches / (r.pp if r.pipelined else 1), n_gpus=r.n_gpus, strategy=r.strategy,
                micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
                comm_total_s=s.comm_total, bubble_s=s.bubble, overlap_slowdown_s=s.overlap_slowdown,
-               comm_tp_forward_s=s.tp_forward, comm_cp_forward_s=s.cp_forward,
+               comm_tp_forward_s=s.tp_forward, comm_cp_forward_s=s.cp_forward, forward_copy_out_s=s.copy_out_forward,
                pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
                framework=r.framework, virtual_stages=r.virtual_stages, distributed_optimizer=r.distributed_optimizer,
                sequence_parallel=r.sequence_parallel,

@@ -184,7 +184,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         communication), ``comm_total_s`` (all communication, hidden or not), ``bubble_s`` (pipeline idle time),
         ``comm_tp_forward_s`` / ``comm_cp_forward_s`` (the exposed per-layer tensor- and context-parallel
         collectives of the forward passes, what activation checkpointing runs again: already counted in ``comm_s``,
-        and with checkpointing the re-run too, :func:`perfmodel.step.one_gpu.recompute_comm`);
+        and with checkpointing the re-run too, :func:`perfmodel.step.one_gpu.recompute_comm`); ``forward_copy_out_s``
+        (the seconds of ``forward_s`` that are FSDP2's all-gather copy-outs, which checkpointing does not recompute);
         ``forward_s`` / ``backward_s`` / ``optimizer_s`` and ``flops`` are those of one GPU.
 
     Raises

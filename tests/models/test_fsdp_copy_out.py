@@ -68,3 +68,19 @@ def test_a_pipeline_gathers_once_per_step_and_tensor_parallel_ranks_their_share(
     assert moved[0] < moved[1]  # a tensor-parallel rank gathers its share of the split weights
     ddp, _, _ = _rank("dp4")
     assert not (ddp.work["op"] == FSDP_COPY_OUT_OP).any()  # DDP gathers nothing
+
+
+@pytest.mark.parametrize("strategy,m", [("fsdp4", None), ("fsdp2-pp2", 4)])
+def test_checkpointing_recomputes_the_layers_not_the_copy_outs(strategy, m):
+    """A recomputed layer reads the parameters gathered for its backward pass: full checkpointing adds the forward
+    pass less its copy-outs (``forward_copy_out_s``), whatever the layout."""
+    run = dict(input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused", n_gpus=4, strategy=strategy,
+               micro_batches=m, interconnect="nvlink")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = pm.predict_step_time(MODEL, "H100", **run).iloc[0]
+        full = pm.predict_step_time(MODEL, "H100", activation_checkpointing="full", **run).iloc[0]
+    kept = float(plain["forward_copy_out_s"])
+    assert 0 < kept < float(plain["forward_s"])
+    assert full["backward_s"] - plain["backward_s"] == pytest.approx(plain["forward_s"] - kept, rel=1e-9)
+    assert full["forward_copy_out_s"] == pytest.approx(kept, rel=1e-12)
