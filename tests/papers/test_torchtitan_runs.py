@@ -113,6 +113,21 @@ def test_numbers_are_computed_from_the_rows(data):
     assert own["tokens_mape_pct"] == pytest.approx(n["tokens_mape_pct"])
 
 
+def test_where_the_errors_lean_is_reported_by_layout_for_perfmodel_and_the_rule(data):
+    """The signed errors (positive: predicted too fast) of the runs with and without tensor parallelism, each beside
+    the rule of thumb's: each mean is of its own rows, and the two groups are every predicted run."""
+    n = item.summary(data).set_index("quantity")["value"]
+    d = data[data["skipped"] == ""]
+    tp = d["tp"] > 1
+    assert n["tp_rows"] == tp.sum() and 0 < tp.sum() < len(d)
+    for who, col in (("", "predicted_tokens_per_s"), ("rule_of_thumb_", "rule_of_thumb_tokens_per_s")):
+        signed = 100 * (d[col] - d["measured_tokens_per_s"]) / d["measured_tokens_per_s"]
+        assert n[f"{who}tp_tokens_mean_signed_pct"] == pytest.approx(signed[tp].mean(), rel=1e-12)
+        assert n[f"{who}no_tp_tokens_mean_signed_pct"] == pytest.approx(signed[~tp].mean(), rel=1e-12)
+    # a signed mean is never larger than the mean absolute error of the same rows
+    assert abs(n["tp_tokens_mean_signed_pct"]) <= d.loc[tp, "tokens_abs_error_pct"].mean() + 1e-9
+
+
 def test_more_gpus_never_shorten_a_step_but_for_the_sharded_optimizer():
     """Table 1 (8 GPUs) against Table 3 (128 GPUs), same per-GPU configuration: FSDP's collectives leave the node, so
     every part of the step is at least as long on 128 GPUs, but the optimizer, which steps a 16 times smaller FP32

@@ -262,7 +262,7 @@ def data() -> pd.DataFrame:
         why = _why_not(r)
         seq, ac, prec, comp, recipe = _settings(r)
         row = dict(source_file=r.source_file, table=r.table, model=r.model, gpu=r.gpu, n_gpus=int(r.n_gpus),
-                   local_batch_size=int(r.local_batch_size), seq_len=seq, seq_len_stated=pd.notna(r.seq_len),
+                   tp=int(r.tp), local_batch_size=int(r.local_batch_size), seq_len=seq, seq_len_stated=pd.notna(r.seq_len),
                    activation_checkpointing=str(ac), precision=prec, compile=comp, fp8_recipe=recipe,
                    async_tp=bool(r.async_tp) if pd.notna(r.async_tp) else False,
                    measured_tokens_per_s=float(r.tokens_per_s_per_gpu), measured_memory_gib=float(r.memory_gib) if pd.notna(r.memory_gib) else np.nan,
@@ -329,11 +329,24 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
             ("async_tp_pairs", float(len(g := async_tp_gains(d)))),
             ("async_tp_gain_mean_abs_error", float(g["error"].abs().mean()) if len(g) else np.nan),
             ("rule_of_thumb_async_tp_gain_mean_abs_error", float((g["measured_gain"] - 1).abs().mean()) if len(g) else np.nan),
+            *_signed_by_tp(d, t.index),
             ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
             ("memory_within_10_pct_share", float((m <= 10).mean())),
             ("grand_teton_sustained_clock", float(d.loc[d["gpu"] == "H100", "sustained_clock"].dropna().iloc[0])
              if (d["gpu"] == "H100").any() else np.nan)]
     return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
+
+
+def _signed_by_tp(d: pd.DataFrame, predicted) -> list:
+    """The mean signed % error of tokens/s per GPU (positive: predicted too fast) of the predicted runs with tensor
+    parallelism and of the others, perfmodel's and the rule of thumb's: where the errors lean, not only how large."""
+    d = d.loc[predicted]
+    out = [("tp_rows", float((d["tp"] > 1).sum()))]
+    for name, sel in (("tp", d["tp"] > 1), ("no_tp", d["tp"] <= 1)):
+        for who, col in (("", "predicted_tokens_per_s"), ("rule_of_thumb_", "rule_of_thumb_tokens_per_s")):
+            signed = 100 * (d.loc[sel, col] - d.loc[sel, "measured_tokens_per_s"]) / d.loc[sel, "measured_tokens_per_s"]
+            out.append((f"{who}{name}_tokens_mean_signed_pct", float(signed.mean()) if sel.any() else np.nan))
+    return out
 
 
 #: torchtitan's compile scope when torchao's end-to-end float8 table was measured (torchtitan 0.0.2, March 2025: each
@@ -461,6 +474,7 @@ def _torchao_numbers() -> list[dict]:
 
 
 _UNITS = {"rows": "rows", "rows_predicted": "rows", "rows_skipped": "rows", "memory_rows": "rows", "rowwise_rows": "rows",
+          "tp_rows": "rows",
           "async_tp_pairs": "rows", "async_tp_gain_mean_abs_error": "ratio",
           "rule_of_thumb_async_tp_gain_mean_abs_error": "ratio",
           "tokens_within_25_pct_share": "ratio", "memory_within_10_pct_share": "ratio", "grand_teton_sustained_clock": "ratio"}
@@ -481,6 +495,13 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
                                           "(tokens/s with it over without), predicted against measured"),
          "rule_of_thumb_async_tp_gain_mean_abs_error": ("the baseline on the same pairs: the rule of thumb has no "
                                                         "communication, so it predicts no speed-up (a gain of 1)"),
+         "tp_rows": "predicted runs with tensor parallelism (torchtitan's TP 8 inside a node, with FSDP and pipelines across)",
+         "tp_tokens_mean_signed_pct": ("mean signed % error of tokens/s per GPU over the runs with tensor parallelism "
+                                       "(positive: predicted too fast)"),
+         "rule_of_thumb_tp_tokens_mean_signed_pct": "the same by the rule of thumb",
+         "no_tp_tokens_mean_signed_pct": ("mean signed % error of tokens/s per GPU over the runs without tensor "
+                                          "parallelism (FSDP, with context parallelism in some; positive: predicted too fast)"),
+         "rule_of_thumb_no_tp_tokens_mean_signed_pct": "the same by the rule of thumb",
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
          "memory_within_10_pct_share": "share of those runs within 10 % on peak memory",
