@@ -95,3 +95,14 @@ def test_scaling_efficiency_is_computed_from_the_label_pairs(data):
     n = item.numbers().set_index("quantity")
     dp = sc[sc["strategy"] == "dp"]
     assert n.loc["dp_scaling_efficiency_max_abs_difference", "reproduced"] == pytest.approx(dp["difference"].abs().max())
+    # which prediction the difference comes from: each of the two steps in turn as measured
+    for r in sc.itertuples(index=False):
+        four = data[(data["model"] == r.model) & (data["batch_size"] == r.batch_size) & (data["parallel"] == r.parallel)
+                    & (data["gpu"] == r.gpu)].iloc[0]
+        share = 1 if r.strategy == "dp" else 4
+        assert r.difference_single_measured == pytest.approx(
+            r.measured_single_ms / (share * four["predicted_ms"]) - r.measured_efficiency, rel=1e-12)
+        assert r.difference_four_measured == pytest.approx(
+            r.predicted_single_ms / (share * four["measured_ms"]) - r.measured_efficiency, rel=1e-12)
+    for col in ("difference_single_measured", "difference_four_measured"):
+        assert n.loc[f"dp_scaling_efficiency_max_abs_{col}", "reproduced"] == pytest.approx(dp[col].abs().max())

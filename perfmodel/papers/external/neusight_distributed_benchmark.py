@@ -21,6 +21,7 @@ bias + dropout + residual, and uses fused layer norms), and the gradient-norm cl
 """
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from perfmodel.datasets._cache import cached_frame
@@ -182,7 +183,10 @@ def scaling() -> pd.DataFrame:
     DataFrame
         ``gpu``, ``model``, ``seq_len``, ``batch_size`` (global), ``parallel``, ``strategy``, ``single_batch``,
         ``measured_single_ms``, ``predicted_single_ms``, ``measured_efficiency``, ``predicted_efficiency``,
-        ``difference`` (predicted − measured).
+        ``difference`` (predicted − measured), and which prediction the difference comes from:
+        ``difference_single_measured`` (the efficiency's difference had the single-GPU step been predicted exactly:
+        only the 4-GPU prediction's error left) and ``difference_four_measured`` (had the 4-GPU step been predicted
+        exactly: only the single-GPU prediction's error left).
     """
     import warnings
 
@@ -211,6 +215,12 @@ def scaling() -> pd.DataFrame:
                          predicted_efficiency=t1 / (share * r.predicted_ms)))
     out = pd.DataFrame(rows)
     out["difference"] = out["predicted_efficiency"] - out["measured_efficiency"]
+    share = np.where(out["strategy"] == "dp", 1, 4)
+    four = neusight_distributed_data().set_index(["gpu", "model", "batch_size", "parallel"])
+    at = pd.MultiIndex.from_frame(out[["gpu", "model", "batch_size", "parallel"]])
+    measured_four, predicted_four = (four.loc[at, c].to_numpy(float) for c in ("measured_ms", "predicted_ms"))
+    out["difference_single_measured"] = out["measured_single_ms"] / (share * predicted_four) - out["measured_efficiency"]
+    out["difference_four_measured"] = out["predicted_single_ms"] / (share * measured_four) - out["measured_efficiency"]
     return out
 
 
@@ -247,6 +257,13 @@ def numbers() -> pd.DataFrame:
         rows.append(dict(quantity=f"predicted_scaling_efficiency {tag}", unit="ratio", value=float(r.predicted_efficiency),
                          protocol=f"scaling efficiency {how}: predicted"))
     dp = sc[sc["strategy"] == "dp"]
+    for col, which in (("difference_single_measured", "the single-GPU step as measured (only the 4-GPU prediction's error "
+                                                       "left)"),
+                       ("difference_four_measured", "the 4-GPU step as measured (only the single-GPU prediction's error "
+                                                    "left)")):
+        rows.append(dict(quantity=f"dp_scaling_efficiency_max_abs_{col}", unit="ratio", value=float(dp[col].abs().max()),
+                         protocol=f"largest |predicted − measured| data-parallel scaling efficiency with {which}: which "
+                                  "prediction the difference comes from; " + how))
     rows.append(dict(quantity="dp_scaling_efficiency_max_abs_difference", unit="ratio",
                      value=float(dp["difference"].abs().max()),
                      protocol=f"largest |predicted − measured| data-parallel scaling efficiency over the {len(dp)} "
