@@ -1081,15 +1081,22 @@ def keep_gathered_whole(work: pd.DataFrame, unsplit: pd.DataFrame, tp: int) -> p
     ``1/tp`` share — whatever the split did to them (their rows' shape says nothing of the linear's)."""
     if tp <= 1 or "op" not in work.columns:
         return work
-    op = work["op"].astype(str).to_numpy()
-    gathered, shared = op == ROWWISE_GATHERED_OP, op == ROWWISE_SHARED_OP
-    if not (gathered.any() or shared.any()):
+    return resized_from_unsplit(work, unsplit, {ROWWISE_GATHERED_OP: 1.0, ROWWISE_SHARED_OP: 1.0 / tp})
+
+
+def resized_from_unsplit(work: pd.DataFrame, unsplit: pd.DataFrame, factors: dict) -> pd.DataFrame:
+    """``work`` (a tensor-parallel rank's rows after the layout's split; ``unsplit`` the same rows in the same order
+    before it) with each row whose op ``factors`` names sized as its unsplit row times the op's factor: its
+    ``flops``, ``bytes``, ``tiles`` and ``dim_m`` (at least one row). The kernels whose size the split cannot read
+    from their rows' shapes: :func:`keep_gathered_whole`, :func:`te_tp_casts`."""
+    factor = work["op"].astype(str).map(factors).to_numpy(float)  # NaN: a row it leaves as it is
+    rows = ~np.isnan(factor)
+    if not rows.any():
         return work
     w = work.copy()
     for c in ("flops", "bytes", "tiles", "dim_m"):
-        whole = unsplit[c].to_numpy(float)
-        w.loc[gathered, c] = whole[gathered]
-        w.loc[shared, c] = np.maximum(whole[shared] / tp, 1.0 if c == "dim_m" else 0.0)
+        whole = unsplit[c].to_numpy(float)[rows] * factor[rows]
+        w.loc[rows, c] = np.maximum(whole, 1.0 if c == "dim_m" else 0.0)
     return w
 
 
@@ -1262,23 +1269,13 @@ def te_tp_casts(work: pd.DataFrame, unsplit: pd.DataFrame, tp: int, sequence_par
     whole where the single GPU's cast moves :data:`TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT`), whole without."""
     if tp <= 1 or "op" not in work.columns:
         return work
-    op = work["op"].astype(str).to_numpy()
-    rows = np.isin(op, [TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_CAST_OP, TE_AMAX_OP,
-                        TE_SEQUENCE_AMAX_OP])
-    if not rows.any():
-        return work
     sp = bool(sequence_parallel)
     gathered = ((TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT / tp + TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT)
                 / TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT)
     sequence = 1.0 / tp if sp else 1.0
-    factor = np.select([np.isin(op, [TE_CAST_OP, TE_AMAX_OP]), op == TE_TRANSPOSE_OP,
-                        np.isin(op, [TE_SEQUENCE_CAST_OP, TE_SEQUENCE_AMAX_OP]), op == TE_GATHERED_CAST_OP],
-                       [1.0 / tp, 1.0, sequence, gathered if sp else 1.0], default=1.0)
-    w = work.copy()
-    for c in ("flops", "bytes", "tiles", "dim_m"):
-        whole = unsplit[c].to_numpy(float)[rows] * factor[rows]
-        w.loc[rows, c] = np.maximum(whole, 1.0 if c == "dim_m" else 0.0)
-    return w
+    return resized_from_unsplit(work, unsplit, {TE_CAST_OP: 1.0 / tp, TE_AMAX_OP: 1.0 / tp, TE_TRANSPOSE_OP: 1.0,
+                                                TE_SEQUENCE_CAST_OP: sequence, TE_SEQUENCE_AMAX_OP: sequence,
+                                                TE_GATHERED_CAST_OP: gathered if sp else 1.0})
 
 
 def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | None = "delayed") -> pd.DataFrame:
