@@ -1105,8 +1105,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     dp_paced = on_path(paced) if paced.any() else 0.0
     dp_tot = dp_tot + (m - 1) * rs_mb  # the earlier micro-batches' reduce-scatters (ZeRO-2), hidden or not
     dp_exposed = (float(tail.max()) - o_rank) + head + dp_paced
-    # the same parts summed in the order the recorded prediction grid's bits were computed in
-    exposed = sends + tied_ar + tp_only + cp_only + (float(tail.max()) - o_rank) + head + dp_paced
+    exposed = sends + tied_ar + tp_only + cp_only + dp_exposed
     comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max())
     return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
                       forward=m * float(t[(stage == sb) & (phase == "forward")].sum()),
