@@ -109,9 +109,11 @@ def _result_claims():
                                                                                       "V100-PCIe-32GB")),
         _pct(b.loc["all", "neusight_mape_pct"]), _pct(b.loc["all", "roofline_mape_pct"]), _pct(rule))
     i = neusight_benchmark_summary(mode="inf").set_index("gpu")
+    rule_inf = nd[(nd["mode"] == "inf") & (nd["status"] == "predicted")]["rule_of_thumb_abs_error_pct"].mean()
     yield _row("an inference step on one GPU (`inference=True`)", "NeuSight's {} inference labels", "{} % MAPE",
-               "NeuSight {} %", nb), (int(i.loc["all", "n_labels"]), _pct(i.loc["all", "perfmodel_mape_pct"]),
-                                      _pct(i.loc["all", "neusight_mape_pct"]))
+               "NeuSight {} %, the rule of thumb {} %", nb), (
+        int(i.loc["all", "n_labels"]), _pct(i.loc["all", "perfmodel_mape_pct"]), _pct(i.loc["all", "neusight_mape_pct"]),
+        _pct(rule_inf))
     yield _row("the 80 % interval (`alpha=0.2`)", "the same labels", "covers {} % of the training and {} % of the inference labels",
                "—", nb), (f"{b.loc['all', 'interval_coverage'] * 100:.0f}", f"{i.loc['all', 'interval_coverage'] * 100:.0f}")
     from perfmodel.papers.external._neusight import neusight_amd_benchmark_data
@@ -121,9 +123,11 @@ def _result_claims():
     ai = neusight_benchmark_summary(amd, mode="inf").set_index("gpu")
     yield _row("a step on AMD GPUs (FP32 GEMMs at the matrix-core rate)",
                "NeuSight's {} AMD training and {} inference labels (MI100, MI210, MI250)", "{} % and {} % MAPE",
-               "NeuSight {} % and {} %", nb), (
+               "NeuSight {} % and {} %, the rule of thumb {} % and {} %", nb), (
         int(at.loc["all", "n_labels"]), int(ai.loc["all", "n_labels"]), _pct(at.loc["all", "perfmodel_mape_pct"]),
-        _pct(ai.loc["all", "perfmodel_mape_pct"]), _pct(at.loc["all", "neusight_mape_pct"]), _pct(ai.loc["all", "neusight_mape_pct"]))
+        _pct(ai.loc["all", "perfmodel_mape_pct"]), _pct(at.loc["all", "neusight_mape_pct"]), _pct(ai.loc["all", "neusight_mape_pct"]),
+        *(_pct(amd[(amd["mode"] == m) & (amd["status"] == "predicted")]["rule_of_thumb_abs_error_pct"].mean())
+          for m in ("train", "inf")))
     from perfmodel.papers.external.neusight_distributed_benchmark import neusight_distributed_summary
 
     dd = neusight_distributed_summary().set_index("value")
@@ -136,12 +140,13 @@ def _result_claims():
                "NeuSight's {} four-GPU training labels, predicted from the single-GPU model",
                "{} % MAPE; scaling efficiency against the {} labels that have their single-GPU label: data parallel "
                "within {} (goal {}, {}; {} with the single-GPU step as measured: the rest is the single-GPU "
-               "prediction's error), tensor and pipeline within {}", "NeuSight {} %",
+               "prediction's error), tensor and pipeline within {}", "NeuSight {} %, the rule of thumb {} %",
                _item_link("external.neusight_distributed_benchmark")), (
         int(dd.loc["all", "n_labels"]), _pct(dd.loc["all", "perfmodel_mape_pct"]), len(sc), f"{worst:.3f}",
         f"{ndb.SCALING_GOAL:g}", "met" if worst <= ndb.SCALING_GOAL else "not met",
         f"{float(dp['difference_single_measured'].abs().max()):.3f}",
-        f"{float(sc.loc[sc['strategy'] != 'dp', 'difference'].abs().max()):.3f}", _pct(dd.loc["all", "neusight_mape_pct"]))
+        f"{float(sc.loc[sc['strategy'] != 'dp', 'difference'].abs().max()):.3f}", _pct(dd.loc["all", "neusight_mape_pct"]),
+        _pct(_mape_of(ndb.neusight_distributed_data(), "rule_of_thumb_ms")))
     yield _row("the time and cost of a plan", "ICAC'19's measured clusters", "time {} %, cost {} % MAPE", "—",
                _item_link("beyond.plan_validation")), (_pct(v["time_ape_pct"].mean()), _pct(v["cost_ape_pct"].mean()))
     yield _row("a step on a CPU, of a CNN never measured", "the bundled CPU measurements of the twenty CNNs, {} batch-size × "
@@ -273,6 +278,11 @@ def _llm_claims():
 def _verdict(ours: float, rule: float) -> str:
     """How the README words perfmodel's error ``ours`` beside the rule of thumb's ``rule`` on the same rows."""
     return "perfmodel better" if ours < rule else "better than perfmodel"
+
+
+def _mape_of(d, column: str) -> float:
+    """Mean absolute % error of ``d[column]`` against ``d["measured_ms"]``."""
+    return float((100 * (d[column] - d["measured_ms"]).abs() / d["measured_ms"]).mean())
 
 
 def _claims():
