@@ -118,6 +118,7 @@ kernels under context parallelism.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pandas as pd
@@ -621,7 +622,7 @@ class RankWork:
     def pipelined(self) -> bool:
         return self.pp > 1 or self.strategy == "pp"
 
-    @property
+    @functools.cached_property
     def copy_out(self) -> np.ndarray:
         """Per row of ``work``: FSDP2's all-gather copy-out (:func:`_fsdp_copy_outs`), which activation checkpointing
         does not run again (a layer's recomputation reads the parameters already gathered)."""
