@@ -732,14 +732,86 @@ def _fsdp_copy_outs(work: pd.DataFrame, arrays: tuple, lay: ModelLayout, tp: int
     keep = nbytes > 0
     template = pd.DataFrame({"dim_n": float(lay.hidden or 1), "module": ""}, index=range(int(keep.sum())))
     rows = wl._cast_rows(template, nbytes[keep], FSDP_COPY_OUT_OP, np.array([ph for _, ph in units], dtype=object)[keep])
+    return _append_rows(work, arrays, rows, np.array([u if u < n else (-1 if u == n else n) for u, _ in units])[keep])
+
+
+def _append_rows(work: pd.DataFrame, arrays: tuple, rows: pd.DataFrame, layers: np.ndarray) -> tuple[pd.DataFrame, tuple]:
+    """``work`` with ``rows`` (kernels the layout adds to the rank's step) after it, and ``arrays`` (a value per row
+    of ``work``: its layer, optimizer flag, tensor-parallel role and block) extended for them: ``layers`` their
+    layers, none of them the optimizer's nor a tensor-parallel linear."""
     for c in work.columns.difference(rows.columns):
         kind = work[c].dtype.kind
         rows[c] = False if kind == "b" else 0.0 if kind in "fiu" else ""
     layer, is_opt, tp_role, tp_block = arrays
-    added = np.array([u if u < n else (-1 if u == n else n) for u, _ in units])[keep]  # the rows' layers
+    k = len(rows)
     return (pd.concat([work, rows[work.columns]], ignore_index=True),
-            (np.r_[layer, added], np.r_[is_opt, np.zeros(len(added), bool)], np.r_[tp_role, np.zeros(len(added), tp_role.dtype)],
-             np.r_[tp_block, np.full(len(added), "", dtype=object)]))
+            (np.r_[layer, layers], np.r_[is_opt, np.zeros(k, bool)], np.r_[tp_role, np.zeros(k, tp_role.dtype)],
+             np.r_[tp_block, np.full(k, "", dtype=object)]))
+
+
+#: op of the copy PyTorch's functional collectives make around a sequence-parallel collective
+#: (:func:`_sequence_parallel_copies`)
+SP_CHUNK_CAT_OP = "sequence_parallel_chunk_cat"
+
+
+def _sequence_parallel_copies(work: pd.DataFrame, arrays: tuple, lay: ModelLayout, tokens: int, size: int,
+                              gather_bytes: float, unfused_scatters: int | None = None) -> tuple[pd.DataFrame, tuple]:
+    """PyTorch's sequence parallelism (DTensor, as torchtitan's ``apply_tp`` lays it out: ``SequenceParallel`` norms,
+    ``PrepareModuleInput`` gathering each block's input, the row-parallel outputs ``Shard(1)``) shards the activations
+    along dim 1 of ``[batch, sequence, hidden]``, while NCCL gathers and scatters along dim 0. PyTorch's functional
+    collectives (torch/distributed/_functional_collectives.py) therefore copy: ``all_gather_tensor`` with
+    ``gather_dim=1`` rearranges the gathered buffer (``torch.cat(torch.chunk(res, group_size, dim=0), dim=1)``), and
+    ``reduce_scatter_tensor`` with ``scatter_dim=1`` puts its input in rank order first (``torch.cat(torch.chunk(x,
+    group_size, dim=1))``) — the torch of torchtitan's published runs (2024-2025; since 2026 a view where the batch is
+    1); torchtitan's ``apply_tp`` names the cost (folding batch and sequence would avoid it, pytorch/torchtitan#437).
+    Each copy is a kernel reading and writing the whole tensor of ``tokens`` rows: per layer in the forward pass two
+    all-gathers (the attention's and the MLP's input) and two reduce-scatters (their outputs), in the backward pass
+    the same four (a gather's gradient is a reduce-scatter, a scatter's a gather); the embedding's reduce-scatter and
+    the output projection's all-gather, with theirs. The gathers at ``gather_bytes`` per element (FP8 under torchao's
+    Float8 TP; 0: the training precision's), everything else at ``size``. Megatron keeps the sequence first
+    (``[s, b, h]``) and gathers along dim 0: no copy.
+
+    ``unfused_scatters`` (asynchronous TP): torch's micro-pipeline TP fuses a collective with its matmul and the fused
+    kernel takes the gather dimension itself; what it leaves to the functional collectives still copies — per layer
+    the backward reduce-scatters of an input gradient summed from several projections (``unfused_scatters`` of them,
+    :func:`_single_producer_blocks`) and the embedding's reduce-scatter with its backward all-gather."""
+    from perfmodel.step import trace as wl
+
+    whole = 2.0 * tokens * float(lay.hidden or 0)  # read and written, per byte of an element
+    gather, scatter = whole * (gather_bytes or size), whole * size
+    n = max(lay.n_layers, 1)
+    if unfused_scatters is None:
+        kinds = [(i, ph, b) for i in range(n) for ph in ("forward", "backward") for b in (gather, gather, scatter, scatter)]
+        kinds += [(n, "forward", whole * size), (n, "backward", whole * size)]  # the output projection's input
+    else:
+        kinds = [(i, "backward", scatter) for i in range(n) for _ in range(unfused_scatters)]
+    kinds += [(-1, "forward", whole * size), (-1, "backward", whole * size)]  # the embedding's output
+    template = pd.DataFrame({"dim_n": float(lay.hidden or 1), "module": ""}, index=range(len(kinds)))
+    rows = wl._cast_rows(template, np.array([b for _, _, b in kinds]), SP_CHUNK_CAT_OP,
+                         np.array([ph for _, ph, _ in kinds], dtype=object))
+    return _append_rows(work, arrays, rows, np.array([i for i, _, _ in kinds]))
+
+
+def _layout_kernels(work: pd.DataFrame, arrays: tuple, w, par, ex: dict, lay: ModelLayout, deg: dict, *, size: int,
+                    tokens: int, fp8_names) -> tuple[pd.DataFrame, tuple]:
+    """The kernels a layout adds to the rank's traced step: FSDP2's all-gather copy-outs (:func:`_fsdp_copy_outs`)
+    and the copies around PyTorch's sequence-parallel collectives (:func:`_sequence_parallel_copies`: PyTorch's TP
+    with sequence parallelism; under asynchronous TP those of the collectives it does not fuse)."""
+    from perfmodel.step import trace as wl
+
+    tpd = deg["tp"]
+    if deg["fsdp"]:
+        work, arrays = _fsdp_copy_outs(work, arrays, lay, tpd, size, fp8_names, deg["pp"] > 1)
+    if tpd > 1 and ex["sequence_parallel"] and ex["framework"] == "pytorch":
+        gather = _tp_gather_bytes(w.precision, ex["framework"], wl.stack_of(w.stack), w.fp8_recipe, tpd)
+        unfused = None
+        if par.async_tp:
+            _, _, role, block = arrays
+            single = _single_producer_blocks(work["module"].astype(str).to_numpy(), role, block,
+                                             (work["phase"] == "forward").to_numpy(), lay.n_layers, ex["framework"])
+            unfused = sum(not one for one in single.values())
+        work, arrays = _sequence_parallel_copies(work, arrays, lay, tokens, size, gather, unfused)
+    return work, arrays
 
 
 def _once_per_step(work: pd.DataFrame, framework: str, stack: str, m: int, fsdp_pipeline: bool) -> np.ndarray | None:
@@ -811,9 +883,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
-    if fsdp:
-        work, (layer, is_opt, tp_role, tp_block) = _fsdp_copy_outs(work, (layer, is_opt, tp_role, tp_block), lay, tpd,
-                                                                   size, fp8_names, p > 1)
+    work, (layer, is_opt, tp_role, tp_block) = _layout_kernels(work, (layer, is_opt, tp_role, tp_block), w, par, ex, lay,
+                                                                deg, size=size, tokens=tokens, fp8_names=fp8_names)
     stages = {}
     if p > 1 or strat == "pp":
         of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v, par.pipeline_layers)
@@ -1251,7 +1322,10 @@ def _execution_basis(r: RankWork) -> str:
     if r.shard_gradients and (r.pipelined or not r.fsdp):
         parts.append(f"gradients sharded over {r.dp_ranks} ranks, reduce-scattered after every micro-batch (ZeRO-2)")
     if r.sequence_parallel:
-        parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks")
+        copies = (r.work["op"] == SP_CHUNK_CAT_OP).any()
+        parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks" + (
+            " (the sequence in dim 1: each all-gather and reduce-scatter of PyTorch's functional collectives copies the "
+            "whole tensor once" + (", those asynchronous TP does not fuse" if r.async_tp else "") + ")" if copies else ""))
     if r.overlap_tp_backward and r.tp > 1 and not r.async_tp:
         parts.append("the column-parallel linears' backward collectives under their own GEMMs (" +
                      ("the input gradient's reduce-scatter under the weight-gradient GEMM, the input gathered again "

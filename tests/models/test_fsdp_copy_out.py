@@ -1,7 +1,8 @@
 """FSDP2's all-gather copy-out: after each unit's all-gather the compute stream copies the gathered buffer into the
 parameters' unsharded tensors (``foreach_all_gather_copy_out``), a kernel reading and writing the unit's gathered
 bytes — per layer in the forward pass and again in the backward pass (not the last layer nor the root, which stay
-unsharded), once per step with a pipeline."""
+unsharded), once per step with a pipeline; and the copies PyTorch's sequence-parallel collectives make of the
+whole tensor (the sequence in dim 1)."""
 from __future__ import annotations
 
 import warnings
@@ -84,3 +85,39 @@ def test_checkpointing_recomputes_the_layers_not_the_copy_outs(strategy, m):
     assert 0 < kept < float(plain["forward_s"])
     assert full["backward_s"] - plain["backward_s"] == pytest.approx(plain["forward_s"] - kept, rel=1e-9)
     assert full["forward_copy_out_s"] == pytest.approx(kept, rel=1e-12)
+
+
+def test_pytorch_sequence_parallelism_copies_around_each_collective_megatron_does_not():
+    """PyTorch's SP shards dim 1 of [batch, sequence, hidden] and its functional collectives gather and scatter along
+    dim 0: a copy of the whole tensor (read and written) per all-gather and reduce-scatter — four per layer and pass,
+    two at the root in each — and, under asynchronous TP, only around the collectives it does not fuse."""
+    from perfmodel.step.parallel import SP_CHUNK_CAT_OP
+
+    def copies(**kw):
+        w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
+        c = pm.Cluster("H100", n_gpus=4, interconnect="nvlink")
+        w, c, p = resolve_run(w, c, pm.Parallelism("fsdp2-tp2", **kw))
+        r = rank_work(w, p, 4)
+        return r, (r.work["op"] == SP_CHUNK_CAT_OP).to_numpy()
+
+    r, sp = copies()
+    L, tokens = r.lay.n_layers, 8 // 2 * 256  # the rank's micro-batch: 4 sequences of 256 tokens, gathered whole
+    assert sp.sum() == 2 * (4 * L + 2) and (r.phase[sp] == "forward").sum() == 4 * L + 2
+    assert r.work.loc[sp, "bytes"].to_numpy() == pytest.approx(2 * tokens * r.lay.hidden * 2)  # BF16, read and written
+    assert not r.is_opt[sp].any() and sorted(set(r.layer[sp])) == [-1, *range(L), L]
+    assert "copies the whole tensor once" in _basis(r)
+    fused, sp_async = copies(async_tp=True)
+    # asynchronous TP: the backward reduce-scatters of the inputs summed from Q, K, V and from gate, up, and the
+    # embedding's two
+    assert sp_async.sum() == 2 * L + 2 and (fused.phase[sp_async] == "backward").sum() == 2 * L + 1
+    assert not copies(sequence_parallel=False)[1].any()
+    w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
+    c = pm.Cluster("H100", n_gpus=4, interconnect="nvlink")
+    w, c, p = resolve_run(w, c, pm.Parallelism("dp2-tp2", framework="megatron"))
+    assert not (rank_work(w, p, 4).work["op"] == SP_CHUNK_CAT_OP).any()  # sequence first: gathered along dim 0
+
+
+def _basis(r):
+    from perfmodel.step.parallel import _execution_basis
+
+    return _execution_basis(r)
