@@ -21,7 +21,6 @@ bias + dropout + residual, and uses fused layer norms), and the gradient-norm cl
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from perfmodel.datasets._cache import cached_frame
@@ -212,15 +211,11 @@ def scaling() -> pd.DataFrame:
         rows.append(dict(gpu=r.gpu, model=r.model, seq_len=r.seq_len, batch_size=r.batch_size, parallel=r.parallel,
                          strategy=r.strategy, single_batch=b, measured_single_ms=m1, predicted_single_ms=t1,
                          measured_efficiency=m1 / (share * r.measured_ms),
-                         predicted_efficiency=t1 / (share * r.predicted_ms)))
+                         predicted_efficiency=t1 / (share * r.predicted_ms),
+                         difference_single_measured=m1 / (share * r.predicted_ms) - m1 / (share * r.measured_ms),
+                         difference_four_measured=t1 / (share * r.measured_ms) - m1 / (share * r.measured_ms)))
     out = pd.DataFrame(rows)
     out["difference"] = out["predicted_efficiency"] - out["measured_efficiency"]
-    share = np.where(out["strategy"] == "dp", 1, 4)
-    four = neusight_distributed_data().set_index(["gpu", "model", "batch_size", "parallel"])
-    at = pd.MultiIndex.from_frame(out[["gpu", "model", "batch_size", "parallel"]])
-    measured_four, predicted_four = (four.loc[at, c].to_numpy(float) for c in ("measured_ms", "predicted_ms"))
-    out["difference_single_measured"] = out["measured_single_ms"] / (share * predicted_four) - out["measured_efficiency"]
-    out["difference_four_measured"] = out["predicted_single_ms"] / (share * measured_four) - out["measured_efficiency"]
     return out
 
 
