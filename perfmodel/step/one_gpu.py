@@ -31,7 +31,9 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
 
     * one GPU, ``"dp"``, ``"fsdp"``, ``"tp"``: ``forward_s`` (already the forward pass of every micro-batch of one
       GPU) is added to ``backward_s``, ``step_time_s`` and ``compute_s`` — less ``forward_copy_out_s`` where the frame
-      has it (FSDP2's all-gather copy-outs: a recomputed layer reads the parameters gathered for its backward pass);
+      has it (FSDP2's all-gather copy-outs: a recomputed layer reads the parameters gathered for its backward pass),
+      and with ``mode="selective"`` less ``forward_tp_reduce_s`` (asynchronous TP's reductions: torchtitan's policy
+      keeps the reduce-scatters' outputs, ``_save_list`` in torchtitan/models/llama3/parallelize_llama.py at 820504e);
     * ``"pp"``: every stage's 1F1B slot grows by its forward pass; with ``forward_s`` the ``m`` forward passes of the
       slowest stage ``f``, the step grows by ``(m + p − 1)·f`` and the bubble by ``(p − 1)·f`` (equal stages).
 
@@ -59,8 +61,10 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
     if set(frame.get("optimizer", pd.Series(dtype=object))) & {"inference"}:
         raise ValueError("add_recompute: an inference row has no backward pass to recompute in; predict a training step.")
     out = frame.copy()
-    # FSDP2's copy-outs are part of the forward pass, not of what checkpointing recomputes
-    kept = out["forward_copy_out_s"].fillna(0.0).to_numpy(float) if "forward_copy_out_s" in out.columns else 0.0
+    # FSDP2's copy-outs are part of the forward pass, not of what checkpointing recomputes; nor, under torchtitan's
+    # selective policy, asynchronous TP's reductions (it keeps the reduce-scatters' outputs)
+    kept_cols = ["forward_copy_out_s"] + (["forward_tp_reduce_s"] if mode == "selective" else [])
+    kept = sum((out[c].fillna(0.0).to_numpy(float) for c in kept_cols if c in out.columns), 0.0)
     fwd = (out["forward_s"].to_numpy(float) - kept) * np.broadcast_to(np.asarray(fraction, float), (len(out),))
     rerun = {g: np.broadcast_to(np.asarray(v, float), (len(out),)).astype(float)
              for g, v in (comm_rerun if isinstance(comm_rerun, dict) else {"tp": comm_rerun or 0.0}).items()}

@@ -628,6 +628,12 @@ class RankWork:
         does not run again (a layer's recomputation reads the parameters already gathered)."""
         return (self.work["op"].astype(str) == FSDP_COPY_OUT_OP).to_numpy()
 
+    @functools.cached_property
+    def tp_reduce(self) -> np.ndarray:
+        """Per row of ``work``: the reduction that ends one of asynchronous TP's fused matmul-reduce-scatters
+        (:func:`_micro_pipeline_kernels`)."""
+        return (self.work["op"].astype(str) == ASYNC_TP_REDUCE_OP).to_numpy()
+
 
 def _multiples(B: int, k: int) -> str:
     """The multiples of ``k`` nearest ``B``, below and above (one when ``B < k``)."""
@@ -755,7 +761,8 @@ SP_CHUNK_CAT_OP = "sequence_parallel_chunk_cat"
 
 
 def _sequence_parallel_copies(work: pd.DataFrame, arrays: tuple, lay: ModelLayout, tokens: int, size: int,
-                              gather_bytes: float, unfused_scatters: int | None = None) -> tuple[pd.DataFrame, tuple]:
+                              gather_bytes: float, unfused_scatters: int | None = None,
+                              head: bool = False) -> tuple[pd.DataFrame, tuple]:
     """PyTorch's sequence parallelism (DTensor, as torchtitan's ``apply_tp`` lays it out: ``SequenceParallel`` norms,
     ``PrepareModuleInput`` gathering each block's input, the row-parallel outputs ``Shard(1)``) shards the activations
     along dim 1 of ``[batch, sequence, hidden]``, while NCCL gathers and scatters along dim 0. PyTorch's functional
@@ -774,7 +781,9 @@ def _sequence_parallel_copies(work: pd.DataFrame, arrays: tuple, lay: ModelLayou
     ``unfused_scatters`` (asynchronous TP): torch's micro-pipeline TP fuses a collective with its matmul and the fused
     kernel takes the gather dimension itself; what it leaves to the functional collectives still copies — per layer
     the backward reduce-scatters of an input gradient summed from several projections (``unfused_scatters`` of them,
-    :func:`_single_producer_blocks`) and the embedding's reduce-scatter with its backward all-gather."""
+    :func:`_single_producer_blocks`), the embedding's reduce-scatter with its backward all-gather, and with ``head``
+    the output projection's all-gather with its backward reduce-scatter (torch.compile's pass fuses only inside
+    what it compiles; torchtitan compiles each layer, and the loss, not the output projection)."""
     from perfmodel.step import trace as wl
 
     whole = 2.0 * tokens * float(lay.hidden or 0)  # read and written, per byte of an element
@@ -785,6 +794,7 @@ def _sequence_parallel_copies(work: pd.DataFrame, arrays: tuple, lay: ModelLayou
         kinds += [(n, "forward", whole * size), (n, "backward", whole * size)]  # the output projection's input
     else:
         kinds = [(i, "backward", scatter) for i in range(n) for _ in range(unfused_scatters)]
+        kinds += [(n, "forward", whole * size), (n, "backward", whole * size)] if head else []
     kinds += [(-1, "forward", whole * size), (-1, "backward", whole * size)]  # the embedding's output
     template = pd.DataFrame({"dim_n": float(lay.hidden or 1), "module": ""}, index=range(len(kinds)))
     rows = wl._cast_rows(template, np.array([b for _, _, b in kinds]), SP_CHUNK_CAT_OP,
@@ -792,11 +802,73 @@ def _sequence_parallel_copies(work: pd.DataFrame, arrays: tuple, lay: ModelLayou
     return _append_rows(work, arrays, rows, np.array([i for i, _, _ in kinds]))
 
 
+#: op of the reduction that ends torch's fused matmul-reduce-scatter (asynchronous TP, :func:`_micro_pipeline_kernels`)
+ASYNC_TP_REDUCE_OP = "async_tp_partials_sum"
+#: op of the copy of a rank's shard into its symmetric-memory buffer that starts torch's fused all-gather-matmul
+ASYNC_TP_COPY_IN_OP = "async_tp_shard_copy_in"
+#: share of the GPU's memory bandwidth that ATen's reduction reaches summing the ``tp`` partials of a fused
+#: matmul-reduce-scatter: 23-43 % of HBM peak on the shapes measured in pytorch/pytorch#191803 (ATen's
+#: ``reduce_kernel`` is instruction-bound on a reduction of extent 2-8); the middle of that range. Not fitted.
+ASYNC_TP_REDUCE_BANDWIDTH_SHARE = 0.33
+
+
+def _micro_pipeline_kernels(work: pd.DataFrame, arrays: tuple, lay: ModelLayout, tokens: int, size: int,
+                            gather_bytes: float, tp: int, single: dict) -> tuple[pd.DataFrame, tuple]:
+    """The kernels torch's micro-pipelined TP (asynchronous TP: ``fused_all_gather_matmul``,
+    ``fused_matmul_reduce_scatter`` in torch/distributed/_symmetric_memory/__init__.py, unchanged in this from 2024 to
+    2026) runs outside its pipelined transfers, on the compute stream:
+
+    * each fused all-gather first copies the rank's shard into its symmetric-memory buffer, before the barrier and the
+      first matmul chunk (``copy_shard(dst=local_p2p_bufs, src=shard)``; its comment: the chance to overlap it with
+      the first chunk is given up): a copy of ``tokens / tp`` rows, at the gathered precision (``gather_bytes`` per
+      element; 0: ``size``). The copy of the rank's own shard into the gathered output overlaps the last chunk and
+      is not counted;
+    * each fused reduce-scatter ends with ``torch.sum`` over the ``tp`` partials it received (``stacked_partials``):
+      a kernel reading the whole ``tokens`` rows and writing the shard, after the last transfer, its memory traffic
+      on the critical path (pytorch/pytorch#191803), timed at :data:`ASYNC_TP_REDUCE_BANDWIDTH_SHARE` of the memory
+      bandwidth (:func:`_timed_reductions`).
+
+    Per layer: in the forward pass a gather and a reduce-scatter per block (the column-parallel input's, the
+    row-parallel output's); in the backward pass the row-parallel output gradient's gather per block, and the input
+    gradient's reduce-scatter where one GEMM produces it (``single``, :func:`_single_producer_blocks`)."""
+    from perfmodel.step import trace as wl
+
+    hidden = float(lay.hidden or 0)
+    copy_in = 2.0 * tokens / tp * hidden * (gather_bytes or size)  # read and written
+    reduce = tokens * hidden * size * (1.0 + 1.0 / tp)  # the tp partials read, the shard written
+    kinds = []
+    for i in range(max(lay.n_layers, 1)):
+        for one_producer in single.values():
+            kinds += [(i, "forward", ASYNC_TP_COPY_IN_OP, copy_in), (i, "forward", ASYNC_TP_REDUCE_OP, reduce),
+                      (i, "backward", ASYNC_TP_COPY_IN_OP, copy_in)]
+            kinds += [(i, "backward", ASYNC_TP_REDUCE_OP, reduce)] if one_producer else []
+    if not kinds or not hidden:
+        return work, arrays
+    template = pd.DataFrame({"dim_n": hidden, "module": ""}, index=range(len(kinds)))
+    rows = wl._cast_rows(template, np.array([b for *_, b in kinds]), "", np.array([k[1] for k in kinds], dtype=object))
+    rows["op"] = [k[2] for k in kinds]
+    return _append_rows(work, arrays, rows, np.array([k[0] for k in kinds]))
+
+
+def _timed_reductions(r: "RankWork", t: np.ndarray, spec) -> np.ndarray:
+    """``t`` (the kernel times of ``r.work``) with asynchronous TP's reductions (:attr:`RankWork.tp_reduce`) at
+    :data:`ASYNC_TP_REDUCE_BANDWIDTH_SHARE` of ``spec``'s memory bandwidth."""
+    if not r.tp_reduce.any():
+        return t
+    t = np.array(t, dtype=float)
+    rate = ASYNC_TP_REDUCE_BANDWIDTH_SHARE * float(spec.memory_bandwidth_gb_per_s) * 1e9
+    t[r.tp_reduce] = r.work["bytes"].to_numpy(float)[r.tp_reduce] / rate
+    return t
+
+
 def _layout_kernels(work: pd.DataFrame, arrays: tuple, w, par, ex: dict, lay: ModelLayout, deg: dict, *, size: int,
                     tokens: int, fp8_names) -> tuple[pd.DataFrame, tuple]:
-    """The kernels a layout adds to the rank's traced step: FSDP2's all-gather copy-outs (:func:`_fsdp_copy_outs`)
-    and the copies around PyTorch's sequence-parallel collectives (:func:`_sequence_parallel_copies`: PyTorch's TP
-    with sequence parallelism; under asynchronous TP those of the collectives it does not fuse)."""
+    """The kernels a layout adds to the rank's traced step: FSDP2's all-gather copy-outs (:func:`_fsdp_copy_outs`),
+    the copies around PyTorch's sequence-parallel collectives (:func:`_sequence_parallel_copies`: PyTorch's TP with
+    sequence parallelism; under asynchronous TP those of the collectives it does not fuse: the output projection's
+    too where torch.compile leaves it eager, outside its ``"model"`` scope) and asynchronous TP's own
+    (:func:`_micro_pipeline_kernels`)."""
+    from perfmodel._workload import compile_scope_of
     from perfmodel.step import trace as wl
 
     tpd = deg["tp"]
@@ -804,13 +876,15 @@ def _layout_kernels(work: pd.DataFrame, arrays: tuple, w, par, ex: dict, lay: Mo
         work, arrays = _fsdp_copy_outs(work, arrays, lay, tpd, size, fp8_names, deg["pp"] > 1)
     if tpd > 1 and ex["sequence_parallel"] and ex["framework"] == "pytorch":
         gather = _tp_gather_bytes(w.precision, ex["framework"], wl.stack_of(w.stack), w.fp8_recipe, tpd)
-        unfused = None
-        if par.async_tp:
-            _, _, role, block = arrays
-            single = _single_producer_blocks(work["module"].astype(str).to_numpy(), role, block,
-                                             (work["phase"] == "forward").to_numpy(), lay.n_layers, ex["framework"])
-            unfused = sum(not one for one in single.values())
-        work, arrays = _sequence_parallel_copies(work, arrays, lay, tokens, size, gather, unfused)
+        if not par.async_tp:
+            return _sequence_parallel_copies(work, arrays, lay, tokens, size, gather)
+        _, _, role, block = arrays
+        single = _single_producer_blocks(work["module"].astype(str).to_numpy(), role, block,
+                                         (work["phase"] == "forward").to_numpy(), lay.n_layers, ex["framework"])
+        head = compile_scope_of(wl.stack_of(w.stack), w.compile_scope) != "model"
+        work, arrays = _sequence_parallel_copies(work, arrays, lay, tokens, size, gather,
+                                                 sum(not one for one in single.values()), head)
+        work, arrays = _micro_pipeline_kernels(work, arrays, lay, tokens, size, gather, tpd, single)
     return work, arrays
 
 
@@ -986,6 +1060,17 @@ class LayoutStep:
     #: seconds of ``forward`` that are FSDP2's all-gather copy-outs (:attr:`RankWork.copy_out`): part of the forward
     #: pass, not of what activation checkpointing recomputes
     copy_out_forward: float = 0.0
+    #: seconds of ``forward`` that are the reductions ending asynchronous TP's fused matmul-reduce-scatters
+    #: (:attr:`RankWork.tp_reduce`): recomputed with their layers, but not by torchtitan's selective policy, which
+    #: keeps the reduce-scatters' outputs
+    tp_reduce_forward: float = 0.0
+
+
+def _kept_forward(r: RankWork, t: np.ndarray, m: int, on_path=True) -> dict:
+    """:attr:`LayoutStep.copy_out_forward` and :attr:`LayoutStep.tp_reduce_forward` of ``m`` micro-batches, the rows
+    ``on_path`` (a pipeline's slowest stage; all of them by default)."""
+    fwd = (r.phase == "forward") & on_path
+    return dict(copy_out_forward=m * float(t[fwd & r.copy_out].sum()), tp_reduce_forward=m * float(t[fwd & r.tp_reduce].sum()))
 
 
 def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
@@ -1030,7 +1115,7 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
                       comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b)),
                       comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * tp_all, cp=m * c.cp_total),
                       tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f,
-                      copy_out_forward=m * float(t[r.copy_out & (r.phase == "forward")].sum()))
+                      **_kept_forward(r, t, m))
 
 
 def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: float, opt: float) -> LayoutStep:
@@ -1058,7 +1143,8 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
                       comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm),
                       comm_total_by_group=_groups(tp=tp_all, dp=dp_total, cp=m * c.cp_total),
-                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f)
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f,
+                      **_kept_forward(r, t, m))
 
 
 def _bucketed_dp(r: RankWork, lk: dict, forward_s: float, backward_s: float, params: float,
@@ -1186,7 +1272,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
                       comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_all, cp=cp_all, dp=float(dp_tot.max())),
                       tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb])) if tpd > 1 else 0.0,
                       cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0,
-                      copy_out_forward=m * float(t[(stage == sb) & (phase == "forward") & r.copy_out].sum()))
+                      **_kept_forward(r, t, m, stage == sb))
 
 
 def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
@@ -1279,7 +1365,7 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     rows, far = [], []
     for spec, lk in zip(specs, links):
         t, source = kn.kernel_seconds(r.work, spec, prec, with_source=True)
-        s = layout_step(r, t, lk)
+        s = layout_step(r, _timed_reductions(r, t, spec), lk)
         far += kn._extrapolation_notes(spec, prec)
         row = _layout_row(r, s, spec, lk, prec, w.optimizer, q, interval, by_group)
         source = kn.source_phrase(source)
@@ -1358,6 +1444,7 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
                micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
                comm_total_s=s.comm_total, bubble_s=s.bubble, overlap_slowdown_s=s.overlap_slowdown,
                comm_tp_forward_s=s.tp_forward, comm_cp_forward_s=s.cp_forward, forward_copy_out_s=s.copy_out_forward,
+               forward_tp_reduce_s=s.tp_reduce_forward,
                pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
                framework=r.framework, virtual_stages=r.virtual_stages, distributed_optimizer=r.distributed_optimizer,
                sequence_parallel=r.sequence_parallel,

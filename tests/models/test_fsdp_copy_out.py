@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 import perfmodel as pm
+from perfmodel.datasets import gpu_spec
 from perfmodel.models import ExtrapolationWarning
 from perfmodel.step import kernels as kn
+from perfmodel.step.one_gpu import add_recompute
 from perfmodel.step.parallel import FSDP_COPY_OUT_OP, layout_step, rank_work, resolve_links
 from perfmodel.step.prediction import resolve_run
 
@@ -107,14 +109,60 @@ def test_pytorch_sequence_parallelism_copies_around_each_collective_megatron_doe
     assert not r.is_opt[sp].any() and sorted(set(r.layer[sp])) == [-1, *range(L), L]
     assert "copies the whole tensor once" in _basis(r)
     fused, sp_async = copies(async_tp=True)
-    # asynchronous TP: the backward reduce-scatters of the inputs summed from Q, K, V and from gate, up, and the
-    # embedding's two
-    assert sp_async.sum() == 2 * L + 2 and (fused.phase[sp_async] == "backward").sum() == 2 * L + 1
+    # asynchronous TP: the backward reduce-scatters of the inputs summed from Q, K, V and from gate, up, the
+    # embedding's two and the output projection's two (torch.compile's pass fuses only what it compiles; this step
+    # is not compiled as a whole)
+    assert sp_async.sum() == 2 * L + 4 and (fused.phase[sp_async] == "backward").sum() == 2 * L + 2
+    assert sorted(set(fused.layer[sp_async])) == [-1, *range(L), L]
     assert not copies(sequence_parallel=False)[1].any()
     w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
     c = pm.Cluster("H100", n_gpus=4, interconnect="nvlink")
     w, c, p = resolve_run(w, c, pm.Parallelism("dp2-tp2", framework="megatron"))
     assert not (rank_work(w, p, 4).work["op"] == SP_CHUNK_CAT_OP).any()  # sequence first: gathered along dim 0
+
+
+def test_async_tp_runs_its_shard_copies_and_sums_its_partials_on_the_compute_stream():
+    """torch's fused all-gather-matmul copies the rank's shard into its symmetric buffer first (1/tp of the tokens,
+    read and written); its fused matmul-reduce-scatter ends with a sum over the tp partials (all the tokens read, the
+    shard written), timed at the cited share of the memory bandwidth and not recomputed by the selective policy."""
+    from perfmodel.step.parallel import (ASYNC_TP_COPY_IN_OP, ASYNC_TP_REDUCE_BANDWIDTH_SHARE, ASYNC_TP_REDUCE_OP,
+                                         _timed_reductions)
+
+    w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
+    c = pm.Cluster("H100", n_gpus=4, interconnect="nvlink")
+    w, c, p = resolve_run(w, c, pm.Parallelism("fsdp2-tp2", async_tp=True))
+    r = rank_work(w, p, 4)
+    op = r.work["op"].to_numpy()
+    L, h, tokens = r.lay.n_layers, r.lay.hidden, 8 // 2 * 256
+    copy_in, red = op == ASYNC_TP_COPY_IN_OP, op == ASYNC_TP_REDUCE_OP
+    # two blocks a layer: a gather each in both passes; a reduce-scatter each forward, none backward (the inputs'
+    # gradients are sums of Q, K, V and of gate, up: not fused)
+    assert copy_in.sum() == 4 * L and (r.phase[copy_in] == "backward").sum() == 2 * L
+    assert red.sum() == 2 * L and (r.phase[red] == "forward").all() and (r.tp_reduce == red).all()
+    assert r.work.loc[copy_in, "bytes"].to_numpy() == pytest.approx(2 * tokens / 2 * h * 2)
+    assert r.work.loc[red, "bytes"].to_numpy() == pytest.approx(tokens * h * 2 * 1.5)
+    assert sorted(set(r.layer[red])) == list(range(L)) and not r.is_opt[red | copy_in].any()
+    t = _timed_reductions(r, np.ones(len(r.work)), gpu_spec("H100"))
+    assert t[red] == pytest.approx(tokens * h * 2 * 1.5 / (ASYNC_TP_REDUCE_BANDWIDTH_SHARE * 3350e9))
+    assert (t[~red] == 1.0).all()
+    # vanilla TP and Megatron's userbuffers run none of these
+    w2, c2, p2 = resolve_run(pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16"), c,
+                             pm.Parallelism("fsdp2-tp2"))
+    assert not np.isin(rank_work(w2, p2, 4).work["op"], [ASYNC_TP_COPY_IN_OP, ASYNC_TP_REDUCE_OP]).any()
+    w3, c3, p3 = resolve_run(pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16"), c,
+                             pm.Parallelism("dp2-tp2", framework="megatron", async_tp=True))
+    assert not np.isin(rank_work(w3, p3, 4).work["op"], [ASYNC_TP_COPY_IN_OP, ASYNC_TP_REDUCE_OP]).any()
+    # the step: full checkpointing recomputes the reductions with their layers, the selective policy does not
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = pm.predict_step_time(MODEL, "H100", input_shape=(256,), batch_size=8, precision="bf16",
+                                     optimizer="adam-fused", n_gpus=4, strategy="fsdp2-tp2", async_tp=True,
+                                     interconnect="nvlink")
+    plain = frame.iloc[0]
+    assert 0 < plain["forward_tp_reduce_s"] < plain["forward_s"]
+    for mode, kept in (("full", 0.0), ("selective", plain["forward_tp_reduce_s"])):
+        rec = add_recompute(frame, fraction=1.0, mode=mode, detail=True).iloc[0]
+        assert rec["recompute_s"] == pytest.approx(plain["forward_s"] - plain["forward_copy_out_s"] - kept, rel=1e-9)
 
 
 def _basis(r):

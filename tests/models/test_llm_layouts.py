@@ -173,9 +173,10 @@ def test_async_tp_hides_the_collectives_under_the_matmuls():
     asy = _t(n_gpus=4, strategy="fsdp2-tp2", batch_size=4, async_tp=True)
     assert asy["async_tp"] and not van["async_tp"]
     assert asy["comm_s"] < van["comm_s"] and asy["step_time_s"] < van["step_time_s"]
-    # the same kernels but the copies PyTorch's sequence-parallel collectives make of the whole tensor, which the
-    # fused all-gather-matmul and matmul-reduce-scatter kernels do not need (test_fsdp_copy_out counts them)
-    assert asy["compute_s"] < van["compute_s"] and asy["n_kernels"] < van["n_kernels"]
+    # the copies PyTorch's sequence-parallel collectives make of the whole tensor, which the fused all-gather-matmul
+    # and matmul-reduce-scatter kernels do not need, outweigh the fused kernels' own shard copies and partial sums
+    # (test_fsdp_copy_out counts both)
+    assert asy["compute_s"] < van["compute_s"]
     with pytest.raises(StrategyError, match=r"async_tp=True overlaps the tensor-parallel collectives with the matmuls, but "
                                             r"strategy='fsdp' has no tensor parallelism"):
         _t(n_gpus=2, strategy="fsdp", batch_size=2, async_tp=True)
