@@ -146,7 +146,7 @@ def _result_claims():
         f"{ndb.SCALING_GOAL:g}", "met" if worst <= ndb.SCALING_GOAL else "not met",
         f"{float(dp['difference_single_measured'].abs().max()):.3f}",
         f"{float(sc.loc[sc['strategy'] != 'dp', 'difference'].abs().max()):.3f}", _pct(dd.loc["all", "neusight_mape_pct"]),
-        _pct(_mape_of(ndb.neusight_distributed_data(), "rule_of_thumb_ms")))
+        _pct(ndb.numbers().set_index("quantity").loc["all_rule_of_thumb_mape_pct", "reproduced"]))
     yield _row("the time and cost of a plan", "ICAC'19's measured clusters", "time {} %, cost {} % MAPE", "—",
                _item_link("beyond.plan_validation")), (_pct(v["time_ape_pct"].mean()), _pct(v["cost_ape_pct"].mean()))
     yield _row("a step on a CPU, of a CNN never measured", "the bundled CPU measurements of the twenty CNNs, {} batch-size × "
@@ -278,11 +278,6 @@ def _llm_claims():
 def _verdict(ours: float, rule: float) -> str:
     """How the README words perfmodel's error ``ours`` beside the rule of thumb's ``rule`` on the same rows."""
     return "perfmodel better" if ours < rule else "better than perfmodel"
-
-
-def _mape_of(d, column: str) -> float:
-    """Mean absolute % error of ``d[column]`` against ``d["measured_ms"]``."""
-    return float((100 * (d[column] - d["measured_ms"]).abs() / d["measured_ms"]).mean())
 
 
 def _claims():
