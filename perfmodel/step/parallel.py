@@ -94,7 +94,9 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   several: separate Q, K, V or gate and up projections leave it whole). Megatron's ``--tp-comm-overlap`` with
   sequence parallelism runs Transformer Engine's userbuffers instead in the backward pass: the column-parallel
   linear's input gathered again under its input-gradient GEMM and its input gradient reduce-scattered under its
-  weight-gradient GEMM, each whole (:func:`_async_tp_layer`). An input-gradient GEMM is timed as its forward GEMM (the same
+  weight-gradient GEMM, each whole (:func:`_async_tp_layer`). torch's fused kernels run two kernels of their own on
+  the compute stream, exposed: the rank's shard copied into symmetric memory before each fused all-gather, and the
+  sum of the ``tp`` partials after each fused reduce-scatter (:func:`_micro_pipeline_kernels`). An input-gradient GEMM is timed as its forward GEMM (the same
   FLOPs and rows). The hidden part still moves its bytes: every layout counts the group's whole communication in
   ``comm_total`` (vanilla TP's, and Megatron's re-gathers), and the compute beside the hidden part is slowed as under any hidden collective
   (:data:`perfmodel.step.collectives.OVERLAP_SLOWDOWN`); so is the compute under context parallelism's hidden K/V
@@ -1412,6 +1414,10 @@ def _execution_basis(r: RankWork) -> str:
         parts.append(f"sequence parallel over the {r.tp} tensor-parallel ranks" + (
             " (the sequence in dim 1: each all-gather and reduce-scatter of PyTorch's functional collectives copies the "
             "whole tensor once" + (", those asynchronous TP does not fuse" if r.async_tp else "") + ")" if copies else ""))
+    if r.tp_reduce.any():
+        parts.append("asynchronous TP's fused all-gathers copying the rank's shard into symmetric memory first and its "
+                     "fused reduce-scatters summing the partials last, on the compute stream (the sums at "
+                     f"{ASYNC_TP_REDUCE_BANDWIDTH_SHARE:g} of the memory bandwidth, pytorch/pytorch#191803)")
     if r.overlap_tp_backward and r.tp > 1 and not r.async_tp:
         parts.append("the column-parallel linears' backward collectives under their own GEMMs (" +
                      ("the input gradient's reduce-scatter under the weight-gradient GEMM, the input gathered again "

@@ -142,6 +142,7 @@ def test_async_tp_runs_its_shard_copies_and_sums_its_partials_on_the_compute_str
     assert r.work.loc[copy_in, "bytes"].to_numpy() == pytest.approx(2 * tokens / 2 * h * 2)
     assert r.work.loc[red, "bytes"].to_numpy() == pytest.approx(tokens * h * 2 * 1.5)
     assert sorted(set(r.layer[red])) == list(range(L)) and not r.is_opt[red | copy_in].any()
+    assert "fused reduce-scatters summing the partials last" in _basis(r)
     t = _timed_reductions(r, np.ones(len(r.work)), gpu_spec("H100"))
     assert t[red] == pytest.approx(tokens * h * 2 * 1.5 / (ASYNC_TP_REDUCE_BANDWIDTH_SHARE * 3350e9))
     assert (t[~red] == 1.0).all()
