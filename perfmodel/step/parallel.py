@@ -847,8 +847,8 @@ def _micro_pipeline_kernels(work: pd.DataFrame, arrays: tuple, lay: ModelLayout,
     if not kinds or not hidden:
         return work, arrays
     template = pd.DataFrame({"dim_n": hidden, "module": ""}, index=range(len(kinds)))
-    rows = wl._cast_rows(template, np.array([b for *_, b in kinds]), "", np.array([k[1] for k in kinds], dtype=object))
-    rows["op"] = [k[2] for k in kinds]
+    rows = wl._cast_rows(template, np.array([b for *_, b in kinds]), np.array([k[2] for k in kinds], dtype=object),
+                         np.array([k[1] for k in kinds], dtype=object))
     return _append_rows(work, arrays, rows, np.array([k[0] for k in kinds]))
 
 

@@ -187,7 +187,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         and with checkpointing the re-run too, :func:`perfmodel.step.one_gpu.recompute_comm`); ``forward_copy_out_s``
         (the seconds of ``forward_s`` that are FSDP2's all-gather copy-outs, which checkpointing does not recompute);
         ``forward_tp_reduce_s`` (those that are the partial sums ending asynchronous TP's fused reduce-scatters, which
-        torchtitan's selective checkpointing does not recompute); ``forward_s`` / ``backward_s`` / ``optimizer_s`` and ``flops`` are those of one GPU.
+        torchtitan's selective checkpointing does not recompute); ``forward_s`` / ``backward_s`` / ``optimizer_s``
+        and ``flops`` are those of one GPU.
 
     Raises
     ------

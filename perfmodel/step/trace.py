@@ -1162,8 +1162,8 @@ def _token_rows(sel: pd.DataFrame) -> pd.DataFrame:
     return sel[sel["dim_m"].to_numpy(float) == tokens]
 
 
-def _cast_rows(sel: pd.DataFrame, nbytes: np.ndarray, op: str, phase) -> pd.DataFrame:
-    """Cast kernels moving ``nbytes`` each, described as :func:`work_from_ops` describes an elementwise kernel of those
+def _cast_rows(sel: pd.DataFrame, nbytes: np.ndarray, op, phase) -> pd.DataFrame:
+    """Cast kernels moving ``nbytes`` each (``op``: one name, or one per row), described as :func:`work_from_ops` describes an elementwise kernel of those
     bytes (the binary op over ``bytes / 12`` elements, rows of the operand's reduction dimension ``dim_n``)."""
     eq = np.maximum(nbytes / 12.0, 1.0)
     last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
