@@ -171,7 +171,8 @@ class Parallelism:
         default).
     async_tp : bool, default False
         Tensor-parallel collectives overlapped with their matmuls (torchtitan's asynchronous TP with
-        ``torch.compile``, Megatron's ``--tp-comm-overlap``); needs a ``tp`` factor.
+        ``torch.compile``, Megatron's ``--tp-comm-overlap``); needs a ``tp`` factor, and under ``framework="pytorch"``
+        a compiled workload (``compile=True``): the overlap is a torch.compile pass, and torchtitan refuses it without.
     framework : {"pytorch", "megatron"}, default "pytorch"
         How the layout runs: PyTorch DDP / FSDP2 as torchtitan runs them, or Megatron-Core (the distributed optimizer,
         sequence parallelism with tensor parallelism, FP32 main gradients;

@@ -193,7 +193,8 @@ def add_parser(sub, fmt) -> None:
                            "embedding,loss (each counted as a layer, Megatron's --account-for-*-in-pipeline-split); "
                            "default: as evenly as they go")
     pred.add_argument("--async-tp", action="store_true",
-                      help="tp collectives overlapped with their matmuls (torchtitan's async TP, Megatron's --tp-comm-overlap)")
+                      help="tp collectives overlapped with their matmuls (torchtitan's async TP, a torch.compile pass: with "
+                           "--compile; Megatron's --tp-comm-overlap)")
     pred.add_argument("--framework", default="pytorch", choices=["pytorch", "megatron"],
                       help="how the layout runs: pytorch (DDP, FSDP2 as torchtitan runs it) or megatron (Megatron-Core: "
                            "distributed optimizer, sequence parallelism with tp, FP32 main gradients); spell megatron's "

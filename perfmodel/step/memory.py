@@ -481,7 +481,7 @@ def _check_memory_args(w, clusters, p):
     else:
         deg = dict(parse_strategy(strategy, n))
     strat, d = deg["name"], deg["dp"]
-    check_async_tp(p.async_tp, deg["tp"], strat)
+    check_async_tp(p.async_tp, deg["tp"], strat, framework=p.framework, stack=wl.resolve_stack(stack, compile))
     deg.update(p.execution(n, deg))
     single = strat in STRATEGIES
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)

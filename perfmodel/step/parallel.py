@@ -916,7 +916,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     deg = parse_strategy(par.strategy, n)
     strat, d, tpd, p, fsdp, cpd = deg["name"], deg["dp"], deg["tp"], deg["pp"], deg["fsdp"], deg["cp"]
     v = pipeline_virtual_stages(pipeline_schedule, par.virtual_stages)
-    check_async_tp(par.async_tp, tpd, strat)
+    check_async_tp(par.async_tp, tpd, strat, framework=par.framework, stack=wl.stack_of(w.stack))
     ex = par.execution(n)  # resolve_execution of the parallelism's flags over these degrees
     B = int(w.batch_size)
     _check_batch_split(B, d, m, n, strat)
@@ -1357,7 +1357,7 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     check_micro_batches(par.micro_batches)
     deg = parse_strategy(par.strategy, int(n_gpus))
     pipeline_virtual_stages(par.pipeline_schedule, par.virtual_stages)
-    check_async_tp(par.async_tp, deg["tp"], deg["name"])
+    check_async_tp(par.async_tp, deg["tp"], deg["name"], framework=par.framework, stack=wl.stack_of(w.stack))
     par.execution(n_gpus, deg)
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     links = [resolve_links(c.interconnect, s, degrees=deg, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)

@@ -134,7 +134,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         (torchtitan's 2D).
     async_tp : bool, default False
         Asynchronous tensor parallelism (torchtitan's, with ``torch.compile``): each tensor-parallel collective of a
-        layer overlapped with its matmul, one chunk of ``1/tp`` exposed; needs a ``tp`` factor.
+        layer overlapped with its matmul, one chunk of ``1/tp`` exposed; needs a ``tp`` factor, and under
+        ``framework="pytorch"`` ``compile=True`` (a compiler pass: refused without, as torchtitan refuses it).
     interconnect : str, Interconnect or dict, optional
         Link between the GPUs: ``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"`` ... (:data:`perfmodel.step.parallel.INTERCONNECTS`)
         or an :class:`perfmodel.step.parallel.Interconnect`; default the GPU's NVLink from the catalog, else its PCIe.
@@ -197,7 +198,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
     perfmodel.datasets.UnsupportedPrecisionError
         The GPU has no units for ``precision`` (BF16 on a V100).
     perfmodel.step.parallel.StrategyError
-        A strategy that does not divide the model or the batch (a ``ValueError``).
+        A strategy that does not divide the model or the batch, or a layout its framework does not run (PyTorch's
+        ``async_tp`` uncompiled; a ``ValueError``).
     ValueError, TypeError
         Bad arguments; a token model without ``input_dtype`` fails in the extraction with the cause named.
     """

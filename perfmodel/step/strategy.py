@@ -815,8 +815,16 @@ def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: s
     return True
 
 
-def check_async_tp(async_tp, tp: int, strategy: str) -> None:
-    """Refuse ``async_tp`` that is not a bool, or asked for without tensor parallelism."""
+def check_async_tp(async_tp, tp: int, strategy: str, *, framework="pytorch", stack: str | None = None) -> None:
+    """Refuse ``async_tp`` that is not a bool, asked for without tensor parallelism, or, under PyTorch
+    (``framework="pytorch"``), without torch.compile's kernels (``stack`` other than ``"compile"``; None: not checked).
+
+    PyTorch's asynchronous TP is a pass of torch.compile's inductor (``torch._inductor.config._micro_pipeline_tp``,
+    torch/_inductor/fx_passes/micro_pipeline_tp.py) that fuses the collectives it finds in a compiled graph with their
+    matmuls; an eager step runs them in order, and torchtitan refuses the flag without compile ("Async TP requires
+    --training.compile", torchtitan/parallelisms/parallelize_llama.py at 9dec370 and
+    torchtitan/models/llama3/parallelize_llama.py at 820504e, the commits of its published async-TP runs).
+    Megatron's ``--tp-comm-overlap`` (Transformer Engine's userbuffers) needs no compiler."""
     if not isinstance(async_tp, (bool, np.bool_)):
         raise TypeError(f"async_tp must be True (tensor-parallel collectives overlapped with their matmuls) or False; "
                         f"got {async_tp!r}.")
@@ -824,6 +832,13 @@ def check_async_tp(async_tp, tp: int, strategy: str) -> None:
         raise StrategyError(f"async_tp=True overlaps the tensor-parallel collectives with the matmuls, but strategy="
                             f"{strategy!r} has no tensor parallelism. Add a tp factor (e.g. 'fsdp8-tp8') or pass "
                             "async_tp=False.")
+    if async_tp and stack is not None and stack != "compile" and check_framework(framework) == "pytorch":
+        raise StrategyError(f"async_tp=True with framework='pytorch' is torch.compile's micro-pipelined tensor "
+                            f"parallelism, a compiler pass that fuses each collective with its matmul in the compiled "
+                            f"graph, but the workload's kernels are {stack!r}: eager PyTorch runs the collectives in "
+                            f"order, and torchtitan refuses the flag without compile ('Async TP requires "
+                            f"--training.compile'). Pass Workload(compile=True) (perfmodel predict --compile), or "
+                            f"async_tp=False, or framework='megatron' for Megatron's --tp-comm-overlap.")
 
 
 def context_parallel_shape(shape, in_dtype, cp: int, strategy: str) -> tuple:

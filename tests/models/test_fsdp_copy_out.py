@@ -95,8 +95,11 @@ def test_pytorch_sequence_parallelism_copies_around_each_collective_megatron_doe
     two at the root in each — and, under asynchronous TP, only around the collectives it does not fuse."""
     from perfmodel.step.parallel import SP_CHUNK_CAT_OP
 
-    def copies(**kw):
-        w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
+    def copies(compile_scope=None, **kw):
+        # asynchronous TP is torch.compile's pass: its step is compiled, here as torchtitan compiles it unless a scope
+        # is given (each layer, the embedding and output projection eager)
+        comp = dict(compile=True, compile_scope=compile_scope or "layers") if kw.get("async_tp") else {}
+        w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused", **comp)
         c = pm.Cluster("H100", n_gpus=4, interconnect="nvlink")
         w, c, p = resolve_run(w, c, pm.Parallelism("fsdp2-tp2", **kw))
         r = rank_work(w, p, 4)
@@ -110,10 +113,13 @@ def test_pytorch_sequence_parallelism_copies_around_each_collective_megatron_doe
     assert "copies the whole tensor once" in _basis(r)
     fused, sp_async = copies(async_tp=True)
     # asynchronous TP: the backward reduce-scatters of the inputs summed from Q, K, V and from gate, up, the
-    # embedding's two and the output projection's two (torch.compile's pass fuses only what it compiles; this step
-    # is not compiled as a whole)
+    # embedding's two and the output projection's two (torch.compile's pass fuses only what it compiles; torchtitan
+    # leaves the output projection eager)
     assert sp_async.sum() == 2 * L + 4 and (fused.phase[sp_async] == "backward").sum() == 2 * L + 2
     assert sorted(set(fused.layer[sp_async])) == [-1, *range(L), L]
+    # the whole model compiled: the output projection's collectives fused too
+    model_rank, whole = copies(async_tp=True, compile_scope="model")
+    assert whole.sum() == 2 * L + 2 and sorted(set(model_rank.layer[whole])) == [-1, *range(L)]
     assert not copies(sequence_parallel=False)[1].any()
     w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
     c = pm.Cluster("H100", n_gpus=4, interconnect="nvlink")
@@ -128,7 +134,7 @@ def test_async_tp_runs_its_shard_copies_and_sums_its_partials_on_the_compute_str
     from perfmodel.step.parallel import (ASYNC_TP_COPY_IN_OP, ASYNC_TP_REDUCE_BANDWIDTH_SHARE, ASYNC_TP_REDUCE_OP,
                                          _timed_reductions)
 
-    w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused")
+    w = pm.Workload(MODEL, input_shape=(256,), batch_size=8, precision="bf16", optimizer="adam-fused", compile=True)
     c = pm.Cluster("H100", n_gpus=4, interconnect="nvlink")
     w, c, p = resolve_run(w, c, pm.Parallelism("fsdp2-tp2", async_tp=True))
     r = rank_work(w, p, 4)
@@ -157,7 +163,7 @@ def test_async_tp_runs_its_shard_copies_and_sums_its_partials_on_the_compute_str
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         frame = pm.predict_step_time(MODEL, "H100", input_shape=(256,), batch_size=8, precision="bf16",
-                                     optimizer="adam-fused", n_gpus=4, strategy="fsdp2-tp2", async_tp=True,
+                                     optimizer="adam-fused", n_gpus=4, strategy="fsdp2-tp2", async_tp=True, compile=True,
                                      interconnect="nvlink")
     plain = frame.iloc[0]
     assert 0 < plain["forward_tp_reduce_s"] < plain["forward_s"]

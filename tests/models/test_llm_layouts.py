@@ -169,8 +169,8 @@ def test_a_pipeline_that_spans_nodes_crosses_them_even_when_its_stages_share_a_n
 # -- asynchronous tensor parallelism ----------------------------------------------------------------------------------
 
 def test_async_tp_hides_the_collectives_under_the_matmuls():
-    van = _t(n_gpus=4, strategy="fsdp2-tp2", batch_size=4)
-    asy = _t(n_gpus=4, strategy="fsdp2-tp2", batch_size=4, async_tp=True)
+    van = _t(n_gpus=4, strategy="fsdp2-tp2", batch_size=4, compile=True)
+    asy = _t(n_gpus=4, strategy="fsdp2-tp2", batch_size=4, compile=True, async_tp=True)
     assert asy["async_tp"] and not van["async_tp"]
     assert asy["comm_s"] < van["comm_s"] and asy["step_time_s"] < van["step_time_s"]
     # the copies PyTorch's sequence-parallel collectives make of the whole tensor, which the fused all-gather-matmul
@@ -186,6 +186,27 @@ def test_async_tp_hides_the_collectives_under_the_matmuls():
         _t(n_gpus=4, strategy="fsdp2-tp2", async_tp="yes")
 
 
+@pytest.mark.parametrize("stack", [None, "eager", "liger", "te"])
+def test_pytorch_async_tp_needs_torch_compile(stack):
+    """PyTorch's asynchronous TP is torch.compile's micro-pipeline pass: uncompiled, the collectives run in order, and
+    torchtitan refuses the flag ('Async TP requires --training.compile'); so does every entry point here. Megatron's
+    --tp-comm-overlap (Transformer Engine's userbuffers) needs no compiler."""
+    kw = dict(n_gpus=4, strategy="fsdp2-tp2", batch_size=4, async_tp=True, **({"stack": stack} if stack else {}))
+    said = stack or "eager"
+    with pytest.raises(StrategyError, match=rf"async_tp=True with framework='pytorch' is torch.compile's micro-pipelined "
+                                            rf"tensor parallelism.*the workload's kernels are '{said}'.*Pass "
+                                            rf"Workload\(compile=True\) \(perfmodel predict --compile\), or "
+                                            rf"async_tp=False, or framework='megatron'"):
+        _t(**kw)
+    with pytest.raises(StrategyError, match=r"Async TP requires --training.compile"):
+        _mem(**kw)
+    with pytest.raises(StrategyError, match=r"Async TP requires --training.compile"):
+        pm.predict(pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="bf16", **({"stack": stack} if stack else {})),
+                   pm.Cluster("H100", n_gpus=4), pm.Parallelism("fsdp2-tp2", async_tp=True))
+    assert _t(n_gpus=4, strategy="dp2-tp2", framework="megatron", batch_size=4, async_tp=True,
+              **({"stack": stack} if stack in ("eager", "te") else {}))["async_tp"]
+
+
 @pytest.mark.parametrize("layout", [dict(strategy="fsdp2-tp2"), dict(strategy="dp2-tp2", framework="megatron"),
                                     dict(strategy="tp2-pp2", micro_batches=2),
                                     dict(strategy="dp1-cp2-tp2-pp2", framework="megatron", micro_batches=2)],
@@ -198,7 +219,9 @@ def test_async_tp_moves_every_collective_and_slows_the_compute_under_the_hidden_
     from perfmodel.step.collectives import OVERLAP_SLOWDOWN
 
     def run(a):
-        w = pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="bf16", optimizer="adam-fused")
+        # PyTorch's asynchronous TP is torch.compile's pass: its steps compiled, with and without it
+        comp = {} if layout.get("framework") == "megatron" else {"compile": True}
+        w = pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="bf16", optimizer="adam-fused", **comp)
         in_order = {"overlap_tp_backward": False} if layout.get("framework") == "megatron" and not a else {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ExtrapolationWarning)
@@ -233,7 +256,7 @@ def _roles(framework="pytorch", cfg=LLAMA, strategy="fsdp2-tp2"):
     from perfmodel._run import keyword_run
     from perfmodel.step.parallel import TP_COLUMN, TP_ROW, rank_work
 
-    kw = dict(framework="megatron", strategy="dp2-tp2") if framework == "megatron" else dict(strategy=strategy)
+    kw = dict(framework="megatron", strategy="dp2-tp2") if framework == "megatron" else dict(strategy=strategy, compile=True)
     w, _, par = keyword_run(cfg, "H100", input_shape=(64,), batch_size=4, precision="bf16", optimizer="adam",
                             n_gpus=4, async_tp=True, **kw)
     r = rank_work(w, par, 4)
