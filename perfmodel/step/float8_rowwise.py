@@ -28,7 +28,8 @@ reported, not applied.
 
 :func:`scores` gives the calibrated model's error on the table; torchtitan's row-wise runs
 (``perfmodel.papers.external.torchtitan_runs``) are the held-out test. :func:`rebuild` refits
-(``python -m perfmodel.step.float8_rowwise``, a few minutes).
+(``python -m perfmodel.step.float8_rowwise``, a few minutes); ``benchmarks/bench_rowwise_calibration.py`` says
+whether the shipped file is still the one the code fits (any change to the GEMM, cast or elementwise models moves it).
 """
 from __future__ import annotations
 
