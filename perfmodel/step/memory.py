@@ -656,35 +656,46 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
       module saves (the attention's output projection: the attention kernel keeps its BF16 output) saves its own
       quantized copy besides, ``tokens × hidden`` elements. ``linears``: the module names of the network's linears.
     """
+    import bisect
+
     from perfmodel.step.trace import _ACT_SUBMODULE, _MLP_MODULE, _TE_NORM, OUT_PROJECTION
 
     mods = saved["module"].astype(str).to_numpy()
-    dims = [[int(x) for x in str(sh).split("x") if x.isdigit()] for sh in saved["shape"].astype(str)]
-    numel = np.array([float(np.prod(d)) if d else 1.0 for d in dims])
+    shape_codes, shapes = pd.factorize(saved["shape"].astype(str).to_numpy())  # each distinct shape parsed once
+    parsed = [[int(x) for x in sh.split("x") if x.isdigit()] for sh in shapes]
+    dims = [parsed[k] for k in shape_codes]
+    numel = np.array([float(np.prod(d)) if d else 1.0 for d in parsed])[shape_codes]
     out = saved["bytes"].to_numpy(float).copy()
     keep = np.ones(len(saved), dtype=bool)
-    for m in pd.unique(mods):
-        at = np.flatnonzero(mods == m)
+    codes, names = pd.factorize(mods)  # each module's rows, found once (a search per module was quadratic)
+    rows_of = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes, minlength=len(names)))[:-1])
+    present = set(names)
+    for m, at in zip(names, rows_of):
         if _TE_NORM.search(m):
             big = at[numel[at] == numel[at].max()]
             out[big[0]] = numel[big[0]] * size  # the input once, at the activations' size
             keep[big[1:]] = False
-        elif _ACT_SUBMODULE.search(m) and (mods == _ACT_SUBMODULE.sub("", m)).any() \
+        elif _ACT_SUBMODULE.search(m) and _ACT_SUBMODULE.sub("", m) in present \
                 and _MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)):
             keep[at] = False  # a gated MLP's activation: recomputed from the gate projection's output
     fp8_extra = []
     if family == "te" and fp8_input_bytes is not None and linears:
         in_layer = (layer >= 0) & (layer < lay.n_layers)
-        fp8_rows = in_layer & np.isin(mods, list(linears))
+        fp8_rows = in_layer & pd.Index(mods).isin(linears)
         out[fp8_rows] = numel[fp8_rows] * fp8_input_bytes
         own = set(mods[fp8_rows])
+        # each module's first row inside a layer: where a block's first saved tensor is
+        first_in_layer = sorted((m, int(at[in_layer[at]][0])) for m, at in zip(names, rows_of) if in_layer[at].any())
+        keys = [m for m, _ in first_in_layer]
         for m in sorted(linears - own):
             if OUT_PROJECTION.search(m) and lay.hidden:
-                at = np.flatnonzero(in_layer & np.array([x.startswith(m.rsplit(".", 1)[0]) for x in mods]))
-                if len(at):  # the attention block of this output projection saved something: it ran in a layer
-                    fp8_extra.append((saved.iloc[[at[0]]].assign(module=m, bytes=float(tokens) * lay.hidden
-                                                                 * fp8_input_bytes, shape=f"{int(tokens)}x{lay.hidden}"),
-                                      int(layer[at[0]])))
+                block = m.rsplit(".", 1)[0]
+                lo = bisect.bisect_left(keys, block)  # the modules named block...: a run of the sorted names
+                hi = lo
+                while hi < len(keys) and keys[hi].startswith(block):
+                    hi += 1
+                if hi > lo:  # the attention block of this output projection saved something: it ran in a layer
+                    fp8_extra.append((m, min(i for _, i in first_in_layer[lo:hi])))
     head = layer >= lay.n_layers
     transient, extra = None, None  # None: no language-model loss to fuse (eager's transient stands)
     vocab_sized = (head & np.array([lay.vocab in d for d in dims], dtype=bool)) if lay.vocab else np.zeros(len(saved), bool)
@@ -702,9 +713,12 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
     if extra is not None:
         sel = pd.concat([sel, extra], ignore_index=True)
         lay_of = np.r_[lay_of, lay.n_layers]
-    if fp8_extra:
-        sel = pd.concat([sel, *(r for r, _ in fp8_extra)], ignore_index=True)
-        lay_of = np.r_[lay_of, [i for _, i in fp8_extra]]
+    if fp8_extra:  # the output projections' own quantized inputs, each a copy of its block's first saved row
+        rows = saved.iloc[[i for _, i in fp8_extra]].assign(module=[m for m, _ in fp8_extra],
+                                                            bytes=float(tokens) * lay.hidden * fp8_input_bytes,
+                                                            shape=f"{int(tokens)}x{lay.hidden}")
+        sel = pd.concat([sel, rows], ignore_index=True)
+        lay_of = np.r_[lay_of, layer[[i for _, i in fp8_extra]].astype(int)]
     return sel.reset_index(drop=True), lay_of, transient
 
 
