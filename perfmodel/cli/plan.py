@@ -253,10 +253,12 @@ def add_parser(sub, fmt) -> None:
     pc.add_argument("--n-gpus", default="1,2,4,8", help="comma-separated GPU counts")
     pc.add_argument("--batch-sizes", default="8,16,32", help="comma-separated global batch sizes")
     pc.add_argument("--strategies", default="dp,fsdp,tp,pp", help="comma-separated parallel strategies for more than one GPU, "
-                    "combinations too (dp2-tp2-pp2)")
-    pc.add_argument("--framework", default="pytorch", choices=["pytorch", "megatron"],
+                    "combinations too (dp2-tp2-pp2), or search: every FSDP and Megatron layout of a transformer (data x "
+                    "context x tensor x pipeline, interleaved chunks, recomputation, gradient sharding) tried on each "
+                    "GPU and count, the fastest that fits planned (as `perfmodel layouts` searches one cluster)")
+    pc.add_argument("--framework", default=None, choices=["pytorch", "megatron"],
                     help="how the layouts run: pytorch (DDP, FSDP) or megatron (distributed optimizer, sequence parallelism; "
-                         "fsdp candidates are skipped)")
+                         "fsdp candidates are skipped); none: pytorch, and both for --strategies search")
     pc.add_argument("--mixes", default=None, help="comma-separated mixes of GPU types to plan as well, data parallel with the "
                     "batch split by speed (e.g. 2xH100+6xL4,4xA100+4xL4; none: no mixes)")
     pc.add_argument("--no-capacity-wait", action="store_true", help="spot rows: do not add the wait for capacity the spot "

@@ -457,6 +457,101 @@ def _gpus_running(recipe: str, gpus: list, skipped: list) -> list:
     return able
 
 
+#: the ``strategies`` entry of :func:`plan_cloud` that searches every layout of a run (:func:`search_layouts`)
+SEARCH = "search"
+
+
+def _layout_label(row) -> str:
+    """A searched layout as the ``strategy`` column of :func:`plan_cloud` says it: degrees, then how it runs."""
+    how = [str(row["framework"]), f"{int(row['micro_batches'])} micro-batches"]
+    if int(row["virtual_stages"]) > 1:
+        how.append(f"interleaved x{int(row['virtual_stages'])}")
+    if str(row["pipeline_layers"]):
+        how.append(f"layers {row['pipeline_layers']}")
+    how.append("no recomputation" if str(row["activation_checkpointing"]) == "False"
+               else f"checkpointing {row['activation_checkpointing']}")
+    flat_fsdp = row["framework"] == "pytorch" and "pp" not in str(row["strategy"])
+    if bool(row["shard_gradients"]) and not flat_fsdp:  # flat FSDP always shards them: nothing to say
+        how.append("gradients sharded (ZeRO-2)")
+    if bool(row["async_tp"]):
+        how.append("async TP")
+    return f"{row['strategy']} ({', '.join(how)})"
+
+
+def _searched_candidate(model, gpu: str, n: int, B: int, *, gpus_per_node: int, link, input_shape, input_dtype,
+                        precision: str, optimizer, stack, recipe, frameworks) -> dict:
+    """The fastest layout of :func:`perfmodel.planning.search_layouts` that fits on ``n`` ``gpu`` in nodes (instances)
+    of ``gpus_per_node``, predicted: the fields :func:`plan_cloud` needs of a candidate. A ``StrategyError`` naming
+    the smallest memory when no layout fits."""
+    from perfmodel._run import Cluster
+    from perfmodel._workload import Workload
+    from perfmodel.planning.layouts import search_layouts
+    from perfmodel.step.prediction import predict
+    from perfmodel.step.strategy import StrategyError
+
+    given = dict(input_shape=input_shape, input_dtype=input_dtype, stack=stack, fp8_recipe=recipe)
+    w = Workload(model, batch_size=B, precision=precision, optimizer=optimizer,
+                 **{k: v for k, v in given.items() if v is not None})
+    c = Cluster(gpu, n_gpus=n, gpus_per_node=min(n, gpus_per_node), interconnect=link)
+    frame = search_layouts(w, c, frameworks=frameworks)
+    fit = frame[frame["fits"].astype(bool)]
+    if fit.empty:
+        least = frame.loc[frame["memory_per_gpu_bytes"].idxmin()]
+        raise StrategyError(f"no layout of the {len(frame)} searched fits: the smallest, {least['strategy']} "
+                            f"({least['framework']}, checkpointing {least['activation_checkpointing']}), needs "
+                            f"{least['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU of {least['capacity_bytes'] / 2**30:.1f}. "
+                            "Plan more GPUs or a GPU with more memory.")
+    best = fit.iloc[0]
+    pred = predict(w, c, best["parallelism"])
+    m = pred.memory
+    row = pred.to_frame().iloc[0]
+    return dict(model=str(row.get("model", "")), step_time_s=float(pred.step_time_s), strategy=_layout_label(best),
+                interconnect=str(row.get("interconnect", "none")), memory_per_gpu_bytes=float(m["total_bytes"]),
+                capacity_bytes=float(m["capacity_bytes"]), fits=bool(pred.fits),
+                state_bytes=float(m["params_bytes"] + m["optimizer_bytes"]))
+
+
+def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, specs: dict, nsteps_of: dict,
+                   skipped: list, run: dict, interconnect) -> None:
+    """:func:`plan_cloud`'s rows of ``strategies="search"`` at ``n`` GPUs and batch ``B``: for each GPU and instance
+    size of the price rows (``groups``: (link, spans instances) -> GPU -> price rows), the fastest layout that fits
+    (:func:`_searched_candidate`) with each rental; what cannot be searched or fits nowhere goes to ``skipped``."""
+    from perfmodel.step.strategy import StrategyError
+
+    for (_, spans), by_gpu in groups.items():
+        for g, price_rows in by_gpu.items():
+            by_size: dict = {}
+            for r in price_rows:
+                by_size.setdefault(int(r.gpus_per_instance), []).append(r)
+            for per, rows_ in by_size.items():
+                # inside an instance the GPU's own link; between instances the one plan_cloud assumes
+                link = interconnect if interconnect is not None else ({"inter": MULTI_INSTANCE_LINK} if spans else None)
+                key = ("search", mkey, g, n, B, per, repr(link), *(repr(v) for v in run.values()))
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        found = _memo(key, lambda: _searched_candidate(model, g, n, B, gpus_per_node=per, link=link,
+                                                                       **run))
+                except (StrategyError, ValueError) as exc:
+                    why = (f"plan_cloud(strategies='search') on {n} x {g} in instances of {per}: {exc}" +
+                           ("" if isinstance(exc, StrategyError) else
+                            " Or name the strategies to plan (e.g. strategies=('dp', 'fsdp'))."))
+                    skipped.append(dict(n_gpus=n, strategy=SEARCH, batch_size=B, reason=why,
+                                        error=(StrategyError if isinstance(exc, StrategyError) else ValueError)(why)))
+                    continue
+                notes = _gpu_notes(specs[g], run["precision"])
+                if spans and interconnect is None:
+                    notes.append(f"link between instances assumed {MULTI_INSTANCE_LINK} (pass interconnect=)")
+                cand = dict(found, gpu=g, n_gpus=n, batch_size=B, steps=nsteps_of[B], startup_gpu=g, notes=notes)
+                rentals = []
+                for r in rows_:
+                    k = math.ceil(n / int(r.gpus_per_instance))
+                    rentals.append(_Rental(str(r.provider), str(r.region), str(r.instance_type), k,
+                                           k * float(r.on_demand_usd_per_h), k * float(r.spot_usd_per_h),
+                                           str(getattr(r, "price_date", "")), (k,)))
+                _add_rows(cand, rentals, **common)
+
+
 def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32), strategies=("dp", "fsdp", "tp", "pp"),
                spot=(True, False), regions=None, prices: pd.DataFrame | None = None, steps: int | None = None,
                samples: int | None = None,
@@ -464,7 +559,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                budget_usd: float | None = None, input_shape=None, input_dtype=None, precision: str = "bf16",
                optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
                checkpoint_s: float | None = None, mixes=(), mix_balance: str = "speed",
-               wait_for_capacity: bool = True, progress: bool = False, framework: str = "pytorch",
+               wait_for_capacity: bool = True, progress: bool = False, framework: str | None = None,
                stack: str | None = None, fp8_recipe: str | None = None) -> pd.DataFrame:
     """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
 
@@ -482,7 +577,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         Parallel strategies for ``n_gpus > 1`` (one GPU: ``"single"``): ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` or
         combinations with degrees (``"dp2-tp4"``; one whose degrees do not multiply to a count is skipped there). Combinations a strategy cannot split (heads
         not divisible, a batch that does not split) are left out and listed in ``attrs["skipped"]``; when none is left,
-        the first :class:`perfmodel.step.parallel.StrategyError` is raised.
+        the first :class:`perfmodel.step.parallel.StrategyError` is raised. ``"search"`` (alone or beside others;
+        ``--strategies search`` on the command line) searches every layout of a transformer language model instead
+        (:func:`perfmodel.planning.search_layouts`: FSDP and Megatron-style data x context x tensor x pipeline
+        parallelism, interleaved chunks, the least recomputation and the gradient sharding that fit) on each GPU,
+        count and instance size, in nodes of the instance's GPUs, and plans the fastest that fits, its layout in the
+        ``strategy`` column (``"dp2-cp2-tp4-pp4 (megatron, 64 micro-batches, interleaved x5, no recomputation)"``);
+        ``micro_batches`` does not apply to it. Where no layout fits, the smallest is named in ``attrs["skipped"]``.
     spot : bool or sequence of bool
         Spot (revocable) and/or on-demand instances; spot only where the price row has a spot price.
     regions : sequence of str, optional
@@ -524,11 +625,11 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     progress : bool
         A tqdm progress bar of the (GPU count, strategy, batch) combinations on stderr (the first prediction of a
         process fits the operator model: minutes).
-    framework : {"pytorch", "megatron"}
+    framework : {"pytorch", "megatron"}, optional
         How every candidate's layout runs (:func:`perfmodel.step.strategy.resolve_execution`): PyTorch DDP / FSDP, or
         Megatron-Core (the distributed optimizer, sequence parallelism; ``"fsdp"`` candidates are then skipped with the
-        reason, and combinations such as ``"dp2-tp4-pp2"`` may be listed in ``strategies``). For the layouts of one
-        large run on one cluster, :func:`perfmodel.planning.search_layouts` tries them all.
+        reason, and combinations such as ``"dp2-tp4-pp2"`` may be listed in ``strategies``). None (default): PyTorch
+        for the strategies named, both for ``"search"`` (the framework given: that one only).
     stack : {"eager", "compile", "te"}, optional
         The kernel family every candidate runs (as for :func:`perfmodel.predict_step_time`; default eager PyTorch):
         ``"compile"`` fuses the memory-bound chains as torch.compile does, ``"te"`` runs Transformer Engine's fused
@@ -594,10 +695,12 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     positive_number(checkpoint_s, "checkpoint_s", "number of seconds", "30.0")
     counts = _positive_ints(n_gpus, "n_gpus", "GPU counts")
     batches = _positive_ints(batch_sizes, "batch_sizes", "global batch sizes, samples per step")
-    strats = [check_strategy_name(s) for s in _as_tuple(strategies, "strategies")]
+    strats = [SEARCH if str(s).strip().lower() == SEARCH else check_strategy_name(s)
+              for s in _as_tuple(strategies, "strategies")]
     from perfmodel.step.strategy import check_framework
 
-    fw = check_framework(framework)
+    fw = check_framework("pytorch" if framework is None else framework)
+    search_frameworks = ("pytorch", "megatron") if framework is None else (fw,)
     from perfmodel._workload import resolve_stack
 
     family = resolve_stack(stack, False)
@@ -660,6 +763,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                         spans = n > int(r.gpus_per_instance)
                         link = interconnect if interconnect is not None else (MULTI_INSTANCE_LINK if spans else None)
                         groups.setdefault((link, spans), {}).setdefault(g, []).append(r)
+                if strat == SEARCH:
+                    _plan_searched(model, mkey, n, B, groups, common, specs, nsteps_of, skipped,
+                                   dict(input_shape=input_shape, input_dtype=input_dtype, precision=prec,
+                                        optimizer=optimizer, stack=stack, recipe=recipe,
+                                        frameworks=search_frameworks),
+                                   interconnect)
+                    continue
                 for (link, spans), by_gpu in groups.items():
                     gl = tuple(sorted(by_gpu))
                     s_name = "dp" if strat == "single" else strat
@@ -730,6 +840,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                       "spot restart overhead is not backed by data (see the rows' 'extrapolated'). Pass checkpoint_s= if you "
                       "know it.", ExtrapolationWarning, stacklevel=2)
     if not rows:
+        if first_error is None:
+            first_error = next((s["error"] for s in skipped if "error" in s), None)
         if first_error is not None:
             raise first_error
         raise ValueError("No candidate is left: " + "; ".join(sorted({s["reason"] for s in skipped})[:5]) +
@@ -737,7 +849,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     out = pd.DataFrame(rows)
     out = mark_feasible(out, deadline_h=deadline_h, budget_usd=budget_usd, ok=out["fits"])
     out = out[CLOUD_PLAN_COLUMNS].sort_values(["time_h", "cost_usd"], kind="stable").reset_index(drop=True)
-    out.attrs.update(skipped=[dict(d) for d in skipped],
+    out.attrs.update(skipped=[{k: v for k, v in d.items() if k != "error"} for d in skipped],
                      deadline_h=deadline_h, budget_usd=budget_usd)
     return out
 
