@@ -518,7 +518,7 @@ def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, spec
     (:func:`_searched_candidate`) with each rental; what cannot be searched or fits nowhere goes to ``skipped``."""
     from perfmodel.step.strategy import StrategyError
 
-    for (_, spans), by_gpu in groups.items():
+    for (_, spans, _), by_gpu in groups.items():
         for g, price_rows in by_gpu.items():
             by_size: dict = {}
             for r in price_rows:
@@ -606,7 +606,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         Constraints for ``feasible``.
     input_shape, input_dtype, precision, optimizer, micro_batches, interconnect
         As for :func:`perfmodel.predict_step_time` (``interconnect`` applies to every candidate; default the GPU's
-        NVLink inside an instance and :data:`MULTI_INSTANCE_LINK` across instances).
+        NVLink inside an instance and :data:`MULTI_INSTANCE_LINK` across instances; a link per level,
+        ``{"intra": "nvlink", "inter": "infiniband-ndr"}``, takes each instance as a node of its GPUs).
     checkpoint_s : float, optional
         Seconds to write (and to read back) one checkpoint; default predicted from the GPU's state size.
     mixes : sequence of dict or str, optional
@@ -728,8 +729,10 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         raise TypeError(f"wait_for_capacity must be True or False; got {wait_for_capacity!r}.")
     rows_by_gpu = {g: _price_rows(p, g, regions) for g in dict.fromkeys([*gpu_list, *(g for m in mixes for g in m)])}
     if interconnect is not None:
-        for g in gpu_list:
-            resolve_interconnect(interconnect, g)  # unknown names fail here, before any prediction
+        from perfmodel.step.strategy import resolve_links
+
+        for g in gpu_list:  # unknown names fail here, before any prediction
+            (resolve_links if isinstance(interconnect, dict) else resolve_interconnect)(interconnect, g)
     mkey = _model_key(model, input_shape)
     prec = str(precision).lower()
     specs = {g: ds.gpu_spec(g) for g in rows_by_gpu}
@@ -762,7 +765,10 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                     for r in rows_by_gpu[g].itertuples(index=False):
                         spans = n > int(r.gpus_per_instance)
                         link = interconnect if interconnect is not None else (MULTI_INSTANCE_LINK if spans else None)
-                        groups.setdefault((link, spans), {}).setdefault(g, []).append(r)
+                        # a link per level: the instance is the node whose link its GPUs share
+                        per = int(r.gpus_per_instance) if isinstance(interconnect, dict) else None
+                        key = (repr(link) if isinstance(link, dict) else link, spans, per)  # dicts do not hash
+                        groups.setdefault(key, {}).setdefault(g, []).append(r)
                 if strat == SEARCH:
                     _plan_searched(model, mkey, n, B, groups, common, specs, nsteps_of, skipped,
                                    dict(input_shape=input_shape, input_dtype=input_dtype, precision=prec,
@@ -770,7 +776,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                                         frameworks=search_frameworks),
                                    interconnect)
                     continue
-                for (link, spans), by_gpu in groups.items():
+                for (link, spans, per), by_gpu in groups.items():
+                    link = interconnect if isinstance(interconnect, dict) else link
                     gl = tuple(sorted(by_gpu))
                     s_name = "dp" if strat == "single" else strat
                     link_key = link if isinstance(link, (str, type(None))) else repr(link)
@@ -779,13 +786,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                             warnings.simplefilter("ignore")
                             run = dict(input_shape=input_shape, batch_size=B, input_dtype=input_dtype, precision=prec,
                                        optimizer=optimizer, n_gpus=n, strategy=s_name, micro_batches=micro_batches,
-                                       framework=fw, stack=family)
+                                       framework=fw, stack=family, **({} if per is None else dict(gpus_per_node=per)))
                             step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype,
-                                          fw, family, recipe),
+                                          fw, family, recipe, per),
                                          lambda: ost.step_rows(*_with_recipe(keyword_run(model, list(gl), interconnect=link,
                                                                                          **run), recipe)))
                             mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw, family,
-                                         recipe),
+                                         recipe, per),
                                         lambda: memory_frame(*_with_recipe(keyword_run(model, list(gl), **run), recipe)))
                     except StrategyError as exc:
                         first_error = first_error or exc

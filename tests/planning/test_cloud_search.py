@@ -92,3 +92,15 @@ def test_cli_plan_cloud_searches_layouts(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.startswith("Pareto front of 2 candidates") and "micro-batches" in out
+
+
+def test_a_link_per_level_takes_each_instance_as_a_node():
+    links = {"intra": "nvlink", "inter": "infiniband-ndr"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = plan_cloud(LLAMA, gpus=["H100"], n_gpus=(8,), strategies=("fsdp",), interconnect=links, **KW)
+        half = f[f["instance_type"] == "half"].iloc[0]
+        want = pm.predict(pm.Workload(LLAMA, input_shape=(256,), batch_size=16, precision="bf16", optimizer="adam-fused"),
+                          pm.Cluster("H100", n_gpus=8, gpus_per_node=4, interconnect=links), "fsdp")
+    assert half["step_time_s"] == pytest.approx(want.step_time_s, rel=1e-12)
+    assert half["step_time_s"] > f[f["instance_type"] == "big"].iloc[0]["step_time_s"]  # its ring leaves the node
