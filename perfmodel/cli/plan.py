@@ -10,6 +10,7 @@ from perfmodel.cli._common import (
     add_stack,
     _DefaultsFormatter,
     _Given,
+    _interconnect,
     _ints,
     _model_arg,
     _names,
@@ -186,7 +187,8 @@ def _cmd_plan_cloud(args) -> int:
                        precision=args.precision, optimizer=args.optimizer,
                        mixes=_names(args.mixes, "--mixes") if args.mixes else (),
                        wait_for_capacity=not args.no_capacity_wait, progress=_show_progress(args.quiet),
-                       framework=args.framework, stack=args.stack, fp8_recipe=args.fp8_recipe)
+                       framework=args.framework, stack=args.stack, fp8_recipe=args.fp8_recipe,
+                       interconnect=_interconnect(args.interconnect))
     if steps is None:
         amount = (f"{args.tokens} tokens = {samples} sequences of {shape[0]}" if args.tokens is not None else f"{samples} samples")
         what = f"{amount}; steps = ceil(samples / batch)"
@@ -259,6 +261,10 @@ def add_parser(sub, fmt) -> None:
     pc.add_argument("--framework", default=None, choices=["pytorch", "megatron"],
                     help="how the layouts run: pytorch (DDP, FSDP) or megatron (distributed optimizer, sequence parallelism; "
                          "fsdp candidates are skipped); none: pytorch, and both for --strategies search")
+    pc.add_argument("--interconnect", default=None,
+                    help="links of every candidate: one link (nvlink), one per group (tp=nvlink,dp=infiniband-ndr) or a "
+                         "link per level (intra=nvlink,inter=infiniband-ndr: each instance a node of its GPUs); none: the "
+                         "GPU's own inside an instance, ethernet-100g between instances")
     pc.add_argument("--mixes", default=None, help="comma-separated mixes of GPU types to plan as well, data parallel with the "
                     "batch split by speed (e.g. 2xH100+6xL4,4xA100+4xL4; none: no mixes)")
     pc.add_argument("--no-capacity-wait", action="store_true", help="spot rows: do not add the wait for capacity the spot "

@@ -92,6 +92,9 @@ def test_cli_plan_cloud_searches_layouts(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.startswith("Pareto front of 2 candidates") and "micro-batches" in out
+    assert main([*argv, "--interconnect", "intra=nvlink,inter=infiniband-ndr"]) == 0
+    assert main([*argv, "--interconnect", "intra="]) == 2
+    assert "--interconnect takes a link" in capsys.readouterr().err
 
 
 def test_a_link_per_level_takes_each_instance_as_a_node():
