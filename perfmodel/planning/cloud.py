@@ -705,6 +705,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     from perfmodel._workload import resolve_stack
 
     family = resolve_stack(stack, False)
+    # the kernels every named strategy runs: the family said, else the framework's own (Megatron-Core's Transformer
+    # Engine modules, as predict_step_time and predict_memory run framework="megatron"; eager PyTorch otherwise)
+    run_stack = None if stack is None and fw == "megatron" else family
     if mixes and family != "eager":
         raise ValueError(f"mixes= are predicted with eager kernels only (perfmodel.step.hetero.predict_mixed_step_time has "
                          f"no kernel family); got stack={stack!r} with mixes={list(mixes)!r}. Plan the mixes without "
@@ -786,12 +789,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                             warnings.simplefilter("ignore")
                             run = dict(input_shape=input_shape, batch_size=B, input_dtype=input_dtype, precision=prec,
                                        optimizer=optimizer, n_gpus=n, strategy=s_name, micro_batches=micro_batches,
-                                       framework=fw, stack=family, **({} if per is None else dict(gpus_per_node=per)))
+                                       framework=fw, stack=run_stack,
+                                       **({} if per is None else dict(gpus_per_node=per)))
                             step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype,
-                                          fw, family, recipe, per),
+                                          fw, run_stack, recipe, per),
                                          lambda: ost.step_rows(*_with_recipe(keyword_run(model, list(gl), interconnect=link,
                                                                                          **run), recipe)))
-                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw, family,
+                            mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw, run_stack,
                                          recipe, per),
                                         lambda: memory_frame(*_with_recipe(keyword_run(model, list(gl), **run), recipe)))
                     except StrategyError as exc:

@@ -101,10 +101,12 @@ def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd
     return int(n_gpus), strats, mbs, acs
 
 
-@accepts_workload("batch_size", "input_shape", "precision", "optimizer")
+@accepts_workload("batch_size", "input_shape", "precision", "optimizer", "stack")
 def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=None, strategies=None,
                        micro_batches=(1, 2, 4, 8), activation_checkpointing=(False, True), precision: str = "fp32",
-                       optimizer: str | None = "adam", usd_per_gpu_h: float | None = None, interconnect=None) -> pd.DataFrame:
+                       optimizer: str | None = "adam", usd_per_gpu_h: float | None = None, interconnect=None,
+                       framework: str = "pytorch", gpus_per_node: int = 8, stack: str | None = None,
+                       pipeline_schedule: str = "1f1b", virtual_stages: int | None = None) -> pd.DataFrame:
     """Step time, memory per GPU and cost of every parallel strategy of ``model`` on ``n_gpus`` GPUs, and their
     Pareto set.
 
@@ -141,8 +143,17 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         cost a Pareto objective. None: ``usd_per_gpu_h`` and ``cost_per_step_usd`` are NaN.
     interconnect : str, Interconnect or dict, optional
         Link between the GPUs (:func:`perfmodel.step.parallel.resolve_interconnect`), one for all the process groups;
-        or a dict ``{"tp": ..., "pp": ..., "dp": ...}`` giving each group its own
-        (:func:`perfmodel.step.parallel.resolve_links`); default the GPU's own.
+        or a dict ``{"tp": ..., "pp": ..., "dp": ...}`` giving each group its own, or a link per level
+        ``{"intra": ..., "inter": ...}`` with nodes of ``gpus_per_node`` (:func:`perfmodel.step.parallel.resolve_links`);
+        default the GPU's own.
+    framework : {"pytorch", "megatron"}
+        How every strategy runs (:func:`perfmodel.step.strategy.resolve_execution`): PyTorch DDP / FSDP, or
+        Megatron-Core (the distributed optimizer, sequence parallelism with TP, data x context x tensor x pipeline;
+        ``"fsdp"`` is then skipped with the reason). For every layout of a large transformer run with the least
+        recomputation that fits, :func:`perfmodel.planning.search_layouts`.
+    gpus_per_node, stack, pipeline_schedule, virtual_stages
+        As for :func:`perfmodel.predict_step_time`, for every strategy (a strategy without a pipeline ignores the
+        schedule; one whose stages cannot hold ``virtual_stages`` chunks is skipped with the reason).
 
     Returns
     -------
@@ -178,6 +189,9 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
                         "GPU type (e.g. gpu='A100').")
     spec = gpu_specs(gpu, prec)[0]
     resolve_links(interconnect, spec)  # UnknownNameError before any prediction
+    from perfmodel.step.strategy import check_framework
+
+    run = dict(framework=check_framework(framework), gpus_per_node=gpus_per_node, stack=stack)
     rows, skipped, done = [], [], set()
     for strat in strats:
         if n == 1 and strat != "dp":
@@ -197,18 +211,22 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
                     warnings.simplefilter("ignore")  # the extrapolation warning of each call, given once below
                     plain = predict_step_time(model, spec, input_shape=input_shape, batch_size=batch_size, precision=prec,
                                               optimizer=optimizer, n_gpus=n, strategy=strat, micro_batches=m,
-                                              interconnect=interconnect)
+                                              interconnect=interconnect, **run, **_schedule(strat, n, pipeline_schedule,
+                                                                                            virtual_stages))
             except StrategyError as exc:
                 skipped += [(strat, m, a, str(exc)) for a in acs]
                 continue
             for a in acs:
                 try:
-                    if isinstance(a, str):  # a selective policy: the share of the forward pass it recomputes
+                    if isinstance(a, str) or (a and run["framework"] != "pytorch"):
+                        # a selective policy (the share of the forward pass it recomputes), or full recomputation as
+                        # Megatron runs it
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
                             t = predict_step_time(model, spec, input_shape=input_shape, batch_size=batch_size,
                                                   precision=prec, optimizer=optimizer, n_gpus=n, strategy=strat,
-                                                  micro_batches=m, interconnect=interconnect, activation_checkpointing=a)
+                                                  micro_batches=m, interconnect=interconnect, activation_checkpointing=a,
+                                                  **run, **_schedule(strat, n, pipeline_schedule, virtual_stages))
                     else:
                         # full checkpointing: the forward pass again, the collectives of its layers with it
                         t = add_recompute(plain, mode="full", comm_rerun=recompute_comm(plain, "full")) if a else plain
@@ -218,7 +236,8 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
                 try:
                     mem = predict_memory(model, spec, batch_size=batch_size, n_gpus=n, strategy=strat, precision=prec,
                                          optimizer=optimizer, activation_checkpointing=a, input_shape=input_shape,
-                                         micro_batches=m).iloc[0]
+                                         micro_batches=m, **run,
+                                         **_schedule(strat, n, pipeline_schedule, virtual_stages)).iloc[0]
                 except StrategyError as exc:
                     skipped.append((strat, m, a, str(exc)))
                     continue
@@ -249,6 +268,16 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
     # plain records, not a frame: pandas compares attrs when it concatenates or prints a frame, and a frame in them fails
     frame.attrs["skipped"] = skipped_frame.to_dict("records")
     return frame
+
+
+def _schedule(strategy: str, n: int, pipeline_schedule: str, virtual_stages) -> dict:
+    """The pipeline keywords of one strategy: the schedule asked for where the strategy has a pipeline, none
+    otherwise (a strategy without one runs no schedule)."""
+    from perfmodel.step.strategy import parse_strategy
+
+    if parse_strategy(strategy, n).get("pp", 1) > 1:
+        return dict(pipeline_schedule=pipeline_schedule, virtual_stages=virtual_stages)
+    return {}
 
 
 def _configuration(strategy, policy) -> str:

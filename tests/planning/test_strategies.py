@@ -234,3 +234,39 @@ def test_selective_policies_are_explored_as_the_step_and_memory_models_give_them
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=8,
+             num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=16384, tie_word_embeddings=False)
+
+
+def test_megatron_layouts_explored_as_predict_runs_them():
+    w = pm.Workload(LLAMA, input_shape=(256,), batch_size=16, precision="bf16", optimizer="adam-fused")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = explore_strategies(w, "H100", 8, framework="megatron", micro_batches=(4,),
+                               strategies=["fsdp", "dp2-tp2-pp2", "dp2-cp2-tp2"], pipeline_schedule="interleaved-1f1b",
+                               virtual_stages=2)
+        skipped = pd.DataFrame(f.attrs["skipped"])
+        assert skipped["reason"].str.contains("framework='megatron'").all() and set(skipped["strategy"]) == {"fsdp"}
+        assert set(f["strategy"]) == {"dp2-tp2-pp2", "dp2-cp2-tp2"}
+        for r in f.itertuples(index=False):
+            pipe = dict(pipeline_schedule="interleaved-1f1b", virtual_stages=2) if "pp" in r.strategy else {}
+            want = pm.predict(w, pm.Cluster("H100", n_gpus=8),
+                              pm.Parallelism(r.strategy, micro_batches=4, framework="megatron",
+                                             activation_checkpointing="full" if r.activation_checkpointing else False,
+                                             **pipe))
+            # Megatron-Core runs Transformer Engine's modules: the step and the memory both say so
+            assert r.step_time_s == pytest.approx(want.step_time_s, rel=1e-12)
+            assert r.memory_per_gpu_bytes == want.memory["total_bytes"]
+
+
+def test_predict_memory_runs_megatron_on_transformer_engine_as_the_step_does():
+    kw = dict(batch_size=16, n_gpus=8, strategy="dp2-tp2-pp2", precision="bf16", optimizer="adam-fused",
+              input_shape=(256,), micro_batches=4, framework="megatron")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        said = pm.predict_memory(LLAMA, "H100", **kw).iloc[0]
+        te = pm.predict_memory(LLAMA, "H100", stack="te", **kw).iloc[0]
+        eager = pm.predict_memory(LLAMA, "H100", stack="eager", **kw).iloc[0]
+    assert said["total_bytes"] == te["total_bytes"] < eager["total_bytes"]
