@@ -376,6 +376,16 @@ def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint
                             cost_usd=usd_h * run_h, price_date=r.price_date, extrapolated="; ".join(notes) or "none"))
 
 
+def _instance_rentals(n: int, price_rows) -> list:
+    """One rental per price row: as many of its instances as ``n`` GPUs need, at their prices."""
+    out = []
+    for r in price_rows:
+        k = math.ceil(n / int(r.gpus_per_instance))
+        out.append(_Rental(str(r.provider), str(r.region), str(r.instance_type), k, k * float(r.on_demand_usd_per_h),
+                           k * float(r.spot_usd_per_h), str(getattr(r, "price_date", "")), (k,)))
+    return out
+
+
 def _mixed_candidate(model, mix: dict, B: int, *, input_shape, input_dtype, precision, optimizer, balance, interconnect) -> dict:
     """Step time (:func:`perfmodel.step.hetero.predict_mixed_step_time`) and memory of a mix at global batch ``B``."""
     from perfmodel import datasets as ds
@@ -543,13 +553,7 @@ def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, spec
                 if spans and interconnect is None:
                     notes.append(f"link between instances assumed {MULTI_INSTANCE_LINK} (pass interconnect=)")
                 cand = dict(found, gpu=g, n_gpus=n, batch_size=B, steps=nsteps_of[B], startup_gpu=g, notes=notes)
-                rentals = []
-                for r in rows_:
-                    k = math.ceil(n / int(r.gpus_per_instance))
-                    rentals.append(_Rental(str(r.provider), str(r.region), str(r.instance_type), k,
-                                           k * float(r.on_demand_usd_per_h), k * float(r.spot_usd_per_h),
-                                           str(getattr(r, "price_date", "")), (k,)))
-                _add_rows(cand, rentals, **common)
+                _add_rows(cand, _instance_rentals(n, rows_), **common)
 
 
 def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32), strategies=("dp", "fsdp", "tp", "pp"),
@@ -815,13 +819,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                                     memory_per_gpu_bytes=float(mm["total_bytes"]), capacity_bytes=float(mm["capacity_bytes"]),
                                     fits=bool(mm["fits"]), state_bytes=float(mm["params_bytes"] + mm["optimizer_bytes"]),
                                     startup_gpu=g, notes=notes)
-                        rentals = []
-                        for r in price_rows:
-                            k = math.ceil(n / int(r.gpus_per_instance))
-                            rentals.append(_Rental(str(r.provider), str(r.region), str(r.instance_type), k,
-                                                   k * float(r.on_demand_usd_per_h), k * float(r.spot_usd_per_h),
-                                                   str(getattr(r, "price_date", "")), (k,)))
-                        _add_rows(cand, rentals, **common)
+                        _add_rows(cand, _instance_rentals(n, price_rows), **common)
     for mix in mixes:
         for B in batches:
             bar.update(1)
