@@ -524,7 +524,7 @@ def _searched_candidate(model, gpu: str, n: int, B: int, *, gpus_per_node: int, 
 def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, specs: dict, nsteps_of: dict,
                    skipped: list, run: dict, interconnect) -> None:
     """:func:`plan_cloud`'s rows of ``strategies="search"`` at ``n`` GPUs and batch ``B``: for each GPU and instance
-    size of the price rows (``groups``: (link, spans instances) -> GPU -> price rows), the fastest layout that fits
+    size of the price rows (``groups``: (link, spans instances, node size) -> GPU -> price rows), the fastest that fits
     (:func:`_searched_candidate`) with each rental; what cannot be searched or fits nowhere goes to ``skipped``."""
     from perfmodel.step.strategy import StrategyError
 
