@@ -330,7 +330,9 @@ def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint
     from perfmodel.planning.revocation import expected_revocations, mean_time_between_failures_h, young_daly_interval
 
     compute_s = cand["steps"] * cand["step_time_s"]
-    if checkpoint_s is None:
+    if not any(spots):  # on demand only: no revocation, no checkpoint to time (nor to warn about)
+        ck, ck_note = np.nan, ""
+    elif checkpoint_s is None:
         ck, ck_note = _checkpoint_s(cand["state_bytes"], ck_far)
     else:
         ck, ck_note = float(checkpoint_s), ""

@@ -107,3 +107,18 @@ def test_a_link_per_level_takes_each_instance_as_a_node():
                           pm.Cluster("H100", n_gpus=8, gpus_per_node=4, interconnect=links), "fsdp")
     assert half["step_time_s"] == pytest.approx(want.step_time_s, rel=1e-12)
     assert half["step_time_s"] > f[f["instance_type"] == "big"].iloc[0]["step_time_s"]  # its ring leaves the node
+
+
+def test_on_demand_plans_time_no_checkpoint_and_do_not_warn_about_one():
+    from perfmodel._extrapolation import ExtrapolationWarning
+
+    big = dict(LLAMA, hidden_size=1024, intermediate_size=4096, num_hidden_layers=12, num_attention_heads=16,
+               num_key_value_heads=16, vocab_size=32000)  # a state of GBs: beyond the checkpoint fit's range
+    kw = dict(KW, prices=PRICES.iloc[[0]], batch_sizes=(8,))
+    for spot, warned in ((False, False), ((True, False), True)):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            f = plan_cloud(big, gpus=["H100"], n_gpus=(1,), strategies=("dp",), **dict(kw, spot=spot))
+        said = [w for w in seen if issubclass(w.category, ExtrapolationWarning) and "checkpoint time" in str(w.message)]
+        assert bool(said) == warned
+        assert f.loc[~f["spot"], "checkpoint_s"].isna().all()
