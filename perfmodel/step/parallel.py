@@ -567,6 +567,9 @@ class RankWork:
     stage: np.ndarray | None = None
     stage_layers: np.ndarray | None = None
     stage_rank: np.ndarray | None = None
+    #: transformer layers of each model chunk of an interleaved pipeline, in the order the layers run (chunk ``c`` on
+    #: rank ``c mod pp``); None without one
+    chunk_layers: np.ndarray | None = None
     #: :func:`perfmodel.step.strategy.resolve_execution`'s: ``"pytorch"`` or ``"megatron"``, Megatron's distributed
     #: optimizer (optimizer state sharded over ``dp·cp``, gradients reduce-scattered, parameters all-gathered), and
     #: sequence parallelism (the tensor-parallel ranks split the hidden-state operators along the sequence)
@@ -970,6 +973,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                                                             of_layer[np.clip(layer, 0, lay.n_layers - 1)])),
                       stage_layers=stage_layers,
                       stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
+        if v > 1:
+            stages["chunk_layers"] = np.array([len(c) for c in pipeline_chunks(lay.n_layers, p, v, par.pipeline_layers)])
     used = [g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
     kv_bytes = _context_parallel_kv_bytes(par, lay, b_rank * int(np.prod(shape)), size, tpd, cpd)
     return RankWork(
@@ -1425,6 +1430,10 @@ def _execution_basis(r: RankWork) -> str:
                       "the input gradient's all-reduce under the weight-gradient GEMM)"))
     if r.virtual_stages > 1 and r.pipelined:
         parts.append(f"interleaved 1F1B with {r.virtual_stages} model chunks per pipeline rank")
+        if r.chunk_layers is not None and len(set(r.chunk_layers.tolist())) > 1:
+            parts.append(f"transformer layers per model chunk {_runs(r.chunk_layers)}" + (
+                " (Megatron-Core runs chunks its layers do not divide evenly into only as a stated "
+                "--pipeline-model-parallel-layout)" if r.framework == "megatron" else ""))
     if r.pipelined and r.stage_layers is not None and len(set(r.stage_layers.tolist())) > 1:
         parts.append(f"transformer layers per pipeline rank {_runs(r.stage_layers)} (the slowest rank sets the pace)")
     if r.cp > 1 and r.context_parallel_kv == "repeated":

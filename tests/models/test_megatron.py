@@ -303,3 +303,13 @@ def test_megatron_runs_transformer_engine_s_modules_unless_the_workload_names_a_
                                   n_gpus=4, strategy="dp2-tp2", framework="megatron").iloc[0]
     assert "kernels: eager PyTorch" in plain.basis
     assert kw["step_time_s"] == unsaid.step_time_s  # the keyword face answers the same
+
+
+def test_basis_names_model_chunks_the_layers_do_not_divide_evenly_into():
+    """8 layers over 2 ranks x 3 chunks: chunks of 2, 2 and 1 layers, as evenly as they go; Megatron-Core runs such a
+    split only as a stated layout, and ``basis`` says so. An even split says nothing."""
+    kw = dict(n_gpus=2, strategy="pp2", micro_batches=4, pipeline_schedule="interleaved-1f1b")
+    uneven = _t(framework="megatron", virtual_stages=3, **kw)["basis"]
+    assert "transformer layers per model chunk 2 x 2, 1 x 4 (Megatron-Core runs chunks" in uneven
+    assert "per model chunk 2 x 2, 1 x 4" in _t(virtual_stages=3, **kw)["basis"]
+    assert "per model chunk" not in _t(framework="megatron", virtual_stages=2, **kw)["basis"]
