@@ -570,6 +570,8 @@ class RankWork:
     #: transformer layers of each model chunk of an interleaved pipeline, in the order the layers run (chunk ``c`` on
     #: rank ``c mod pp``); None without one
     chunk_layers: np.ndarray | None = None
+    #: whether the split of the layers was said (:attr:`perfmodel.Parallelism.pipeline_layers`), not the even default
+    chunks_said: bool = False
     #: :func:`perfmodel.step.strategy.resolve_execution`'s: ``"pytorch"`` or ``"megatron"``, Megatron's distributed
     #: optimizer (optimizer state sharded over ``dp·cp``, gradients reduce-scattered, parameters all-gathered), and
     #: sequence parallelism (the tensor-parallel ranks split the hidden-state operators along the sequence)
@@ -975,6 +977,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                       stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
         if v > 1:
             stages["chunk_layers"] = np.array([len(c) for c in pipeline_chunks(lay.n_layers, p, v, par.pipeline_layers)])
+            stages["chunks_said"] = par.pipeline_layers is not None
     used = [g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
     kv_bytes = _context_parallel_kv_bytes(par, lay, b_rank * int(np.prod(shape)), size, tpd, cpd)
     return RankWork(
@@ -1433,7 +1436,7 @@ def _execution_basis(r: RankWork) -> str:
         if r.chunk_layers is not None and len(set(r.chunk_layers.tolist())) > 1:
             parts.append(f"transformer layers per model chunk {_runs(r.chunk_layers)}" + (
                 " (Megatron-Core runs chunks its layers do not divide evenly into only as a stated "
-                "--pipeline-model-parallel-layout)" if r.framework == "megatron" else ""))
+                "--pipeline-model-parallel-layout)" if r.framework == "megatron" and not r.chunks_said else ""))
     if r.pipelined and r.stage_layers is not None and len(set(r.stage_layers.tolist())) > 1:
         parts.append(f"transformer layers per pipeline rank {_runs(r.stage_layers)} (the slowest rank sets the pace)")
     if r.cp > 1 and r.context_parallel_kv == "repeated":

@@ -313,3 +313,9 @@ def test_basis_names_model_chunks_the_layers_do_not_divide_evenly_into():
     assert "transformer layers per model chunk 2 x 2, 1 x 4 (Megatron-Core runs chunks" in uneven
     assert "per model chunk 2 x 2, 1 x 4" in _t(virtual_stages=3, **kw)["basis"]
     assert "per model chunk" not in _t(framework="megatron", virtual_stages=2, **kw)["basis"]
+    # Megatron's own flags that count the embedding and the loss as layers: a split it runs, said
+    said = pm.predict(pm.Workload(LLAMA, input_shape=(64,), batch_size=8, precision="bf16", optimizer="adam-fused"),
+                      pm.Cluster("H100", n_gpus=2),
+                      pm.Parallelism("pp2", micro_batches=4, framework="megatron", pipeline_schedule="interleaved-1f1b",
+                                     virtual_stages=5, pipeline_layers={"embedding": True, "loss": True})).basis
+    assert "transformer layers per model chunk 0, 1 x 8, 0" in said and "runs chunks its layers" not in said
