@@ -344,6 +344,24 @@ def _stages(lay: ModelLayout, p: int, net, v: int = 1, pipeline_layers=None) -> 
     return of_layer, np.array([len(b) for b in bounds]), stage_params, stage_split
 
 
+def _pipeline_fields(lay: ModelLayout, net, p: int, v: int, tpd: int, pipeline_layers, layer: np.ndarray,
+                     fp8_names) -> dict:
+    """:class:`RankWork`'s pipeline fields: each work row's stage (the embedding's rows on the first, the head's on
+    the last), the layers and the parameters of this tensor-parallel rank per stage, the parameters gathered in FP8
+    per stage, and with interleaved chunks the layers of each chunk and whether the split was said."""
+    of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v, pipeline_layers)
+    out = dict(stage=np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1,
+                                                     of_layer[np.clip(layer, 0, lay.n_layers - 1)])),
+               stage_layers=stage_layers,
+               stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
+    if fp8_names:
+        out["stage_fp8_gathered"] = _stage_share(lay, fp8_names, of_layer, p, tpd)
+    if v > 1:
+        out["chunk_layers"] = np.array([len(c) for c in pipeline_chunks(lay.n_layers, p, v, pipeline_layers)])
+        out["chunks_said"] = pipeline_layers is not None
+    return out
+
+
 def _stage_share(lay: ModelLayout, names, of_layer: np.ndarray, p: int, tp: int) -> np.ndarray:
     """:func:`perfmodel.step.trace.rank_share` per pipeline stage (:func:`_stages`' assignment of layers; none of ``names`` is a tied
     embedding)."""
@@ -966,18 +984,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
     work, (layer, is_opt, tp_role, tp_block) = _layout_kernels(work, (layer, is_opt, tp_role, tp_block), w, par, ex, lay,
                                                                 deg, size=size, tokens=tokens, fp8_names=fp8_names)
-    stages = {}
-    if p > 1 or strat == "pp":
-        of_layer, stage_layers, stage_params, stage_split = _stages(lay, p, net, v, par.pipeline_layers)
-        if fp8_names:
-            stages["stage_fp8_gathered"] = _stage_share(lay, fp8_names, of_layer, p, tpd)
-        stages.update(stage=np.where(layer < 0, 0, np.where(layer >= lay.n_layers, p - 1,
-                                                            of_layer[np.clip(layer, 0, lay.n_layers - 1)])),
-                      stage_layers=stage_layers,
-                      stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
-        if v > 1:
-            stages["chunk_layers"] = np.array([len(c) for c in pipeline_chunks(lay.n_layers, p, v, par.pipeline_layers)])
-            stages["chunks_said"] = par.pipeline_layers is not None
+    stages = _pipeline_fields(lay, net, p, v, tpd, par.pipeline_layers, layer, fp8_names) if p > 1 or strat == "pp" else {}
     used = [g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
     kv_bytes = _context_parallel_kv_bytes(par, lay, b_rank * int(np.prod(shape)), size, tpd, cpd)
     return RankWork(
