@@ -56,6 +56,9 @@ def test_the_quick_tour_runs_as_written_and_answers_what_its_comments_say():
     cmdare, cloud = values[6], values[7]
     assert cmdare.attrs["world"] == "cmdare" and cloud.attrs["world"] == "cloud"  # which world answers
     assert len(cloud) and (cloud["gpu"] == "H100").all() and (cloud["steps"] > 0).all()
+    rented = values[8]  # "the rental and its fastest layout": plan_cloud(strategies="search")
+    assert rented["fits"].all() and (rented["n_gpus"] == 64).all() and rented["spot"].eq(False).all()
+    assert rented["strategy"].str.match(r"dp\d*-.*\((megatron|pytorch), \d+ micro-batches").all()
 
 
 def _example(name: str) -> tuple[str, str]:
