@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from perfmodel._workload import MEGATRON_STACK, checkpointing_mode, check_flag
+from perfmodel._workload import checkpointing_mode, check_flag, framework_stack
 
 __all__ = ["Cluster", "Parallelism", "trusted", "trusted_replace", "keyword_run"]
 
@@ -345,8 +345,7 @@ def keyword_run(model, gpus, *, input_shape=None, batch_size: int = 1, input_dty
     check_step_args(0.2, optimizer, inference, precision, batch_size)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive int; got {n_gpus!r}.")
-    if stack is None and compile is False and framework == "megatron":
-        stack = MEGATRON_STACK  # Megatron-Core's default --transformer-impl: Transformer Engine's modules
+    stack = framework_stack(stack, compile, framework)  # Megatron-Core's default --transformer-impl: TE's modules
     family = resolve_stack(stack, compile) if not isinstance(compile, str) else stack_of(compile)
     _check_gpus_per_node(gpus_per_node)
     if nics_per_node is not None:

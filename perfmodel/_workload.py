@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 __all__ = ["Workload", "UNSET", "accepts_workload", "PRECISION_DTYPES", "OPTIMIZERS", "CHECKPOINTING_MODES", "check_step_args",
-           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "MEGATRON_STACK", "stack_of", "resolve_stack", "FP8_RECIPES",
+           "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "checkpointing_mode", "STACKS", "MEGATRON_STACK", "framework_stack", "stack_of", "resolve_stack", "FP8_RECIPES",
            "fp8_recipe_of", "COMPILE_SCOPES", "compile_scope_of"]
 
 
@@ -93,6 +93,14 @@ STACKS = ("eager", "compile", "te", "liger")
 #: the kernel family of ``framework="megatron"`` when the workload does not say one: Megatron-Core's default
 #: ``--transformer-impl transformer_engine`` (its layers are Transformer Engine's modules, and its FP8 is TE's)
 MEGATRON_STACK = "te"
+
+
+def framework_stack(stack, compile, framework: str):
+    """The kernel family the keyword faces pass on: ``stack`` as said, else :data:`MEGATRON_STACK` for
+    ``framework="megatron"`` without torch.compile (Megatron-Core's default modules), else None (eager)."""
+    if stack is None and compile is False and framework == "megatron":
+        return MEGATRON_STACK
+    return stack
 
 
 def stack_of(value) -> str:

@@ -339,11 +339,10 @@ def predict_memory(model, gpu, *, batch_size: int, n_gpus: int = 1, strategy: st
     perfmodel.step.parallel.StrategyError
         The strategy does not divide the model or the batch, or its degrees do not multiply to ``n_gpus``.
     """
-    from perfmodel._run import MEGATRON_STACK, Cluster, Parallelism, trusted
-    from perfmodel._workload import Workload
+    from perfmodel._run import Cluster, Parallelism, trusted
+    from perfmodel._workload import Workload, framework_stack
 
-    if stack is None and compile is False and framework == "megatron":
-        stack = MEGATRON_STACK  # as the step's keyword face runs it: Megatron-Core's default Transformer Engine modules
+    stack = framework_stack(stack, compile, framework)  # as the step's keyword face runs it
     w = trusted(Workload, model=model, input_shape=input_shape, batch_size=batch_size, input_dtype=input_dtype,
                 input_high=None, precision=precision, optimizer=optimizer, compile=compile, stack=stack)
     gpu_list = [gpu] if isinstance(gpu, str) or not hasattr(gpu, "__iter__") else list(gpu)
