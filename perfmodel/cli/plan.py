@@ -264,7 +264,9 @@ def add_parser(sub, fmt) -> None:
     pc.add_argument("--interconnect", default=None,
                     help="links of every candidate: one link (nvlink), one per group (tp=nvlink,dp=infiniband-ndr) or a "
                          "link per level (intra=nvlink,inter=infiniband-ndr: each instance a node of its GPUs); none: the "
-                         "GPU's own inside an instance, ethernet-100g between instances")
+                         "GPU's own inside an instance, the instance type's own network between instances "
+                         "(perfmodel.datasets.load_instance_networks, or the prices' network_gbit_per_s column), "
+                         "ethernet-100g where none is known")
     pc.add_argument("--mixes", default=None, help="comma-separated mixes of GPU types to plan as well, data parallel with the "
                     "batch split by speed (e.g. 2xH100+6xL4,4xA100+4xL4; none: no mixes)")
     pc.add_argument("--no-capacity-wait", action="store_true", help="spot rows: do not add the wait for capacity the spot "
@@ -294,7 +296,8 @@ def add_parser(sub, fmt) -> None:
     pc.add_argument("--deadline-h", type=float, default=None, help="deadline in hours (none: unconstrained)")
     pc.add_argument("--budget-usd", type=float, default=None, help="budget in US dollars (none: unconstrained)")
     pc.add_argument("--prices", default=None, metavar="FILE",
-                    help="CSV of GPU VM prices with the columns of perfmodel.datasets.reference.load_gpu_prices "
+                    help="CSV of GPU VM prices with the columns of perfmodel.datasets.reference.load_gpu_prices, "
+                         "optionally network_gbit_per_s and gpudirect_rdma (the network between instances) "
                          "(none: the shipped, dated table)")
     pc.set_defaults(func=_cmd_plan_cloud)
 

@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -172,6 +172,26 @@ def load_gpu_prices() -> pd.DataFrame:
         date the source states), ``source_url``, ``note`` (what the source is, the entry quoted, the instance's GPUs).
     """
     return _read_packaged("reference/gpu_prices.csv")
+
+
+def load_instance_networks() -> pd.DataFrame:
+    """The network between instances of the shipped price table's GPU VM types, each read in a cited source.
+
+    One row per instance type whose network a source states (AWS: the ``network`` and ``gpuDirectRDMA`` fields of the
+    catalog the AWS prices come from, and AWS's EFA guide; Google Cloud: the overview table of Compute Engine's
+    "Networking and GPU machines"). Google's single-GPU machine types are left out: the table read gives only each
+    series' maximum. :func:`perfmodel.planning.cloud.plan_cloud` joins the instances of a rental by the row of their
+    type (:func:`perfmodel.planning.networks.instance_network`).
+
+    Returns
+    -------
+    DataFrame
+        ``provider``, ``instance_type``, ``gpus_per_instance``, ``network_gbit_per_s`` (the instance's network
+        bandwidth, Gb/s; "up to" rates are burst ceilings, said in the note), ``transport`` (``efa``,
+        ``gpudirect-tcpx``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
+        False where it states none, empty where it says nothing), ``source_url``, ``note`` (the entry quoted).
+    """
+    return _read_packaged("reference/instance_networks.csv")
 
 
 def load_megatron_runs() -> pd.DataFrame:
@@ -360,6 +380,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("reported_cnns", load_reported_cnns, "one of the twenty CNNs with its published features", ("reference/cmdare_cnns.csv",), "ICDCS'20 §4", kind="reference"),
     DatasetSpec("gpu_catalog", load_gpu_catalog, "one GPU: peak FP32/TF32/FP16/BF16 TFLOPS, memory, SMs, L2, interconnect, sources", ("reference/gpus.csv",), "ICDCS'20 §6 (GPU TFLOPS); every current GPU", kind="catalog"),
     DatasetSpec("gpu_prices", load_gpu_prices, "one GPU VM type of a provider and region: hourly on-demand/spot price, date, source page", ("reference/gpu_prices.csv",), "today's cloud planner (beyond the papers)", kind="reference"),
+    DatasetSpec("instance_networks", load_instance_networks, "one GPU VM type: its network bandwidth between instances, "
+                "transport and GPUDirect RDMA, source", ("reference/instance_networks.csv",),
+                "today's cloud planner (beyond the papers)", kind="reference"),
     DatasetSpec("megatron_runs", load_megatron_runs, "one Megatron-LM weak-scaling run: GPT size, TP x PP x DP on A100s, "
                 "batch, achieved TFLOP/s per GPU", ("reference/megatron_sc21_table1.csv",),
                 "Narayanan et al., SC'21, Table 1 (beyond the papers)", kind="reference"),

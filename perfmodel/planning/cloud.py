@@ -65,7 +65,8 @@ CLOUD_PLAN_COLUMNS = [
     "cost_usd", "price_date", "feasible", "pareto", "extrapolated",
 ]
 
-#: Link assumed between GPUs of different instances when ``interconnect`` is not given (the instances' network).
+#: Link assumed between GPUs of different instances when ``interconnect`` is not given and no network is known for the
+#: instance type (:func:`perfmodel.planning.networks.instance_network`).
 MULTI_INSTANCE_LINK = "ethernet-100g"
 
 _PRICE_NEED = ("provider", "region", "instance_type", "gpu", "gpus_per_instance", "on_demand_usd_per_h", "spot_usd_per_h")
@@ -490,8 +491,28 @@ def _layout_label(row) -> str:
     return f"{row['strategy']} ({', '.join(how)})"
 
 
+def _instance_link(row, interconnect, spans: bool) -> tuple:
+    """How a price row's instances are joined: ``(link, gpus_per_node, nics_per_node, note)``. The caller's
+    ``interconnect`` when given (a link per level: each instance a node of its GPUs); inside one instance the GPU's own
+    link; across instances the instance type's network (the row's ``network_gbit_per_s`` or the shipped table,
+    :func:`perfmodel.planning.networks.instance_network`), else :data:`MULTI_INSTANCE_LINK`, said in the note."""
+    from perfmodel.planning.networks import instance_network
+
+    per = int(row.gpus_per_instance)
+    if interconnect is not None:
+        return interconnect, (per if isinstance(interconnect, dict) else None), None, None
+    if not spans:
+        return None, None, None, None
+    net = instance_network(str(row.instance_type), per, network_gbit_per_s=getattr(row, "network_gbit_per_s", None),
+                           gpudirect_rdma=getattr(row, "gpudirect_rdma", None))
+    if net is None:
+        return MULTI_INSTANCE_LINK, None, None, (f"link between instances assumed {MULTI_INSTANCE_LINK}: no network known for "
+                                                 f"{row.instance_type} (pass interconnect=, or network_gbit_per_s in prices)")
+    return net.links(), per, net.nics_per_node, net.describe()
+
+
 def _searched_candidate(model, gpu: str, n: int, B: int, *, gpus_per_node: int, link, input_shape, input_dtype,
-                        precision: str, optimizer, stack, recipe, frameworks) -> dict:
+                        precision: str, optimizer, stack, recipe, frameworks, nics_per_node=None) -> dict:
     """The fastest layout of :func:`perfmodel.planning.search_layouts` that fits on ``n`` ``gpu`` in nodes (instances)
     of ``gpus_per_node``, predicted: the fields :func:`plan_cloud` needs of a candidate. A ``StrategyError`` naming
     the smallest memory when no layout fits."""
@@ -504,7 +525,7 @@ def _searched_candidate(model, gpu: str, n: int, B: int, *, gpus_per_node: int, 
     given = dict(input_shape=input_shape, input_dtype=input_dtype, stack=stack, fp8_recipe=recipe)
     w = Workload(model, batch_size=B, precision=precision, optimizer=optimizer,
                  **{k: v for k, v in given.items() if v is not None})
-    c = Cluster(gpu, n_gpus=n, gpus_per_node=min(n, gpus_per_node), interconnect=link)
+    c = Cluster(gpu, n_gpus=n, gpus_per_node=min(n, gpus_per_node), interconnect=link, nics_per_node=nics_per_node)
     frame = search_layouts(w, c, frameworks=frameworks)
     fit = frame[frame["fits"].astype(bool)]
     if fit.empty:
@@ -530,20 +551,22 @@ def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, spec
     (:func:`_searched_candidate`) with each rental; what cannot be searched or fits nowhere goes to ``skipped``."""
     from perfmodel.step.strategy import StrategyError
 
-    for (_, spans, _), by_gpu in groups.items():
+    for (_, spans, _, nics, note), by_gpu in groups.items():
         for g, price_rows in by_gpu.items():
             by_size: dict = {}
             for r in price_rows:
                 by_size.setdefault(int(r.gpus_per_instance), []).append(r)
             for per, rows_ in by_size.items():
-                # inside an instance the GPU's own link; between instances the one plan_cloud assumes
-                link = interconnect if interconnect is not None else ({"inter": MULTI_INSTANCE_LINK} if spans else None)
-                key = ("search", mkey, g, n, B, per, repr(link), *(repr(v) for v in run.values()))
+                # inside an instance the GPU's own link; between instances the instance's network (or the one assumed)
+                link = _instance_link(rows_[0], interconnect, spans)[0]
+                if isinstance(link, str) and interconnect is None:  # the assumed link joins instances only
+                    link = {"inter": link}
+                key = ("search", mkey, g, n, B, per, repr(link), nics, *(repr(v) for v in run.values()))
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         found = _memo(key, lambda: _searched_candidate(model, g, n, B, gpus_per_node=per, link=link,
-                                                                       **run))
+                                                                       nics_per_node=nics, **run))
                 except (StrategyError, ValueError) as exc:
                     why = (f"plan_cloud(strategies='search') on {n} x {g} in instances of {per}: {exc}" +
                            ("" if isinstance(exc, StrategyError) else
@@ -551,9 +574,7 @@ def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, spec
                     skipped.append(dict(n_gpus=n, strategy=SEARCH, batch_size=B, reason=why,
                                         error=(StrategyError if isinstance(exc, StrategyError) else ValueError)(why)))
                     continue
-                notes = _gpu_notes(specs[g], run["precision"])
-                if spans and interconnect is None:
-                    notes.append(f"link between instances assumed {MULTI_INSTANCE_LINK} (pass interconnect=)")
+                notes = _gpu_notes(specs[g], run["precision"]) + ([note] if note else [])
                 cand = dict(found, gpu=g, n_gpus=n, batch_size=B, steps=nsteps_of[B], startup_gpu=g, notes=notes)
                 _add_rows(cand, _instance_rentals(n, rows_), **common)
 
@@ -596,7 +617,10 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         Keep the price rows of these regions.
     prices : DataFrame, optional
         Your own table with the columns of :func:`perfmodel.datasets.reference.load_gpu_prices` (US dollars per
-        instance-hour); default the shipped table.
+        instance-hour); default the shipped table. Optional columns ``network_gbit_per_s`` (the instance's network
+        bandwidth between instances, Gb/s) and ``gpudirect_rdma`` (true: EFA, InfiniBand or RoCE with GPUDirect RDMA)
+        give a row's network; a row without them takes its instance type's from the shipped table
+        (:func:`perfmodel.datasets.reference.load_instance_networks`).
     steps : int, optional
         Training steps: the same count at every batch size (so batch 32 processes 4x the data of batch 8: compare batch
         sizes with ``samples`` or ``b_simple`` instead; a ``UserWarning`` says so when several batch sizes are planned),
@@ -611,9 +635,13 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     deadline_h, budget_usd : float, optional
         Constraints for ``feasible``.
     input_shape, input_dtype, precision, optimizer, micro_batches, interconnect
-        As for :func:`perfmodel.predict_step_time` (``interconnect`` applies to every candidate; default the GPU's
-        NVLink inside an instance and :data:`MULTI_INSTANCE_LINK` across instances; a link per level,
-        ``{"intra": "nvlink", "inter": "infiniband-ndr"}``, takes each instance as a node of its GPUs).
+        As for :func:`perfmodel.predict_step_time` (``interconnect`` applies to every candidate; a link per level,
+        ``{"intra": "nvlink", "inter": "infiniband-ndr"}``, takes each instance as a node of its GPUs). Default: the
+        GPU's own link (NVLink or PCIe) inside an instance, and across instances the instance type's network
+        (:mod:`perfmodel.planning.networks`: the price row's ``network_gbit_per_s`` or the shipped table's, split over
+        the instance's GPUs as rails, at the NDR fit's NCCL efficiency with GPUDirect RDMA and an assumed one
+        without); an instance type with no known network is joined by :data:`MULTI_INSTANCE_LINK`, said in the
+        row's ``extrapolated`` column.
     checkpoint_s : float, optional
         Seconds to write (and to read back) one checkpoint; default predicted from the GPU's state size.
     mixes : sequence of dict or str, optional
@@ -773,10 +801,9 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                 for g in gpu_list:
                     for r in rows_by_gpu[g].itertuples(index=False):
                         spans = n > int(r.gpus_per_instance)
-                        link = interconnect if interconnect is not None else (MULTI_INSTANCE_LINK if spans else None)
-                        # a link per level: the instance is the node whose link its GPUs share
-                        per = int(r.gpus_per_instance) if isinstance(interconnect, dict) else None
-                        key = (repr(link) if isinstance(link, dict) else link, spans, per)  # dicts do not hash
+                        joined = _instance_link(r, interconnect, spans)
+                        link = joined[0]
+                        key = (repr(link) if isinstance(link, dict) else link, spans, *joined[1:])  # dicts do not hash
                         groups.setdefault(key, {}).setdefault(g, []).append(r)
                 if strat == SEARCH:
                     _plan_searched(model, mkey, n, B, groups, common, specs, nsteps_of, skipped,
@@ -785,8 +812,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                                         frameworks=search_frameworks),
                                    interconnect)
                     continue
-                for (link, spans, per), by_gpu in groups.items():
-                    link = interconnect if isinstance(interconnect, dict) else link
+                for (_, spans, per, nics, note), by_gpu in groups.items():
+                    link = _instance_link(next(iter(by_gpu.values()))[0], interconnect, spans)[0]
                     gl = tuple(sorted(by_gpu))
                     s_name = "dp" if strat == "single" else strat
                     link_key = link if isinstance(link, (str, type(None))) else repr(link)
@@ -796,9 +823,10 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                             run = dict(input_shape=input_shape, batch_size=B, input_dtype=input_dtype, precision=prec,
                                        optimizer=optimizer, n_gpus=n, strategy=s_name, micro_batches=micro_batches,
                                        framework=fw, stack=run_stack,
-                                       **({} if per is None else dict(gpus_per_node=per)))
+                                       **({} if per is None else dict(gpus_per_node=per)),
+                                       **({} if nics is None else dict(nics_per_node=nics)))
                             step = _memo(("step", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, link_key, input_dtype,
-                                          fw, run_stack, recipe, per),
+                                          fw, run_stack, recipe, per, nics),
                                          lambda: ost.step_rows(*_with_recipe(keyword_run(model, list(gl), interconnect=link,
                                                                                          **run), recipe)))
                             mem = _memo(("mem", mkey, gl, n, s_name, B, prec, optimizer, micro_batches, input_dtype, fw, run_stack,
@@ -812,9 +840,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                     mem_by = mem.set_index("gpu")
                     for g, price_rows in by_gpu.items():
                         st, mm = step_by.loc[g], mem_by.loc[g]
-                        notes = _gpu_notes(specs[g], prec)
-                        if spans and interconnect is None:
-                            notes.append(f"link between instances assumed {MULTI_INSTANCE_LINK} (pass interconnect=)")
+                        notes = _gpu_notes(specs[g], prec) + ([note] if note else [])
                         cand = dict(model=str(st["model"]), gpu=g, n_gpus=n, strategy=strat, batch_size=B,
                                     interconnect=str(st.get("interconnect", "none")) if n > 1 else "none",
                                     step_time_s=float(st["step_time_s"]), steps=nsteps_of[B],

@@ -1,0 +1,108 @@
+"""The network between a cloud's GPU instances: the shipped table read in its sources, and plan_cloud joining a rental's
+instances by their type's network instead of one assumed link."""
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import perfmodel as pm
+from perfmodel.datasets.reference import load_gpu_prices, load_instance_networks
+from perfmodel.planning import plan_cloud, search_layouts
+from perfmodel.planning.cloud import MULTI_INSTANCE_LINK
+from perfmodel.planning.networks import InstanceNetwork, instance_network, instance_networks
+from perfmodel.step.collectives import NCCL_EFFICIENCY, fitted_link
+
+LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=8,
+             num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=16384, tie_word_embeddings=False)
+KW = dict(input_shape=(256,), samples=16000, batch_sizes=(64,), spot=False, precision="bf16", optimizer="adam-fused")
+
+
+def _quiet(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **k)
+
+
+def test_every_multi_gpu_instance_of_the_shipped_prices_has_a_cited_network():
+    nets = load_instance_networks()
+    assert not nets.duplicated(["instance_type", "gpus_per_instance"]).any()
+    assert (nets["network_gbit_per_s"] > 0).all() and nets["source_url"].str.startswith("https://").all()
+    assert set(nets["transport"]) <= {"efa", "gpudirect-tcpx", "ethernet", "not stated"}
+    prices = load_gpu_prices()
+    big = set(map(tuple, prices.loc[prices["gpus_per_instance"] > 1, ["instance_type", "gpus_per_instance"]].values))
+    assert big <= set(map(tuple, nets[["instance_type", "gpus_per_instance"]].values))
+    # the AWS rows are the catalog's entries quoted, as the price rows are
+    p5 = nets.set_index("instance_type").loc["p5.48xlarge"]
+    assert p5["network_gbit_per_s"] == 3200 and bool(p5["gpudirect_rdma"]) and '"3200 Gbps EFAv2"' in p5["note"]
+    assert "instance_networks" in set(pm.datasets.list_datasets(with_shape=False)["name"])
+
+
+def test_a_network_is_split_over_the_gpus_as_rails_at_the_efficiency_of_its_transport():
+    ndr = fitted_link("infiniband-ndr")
+    p5 = instance_network("p5.48xlarge", 8)
+    rail = p5.rail()
+    # 3,200 Gb/s over 8 GPUs: 400 Gb/s = 50 GB/s each, the NDR fit's efficiency and latency (GPUDirect RDMA over EFA)
+    assert p5.nics_per_node == 8 and rail.bandwidth_gb_per_s == pytest.approx(50.0)
+    assert (rail.efficiency, rail.latency_s) == (ndr.efficiency, ndr.latency_s)
+    a3 = instance_network("a3-highgpu-8g", 8).rail()  # GPUDirect-TCPX: no RDMA, the assumed efficiency
+    assert a3.bandwidth_gb_per_s == pytest.approx(1000 / 8 / 8) and a3.efficiency == NCCL_EFFICIENCY
+    assert instance_network("g6.xlarge", 1).rail().bandwidth_gb_per_s == pytest.approx(10 / 8)
+    assert instance_network("my-own-box", 8) is None and instance_network("p5.48xlarge", 4) is None
+    # a price row's own network wins over the table
+    own = instance_network("p5.48xlarge", 8, network_gbit_per_s=800, gpudirect_rdma="false")
+    assert own.rail().bandwidth_gb_per_s == pytest.approx(12.5) and own.rail().efficiency == NCCL_EFFICIENCY
+    assert len(instance_networks()) == len(load_instance_networks())
+
+
+@pytest.mark.parametrize("bad, match", [(dict(network_gbit_per_s="fast"), r"positive number of Gb/s; got 'fast'"),
+                                        (dict(network_gbit_per_s=-1), r"positive number of Gb/s; got -1"),
+                                        (dict(network_gbit_per_s=100, gpudirect_rdma="maybe"), r"true or false")])
+def test_a_bad_network_in_a_price_row_is_refused_with_the_fix(bad, match):
+    with pytest.raises(ValueError, match=match):
+        instance_network("nd-h100-v5", 8, **bad)
+    with pytest.raises(ValueError, match="positive whole number of GPUs"):
+        InstanceNetwork("x", 0, 100.0, False)
+
+
+@pytest.fixture(scope="module")
+def h100_16():
+    """16 H100 on the shipped table's H100 instances, and on a user's own row that states its network."""
+    own = pd.DataFrame(dict(provider=["azure"], region=["eastus"], instance_type=["nd-h100-v5"], gpu=["H100"],
+                            gpus_per_instance=[8], on_demand_usd_per_h=[98.32], spot_usd_per_h=[float("nan")],
+                            network_gbit_per_s=[3200], gpudirect_rdma=[True]))
+    unknown = own.assign(instance_type="mystery-8g").drop(columns=["network_gbit_per_s", "gpudirect_rdma"])
+    shipped = load_gpu_prices()
+    prices = pd.concat([shipped[shipped["gpu"] == "H100"], own, unknown], ignore_index=True)
+    return _quiet(plan_cloud, LLAMA, gpus=["H100"], n_gpus=(16,), strategies=("fsdp",), prices=prices, **KW)
+
+
+def test_plan_cloud_joins_instances_by_their_own_network(h100_16):
+    by = h100_16.drop_duplicates("instance_type").set_index("instance_type")
+    rail = instance_network("p5.48xlarge", 8).rail()
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect={"intra": None, "inter": rail}, nics_per_node=8)
+    w = pm.Workload(LLAMA, input_shape=(256,), batch_size=64, precision="bf16", optimizer="adam-fused")
+    want = _quiet(pm.predict, w, c, "fsdp")
+    assert by.loc["p5.48xlarge", "step_time_s"] == pytest.approx(want.step_time_s, rel=1e-12)
+    assert "p5.48xlarge's 3200 Gb/s network as 8 rails (GPUDirect RDMA" in by.loc["p5.48xlarge", "extrapolated"]
+    # a user's row stating the same network plans the same step; the A3 High's slower TCP network, a slower one
+    assert by.loc["nd-h100-v5", "step_time_s"] == pytest.approx(want.step_time_s, rel=1e-12)
+    assert "the price table's network_gbit_per_s" in by.loc["nd-h100-v5", "extrapolated"]
+    assert by.loc["a3-highgpu-8g", "step_time_s"] > want.step_time_s
+    # an instance type with no known network keeps the assumed link, and says so
+    assert by.loc["mystery-8g", "interconnect"] == MULTI_INSTANCE_LINK
+    assert f"link between instances assumed {MULTI_INSTANCE_LINK}: no network known for mystery-8g" in \
+        by.loc["mystery-8g", "extrapolated"]
+
+
+def test_the_layout_search_runs_on_the_instances_network():
+    prices = load_gpu_prices().query("instance_type == 'p5.48xlarge' and region == 'us-east-1'")
+    row = _quiet(plan_cloud, LLAMA, gpus=["H100"], n_gpus=(16,), strategies="search", prices=prices, **KW).iloc[0]
+    rail = instance_network("p5.48xlarge", 8).rail()
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect={"intra": None, "inter": rail}, nics_per_node=8)
+    w = pm.Workload(LLAMA, input_shape=(256,), batch_size=64, precision="bf16", optimizer="adam-fused")
+    best = _quiet(search_layouts, w, c).query("fits").iloc[0]
+    assert row["strategy"].startswith(f"{best['strategy']} ({best['framework']}, ")
+    assert row["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
+    assert "p5.48xlarge's 3200 Gb/s network" in row["extrapolated"]
