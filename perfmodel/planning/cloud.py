@@ -23,6 +23,9 @@ Hugging Face config), and predicts for each:
   :func:`perfmodel.planning.revocation.young_daly_interval`, with the job's MTBF = one instance's mean life / the
   instances); plus writing a checkpoint every interval. The checkpoint time is CM-DARE's Duration ~ Size regression
   (:class:`perfmodel.models.CheckpointTimeRegressor`) at the GPU's state size (parameters + optimizer states);
+* **hardware failures** (any GPU's failure stops the synchronous job; default the Llama 3 405B run's published rate,
+  :data:`HARDWARE_FAILURES_PER_GPU_H`) — spot rows add them to the revocations (the job's MTBF from both); on-demand
+  rows take the cheaper of restarting from scratch and checkpointing every Young/Daly interval;
 * **cost** — whole instances (``ceil(n / gpus_per_instance)``) at the row's on-demand or spot price for the run,
   restart overhead included (the wait for capacity is not billed);
 * **mixed GPU types** (``mixes=``, as Srifty) — synchronous data parallel over GPUs of several types rented in one
@@ -55,15 +58,24 @@ DEFAULT_SAMPLES = 320_000
 
 __all__ = ["DEFAULT_SAMPLES", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "read_gpu_prices", "nothing_fits",
            "clear_plan_cache",
-           "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK"]
+           "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK", "HARDWARE_FAILURES_PER_GPU_H"]
 
 #: Columns of :func:`plan_cloud`.
 CLOUD_PLAN_COLUMNS = [
     "model", "gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "n_instances",
     "interconnect", "step_time_s", "steps", "compute_time_h", "memory_per_gpu_bytes", "capacity_bytes", "fits",
-    "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "p_hold_instances", "restart_overhead_h", "capacity_wait_h", "time_h", "usd_per_h",
+    "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "expected_failures", "p_hold_instances",
+    "restart_overhead_h", "capacity_wait_h", "time_h", "usd_per_h",
     "cost_usd", "price_date", "feasible", "pareto", "extrapolated",
 ]
+
+#: Hardware failures per GPU-hour that stop a synchronous job, by default: the Llama 3 405B pre-training's 419 unexpected
+#: interruptions in a 54-day snapshot on 16,384 H100 (Grattafiori et al., "The Llama 3 Herd of Models",
+#: arXiv:2407.21783, §3.3.4 and Table 5; 78 % of them confirmed hardware), i.e. 419 / (54 · 24 · 16,384). A published
+#: rate of one large H100 cluster, not fitted here; pass ``failures_per_gpu_h=`` for yours (0: none).
+HARDWARE_FAILURES_PER_GPU_H = 419 / (54 * 24 * 16_384)
+#: what :data:`HARDWARE_FAILURES_PER_GPU_H` rests on, for a plan's notes
+FAILURES_SOURCE = "the Llama 3 405B run's rate (419 unexpected interruptions in 54 days on 16,384 H100)"
 
 #: Link assumed between GPUs of different instances when ``interconnect`` is not given and no network is known for the
 #: instance type (:func:`perfmodel.planning.networks.instance_network`).
@@ -324,19 +336,46 @@ def _p_hold_pools(provider: str, pools: tuple) -> tuple[float, str]:
     return float(np.prod(ps)), "; ".join(notes)
 
 
+def _on_demand_failures(compute_s: float, rate_per_s: float, startup_s: float, checkpoint) -> dict:
+    """Hardware failures of an on-demand run of ``compute_s`` seconds whose GPUs fail at ``rate_per_s`` together (a
+    failure stops the synchronous job; exponential failures): the cheaper of two policies, each in expected seconds
+    added to the run. Without checkpoints a failure restarts the run after ``startup_s``: ``(1/λ + R)(e^{λT} − 1) − T``
+    (the restart-from-scratch expectation). With checkpoints every Young/Daly interval ``τ`` (``checkpoint()``: its
+    seconds and note): each failure costs ``R + C + τ/2``, and ``T/τ`` checkpoints of ``C`` are written."""
+    from perfmodel.planning.revocation import young_daly_interval
+
+    n_fail = rate_per_s * compute_s
+    none = dict(failures=n_fail, over_s=0.0, ck=np.nan, tau=np.nan, note="", checkpointed=False)
+    if n_fail <= 0:
+        return none
+    lam_t = min(n_fail, 700.0)  # e^700 is finite: beyond it checkpointing wins anyway
+    none["over_s"] = (1 / rate_per_s + startup_s) * math.expm1(lam_t) - compute_s
+    ck, note = checkpoint()
+    tau = young_daly_interval(ck, 1 / rate_per_s)
+    over = n_fail * (startup_s + ck + tau / 2) + compute_s / tau * ck
+    if over < none["over_s"]:
+        return dict(failures=n_fail, over_s=over, ck=ck, tau=tau, note=note, checkpointed=True)
+    return none
+
+
 def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint_s, skipped: list, out: list,
-              ck_far: list) -> None:
+              ck_far: list, failures_per_gpu_h: float = 0.0) -> None:
     """Rows of one candidate (model, GPUs, strategy, batch: step time, memory) for each rental and spot/on-demand."""
     from perfmodel.planning.plan import vm_startup_s
     from perfmodel.planning.revocation import expected_revocations, mean_time_between_failures_h, young_daly_interval
 
     compute_s = cand["steps"] * cand["step_time_s"]
-    if not any(spots):  # on demand only: no revocation, no checkpoint to time (nor to warn about)
-        ck, ck_note = np.nan, ""
-    elif checkpoint_s is None:
-        ck, ck_note = _checkpoint_s(cand["state_bytes"], ck_far)
-    else:
-        ck, ck_note = float(checkpoint_s), ""
+    fail_rate = failures_per_gpu_h * cand["n_gpus"] / 3600  # hardware failures of the job, per second
+    far_here: list = []  # the checkpoint size when it extrapolates the fit: warned about only where a row uses it
+
+    def checkpoint():
+        if checkpoint_s is not None:
+            return float(checkpoint_s), ""
+        return _checkpoint_s(cand["state_bytes"], far_here)
+
+    if any(spots):  # spot rows always checkpoint (on demand only: a checkpoint is timed where failures call for one)
+        ck, ck_note = checkpoint()
+        ck_far.extend(far_here)
     for r in rentals:
         k = r.n_instances
         for sp in spots:
@@ -349,11 +388,14 @@ def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint
             wait_s = 0.0
             if sp:
                 dist, basis = _spot_distribution(r.provider)
-                mtbf_s = mean_time_between_failures_h(dist) * 3600 / k
+                # the job stops at a revocation of any of its k instances or a hardware failure of any of its GPUs
+                mtbf_s = 1 / (k / (mean_time_between_failures_h(dist) * 3600) + fail_rate)
                 tau = young_daly_interval(ck, mtbf_s)
                 rev = float(k * expected_revocations(compute_s / 3600, 1, dist=dist)[0])
+                fails = fail_rate * compute_s
                 restart = vm_startup_s(cand["startup_gpu"], True) + ck + tau / 2
-                over_s = rev * restart + compute_s / tau * ck
+                over_s = (rev + fails) * restart + compute_s / tau * ck
+                row_ck = ck
                 notes.append(f"spot lifetimes of {basis}")
                 p_hold, hold_note = _p_hold_pools(r.provider, r.pools)
                 notes.append(hold_note)
@@ -366,15 +408,25 @@ def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint
                 if ck_note:
                     notes.append(ck_note)
             else:
-                tau, rev, over_s, p_hold = np.nan, 0.0, 0.0, np.nan
+                rev, p_hold = 0.0, np.nan
+                f = _on_demand_failures(compute_s, fail_rate, vm_startup_s(cand["startup_gpu"], False), checkpoint)
+                fails, over_s, row_ck, tau = f["failures"], f["over_s"], f["ck"], f["tau"]
+                if f["checkpointed"]:
+                    ck_far.extend(far_here)
+                    if f["note"]:
+                        notes.append(f["note"])
+            if fails and over_s >= 0.01 * compute_s:  # where failures cost a percent of the run: say what they rest on
+                notes.append(f"hardware failures: {failures_per_gpu_h:.3g} per GPU-hour ({fails:.2g} expected), " +
+                             (FAILURES_SOURCE if failures_per_gpu_h == HARDWARE_FAILURES_PER_GPU_H else "the rate given"))
             run_h = (compute_s + over_s) / 3600
             out.append(dict(model=cand["model"], gpu=cand["gpu"], n_gpus=cand["n_gpus"], strategy=cand["strategy"],
                             batch_size=cand["batch_size"], spot=sp, provider=r.provider, region=r.region,
                             instance_type=r.instance_type, n_instances=k, interconnect=cand["interconnect"],
                             step_time_s=cand["step_time_s"], steps=cand["steps"], compute_time_h=compute_s / 3600,
                             memory_per_gpu_bytes=cand["memory_per_gpu_bytes"], capacity_bytes=cand["capacity_bytes"],
-                            fits=cand["fits"], checkpoint_s=ck if sp else np.nan, checkpoint_interval_s=tau,
-                            expected_revocations=rev, p_hold_instances=p_hold, restart_overhead_h=over_s / 3600,
+                            fits=cand["fits"], checkpoint_s=row_ck, checkpoint_interval_s=tau,
+                            expected_revocations=rev, expected_failures=fails, p_hold_instances=p_hold,
+                            restart_overhead_h=over_s / 3600,
                             capacity_wait_h=wait_s / 3600, time_h=run_h + wait_s / 3600, usd_per_h=usd_h,
                             cost_usd=usd_h * run_h, price_date=r.price_date, extrapolated="; ".join(notes) or "none"))
 
@@ -587,7 +639,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                optimizer: str = "adam", micro_batches: int | None = None, interconnect=None,
                checkpoint_s: float | None = None, mixes=(), mix_balance: str = "speed",
                wait_for_capacity: bool = True, progress: bool = False, framework: str | None = None,
-               stack: str | None = None, fp8_recipe: str | None = None) -> pd.DataFrame:
+               stack: str | None = None, fp8_recipe: str | None = None,
+               failures_per_gpu_h: float = HARDWARE_FAILURES_PER_GPU_H) -> pd.DataFrame:
     """Candidate GPU rentals with predicted time, cost, memory per GPU, spot revocations, feasibility and Pareto front.
 
     Parameters
@@ -644,6 +697,11 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         row's ``extrapolated`` column.
     checkpoint_s : float, optional
         Seconds to write (and to read back) one checkpoint; default predicted from the GPU's state size.
+    failures_per_gpu_h : float, default :data:`HARDWARE_FAILURES_PER_GPU_H`
+        Hardware failures per GPU-hour, each stopping the synchronous job (default the Llama 3 405B run's rate on
+        16,384 H100: one failure every ~3 hours there, every ~49 hours on 1,024 GPUs). Spot rows add them to their
+        revocations; on-demand rows take the cheaper of restarting from scratch and checkpointing every Young/Daly
+        interval (``expected_failures``, ``restart_overhead_h``; ``checkpoint_s`` where they checkpoint). 0: none.
     mixes : sequence of dict or str, optional
         Mixes of GPU types to plan as well (Srifty's heterogeneous VM sets), e.g. ``[{"H100": 2, "L4": 4}, "4xA100+4xL4"]``
         (:func:`perfmodel.step.hetero.parse_mix`): synchronous data parallel over all of them
@@ -728,6 +786,10 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     positive_number(deadline_h, "deadline_h", "number of hours", "2.0")
     positive_number(budget_usd, "budget_usd", "amount of dollars", "500.0")
     positive_number(checkpoint_s, "checkpoint_s", "number of seconds", "30.0")
+    if (isinstance(failures_per_gpu_h, bool) or not isinstance(failures_per_gpu_h, (int, float, np.integer, np.floating))
+            or not math.isfinite(failures_per_gpu_h) or failures_per_gpu_h < 0):
+        raise ValueError(f"failures_per_gpu_h must be a number of hardware failures per GPU-hour, 0 or more (0: none; "
+                         f"default {HARDWARE_FAILURES_PER_GPU_H:.3g}, the Llama 3 405B run's); got {failures_per_gpu_h!r}.")
     counts = _positive_ints(n_gpus, "n_gpus", "GPU counts")
     batches = _positive_ints(batch_sizes, "batch_sizes", "global batch sizes, samples per step")
     strats = [SEARCH if str(s).strip().lower() == SEARCH else check_strategy_name(s)
@@ -785,7 +847,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     nsteps_of = {B: _steps(B, None if steps is None else int(steps), b_simple, reference_batch, samples) for B in batches}
     ck_far: list = []  # checkpoint sizes outside the checkpoint fit: one warning for all of them, after the loop
     common = dict(spots=spots, wait_for_capacity=wait_for_capacity, checkpoint_s=checkpoint_s, skipped=skipped, out=rows,
-                  ck_far=ck_far)
+                  ck_far=ck_far, failures_per_gpu_h=float(failures_per_gpu_h))
     import sys
 
     from tqdm.auto import tqdm
@@ -874,8 +936,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         _, min_mb, max_mb = _checkpoint_regressor()
         warnings.warn(f"plan_cloud: the checkpoint time of {len(ck_far)} candidates extrapolates CM-DARE's Duration ~ Size fit "
                       f"(fitted on {min_mb:.3g}-{max_mb:.0f} MB; these states are {min(ck_far):.3g}-{max(ck_far):.3g} MB): their "
-                      "spot restart overhead is not backed by data (see the rows' 'extrapolated'). Pass checkpoint_s= if you "
-                      "know it.", ExtrapolationWarning, stacklevel=2)
+                      "restart overhead (spot revocations, hardware failures) is not backed by data (see the rows' "
+                      "'extrapolated'). Pass checkpoint_s= if you know it.", ExtrapolationWarning, stacklevel=2)
     if not rows:
         if first_error is None:
             first_error = next((s["error"] for s in skipped if "error" in s), None)
@@ -922,12 +984,18 @@ def _choose(frame: pd.DataFrame, ok: pd.Series, by: str, what: str, relax: str) 
     if dropped:
         why += f"; {dropped} candidates do not fit in memory"
     if chosen["spot"]:
-        why += (f"; spot: {chosen['expected_revocations']:.2g} expected revocations cost {chosen['restart_overhead_h'] * 60:.3g} min "
+        why += (f"; spot: {chosen['expected_revocations']:.2g} expected revocations and {chosen['expected_failures']:.2g} "
+                f"hardware failures cost {chosen['restart_overhead_h'] * 60:.3g} min "
                 f"(checkpoint every {chosen['checkpoint_interval_s'] / 60:.3g} min)")
         if np.isfinite(chosen["p_hold_instances"]):
             why += f"; the spot traces held {chosen['n_instances']} such instances {chosen['p_hold_instances']:.0%} of the time"
             if chosen["capacity_wait_h"] > 0:
                 why += f", so it waits {chosen['capacity_wait_h']:.3g} h for capacity (counted in its time, not billed)"
+    elif chosen["restart_overhead_h"] >= 0.01 * chosen["compute_time_h"]:
+        ck = chosen["checkpoint_interval_s"]
+        why += (f"; on demand: {chosen['expected_failures']:.2g} expected hardware failures cost "
+                f"{chosen['restart_overhead_h'] * 60:.3g} min " +
+                (f"(checkpoint every {ck / 60:.3g} min)" if np.isfinite(ck) else "(restarts from scratch: no checkpoint)"))
     if chosen["extrapolated"] != "none":
         why += f"; extrapolated: {chosen['extrapolated']}"
     chosen["why"] = why

@@ -49,10 +49,12 @@ def test_plan_rows_columns_and_costs(frame):
     assert l4["n_instances"] == 2 and l4["usd_per_h"] == pytest.approx(0.6)
     # the run is billed, the wait for spot capacity is not
     np.testing.assert_allclose(frame["cost_usd"], frame["usd_per_h"] * (frame["time_h"] - frame["capacity_wait_h"]))
-    # spot rows pay revocations and checkpoints; on-demand rows do not
+    # spot rows pay revocations and checkpoints; on-demand rows only the hardware failures of their GPUs, which on
+    # two GPUs for a few hours are a restart from scratch far less than a second on average (test_cloud_failures)
     sp, od = frame[frame["spot"]], frame[~frame["spot"]]
     assert (sp["restart_overhead_h"] > 0).all() and (sp["time_h"] > sp["compute_time_h"]).all()
-    assert (od["restart_overhead_h"] == 0).all() and (od["expected_revocations"] == 0).all()
+    assert (od["expected_revocations"] == 0).all() and od["checkpoint_s"].isna().all()
+    assert ((od["restart_overhead_h"] > 0) & (od["restart_overhead_h"] < 1e-3 * od["compute_time_h"])).all()
     assert sp["extrapolated"].str.contains("spot lifetimes of").all()
     # how far each GPU lies outside what the kernels were learned on at bf16 (the step predictor's phrases): the L4's
     # GEMM peak lies below the A40 and A100 the half-precision GEMM model was fitted on, the A100's inside
