@@ -142,12 +142,16 @@ def _show_progress(quiet: bool) -> bool:
     return not quiet and sys.stderr.isatty()
 
 
+#: the GPUs ``--gpus`` names when left out (CM-DARE's)
+DEFAULT_GPUS = "K80,P100,V100"
+
+
 def model_arguments(parser, gpus_help: str) -> None:
     """The arguments predict and plan share: the model, the GPUs, one sample's shape, the batch."""
     parser.add_argument("model", help="a zoo id (see `perfmodel zoo`; any upstream spelling such as Res32), "
                                       "package.module:ClassName (a torch module class importable from the current folder "
                                       "and built without arguments), or a Hugging Face config.json")
-    parser.add_argument("--gpus", "--gpu", dest="gpus", default="K80,P100,V100", help=gpus_help)
+    parser.add_argument("--gpus", "--gpu", dest="gpus", default=DEFAULT_GPUS, help=gpus_help)
     parser.add_argument("--input-shape", default=None,
                         help="shape of one input sample, without the batch dimension (3,32,32 for the zoo CNNs; "
                              "the sequence length, e.g. 1024, for a config.json)")

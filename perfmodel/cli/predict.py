@@ -26,6 +26,10 @@ def _cmd_predict(args) -> int:
     from perfmodel.planning.unified import CMDARE_GPUS
 
     gpus = _names(args.gpus, "--gpus")
+    links = dict(interconnect=_interconnect(args.interconnect), gpus_per_node=args.gpus_per_node,
+                 nics_per_node=args.nics_per_node)
+    if args.instance is not None:
+        gpus, links = _on_instances(args)
     names = list(gpus)
     clocks = None if args.sustained_clock is None else _clocks(gpus, args.sustained_clock)
     if args.max_workers < 1 or args.batch_size < 1 or args.n_gpus < 1:
@@ -35,10 +39,10 @@ def _cmd_predict(args) -> int:
     shape = _shape(args.input_shape) if args.input_shape else None
     optimizer = None if args.optimizer == "none" else args.optimizer
     kw = dict(input_shape=shape, batch_size=args.batch_size, precision=args.precision, optimizer=optimizer, n_gpus=args.n_gpus,
-              strategy=args.strategy, micro_batches=args.micro_batches, interconnect=_interconnect(args.interconnect),
+              strategy=args.strategy, micro_batches=args.micro_batches, **links,
               activation_checkpointing=args.activation_checkpointing, compile=args.compile,
-              gpus_per_node=args.gpus_per_node, async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule,
-              nics_per_node=args.nics_per_node, framework=args.framework, virtual_stages=args.virtual_stages,
+              async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule,
+              framework=args.framework, virtual_stages=args.virtual_stages,
               distributed_optimizer=args.distributed_optimizer, sequence_parallel=args.sequence_parallel)
     from perfmodel._run import trusted_replace
     from perfmodel.step.step_time import keyword_run, predict_frame
@@ -68,6 +72,8 @@ def _cmd_predict(args) -> int:
         how = dataclasses.replace(how, pipeline_layers=pipeline_layers)
     step = predict_frame(w, cs, how)
     where = f"{args.n_gpus} x GPU, {args.strategy}" if args.n_gpus > 1 else "one GPU"
+    if args.instance is not None:
+        where += f", on {args.instance} instances"
     print(f"training step ({where}, global batch {args.batch_size}, {args.precision}, optimizer {args.optimizer}); "
           "spec-sheet prediction by perfmodel's per-operator model:")
     cols = [c for c in ("gpu", "step_time_s", "lower_s", "upper_s", "forward_s", "backward_s", "optimizer_s", "comm_s")
@@ -101,6 +107,27 @@ def _cmd_predict(args) -> int:
         ck = predict_checkpoint_time(model, input_shape=cshape)
         _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
     return 0
+
+
+def _on_instances(args) -> tuple[list, dict]:
+    """``--instance``: the GPU, GPUs per node and links of ``--n-gpus`` GPUs on that cloud instance type
+    (:func:`perfmodel.planning.instance_cluster`); the options it sets may not be given beside it."""
+    from perfmodel.cli._common import DEFAULT_GPUS
+    from perfmodel.datasets import canonical_gpu
+    from perfmodel.planning.cloud import instance_cluster
+
+    clash = [o for o, v in (("--interconnect", args.interconnect), ("--nics-per-node", args.nics_per_node)) if v is not None]
+    if clash:
+        raise _UsageError(f"--instance {args.instance} sets the links between GPUs (its GPU's own inside an instance, its "
+                          f"network between instances); leave out {' and '.join(clash)}, or --instance.")
+    try:
+        f = instance_cluster(args.instance, args.n_gpus)
+    except ValueError as exc:  # UnknownNameError included: the message names the types and the fix
+        raise _UsageError(f"--instance {args.instance}: {exc}") from None
+    given = _names(args.gpus, "--gpus")
+    if args.gpus != DEFAULT_GPUS and [canonical_gpu(g) for g in given] != [f.gpu]:
+        raise _UsageError(f"--instance {args.instance} has {f.gpu} GPUs; got --gpus {args.gpus}. Leave --gpus out.")
+    return [f.gpu], dict(interconnect=f.interconnect, gpus_per_node=f.gpus_per_node, nics_per_node=f.nics_per_node)
 
 
 def _pipeline_layers(text):
@@ -208,6 +235,9 @@ def add_parser(sub, fmt) -> None:
                       help="link between GPUs: nvlink, pcie4, infiniband-ndr ..., a link per level "
                            "(intra=nvlink,inter=infiniband-ndr) or a link per group (tp=nvlink,dp=infiniband-ndr)")
     pred.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (for intra=/inter= links)")
+    pred.add_argument("--instance", default=None, metavar="TYPE",
+                      help="a cloud instance type of the price table (p5.48xlarge, a3-highgpu-8g, ...): its GPU, its GPUs "
+                           "per node, and its network between instances (perfmodel.datasets.load_instance_networks)")
     pred.add_argument("--nics-per-node", type=int, default=None,
                       help="NICs per node, each on its own rail, for intra=/inter= links: a group that leaves its node gets "
                            "its share of them (8 on an HGX/DGX H100 node; default: one per GPU with an InfiniBand inter link, "

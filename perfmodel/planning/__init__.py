@@ -60,3 +60,8 @@ def __getattr__(name: str):
 
         return predict_memory
     raise AttributeError(f"module 'perfmodel.planning' has no attribute {name!r}")
+
+from perfmodel.planning.cloud import instance_cluster
+from perfmodel.planning.networks import instance_network
+
+__all__ += ["instance_cluster", "instance_network"]

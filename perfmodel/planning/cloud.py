@@ -58,7 +58,7 @@ DEFAULT_SAMPLES = 320_000
 
 __all__ = ["DEFAULT_SAMPLES", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "read_gpu_prices", "nothing_fits",
            "clear_plan_cache",
-           "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK", "HARDWARE_FAILURES_PER_GPU_H"]
+           "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK", "HARDWARE_FAILURES_PER_GPU_H", "instance_cluster"]
 
 #: Columns of :func:`plan_cloud`.
 CLOUD_PLAN_COLUMNS = [
@@ -1044,3 +1044,62 @@ def fastest_within_budget(frame: pd.DataFrame, budget_usd: float) -> pd.Series:
         raise ValueError(f"budget_usd must be a positive amount of dollars; got {budget_usd}.")
     return _choose(frame, frame["cost_usd"] <= budget_usd, "time_h", f"cost at most ${budget_usd:g}",
                    "Raise the budget, or allow spot instances and cheaper GPUs.")
+
+
+def instance_cluster(instance_type: str, n_gpus: int = 1, prices: pd.DataFrame | None = None, *,
+                     clock: float | None = None):
+    """``n_gpus`` GPUs rented as a cloud's ``instance_type`` (``"p5.48xlarge"``, ``"a3-highgpu-8g"``), as a
+    :class:`perfmodel.Cluster`: the GPU and GPUs per instance of its price row (``prices``, default the shipped table)
+    as the node, and when ``n_gpus`` spans instances the GPU's own link inside one and the type's network between them
+    (:func:`perfmodel.planning.networks.instance_network`): the rental :func:`perfmodel.planning.plan_cloud` plans.
+
+    Returns
+    -------
+    perfmodel.Cluster
+
+    Raises
+    ------
+    perfmodel.datasets.UnknownNameError
+        An instance type the price table lacks (the message lists the nearest).
+    ValueError
+        Rows of that type with different GPUs; a span of instances whose network is not known (the message says how
+        to give it).
+    """
+    import difflib
+    import numbers
+
+    from perfmodel._errors import UnknownNameError
+    from perfmodel.planning.networks import instance_network
+
+    p = check_gpu_prices(prices)
+    rows = p[p["instance_type"].astype(str) == str(instance_type)]
+    if rows.empty:
+        types = sorted(set(p["instance_type"].astype(str)))
+        near = difflib.get_close_matches(str(instance_type), types, n=3, cutoff=0.4)
+        raise UnknownNameError(f"Unknown instance type {instance_type!r}; "
+                               f"{'the nearest in the price table: ' + ', '.join(near) if near else 'the price table has ' + ', '.join(types)}. Pass "
+                               "prices= with a row for it (columns of perfmodel.datasets.load_gpu_prices, optionally "
+                               "network_gbit_per_s and gpudirect_rdma), or build pm.Cluster(gpu, n_gpus, gpus_per_node=, "
+                               "interconnect=) yourself.")
+    kinds = rows.drop_duplicates(["gpu", "gpus_per_instance"])
+    if len(kinds) > 1:
+        have = "; ".join(f"{r.gpus_per_instance} x {r.gpu}" for r in kinds.itertuples(index=False))
+        raise ValueError(f"The price table lists {instance_type} with different GPUs ({have}); keep one in prices=.")
+    r = rows.iloc[0]
+    n = int(n_gpus) if not isinstance(n_gpus, bool) and isinstance(n_gpus, numbers.Integral) and n_gpus >= 1 else None
+    if n is None:
+        raise ValueError(f"n_gpus must be a positive whole number of GPUs; got {n_gpus!r}.")
+    per = int(r["gpus_per_instance"])
+    out = dict(gpu=str(r["gpu"]), n_gpus=n, gpus_per_node=min(n, per), interconnect=None, nics_per_node=None, clock=clock)
+    if n > per:
+        net = instance_network(str(instance_type), per, network_gbit_per_s=r.get("network_gbit_per_s"),
+                               gpudirect_rdma=r.get("gpudirect_rdma"))
+        if net is None:
+            raise ValueError(f"{n} GPUs span {math.ceil(n / per)} {instance_type} instances, but no network between them is "
+                             f"known (perfmodel.datasets.load_instance_networks() lacks {instance_type}). Add "
+                             "network_gbit_per_s (and gpudirect_rdma) to its price row, or build pm.Cluster with "
+                             "interconnect={'intra': ..., 'inter': ...}.")
+        out.update(interconnect=net.links(), nics_per_node=net.nics_per_node)
+    from perfmodel._run import Cluster
+
+    return Cluster(**out)

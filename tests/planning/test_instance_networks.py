@@ -11,6 +11,7 @@ import perfmodel as pm
 from perfmodel.datasets.reference import load_gpu_prices, load_instance_networks
 from perfmodel.planning import plan_cloud, search_layouts
 from perfmodel.planning.cloud import MULTI_INSTANCE_LINK
+from perfmodel.planning.cloud import instance_cluster
 from perfmodel.planning.networks import InstanceNetwork, instance_network, instance_networks
 from perfmodel.step.collectives import NCCL_EFFICIENCY, fitted_link
 
@@ -106,3 +107,46 @@ def test_the_layout_search_runs_on_the_instances_network():
     assert row["strategy"].startswith(f"{best['strategy']} ({best['framework']}, ")
     assert row["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
     assert "p5.48xlarge's 3200 Gb/s network" in row["extrapolated"]
+
+
+def test_a_cluster_on_a_clouds_instances_is_the_one_plan_cloud_rents(h100_16):
+    c = pm.planning.instance_cluster("p5.48xlarge", 16)
+    assert isinstance(c, pm.Cluster)
+    assert (c.gpu, c.n_gpus, c.gpus_per_node, c.nics_per_node) == ("H100", 16, 8, 8)
+    assert c.interconnect == {"intra": None, "inter": instance_network("p5.48xlarge", 8).rail()}
+    w = pm.Workload(LLAMA, input_shape=(256,), batch_size=64, precision="bf16", optimizer="adam-fused")
+    row = h100_16[h100_16["instance_type"] == "p5.48xlarge"].iloc[0]
+    assert _quiet(pm.predict, w, c, "fsdp").step_time_s == pytest.approx(row["step_time_s"], rel=1e-12)
+    # inside one instance: the GPU's own link, the instance's GPUs a node
+    one = instance_cluster("g6e.48xlarge", 4)
+    assert (one.gpu, one.gpus_per_node, one.interconnect, one.nics_per_node) == ("L40S", 4, None, None)
+
+
+@pytest.mark.parametrize("args, match", [
+    (("p5.48xlarg", 16), r"Unknown instance type 'p5.48xlarg'; the nearest in the price table: p5.48xlarge"),
+    (("a2-highgpu-1g", 4), r"4 GPUs span 4 a2-highgpu-1g instances, but no network between them is known .* Add "
+                           r"network_gbit_per_s"),
+    (("p5.48xlarge", 0), r"n_gpus must be a positive whole number of GPUs; got 0")])
+def test_a_cluster_on_instances_says_what_is_missing(args, match):
+    with pytest.raises(ValueError, match=match):
+        instance_cluster(*args)
+
+
+def test_perfmodel_predict_takes_an_instance(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(LLAMA))
+    argv = ["predict", str(cfg), "--instance", "p5.48xlarge", "--n-gpus", "16", "--strategy", "fsdp", "--input-shape",
+            "256", "--batch-size", "64", "--precision", "bf16", "--optimizer", "adam-fused"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "on p5.48xlarge instances" in out and "8 x p5.48xlarge network (400 Gb/s per GPU, RDMA)" in out
+    assert main([*argv, "--gpus", "A100"]) == 2
+    assert "--instance p5.48xlarge has H100 GPUs; got --gpus A100. Leave --gpus out." in capsys.readouterr().err
+    assert main([*argv, "--interconnect", "nvlink"]) == 2
+    assert "leave out --interconnect, or --instance" in capsys.readouterr().err
