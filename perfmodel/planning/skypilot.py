@@ -96,9 +96,10 @@ def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, stra
         Passed to :func:`perfmodel.predict_step_time` (with ``n_gpus`` the resources' accelerator count × ``num_nodes``;
         one GPU runs without a strategy).
     num_nodes : int
-        The task's ``num_nodes`` (SkyPilot passes the estimator one node's resources). With more than one node give
-        ``interconnect=`` (e.g. ``"infiniband-ndr"``, ``"ethernet-100g"``): perfmodel's default is the GPU's NVLink,
-        which links the GPUs of one node only.
+        The task's ``num_nodes`` (SkyPilot passes the estimator one node's resources). With more than one node the
+        nodes are joined by ``interconnect=`` when given (e.g. ``{"intra": "nvlink", "inter": "infiniband-ndr"}``),
+        else by the network of the resources' ``instance_type`` (``p5.48xlarge``: its 3,200 Gb/s of EFA as rails,
+        :mod:`perfmodel.planning.networks`); resources with neither are refused with what to pass.
     gpu_map : dict, optional
         SkyPilot accelerator name -> perfmodel catalog id or :class:`perfmodel.datasets.GPUSpec`, for names perfmodel
         does not know (``{"A10G": my_a10g_spec}``); looked up before :data:`SKYPILOT_GPU_ALIASES` and
@@ -123,10 +124,6 @@ def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, stra
         raise ValueError(f"steps must be a positive int; got {steps!r}.")
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
         raise ValueError(f"num_nodes must be a positive int (the task's num_nodes); got {num_nodes!r}.")
-    if num_nodes > 1 and predict_kwargs.get("interconnect") is None:
-        raise ValueError(f"num_nodes={num_nodes}: the GPUs of different nodes talk over the network, and perfmodel's "
-                         "default interconnect is the GPU's NVLink (one node). Pass interconnect= the network between "
-                         "the nodes, e.g. 'infiniband-ndr' or 'ethernet-100g' (perfmodel.step.parallel.INTERCONNECTS).")
     if gpu_map is not None and not isinstance(gpu_map, dict):
         raise TypeError(f"gpu_map must be a dict of SkyPilot accelerator name -> perfmodel GPU id or GPUSpec; got "
                         f"{type(gpu_map).__name__}.")
@@ -138,18 +135,39 @@ def time_estimator(model, *, steps: int, batch_size: int, input_shape=None, stra
 
         name, per_node = _accelerator(resources)
         n = per_node * num_nodes
-        key = (name.lower(), n)
+        inst = getattr(resources, "instance_type", None)
+        key = (name.lower(), n, inst if num_nodes > 1 else None)
         if key not in cache:
             gpu = _gpu_for(name, gpu_map)
+            kw = _node_links(predict_kwargs, num_nodes, per_node, inst)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 step = predict_step_time(model, gpu, input_shape=input_shape, batch_size=batch_size, n_gpus=n,
                                          strategy=strategy if n > 1 else "dp", precision=precision, optimizer=optimizer,
-                                         **predict_kwargs)
+                                         **kw)
             cache[key] = float(step["step_time_s"].iloc[0]) * steps
         return cache[key]
 
     return estimate
+
+
+def _node_links(predict_kwargs: dict, num_nodes: int, per_node: int, instance_type) -> dict:
+    """The prediction's keywords for a task of ``num_nodes`` nodes: the caller's ``interconnect`` when given, else the
+    resources' instance type's network (:func:`perfmodel.planning.networks.instance_network`, each node one instance
+    of ``per_node`` GPUs), else a ValueError saying what to pass."""
+    if num_nodes == 1 or predict_kwargs.get("interconnect") is not None:
+        return predict_kwargs
+    from perfmodel.planning.networks import instance_network
+
+    net = instance_network(str(instance_type), per_node) if instance_type else None
+    if net is None:
+        known = (f"the resources' instance type {instance_type!r} has no known network "
+                 "(perfmodel.datasets.load_instance_networks())" if instance_type else "the resources name no instance type")
+        raise ValueError(f"num_nodes={num_nodes}: the GPUs of different nodes talk over the network, and {known}. Pass "
+                         "interconnect= the network between the nodes, e.g. {'intra': 'nvlink', 'inter': "
+                         "'infiniband-ndr'} or 'ethernet-100g' (perfmodel.step.parallel.INTERCONNECTS), or resources "
+                         "with an instance type such as p5.48xlarge.")
+    return dict(predict_kwargs, interconnect=net.links(), gpus_per_node=per_node, nics_per_node=net.nics_per_node)
 
 
 def attach(task, model, *, steps: int, batch_size: int, check: bool = True, **kwargs):

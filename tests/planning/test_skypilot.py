@@ -28,6 +28,7 @@ class FakeResources:
     """What the estimator reads of sky.Resources: ``accelerators`` (dict name -> count, as SkyPilot stores it)."""
 
     accelerators: object = None
+    instance_type: object = None
 
 
 def test_estimate_is_steps_times_predicted_step_time():
@@ -66,8 +67,17 @@ def test_gpu_map_and_unknown_skypilot_gpu():
 
 
 def test_num_nodes_multiplies_gpus_and_needs_an_interconnect():
-    with pytest.raises(ValueError, match=r"num_nodes=2: .*Pass interconnect="):
-        time_estimator(CFG, steps=1000, batch_size=16, input_shape=(128,), num_nodes=2)
+    bare = time_estimator(CFG, steps=1000, batch_size=16, input_shape=(128,), num_nodes=2)
+    with pytest.raises(ValueError, match=r"num_nodes=2: .*the resources name no instance type\. Pass interconnect="):
+        bare(FakeResources({"H100": 4}))
+    with pytest.raises(ValueError, match=r"instance type 'my-box' has no known network"):
+        bare(FakeResources({"H100": 8}, instance_type="my-box"))
+    # the resources' instance type brings its network: two p5.48xlarge nodes, as plan_cloud rents them
+    from perfmodel.planning import instance_cluster
+
+    c = instance_cluster("p5.48xlarge", 16)
+    want = _ref("H100", 16, interconnect=c.interconnect, gpus_per_node=8, nics_per_node=8)
+    assert bare(FakeResources({"H100": 8}, instance_type="p5.48xlarge")) == pytest.approx(want, rel=1e-12)
     est = time_estimator(CFG, steps=1000, batch_size=16, input_shape=(128,), num_nodes=2, interconnect="infiniband-ndr")
     assert est(FakeResources({"H100": 4})) == pytest.approx(_ref("H100", 8, interconnect="infiniband-ndr"))
     with pytest.raises(ValueError, match=r"num_nodes must be a positive int"):
