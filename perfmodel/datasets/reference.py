@@ -177,10 +177,11 @@ def load_gpu_prices() -> pd.DataFrame:
 def load_instance_networks() -> pd.DataFrame:
     """The network between instances of the shipped price table's GPU VM types, each read in a cited source.
 
-    One row per instance type whose network a source states (AWS: the ``network`` and ``gpuDirectRDMA`` fields of the
-    catalog the AWS prices come from, and AWS's EFA guide; Google Cloud: the overview table of Compute Engine's
-    "Networking and GPU machines"). Google's single-GPU machine types are left out: the table read gives only each
-    series' maximum. :func:`perfmodel.planning.cloud.plan_cloud` joins the instances of a rental by the row of their
+    One row per instance type of the shipped price table whose network a source states (AWS: the ``network`` and
+    ``gpuDirectRDMA`` fields of the catalog the AWS prices come from, and AWS's EFA guide; Google Cloud: the overview
+    table of Compute Engine's "Networking and GPU machines"), and Azure's InfiniBand ND sizes (Microsoft Learn; no Azure
+    price is shipped: they serve a price table of yours). Google's single-GPU machine types are left out: the table
+    read gives only each series' maximum. :func:`perfmodel.planning.cloud.plan_cloud` joins the instances of a rental by the row of their
     type (:func:`perfmodel.planning.networks.instance_network`).
 
     Returns
@@ -188,7 +189,7 @@ def load_instance_networks() -> pd.DataFrame:
     DataFrame
         ``provider``, ``instance_type``, ``gpus_per_instance``, ``network_gbit_per_s`` (the instance's network
         bandwidth, Gb/s; "up to" rates are burst ceilings, said in the note), ``transport`` (``efa``,
-        ``gpudirect-tcpx``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
+        ``infiniband``, ``gpudirect-tcpx``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
         False where it states none, empty where it says nothing), ``source_url``, ``note`` (the entry quoted).
     """
     return _read_packaged("reference/instance_networks.csv")

@@ -30,7 +30,7 @@ def test_every_multi_gpu_instance_of_the_shipped_prices_has_a_cited_network():
     nets = load_instance_networks()
     assert not nets.duplicated(["instance_type", "gpus_per_instance"]).any()
     assert (nets["network_gbit_per_s"] > 0).all() and nets["source_url"].str.startswith("https://").all()
-    assert set(nets["transport"]) <= {"efa", "gpudirect-tcpx", "ethernet", "not stated"}
+    assert set(nets["transport"]) <= {"efa", "infiniband", "gpudirect-tcpx", "ethernet", "not stated"}
     prices = load_gpu_prices()
     big = set(map(tuple, prices.loc[prices["gpus_per_instance"] > 1, ["instance_type", "gpus_per_instance"]].values))
     assert big <= set(map(tuple, nets[["instance_type", "gpus_per_instance"]].values))
@@ -74,8 +74,9 @@ def h100_16():
                             gpus_per_instance=[8], on_demand_usd_per_h=[98.32], spot_usd_per_h=[float("nan")],
                             network_gbit_per_s=[3200], gpudirect_rdma=[True]))
     unknown = own.assign(instance_type="mystery-8g").drop(columns=["network_gbit_per_s", "gpudirect_rdma"])
+    azure = unknown.assign(instance_type="Standard_ND96isr_H100_v5")  # no price shipped, its network is
     shipped = load_gpu_prices()
-    prices = pd.concat([shipped[shipped["gpu"] == "H100"], own, unknown], ignore_index=True)
+    prices = pd.concat([shipped[shipped["gpu"] == "H100"], own, unknown, azure], ignore_index=True)
     return _quiet(plan_cloud, LLAMA, gpus=["H100"], n_gpus=(16,), strategies=("fsdp",), prices=prices, **KW)
 
 
@@ -90,6 +91,8 @@ def test_plan_cloud_joins_instances_by_their_own_network(h100_16):
     # a user's row stating the same network plans the same step; the A3 High's slower TCP network, a slower one
     assert by.loc["nd-h100-v5", "step_time_s"] == pytest.approx(want.step_time_s, rel=1e-12)
     assert "the price table's network_gbit_per_s" in by.loc["nd-h100-v5", "extrapolated"]
+    assert by.loc["Standard_ND96isr_H100_v5", "step_time_s"] == pytest.approx(want.step_time_s, rel=1e-12)
+    assert "Standard_ND96isr_H100_v5's 3200 Gb/s network" in by.loc["Standard_ND96isr_H100_v5", "extrapolated"]
     assert by.loc["a3-highgpu-8g", "step_time_s"] > want.step_time_s
     # an instance type with no known network keeps the assumed link, and says so
     assert by.loc["mystery-8g", "interconnect"] == MULTI_INSTANCE_LINK
