@@ -179,8 +179,8 @@ def load_instance_networks() -> pd.DataFrame:
 
     One row per instance type of the shipped price table whose network a source states (AWS: the ``network`` and
     ``gpuDirectRDMA`` fields of the catalog the AWS prices come from, and AWS's EFA guide; Google Cloud: the overview
-    table of Compute Engine's "Networking and GPU machines"), and Azure's InfiniBand ND sizes (Microsoft Learn; no Azure
-    price is shipped: they serve a price table of yours). Google's single-GPU machine types are left out: the table
+    table of Compute Engine's "Networking and GPU machines"), and the RDMA sizes of Azure (ND H100 v5, ND A100 v4: Microsoft
+    Learn) and Google (a3-ultragpu-8g, a4-highgpu-8g) whose prices are not shipped: they serve a price table of yours. Google's single-GPU machine types are left out: the table
     read gives only each series' maximum. :func:`perfmodel.planning.cloud.plan_cloud` joins the instances of a rental by the row of their
     type (:func:`perfmodel.planning.networks.instance_network`).
 
@@ -189,7 +189,7 @@ def load_instance_networks() -> pd.DataFrame:
     DataFrame
         ``provider``, ``instance_type``, ``gpus_per_instance``, ``network_gbit_per_s`` (the instance's network
         bandwidth, Gb/s; "up to" rates are burst ceilings, said in the note), ``transport`` (``efa``,
-        ``infiniband``, ``gpudirect-tcpx``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
+        ``infiniband``, ``roce``, ``gpudirect-tcpx``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
         False where it states none, empty where it says nothing), ``source_url``, ``note`` (the entry quoted).
     """
     return _read_packaged("reference/instance_networks.csv")

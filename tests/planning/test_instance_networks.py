@@ -30,7 +30,7 @@ def test_every_multi_gpu_instance_of_the_shipped_prices_has_a_cited_network():
     nets = load_instance_networks()
     assert not nets.duplicated(["instance_type", "gpus_per_instance"]).any()
     assert (nets["network_gbit_per_s"] > 0).all() and nets["source_url"].str.startswith("https://").all()
-    assert set(nets["transport"]) <= {"efa", "infiniband", "gpudirect-tcpx", "ethernet", "not stated"}
+    assert set(nets["transport"]) <= {"efa", "infiniband", "roce", "gpudirect-tcpx", "ethernet", "not stated"}
     prices = load_gpu_prices()
     big = set(map(tuple, prices.loc[prices["gpus_per_instance"] > 1, ["instance_type", "gpus_per_instance"]].values))
     assert big <= set(map(tuple, nets[["instance_type", "gpus_per_instance"]].values))
