@@ -63,7 +63,7 @@ __all__ = ["DEFAULT_SAMPLES", "plan_cloud", "cheapest_within_deadline", "fastest
 #: Columns of :func:`plan_cloud`.
 CLOUD_PLAN_COLUMNS = [
     "model", "gpu", "n_gpus", "strategy", "batch_size", "spot", "provider", "region", "instance_type", "n_instances",
-    "interconnect", "step_time_s", "steps", "compute_time_h", "memory_per_gpu_bytes", "capacity_bytes", "fits",
+    "interconnect", "step_time_s", "mfu", "steps", "compute_time_h", "memory_per_gpu_bytes", "capacity_bytes", "fits",
     "checkpoint_s", "checkpoint_interval_s", "expected_revocations", "expected_failures", "p_hold_instances",
     "restart_overhead_h", "capacity_wait_h", "time_h", "usd_per_h",
     "cost_usd", "price_date", "feasible", "pareto", "extrapolated",
@@ -422,7 +422,8 @@ def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint
             out.append(dict(model=cand["model"], gpu=cand["gpu"], n_gpus=cand["n_gpus"], strategy=cand["strategy"],
                             batch_size=cand["batch_size"], spot=sp, provider=r.provider, region=r.region,
                             instance_type=r.instance_type, n_instances=k, interconnect=cand["interconnect"],
-                            step_time_s=cand["step_time_s"], steps=cand["steps"], compute_time_h=compute_s / 3600,
+                            step_time_s=cand["step_time_s"], mfu=cand.get("mfu", np.nan), steps=cand["steps"],
+                            compute_time_h=compute_s / 3600,
                             memory_per_gpu_bytes=cand["memory_per_gpu_bytes"], capacity_bytes=cand["capacity_bytes"],
                             fits=cand["fits"], checkpoint_s=row_ck, checkpoint_interval_s=tau,
                             expected_revocations=rev, expected_failures=fails, p_hold_instances=p_hold,
@@ -590,7 +591,8 @@ def _searched_candidate(model, gpu: str, n: int, B: int, *, gpus_per_node: int, 
     pred = predict(w, c, best["parallelism"])
     m = pred.memory
     row = pred.to_frame().iloc[0]
-    return dict(model=str(row.get("model", "")), step_time_s=float(pred.step_time_s), strategy=_layout_label(best),
+    return dict(model=str(row.get("model", "")), step_time_s=float(pred.step_time_s), mfu=float(pred.mfu),
+                strategy=_layout_label(best),
                 interconnect=str(row.get("interconnect", "none")), memory_per_gpu_bytes=float(m["total_bytes"]),
                 capacity_bytes=float(m["capacity_bytes"]), fits=bool(pred.fits),
                 state_bytes=float(m["params_bytes"] + m["optimizer_bytes"]))
@@ -738,8 +740,11 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     Returns
     -------
     DataFrame
-        One row per candidate, :data:`CLOUD_PLAN_COLUMNS`, sorted by time then cost; ``attrs`` hold ``skipped``
-        (candidates left out: a list of dicts ``n_gpus``, ``strategy``, ``batch_size``, ``reason``), ``deadline_h``, ``budget_usd``.
+        One row per candidate, :data:`CLOUD_PLAN_COLUMNS`, sorted by time then cost; ``mfu`` is the step's model FLOPs
+        utilisation (its FLOPs per GPU over the step time at the GPU's datasheet peak of the precision, as
+        :attr:`perfmodel.Prediction.mfu`; NaN for mixes of GPU types), a check of the plan against what large runs
+        reach; ``attrs`` hold ``skipped`` (candidates left out: a list of dicts ``n_gpus``, ``strategy``,
+        ``batch_size``, ``reason``), ``deadline_h``, ``budget_usd``.
 
     Raises
     ------
@@ -906,6 +911,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                         cand = dict(model=str(st["model"]), gpu=g, n_gpus=n, strategy=strat, batch_size=B,
                                     interconnect=str(st.get("interconnect", "none")) if n > 1 else "none",
                                     step_time_s=float(st["step_time_s"]), steps=nsteps_of[B],
+                                    mfu=float(st["flops"]) / (float(st["step_time_s"]) * ds.peak_tflops(specs[g], prec) * 1e12),
                                     memory_per_gpu_bytes=float(mm["total_bytes"]), capacity_bytes=float(mm["capacity_bytes"]),
                                     fits=bool(mm["fits"]), state_bytes=float(mm["params_bytes"] + mm["optimizer_bytes"]),
                                     startup_gpu=g, notes=notes)

@@ -110,6 +110,7 @@ def test_the_layout_search_runs_on_the_instances_network():
     assert row["strategy"].startswith(f"{best['strategy']} ({best['framework']}, ")
     assert row["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
     assert "p5.48xlarge's 3200 Gb/s network" in row["extrapolated"]
+    assert row["mfu"] == pytest.approx(_quiet(pm.predict, w, c, best["parallelism"]).mfu, rel=1e-12)
 
 
 def test_a_cluster_on_a_clouds_instances_is_the_one_plan_cloud_rents(h100_16):
@@ -153,3 +154,10 @@ def test_perfmodel_predict_takes_an_instance(tmp_path, capsys):
     assert "--instance p5.48xlarge has H100 GPUs; got --gpus A100. Leave --gpus out." in capsys.readouterr().err
     assert main([*argv, "--interconnect", "nvlink"]) == 2
     assert "leave out --interconnect, or --instance" in capsys.readouterr().err
+
+
+def test_plan_rows_carry_the_steps_mfu_as_pm_predict_gives_it(h100_16):
+    row = h100_16[h100_16["instance_type"] == "p5.48xlarge"].iloc[0]
+    c = instance_cluster("p5.48xlarge", 16)
+    w = pm.Workload(LLAMA, input_shape=(256,), batch_size=64, precision="bf16", optimizer="adam-fused")
+    assert row["mfu"] == pytest.approx(_quiet(pm.predict, w, c, "fsdp").mfu, rel=1e-12) and 0 < row["mfu"] < 1
