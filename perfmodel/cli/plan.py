@@ -122,7 +122,8 @@ def _cloud_table(frame):
     t["gpu_gib"] = (t["capacity_bytes"] / 2**30).round(1)
     t["fits"] = ["yes" if ok else "NO (out of memory)" for ok in t["fits"]]
     t["steps"] = t["steps"].astype(int)
-    cols = ["gpu", "n_gpus", "strategy", "batch_size", "steps", "spot", "provider", "region", "instance_type", "time_h", "cost_usd",
+    t["mfu"] = t["mfu"].astype(float).round(3)
+    cols = ["gpu", "n_gpus", "strategy", "batch_size", "steps", "spot", "provider", "region", "instance_type", "time_h", "cost_usd", "mfu",
             "mem_gib_per_gpu", "gpu_gib", "fits", "expected_revocations", "expected_failures", "capacity_wait_h", "feasible"]
     return t[cols]
 
