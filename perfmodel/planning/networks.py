@@ -9,11 +9,12 @@ a cited source (:func:`perfmodel.datasets.reference.load_instance_networks`), or
   ``network_gbit_per_s / gpus`` Gb/s): a group that leaves the instance gets its ranks' share of the whole network
   (:func:`perfmodel.step.strategy.rail_link`). How many network cards carry it does not change that share.
 * **NCCL's efficiency and latency** on it: with GPUDirect RDMA (AWS EFA on p4d/p4de/p5/p5en/p6-b200, Azure's ND
-  InfiniBand sizes, Google's RoCE A3 Ultra and A4, a user's InfiniBand or RoCE) the NDR fabric's ``(e, α)`` fitted on Vidur's DGX H100 rows. The published nccl-tests of AWS
-  p5.48xlarge (EFA, ``perfmodel reproduce --only nccl_multinode``) check that class on EFA: 13.7 % MAPE in bus
-  bandwidth on messages of 256 MiB and more. Without it (TCP, GPUDirect-TCPX, or a source that does not say), the
-  assumed :data:`perfmodel.step.collectives.NCCL_EFFICIENCY` and the Ethernet links' latency: no measured NCCL
-  curves of those networks are in the data.
+  InfiniBand sizes, Google's RoCE A3 Ultra and A4, a user's InfiniBand or RoCE) the NDR fabric's ``(e, α)`` fitted
+  on Vidur's DGX H100 rows. The published nccl-tests of AWS p5.48xlarge (EFA, ``perfmodel reproduce --only
+  nccl_multinode``) check that class on EFA: 13.7 % MAPE in bus bandwidth on messages of 256 MiB and more. Without
+  it (TCP, GPUDirect-TCPX, or a source that does not say), the assumed
+  :data:`perfmodel.step.collectives.NCCL_EFFICIENCY` and the Ethernet links' latency: no measured NCCL curves of
+  those networks are in the data.
 
 An instance type the table does not list keeps :data:`perfmodel.planning.cloud.MULTI_INSTANCE_LINK`, and the plan
 says so.
