@@ -58,7 +58,8 @@ DEFAULT_SAMPLES = 320_000
 
 __all__ = ["DEFAULT_SAMPLES", "plan_cloud", "cheapest_within_deadline", "fastest_within_budget", "check_gpu_prices", "read_gpu_prices", "nothing_fits",
            "clear_plan_cache",
-           "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK", "HARDWARE_FAILURES_PER_GPU_H", "instance_cluster"]
+           "CLOUD_PLAN_COLUMNS", "MULTI_INSTANCE_LINK", "HARDWARE_FAILURES_PER_GPU_H", "instance_cluster",
+           "failure_overhead"]
 
 #: Columns of :func:`plan_cloud`.
 CLOUD_PLAN_COLUMNS = [
@@ -356,6 +357,31 @@ def _on_demand_failures(compute_s: float, rate_per_s: float, startup_s: float, c
     if over < none["over_s"]:
         return dict(failures=n_fail, over_s=over, ck=ck, tau=tau, note=note, checkpointed=True)
     return none
+
+
+def failure_overhead(compute_h: float, n_gpus: int, *, checkpoint_s: float, startup_s: float,
+                     failures_per_gpu_h: float = HARDWARE_FAILURES_PER_GPU_H) -> dict:
+    """What hardware failures add to an on-demand synchronous run of ``compute_h`` hours on ``n_gpus`` GPUs, as
+    :func:`plan_cloud` prices it: the cheaper of restarting from scratch after each failure and checkpointing every
+    Young/Daly interval (``checkpoint_s`` to write or read one, ``startup_s`` to replace the failed machine).
+
+    Returns
+    -------
+    dict
+        ``failures`` (expected), ``overhead_h``, ``checkpointed`` (which policy), ``checkpoint_interval_s`` (NaN
+        without checkpoints) and ``effective_pct`` (the share of the run's wall time spent on its compute).
+    """
+    for name, v in (("compute_h", compute_h), ("checkpoint_s", checkpoint_s), ("startup_s", startup_s),
+                    ("failures_per_gpu_h", failures_per_gpu_h)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"failure_overhead: {name} must be a finite number, 0 or more; got {v!r}.")
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"failure_overhead: n_gpus must be a positive whole number of GPUs; got {n_gpus!r}.")
+    t = float(compute_h) * 3600
+    f = _on_demand_failures(t, failures_per_gpu_h * int(n_gpus) / 3600, float(startup_s),
+                            lambda: (max(float(checkpoint_s), 1e-3), ""))
+    return dict(failures=f["failures"], overhead_h=f["over_s"] / 3600, checkpointed=f["checkpointed"],
+                checkpoint_interval_s=f["tau"], effective_pct=100 * t / (t + f["over_s"]) if t > 0 else 100.0)
 
 
 def _add_rows(cand: dict, rentals, *, spots, wait_for_capacity: bool, checkpoint_s, skipped: list, out: list,

@@ -77,3 +77,19 @@ def test_a_bad_failure_rate_is_refused(bad):
     with pytest.raises(ValueError, match=r"failures_per_gpu_h must be a number of hardware failures per GPU-hour, 0 or "
                                          r"more .* got"):
         _plan(steps=10, failures_per_gpu_h=bad)
+
+
+def test_failure_overhead_is_what_plan_cloud_charges():
+    from perfmodel.planning.cloud import failure_overhead
+
+    row = _plan(steps=1000, spot=False).loc[False]
+    got = failure_overhead(row["compute_time_h"], 16, checkpoint_s=30.0, startup_s=vm_startup_s("H100", False))
+    assert got["overhead_h"] == pytest.approx(row["restart_overhead_h"], rel=1e-12) and not got["checkpointed"]
+    assert got["failures"] == pytest.approx(row["expected_failures"], rel=1e-12) and 99.9 < got["effective_pct"] <= 100
+    # a month on 16,384 GPUs checkpoints, and loses a few percent
+    big = failure_overhead(30 * 24, 16_384, checkpoint_s=30.0, startup_s=60.0)
+    assert big["checkpointed"] and 80 < big["effective_pct"] < 100
+    with pytest.raises(ValueError, match=r"failure_overhead: checkpoint_s must be a finite number, 0 or more; got -1"):
+        failure_overhead(1.0, 8, checkpoint_s=-1, startup_s=60.0)
+    with pytest.raises(ValueError, match=r"n_gpus must be a positive whole number"):
+        failure_overhead(1.0, 0, checkpoint_s=1.0, startup_s=60.0)
