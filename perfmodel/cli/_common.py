@@ -156,3 +156,24 @@ def model_arguments(parser, gpus_help: str) -> None:
                         help="shape of one input sample, without the batch dimension (3,32,32 for the zoo CNNs; "
                              "the sequence length, e.g. 1024, for a config.json)")
     parser.add_argument("--batch-size", type=int, default=128, action=_Given, help="samples per step (global over all GPUs)")
+
+
+def instance_cluster_arg(args, *, gpu_option: str, given_gpus: str, default_gpus: str):
+    """``--instance``: the :class:`perfmodel.Cluster` of ``--n-gpus`` GPUs on that cloud instance type
+    (:func:`perfmodel.planning.instance_cluster`: its GPU, GPUs per node and network); the options it sets may not be
+    given beside it (``gpu_option`` naming another GPU than the instance's, ``--interconnect``, ``--nics-per-node``)."""
+    from perfmodel.datasets import canonical_gpu
+    from perfmodel.planning.cloud import instance_cluster
+
+    clash = [o for o, v in (("--interconnect", args.interconnect), ("--nics-per-node", args.nics_per_node)) if v is not None]
+    if clash:
+        raise _UsageError(f"--instance {args.instance} sets the links between GPUs (its GPU's own inside an instance, its "
+                          f"network between instances); leave out {' and '.join(clash)}, or --instance.")
+    try:
+        c = instance_cluster(args.instance, args.n_gpus)
+    except ValueError as exc:  # UnknownNameError included: the message names the types and the fix
+        raise _UsageError(f"--instance {args.instance}: {exc}") from None
+    if given_gpus != default_gpus and [canonical_gpu(g) for g in _names(given_gpus, gpu_option)] != [c.gpu]:
+        raise _UsageError(f"--instance {args.instance} has {c.gpu} GPUs; got {gpu_option} {given_gpus}. Leave "
+                          f"{gpu_option} out.")
+    return c

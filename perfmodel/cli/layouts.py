@@ -16,7 +16,11 @@ from perfmodel.cli._common import (
     _shape,
     _show_progress,
     _UsageError,
+    instance_cluster_arg,
 )
+
+#: the GPU ``--gpu`` names when left out
+_DEFAULT_GPU = "H100"
 
 #: activation-checkpointing policies by their command-line names
 _POLICIES = {"none": False, "selective": "selective", "full": "full"}
@@ -52,7 +56,18 @@ def _cmd_layouts(args) -> int:
     if args.input_shape is None:
         raise _UsageError("--input-shape is required: the sequence length of one sample, e.g. --input-shape 8192.")
     shape = _shape(args.input_shape)
-    if args.interconnect is None and args.n_gpus > args.gpus_per_node:
+    if args.instance is not None:  # the instance's GPU, node and network; its cheapest on-demand GPU-hour for the cost
+        cluster = instance_cluster_arg(args, gpu_option="--gpu", given_gpus=args.gpu, default_gpus=_DEFAULT_GPU)
+        if args.usd_per_gpu_h is None:
+            from perfmodel.planning.cloud import check_gpu_prices
+
+            p = check_gpu_prices()
+            rows = p[p["instance_type"] == args.instance]
+            args.usd_per_gpu_h = float((rows["on_demand_usd_per_h"] / rows["gpus_per_instance"]).min())
+            print(f"note: cost per step at {args.instance}'s cheapest on-demand GPU-hour in the shipped price table, "
+                  f"${args.usd_per_gpu_h:.3g} (--usd-per-gpu-h for yours).")
+        args.gpu, args.gpus_per_node = cluster.gpu, cluster.gpus_per_node
+    elif args.interconnect is None and args.n_gpus > args.gpus_per_node:
         print(f"note: no --interconnect for {args.n_gpus} GPUs in nodes of {args.gpus_per_node}: every process group uses "
               "the GPU's own link, as inside a node; give intra=...,inter=... (e.g. intra=nvlink,inter=infiniband-ndr) "
               "for the links between nodes.")
@@ -61,8 +76,9 @@ def _cmd_layouts(args) -> int:
                        **({"stack": args.stack} if args.stack else {}),
                        **({"fp8_recipe": args.fp8_recipe} if args.fp8_recipe else {}),
                        **({"compile_scope": args.compile_scope} if args.compile_scope else {}))
-    cluster = pm.Cluster(args.gpu, n_gpus=args.n_gpus, gpus_per_node=args.gpus_per_node,
-                         interconnect=_interconnect(args.interconnect), nics_per_node=args.nics_per_node)
+    if args.instance is None:
+        cluster = pm.Cluster(args.gpu, n_gpus=args.n_gpus, gpus_per_node=args.gpus_per_node,
+                             interconnect=_interconnect(args.interconnect), nics_per_node=args.nics_per_node)
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
                    activation_checkpointing=_policies(args.activation_checkpointing),
                    shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,))
@@ -117,7 +133,7 @@ def add_parser(sub, fmt) -> None:
                        help="every FSDP and Megatron-Core layout of a large language-model run on one cluster, checked "
                             "for memory, the ones that fit predicted fastest first (pm.planning.search_layouts)")
     p.add_argument("model", help="a Hugging Face config.json of a transformer language model (e.g. examples/llama-3-8b.json)")
-    p.add_argument("--gpu", "--gpus", dest="gpu", default="H100",
+    p.add_argument("--gpu", "--gpus", dest="gpu", default=_DEFAULT_GPU,
                    help="the GPU (a catalog id or the name clouds and nvidia-smi print); one GPU per search")
     p.add_argument("--n-gpus", type=int, required=True, help="GPUs of the run")
     p.add_argument("--input-shape", default=None, help="sequence length of one sample, e.g. 8192")
@@ -130,6 +146,10 @@ def add_parser(sub, fmt) -> None:
     add_compile_scope(p, "--stack compile")
     add_fp8_recipe(p)
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node")
+    p.add_argument("--instance", default=None, metavar="TYPE",
+                   help="a cloud instance type of the price table (p5.48xlarge, a3-highgpu-8g, ...): its GPU, GPUs per "
+                        "node and network between instances, and (without --usd-per-gpu-h) its cheapest on-demand "
+                        "GPU-hour for the cost per step")
     p.add_argument("--interconnect", default=None,
                    help="links: a link per level (intra=nvlink,inter=infiniband-ndr), one link (nvlink) or one per group")
     p.add_argument("--nics-per-node", type=int, default=None,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from perfmodel.cli._common import (
+    DEFAULT_GPUS,
+    instance_cluster_arg,
     add_compile_scope,
     add_fp8_recipe,
     add_stack,
@@ -29,7 +31,9 @@ def _cmd_predict(args) -> int:
     links = dict(interconnect=_interconnect(args.interconnect), gpus_per_node=args.gpus_per_node,
                  nics_per_node=args.nics_per_node)
     if args.instance is not None:
-        gpus, links = _on_instances(args)
+        c = instance_cluster_arg(args, gpu_option="--gpus", given_gpus=args.gpus, default_gpus=DEFAULT_GPUS)
+        gpus, links = [c.gpu], dict(interconnect=c.interconnect, gpus_per_node=c.gpus_per_node,
+                                    nics_per_node=c.nics_per_node)
     names = list(gpus)
     clocks = None if args.sustained_clock is None else _clocks(gpus, args.sustained_clock)
     if args.max_workers < 1 or args.batch_size < 1 or args.n_gpus < 1:
@@ -107,27 +111,6 @@ def _cmd_predict(args) -> int:
         ck = predict_checkpoint_time(model, input_shape=cshape)
         _print_frame(ck.rename(columns={"checkpoint_mb": "checkpoint_mib"}))
     return 0
-
-
-def _on_instances(args) -> tuple[list, dict]:
-    """``--instance``: the GPU, GPUs per node and links of ``--n-gpus`` GPUs on that cloud instance type
-    (:func:`perfmodel.planning.instance_cluster`); the options it sets may not be given beside it."""
-    from perfmodel.cli._common import DEFAULT_GPUS
-    from perfmodel.datasets import canonical_gpu
-    from perfmodel.planning.cloud import instance_cluster
-
-    clash = [o for o, v in (("--interconnect", args.interconnect), ("--nics-per-node", args.nics_per_node)) if v is not None]
-    if clash:
-        raise _UsageError(f"--instance {args.instance} sets the links between GPUs (its GPU's own inside an instance, its "
-                          f"network between instances); leave out {' and '.join(clash)}, or --instance.")
-    try:
-        f = instance_cluster(args.instance, args.n_gpus)
-    except ValueError as exc:  # UnknownNameError included: the message names the types and the fix
-        raise _UsageError(f"--instance {args.instance}: {exc}") from None
-    given = _names(args.gpus, "--gpus")
-    if args.gpus != DEFAULT_GPUS and [canonical_gpu(g) for g in given] != [f.gpu]:
-        raise _UsageError(f"--instance {args.instance} has {f.gpu} GPUs; got --gpus {args.gpus}. Leave --gpus out.")
-    return [f.gpu], dict(interconnect=f.interconnect, gpus_per_node=f.gpus_per_node, nics_per_node=f.nics_per_node)
 
 
 def _pipeline_layers(text):

@@ -161,3 +161,24 @@ def test_plan_rows_carry_the_steps_mfu_as_pm_predict_gives_it(h100_16):
     c = instance_cluster("p5.48xlarge", 16)
     w = pm.Workload(LLAMA, input_shape=(256,), batch_size=64, precision="bf16", optimizer="adam-fused")
     assert row["mfu"] == pytest.approx(_quiet(pm.predict, w, c, "fsdp").mfu, rel=1e-12) and 0 < row["mfu"] < 1
+
+
+def test_perfmodel_layouts_takes_an_instance(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(LLAMA))
+    argv = ["layouts", str(cfg), "--instance", "p5.48xlarge", "--n-gpus", "16", "--input-shape", "256", "--batch-size",
+            "32", "--top", "2", "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    usd = load_gpu_prices().query("instance_type == 'p5.48xlarge'")["on_demand_usd_per_h"].min() / 8
+    assert f"cheapest on-demand GPU-hour in the shipped price table, ${usd:.3g}" in out
+    assert "on 16 x H100 (8 per node)" in out and "p5.48xlarge network (400 Gb/s per GPU, RDMA)" in out
+    assert "cost_per_step_usd" in out
+    assert main([*argv, "--gpu", "A100"]) == 2
+    assert "--instance p5.48xlarge has H100 GPUs; got --gpu A100. Leave --gpu out." in capsys.readouterr().err
