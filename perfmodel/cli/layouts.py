@@ -63,9 +63,13 @@ def _cmd_layouts(args) -> int:
 
             p = check_gpu_prices()
             rows = p[p["instance_type"] == args.instance]
-            args.usd_per_gpu_h = float((rows["on_demand_usd_per_h"] / rows["gpus_per_instance"]).min())
-            print(f"note: cost per step at {args.instance}'s cheapest on-demand GPU-hour in the shipped price table, "
-                  f"${args.usd_per_gpu_h:.3g} (--usd-per-gpu-h for yours).")
+            if rows.empty:
+                print(f"note: the shipped price table has no price for {args.instance}: give --usd-per-gpu-h for the cost "
+                      "per step.")
+            else:
+                args.usd_per_gpu_h = float((rows["on_demand_usd_per_h"] / rows["gpus_per_instance"]).min())
+                print(f"note: cost per step at {args.instance}'s cheapest on-demand GPU-hour in the shipped price table, "
+                      f"${args.usd_per_gpu_h:.3g} (--usd-per-gpu-h for yours).")
         args.gpu, args.gpus_per_node = cluster.gpu, cluster.gpus_per_node
     elif args.interconnect is None and args.n_gpus > args.gpus_per_node:
         print(f"note: no --interconnect for {args.n_gpus} GPUs in nodes of {args.gpus_per_node}: every process group uses "

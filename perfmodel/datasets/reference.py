@@ -187,7 +187,7 @@ def load_instance_networks() -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        ``provider``, ``instance_type``, ``gpus_per_instance``, ``network_gbit_per_s`` (the instance's network
+        ``provider``, ``instance_type``, ``gpu`` (catalog id), ``gpus_per_instance``, ``network_gbit_per_s`` (the instance's network
         bandwidth, Gb/s; "up to" rates are burst ceilings, said in the note), ``transport`` (``efa``,
         ``infiniband``, ``roce``, ``gpudirect-tcpx``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
         False where it states none, empty where it says nothing), ``source_url``, ``note`` (the entry quoted).

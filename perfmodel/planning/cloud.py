@@ -1081,8 +1081,8 @@ def fastest_within_budget(frame: pd.DataFrame, budget_usd: float) -> pd.Series:
 def instance_cluster(instance_type: str, n_gpus: int = 1, prices: pd.DataFrame | None = None, *,
                      clock: float | None = None):
     """``n_gpus`` GPUs rented as a cloud's ``instance_type`` (``"p5.48xlarge"``, ``"a3-highgpu-8g"``), as a
-    :class:`perfmodel.Cluster`: the GPU and GPUs per instance of its price row (``prices``, default the shipped table)
-    as the node, and when ``n_gpus`` spans instances the GPU's own link inside one and the type's network between them
+    :class:`perfmodel.Cluster`: the GPU and GPUs per instance of its price row (``prices``, default the shipped table;
+    else the row of :func:`perfmodel.datasets.reference.load_instance_networks`) as the node, and when ``n_gpus`` spans instances the GPU's own link inside one and the type's network between them
     (:func:`perfmodel.planning.networks.instance_network`): the rental :func:`perfmodel.planning.plan_cloud` plans.
 
     Returns
@@ -1092,7 +1092,7 @@ def instance_cluster(instance_type: str, n_gpus: int = 1, prices: pd.DataFrame |
     Raises
     ------
     perfmodel.datasets.UnknownNameError
-        An instance type the price table lacks (the message lists the nearest).
+        An instance type neither the price table nor the network table has (the message lists the nearest).
     ValueError
         Rows of that type with different GPUs; a span of instances whose network is not known (the message says how
         to give it).
@@ -1103,16 +1103,23 @@ def instance_cluster(instance_type: str, n_gpus: int = 1, prices: pd.DataFrame |
     from perfmodel._errors import UnknownNameError
     from perfmodel.planning.networks import instance_network
 
+    from perfmodel.datasets import canonical_gpu
+    from perfmodel.datasets.reference import load_instance_networks
+
     p = check_gpu_prices(prices)
     rows = p[p["instance_type"].astype(str) == str(instance_type)]
+    if rows.empty:  # a type with a known network but no price (Azure's ND sizes, Google's A3 Ultra and A4)
+        nets = load_instance_networks()
+        rows = nets[nets["instance_type"].astype(str) == str(instance_type)].assign(
+            gpu=lambda d: [canonical_gpu(g) for g in d["gpu"]])[["instance_type", "gpu", "gpus_per_instance"]]
     if rows.empty:
-        types = sorted(set(p["instance_type"].astype(str)))
+        types = sorted(set(p["instance_type"].astype(str)) | set(load_instance_networks()["instance_type"].astype(str)))
         near = difflib.get_close_matches(str(instance_type), types, n=3, cutoff=0.4)
         raise UnknownNameError(f"Unknown instance type {instance_type!r}; "
-                               f"{'the nearest in the price table: ' + ', '.join(near) if near else 'the price table has ' + ', '.join(types)}. Pass "
-                               "prices= with a row for it (columns of perfmodel.datasets.load_gpu_prices, optionally "
-                               "network_gbit_per_s and gpudirect_rdma), or build pm.Cluster(gpu, n_gpus, gpus_per_node=, "
-                               "interconnect=) yourself.")
+                               f"{'the nearest known: ' + ', '.join(near) if near else 'the known ones: ' + ', '.join(types)}"
+                               ". Pass prices= with a row for it (columns of perfmodel.datasets.load_gpu_prices, "
+                               "optionally network_gbit_per_s and gpudirect_rdma), or build pm.Cluster(gpu, n_gpus, "
+                               "gpus_per_node=, interconnect=) yourself.")
     kinds = rows.drop_duplicates(["gpu", "gpus_per_instance"])
     if len(kinds) > 1:
         have = "; ".join(f"{r.gpus_per_instance} x {r.gpu}" for r in kinds.itertuples(index=False))

@@ -34,6 +34,10 @@ def test_every_multi_gpu_instance_of_the_shipped_prices_has_a_cited_network():
     prices = load_gpu_prices()
     big = set(map(tuple, prices.loc[prices["gpus_per_instance"] > 1, ["instance_type", "gpus_per_instance"]].values))
     assert big <= set(map(tuple, nets[["instance_type", "gpus_per_instance"]].values))
+    # each row's GPU is a catalog id, the price table's where both list the type
+    assert [pm.datasets.canonical_gpu(g) for g in nets["gpu"]] == list(nets["gpu"])
+    both = nets.merge(prices[["instance_type", "gpu"]].drop_duplicates(), on="instance_type", suffixes=("", "_priced"))
+    assert len(both) >= 13 and (both["gpu"] == both["gpu_priced"]).all()
     # the AWS rows are the catalog's entries quoted, as the price rows are
     p5 = nets.set_index("instance_type").loc["p5.48xlarge"]
     assert p5["network_gbit_per_s"] == 3200 and bool(p5["gpudirect_rdma"]) and '"3200 Gbps EFAv2"' in p5["note"]
@@ -121,13 +125,17 @@ def test_a_cluster_on_a_clouds_instances_is_the_one_plan_cloud_rents(h100_16):
     w = pm.Workload(LLAMA, input_shape=(256,), batch_size=64, precision="bf16", optimizer="adam-fused")
     row = h100_16[h100_16["instance_type"] == "p5.48xlarge"].iloc[0]
     assert _quiet(pm.predict, w, c, "fsdp").step_time_s == pytest.approx(row["step_time_s"], rel=1e-12)
+    # a type whose network is known but whose price is not shipped: its GPU from the network table
+    az = instance_cluster("Standard_ND96isr_H100_v5", 16)
+    assert (az.gpu, az.gpus_per_node, az.nics_per_node) == ("H100", 8, 8)
+    assert _quiet(pm.predict, w, az, "fsdp").step_time_s == pytest.approx(row["step_time_s"], rel=1e-12)
     # inside one instance: the GPU's own link, the instance's GPUs a node
     one = instance_cluster("g6e.48xlarge", 4)
     assert (one.gpu, one.gpus_per_node, one.interconnect, one.nics_per_node) == ("L40S", 4, None, None)
 
 
 @pytest.mark.parametrize("args, match", [
-    (("p5.48xlarg", 16), r"Unknown instance type 'p5.48xlarg'; the nearest in the price table: p5.48xlarge"),
+    (("p5.48xlarg", 16), r"Unknown instance type 'p5.48xlarg'; the nearest known: p5.48xlarge"),
     (("a2-highgpu-1g", 4), r"4 GPUs span 4 a2-highgpu-1g instances, but no network between them is known .* Add "
                            r"network_gbit_per_s"),
     (("p5.48xlarge", 0), r"n_gpus must be a positive whole number of GPUs; got 0")])
@@ -182,3 +190,9 @@ def test_perfmodel_layouts_takes_an_instance(tmp_path, capsys):
     assert "cost_per_step_usd" in out
     assert main([*argv, "--gpu", "A100"]) == 2
     assert "--instance p5.48xlarge has H100 GPUs; got --gpu A100. Leave --gpu out." in capsys.readouterr().err
+    azure = [a if a != "p5.48xlarge" else "Standard_ND96isr_H100_v5" for a in argv]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(azure) == 0
+    out = capsys.readouterr().out
+    assert "no price for Standard_ND96isr_H100_v5: give --usd-per-gpu-h" in out and "cost_per_step_usd" not in out
