@@ -139,7 +139,6 @@ def _failures(rate) -> dict:
 
 
 def _cmd_plan_cloud(args) -> int:
-    import math
     import warnings
 
     from perfmodel.planning import plan_cloud

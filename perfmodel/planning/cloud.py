@@ -627,18 +627,19 @@ def _searched_candidate(model, gpu: str, n: int, B: int, *, gpus_per_node: int, 
 def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, specs: dict, nsteps_of: dict,
                    skipped: list, run: dict, interconnect) -> None:
     """:func:`plan_cloud`'s rows of ``strategies="search"`` at ``n`` GPUs and batch ``B``: for each GPU and instance
-    size of the price rows (``groups``: (link, spans instances, node size) -> GPU -> price rows), the fastest that fits
-    (:func:`_searched_candidate`) with each rental; what cannot be searched or fits nowhere goes to ``skipped``."""
+    size of the price rows (``groups``: (link key, spans instances, node size, NICs, note) -> (link, GPU -> price
+    rows)), the fastest that fits (:func:`_searched_candidate`) with each rental; what cannot be searched or fits
+    nowhere goes to ``skipped``."""
     from perfmodel.step.strategy import StrategyError
 
-    for (_, spans, _, nics, note), by_gpu in groups.items():
+    for (_, spans, _, nics, note), (group_link, by_gpu) in groups.items():
         for g, price_rows in by_gpu.items():
             by_size: dict = {}
             for r in price_rows:
                 by_size.setdefault(int(r.gpus_per_instance), []).append(r)
             for per, rows_ in by_size.items():
                 # inside an instance the GPU's own link; between instances the instance's network (or the one assumed)
-                link = _instance_link(rows_[0], interconnect, spans)[0]
+                link = group_link
                 if isinstance(link, str) and interconnect is None:  # the assumed link joins instances only
                     link = {"inter": link}
                 key = ("search", mkey, g, n, B, per, repr(link), nics, *(repr(v) for v in run.values()))
@@ -897,7 +898,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                         joined = _instance_link(r, interconnect, spans)
                         link = joined[0]
                         key = (repr(link) if isinstance(link, dict) else link, spans, *joined[1:])  # dicts do not hash
-                        groups.setdefault(key, {}).setdefault(g, []).append(r)
+                        groups.setdefault(key, (link, {}))[1].setdefault(g, []).append(r)
                 if strat == SEARCH:
                     _plan_searched(model, mkey, n, B, groups, common, specs, nsteps_of, skipped,
                                    dict(input_shape=input_shape, input_dtype=input_dtype, precision=prec,
@@ -905,8 +906,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                                         frameworks=search_frameworks),
                                    interconnect)
                     continue
-                for (_, spans, per, nics, note), by_gpu in groups.items():
-                    link = _instance_link(next(iter(by_gpu.values()))[0], interconnect, spans)[0]
+                for (_, spans, per, nics, note), (link, by_gpu) in groups.items():
                     gl = tuple(sorted(by_gpu))
                     s_name = "dp" if strat == "single" else strat
                     link_key = link if isinstance(link, (str, type(None))) else repr(link)

@@ -90,8 +90,8 @@ class InstanceNetwork:
         how = ("GPUDirect RDMA: NCCL efficiency of the NDR fit, checked on p5 EFA" if self.gpudirect_rdma else
                "no GPUDirect RDMA stated: NCCL efficiency assumed")
         src = "the price table's network_gbit_per_s" if self.source == "prices" else "perfmodel.datasets.load_instance_networks"
-        return (f"link between instances: {self.instance_type}'s {self.gbit_per_s:g} Gb/s network as {self.gpus} rail{'s' if self.gpus > 1 else ''} "
-                f"({how}; {src})")
+        rails = f"{self.gpus} rail{'s' if self.gpus > 1 else ''}"
+        return f"link between instances: {self.instance_type}'s {self.gbit_per_s:g} Gb/s network as {rails} ({how}; {src})"
 
 
 @functools.lru_cache(maxsize=1)
