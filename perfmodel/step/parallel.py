@@ -704,7 +704,24 @@ def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: st
                             "repeated layers. Use a pp degree of at most the number of layers.")
     if p > 1 and lay.n_layers < p * v:
         raise StrategyError(f"strategy={strat!r} with pipeline_schedule={pipeline_schedule!r}: {p} ranks x {v} model chunks "
-                            f"need at least {p * v} layers; {name} has {lay.n_layers}. Use '1f1b' or fewer stages.")
+                            f"need at least {p * v} layers; {name} has {lay.n_layers}. {_fewer_chunks_fix(lay.n_layers, p, v)}")
+
+
+def _fewer_chunks_fix(n_layers: int, p: int, v: int) -> str:
+    """What a layout with too few layers for ``p`` ranks x ``v`` chunks can do instead: as many chunks per rank as
+    the layers fill, and where the embedding and the loss counted as a layer each (Megatron-Core's
+    ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``) make the slots
+    a multiple of ``p·v``, ``pipeline_layers={'embedding': True, 'loss': True}``."""
+    fill = n_layers // p
+    out = [f"virtual_stages={fill} (the most chunks per rank its layers fill)" if fill >= 2 else "'1f1b'"]
+    for e, lo in ((1, 1), (1, 0), (0, 1)):
+        slots = n_layers + e + lo
+        if slots % (p * v) == 0:
+            said = ", ".join(f"'{k}': True" for k, on in (("embedding", e), ("loss", lo)) if on)
+            out.append(f"pipeline_layers={{{said}}} (each counted as a layer, as Megatron-Core's "
+                       f"--account-for-*-in-pipeline-split does: {slots} slots over {p * v} chunks)")
+            break
+    return "Use " + ", or ".join(out) + ", or fewer pipeline stages."
 
 
 def _master_casts(work: pd.DataFrame, *, megatron: bool = False, fsdp_shards: int | None = None) -> pd.DataFrame:

@@ -62,8 +62,21 @@ def test_interleaved_schedule_is_faster_and_needs_layers():
     assert two["pipeline_schedule"] == "interleaved-1f1b" and one["pipeline_schedule"] == "1f1b"
     assert two["bubble_s"] < one["bubble_s"] and two["step_time_s"] < one["step_time_s"]
     with pytest.raises(StrategyError, match=r"pipeline_schedule='interleaved-1f1b': 4 ranks x 2 model chunks need at least 8 "
-                                            r"layers; .* has 4\. Use '1f1b' or fewer stages\."):
+                                            r"layers; .* has 4\. Use '1f1b', or fewer pipeline stages\."):
         _t(n_gpus=4, strategy="pp", micro_batches=4, pipeline_schedule="interleaved-1f1b")
+    # too many chunks for the layers: the refusal names the chunks the layers fill and, where it works, Megatron's
+    # split that counts the embedding and the loss as a layer each -- and that split is then accepted
+    with pytest.raises(StrategyError, match=r"2 ranks x 3 model chunks need at least 6 layers; .* has 4\. Use "
+                                            r"virtual_stages=2 .*, or pipeline_layers=\{'embedding': True, 'loss': True\} "
+                                            r"\(.*6 slots over 6 chunks\), or fewer pipeline stages\."):
+        _t(n_gpus=2, strategy="pp", micro_batches=4, pipeline_schedule="interleaved-1f1b", virtual_stages=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtrapolationWarning)
+        said = pm.predict(pm.Workload(LLAMA, input_shape=(64,), batch_size=4, precision="bf16", optimizer="adam-fused"),
+                          pm.Cluster("H100", n_gpus=2),
+                          pm.Parallelism("pp", micro_batches=4, pipeline_schedule="interleaved-1f1b", virtual_stages=3,
+                                         pipeline_layers={"embedding": True, "loss": True}))
+    assert said.step_time_s > 0 and said.parallelism.virtual_stages == 3
     # the activations in flight grow by 1 + (p-1)/(p v)
     m1 = _mem(n_gpus=2, strategy="pp", micro_batches=4)
     m2 = _mem(n_gpus=2, strategy="pp", micro_batches=4, pipeline_schedule="interleaved-1f1b")
