@@ -860,8 +860,9 @@ def context_parallel_shape(shape, in_dtype, cp: int, strategy: str) -> tuple:
 
 def check_tensor_parallel(lay, tp: int, strategy: str, n_gpus: int, name: str, *, need_ffn: bool = True) -> None:
     """Refuse a tensor-parallel degree that does not divide what it splits: the attention heads, the key/value heads
-    (grouped-query attention: perfmodel splits the K/V projections over the tp ranks, Megatron's replication of K/V
-    heads when tp > key/value heads is not modelled), the hidden size and (``need_ffn``) the MLP size.
+    (grouped-query attention: the K/V projections are split over the tp ranks, whole heads each; Megatron-LM's
+    attention refuses a tp degree that does not divide its query groups, NVIDIA/Megatron-LM ``ParallelAttention``), the
+    hidden size and (``need_ffn``) the MLP size.
 
     ``lay`` is a :class:`perfmodel.step.trace.ModelLayout`; ``strategy`` the parsed name (``"tp"`` alone or a
     combination); a model without a config of heads and hidden size cannot be split."""
@@ -882,8 +883,9 @@ def check_tensor_parallel(lay, tp: int, strategy: str, n_gpus: int, name: str, *
             g = math.gcd(g, int(v))
     valid = [k for k in range(1, g + 1) if g % k == 0]
     shown = ", ".join(map(str, valid[:12])) + (", ..." if len(valid) > 12 else "")
-    why = (" (perfmodel splits the key/value heads over the tp ranks; replicating them when tp exceeds the key/value "
-           "heads, as Megatron does, is not modelled)" if kv and kv % tp else "")
+    why = (" (the key/value heads are split over the tp ranks, and a head is never cut: Megatron-LM refuses such a "
+           "layout too, 'Currently the num_query_groups should be a multiple of the tensor parallel size', and "
+           "torchtitan's attention cannot reshape a fraction of a head)" if kv and kv % tp else "")
     if single:
         raise StrategyError(f"strategy='tp' over {n_gpus} GPUs does not divide {name}: {', '.join(bad)} not divisible by "
                             f"{n_gpus}{why}. Use n_gpus that divides them, or 'dp' / 'fsdp' / 'pp'. Valid tp degrees for it: "
