@@ -113,11 +113,11 @@ NVLink's and InfiniBand's ``e`` and ``α`` are fitted on Vidur's measured NCCL c
 What it does not model: congestion between collectives of different groups (or of several groups sharing one
 link), NCCL protocol switches on small messages (measured below ~256 KiB: a floor of 10–60 µs whatever ``n``),
 NVSwitch in-network reduction (NVLS) and SHARP (NCCL's maintainers put NVLS's all-reduce on 8 H100 at about 480
-GB/s of bus bandwidth against the ring's 370, about 1.3 times, reached only above 256 MB messages: NVIDIA/nccl-tests
-issue 212, NVIDIA/nccl issue 1442; a user's nccl-tests show no gain on 2-4 GPUs, NVIDIA/nccl issue 1455; Vidur's
-8-GPU H100 all-reduces of 32-64 MiB take 0.84 of the fitted ring's time, the 4-GPU ones 0.93, so at the bucket and
-activation sizes training sends no gain is added, and an all-reduce of gigabytes on 5-8 Hopper GPUs may run up to
-1.3 times faster than predicted), the slow-down of matmuls cut
+GB/s of bus bandwidth against the ring's 370, about 1.3 times, reached only above 256 MB messages:
+github.com/NVIDIA/nccl-tests/issues/212, github.com/NVIDIA/nccl/issues/1442; a user's nccl-tests show no gain on 2-4
+GPUs, github.com/NVIDIA/nccl/issues/1455; Vidur's 8-GPU H100 all-reduces of 32-64 MiB take 0.84 of the fitted
+ring's time, the 4-GPU ones 0.93, so at the bucket and activation sizes training sends no gain is added, and an
+all-reduce of gigabytes on 5-8 Hopper GPUs may run up to 1.3 times faster than predicted), the slow-down of matmuls cut
 into chunks by asynchronous tensor parallelism (timed as ``tp`` chunks of ``tokens / tp`` rows, the GEMM model gives
 them their whole GEMM's rate within 2 % on Llama 3.1 8B at TP 8, so the decomposition is not charged), and the lower efficiency of ring attention's partial
 kernels under context parallelism.
