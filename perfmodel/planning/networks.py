@@ -145,4 +145,3 @@ def instance_network(instance_type: str, gpus_per_instance: int, *, network_gbit
         return InstanceNetwork(str(instance_type), int(gpus_per_instance), float(b) if pd.notna(b) else network_gbit_per_s,
                                _flag(gpudirect_rdma, instance_type), "prices")
     return _shipped().get((str(instance_type), int(gpus_per_instance)))
-

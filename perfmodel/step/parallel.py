@@ -714,18 +714,19 @@ def _check_stages(lay: ModelLayout, p: int, v: int, strat: str, n: int, name: st
 
 def _fewer_chunks_fix(n_layers: int, p: int, v: int) -> str:
     """What a layout with too few layers for ``p`` ranks x ``v`` chunks can do instead: as many chunks per rank as
-    the layers fill, and where the embedding and the loss counted as a layer each (Megatron-Core's
-    ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``) make the slots
-    a multiple of ``p·v``, ``pipeline_layers={'embedding': True, 'loss': True}``."""
+    the layers fill, and the first split that counts the embedding and the loss as a layer each (Megatron-Core's
+    ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``) which
+    :func:`pipeline_chunks` accepts for ``p·v`` chunks."""
     fill = n_layers // p
     out = [f"virtual_stages={fill} (the most chunks per rank its layers fill)" if fill >= 2 else "'1f1b'"]
-    for e, lo in ((1, 1), (1, 0), (0, 1)):
-        slots = n_layers + e + lo
-        if slots % (p * v) == 0:
-            said = ", ".join(f"'{k}': True" for k, on in (("embedding", e), ("loss", lo)) if on)
-            out.append(f"pipeline_layers={{{said}}} (each counted as a layer, as Megatron-Core's "
-                       f"--account-for-*-in-pipeline-split does: {slots} slots over {p * v} chunks)")
-            break
+    for split in ({"embedding": True, "loss": True}, {"embedding": True}, {"loss": True}):
+        try:
+            pipeline_chunks(n_layers, p, v, split)
+        except StrategyError:
+            continue
+        out.append(f"pipeline_layers={split} (each counted as a layer, as Megatron-Core's "
+                   f"--account-for-*-in-pipeline-split does: {n_layers + len(split)} slots over {p * v} chunks)")
+        break
     return "Use " + ", or ".join(out) + ", or fewer pipeline stages."
 
 
