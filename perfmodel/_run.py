@@ -77,7 +77,8 @@ class Cluster:
         (:func:`perfmodel.step.kernels.training_clock`: the slowest of the cluster's chips, which a synchronous step
         waits on: H100, H800 and H200 0.887 on one GPU, 0.874 on 8, 0.859 on 1,024; B200 0.823, 0.814, 0.801), else 1
         (the datasheet clock). ``1.0``: the datasheet clock, as a kernel benchmarked alone runs; a share from a part's own
-        measured GEMMs: :func:`perfmodel.step.kernels.sustained_clock`.
+        measured GEMMs: :func:`perfmodel.step.kernels.sustained_clock`. A given clock is every chip's: for one measured
+        on one GPU, pass :func:`perfmodel.step.kernels.slowest_chip_clock` of it, the expected slowest of ``n_gpus``.
     """
 
     gpu: object

@@ -346,6 +346,16 @@ def test_predict_runs_the_gpus_at_a_sustained_clock(tmp_path, capsys):
     shapes.assign(ms=t * 1e3).to_csv(csv, index=False)
     assert main([*base, "--sustained-clock", str(csv)]) == 0
     assert "H100: the GEMMs of gemms.csv ran at 0.750 of its datasheet clock" in capsys.readouterr().out
+    # one chip's GEMMs: a run of 2 waits on the slowest of its chips (a number given is the run's clock as said)
+    from perfmodel.step.kernels import slowest_chip_clock
+
+    assert main([*base, "--n-gpus", "2", "--strategy", "dp", "--sustained-clock", str(csv)]) == 0
+    out = capsys.readouterr().out
+    slow = slowest_chip_clock(0.75, "H100", 2)
+    assert f"the slowest of 2 chips is expected at {slow:.3f}" in out and 0.74 < slow < 0.75
+    assert f"the GPU at {slow:.3g} of its datasheet clock (Cluster.clock)" in out
+    assert main([*base, "--n-gpus", "2", "--strategy", "dp", "--sustained-clock", "0.8"]) == 0
+    assert "the GPU at 0.8 of its datasheet clock (Cluster.clock)" in capsys.readouterr().out
     for bad, said in (("3", "must be a share of the datasheet clock in (0, 2] or a CSV of measured GEMMs; got 3"),
                       ("nofile.csv", "is neither a number in (0, 2] nor a CSV file of measured GEMMs")):
         assert main([*base, "--sustained-clock", bad]) != 0

@@ -35,10 +35,10 @@ def _cmd_predict(args) -> int:
         gpus, links = [c.gpu], dict(interconnect=c.interconnect, gpus_per_node=c.gpus_per_node,
                                     nics_per_node=c.nics_per_node)
     names = list(gpus)
-    clocks = None if args.sustained_clock is None else _clocks(gpus, args.sustained_clock)
     if args.max_workers < 1 or args.batch_size < 1 or args.n_gpus < 1:
         raise _UsageError(f"--max-workers, --batch-size and --n-gpus must be ≥ 1; got {args.max_workers}, {args.batch_size} "
                           f"and {args.n_gpus}.")
+    clocks = None if args.sustained_clock is None else _clocks(gpus, args.sustained_clock, args.n_gpus)
     model = _model_arg(args.model)
     shape = _shape(args.input_shape) if args.input_shape else None
     optimizer = None if args.optimizer == "none" else args.optimizer
@@ -125,16 +125,18 @@ def _pipeline_layers(text):
         raise _UsageError(str(exc)) from None
 
 
-def _clocks(gpus: list, value: str) -> list:
+def _clocks(gpus: list, value: str, n_gpus: int = 1) -> list:
     """The share of its datasheet clock each GPU runs at by ``--sustained-clock`` (:attr:`perfmodel.Cluster.clock`): a
     share in (0, 2], or a CSV of GEMMs measured on the part (columns m, n, k and ms or tflops; an optional precision
-    column, BF16 rows used) from which :func:`perfmodel.step.kernels.sustained_clock` finds it, GPU by GPU."""
+    column, BF16 rows used) from which :func:`perfmodel.step.kernels.sustained_clock` finds it, GPU by GPU — one
+    chip's clock, so that a run of ``n_gpus`` runs at the expected slowest of its chips'
+    (:func:`perfmodel.step.kernels.slowest_chip_clock`, where the part's chip-to-chip spread is published)."""
     from pathlib import Path
 
     import pandas as pd
 
     from perfmodel.datasets import gpu_spec
-    from perfmodel.step.kernels import MAX_CLOCK_SHARE, sustained_clock
+    from perfmodel.step.kernels import MAX_CLOCK_SHARE, slowest_chip_clock, sustained_clock
 
     try:
         factor = float(value)
@@ -154,8 +156,13 @@ def _clocks(gpus: list, value: str) -> list:
         out = []
         for g in gpus:
             f = sustained_clock(g, gemms)
-            print(f"{gpu_spec(g).gpu}: the GEMMs of {path.name} ran at {f:.3f} of its datasheet clock")
-            out.append(f)
+            name = gpu_spec(g).gpu
+            said = f"{name}: the GEMMs of {path.name} ran at {f:.3f} of its datasheet clock"
+            run = slowest_chip_clock(f, name, n_gpus)
+            if run != f:  # one chip measured: a synchronous step of n waits on the slowest of them
+                said += f"; the slowest of {n_gpus} chips is expected at {run:.3f} (the part's chip-to-chip spread)"
+            print(said)
+            out.append(run)
         return out
     except ValueError as exc:
         raise _UsageError(f"--sustained-clock {path.name}: {exc}") from exc
@@ -254,7 +261,9 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--sustained-clock", default=None, metavar="SHARE_OR_CSV",
                       help="run the GPUs at this share of their datasheet clock (a part held at its power limit by "
                            "continuous GEMM load sustains less), or at the share found from a CSV of GEMMs measured on "
-                           "the part (columns m, n, k and ms or tflops; perfmodel.step.kernels.sustained_clock); "
+                           "one GPU of the part (columns m, n, k and ms or tflops; perfmodel.step.kernels."
+                           "sustained_clock), less the expected shortfall of the slowest of --n-gpus chips where the "
+                           "part's chip-to-chip spread is published (perfmodel.step.kernels.slowest_chip_clock); "
                            "pm.Cluster's clock. Default: the share the slowest of the run's chips is expected to "
                            "sustain where it is published (700 W Hopper, B200; BF16, FP16, FP8), else the datasheet's")
     pred.add_argument("--breakdown", action="store_true",

@@ -24,7 +24,7 @@ from perfmodel.step import op_latency as _op_latency
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_DIE", "expected_slowest", "chip_spread", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_DIE", "expected_slowest", "chip_spread", "slowest_chip_clock", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -762,6 +762,24 @@ def chip_spread(gpu: str) -> float:
 SUSTAINED_PRECISIONS = ("bf16", "fp16", "fp8")
 
 
+def slowest_chip_clock(clock: float, gpu: str, n_gpus: int) -> float:
+    """The share of its datasheet clock a synchronous step on ``n_gpus`` chips of ``gpu`` runs at when one chip of the
+    part runs at ``clock`` — a clock measured on one GPU (its GEMMs timed alone, :func:`sustained_clock`) is a median
+    chip's, and every step waits on the slowest of the ``n_gpus``: ``clock·(1 − chip_spread·expected_slowest(n))``
+    (:func:`chip_spread`, :func:`expected_slowest`: 1.4 % below it on 8 Hopper GPUs, 2.5 % on 128, 3.0 % on 512).
+    ``gpu`` is the catalog id whose measured node answers for the chip-to-chip spread (:data:`SUSTAINED_DIE`: H100,
+    H800, H200, B200); for another part no spread is published and ``clock`` is returned unchanged (every chip at it).
+    :func:`training_clock` applies the same to the part's published median share."""
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"slowest_chip_clock: n_gpus must be a positive number of GPUs; got {n_gpus!r}.")
+    if isinstance(clock, bool) or not isinstance(clock, (int, float, np.floating)) or not 0 < float(clock) <= MAX_CLOCK_SHARE:
+        raise ValueError(f"slowest_chip_clock: clock must be a share of the datasheet clock in (0, {MAX_CLOCK_SHARE:g}]; "
+                         f"got {clock!r}.")
+    if gpu not in SUSTAINED_DIE:
+        return float(clock)
+    return float(clock) * (1.0 - chip_spread(gpu) * expected_slowest(int(n_gpus)))
+
+
 def training_clock(spec, precision: str, clock=None, n_gpus: int = 1) -> float:
     """The share of its datasheet clock a training step on ``n_gpus`` of ``spec`` runs at: ``clock`` where given (a
     :attr:`perfmodel.Cluster.clock`), else at the precisions of :data:`SUSTAINED_PRECISIONS` the share of the slowest
@@ -776,7 +794,7 @@ def training_clock(spec, precision: str, clock=None, n_gpus: int = 1) -> float:
     gpu = gpu_spec(spec).gpu
     if precision not in SUSTAINED_PRECISIONS or gpu not in SUSTAINED_CLOCK_SHARE:
         return 1.0
-    return float(SUSTAINED_CLOCK_SHARE[gpu] * (1.0 - chip_spread(gpu) * expected_slowest(int(n_gpus))))
+    return slowest_chip_clock(SUSTAINED_CLOCK_SHARE[gpu], gpu, int(n_gpus))
 
 
 def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:

@@ -100,6 +100,33 @@ def test_the_published_sustained_shares_are_the_measured_ratios():
     assert training_clock("H100", "bf16", 0.9) == 0.9 and training_clock(at_sustained_clock("H100", 0.8), "bf16") == 1.0
 
 
+def test_a_clock_measured_on_one_chip_is_the_median_chips_and_a_step_waits_on_the_slowest():
+    from perfmodel.step.kernels import (
+        SUSTAINED_CLOCK_SHARE,
+        chip_spread,
+        expected_slowest,
+        slowest_chip_clock,
+        training_clock,
+    )
+
+    # one chip: its own clock; n chips: the expected slowest, lower the more there are
+    assert slowest_chip_clock(0.83, "H100", 1) == 0.83
+    got = [slowest_chip_clock(0.83, "H100", n) for n in (8, 128, 512)]
+    assert got == pytest.approx([0.83 * (1 - chip_spread("H100") * expected_slowest(n)) for n in (8, 128, 512)], rel=1e-12)
+    assert 0.83 > got[0] > got[1] > got[2] > 0.83 * 0.96
+    # the published median share goes through the same rule (training_clock's default)
+    for g, n in (("H100", 8), ("H200", 64), ("B200", 1024)):
+        assert training_clock(g, "bf16", n_gpus=n) == slowest_chip_clock(SUSTAINED_CLOCK_SHARE[g], g, n)
+    # no published spread: every chip at the clock given
+    assert slowest_chip_clock(0.9, "A100", 256) == 0.9
+    for bad in (0, -0.5, 2.5, True, "0.8"):
+        with pytest.raises(ValueError, match="clock must be a share"):
+            slowest_chip_clock(bad, "H100", 8)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="n_gpus must be a positive"):
+            slowest_chip_clock(0.8, "H100", bad)
+
+
 def test_a_training_step_runs_at_the_sustained_share_by_default_and_at_the_clock_asked():
     import perfmodel as pm
 

@@ -38,7 +38,9 @@ ITEM = Item(
                "96 GB HBM2e at 2.4 TB/s and a 500 W limit, its peak rates halfway between the H100 SXM5's and NVL's, "
                "the range the file's footnote gives, at the share of that clock a 500 W H100 sustains under GEMM load: the factor on "
                "its tensor-core rates with which perfmodel's GEMM model reproduces the BF16 GEMMs FBGEMM published for a "
-               "500 W H100, pytorch/FBGEMM #2546, grand_teton_clock; the H200 and the A100 as the catalog has them, the H200 "
+               "500 W H100, pytorch/FBGEMM #2546, grand_teton_clock, less the shortfall of the slowest of the run's "
+               "chips, on which a synchronous step waits: slowest_chip_clock, one chip's GEMMs and the chip-to-chip "
+               "spread of a measured GH100 node; the H200 and the A100 as the catalog has them, the H200 "
                "at the share of its clock a 700 W GH100 sustains under GEMM load with its node busy, pm.Cluster's "
                "default, perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE), 8 GPUs per node with NVLink inside and 8 "
                "NICs per node between nodes, one per GPU on its own rail (LINKS, nics_per_node=8), "
@@ -177,14 +179,19 @@ def _predict(r, compile_scope: str | None = None):
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.step_time import OutOfMemoryWarning
 
+    from perfmodel.step.kernels import slowest_chip_clock
+
     seq, ac, prec, comp, recipe = _settings(r)
     spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
-    clock = grand_teton_clock() if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0
+    # FBGEMM's GEMMs ran on one chip: the run's synchronous step waits on the slowest of its chips
+    clock = (slowest_chip_clock(grand_teton_clock(), GRAND_TETON_H100["base"], int(r.n_gpus))
+             if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0)
     pp = int(r.pp)
     run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * int(r.fsdp),
                       precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=recipe or None,
                       compile_scope=(compile_scope or TORCHTITAN_COMPILE_SCOPE[r.source_file]) if comp else None)
-    # the 500 W part at the clock its published GEMMs show; a catalog part at the default (pm.Cluster's clock)
+    # the 500 W part at the clock its published GEMMs show, its slowest chip's; a catalog part at the default
+    # (pm.Cluster's clock, which is the slowest chip's too)
     on = pm.Cluster(spec, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu],
                     clock=clock if clock != 1.0 else None)
     # torchtitan's default with a pipeline: as many micro-batches as pipeline stages, its generated split points
@@ -332,8 +339,7 @@ def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
             *_signed_by_tp(d, t.index),
             ("memory_rows", float(len(m))), ("memory_mape_pct", float(m.mean())),
             ("memory_within_10_pct_share", float((m <= 10).mean())),
-            ("grand_teton_sustained_clock", float(d.loc[d["gpu"] == "H100", "sustained_clock"].dropna().iloc[0])
-             if (d["gpu"] == "H100").any() else np.nan)]
+            ("grand_teton_sustained_clock", grand_teton_clock() if (d["gpu"] == "H100").any() else np.nan)]
     return pd.DataFrame({"quantity": [k for k, _ in vals], "value": [v for _, v in vals]})
 
 
@@ -369,7 +375,8 @@ def torchao_float8_check() -> pd.DataFrame:
     DataFrame
         One row per measurement: ``kind``, ``recipe``, ``m``, ``k``, ``n``, ``measured`` and ``predicted`` (the
         speedup of a microbenchmark row, tokens/s per GPU of a training row), ``predicted_on_grand_teton`` (a
-        training row on the 500 W part of torchtitan's own H100 tables, :func:`grand_teton_clock`: an alternative the
+        training row on the 500 W part of torchtitan's own H100 tables, at :func:`grand_teton_clock` less the slowest of its
+        8 chips' shortfall (:func:`perfmodel.step.kernels.slowest_chip_clock`): an alternative the
         sources do not state, reported beside the score, not scored), ``rule_of_thumb``,
         ``measured_memory_gib`` / ``predicted_memory_gib`` (training rows), ``abs_error_pct``,
         ``rule_of_thumb_abs_error_pct``.
@@ -380,6 +387,7 @@ def torchao_float8_check() -> pd.DataFrame:
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
     from perfmodel.step.float8_rowwise import calibration_frame
+    from perfmodel.step.kernels import slowest_chip_clock
     from perfmodel.step.step_time import OutOfMemoryWarning
 
     gpu = "H100"
@@ -409,7 +417,8 @@ def torchao_float8_check() -> pd.DataFrame:
                 how = pm.Parallelism("fsdp", activation_checkpointing="selective")
                 p = pm.predict(w, pm.Cluster(gpu, n_gpus=n_gpus, gpus_per_node=8, interconnect=LINKS["H100"]), how)
                 gt = pm.predict(w, pm.Cluster(grand_teton, n_gpus=n_gpus, gpus_per_node=8, nics_per_node=8,
-                                              interconnect=LINKS["H100"], clock=grand_teton_clock()), how)
+                                              interconnect=LINKS["H100"],
+                                              clock=slowest_chip_clock(grand_teton_clock(), "H100", n_gpus)), how)
                 row["predicted_on_grand_teton"] = local * seq / gt.step_time_s
                 rule = rule_of_thumb_step_time(MODEL_CONFIGS["Llama 3.1 8B"], gpu, input_shape=(seq,),
                                                batch_size=local * n_gpus, precision="bf16", n_gpus=n_gpus).iloc[0]
@@ -505,7 +514,8 @@ _WHAT = {"rows": "published runs in torchtitan's tables", "rows_predicted": "run
          "memory_rows": "predicted runs with a published peak memory",
          "memory_mape_pct": "mean absolute % error of peak memory per GPU (GiB; torchtitan reports max reserved)",
          "memory_within_10_pct_share": "share of those runs within 10 % on peak memory",
-         "grand_teton_sustained_clock": ("share of its datasheet clock the 500 W H100 of the H100 runs is predicted at: "
+         "grand_teton_sustained_clock": ("share of its datasheet clock one chip of the 500 W H100 of the H100 runs is "
+                                         "predicted at (a run at its slowest chip's: slowest_chip_clock): "
                                          "the GEMM model reproduces the BF16 GEMMs FBGEMM published for a 500 W H100 "
                                          "(pytorch/FBGEMM pull request #2546; perfmodel.step.kernels.sustained_clock), "
                                          "not fitted on these runs")}
