@@ -17,7 +17,14 @@ fitted on these labels or any multi-GPU measurement, with ``optimizer="adam-fuse
 and the GPU's NVLink from the catalog.
 
 What the prediction leaves out: it runs Hugging Face's GPT-2 operators, not Megatron's (Megatron fuses bias + GeLU and
-bias + dropout + residual, and uses fused layer norms), and the gradient-norm clipping pass.
+bias + dropout + residual, and uses fused layer norms), and the gradient-norm clipping pass. Those fusions did run:
+core_r0.5.0's legacy GPT (Accelerate 1.0.0 builds ``megatron.model.GPTModel``, ``--transformer-impl local`` by
+default) writes them as functions under ``megatron.core.jit.jit_fuser``, TorchScript (nvFuser) before torch 2.2 and
+``torch.compile`` from 2.2. Modelled as single kernels, they would take about 9 % off Hugging Face's forward and
+backward passes at 4 samples per GPU (the GeLU chain alone is 8.8 % of perfmodel's single-GPU step there); the H100
+labels show about 4 % (the 4-GPU step of global batch 16 less an estimate of Megatron's all-reduce, Adam and
+clipping, against the single-GPU label of batch 4). Estimates from perfmodel's kernel times, not measurements: with
+the labels showing half the gain, the stack is left as it is.
 """
 from __future__ import annotations
 
