@@ -61,6 +61,8 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
   traced shard's FLOPs, ``1/cp`` of the sequence's causal work). Per layer and pass, K and V of the whole sequence
   (this tensor-parallel rank's heads) are all-gathered over the ``cp`` group under the first of the ``cp`` attention
   chunks, and dK, dV reduce-scattered after the backward one. FSDP shards the parameters over the ``dp × cp`` ranks.
+  PyTorch's ring attention (``framework="pytorch"``) also runs, beside each attention kernel, the memory-bound
+  kernels of its FP32 merges and gradient accumulations (:func:`perfmodel.step.trace.ring_attention_work`).
 * **Megatron-Core's execution** (``framework="megatron"``, :func:`perfmodel.step.strategy.resolve_execution`): the
   distributed optimizer — the optimizer updates ``1/(dp·cp)`` of the rank's parameters, its FP32 gradients are
   reduce-scattered in Megatron's buckets (:data:`MEGATRON_BUCKET_ELEMENTS`) under the last micro-batch's backward pass
@@ -979,11 +981,15 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                          megatron=ex["framework"] == "megatron")
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
+    size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
+        if ex["framework"] == "pytorch":  # PyTorch's ring attention: its FP32 merges and accumulations
+            kv_heads = lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
+            work = wl.ring_attention_work(work, cpd, float(kv_heads or lay.heads or 1) / float(lay.heads or 1),
+                                          size, wl.stack_of(compile) == "compile")
     layer = op_layer(work, lay.n_layers)
     is_opt = work["phase"].to_numpy() == "optimizer"
-    size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
     rank_P = rank_share(lay, lay.param_numel, tpd)  # parameters of one tensor-parallel rank
     if tpd > 1:

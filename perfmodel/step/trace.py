@@ -30,7 +30,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -1670,3 +1670,66 @@ def context_parallel_work(work: pd.DataFrame, cp: int, lay: ModelLayout) -> pd.D
         w.loc[attn, "bytes"] = w.loc[attn, "bytes"] * ((1 - share) + share * cp)
         w.loc[attn, "tiles"] = w.loc[attn, "tiles"] * cp
     return w
+
+
+#: op of the memory-bound kernels PyTorch's ring attention runs around its attention kernels (:func:`ring_attention_work`)
+RING_ATTENTION_OP = "ring_attention_merge"
+
+
+def _ring_bytes(n_out: float, n_kv: float, cp: int, size: int, compiled: bool) -> dict:
+    """Bytes of each memory-bound kernel of one context-parallel rank's ring attention per pass (forward, backward):
+    lists of per-kernel bytes (:func:`ring_attention_work`)."""
+    fwd = [4 * n_kv * size] * (cp - 1)  # K and V concatenated for each send
+    bwd = [4 * n_kv * size] * (cp - 1)
+    if compiled:
+        fwd += [(8 + size) * n_out] * (cp - 1)  # each merge: FP32 running output and the step's output in, FP32 out
+        # each step: dK and dV added into the FP32 buffer the ring carries (written flat for the send), dQ into its own
+        bwd += [2 * (8 + size) * n_kv + (8 + size) * n_out] * cp
+    else:
+        fwd += [(40 + size) * n_out] * (cp - 1) + [2 * (4 + size) * n_out]  # the merges' kernels; the casts at both ends
+        bwd += [(40 + 2 * size) * n_kv + (12 + size) * n_out] * cp + [4 * n_out + 8 * n_kv]  # the adds, copies; zeros
+    bwd.append((4 + size) * n_out + (8 + 2 * size) * n_kv)  # dQ, dK, dV cast back from FP32
+    return {"forward": fwd, "backward": bwd}
+
+
+def ring_attention_work(work: pd.DataFrame, cp: int, kv_ratio: float, size: int, compiled: bool) -> pd.DataFrame:
+    """``work`` (after :func:`context_parallel_work`) with the memory-bound kernels PyTorch's ring attention
+    (``torch.distributed.tensor.experimental.context_parallel``, as torchtitan runs it) adds around each attention
+    kernel of a rank, each row after its attention's: it runs the attention as ``cp`` kernels, one per block of K and V
+    the ring brings, and keeps the running result in FP32 (``_ContextParallelOptions.convert_to_f32``, on by default).
+
+    With ``N`` the elements of the rank's attention output (its queries times the head dimension, its heads) and
+    ``M = kv_ratio·N`` those of its K (and of V, at the heads the kernel takes), ``s`` the activations' bytes per
+    element: in the forward pass ``cp − 1`` concatenations of K and V for the send (``4·M·s`` bytes each) and ``cp − 1``
+    merges of a block's output into the running one (``_SDPAMerger``: ``out − sigmoid(lse_b − lse)·(out − out_b)``);
+    in the backward pass ``cp − 1`` concatenations of K and V, and per block the gradients of K and V added into the
+    FP32 buffer that travels the ring (and concatenated flat for the send) and that of Q into its own, then the three
+    cast back. ``compiled`` (torchtitan compiles each layer, the ring with it): each merge one kernel, ``(8 + s)·N``
+    bytes, each backward block ``2·(8 + s)·M + (8 + s)·N``; eager: each operator its own kernel, a merge ``(40 + s)·N``
+    (the cast to FP32, the difference, the product, the update, and on half the blocks the round-robin's
+    concatenation of the updated half), a backward block ``(40 + 2s)·M + (12 + s)·N``, and the casts and zero-fills
+    at the ends. Read from PyTorch's ``_templated_ring_attention`` and ``_templated_ring_attention_backward``
+    (torch/distributed/tensor/experimental/_attention.py); nothing measured. The K and V exchange itself is
+    communication (:mod:`perfmodel.step.parallel`)."""
+    if cp <= 1:
+        return work
+    attn = np.flatnonzero(work["op"].astype(str).str.contains("scaled_dot_product").to_numpy()
+                          & (work["op_class"] == "matmul").to_numpy())
+    if not len(attn):
+        return work
+    rows, at = [], []
+    for i in attn:
+        r = work.iloc[i]
+        n_out = float(r["dim_m"]) * float(r["dim_k"])
+        for nbytes in _ring_bytes(n_out, kv_ratio * n_out, int(cp), int(size), bool(compiled)).get(str(r["phase"]), []):
+            row = r.copy()
+            (row["flops"], row["bytes"], row["tiles"], row["dim_m"], row["dim_n"], row["dim_k"],
+             row["dim_b"]) = _elementwise_fields(nbytes, nbytes / 12.0, float(r["dim_k"]))
+            row["op_class"], row["op"] = "elementwise", RING_ATTENTION_OP
+            if "fp8" in row.index:
+                row["fp8"] = False
+            rows.append(row)
+            at.append(i + 0.5)
+    extra = pd.DataFrame(rows, columns=work.columns).astype(work.dtypes.to_dict())
+    order = np.argsort(np.concatenate([np.arange(len(work), dtype=float), np.asarray(at)]), kind="stable")
+    return pd.concat([work, extra], ignore_index=True).iloc[order].reset_index(drop=True)

@@ -161,6 +161,45 @@ def test_context_parallel_exchanges_repeated_kv_at_every_query_head():
         pm.Parallelism("fsdp1-cp2", context_parallel_kv="full")
 
 
+def test_pytorch_ring_attention_runs_its_fp32_merges_beside_each_attention_kernel():
+    """PyTorch's ring attention (torchtitan's context parallelism) keeps its running output and the K/V gradients in
+    FP32 and merges each of the cp blocks with kernels of its own; Megatron's context parallelism (TE) is not it."""
+    from perfmodel._run import keyword_run
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.trace import RING_ATTENTION_OP, ring_attention_work
+
+    cp, size = 4, 2
+    counts = {}
+    for stack in ("eager", "compile"):
+        w, _, par = keyword_run(LLAMA, "H100", input_shape=(64,), batch_size=1, precision="bf16", optimizer="adam",
+                                n_gpus=cp, strategy=f"fsdp1-cp{cp}", stack=stack)
+        r = rank_work(w, par, cp)
+        work = r.work.reset_index(drop=True)
+        ring = (work["op"] == RING_ATTENTION_OP).to_numpy()
+        # each ring kernel follows its attention kernel or another of its ring kernels, in the attention's module
+        prev = np.flatnonzero(ring) - 1
+        assert (ring[prev] | r.attn[prev]).all()
+        assert (work.loc[ring, "module"].to_numpy() == work["module"].to_numpy()[prev]).all()
+        per_layer = work[ring].groupby("phase").size() / LLAMA["num_hidden_layers"]
+        counts[stack] = per_layer.to_dict()
+        # the bytes: N the attention output's elements, M = N · kv_heads / heads (K and V at their own heads)
+        att = work[r.attn & (work["phase"] == "forward").to_numpy()].iloc[0]
+        n = float(att["dim_m"]) * float(att["dim_k"])
+        m = n * LLAMA["num_key_value_heads"] / LLAMA["num_attention_heads"]
+        fwd = work[ring & (work["phase"] == "forward").to_numpy()]["bytes"].sum() / LLAMA["num_hidden_layers"]
+        merge = (8 + size) if stack == "compile" else (40 + size)
+        ends = 0 if stack == "compile" else 2 * (4 + size) * n
+        assert fwd == pytest.approx((cp - 1) * (4 * m * size + merge * n) + ends)
+    assert counts["eager"] == {"forward": 2 * (cp - 1) + 1, "backward": (cp - 1) + cp + 2}
+    assert counts["compile"] == {"forward": 2 * (cp - 1), "backward": (cp - 1) + cp + 1}
+    # Megatron's context parallelism runs Transformer Engine's, not these kernels; one rank: nothing to merge
+    w, _, par = keyword_run(LLAMA, "H100", input_shape=(64,), batch_size=1, precision="bf16", optimizer="adam",
+                            n_gpus=cp, strategy=f"dp1-cp{cp}", framework="megatron")
+    assert not (rank_work(w, par, cp).work["op"] == RING_ATTENTION_OP).any()
+    work = r.work
+    assert ring_attention_work(work, 1, 1.0, size, True) is work
+
+
 def test_context_parallel_groups_and_links():
     assert crosses_nodes({"tp": 8, "cp": 2, "dp": 1}, 8) == {"tp": False, "cp": True, "dp": True, "pp": False}
     assert crosses_nodes({"tp": 1, "cp": 8, "dp": 1}, 8) == {"tp": False, "cp": False, "dp": False, "pp": False}
