@@ -62,7 +62,7 @@ def test_the_quick_tour_runs_as_written_and_answers_what_its_comments_say():
     # "each instance type on its own network": the p5.48xlarge's EFA rails, the a3-highgpu-8g's TCPX
     assert {"p5.48xlarge", "a3-highgpu-8g"} <= set(rented["instance_type"])
     for inst, net in (("p5.48xlarge", "3200 Gb/s network as 8 rails (GPUDirect RDMA"),
-                      ("a3-highgpu-8g", "1000 Gb/s network as 8 rails (no GPUDirect RDMA")):
+                      ("a3-highgpu-8g", "800 Gb/s network as 8 rails (no GPUDirect RDMA")):
         assert rented.loc[rented["instance_type"] == inst, "extrapolated"].str.contains(net, regex=False).all()
 
 

@@ -189,7 +189,7 @@ def load_instance_networks() -> pd.DataFrame:
     DataFrame
         ``provider``, ``instance_type``, ``gpu`` (catalog id), ``gpus_per_instance``, ``network_gbit_per_s`` (the instance's network
         bandwidth, Gb/s; "up to" rates are burst ceilings, said in the note), ``transport`` (``efa``,
-        ``infiniband``, ``roce``, ``gpudirect-tcpx``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
+        ``infiniband``, ``roce``, ``gpudirect-tcpx``, ``gpudirect-tcpxo``, ``ethernet`` or ``not stated``), ``gpudirect_rdma`` (True where the source states it,
         False where it states none, empty where it says nothing), ``source_url``, ``note`` (the entry quoted).
     """
     return _read_packaged("reference/instance_networks.csv")

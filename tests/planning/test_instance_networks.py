@@ -30,7 +30,7 @@ def test_every_multi_gpu_instance_of_the_shipped_prices_has_a_cited_network():
     nets = load_instance_networks()
     assert not nets.duplicated(["instance_type", "gpus_per_instance"]).any()
     assert (nets["network_gbit_per_s"] > 0).all() and nets["source_url"].str.startswith("https://").all()
-    assert set(nets["transport"]) <= {"efa", "infiniband", "roce", "gpudirect-tcpx", "ethernet", "not stated"}
+    assert set(nets["transport"]) <= {"efa", "infiniband", "roce", "gpudirect-tcpx", "gpudirect-tcpxo", "ethernet", "not stated"}
     prices = load_gpu_prices()
     big = set(map(tuple, prices.loc[prices["gpus_per_instance"] > 1, ["instance_type", "gpus_per_instance"]].values))
     assert big <= set(map(tuple, nets[["instance_type", "gpus_per_instance"]].values))
@@ -52,7 +52,10 @@ def test_a_network_is_split_over_the_gpus_as_rails_at_the_efficiency_of_its_tran
     assert p5.nics_per_node == 8 and rail.bandwidth_gb_per_s == pytest.approx(50.0)
     assert (rail.efficiency, rail.latency_s) == (ndr.efficiency, ndr.latency_s)
     a3 = instance_network("a3-highgpu-8g", 8).rail()  # GPUDirect-TCPX: no RDMA, the assumed efficiency
-    assert a3.bandwidth_gb_per_s == pytest.approx(1000 / 8 / 8) and a3.efficiency == NCCL_EFFICIENCY
+    # its four GPU NICs' 800 Gb/s (the general-purpose fifth not counted), as A3 Mega's eight 1,600
+    assert a3.bandwidth_gb_per_s == pytest.approx(800 / 8 / 8) and a3.efficiency == NCCL_EFFICIENCY
+    mega = instance_network("a3-megagpu-8g", 8).rail()
+    assert mega.bandwidth_gb_per_s == pytest.approx(1600 / 8 / 8) and mega.efficiency == NCCL_EFFICIENCY
     assert instance_network("g6.xlarge", 1).rail().bandwidth_gb_per_s == pytest.approx(10 / 8)
     assert instance_network("my-own-box", 8) is None and instance_network("p5.48xlarge", 4) is None
     # a price row's own network wins over the table
