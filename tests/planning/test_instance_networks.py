@@ -139,12 +139,15 @@ def test_a_cluster_on_a_clouds_instances_is_the_one_plan_cloud_rents(h100_16):
 
 @pytest.mark.parametrize("args, match", [
     (("p5.48xlarg", 16), r"Unknown instance type 'p5.48xlarg'; the nearest known: p5.48xlarge"),
-    (("a2-highgpu-1g", 4), r"4 GPUs span 4 a2-highgpu-1g instances, but no network between them is known .* Add "
-                           r"network_gbit_per_s"),
+    (("my-a2-1g", 4), r"4 GPUs span 4 my-a2-1g instances, but no network between them is known .* Add "
+                      r"network_gbit_per_s"),
     (("p5.48xlarge", 0), r"n_gpus must be a positive whole number of GPUs; got 0")])
 def test_a_cluster_on_instances_says_what_is_missing(args, match):
+    # a price table of one's own: every shipped type has its network, a type of one's own may not
+    shipped = load_gpu_prices()
+    own = shipped[shipped["instance_type"] == "a2-highgpu-1g"].assign(instance_type="my-a2-1g")
     with pytest.raises(ValueError, match=match):
-        instance_cluster(*args)
+        instance_cluster(*args, prices=pd.concat([shipped, own], ignore_index=True))
 
 
 def test_perfmodel_predict_takes_an_instance(tmp_path, capsys):
