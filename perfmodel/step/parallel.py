@@ -1478,6 +1478,9 @@ def _execution_basis(r: RankWork) -> str:
     if r.cp > 1 and r.context_parallel_kv == "repeated":
         parts.append("K and V exchanged over the context-parallel ranks at every query head (repeated before the "
                      "attention kernel)")
+    if r.cp > 1 and r.framework == "pytorch":
+        parts.append(f"PyTorch's ring attention over the {r.cp} context-parallel ranks with its FP32 merges and "
+                     "gradient accumulations (perfmodel.step.trace.ring_attention_work)")
     return "; " + ", ".join(parts) if parts else ""
 
 

@@ -198,6 +198,14 @@ def test_pytorch_ring_attention_runs_its_fp32_merges_beside_each_attention_kerne
     assert not (rank_work(w, par, cp).work["op"] == RING_ATTENTION_OP).any()
     work = r.work
     assert ring_attention_work(work, 1, 1.0, size, True) is work
+    # the basis says so, for PyTorch's context parallelism only
+    run = pm.Workload(LLAMA, input_shape=(64,), batch_size=2, precision="bf16", optimizer="adam")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = pm.predict(run, pm.Cluster("H100", n_gpus=2), pm.Parallelism("fsdp1-cp2"))
+        theirs = pm.predict(run, pm.Cluster("H100", n_gpus=2), pm.Parallelism("dp1-cp2", framework="megatron"))
+    assert "PyTorch's ring attention over the 2 context-parallel ranks" in ours.basis
+    assert "ring attention" not in theirs.basis
 
 
 def test_context_parallel_groups_and_links():
