@@ -751,13 +751,18 @@ def _master_casts(work: pd.DataFrame, *, megatron: bool = False, fsdp_shards: in
     return work
 
 
+def _context_parallel_kv_heads(par, lay):
+    """The K and V heads the attention kernel takes under context parallelism: the query heads' count where the model
+    repeats them before the kernel (:attr:`perfmodel.Parallelism.context_parallel_kv`), else its own."""
+    return lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
+
+
 def _context_parallel_kv_bytes(par, lay, tokens: int, size: int, tpd: int, cpd: int) -> float:
     """Context parallel: K and V of the whole sequence (``tokens`` of the rank's samples, this tensor-parallel rank's
-    heads), per layer; at the query heads' count where the model repeats them before the kernel
-    (:attr:`perfmodel.Parallelism.context_parallel_kv`). 0 without context parallelism."""
+    heads), per layer, at :func:`_context_parallel_kv_heads`. 0 without context parallelism."""
     if cpd <= 1:
         return 0.0
-    kv_heads = lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
+    kv_heads = _context_parallel_kv_heads(par, lay)
     return float(tokens * 2 * (kv_heads or 0) * (lay.hidden or 0) / (lay.heads or 1) * size / tpd)
 
 
@@ -985,7 +990,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
         if ex["framework"] == "pytorch":  # PyTorch's ring attention: its FP32 merges and accumulations
-            kv_heads = lay.heads if par.context_parallel_kv == "repeated" else lay.kv_heads
+            kv_heads = _context_parallel_kv_heads(par, lay)
             work = wl.ring_attention_work(work, cpd, float(kv_heads or lay.heads or 1) / float(lay.heads or 1),
                                           size, wl.stack_of(compile) == "compile")
     layer = op_layer(work, lay.n_layers)

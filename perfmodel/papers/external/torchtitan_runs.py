@@ -137,6 +137,16 @@ def grand_teton_clock() -> float:
     return sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), load_published_gemms(), "bf16")
 
 
+def grand_teton_run_clock(n_gpus: int) -> float:
+    """The share of its datasheet clock a run on ``n_gpus`` Grand Teton H100s is predicted at: :func:`grand_teton_clock`
+    (one chip's GEMMs) less the expected shortfall of the slowest of the run's chips, on which a synchronous step waits
+    (:func:`perfmodel.step.kernels.slowest_chip_clock`, the spread of the H100's measured GH100 node)."""
+    from perfmodel.datasets.llm_runs import GRAND_TETON_H100
+    from perfmodel.step.kernels import slowest_chip_clock
+
+    return slowest_chip_clock(grand_teton_clock(), GRAND_TETON_H100["base"], int(n_gpus))
+
+
 def published_gemm_check() -> pd.DataFrame:
     """FBGEMM's published GEMMs of a 500 W H100 (:func:`perfmodel.datasets.load_published_gemms`) beside perfmodel's
     GEMM model on the Grand Teton part at its datasheet clock and at :func:`grand_teton_clock`: the BF16 rows set the
@@ -180,13 +190,10 @@ def _predict(r, compile_scope: str | None = None):
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.step_time import OutOfMemoryWarning
 
-    from perfmodel.step.kernels import slowest_chip_clock
-
     seq, ac, prec, comp, recipe = _settings(r)
     spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
     # FBGEMM's GEMMs ran on one chip: the run's synchronous step waits on the slowest of its chips
-    clock = (slowest_chip_clock(grand_teton_clock(), GRAND_TETON_H100["base"], int(r.n_gpus))
-             if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0)
+    clock = grand_teton_run_clock(int(r.n_gpus)) if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0
     pp = int(r.pp)
     run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * int(r.fsdp),
                       precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=recipe or None,
@@ -388,7 +395,6 @@ def torchao_float8_check() -> pd.DataFrame:
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
     from perfmodel.step.float8_rowwise import calibration_frame
-    from perfmodel.step.kernels import slowest_chip_clock
     from perfmodel.step.step_time import OutOfMemoryWarning
 
     gpu = "H100"
@@ -419,7 +425,7 @@ def torchao_float8_check() -> pd.DataFrame:
                 p = pm.predict(w, pm.Cluster(gpu, n_gpus=n_gpus, gpus_per_node=8, interconnect=LINKS["H100"]), how)
                 gt = pm.predict(w, pm.Cluster(grand_teton, n_gpus=n_gpus, gpus_per_node=8, nics_per_node=8,
                                               interconnect=LINKS["H100"],
-                                              clock=slowest_chip_clock(grand_teton_clock(), "H100", n_gpus)), how)
+                                              clock=grand_teton_run_clock(n_gpus)), how)
                 row["predicted_on_grand_teton"] = local * seq / gt.step_time_s
                 rule = rule_of_thumb_step_time(MODEL_CONFIGS["Llama 3.1 8B"], gpu, input_shape=(seq,),
                                                batch_size=local * n_gpus, precision="bf16", n_gpus=n_gpus).iloc[0]
