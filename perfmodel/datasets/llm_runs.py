@@ -32,6 +32,9 @@ from perfmodel.datasets.neusight import _unknown
 __all__ = [
     "GRAND_TETON_H100",
     "torchtitan_gpu_spec",
+    "VISIBLE_MEMORY_SHARE",
+    "device_memory_gib",
+    "gpu_of_device_memory",
     "VIDUR_OPERATORS",
     "VIDUR_GPUS",
     "VIDUR_SYSTEMS",
@@ -374,6 +377,52 @@ def torchtitan_gpu_spec(source_gpu: str):
     rates = {col: (getattr(base, col) + getattr(other, col)) / 2 for col in PRECISIONS.values()}
     return dataclasses.replace(base, gpu=g["gpu"], memory_gib=g["memory_gib"], tdp_w=g["tdp_w"],
                                memory_bandwidth_gb_per_s=g["memory_bandwidth_gb_per_s"], **rates)
+
+
+#: the least share of its nominal memory a GPU reports to torch as its total (the driver and ECC keep the rest): an
+#: H100 80GB HBM3 logs 79.1 GiB (``load_torchtitan_memory_logs``' reference row, 98.9 %)
+VISIBLE_MEMORY_SHARE = 0.97
+
+
+def device_memory_gib(logs: pd.DataFrame) -> pd.Series:
+    """The device memory each logged torchtitan line implies, in GiB: ``logged_memory_gib / logged_memory_pct · 100``
+    (torchtitan's ``DeviceMemoryMonitor`` logs the peak reserved memory as a share of
+    ``torch.cuda.get_device_properties(...).total_memory``); ``logs`` as :func:`perfmodel.datasets.load_torchtitan_memory_logs`."""
+    pct = logs["logged_memory_pct"].astype(float)
+    if not pct.between(0, 100, inclusive="right").all():
+        raise DataFormatError(f"logged memory shares must lie in (0, 100] %; got {sorted(set(pct[~pct.between(0, 100, inclusive='right')]))}.")
+    return logs["logged_memory_gib"].astype(float) / pct * 100
+
+
+def gpu_of_device_memory(memory_gib: float, family: str):
+    """The part of a GPU family a run ran on, from the device memory its logs imply (:func:`device_memory_gib`), as
+    :func:`torchtitan_gpu_spec` predicts for it.
+
+    The candidates are the catalog GPUs whose id begins with ``family`` and, for ``"H100"``, the Grand Teton H100
+    (:data:`GRAND_TETON_H100`, 96 GB HBM2e at 500 W). A part fits when torch's total lies between
+    :data:`VISIBLE_MEMORY_SHARE` of its nominal memory and all of it.
+
+    Raises
+    ------
+    ValueError
+        When no candidate or more than one fits, naming each candidate's range.
+    """
+    from perfmodel.datasets.gpus import gpu_spec
+    from perfmodel.datasets.reference import load_gpu_catalog
+
+    if not np.isfinite(memory_gib) or memory_gib <= 0:
+        raise ValueError(f"gpu_of_device_memory: the device memory must be a positive number of GiB; got {memory_gib!r}.")
+    ids = [g for g in load_gpu_catalog()["gpu"] if g == family or g.startswith(f"{family}-")]
+    parts = [gpu_spec(g) for g in ids]
+    if family == "H100":
+        parts.append(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"))
+    fits = [p for p in parts if VISIBLE_MEMORY_SHARE * p.memory_gib <= memory_gib <= p.memory_gib]
+    if len(fits) != 1:
+        ranges = ", ".join(f"{p.gpu} {VISIBLE_MEMORY_SHARE * p.memory_gib:.1f}-{p.memory_gib:.0f} GiB" for p in parts)
+        raise ValueError(f"gpu_of_device_memory: {memory_gib:.2f} GiB of device memory fits "
+                         f"{[p.gpu for p in fits] or 'no part'} of the {family!r} family ({ranges or 'no candidates'}); "
+                         "expected exactly one. Name the part instead.")
+    return fits[0]
 
 
 def _gpu_of(source_gpu: str) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -346,6 +346,24 @@ def load_torchao_float8_checks() -> pd.DataFrame:
     return _read_packaged("reference/torchao_float8_h100.csv")
 
 
+def load_torchtitan_memory_logs() -> pd.DataFrame:
+    """torchtitan's logged memory lines from public logs, transcribed with their citation: each line's peak reserved
+    memory in GiB and its share of the device's memory. torchtitan's ``DeviceMemoryMonitor`` divides by
+    ``torch.cuda.get_device_properties(...).total_memory``, so ``logged_memory_gib / logged_memory_pct · 100`` is the
+    GPU's memory as torch reports it: which part a source that only says "H100" ran on
+    (:func:`perfmodel.datasets.llm_runs.gpu_of_device_memory`). Rows of ``kind`` ``"torchao_e2e"`` are the logs of
+    torchao's end-to-end float8 runs (Llama 3 8B on 8 H100, the configuration and the authors of
+    :func:`load_torchao_float8_checks`' training rows); ``"reference"`` rows come from a device their source names.
+
+    Returns
+    -------
+    DataFrame
+        One row per logged line: ``kind``, ``device_named`` (as the source names the GPUs), ``model``, ``recipe``
+        (``"none"`` for bfloat16), ``step``, ``logged_memory_gib``, ``logged_memory_pct``, ``source``.
+    """
+    return _read_packaged("reference/torchtitan_memory_logs.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -412,6 +430,12 @@ DATASETS: tuple[DatasetSpec, ...] = (
                 "H100: a tensorwise microbenchmark speedup over bfloat16 at one shape, or a torchtitan Llama 3 8B run's "
                 "tokens/s and peak memory (bfloat16, tensorwise, rowwise)", ("reference/torchao_float8_h100.csv",),
                 "torchao's float8 README, tensorwise examples and training benchmarks (beyond the papers)",
+                kind="reference"),
+    DatasetSpec("torchtitan_memory_logs", load_torchtitan_memory_logs, "one logged torchtitan memory line: peak "
+                "reserved GiB and its share of the device (the device's memory as torch reports it), from public logs "
+                "of torchao's float8 runs and of a named H100 80GB", ("reference/torchtitan_memory_logs.csv",),
+                "github.com/pytorch/torchtitan/pull/808, github.com/pytorch/torchtitan/issues/1789, "
+                "github.com/pytorch/ao/pull/1802 (beyond the papers)",
                 kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

@@ -55,8 +55,9 @@ ITEM = Item(
                "per row, their mean (MAPE), and the share of rows within 25 %. Beside them, held out: torchao's "
                "tensorwise microbenchmark examples (the speedup over BF16 of LayerNorm -> Linear -> Sigmoid, as "
                "perfmodel.step.float8_rowwise predicts its table) and torchao's end-to-end runs (tokens/s, the FP8 "
-               "gains, peak memory), on the catalog H100 the source names, with the 500 W part of torchtitan's own "
-               "tables reported as an unscored alternative (torchao_float8_check), the rule of thumb beside each."),
+               "gains, peak memory) on the part their authors' logs show (the 96 GB 500 W H100 of torchtitan's own "
+               "tables: torchao_e2e_gpu), the catalog H100 reported as an unscored alternative "
+               "(torchao_float8_check), the rule of thumb beside each."),
     status="perfmodel analysis",
     notebook="notebooks/15-llama-training-plan.ipynb",
     test="tests/papers/test_torchtitan_runs.py",
@@ -186,22 +187,18 @@ def _predict(r, compile_scope: str | None = None):
     """(the GPU's spec, the share of its clock it runs at, the :class:`perfmodel.Prediction`) of a published run, its
     compiled part :data:`TORCHTITAN_COMPILE_SCOPE`'s for its source unless ``compile_scope`` says another."""
     import perfmodel as pm
-    from perfmodel.datasets.llm_runs import GRAND_TETON_H100, torchtitan_gpu_spec
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.step_time import OutOfMemoryWarning
 
     seq, ac, prec, comp, recipe = _settings(r)
     spec = torchtitan_gpu_spec(r.source_gpu)  # the part the file describes (the Grand Teton H100: 2.4 TB/s, 500 W)
-    # FBGEMM's GEMMs ran on one chip: the run's synchronous step waits on the slowest of its chips
-    clock = grand_teton_run_clock(int(r.n_gpus)) if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0
+    clock = _run_clock(spec, int(r.n_gpus))
     pp = int(r.pp)
     run = pm.Workload(MODEL_CONFIGS[r.model], input_shape=(seq,), batch_size=int(r.local_batch_size) * int(r.fsdp),
                       precision=prec, optimizer="adam-fused", compile=comp, fp8_recipe=recipe or None,
                       compile_scope=(compile_scope or TORCHTITAN_COMPILE_SCOPE[r.source_file]) if comp else None)
-    # the 500 W part at the clock its published GEMMs show, its slowest chip's; a catalog part at the default
-    # (pm.Cluster's clock, which is the slowest chip's too)
-    on = pm.Cluster(spec, n_gpus=int(r.n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=LINKS[r.gpu],
-                    clock=clock if clock != 1.0 else None)
+    on = _cluster(spec, int(r.n_gpus), LINKS[r.gpu])
     # torchtitan's default with a pipeline: as many micro-batches as pipeline stages, its generated split points
     interleaved = pp > 1 and "interleaved" in _text(r.pp_schedule).lower()
     how = pm.Parallelism(_strategy(r), activation_checkpointing=ac,
@@ -368,53 +365,99 @@ def _signed_by_tp(d: pd.DataFrame, predicted) -> list:
 TORCHAO_E2E_COMPILE_SCOPE = "layers"
 
 
+def torchao_e2e_gpu():
+    """The H100 torchao's end-to-end float8 runs ran on, as :func:`perfmodel.datasets.llm_runs.torchtitan_gpu_spec`
+    predicts for it: the part whose memory the logs of those runs show. torchao's README names only "8xH100 GPUs";
+    its authors' logs of the same runs (Llama 3 8B, 8 GPUs, batch 1, sequence 8192, compiled: the rows of
+    :func:`perfmodel.datasets.load_torchtitan_memory_logs` of kind ``"torchao_e2e"``, two of which log the README's
+    own peak memories) put each line's peak memory at a share of a 95.0 GiB device, which only the 96 GB H100 of
+    torchtitan's own tables (Grand Teton, 500 W) holds (:func:`perfmodel.datasets.llm_runs.gpu_of_device_memory`;
+    an 80 GB H100 reports 79.1 GiB).
+
+    Raises
+    ------
+    DataFormatError
+        When the logs disagree on the device's memory by more than 0.5 %, or none is of these runs.
+    """
+    from perfmodel._errors import DataFormatError
+    from perfmodel.datasets import load_torchtitan_memory_logs
+    from perfmodel.datasets.llm_runs import device_memory_gib, gpu_of_device_memory
+
+    logs = load_torchtitan_memory_logs()
+    mem = device_memory_gib(logs[logs["kind"] == "torchao_e2e"])
+    if mem.empty or mem.max() > 1.005 * mem.min():
+        raise DataFormatError(f"load_torchtitan_memory_logs: the logs of torchao's end-to-end runs imply device memories "
+                              f"{sorted(mem.round(2))} GiB; expected one device (within 0.5 %).")
+    return gpu_of_device_memory(float(mem.median()), "H100")
+
+
+def _run_clock(spec, n_gpus: int) -> float:
+    """The share of its datasheet clock a run on ``n_gpus`` of ``spec`` is predicted at: the Grand Teton H100 at
+    :func:`grand_teton_run_clock` (FBGEMM's GEMMs ran on one chip; the run's synchronous step waits on the slowest of
+    its chips); 1.0 for a catalog part, which pm.Cluster's default clock (the slowest chip's too) then sets."""
+    from perfmodel.datasets.llm_runs import GRAND_TETON_H100
+
+    return grand_teton_run_clock(int(n_gpus)) if spec.gpu == GRAND_TETON_H100["gpu"] else 1.0
+
+
+def _cluster(spec, n_gpus: int, interconnect):
+    """The cluster a torchtitan run on ``n_gpus`` of ``spec`` is predicted on: nodes of 8 with NVLink inside and a NIC
+    per GPU on its own rail, at :func:`_run_clock`."""
+    import perfmodel as pm
+
+    clock = _run_clock(spec, n_gpus)
+    return pm.Cluster(spec, n_gpus=int(n_gpus), gpus_per_node=8, nics_per_node=8, interconnect=interconnect,
+                      clock=clock if clock != 1.0 else None)
+
+
 @cached_frame
 def torchao_float8_check() -> pd.DataFrame:
     """torchao's other published float8 measurements on an H100 (:func:`perfmodel.datasets.load_torchao_float8_checks`),
-    held out, predicted on the catalog H100 (the sources name an H100, not its power limit): the two worked examples
-    of its tensorwise microbenchmark (the speedup over BF16 of ``LayerNorm -> Linear -> Sigmoid``, forward and
-    backward, compiled, as :mod:`perfmodel.step.float8_rowwise` predicts the row-wise table) and its end-to-end
-    torchtitan runs (Llama 3 8B, FSDP over 8 GPUs with NVLink, local batch 1 at sequence 8192, per-operator selective
-    checkpointing, compiled per layer with the loss eager, the fused Adam step; BF16, tensorwise, rowwise), each
-    beside the rule of thumb (a speedup of 1: it has no FP8; tokens/s at 40 % of the dense BF16 peak).
+    held out: the two worked examples of its tensorwise microbenchmark (the speedup over BF16 of ``LayerNorm -> Linear
+    -> Sigmoid``, forward and backward, compiled, as :mod:`perfmodel.step.float8_rowwise` predicts the row-wise table;
+    a ratio, on the catalog H100: their source names no part) and its end-to-end torchtitan runs (Llama 3 8B, FSDP over
+    8 GPUs with NVLink, local batch 1 at sequence 8192, per-operator selective checkpointing, compiled per layer with
+    the loss eager, the fused Adam step; BF16, tensorwise, rowwise) on the part their logs show
+    (:func:`torchao_e2e_gpu`: the 96 GB, 500 W H100 of torchtitan's own tables, at its clock as torchtitan's rows run
+    it), each beside the rule of thumb (a speedup of 1: it has no FP8; tokens/s at 40 % of the dense BF16 peak of the
+    same part).
 
     Returns
     -------
     DataFrame
         One row per measurement: ``kind``, ``recipe``, ``m``, ``k``, ``n``, ``measured`` and ``predicted`` (the
-        speedup of a microbenchmark row, tokens/s per GPU of a training row), ``predicted_on_grand_teton`` (a
-        training row on the 500 W part of torchtitan's own H100 tables, at :func:`grand_teton_clock` less the slowest of its
-        8 chips' shortfall (:func:`perfmodel.step.kernels.slowest_chip_clock`): an alternative the
-        sources do not state, reported beside the score, not scored), ``rule_of_thumb``,
-        ``measured_memory_gib`` / ``predicted_memory_gib`` (training rows), ``abs_error_pct``,
-        ``rule_of_thumb_abs_error_pct``.
+        speedup of a microbenchmark row, tokens/s per GPU of a training row), ``gpu`` (the part predicted),
+        ``predicted_on_catalog_h100`` (a training row on the catalog H100, the 80 GB 700 W SXM5 at pm.Cluster's
+        default clock: the part the README's "H100" would name without the logs, reported beside the score, not
+        scored), ``rule_of_thumb``, ``measured_memory_gib`` / ``predicted_memory_gib`` (training rows),
+        ``abs_error_pct``, ``rule_of_thumb_abs_error_pct``.
     """
     import perfmodel as pm
     from perfmodel.datasets import load_torchao_float8_checks
-    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+    from perfmodel.datasets.gpus import gpu_spec
     from perfmodel.models import ExtrapolationWarning
     from perfmodel.step.baselines import rule_of_thumb_step_time
     from perfmodel.step.float8_rowwise import calibration_frame
     from perfmodel.step.step_time import OutOfMemoryWarning
 
-    gpu = "H100"
-    grand_teton = torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit")
+    catalog = "H100"
+    part = torchao_e2e_gpu()
     rows = []
     checks = load_torchao_float8_checks()
     bench = checks[checks["kind"] == "microbenchmark"]
     if not (bench["recipe"] == "tensorwise").all():
         raise ValueError("load_torchao_float8_checks: its microbenchmark rows are torchao's tensorwise examples; got "
                          f"recipes {sorted(set(bench['recipe']))}.")
-    subgraph = calibration_frame(bench, gpu, recipe="tensorwise").set_index(["m", "k", "n"])
+    subgraph = calibration_frame(bench, catalog, recipe="tensorwise").set_index(["m", "k", "n"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtrapolationWarning)
         warnings.simplefilter("ignore", OutOfMemoryWarning)
         for r in checks.itertuples(index=False):
             row = dict(kind=r.kind, recipe=r.recipe, m=r.m, k=r.k, n=r.n, measured_memory_gib=np.nan,
-                       predicted_memory_gib=np.nan, predicted_on_grand_teton=np.nan)
+                       predicted_memory_gib=np.nan, predicted_on_catalog_h100=np.nan)
             if r.kind == "microbenchmark":
                 t = subgraph.loc[(int(r.m), int(r.k), int(r.n))]
-                row.update(measured=float(r.speedup), predicted=float(t["t_bf16"] / t["t_fp8"]), rule_of_thumb=1.0)
+                row.update(gpu=catalog, measured=float(r.speedup), predicted=float(t["t_bf16"] / t["t_fp8"]), rule_of_thumb=1.0)
             else:
                 seq, n_gpus, local = int(r.seq_len), int(r.n_gpus), int(r.local_batch_size)
                 fp8 = r.recipe != "none"
@@ -422,14 +465,12 @@ def torchao_float8_check() -> pd.DataFrame:
                                 precision="fp8" if fp8 else "bf16", optimizer="adam-fused", compile=True,
                                 fp8_recipe=str(r.recipe) if fp8 else None, compile_scope=TORCHAO_E2E_COMPILE_SCOPE)
                 how = pm.Parallelism("fsdp", activation_checkpointing="selective")
-                p = pm.predict(w, pm.Cluster(gpu, n_gpus=n_gpus, gpus_per_node=8, interconnect=LINKS["H100"]), how)
-                gt = pm.predict(w, pm.Cluster(grand_teton, n_gpus=n_gpus, gpus_per_node=8, nics_per_node=8,
-                                              interconnect=LINKS["H100"],
-                                              clock=grand_teton_run_clock(n_gpus)), how)
-                row["predicted_on_grand_teton"] = local * seq / gt.step_time_s
-                rule = rule_of_thumb_step_time(MODEL_CONFIGS["Llama 3.1 8B"], gpu, input_shape=(seq,),
+                p = pm.predict(w, _cluster(part, n_gpus, LINKS["H100"]), how)
+                alt = pm.predict(w, _cluster(gpu_spec(catalog), n_gpus, LINKS["H100"]), how)
+                rule = rule_of_thumb_step_time(MODEL_CONFIGS["Llama 3.1 8B"], part, input_shape=(seq,),
                                                batch_size=local * n_gpus, precision="bf16", n_gpus=n_gpus).iloc[0]
-                row.update(measured=float(r.tokens_per_s), predicted=local * seq / p.step_time_s,
+                row.update(gpu=part.gpu, measured=float(r.tokens_per_s), predicted=local * seq / p.step_time_s,
+                           predicted_on_catalog_h100=local * seq / alt.step_time_s,
                            rule_of_thumb=local * seq / float(rule["step_time_s"]),
                            measured_memory_gib=float(r.peak_memory_gb),
                            predicted_memory_gib=p.memory["total_bytes"] / 2**30)
@@ -457,8 +498,9 @@ def _torchao_numbers() -> list[dict]:
     d = torchao_float8_check()
     mb, tr = d[d["kind"] == "microbenchmark"], d[d["kind"] == "training"]
     g = torchao_float8_gains(d)
-    src = ("torchao's float8 README (perfmodel.datasets.load_torchao_float8_checks), held out, predicted on the catalog "
-           "H100 (torchtitan_runs.torchao_float8_check)")
+    src = ("torchao's float8 README (perfmodel.datasets.load_torchao_float8_checks), held out, the microbenchmark "
+           "examples predicted on the catalog H100, the end-to-end runs on the 96 GB 500 W H100 their logs show "
+           "(torchtitan_runs.torchao_e2e_gpu, torchtitan_runs.torchao_float8_check)")
     return [
         dict(quantity="torchao_tensorwise_microbenchmark_speedup_mape_pct", unit="pct", value=float(mb["abs_error_pct"].mean()),
              protocol=f"mean absolute % error of the speedup over BF16 of torchao's {len(mb)} tensorwise microbenchmark "
@@ -469,13 +511,14 @@ def _torchao_numbers() -> list[dict]:
         dict(quantity="torchao_e2e_tokens_mape_pct", unit="pct", value=float(tr["abs_error_pct"].mean()),
              protocol=f"mean absolute % error of tokens/s per GPU of torchao's {len(tr)} end-to-end torchtitan runs "
                       f"(Llama 3 8B, 8 GPUs, BF16, tensorwise, rowwise); {src}"),
-        dict(quantity="torchao_e2e_tokens_mape_pct_if_grand_teton", unit="pct",
-             value=mape(tr["measured"], tr["predicted_on_grand_teton"]),
-             protocol=f"the same runs predicted on the 500 W H100 of torchtitan's own tables (at grand_teton_clock), a "
-                      f"part the source does not name: an alternative reported beside the score; {src}"),
+        dict(quantity="torchao_e2e_tokens_mape_pct_on_catalog_h100", unit="pct",
+             value=mape(tr["measured"], tr["predicted_on_catalog_h100"]),
+             protocol=f"the same runs predicted on the catalog H100 (SXM5 80GB, 700 W, pm.Cluster's default clock), the "
+                      f"part the README's 'H100' would name without its authors' logs: an alternative reported beside "
+                      f"the score, not scored; {src}"),
         dict(quantity="torchao_e2e_rule_of_thumb_tokens_mape_pct", unit="pct", value=float(tr["rule_of_thumb_abs_error_pct"].mean()),
              protocol=f"the baseline on the same runs: the rule of thumb, (6N + 12·L·h·s) FLOPs per token at 40 % of the "
-                      f"dense BF16 peak; {src}"),
+                      f"dense BF16 peak of the part they ran on; {src}"),
         dict(quantity="torchao_e2e_fp8_gain_mean_abs_error", unit="ratio", value=float(g["error"].abs().mean()),
              protocol=f"mean absolute error of the FP8 recipes' gain over BF16 (tokens/s over the BF16 run's) on those "
                       f"runs, predicted against measured; {src}"),
