@@ -228,7 +228,7 @@ def _llm_claims():
            "average (the rule of thumb, which predicts none, {})"), (
         int(n["async_tp_pairs"]), f"{n['async_tp_gain_mean_abs_error']:.2f}",
         f"{n['rule_of_thumb_async_tp_gain_mean_abs_error']:.2f}")
-    yield ("The errors lean where tensor parallelism runs: the mean signed error of tokens/s is {} % on torchtitan's {} "
+    yield ("Tensor parallelism does not tilt perfmodel's errors as it tilts the rule of thumb's: the mean signed error of tokens/s is {} % on torchtitan's {} "
            "runs with it and {} % on the {} without it (positive: predicted too fast; the rule of thumb {} % and {} %)"), (
         f"{n['tp_tokens_mean_signed_pct']:+.1f}", int(n["tp_rows"]), f"{n['no_tp_tokens_mean_signed_pct']:+.1f}",
         int(n["rows_predicted"] - n["tp_rows"]), f"{n['rule_of_thumb_tp_tokens_mean_signed_pct']:+.1f}",

@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -364,6 +364,23 @@ def load_torchtitan_memory_logs() -> pd.DataFrame:
     return _read_packaged("reference/torchtitan_memory_logs.csv")
 
 
+def load_torchao_bf16_linears() -> pd.DataFrame:
+    """Published times of a bfloat16 linear layer's forward and backward passes under ``torch.compile`` on the H100 of
+    torchao's float8 microbenchmarks (the baseline column of a float8 linear benchmark by the author of the row-wise
+    table of :func:`load_float8_rowwise_linears`, a month before it), transcribed with their citation. Three GEMMs
+    each: they say which H100 that author's benchmarks ran on
+    (:func:`perfmodel.step.float8_rowwise.calibration_part`).
+
+    Returns
+    -------
+    DataFrame
+        One row per measurement: ``name`` (the Llama 3 70B linear the shape is), ``m``, ``k``, ``n`` (an ``m x k``
+        input, ``k`` in-features, ``n`` out-features), ``use_fast_accum`` (the float8 side's setting; the bfloat16
+        time does not depend on it), ``ref_time_ms``, ``source``.
+    """
+    return _read_packaged("reference/torchao_bf16_linear_h100.csv")
+
+
 def load_paper_numbers(area: str | None = None) -> pd.DataFrame:
     """Numbers the papers report, to be reproduced (``datasets/reference/paper_numbers/<area>.csv``).
 
@@ -436,6 +453,10 @@ DATASETS: tuple[DatasetSpec, ...] = (
                 "of torchao's float8 runs and of a named H100 80GB", ("reference/torchtitan_memory_logs.csv",),
                 "github.com/pytorch/torchtitan/pull/808, github.com/pytorch/torchtitan/issues/1789, "
                 "github.com/pytorch/ao/pull/1802 (beyond the papers)",
+                kind="reference"),
+    DatasetSpec("torchao_bf16_linears", load_torchao_bf16_linears, "one published bfloat16 linear forward + backward "
+                "time (compiled) on the H100 of torchao's float8 microbenchmarks, m x k x n",
+                ("reference/torchao_bf16_linear_h100.csv",), "github.com/pytorch/ao/pull/2185 (beyond the papers)",
                 kind="reference"),
     DatasetSpec("prices", load_prices, "one GCE server type: hourly on-demand/transient price (2019)", ("reference/icac19_prices.csv",), "ICAC'19 Table II", kind="reference"),
 )

@@ -14,7 +14,10 @@ small shapes to 1.73 at large ones, where perfmodel's GEMMs (the backward ones w
 (``uncalibrated_speedup_mape_pct`` of the fitted file).
 
 **Calibration** (:func:`fit`, no training run used): perfmodel predicts each shape's subgraph in BF16 and with the
-row-wise recipe without this calibration (:func:`calibration_frame`, the catalog H100); the time the measured speedup
+row-wise recipe without this calibration (:func:`calibration_frame`) on the H100 the table ran on — the 500 W Grand Teton
+part at its sustained clock, the one of :func:`calibration_candidates` whose GEMM model reproduces the bfloat16 linear
+times the table's author published a month before it (:func:`calibration_part`; the catalog 700 W H100 predicts them
+16-25 % fast); the time the measured speedup
 leaves over that prediction, ``t_bf16 / speedup − t_fp8``, is fitted per shape as ``a·M·K + b·M·N + c·K·N + d``
 (non-negative least squares on the error relative to the measured float8 time): a cost per element of the input, of
 the output gradient and of the weight, and a fixed cost per linear. The per-element costs are turned into bytes at the
@@ -47,8 +50,67 @@ from perfmodel.step.trace import (ROWWISE_FITTED_PATH as FITTED_PATH, ROWWISE_GA
 __all__ = ["FITTED_PATH", "SHARED_OP", "GATHERED_OP", "overheads", "overhead_rows", "keep_gathered_whole", "uncalibrated",
            "calibration_frame", "fit", "scores", "rebuild"]
 
-#: the GPU the microbenchmark ran on (the catalog part it is predicted on)
-CALIBRATION_GPU = "H100"
+#: how far (the mean of ``log(predicted / measured)``, either way) the GEMM model of the part named as the
+#: microbenchmark's may miss the published bfloat16 linear times (:func:`calibration_part`)
+CALIBRATION_PART_TOLERANCE = 0.05
+
+
+def calibration_candidates() -> dict:
+    """The H100s torchao's microbenchmark may have run on, each at the clock it would have run one GEMM at: the catalog
+    H100 (SXM5 80GB, 700 W) at its datasheet clock (a burst) and at the share it sustains under GEMM load
+    (:data:`perfmodel.step.kernels.SUSTAINED_CLOCK_SHARE`), and the 500 W Grand Teton H100 (96 GB HBM2e) at the share
+    FBGEMM's published GEMMs give it (:func:`perfmodel.step.kernels.grand_teton_h100_clock`). Name → spec."""
+    from perfmodel.datasets import gpu_spec
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+    from perfmodel.step.kernels import SUSTAINED_CLOCK_SHARE, at_sustained_clock, grand_teton_h100_clock
+
+    gt = torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit")
+    return {"H100 at its datasheet clock": gpu_spec("H100"),
+            "H100 at its sustained clock": at_sustained_clock("H100", SUSTAINED_CLOCK_SHARE["H100"]),
+            f"{gt.gpu} at its sustained clock": at_sustained_clock(gt, grand_teton_h100_clock())}
+
+
+def linear_time_bias(spec, linears: pd.DataFrame | None = None) -> float:
+    """The mean of ``log(predicted / measured)`` of the GEMM model on ``spec`` over published bfloat16 linear layers'
+    forward and backward times (default :func:`perfmodel.datasets.load_torchao_bf16_linears`): per row the three GEMMs
+    of an ``m x k`` input through a ``k x n`` weight (the forward, the input gradient, the weight gradient)."""
+    from perfmodel.datasets import load_torchao_bf16_linears
+    from perfmodel.step.kernels import gemm_seconds
+
+    d = load_torchao_bf16_linears() if linears is None else linears
+    need = {"m", "k", "n", "ref_time_ms"}
+    if not isinstance(d, pd.DataFrame) or not need <= set(d.columns) or not len(d):
+        raise ValueError(f"linear_time_bias needs rows with columns {sorted(need)}; got {type(d).__name__} with "
+                         f"columns {sorted(getattr(d, 'columns', []))}.")
+    m, k, n = (d[c].to_numpy(float) for c in ("m", "k", "n"))
+    gemms = pd.DataFrame({"m": np.concatenate([m, m, k]), "n": np.concatenate([n, k, n]),
+                          "k": np.concatenate([k, n, m])})
+    t = gemm_seconds(gemms, spec).reshape(3, len(d)).sum(axis=0)
+    measured = d["ref_time_ms"].to_numpy(float) / 1e3
+    if not (np.isfinite(measured).all() and (measured > 0).all()):
+        raise ValueError("linear_time_bias: every ref_time_ms must be a positive number of milliseconds.")
+    return float(np.mean(np.log(t / measured)))
+
+
+def calibration_part():
+    """The H100 torchao's row-wise microbenchmark ran on, as perfmodel predicts for it: of
+    :func:`calibration_candidates`, the one whose GEMM model best reproduces the bfloat16 linear times its author
+    published from the same kind of benchmark a month before the table (:func:`linear_time_bias`: the author of
+    the table says so on https://github.com/pytorch/torchtitan/issues/1207, 2025-06-18, "the handy fp8 rowwise speedup
+    table I just added"; his benchmarks of the same weeks ran on Grand Teton H100s,
+    https://github.com/pytorch/torchtitan/pull/1299).
+
+    Raises
+    ------
+    ValueError
+        When even the best candidate misses those times by more than :data:`CALIBRATION_PART_TOLERANCE`.
+    """
+    bias = {name: linear_time_bias(spec) for name, spec in calibration_candidates().items()}
+    best = min(bias, key=lambda name: abs(bias[name]))
+    if abs(bias[best]) > CALIBRATION_PART_TOLERANCE:
+        raise ValueError(f"calibration_part: no candidate H100 reproduces the published bfloat16 linear times within "
+                         f"{CALIBRATION_PART_TOLERANCE:.0%} (mean log error {', '.join(f'{k} {v:+.3f}' for k, v in bias.items())}).")
+    return calibration_candidates()[best]
 
 
 def _subgraph(k: int, n: int):
@@ -68,11 +130,10 @@ def _subgraph(k: int, n: int):
     return LayerNormLinearSigmoid()
 
 
-def calibration_frame(data: pd.DataFrame | None = None, gpu: str = CALIBRATION_GPU,
-                      recipe: str = "rowwise") -> pd.DataFrame:
+def calibration_frame(data: pd.DataFrame | None = None, gpu=None, recipe: str = "rowwise") -> pd.DataFrame:
     """Per shape of ``data`` (default :func:`perfmodel.datasets.load_float8_rowwise_linears`): perfmodel's one-GPU step
-    of the benchmark subgraph (batch ``M`` of ``K`` features, no optimizer, ``compile=True``) on ``gpu`` in BF16
-    (``t_bf16``) and with torchao's ``recipe`` (row-wise by default) without the row-wise calibration (``t_fp8``), with
+    of the benchmark subgraph (batch ``M`` of ``K`` features, no optimizer, ``compile=True``) on ``gpu`` (a catalog
+    name or a spec; default :func:`calibration_part`) in BF16 (``t_bf16``) and with torchao's ``recipe`` (row-wise by default) without the row-wise calibration (``t_fp8``), with
     the operand elements ``mk``, ``mn``, ``kn`` and the measured ``speedup``. About a second per shape."""
     import warnings
 
@@ -80,6 +141,7 @@ def calibration_frame(data: pd.DataFrame | None = None, gpu: str = CALIBRATION_G
     from perfmodel.datasets import load_float8_rowwise_linears
 
     d = load_float8_rowwise_linears() if data is None else data
+    gpu = calibration_part() if gpu is None else gpu
     out = []
     with uncalibrated(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -104,10 +166,11 @@ def _bandwidth(gpu: str) -> float:
     return float(2**30 / np.asarray(kernel_seconds(row, gpu, "fp8"), float)[0])
 
 
-def fit(frame: pd.DataFrame, gpu: str = CALIBRATION_GPU) -> dict:
+def fit(frame: pd.DataFrame, gpu=None) -> dict:
     """The calibration from :func:`calibration_frame`'s rows (module docstring): per-element seconds by non-negative
     least squares on the error relative to the measured float8 time, as bytes per element at ``gpu``'s large-kernel
-    elementwise bandwidth, and the fixed seconds per linear."""
+    elementwise bandwidth, and the fixed seconds per linear. ``gpu``: the part the frame was predicted on (default
+    :func:`calibration_part`, as :func:`calibration_frame`'s)."""
     from scipy.optimize import nnls
 
     need = {"speedup", "t_bf16", "t_fp8", "mk", "mn", "kn"}
@@ -118,11 +181,12 @@ def fit(frame: pd.DataFrame, gpu: str = CALIBRATION_GPU) -> dict:
     excess = t_meas - frame["t_fp8"].to_numpy(float)
     x = np.column_stack([frame["mk"], frame["mn"], frame["kn"], np.ones(len(frame))]).astype(float)
     coef, _ = nnls(x / t_meas[:, None], excess / t_meas)
+    gpu = calibration_part() if gpu is None else gpu
     bw = _bandwidth(gpu)
     return {"bytes_per_element": {"input": float(coef[0] * bw), "grad_output": float(coef[1] * bw),
                                   "weight": float(coef[2] * bw)},
             "seconds_per_element": {"input": float(coef[0]), "grad_output": float(coef[1]), "weight": float(coef[2])},
-            "fixed_s": float(coef[3]), "bandwidth_bytes_per_s": bw, "gpu": gpu, "n_shapes": int(len(frame))}
+            "fixed_s": float(coef[3]), "bandwidth_bytes_per_s": bw, "gpu": getattr(gpu, "gpu", gpu), "n_shapes": int(len(frame))}
 
 
 def scores(frame: pd.DataFrame, calibration: dict | None = None) -> pd.DataFrame:
@@ -141,15 +205,17 @@ def scores(frame: pd.DataFrame, calibration: dict | None = None) -> pd.DataFrame
 
 def rebuild(path: Path | str = FITTED_PATH) -> dict:
     """Refit on the whole table and write the calibration (JSON) to ``path``."""
-    frame = calibration_frame()
-    c = fit(frame)
+    part = calibration_part()
+    frame = calibration_frame(gpu=part)
+    c = fit(frame, gpu=part)
     s = scores(frame, c)
     big = s["m"] >= 8192
     c.update(format=_ROWWISE_FORMAT,
              fitted_on=("torchao's float8 README, row-wise scaling table (pytorch/ao@6243040, docs/static/"
                         "fp8-rowwise-perf.png; perfmodel.datasets.load_float8_rowwise_linears): the speedup over "
                         "bfloat16 of LayerNorm -> Linear -> Sigmoid, forward + backward, torch.compile, H100, 216 "
-                        "shapes; perfmodel's uncalibrated predictions on the catalog H100"),
+                        f"shapes; perfmodel's uncalibrated predictions on {c['gpu']}, the H100 the table's author's "
+                        "bfloat16 linear times show (calibration_part, perfmodel.datasets.load_torchao_bf16_linears)"),
              uncalibrated_speedup_mape_pct=float(100 * (s["uncalibrated_speedup"] / s["speedup"] - 1).abs().mean()),
              speedup_mape_pct=float(s["error_pct"].abs().mean()),
              speedup_mape_m_ge_8192_pct=float(s.loc[big, "error_pct"].abs().mean()),

@@ -24,7 +24,7 @@ from perfmodel.step import op_latency as _op_latency
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_DIE", "expected_slowest", "chip_spread", "slowest_chip_clock", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_DIE", "expected_slowest", "chip_spread", "slowest_chip_clock", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "grand_teton_h100_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -956,3 +956,14 @@ def sustained_clock(spec, gemms: pd.DataFrame, precision: str = "bf16") -> float
     # the bias falls with the clock but may step (a part is never predicted slower than a catalog part it dominates,
     # :func:`dominated_gpus`): the end of the last bracket with the smaller bias
     return lo if abs(bias(lo)) <= abs(bias(hi)) else hi
+
+
+def grand_teton_h100_clock() -> float:
+    """The share of its datasheet clock one 500 W H100 of Meta's Grand Teton servers (96 GB HBM2e,
+    :data:`perfmodel.datasets.llm_runs.GRAND_TETON_H100`) sustains under GEMM load: :func:`sustained_clock` of the part
+    as :func:`perfmodel.datasets.llm_runs.torchtitan_gpu_spec` describes it on the BF16 GEMMs FBGEMM published for a
+    500 W H100 (:func:`perfmodel.datasets.load_published_gemms`)."""
+    from perfmodel.datasets import load_published_gemms
+    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
+
+    return sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), load_published_gemms(), "bf16")

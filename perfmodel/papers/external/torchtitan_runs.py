@@ -131,11 +131,9 @@ def grand_teton_clock() -> float:
     """The share of its datasheet clock the Grand Teton H100 (500 W) sustains under GEMM load:
     :func:`perfmodel.step.kernels.sustained_clock` of the part the file describes (:func:`torchtitan_gpu_spec`) on the
     BF16 GEMMs FBGEMM published for a 500 W H100 (:func:`perfmodel.datasets.load_published_gemms`; not these runs)."""
-    from perfmodel.datasets import load_published_gemms
-    from perfmodel.datasets.llm_runs import torchtitan_gpu_spec
-    from perfmodel.step.kernels import sustained_clock
+    from perfmodel.step.kernels import grand_teton_h100_clock
 
-    return sustained_clock(torchtitan_gpu_spec("H100 96GB HBM2e 500W power limit"), load_published_gemms(), "bf16")
+    return grand_teton_h100_clock()
 
 
 def grand_teton_run_clock(n_gpus: int) -> float:
