@@ -1016,6 +1016,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
     fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
+    if fp8_on:  # torchao casts each weight on the rank's shard before FSDP's FP8 all-gather
+        work = _scale_rows(work, (work["op"].astype(str) == wl.FP8_WEIGHT_CAST_OP).to_numpy(), 1 / (d * cpd))
     work, (layer, is_opt, tp_role, tp_block) = _layout_kernels(work, (layer, is_opt, tp_role, tp_block), w, par, ex, lay,
                                                                 deg, size=size, tokens=tokens, fp8_names=fp8_names)
     stages = _pipeline_fields(lay, net, p, v, tpd, par.pipeline_layers, layer, fp8_names) if p > 1 or strat == "pp" else {}

@@ -30,7 +30,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_OP", "FP8_WEIGHT_TRANSPOSE_OP", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -40,9 +40,26 @@ FP8_CAST_BYTES_PER_ELEMENT = 5
 
 #: the same under ``torch.compile``, per element of each **activation** operand: Inductor fuses the absolute-maximum
 #: reduction into the kernel that produced the tensor, and the cast reads the BF16 tensor once (2) and writes its FP8
-#: copy and the transposed FP8 copy the weight-gradient GEMM reads (1 + 1). Weights are cast on their FSDP shard before
-#: the FP8 all-gather (torchtitan's ``enable_fsdp_float8_all_gather``), not per GEMM.
+#: copy and the transposed FP8 copy the weight-gradient GEMM reads (1 + 1). Weights: once per micro-batch, not per GEMM
+#: (:data:`FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT`).
 FP8_CAST_COMPILED_BYTES_PER_ELEMENT = 4
+
+
+#: bytes torchao's compiled tensorwise ``Float8Linear`` moves per weight element and micro-batch in its forward pass
+#: when the weight is not gathered in FP8 (one GPU, data parallel, tensor parallel alone, or FSDP with
+#: ``fp8_param_gather=False``): ``matmul_with_hp_or_float8_args`` casts the BF16 weight dynamically, its absolute
+#: maximum read (2) and the weight read again and written as FP8 (2 + 1); a weight has no producer for Inductor to fuse
+#: the maximum into. Under FSDP's FP8 all-gather the cast runs on the rank's shard before the gather
+#: (:func:`perfmodel.step.parallel.rank_work` scales these rows to it).
+FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT = 5
+#: bytes per FP8 weight element and micro-batch of the backward pass's copy of it: the input-gradient GEMM reads the
+#: weight as its second operand, which ``torch._scaled_mm`` needs column-major, and the FP8 weight is row-major there
+#: (torchao's ``preprocess_addmm``: ``t().contiguous().t()``), one byte read and one written, gathered in FP8 or not.
+FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT = 2
+#: op of the compiled tensorwise weight cast (:data:`FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT`)
+FP8_WEIGHT_CAST_OP = "float8_weight_cast"
+#: op of the backward pass's column-major copy of an FP8 weight (:data:`FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT`)
+FP8_WEIGHT_TRANSPOSE_OP = "float8_weight_transpose"
 
 
 #: bytes Transformer Engine's FP8 weight cast moves per weight element (delayed scaling, ``stack="te"``): the BF16
@@ -962,10 +979,11 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
       elementwise kernel of those bytes);
     * attention, norms, activations and the optimizer stay in BF16 / FP32.
 
-    ``compiled`` (``torch.compile``, as torchtitan runs Float8): only the activation operand of a GEMM whose rows are
-    the tokens (the input of a forward GEMM, the output gradient of an input-gradient GEMM; the weight-gradient GEMM
-    reuses both) is cast, by one kernel of its own moving :data:`FP8_CAST_COMPILED_BYTES_PER_ELEMENT` bytes per
-    element; the token count is the commonest row count of the forward FP8 GEMMs.
+    ``compiled`` (``torch.compile``, as torchtitan runs Float8): the activation operand of a GEMM whose rows are the
+    tokens (the input of a forward GEMM, the output gradient of an input-gradient GEMM; the weight-gradient GEMM
+    reuses both) is cast by one kernel of its own moving :data:`FP8_CAST_COMPILED_BYTES_PER_ELEMENT` bytes per
+    element; the token count is the commonest row count of the forward FP8 GEMMs. Each FP8 weight is cast in the
+    forward pass and copied column-major in the backward pass (:func:`_tensorwise_weight_casts`).
 
     ``recipe="rowwise"`` (torchao's rowwise scaling: a scale per row of each operand along the GEMM's reduction
     dimension): eager, the same casts (the per-row maximum reads what the per-tensor one reads); compiled, the
@@ -991,7 +1009,25 @@ def fp8_work(work: pd.DataFrame, *, vocab: int | None = None, compiled: bool = F
         w = pd.concat([w, casts[w.columns]], ignore_index=True)
     if recipe == "rowwise" and compiled:
         w = rowwise_overhead_rows(_weight_casts(w))
+    elif compiled:
+        w = _tensorwise_weight_casts(w)
     return w
+
+
+def _tensorwise_weight_casts(w: pd.DataFrame) -> pd.DataFrame:
+    """``w`` with each FP8 weight's compiled tensorwise cast in the forward pass
+    (:data:`FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT`, op :data:`FP8_WEIGHT_CAST_OP`) and its column-major copy for
+    the input-gradient GEMM in the backward pass (:data:`FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT`, op
+    :data:`FP8_WEIGHT_TRANSPOSE_OP`), once per micro-batch each (the weight of a forward GEMM whose rows are the
+    tokens is its ``dim_k × dim_n`` operand)."""
+    fwd = w[w["fp8"].to_numpy(bool) & (w["phase"].astype(str) == "forward").to_numpy()]
+    if not len(fwd):
+        return w
+    fwd = fwd[fwd["dim_m"].to_numpy(float) == float(fwd["dim_m"].mode().iloc[0])]
+    n_el = fwd["dim_b"].to_numpy(float) * fwd["dim_k"].to_numpy(float) * fwd["dim_n"].to_numpy(float)
+    cast = _cast_rows(fwd, FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT * n_el, FP8_WEIGHT_CAST_OP, "forward")
+    copy = _cast_rows(fwd, FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT * n_el, FP8_WEIGHT_TRANSPOSE_OP, "backward")
+    return pd.concat([w, cast[w.columns], copy[w.columns]], ignore_index=True)
 
 
 # ----------------------------------------- torchao's row-wise float8 beyond its GEMMs (perfmodel.step.float8_rowwise)

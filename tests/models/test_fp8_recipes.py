@@ -88,6 +88,35 @@ def test_torchao_rowwise_casts_the_weights_per_micro_batch_and_gathers_them_in_b
         pm.predict(w, pm.Cluster("H100", n_gpus=8), pm.Parallelism("fsdp", fp8_param_gather=True))
 
 
+def test_torchao_tensorwise_casts_each_weight_per_micro_batch_unless_fsdp_gathers_it_in_fp8():
+    """Compiled tensorwise Float8 (torchao's matmul_with_hp_or_float8_args): each FP8 weight cast in the forward pass
+    (its maximum read, then read and written as FP8) and copied column-major for the input-gradient GEMM in the backward
+    pass; under FSDP's FP8 all-gather the cast runs on the rank's shard, the copy on the whole weight."""
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+    from perfmodel.step.trace import (FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT, FP8_WEIGHT_CAST_OP,
+                                      FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT, FP8_WEIGHT_TRANSPOSE_OP)
+
+    weights = L * (2 * H * H + 2 * H * KV + 3 * H * F)  # q, o, k, v and gate, up, down of each layer
+    comp = _work("compile")
+    cast, copy = comp[comp["op"] == FP8_WEIGHT_CAST_OP], comp[comp["op"] == FP8_WEIGHT_TRANSPOSE_OP]
+    assert (cast["phase"] == "forward").all() and (copy["phase"] == "backward").all() and len(cast) == len(copy) == 7 * L
+    assert cast["bytes"].sum() == pytest.approx(FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT * weights)
+    assert copy["bytes"].sum() == pytest.approx(FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT * weights)
+    # eager casts every operand per GEMM already; rowwise casts its weights its own way
+    for other in (_work("eager"), _work("compile", "rowwise")):
+        assert not other["op"].isin([FP8_WEIGHT_CAST_OP, FP8_WEIGHT_TRANSPOSE_OP]).any()
+
+    def rank(strategy, n, **par):
+        w = pm.Workload(LLAMA, input_shape=(64,), batch_size=4 * n, precision="fp8", optimizer="adam-fused", compile=True)
+        r = rank_work(*resolve_run(w, pm.Cluster("H100", n_gpus=n), pm.Parallelism(strategy, **par))[::2], n)
+        return (r.work.loc[r.work["op"] == op, "bytes"].sum() for op in (FP8_WEIGHT_CAST_OP, FP8_WEIGHT_TRANSPOSE_OP))
+
+    assert tuple(rank("dp", 4)) == pytest.approx((cast["bytes"].sum(), copy["bytes"].sum()))
+    assert tuple(rank("fsdp", 4)) == pytest.approx((cast["bytes"].sum() / 4, copy["bytes"].sum()))
+    assert tuple(rank("fsdp", 4, fp8_param_gather=False)) == pytest.approx((cast["bytes"].sum(), copy["bytes"].sum()))
+
+
 def test_te_delayed_scaling_casts_what_no_norm_writes_in_fp8():
     """Delayed scaling as Megatron-Core's TE layers run it (TE d0067d0): the norm writes the FP8 input of q/k/v and of
     gate/up, a transpose kernel its column-wise copy (2 bytes an element, once per shared input); the output
