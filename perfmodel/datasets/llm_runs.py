@@ -387,10 +387,13 @@ VISIBLE_MEMORY_SHARE = 0.97
 def device_memory_gib(logs: pd.DataFrame) -> pd.Series:
     """The device memory each logged torchtitan line implies, in GiB: ``logged_memory_gib / logged_memory_pct · 100``
     (torchtitan's ``DeviceMemoryMonitor`` logs the peak reserved memory as a share of
-    ``torch.cuda.get_device_properties(...).total_memory``); ``logs`` as :func:`perfmodel.datasets.load_torchtitan_memory_logs`."""
+    ``torch.cuda.get_device_properties(...).total_memory``); ``logs`` as
+    :func:`perfmodel.datasets.load_torchtitan_memory_logs`."""
     pct = logs["logged_memory_pct"].astype(float)
-    if not pct.between(0, 100, inclusive="right").all():
-        raise DataFormatError(f"logged memory shares must lie in (0, 100] %; got {sorted(set(pct[~pct.between(0, 100, inclusive='right')]))}.")
+    ok = pct.between(0, 100, inclusive="right")
+    if not ok.all():
+        raise DataFormatError(f"logged memory shares must lie in (0, 100] % of the device; got {sorted(set(pct[~ok]))}. "
+                              "Transcribe the percentage torchtitan logs beside the GiB.")
     return logs["logged_memory_gib"].astype(float) / pct * 100
 
 
@@ -411,7 +414,8 @@ def gpu_of_device_memory(memory_gib: float, family: str):
     from perfmodel.datasets.reference import load_gpu_catalog
 
     if not np.isfinite(memory_gib) or memory_gib <= 0:
-        raise ValueError(f"gpu_of_device_memory: the device memory must be a positive number of GiB; got {memory_gib!r}.")
+        raise ValueError(f"gpu_of_device_memory: the device memory must be a positive number of GiB; got "
+                         f"{memory_gib!r}.")
     ids = [g for g in load_gpu_catalog()["gpu"] if g == family or g.startswith(f"{family}-")]
     parts = [gpu_spec(g) for g in ids]
     if family == "H100":

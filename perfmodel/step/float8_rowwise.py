@@ -17,7 +17,7 @@ small shapes to 1.73 at large ones, where perfmodel's GEMMs (the backward ones w
 row-wise recipe without this calibration (:func:`calibration_frame`) on the H100 the table ran on — the 500 W Grand Teton
 part at its sustained clock, the one of :func:`calibration_candidates` whose GEMM model reproduces the bfloat16 linear
 times the table's author published a month before it (:func:`calibration_part`; the catalog 700 W H100 predicts them
-16-25 % fast); the time the measured speedup
+about 16 % fast at its sustained clock, 25 % at its datasheet clock); the time the measured speedup
 leaves over that prediction, ``t_bf16 / speedup − t_fp8``, is fitted per shape as ``a·M·K + b·M·N + c·K·N + d``
 (non-negative least squares on the error relative to the measured float8 time): a cost per element of the input, of
 the output gradient and of the weight, and a fixed cost per linear. The per-element costs are turned into bytes at the
@@ -48,6 +48,7 @@ from perfmodel.step.trace import (ROWWISE_FITTED_PATH as FITTED_PATH, ROWWISE_GA
                                   rowwise_uncalibrated as uncalibrated)
 
 __all__ = ["FITTED_PATH", "SHARED_OP", "GATHERED_OP", "overheads", "overhead_rows", "keep_gathered_whole", "uncalibrated",
+           "CALIBRATION_PART_TOLERANCE", "calibration_candidates", "linear_time_bias", "calibration_part",
            "calibration_frame", "fit", "scores", "rebuild"]
 
 #: how far (the mean of ``log(predicted / measured)``, either way) the GEMM model of the part named as the
@@ -105,12 +106,15 @@ def calibration_part():
     ValueError
         When even the best candidate misses those times by more than :data:`CALIBRATION_PART_TOLERANCE`.
     """
-    bias = {name: linear_time_bias(spec) for name, spec in calibration_candidates().items()}
+    parts = calibration_candidates()
+    bias = {name: linear_time_bias(spec) for name, spec in parts.items()}
     best = min(bias, key=lambda name: abs(bias[name]))
     if abs(bias[best]) > CALIBRATION_PART_TOLERANCE:
+        misses = ", ".join(f"{k} {v:+.3f}" for k, v in bias.items())
         raise ValueError(f"calibration_part: no candidate H100 reproduces the published bfloat16 linear times within "
-                         f"{CALIBRATION_PART_TOLERANCE:.0%} (mean log error {', '.join(f'{k} {v:+.3f}' for k, v in bias.items())}).")
-    return calibration_candidates()[best]
+                         f"{CALIBRATION_PART_TOLERANCE:.0%} (mean log error {misses}); expected one within it. Check "
+                         "perfmodel.datasets.load_torchao_bf16_linears, or pass the part to calibration_frame and fit.")
+    return parts[best]
 
 
 def _subgraph(k: int, n: int):
@@ -133,8 +137,9 @@ def _subgraph(k: int, n: int):
 def calibration_frame(data: pd.DataFrame | None = None, gpu=None, recipe: str = "rowwise") -> pd.DataFrame:
     """Per shape of ``data`` (default :func:`perfmodel.datasets.load_float8_rowwise_linears`): perfmodel's one-GPU step
     of the benchmark subgraph (batch ``M`` of ``K`` features, no optimizer, ``compile=True``) on ``gpu`` (a catalog
-    name or a spec; default :func:`calibration_part`) in BF16 (``t_bf16``) and with torchao's ``recipe`` (row-wise by default) without the row-wise calibration (``t_fp8``), with
-    the operand elements ``mk``, ``mn``, ``kn`` and the measured ``speedup``. About a second per shape."""
+    name or a spec; default :func:`calibration_part`) in BF16 (``t_bf16``) and with torchao's ``recipe`` (row-wise by
+    default) without the row-wise calibration (``t_fp8``), with the operand elements ``mk``, ``mn``, ``kn`` and the
+    measured ``speedup``. About a second per shape."""
     import warnings
 
     import perfmodel as pm
@@ -186,7 +191,8 @@ def fit(frame: pd.DataFrame, gpu=None) -> dict:
     return {"bytes_per_element": {"input": float(coef[0] * bw), "grad_output": float(coef[1] * bw),
                                   "weight": float(coef[2] * bw)},
             "seconds_per_element": {"input": float(coef[0]), "grad_output": float(coef[1]), "weight": float(coef[2])},
-            "fixed_s": float(coef[3]), "bandwidth_bytes_per_s": bw, "gpu": getattr(gpu, "gpu", gpu), "n_shapes": int(len(frame))}
+            "fixed_s": float(coef[3]), "bandwidth_bytes_per_s": bw, "gpu": getattr(gpu, "gpu", gpu),
+            "n_shapes": int(len(frame))}
 
 
 def scores(frame: pd.DataFrame, calibration: dict | None = None) -> pd.DataFrame:
