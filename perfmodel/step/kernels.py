@@ -958,6 +958,7 @@ def sustained_clock(spec, gemms: pd.DataFrame, precision: str = "bf16") -> float
     return lo if abs(bias(lo)) <= abs(bias(hi)) else hi
 
 
+@functools.lru_cache(maxsize=None)
 def grand_teton_h100_clock() -> float:
     """The share of its datasheet clock one 500 W H100 of Meta's Grand Teton servers (96 GB HBM2e,
     :data:`perfmodel.datasets.llm_runs.GRAND_TETON_H100`) sustains under GEMM load: :func:`sustained_clock` of the part

@@ -1018,16 +1018,9 @@ def _tensorwise_weight_casts(w: pd.DataFrame) -> pd.DataFrame:
     """``w`` with each FP8 weight's compiled tensorwise cast in the forward pass
     (:data:`FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT`, op :data:`FP8_WEIGHT_CAST_OP`) and its column-major copy for
     the input-gradient GEMM in the backward pass (:data:`FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT`, op
-    :data:`FP8_WEIGHT_TRANSPOSE_OP`), once per micro-batch each (the weight of a forward GEMM whose rows are the
-    tokens is its ``dim_k × dim_n`` operand)."""
-    fwd = w[w["fp8"].to_numpy(bool) & (w["phase"].astype(str) == "forward").to_numpy()]
-    if not len(fwd):
-        return w
-    fwd = fwd[fwd["dim_m"].to_numpy(float) == float(fwd["dim_m"].mode().iloc[0])]
-    n_el = fwd["dim_b"].to_numpy(float) * fwd["dim_k"].to_numpy(float) * fwd["dim_n"].to_numpy(float)
-    cast = _cast_rows(fwd, FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT * n_el, FP8_WEIGHT_CAST_OP, "forward")
-    copy = _cast_rows(fwd, FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT * n_el, FP8_WEIGHT_TRANSPOSE_OP, "backward")
-    return pd.concat([w, cast[w.columns], copy[w.columns]], ignore_index=True)
+    :data:`FP8_WEIGHT_TRANSPOSE_OP`), once per micro-batch each (:func:`_weight_casts`)."""
+    w = _weight_casts(w, FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT, FP8_WEIGHT_CAST_OP)
+    return _weight_casts(w, FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT, FP8_WEIGHT_TRANSPOSE_OP, phase="backward")
 
 
 # ----------------------------------------- torchao's row-wise float8 beyond its GEMMs (perfmodel.step.float8_rowwise)
@@ -1228,17 +1221,18 @@ def _shared_inputs_once(sel: pd.DataFrame) -> pd.DataFrame:
 
 
 def _weight_casts(w: pd.DataFrame, per_element: float = TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT,
-                  op: str = "te_fp8_weight_cast") -> pd.DataFrame:
+                  op: str = "te_fp8_weight_cast", phase: str = "forward") -> pd.DataFrame:
     """``w`` with each FP8 weight (of the GEMMs its ``fp8`` column marks) cast, with its transpose, by one kernel ``op``
-    moving ``per_element`` bytes per element (:data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`), once per micro-batch (the
-    weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand)."""
+    moving ``per_element`` bytes per element (:data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`), once per micro-batch, in
+    the pass ``phase`` (the weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand; the
+    rows added are not FP8 GEMMs, so a second call sees the same weights)."""
     fwd = w[w["fp8"].to_numpy(bool) & (w["phase"].astype(str) == "forward").to_numpy()]
     if not len(fwd):
         return w
     tokens = float(fwd["dim_m"].mode().iloc[0])
     fwd = fwd[fwd["dim_m"].to_numpy(float) == tokens]
     n_el = fwd["dim_b"].to_numpy(float) * fwd["dim_k"].to_numpy(float) * fwd["dim_n"].to_numpy(float)
-    casts = _cast_rows(fwd, per_element * n_el, op, "forward")
+    casts = _cast_rows(fwd, per_element * n_el, op, phase)
     return pd.concat([w, casts[w.columns]], ignore_index=True)
 
 

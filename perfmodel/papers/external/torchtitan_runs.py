@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 
 import numpy as np
@@ -126,7 +125,6 @@ def _strategy(r) -> str:
     return "-".join(parts) if len(parts) > 1 else "fsdp"
 
 
-@functools.lru_cache(maxsize=None)
 def grand_teton_clock() -> float:
     """The share of its datasheet clock the Grand Teton H100 (500 W) sustains under GEMM load:
     :func:`perfmodel.step.kernels.sustained_clock` of the part the file describes (:func:`torchtitan_gpu_spec`) on the
