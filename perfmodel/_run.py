@@ -75,8 +75,10 @@ class Cluster:
         :func:`perfmodel.step.kernels.at_sustained_clock`). None (default): at BF16, FP16 and FP8, the share the part
         sustains under training's continuous GEMM load where it is published
         (:func:`perfmodel.step.kernels.training_clock`: the slowest of the cluster's chips, which a synchronous step
-        waits on: H100, H800 and H200 0.887 on one GPU, 0.874 on 8, 0.859 on 1,024; B200 0.823, 0.814, 0.801), else 1
-        (the datasheet clock). ``1.0``: the datasheet clock, as a kernel benchmarked alone runs; a share from a part's own
+        waits on: H100, H800 and H200 0.887 on one GPU, 0.874 on 8, 0.859 on 1,024; B200 0.823, 0.814, 0.801); for the
+        AMD Instinct parts, whose fastest published matmul is slower than the GEMM model at their datasheet clock, the
+        share that reaches it (:func:`perfmodel.step.kernels.burst_clock_share`: MI300X 0.675, MI325X 0.804, MI355X
+        0.829); else 1 (the datasheet clock). ``1.0``: the datasheet clock, as a kernel benchmarked alone runs; a share from a part's own
         measured GEMMs: :func:`perfmodel.step.kernels.sustained_clock`. A given clock is every chip's: for one measured
         on one GPU, pass :func:`perfmodel.step.kernels.slowest_chip_clock` of it, the expected slowest of ``n_gpus``.
     """

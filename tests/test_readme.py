@@ -258,6 +258,13 @@ def _llm_claims():
     yield "(" + "{} for the GH100 die, {} for the B200)", (f"{SUSTAINED_CLOCK_SHARE['H200']:.3f}",
                                                            f"{SUSTAINED_CLOCK_SHARE['B200']:.3f}")
     yield "{} on 8 H100s, {} on 1,024;", tuple(f"{training_clock('H100', 'bf16', n_gpus=n):.3f}" for n in (8, 1024))
+    from perfmodel.step.kernels import burst_clock_share, mamf_check
+
+    mamf = mamf_check().set_index(["gpu", "precision"])
+    mi = mamf.loc[("MI300X", "bf16")]
+    yield "(MI300X: {} TFLOPS measured, {} predicted)", (f"{mi['measured_tflops']:.1f}", f"{mi['predicted_tflops_datasheet']:.1f}")
+    yield "reaches it ({}, {}, {}:", tuple(f"{burst_clock_share(g):.3f}" for g in ("MI300X", "MI325X", "MI355X"))
+    assert (mamf["predicted_over_measured"] > 1).groupby(level="gpu").all().loc[["MI300X", "MI325X", "MI355X"]].all()
     yield "torchtitan's H200 rows, never fitted on, come out within {} % of their tokens/s", (
         _pct(t.loc[t["gpu"] == "H200", "tokens_abs_error_pct"].max()),)
     from perfmodel.papers.external import llama3_paper_runs

@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "load_mamf_matmuls", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -308,6 +308,26 @@ def load_xla_h100_gemms() -> pd.DataFrame:
     return _read_packaged("reference/gemm_h100_xla.csv")
 
 
+def load_mamf_matmuls() -> pd.DataFrame:
+    """The fastest matmul a shape search found on each of a dozen accelerators, BF16 and FP8, transcribed with its
+    citation: the "Maximum Achievable Matmul FLOPS" (MAMF) table of stas00/ml-engineering (``mamf-finder.py``: the
+    mean of 100 ``torch.mm`` calls after 50 warm-ups, at the best shape of a brute-force search, one accelerator
+    alone). ``gpu`` names the catalog part of each row, empty where the catalog has none (Gaudi, GH200); the table's
+    "A100 PCIe" is the 80 GB part its memory table lists. Its ``theory_tflops`` are the source's (its MI355X's, 2300,
+    is the MI350X's datasheet rate; the catalog's MI355X is rated 2516.6). Where the GEMM model at a part's datasheet
+    clock is faster than the part's best measured matmul, the part is run at the share of its clock that reaches it
+    (:func:`perfmodel.step.kernels.burst_clock_share`); every other row is a check (:func:`perfmodel.step.kernels.mamf_check`).
+
+    Returns
+    -------
+    DataFrame
+        One row per accelerator and precision: ``accelerator`` (as the source names it), ``gpu`` (catalog id or
+        NaN), ``precision`` (``"bf16"``, ``"fp8"``), ``m``, ``n``, ``k`` (an ``m × k`` input times a ``k × n``
+        matrix), ``tflops`` (the mean), ``theory_tflops``, ``torch_version``, ``notes``, ``source``.
+    """
+    return _read_packaged("reference/mamf_matmul.csv")
+
+
 def load_float8_rowwise_linears() -> pd.DataFrame:
     """torchao's published microbenchmark of a float8 linear with row-wise scaling on an H100: the speedup over
     bfloat16 of ``LayerNorm -> Linear -> Sigmoid``, forward and backward under ``torch.compile``, for every forward
@@ -439,6 +459,10 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("xla_h100_gemms", load_xla_h100_gemms, "one measured BF16 GEMM throughput of an SXM-class H100 "
                 "(m, n, k in 1024-4096), TFLOPS", ("reference/gemm_h100_xla.csv",),
                 "OpenXLA's default matmul performance table for sm_90 (beyond the papers)", kind="reference"),
+    DatasetSpec("mamf_matmuls", load_mamf_matmuls, "one accelerator's fastest measured matmul (MAMF): BF16 or FP8, "
+                "the best m x n x k of a shape search, mean TFLOPS", ("reference/mamf_matmul.csv",),
+                "stas00/ml-engineering, Maximum Achievable Matmul FLOPS comparison table (beyond the papers)",
+                kind="reference"),
     DatasetSpec("float8_rowwise_linears", load_float8_rowwise_linears, "one published float8 row-wise linear "
                 "microbenchmark on an H100: speedup over bfloat16 of LayerNorm -> Linear -> Sigmoid (forward + backward, "
                 "compiled) at one forward shape M x K x N", ("reference/float8_rowwise_linear_h100.csv",),

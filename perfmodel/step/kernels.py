@@ -24,7 +24,7 @@ from perfmodel.step import op_latency as _op_latency
 from perfmodel.step.op_latency import FP4_RATE, step_design
 from perfmodel.step.trace import _BUILT, _TRACES, _ZOO_TRACES
 
-__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_DIE", "expected_slowest", "chip_spread", "slowest_chip_clock", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "grand_teton_h100_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
+__all__ = ["conformal_scores", "gpu_specs", "conformal_interval", "FUSED_ATTENTION_EFFICIENCY", "TE_FUSED_ATTENTION_EFFICIENCY", "FA3_PAPER_H100_TFLOPS", "CLOCKED_RATES", "MAX_CLOCK_SHARE", "SUSTAINED_MATMUL_TFLOPS", "SUSTAINED_CLOCK_SHARE", "SUSTAINED_DIE", "expected_slowest", "chip_spread", "slowest_chip_clock", "SUSTAINED_PRECISIONS", "training_clock", "clocked_clusters", "name_clocked_rows", "at_sustained_clock", "gemm_work", "gemm_seconds", "sustained_clock", "burst_clock_share", "mamf_check", "grand_teton_h100_clock", "fused_attention_floor_s", "kernel_seconds", "HALF_MODEL_PRECISIONS", "half_model_applies", "MONOTONE_POINTS_PER_OCTAVE", "gpu_extrapolation", "learned_on", "clear_trace_cache", "dominated_gpus", "source_phrase"]
 
 
 def conformal_scores() -> pd.Series:
@@ -785,15 +785,19 @@ def training_clock(spec, precision: str, clock=None, n_gpus: int = 1) -> float:
     :attr:`perfmodel.Cluster.clock`), else at the precisions of :data:`SUSTAINED_PRECISIONS` the share of the slowest
     of the step's ``n_gpus`` chips, which every synchronous step waits on: :data:`SUSTAINED_CLOCK_SHARE` (the median
     chip's) less :func:`expected_slowest` ``(n_gpus)`` standard deviations of the part's :func:`chip_spread` (chips drawn
-    independently: 0.874 of the datasheet clock on 8 H100s, as the measured node's slowest GPU, 0.859 on 1,024); else
-    1 (a part already clocked by :func:`at_sustained_clock` keeps its clock)."""
+    independently: 0.874 of the datasheet clock on 8 H100s, as the measured node's slowest GPU, 0.859 on 1,024); at
+    those precisions a part with no sustained measurement runs at :func:`burst_clock_share` (below 1 only where the GEMM
+    model at its datasheet clock is faster than its fastest published matmul: the AMD Instinct parts); else 1 (a part
+    already clocked by :func:`at_sustained_clock` keeps its clock)."""
     from perfmodel.datasets import gpu_spec
 
     if clock is not None:
         return float(clock)
     gpu = gpu_spec(spec).gpu
-    if precision not in SUSTAINED_PRECISIONS or gpu not in SUSTAINED_CLOCK_SHARE:
+    if precision not in SUSTAINED_PRECISIONS:
         return 1.0
+    if gpu not in SUSTAINED_CLOCK_SHARE:  # a clocked part ("<gpu>@0.85clk") is in no table: it keeps its clock
+        return burst_clock_share(gpu) if gpu in _mamf_parts() else 1.0
     return slowest_chip_clock(SUSTAINED_CLOCK_SHARE[gpu], gpu, int(n_gpus))
 
 
@@ -812,14 +816,24 @@ def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:
             continue
         spec = at_sustained_clock(c.spec, f)
         names[spec.gpu] = c.spec.gpu
-        notes[c.spec.gpu] = (f"; the GPU at {f:.3g} of its datasheet clock ("
-                             + ("Cluster.clock" if asked is not None else
-                                (f"the share the slowest of its {c.n_gpus} chips is expected to sustain"
-                                 if c.n_gpus > 1 else "the share its median chip sustains")
-                                + " under training's continuous GEMM load, every GPU of the node busy: "
-                                "perfmodel.step.kernels.training_clock") + ")")
+        notes[c.spec.gpu] = f"; the GPU at {f:.3g} of its datasheet clock ({_clock_reason(c, asked)})"
         clocked.append(dataclasses.replace(c, gpu=spec, clock=None))
     return tuple(clocked), names, notes
+
+
+def _clock_reason(c, asked) -> str:
+    """Why :func:`clocked_clusters` runs the cluster ``c`` at its clock, for its ``basis`` note."""
+    from perfmodel.datasets import gpu_spec
+
+    if asked is not None:
+        return "Cluster.clock"
+    if gpu_spec(c.spec).gpu not in SUSTAINED_CLOCK_SHARE:
+        return ("the share at which the GEMM model reaches the part's fastest published matmul, a shape search's best "
+                "on one GPU alone: perfmodel.step.kernels.burst_clock_share; sustained under training's continuous "
+                "load it may run slower")
+    return ((f"the share the slowest of its {c.n_gpus} chips is expected to sustain" if c.n_gpus > 1
+             else "the share its median chip sustains")
+            + " under training's continuous GEMM load, every GPU of the node busy: perfmodel.step.kernels.training_clock")
 
 
 def name_clocked_rows(out: pd.DataFrame, names: dict, notes: dict) -> pd.DataFrame:
@@ -956,6 +970,64 @@ def sustained_clock(spec, gemms: pd.DataFrame, precision: str = "bf16") -> float
     # the bias falls with the clock but may step (a part is never predicted slower than a catalog part it dominates,
     # :func:`dominated_gpus`): the end of the last bracket with the smaller bias
     return lo if abs(bias(lo)) <= abs(bias(hi)) else hi
+
+
+@functools.lru_cache(maxsize=1)
+def _mamf_parts() -> frozenset:
+    """The catalog parts with a row in :func:`perfmodel.datasets.load_mamf_matmuls`."""
+    from perfmodel.datasets import load_mamf_matmuls
+
+    g = load_mamf_matmuls()["gpu"]
+    return frozenset(g[g.notna()].astype(str))
+
+
+@functools.lru_cache(maxsize=None)
+def burst_clock_share(gpu: str) -> float:
+    """The share of its datasheet clock at which the GEMM model reaches the fastest matmul published for the catalog
+    part ``gpu`` (:func:`perfmodel.datasets.load_mamf_matmuls`: the best BF16 shape of a brute-force search, one GPU
+    alone, its mean time), where the model at the datasheet clock is faster than that (:func:`sustained_clock` of the
+    part's BF16 rows), else 1. No matmul runs faster than the fastest a search over shapes found, so a model faster
+    than it at that very shape is too fast on the part: at its datasheet clock the model puts the MI300X's best shape
+    at 975 TFLOPS, measured 668. The NVIDIA parts' best shapes run faster than the model predicts (a search's best
+    beats a typical shape) and keep 1. A part with no BF16 row keeps 1."""
+    from perfmodel.datasets import gpu_spec, load_mamf_matmuls
+
+    name = gpu_spec(gpu).gpu
+    rows = load_mamf_matmuls()
+    rows = rows[(rows["gpu"].astype(str) == name) & (rows["precision"].astype(str) == "bf16")]
+    if not len(rows):
+        return 1.0
+    return min(1.0, float(sustained_clock(name, rows[["m", "n", "k", "tflops"]], "bf16")))
+
+
+def mamf_check() -> pd.DataFrame:
+    """The GEMM model on every catalog part's fastest published matmul (:func:`perfmodel.datasets.load_mamf_matmuls`),
+    at the part's datasheet clock and at the clock a one-GPU training step runs it at (:func:`training_clock`).
+
+    Returns
+    -------
+    DataFrame
+        One row per table row with a catalog part: ``accelerator``, ``gpu``, ``precision``, ``m``, ``n``, ``k``,
+        ``measured_tflops``, ``predicted_tflops_datasheet``, ``predicted_over_measured`` (at the datasheet clock),
+        ``training_clock`` and ``predicted_tflops_training_clock``.
+    """
+    from perfmodel.datasets import load_mamf_matmuls
+
+    rows = load_mamf_matmuls()
+    rows = rows[rows["gpu"].notna() & (rows["gpu"].astype(str) != "")].reset_index(drop=True)
+    flops = 2.0 * rows["m"].to_numpy(float) * rows["n"].to_numpy(float) * rows["k"].to_numpy(float)
+    out = []
+    for i, r in rows.iterrows():
+        gemm = rows.loc[[i], ["m", "n", "k", "precision"]]
+        f = training_clock(r["gpu"], str(r["precision"]))
+        at = float(gemm_seconds(gemm, r["gpu"])[0])
+        clocked = float(gemm_seconds(gemm, at_sustained_clock(r["gpu"], f))[0]) if f != 1.0 else at
+        out.append(dict(accelerator=r["accelerator"], gpu=r["gpu"], precision=r["precision"], m=int(r["m"]),
+                        n=int(r["n"]), k=int(r["k"]), measured_tflops=float(r["tflops"]),
+                        predicted_tflops_datasheet=flops[i] / at / 1e12,
+                        predicted_over_measured=flops[i] / at / 1e12 / float(r["tflops"]), training_clock=f,
+                        predicted_tflops_training_clock=flops[i] / clocked / 1e12))
+    return pd.DataFrame(out)
 
 
 @functools.lru_cache(maxsize=None)

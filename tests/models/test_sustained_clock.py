@@ -194,3 +194,44 @@ def test_a_synchronous_step_waits_on_the_slowest_of_its_chips():
     solo = _quiet(pm.predict, pm.Workload(LLAMA_SMALL, input_shape=(1024,), batch_size=1, precision="bf16",
                                           optimizer="adam-fused"), pm.Cluster("H100"))
     assert "the share its median chip sustains" in solo.basis
+
+
+def test_a_part_whose_gemm_model_beats_its_fastest_published_matmul_runs_at_the_clock_that_reaches_it():
+    import perfmodel as pm
+    from perfmodel.datasets import load_mamf_matmuls
+    from perfmodel.step.kernels import burst_clock_share, gemm_seconds, mamf_check, training_clock
+
+    table = load_mamf_matmuls()
+    assert {"accelerator", "gpu", "precision", "m", "n", "k", "tflops", "source"} <= set(table.columns)
+    assert (table["tflops"] > 0).all() and set(table["precision"]) == {"bf16", "fp8"}
+    # the source's own numbers: MI300X 668.4 TFLOPS BF16 at 10240 x 15360 x 8192, H100 SXM 794.5 at 2048 x 2048 x 13312
+    mi = table[(table["gpu"] == "MI300X") & (table["precision"] == "bf16")].iloc[0]
+    assert (mi["tflops"], mi["m"], mi["n"], mi["k"]) == (668.4, 10240, 15360, 8192)
+    check = mamf_check()
+    assert set(check["gpu"]) >= {"MI300X", "MI325X", "MI355X", "H100", "B200", "A100"}
+    fast = check["predicted_over_measured"] > 1
+    # at the datasheet clock the model is faster than the best shape's measurement on exactly the AMD Instinct parts
+    assert set(check.loc[fast, "gpu"]) == {"MI300X", "MI325X", "MI355X"}
+    for g in ("MI300X", "MI325X", "MI355X"):
+        share = burst_clock_share(g)
+        assert 0.5 < share < 0.9 and training_clock(g, "bf16") == share == training_clock(g, "fp8")
+        row = check[(check["gpu"] == g) & (check["precision"] == "bf16")].iloc[0]
+        # at that share the model reaches the measured best shape, not beyond
+        assert row["predicted_tflops_training_clock"] == pytest.approx(row["measured_tflops"], rel=0.01)
+        assert training_clock(g, "fp32") == 1.0  # the FP32 vector and matrix rates were not measured
+    # the NVIDIA parts' best shapes beat the model (a search's best beats a typical shape): no cap, no clock from it
+    for g in ("A100", "A100-PCIe-80GB", "B300", "GB200"):
+        assert burst_clock_share(g) == 1.0 and training_clock(g, "bf16") == 1.0
+    assert burst_clock_share("L4") == 1.0  # not measured
+    # by hand: the share puts the GEMM model at the measured time of MI300X's best shape
+    gemm = pd.DataFrame({"m": [10240], "n": [15360], "k": [8192]})
+    t = gemm_seconds(gemm, at_sustained_clock("MI300X", burst_clock_share("MI300X")))[0]
+    assert 2 * 10240 * 15360 * 8192 / t / 1e12 == pytest.approx(668.4, rel=0.01)
+    # a step on the MI300X runs at that clock and says why in its basis; a clock asked for wins
+    w = pm.Workload(LLAMA_SMALL, input_shape=(1024,), batch_size=4, precision="bf16", optimizer="adam-fused")
+    capped = _quiet(pm.predict, w, pm.Cluster("MI300X"))
+    datasheet = _quiet(pm.predict, w, pm.Cluster("MI300X", clock=1.0))
+    assert capped.step_time_s > datasheet.step_time_s
+    assert "burst_clock_share" in capped.basis and "burst_clock_share" not in datasheet.basis
+    with pytest.raises(Exception, match="Unknown GPU"):
+        burst_clock_share("MI999")
