@@ -633,6 +633,28 @@ def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np
     return (n * act_item, 0.0) if fwd else (n * act_item, n * act_item)
 
 
+def _materialised_scores(d: pd.DataFrame) -> np.ndarray:
+    """Rows of an attention that materialises its scores (Hugging Face's eager attention: two matmuls with the
+    scaling, mask, softmax and dropout of the scores between them): in each attention module's own rows of one pass,
+    those from its first matmul to its last, where it has two or more. Transformer Engine fuses none of them into
+    the block's layout kernel: such a model's attention runs as its code runs it (TE's own ``DotProductAttention`` is
+    not called; at FP32 it would run these kernels too, its fused and flash backends taking FP16/BF16 only)."""
+    out = np.zeros(len(d), dtype=bool)
+    mod = d["module"].astype(str).to_numpy()
+    own = np.array([bool(_TE_ATTN.search(m)) for m in mod], dtype=bool)
+    if not own.any():
+        return out
+    mm = d["op_class"].astype(str).to_numpy() == "matmul"
+    rows = np.flatnonzero(own)
+    keys = pd.Series(mod[rows]) + "|" + d["phase"].astype(str).to_numpy()[rows]  # one attention module, one pass
+    for idx in pd.Series(rows).groupby(keys.to_numpy()).groups.values():
+        idx = rows[np.asarray(idx)]
+        at = idx[mm[idx]]
+        if len(at) >= 2:
+            out[idx[(idx >= at[0]) & (idx <= at[-1])]] = True
+    return out
+
+
 def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     """Per row of :func:`te_ops`' rows, the fused module it belongs to (``"norm"``, ``"mlp_act"``,
     ``"attention_prep"``, ``"cross_entropy"``) or ``""``: memory-bound operators of the modules named so, the loss's
@@ -643,7 +665,7 @@ def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     role = np.full(len(d), "", dtype=object)
     role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
     role[mem & (role == "") & mod.str.contains(_TE_MLP).to_numpy()] = "mlp_act"
-    attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy()
+    attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy() & ~_materialised_scores(d)
     if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
         attn_mod &= op.isin(_ROTARY_OPS).to_numpy()
     role[attn_mod] = "attention_prep"
@@ -709,7 +731,9 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
     * **the attention block's rotary embedding and head layout** (TE's fused RoPE; its ``DotProductAttention`` takes
       q, k, v in the projections' layout, so no transpose or contiguous copy runs): one kernel per pass reading and
       writing q and k (``2·(|q| + |k|)·s``) where the block rotates (it has the ``neg``/``cat`` of a rotary
-      embedding), no kernel otherwise;
+      embedding), no kernel otherwise; an attention that materialises its scores (Hugging Face's eager attention)
+      keeps the kernels between its two matmuls, as its own code runs them (:func:`_materialised_scores`; pass
+      ``attn_implementation="sdpa"`` for TE's fused attention);
     * **cross-entropy** (Megatron's fused cross-entropy, as Liger's): forward reads the logits once, backward reads
       them and writes their gradient (``L`` logits: ``L·s`` and ``2·L·s``) — the FP32 copy of the logits, the
       log-softmax and the NLL kernels of eager PyTorch vanish;

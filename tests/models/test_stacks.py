@@ -83,6 +83,31 @@ def test_gpt2_has_no_rotary_kernel_under_transformer_engine():
     assert not (te["op"] == "te.attention_prep").any()
 
 
+@pytest.mark.parametrize("prec", ["fp32", "bf16"])
+def test_an_attention_that_materialises_its_scores_keeps_their_kernels_under_transformer_engine(prec):
+    # Hugging Face's eager attention: two matmuls with the scaling, mask, softmax and dropout of the scores between
+    # them. TE fuses none of them into a layout kernel (its fused and flash attention take FP16/BF16 and are not what
+    # this code calls); the rotary embedding before the first matmul is still TE's one kernel.
+    for model in (dict(GPT2, attn_implementation="eager"), dict(LLAMA, attn_implementation="eager")):
+        ops, *_ = _ops(model, prec)
+        te = te_ops(ops)
+        for phase in ("forward", "backward"):
+            def scores(rows):  # the softmax kernels of the scores, batch x heads x 64 x 64 (not the loss's)
+                shape = rows["output_shapes"].astype(str).str.split(";").str[0]
+                return rows[(rows["phase"] == phase) & (rows["op_class"] == "softmax") & shape.str.endswith("x64x64")]
+
+            eager, kept = scores(ops), scores(te)
+            assert len(eager) == 2 and len(kept) == 2  # one per layer
+            assert list(kept["bytes_read"]) == list(eager["bytes_read"])
+        dropout = ops[ops["op"] == "aten.native_dropout"]
+        assert len(te[te["op"] == "aten.native_dropout"]) == len(dropout)
+        if model["model_type"] == "llama":
+            assert (te["op"] == "te.attention_prep").sum() == 2 * 2  # the rotation, forward and backward, per layer
+    # an attention through scaled_dot_product_attention has no score kernels to keep: TE's fused kernel runs it
+    sdpa, *_ = _ops(dict(LLAMA, attn_implementation="sdpa"))
+    assert not (te_ops(sdpa)["op_class"] == "softmax").any()
+
+
 def test_fused_attention_at_flashattention3s_rate_on_hopper_only_under_transformer_engine():
     from perfmodel.datasets import gpu_spec, matmul_peak_tflops
 
