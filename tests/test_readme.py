@@ -265,6 +265,18 @@ def _llm_claims():
     yield "(MI300X: {} TFLOPS measured, {} predicted)", (f"{mi['measured_tflops']:.1f}", f"{mi['predicted_tflops_datasheet']:.1f}")
     yield "reaches it ({}, {}, {}:", tuple(f"{burst_clock_share(g):.3f}" for g in ("MI300X", "MI325X", "MI355X"))
     assert (mamf["predicted_over_measured"] > 1).groupby(level="gpu").all().loc[["MI300X", "MI325X", "MI355X"]].all()
+    from perfmodel.step.strategy import mesh_allreduce_check, resolve_links
+
+    from perfmodel.step.collectives import infinity_fabric
+
+    fabric = infinity_fabric("MI300X")
+    tp2 = resolve_links(None, "MI300X", degrees={"tp": 2})["tp"]
+    assert tp2.bandwidth_gb_per_s * fabric.mesh_peers == fabric.bandwidth_gb_per_s  # one link of them
+    yield "directly to each of the {} others", (fabric.mesh_peers,)
+    yield "tensor parallelism over {} of them one link of {},", (2, fabric.mesh_peers)
+    rccl = mesh_allreduce_check().set_index("n_gpus")
+    yield "is predicted at {} GB/s of bus bandwidth on 2 GPUs ({} measured) and {} on 8 ({} measured).", tuple(
+        f"{rccl.loc[n, c]:.1f}" for n in (2, 8) for c in ("predicted_busbw_gb_per_s", "measured_busbw_gb_per_s"))
     yield "torchtitan's H200 rows, never fitted on, come out within {} % of their tokens/s", (
         _pct(t.loc[t["gpu"] == "H200", "tokens_abs_error_pct"].max()),)
     from perfmodel.papers.external import llama3_paper_runs

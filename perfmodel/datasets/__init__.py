@@ -118,6 +118,7 @@ from perfmodel.datasets.reference import (
     load_published_gemms,
     load_xla_h100_gemms,
     load_mamf_matmuls,
+    load_rccl_allreduce,
     load_float8_rowwise_linears,
     load_torchao_float8_checks,
     load_torchtitan_memory_logs,
@@ -263,7 +264,7 @@ __all__ = [
     # ICAC'19
     "ICAC_EXPERIMENTS", "load_vm_lifetimes", "load_icac_runs", "load_icac_vms", "load_icac_costs", "load_icac_accuracy_curves", "load_adaptive_lr",
     # reference and catalogs
-    "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "load_mamf_matmuls", "load_gpu_catalog", "load_prices", "gpu_tflops", "load_paper_numbers",
+    "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "load_mamf_matmuls", "load_rccl_allreduce", "load_gpu_catalog", "load_prices", "gpu_tflops", "load_paper_numbers",
     # GPU specs and precisions
     "CATALOG_GPU_IDS", "GPUSpec", "gpu_spec", "peak_tflops", "matmul_peak_tflops", "DEFAULT_L2_MIB", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError",
 ]

@@ -23,7 +23,7 @@ from perfmodel.datasets._io import parse_csv
 from perfmodel.datasets._spec import DatasetSpec
 from perfmodel.datasets.names import CATALOG_GPU_IDS, canonical_gpu
 
-__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "load_mamf_matmuls", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
+__all__ = ["load_paper_numbers", "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_catalog", "load_prices", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "load_mamf_matmuls", "load_rccl_allreduce", "GPU_PRICE_COLUMNS", "gpu_tflops", "DATASETS"]
 
 #: Transcribed files (stem → what one row is).
 TRANSCRIBED: dict[str, str] = {
@@ -328,6 +328,20 @@ def load_mamf_matmuls() -> pd.DataFrame:
     return _read_packaged("reference/mamf_matmul.csv")
 
 
+def load_rccl_allreduce() -> pd.DataFrame:
+    """RCCL all-reduces measured on an 8-GPU AMD MI300X board, transcribed with their citation: the bus bandwidth of a
+    4 GiB all-reduce over 2 and over 8 of its GPUs (stas00/ml-engineering's ``all_reduce_bench.py``). Every MI300X is
+    linked directly to each of the 7 others, so 2 GPUs have one link and 8 have seven: a check of
+    :func:`perfmodel.step.collectives.mesh_link` and of the Infinity Fabric's assumed efficiency, nothing fitted on it.
+
+    Returns
+    -------
+    DataFrame
+        One row per measurement: ``gpu``, ``n_gpus``, ``payload_gib``, ``busbw_gb_per_s``, ``source``.
+    """
+    return _read_packaged("reference/rccl_allreduce_mi300x.csv")
+
+
 def load_float8_rowwise_linears() -> pd.DataFrame:
     """torchao's published microbenchmark of a float8 linear with row-wise scaling on an H100: the speedup over
     bfloat16 of ``LayerNorm -> Linear -> Sigmoid``, forward and backward under ``torch.compile``, for every forward
@@ -463,6 +477,9 @@ DATASETS: tuple[DatasetSpec, ...] = (
                 "the best m x n x k of a shape search, mean TFLOPS", ("reference/mamf_matmul.csv",),
                 "stas00/ml-engineering, Maximum Achievable Matmul FLOPS comparison table (beyond the papers)",
                 kind="reference"),
+    DatasetSpec("rccl_allreduce", load_rccl_allreduce, "one RCCL all-reduce on an 8-GPU MI300X board: GPUs, payload, "
+                "bus bandwidth", ("reference/rccl_allreduce_mi300x.csv",),
+                "stas00/ml-engineering, network README (beyond the papers)", kind="reference"),
     DatasetSpec("float8_rowwise_linears", load_float8_rowwise_linears, "one published float8 row-wise linear "
                 "microbenchmark on an H100: speedup over bfloat16 of LayerNorm -> Linear -> Sigmoid (forward + backward, "
                 "compiled) at one forward shape M x K x N", ("reference/float8_rowwise_linear_h100.csv",),

@@ -54,7 +54,7 @@ from perfmodel._errors import UnknownNameError
 
 __all__ = [
     "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
-    "fitted_link", "rebuild", "infinity_fabric",
+    "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS",
 ]
 
 #: link kinds with measured NCCL curves
@@ -290,12 +290,17 @@ class Interconnect:
         α, seconds per step of a collective (launch and synchronisation).
     efficiency : float
         Share of the peak a large collective reaches (:data:`NCCL_EFFICIENCY`).
+    mesh_peers : int
+        0 (default): a switched link (NVSwitch, a NIC, PCIe), every GPU's whole bandwidth whichever peers it talks to.
+        ``k > 0``: a fully connected mesh, ``bandwidth_gb_per_s`` the sum of a GPU's ``k`` direct links, of which a
+        process group uses those to its own members (:func:`mesh_link`: AMD's Infinity Fabric).
     """
 
     name: str
     bandwidth_gb_per_s: float
     latency_s: float = 5e-6
     efficiency: float = NCCL_EFFICIENCY
+    mesh_peers: int = 0
 
     def __post_init__(self):
         for f in ("bandwidth_gb_per_s", "latency_s", "efficiency"):
@@ -304,6 +309,9 @@ class Interconnect:
                 raise ValueError(f"Interconnect {self.name!r}: {f} must be a positive finite number; got {v!r}.")
         if self.efficiency > 1:
             raise ValueError(f"Interconnect {self.name!r}: efficiency must be in (0, 1]; got {self.efficiency!r}.")
+        if isinstance(self.mesh_peers, bool) or not isinstance(self.mesh_peers, int) or self.mesh_peers < 0:
+            raise ValueError(f"Interconnect {self.name!r}: mesh_peers must be 0 (a switched link) or the number of peers "
+                             f"a GPU of a fully connected mesh links to directly; got {self.mesh_peers!r}.")
 
     @property
     def bytes_per_s(self) -> float:
@@ -342,18 +350,43 @@ def _has_infinity_fabric(spec) -> bool:
     return math.isfinite(v) and v > 0
 
 
+#: GPUs of the AMD platforms whose Infinity Fabric the catalog describes (``infinity_fabric_gb_per_s``: the sum of one
+#: GPU's links to the 7 others of an 8-GPU board, both directions).
+INFINITY_FABRIC_GPUS = 8
+
+
 def infinity_fabric(gpu) -> Interconnect:
-    """The Infinity Fabric of an 8-GPU AMD platform (MI300X, MI325X, MI355X): every GPU linked to each other, the
-    catalog's aggregate peer-to-peer bandwidth (``infinity_fabric_gb_per_s``, both directions) halved per direction,
-    at the assumed :data:`NCCL_EFFICIENCY` and PCIe's guessed latency — RCCL's collectives were not measured (Vidur
-    profiles NVIDIA systems only), so it is the fallback, as for PCIe, and ``basis`` names the link."""
+    """The Infinity Fabric of an 8-GPU AMD platform (MI300X, MI325X, MI355X): every GPU linked directly to each of the
+    7 others (``mesh_peers=7``), the catalog's aggregate (``infinity_fabric_gb_per_s``, both directions) halved per
+    direction, at the assumed :data:`NCCL_EFFICIENCY` and PCIe's guessed latency; a process group of fewer GPUs of
+    the board uses only the links among its members (:func:`mesh_link`). ``basis`` names the link. Checked, not
+    fitted, against RCCL all-reduces measured on an MI300X board (:func:`perfmodel.datasets.load_rccl_allreduce`)."""
     from perfmodel.datasets import gpu_spec
 
     spec = gpu_spec(gpu)
     if not _has_infinity_fabric(spec):
         raise UnknownNameError(f"GPU {spec.gpu} has no Infinity Fabric in the catalog (infinity_fabric_gb_per_s = "
                                f"{spec.infinity_fabric_gb_per_s:g}); use its PCIe link or pass an Interconnect.")
-    return Interconnect(f"infinity-fabric ({spec.gpu})", spec.infinity_fabric_gb_per_s / 2, 10e-6)
+    return Interconnect(f"infinity-fabric ({spec.gpu})", spec.infinity_fabric_gb_per_s / 2, 10e-6,
+                        mesh_peers=INFINITY_FABRIC_GPUS - 1)
+
+
+def mesh_link(link: Interconnect, ranks: int, *, ring: bool = True) -> Interconnect:
+    """The share of a fully connected mesh (``link.mesh_peers > 0``) a process group gets on one board: a ring
+    collective (all-reduce, all-gather, reduce-scatter) of ``ranks`` GPUs of the board spreads its channels over each
+    GPU's direct links to the ``ranks − 1`` others (``ring``); a send to one neighbour (a pipeline's, context
+    parallelism's ring of sends: ``ring=False``) has one direct link. A switched link (``mesh_peers == 0``) is returned
+    as it is: every GPU has its whole bandwidth to any peer. RCCL's all-reduce on an 8-GPU MI300X board reaches
+    47.7 GB/s of bus bandwidth on 2 GPUs and 312.9 on 8 (one 64 GB/s link against seven)."""
+    if not link.mesh_peers:
+        return link
+    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
+        raise ValueError(f"mesh_link: ranks must be the group's GPUs on one board, a positive whole number; got {ranks!r}.")
+    used = min(max(int(ranks) - 1, 1), link.mesh_peers) if ring else 1
+    if used == link.mesh_peers:
+        return link
+    return dataclasses.replace(link, name=f"{link.name}, {used} of its {link.mesh_peers} direct links",
+                               bandwidth_gb_per_s=link.bandwidth_gb_per_s * used / link.mesh_peers, mesh_peers=0)
 
 
 def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:

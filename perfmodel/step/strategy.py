@@ -9,11 +9,12 @@ import math
 import re
 
 import numpy as np
+import pandas as pd
 
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "mesh_allreduce_check", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -101,7 +102,9 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         ``"inter"`` — one NIC's link; with ``nics_per_node``, a group that spans nodes gets its share of the node's
         NICs (:func:`rail_link`): with a NIC per GPU on its own rail (HGX/DGX-class nodes), NCCL spreads the group's
         channels over them. An InfiniBand ``"inter"`` (:data:`RAIL_FABRICS`) has one NIC per GPU unless
-        ``nics_per_node`` says otherwise.
+        ``nics_per_node`` says otherwise. On a fully connected mesh (AMD's Infinity Fabric: ``Interconnect.mesh_peers``)
+        a group gets, with ``degrees``, the direct links among its ranks on the board
+        (:func:`perfmodel.step.collectives.mesh_link`): tensor parallelism over 2 of 8 MI300X one 64 GB/s link.
     gpu : str or GPUSpec, optional
         The GPU whose own link (NVLink, else PCIe) fills in.
     degrees : dict, optional
@@ -121,6 +124,44 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     TypeError
         A link that is not a name, an Interconnect or None.
     """
+    links = _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node)
+    if degrees is None:
+        return links
+    ranks = ranks_per_node(degrees, gpus_per_node)
+    return {g: _on_mesh(g, link, ranks) for g, link in links.items()}
+
+
+def _on_mesh(group: str, link, ranks: dict):
+    """A group's share of a fully connected mesh (:func:`perfmodel.step.collectives.mesh_link`): its direct links to
+    the group's other ranks on the board for the ring collectives (tensor and data parallel), one for the sends of the
+    pipeline and of context parallelism's ring."""
+    from perfmodel.step.collectives import mesh_link
+
+    return mesh_link(link, ranks[group], ring=group in _RING_GROUPS) if link.mesh_peers else link
+
+
+def mesh_allreduce_check() -> pd.DataFrame:
+    """RCCL's measured all-reduces on an MI300X board (:func:`perfmodel.datasets.load_rccl_allreduce`) next to the
+    bus bandwidth the data-parallel group's link gives them (:func:`resolve_links` with the layout's degrees: the
+    direct links among the group's GPUs, :func:`perfmodel.step.collectives.mesh_link`; the ring's time of
+    :func:`perfmodel.step.collectives.allreduce_time`). Returns ``gpu``, ``n_gpus``, ``payload_gib``,
+    ``measured_busbw_gb_per_s``, ``predicted_busbw_gb_per_s``, ``link``."""
+    from perfmodel.datasets import load_rccl_allreduce
+    from perfmodel.step.collectives import allreduce_time
+
+    rows = []
+    for r in load_rccl_allreduce().itertuples(index=False):
+        n = int(r.n_gpus)
+        link = resolve_links(None, r.gpu, degrees={"dp": n})["dp"]
+        size = float(r.payload_gib) * 2**30
+        rows.append(dict(gpu=r.gpu, n_gpus=n, payload_gib=float(r.payload_gib),
+                         measured_busbw_gb_per_s=float(r.busbw_gb_per_s),
+                         predicted_busbw_gb_per_s=size / allreduce_time(size, n, link) * 2 * (n - 1) / n / 1e9,
+                         link=link.name))
+    return pd.DataFrame(rows)
+
+
+def _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node) -> dict:
     if isinstance(interconnect, dict) and interconnect and set(interconnect) <= set(LINK_LEVELS):
         intra = resolve_interconnect(interconnect.get("intra"), gpu)
         cross = crosses_nodes(degrees or {}, gpus_per_node)
@@ -138,8 +179,9 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
             return {g: (_ring_across(g, inter, intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
         nics = _check_nics(nics_per_node)
         ranks = ranks_per_node(degrees or {}, gpus_per_node)
-        return {g: (_ring_across(g, rail_link(inter, intra, nics * ranks[g] / gpus_per_node), intra, degrees, ranks)
-                    if cross[g] else intra) for g in LINK_GROUPS}
+        # a ring that leaves the node is bounded by what it has of the node's own link (on a mesh, its ranks' links)
+        return {g: (_ring_across(g, rail_link(inter, _on_mesh(g, intra, ranks), nics * ranks[g] / gpus_per_node), intra,
+                                 degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]
         if set(interconnect) & set(LINK_LEVELS):

@@ -66,3 +66,54 @@ def test_an_mi300x_fsdp_step_no_longer_waits_on_pcie():
     pcie = pm.predict_step_time(cfg, ["MI300X"], interconnect="pcie5", **kw)
     assert out["interconnect"].iloc[0] == "infinity-fabric (MI300X)" and "infinity-fabric (MI300X)" in out["basis"].iloc[0]
     assert out["comm_total_s"].iloc[0] < pcie["comm_total_s"].iloc[0] / 5
+
+
+def test_a_group_on_an_infinity_fabric_board_has_the_links_among_its_own_gpus():
+    """Every MI300X links directly to each of the 7 others: 2 GPUs have one 64 GB/s link, 8 have seven. RCCL's measured
+    4 GiB all-reduce (47.7 GB/s of bus bandwidth on 2 GPUs, 312.9 on 8) is reproduced within 8 % at the assumed
+    efficiency (nothing fitted on it); before, 2 GPUs were given all seven links."""
+    import perfmodel as pm
+    from perfmodel.datasets import load_rccl_allreduce
+    from perfmodel.step.collectives import allreduce_time, infinity_fabric, mesh_link
+    from perfmodel.step.strategy import resolve_links
+
+    from perfmodel.step.strategy import mesh_allreduce_check
+
+    measured = load_rccl_allreduce()
+    assert list(measured["n_gpus"]) == [2, 8] and list(measured["busbw_gb_per_s"]) == [47.671, 312.912]
+    check = mesh_allreduce_check()
+    assert list(check["measured_busbw_gb_per_s"]) == list(measured["busbw_gb_per_s"])
+    assert check["predicted_busbw_gb_per_s"].to_numpy() == pytest.approx(measured["busbw_gb_per_s"].to_numpy(), rel=0.08)
+    for r in check.itertuples():  # by hand: the ring's bus bandwidth is the link's effective rate, less its latency
+        link = resolve_links(None, "MI300X", degrees={"dp": r.n_gpus})["dp"]
+        size = r.payload_gib * 2**30
+        assert r.predicted_busbw_gb_per_s == pytest.approx(
+            size / allreduce_time(size, r.n_gpus, link) * 2 * (r.n_gpus - 1) / r.n_gpus / 1e9, rel=1e-12)
+        assert r.predicted_busbw_gb_per_s < link.bytes_per_s / 1e9
+    fabric = infinity_fabric("MI300X")
+    assert fabric.mesh_peers == 7 and fabric.bandwidth_gb_per_s == 448
+    # tensor parallel over 2 and 4 of the board, data parallel over the rest; a pipeline's send has one link
+    links = resolve_links(None, "MI300X", degrees={"tp": 2, "dp": 4, "pp": 1, "cp": 1})
+    assert links["tp"].bandwidth_gb_per_s == 64 and links["dp"].bandwidth_gb_per_s == 3 * 64
+    assert resolve_links(None, "MI300X", degrees={"tp": 4, "pp": 2})["pp"].bandwidth_gb_per_s == 64
+    assert resolve_links(None, "MI300X", degrees={"dp": 8})["dp"] == fabric  # the whole board: all seven
+    assert "1 of its 7 direct links" in links["tp"].name and links["tp"].mesh_peers == 0  # a share is not split again
+    assert mesh_link(links["tp"], 2) == links["tp"]
+    nvlink = resolve_links(None, "H100", degrees={"tp": 2, "dp": 4})  # a switch: every GPU has its whole bandwidth
+    assert nvlink["tp"] == nvlink["dp"] == resolve_interconnect(gpu="H100")
+    # across boards the ring is bounded by its ranks' links on each board
+    cross = resolve_links({"intra": None, "inter": "infiniband-ndr"}, "MI300X", degrees={"tp": 2, "dp": 8},
+                          gpus_per_node=8, nics_per_node=8)
+    assert cross["dp"].bytes_per_s <= mesh_link(fabric, 4).bytes_per_s and cross["tp"].bandwidth_gb_per_s == 64
+    with pytest.raises(ValueError, match="ranks must be"):
+        mesh_link(fabric, 0)
+    with pytest.raises(ValueError, match="mesh_peers must be"):
+        pm.step.collectives.Interconnect("x", 10.0, mesh_peers=-1)
+    # a step with tensor parallelism over 2 of the board now pays for its one link
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
+                                   num_key_value_heads=8, vocab_size=32000)
+    kw = dict(input_shape=(1024,), batch_size=8, precision="bf16", optimizer="adam", n_gpus=8)
+    tp2 = pm.predict_step_time(cfg, ["MI300X"], strategy="dp4-tp2", **kw)
+    tp8 = pm.predict_step_time(cfg, ["MI300X"], strategy="tp8", **kw)
+    assert "1 of its 7 direct links" in tp2["basis"].iloc[0] and "direct links" not in tp8["interconnect"].iloc[0]
