@@ -54,7 +54,7 @@ from perfmodel._errors import UnknownNameError
 
 __all__ = [
     "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
-    "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS",
+    "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS", "bridged_link", "NVLINK_BRIDGE_GPUS",
 ]
 
 #: link kinds with measured NCCL curves
@@ -294,6 +294,12 @@ class Interconnect:
         0 (default): a switched link (NVSwitch, a NIC, PCIe), every GPU's whole bandwidth whichever peers it talks to.
         ``k > 0``: a fully connected mesh, ``bandwidth_gb_per_s`` the sum of a GPU's ``k`` direct links, of which a
         process group uses those to its own members (:func:`mesh_link`: AMD's Infinity Fabric).
+    domain_gpus : int
+        0 (default): the link joins every GPU of the node. ``k > 0``: it joins blocks of ``k`` GPUs only (an NVLink
+        bridge across 2 PCIe cards), and a group reaching beyond its block runs at the ``beyond`` link
+        (:func:`bridged_link`).
+    beyond : Interconnect, optional
+        The link between the blocks of ``domain_gpus`` (the cards' PCIe).
     """
 
     name: str
@@ -301,6 +307,8 @@ class Interconnect:
     latency_s: float = 5e-6
     efficiency: float = NCCL_EFFICIENCY
     mesh_peers: int = 0
+    domain_gpus: int = 0
+    beyond: "Interconnect | None" = None
 
     def __post_init__(self):
         for f in ("bandwidth_gb_per_s", "latency_s", "efficiency"):
@@ -312,6 +320,12 @@ class Interconnect:
         if isinstance(self.mesh_peers, bool) or not isinstance(self.mesh_peers, int) or self.mesh_peers < 0:
             raise ValueError(f"Interconnect {self.name!r}: mesh_peers must be 0 (a switched link) or the number of peers "
                              f"a GPU of a fully connected mesh links to directly; got {self.mesh_peers!r}.")
+        if isinstance(self.domain_gpus, bool) or not isinstance(self.domain_gpus, int) or self.domain_gpus < 0:
+            raise ValueError(f"Interconnect {self.name!r}: domain_gpus must be 0 (the link joins the whole node) or the "
+                             f"GPUs of one block it joins (2 for an NVLink bridge); got {self.domain_gpus!r}.")
+        if self.domain_gpus and not isinstance(self.beyond, Interconnect):
+            raise ValueError(f"Interconnect {self.name!r}: a link that joins blocks of {self.domain_gpus} GPUs needs the "
+                             "link between the blocks: beyond=Interconnect(...) (e.g. the cards' PCIe).")
 
     @property
     def bytes_per_s(self) -> float:
@@ -341,8 +355,37 @@ INTERCONNECTS = {
 _FITTED_LINKS = ("infiniband-hdr", "infiniband-ndr")
 
 
+#: GPUs one NVLink bridge joins on the catalog's PCIe cards that have one (their datasheets, the catalog's
+#: ``interconnect_source``: the A100 PCIe's "NVLink bridge for 2 GPUs", the A40's and RTX A6000's "2-way bridge", the
+#: H100 PCIe's and H100 NVL's bridge pairs; the H200 NVL's "2- or 4-way" bridge taken as its 2-way). Between the
+#: pairs the cards talk over PCIe. A 4-way H200 NVL board: ``Interconnect(..., domain_gpus=4, beyond=...)``.
+NVLINK_BRIDGE_GPUS = {"A100-PCIe-40GB": 2, "A100-PCIe-80GB": 2, "A40": 2, "RTX-A6000": 2, "H100-PCIe": 2,
+                      "H100-NVL": 2, "H200-NVL": 2}
+
+
 def _nvlink(spec) -> Interconnect:
-    return fitted_link("nvlink", spec)
+    link = fitted_link("nvlink", spec)
+    pair = NVLINK_BRIDGE_GPUS.get(spec.gpu)
+    if pair is None:
+        return link
+    gen = int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 4
+    return dataclasses.replace(link, name=f"{link.name}, bridged in blocks of {pair}", domain_gpus=pair,
+                               beyond=fitted_link(f"pcie{gen}") if f"pcie{gen}" in _NAMED else INTERCONNECTS[f"pcie{gen}"])
+
+
+def bridged_link(link: Interconnect, ranks: int, stride: int = 1) -> Interconnect:
+    """The link a process group of ``ranks`` GPUs of one node, ``stride`` ranks apart, runs at over a link that joins
+    blocks of ``link.domain_gpus`` GPUs only (an NVLink bridge between 2 PCIe cards): the bridge while the group's GPUs
+    lie in one block (``stride·ranks ≤ domain_gpus``), else the link between the blocks (``link.beyond``, the cards'
+    PCIe), which every ring and every pipeline's hop between blocks crosses, at the pace of that slowest hop — as
+    Vidur's 4-GPU all-reduces on pairwise-NVLink nodes run (:mod:`perfmodel.step.collectives` fits its PCIe on them).
+    A link that joins the whole node is returned as it is."""
+    if not link.domain_gpus:
+        return link
+    if int(stride) * int(ranks) <= link.domain_gpus:
+        return dataclasses.replace(link, domain_gpus=0, beyond=None)
+    return dataclasses.replace(link.beyond, name=f"{link.beyond.name}, between {link.name.split(',')[0]} blocks of "
+                                                 f"{link.domain_gpus}")
 
 
 def _has_infinity_fabric(spec) -> bool:

@@ -128,16 +128,27 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     if degrees is None:
         return links
     ranks = ranks_per_node(degrees, gpus_per_node)
-    return {g: _on_mesh(g, link, ranks) for g, link in links.items()}
+    return {g: _on_node(g, link, ranks, degrees) for g, link in links.items()}
 
 
-def _on_mesh(group: str, link, ranks: dict):
-    """A group's share of a fully connected mesh (:func:`perfmodel.step.collectives.mesh_link`): its direct links to
-    the group's other ranks on the board for the ring collectives (tensor and data parallel), one for the sends of the
-    pipeline and of context parallelism's ring."""
-    from perfmodel.step.collectives import mesh_link
+def _on_node(group: str, link, ranks: dict, degrees: dict | None):
+    """What a group has of a node's link that does not join every pair of its GPUs alike: of a fully connected mesh
+    its direct links to the group's other ranks on the board for the ring collectives (tensor and data parallel), one
+    for the sends of the pipeline and of context parallelism's ring (:func:`perfmodel.step.collectives.mesh_link`);
+    of NVLink bridges between pairs of cards, the bridge while the group stays in one pair, else the cards' PCIe
+    (:func:`perfmodel.step.collectives.bridged_link`)."""
+    from perfmodel.step.collectives import bridged_link, mesh_link
 
-    return mesh_link(link, ranks[group], ring=group in _RING_GROUPS) if link.mesh_peers else link
+    if link.mesh_peers:
+        return mesh_link(link, ranks[group], ring=group in _RING_GROUPS)
+    if link.domain_gpus:
+        d = degrees or {}
+        tp, cp, dp, pp = (int(d.get(k, 1)) for k in ("tp", "cp", "dp", "pp"))
+        if {"tp": tp, "cp": cp, "dp": dp * cp, "pp": pp}[group] <= 1:  # no such group: nothing to carry
+            return link
+        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp}[group]
+        return bridged_link(link, ranks[group], stride)
+    return link
 
 
 def mesh_allreduce_check() -> pd.DataFrame:
@@ -180,8 +191,8 @@ def _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node) -> 
         nics = _check_nics(nics_per_node)
         ranks = ranks_per_node(degrees or {}, gpus_per_node)
         # a ring that leaves the node is bounded by what it has of the node's own link (on a mesh, its ranks' links)
-        return {g: (_ring_across(g, rail_link(inter, _on_mesh(g, intra, ranks), nics * ranks[g] / gpus_per_node), intra,
-                                 degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
+        return {g: (_ring_across(g, rail_link(inter, _on_node(g, intra, ranks, degrees), nics * ranks[g] / gpus_per_node),
+                                 intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]
         if set(interconnect) & set(LINK_LEVELS):

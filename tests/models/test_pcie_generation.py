@@ -117,3 +117,40 @@ def test_a_group_on_an_infinity_fabric_board_has_the_links_among_its_own_gpus():
     tp2 = pm.predict_step_time(cfg, ["MI300X"], strategy="dp4-tp2", **kw)
     tp8 = pm.predict_step_time(cfg, ["MI300X"], strategy="tp8", **kw)
     assert "1 of its 7 direct links" in tp2["basis"].iloc[0] and "direct links" not in tp8["interconnect"].iloc[0]
+
+
+def test_nvlink_bridged_pcie_cards_talk_over_pcie_beyond_their_pair():
+    """An NVLink bridge joins 2 PCIe cards (A100 PCIe, A40, RTX A6000, H100 PCIe, H100 NVL; the H200 NVL's 2-way
+    bridge): a group inside one pair has the bridge, a ring or a pipeline reaching another pair crosses the cards' PCIe
+    at its pace, as Vidur's 4-GPU all-reduces on such nodes ran; before, every group had the bridge's NVLink."""
+    from perfmodel.step.collectives import NVLINK_BRIDGE_GPUS, Interconnect, bridged_link, fitted_link
+    from perfmodel.step.strategy import resolve_links
+
+    for gpu, gen in (("A100-PCIe-80GB", 4), ("H100-NVL", 5), ("H100-PCIe", 5), ("A40", 4)):
+        link = resolve_interconnect(gpu=gpu)
+        assert link.domain_gpus == NVLINK_BRIDGE_GPUS[gpu] == 2 and link.beyond == fitted_link(f"pcie{gen}")
+        links = resolve_links(None, gpu, degrees={"tp": 2, "dp": 4})
+        assert links["tp"].bandwidth_gb_per_s == link.bandwidth_gb_per_s and links["tp"].domain_gpus == 0
+        assert links["dp"].bandwidth_gb_per_s == fitted_link(f"pcie{gen}").bandwidth_gb_per_s
+        assert f"between nvlink ({gpu}) blocks of 2" in links["dp"].name
+        pair = resolve_links(None, gpu, degrees={"dp": 2})["dp"]  # data parallel over one pair: the bridge
+        assert pair.bandwidth_gb_per_s == link.bandwidth_gb_per_s
+        pipe = resolve_links(None, gpu, degrees={"tp": 2, "pp": 2})["pp"]  # the stages sit on two pairs
+        assert pipe.bandwidth_gb_per_s == fitted_link(f"pcie{gen}").bandwidth_gb_per_s
+    # NVSwitch parts are untouched: every group has the whole NVLink
+    sxm = resolve_links(None, "A100", degrees={"tp": 2, "dp": 4})
+    assert sxm["tp"] == sxm["dp"] == resolve_interconnect(gpu="A100") and resolve_interconnect(gpu="A100").domain_gpus == 0
+    assert bridged_link(resolve_interconnect(gpu="H100"), 8) == resolve_interconnect(gpu="H100")
+    with pytest.raises(ValueError, match="needs the link between the blocks"):
+        Interconnect("bridge", 300.0, domain_gpus=2)
+    # a data-parallel step over 4 bridged cards pays PCIe for its gradients; over 2 the bridge
+    transformers = pytest.importorskip("transformers")
+    import perfmodel as pm
+
+    cfg = transformers.LlamaConfig(hidden_size=1024, intermediate_size=2816, num_hidden_layers=4, num_attention_heads=16,
+                                   num_key_value_heads=8, vocab_size=32000)
+    kw = dict(input_shape=(1024,), precision="bf16", optimizer="adam", strategy="dp")
+    four = pm.predict_step_time(cfg, ["A100-PCIe-80GB"], batch_size=8, n_gpus=4, **kw)
+    two = pm.predict_step_time(cfg, ["A100-PCIe-80GB"], batch_size=4, n_gpus=2, **kw)
+    assert "between nvlink (A100-PCIe-80GB) blocks of 2" in four["basis"].iloc[0]
+    assert "pcie4" not in two["interconnect"].iloc[0] and four["comm_total_s"].iloc[0] > 5 * two["comm_total_s"].iloc[0]
