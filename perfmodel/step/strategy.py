@@ -104,7 +104,9 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         channels over them. An InfiniBand ``"inter"`` (:data:`RAIL_FABRICS`) has one NIC per GPU unless
         ``nics_per_node`` says otherwise. On a fully connected mesh (AMD's Infinity Fabric: ``Interconnect.mesh_peers``)
         a group gets, with ``degrees``, the direct links among its ranks on the board
-        (:func:`perfmodel.step.collectives.mesh_link`): tensor parallelism over 2 of 8 MI300X one 64 GB/s link.
+        (:func:`perfmodel.step.collectives.mesh_link`): tensor parallelism over 2 of 8 MI300X one 64 GB/s link. Over
+        NVLink bridges between pairs of PCIe cards (``Interconnect.domain_gpus``) a group that reaches another pair
+        runs at the cards' PCIe (:func:`perfmodel.step.collectives.bridged_link`).
     gpu : str or GPUSpec, optional
         The GPU whose own link (NVLink, else PCIe) fills in.
     degrees : dict, optional
