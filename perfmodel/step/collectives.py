@@ -54,7 +54,7 @@ from perfmodel._errors import UnknownNameError
 
 __all__ = [
     "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
-    "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS", "bridged_link", "NVLINK_BRIDGE_GPUS",
+    "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS", "bridged_link", "NVLINK_BRIDGE_GPUS", "bus_bandwidth_gb_per_s",
 ]
 
 #: link kinds with measured NCCL curves
@@ -533,6 +533,22 @@ def reduce_scatter_time(nbytes: float, n: int, link: Interconnect) -> float:
     """Seconds to reduce-scatter ``nbytes`` (the full size before scattering) over ``n`` GPUs; same cost as
     :func:`allgather_time`."""
     return allgather_time(nbytes, n, link)
+
+
+def bus_bandwidth_gb_per_s(collective: str, nbytes: float, n: int, link: Interconnect) -> float:
+    """The bus bandwidth (GB/s) nccl-tests would report for the modelled ``collective`` (``"all_reduce"`` or
+    ``"all_gather"``) of ``nbytes`` over ``n`` GPUs on ``link``: the bytes over the ring's time
+    (:func:`allreduce_time`, :func:`allgather_time`) times nccl-tests' factor, ``2(n−1)/n`` for an all-reduce,
+    ``(n−1)/n`` for an all-gather."""
+    if collective not in ("all_reduce", "all_gather"):
+        raise UnknownNameError(f"bus_bandwidth_gb_per_s: collective must be 'all_reduce' or 'all_gather'; got {collective!r}.")
+    _check_n(n)
+    if n == 1 or nbytes <= 0:
+        raise ValueError("bus_bandwidth_gb_per_s: a bus bandwidth needs at least 2 GPUs and bytes to move; "
+                         f"got n={n!r}, nbytes={nbytes!r}.")
+    reduce = collective == "all_reduce"
+    t = allreduce_time(nbytes, n, link) if reduce else allgather_time(nbytes, n, link)
+    return (2.0 if reduce else 1.0) * (n - 1) / n * nbytes / t / 1e9
 
 
 def p2p_time(nbytes: float, link: Interconnect) -> float:

@@ -823,11 +823,9 @@ def clocked_clusters(precision: str, clusters) -> tuple[tuple, dict, dict]:
 
 def _clock_reason(c, asked) -> str:
     """Why :func:`clocked_clusters` runs the cluster ``c`` at its clock, for its ``basis`` note."""
-    from perfmodel.datasets import gpu_spec
-
     if asked is not None:
         return "Cluster.clock"
-    if gpu_spec(c.spec).gpu not in SUSTAINED_CLOCK_SHARE:
+    if c.spec.gpu not in SUSTAINED_CLOCK_SHARE:
         return ("the share at which the GEMM model reaches the part's fastest published matmul, a shape search's best "
                 "on one GPU alone: perfmodel.step.kernels.burst_clock_share; sustained under training's continuous "
                 "load it may run slower")

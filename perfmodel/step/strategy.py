@@ -156,11 +156,11 @@ def _on_node(group: str, link, ranks: dict, degrees: dict | None):
 def mesh_allreduce_check() -> pd.DataFrame:
     """RCCL's measured all-reduces on an MI300X board (:func:`perfmodel.datasets.load_rccl_allreduce`) next to the
     bus bandwidth the data-parallel group's link gives them (:func:`resolve_links` with the layout's degrees: the
-    direct links among the group's GPUs, :func:`perfmodel.step.collectives.mesh_link`; the ring's time of
-    :func:`perfmodel.step.collectives.allreduce_time`). Returns ``gpu``, ``n_gpus``, ``payload_gib``,
+    direct links among the group's GPUs, :func:`perfmodel.step.collectives.mesh_link`;
+    :func:`perfmodel.step.collectives.bus_bandwidth_gb_per_s`). Returns ``gpu``, ``n_gpus``, ``payload_gib``,
     ``measured_busbw_gb_per_s``, ``predicted_busbw_gb_per_s``, ``link``."""
     from perfmodel.datasets import load_rccl_allreduce
-    from perfmodel.step.collectives import allreduce_time
+    from perfmodel.step.collectives import bus_bandwidth_gb_per_s
 
     rows = []
     for r in load_rccl_allreduce().itertuples(index=False):
@@ -169,7 +169,7 @@ def mesh_allreduce_check() -> pd.DataFrame:
         size = float(r.payload_gib) * 2**30
         rows.append(dict(gpu=r.gpu, n_gpus=n, payload_gib=float(r.payload_gib),
                          measured_busbw_gb_per_s=float(r.busbw_gb_per_s),
-                         predicted_busbw_gb_per_s=size / allreduce_time(size, n, link) * 2 * (n - 1) / n / 1e9,
+                         predicted_busbw_gb_per_s=bus_bandwidth_gb_per_s("all_reduce", size, n, link),
                          link=link.name))
     return pd.DataFrame(rows)
 

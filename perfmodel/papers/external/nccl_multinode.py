@@ -56,17 +56,6 @@ NICS_PER_NODE = 8
 LARGE_BYTES = 256 * 2**20
 
 
-def _bus_factor(collective: str, n: int) -> float:
-    """nccl-tests' bus-bandwidth factor: ``2(n−1)/n`` for an all-reduce, ``(n−1)/n`` for an all-gather."""
-    return (2.0 if collective == "all_reduce" else 1.0) * (n - 1) / n
-
-
-def _seconds(collective: str, nbytes: float, n: int, link) -> float:
-    from perfmodel.step.collectives import allgather_time, allreduce_time
-
-    return allreduce_time(nbytes, n, link) if collective == "all_reduce" else allgather_time(nbytes, n, link)
-
-
 @cached_frame
 def data() -> pd.DataFrame:
     """One row per published measurement: ``collective``, ``nodes``, ``n_gpus``, ``message_bytes``, ``band``
@@ -75,7 +64,7 @@ def data() -> pd.DataFrame:
     (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute % errors (``abs_error_pct``,
     ``line_rate_abs_error_pct``, ``pooled_fit_abs_error_pct``). Computed once per process; callers get copies."""
     from perfmodel.datasets import load_nccl_tests_p5
-    from perfmodel.step.collectives import Interconnect, fitted_params, resolve_interconnect
+    from perfmodel.step.collectives import Interconnect, bus_bandwidth_gb_per_s, fitted_params, resolve_interconnect
     from perfmodel.step.strategy import rail_link, resolve_links
 
     d = load_nccl_tests_p5()
@@ -95,12 +84,11 @@ def data() -> pd.DataFrame:
                              f"{GPUS_PER_NODE}. Check datasets/reference/nccl_tests_p5.csv.")
         link = resolve_links(LINKS, "H100", degrees={"dp": n}, gpus_per_node=GPUS_PER_NODE,
                              nics_per_node=NICS_PER_NODE)["dp"]
-        f = _bus_factor(coll, n)
         rows.append(dict(collective=coll, nodes=int(r.nodes), n_gpus=n, message_bytes=int(r.message_bytes),
                          measured_busbw_gb_per_s=float(r.busbw_gb_per_s),
-                         predicted_busbw_gb_per_s=f * s / _seconds(coll, s, n, link) / 1e9,
+                         predicted_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, link),
                          line_rate_busbw_gb_per_s=float(line),
-                         pooled_fit_busbw_gb_per_s=f * s / _seconds(coll, s, n, pooled_link) / 1e9,
+                         pooled_fit_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, pooled_link),
                          link_gb_per_s=float(link.bandwidth_gb_per_s), efficiency=float(link.efficiency),
                          latency_us=1e6 * float(link.latency_s)))
     out = pd.DataFrame(rows)
