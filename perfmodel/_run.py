@@ -61,8 +61,11 @@ class Cluster:
     interconnect : str, Interconnect or dict, optional
         One link for every process group (``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"``, …), a link per level
         (``{"intra": "nvlink", "inter": "infiniband-ndr"}``) or per group (``{"tp": ..., "pp": ..., "dp": ...}``);
-        default the GPU's own (NVLink or Infinity Fabric from the catalog, else its PCIe). See
-        :func:`perfmodel.step.strategy.resolve_links`.
+        default the GPU's own (NVLink or Infinity Fabric from the catalog, else its PCIe) inside a node and, for a layout
+        whose groups span nodes, the network of the GPU's reference system between them (a NIC per GPU on its own rail:
+        HDR for the A100, NDR for Hopper, B200 and the MI300 series; GB200/GB300 NVL72 racks as nodes of 72 GPUs; one
+        100 Gb/s Ethernet NIC per node for GPUs without one), said in ``basis``
+        (:func:`perfmodel.step.strategy.default_network`). See :func:`perfmodel.step.strategy.resolve_links`.
     nics_per_node : int, optional
         NICs of a node, each on its own rail (8 on an HGX / DGX H100 node, AWS p5.48xlarge, GCP a3-megagpu-8g): with a
         per-level ``interconnect``, a process group that spans nodes carries its collectives over its share of them,

@@ -161,6 +161,16 @@ def test_predict_answers_what_predict_step_time_answers_for_a_config_on_todays_g
     assert "memory_per_gpu" in out and "fits" in out and "basis:" in out
     assert "CM-DARE's measured world" not in out  # a transformer on today's GPU: no parameter-server tables
 
+    # the links per level as key=value pairs or as a JSON object: one answer; unsaid, the reference system's network
+    many = [a if a != "8" else "16" for a in argv[:argv.index("--n-gpus")]] + ["--n-gpus", "16", "--strategy", "fsdp"]
+    answers = []
+    for links in (["--interconnect", "intra=nvlink,inter=infiniband-ndr"],
+                  ["--interconnect", '{"intra": "nvlink", "inter": "infiniband-ndr"}'], []):
+        assert main(many + links) == 0
+        answers.append(capsys.readouterr().out)
+    assert answers[0] == answers[1]
+    assert answers[2].split("basis:")[0] == answers[0].split("basis:")[0] and "DGX H100" in answers[2]
+
 
 def test_predict_breakdown_prints_each_gpu_s_whole_result(tmp_path, capsys):
     """`perfmodel predict --breakdown` prints pm.predict's result for each GPU after the table: the same step, then
@@ -192,6 +202,10 @@ def test_predict_and_plan_refuse_bad_new_options_in_one_line(tmp_path, capsys):
     assert "--n-gpus must be ≥ 1" in capsys.readouterr().err
     assert main(["predict", "resnet-32", "--gpus", "H100", "--interconnect", "tp=,dp=x"]) == 2
     assert "--interconnect takes a link" in capsys.readouterr().err
+    assert main(["predict", "resnet-32", "--gpus", "H100", "--interconnect", '{"intra": ']) == 2
+    assert "is not a JSON object" in capsys.readouterr().err
+    assert main(["predict", "resnet-32", "--gpus", "H100", "--interconnect", '{"intra": 1}']) == 2
+    assert "a JSON object maps levels or groups to link names" in capsys.readouterr().err
     (tmp_path / "null.json").write_text("null")
     assert main(["predict", str(tmp_path / "null.json"), "--gpus", "H100"]) == 1
     err = capsys.readouterr().err

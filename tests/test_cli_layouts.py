@@ -63,7 +63,8 @@ def test_a_multi_node_run_without_links_between_nodes_is_told_so(config, capsys)
     assert main(["layouts", config, "--n-gpus", "16", "--input-shape", "1024", "--batch-size", "16", "--tp", "4",
                  "--pp", "2", "--frameworks", "megatron", "--activation-checkpointing", "none", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "note: no --interconnect for 16 GPUs in nodes of 8" in out and "intra=nvlink,inter=infiniband-ndr" in out
+    assert "note: no --interconnect for 16 GPUs: inside a node the GPU's own link; no network given between the nodes of 8" in out
+    assert "DGX H100" in out and "pass interconnect={'intra': ..., 'inter': ...}" in out
 
 
 @pytest.mark.parametrize("extra, message", [

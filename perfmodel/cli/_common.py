@@ -97,9 +97,22 @@ def _model_arg(text: str):
 
 
 def _interconnect(text: str | None):
-    """``nvlink`` or ``tp=nvlink,dp=infiniband`` (a link per group)."""
+    """``nvlink``, ``tp=nvlink,dp=infiniband-ndr`` (a link per group), ``intra=nvlink,inter=infiniband-ndr`` (a link per
+    level) or either as a JSON object (``{"intra": "nvlink", "inter": "infiniband-ndr"}``)."""
     if not text:
         return None
+    if text.lstrip().startswith("{"):
+        import json
+
+        try:
+            out = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _UsageError(f"--interconnect: {text!r} is not a JSON object ({exc.msg}); write intra=nvlink,inter=infiniband-ndr "
+                              "or '{\"intra\": \"nvlink\", \"inter\": \"infiniband-ndr\"}'.") from None
+        if not isinstance(out, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in out.items()):
+            raise _UsageError(f"--interconnect: a JSON object maps levels or groups to link names, such as "
+                              f"{{\"intra\": \"nvlink\", \"inter\": \"infiniband-ndr\"}}; got {text!r}.")
+        return out
     if "=" not in text:
         return text
     out = {}

@@ -71,10 +71,12 @@ def _cmd_layouts(args) -> int:
                 print(f"note: cost per step at {args.instance}'s cheapest on-demand GPU-hour in the shipped price table, "
                       f"${args.usd_per_gpu_h:.3g} (--usd-per-gpu-h for yours).")
         args.gpu, args.gpus_per_node = cluster.gpu, cluster.gpus_per_node
-    elif args.interconnect is None and args.n_gpus > args.gpus_per_node:
-        print(f"note: no --interconnect for {args.n_gpus} GPUs in nodes of {args.gpus_per_node}: every process group uses "
-              "the GPU's own link, as inside a node; give intra=...,inter=... (e.g. intra=nvlink,inter=infiniband-ndr) "
-              "for the links between nodes.")
+    elif args.interconnect is None:
+        from perfmodel.step.strategy import default_network
+
+        net = default_network(args.gpu, {"dp": args.n_gpus}, args.gpus_per_node, args.nics_per_node)
+        if net is not None:  # a layout may span nodes: which network joins them
+            print(f"note: no --interconnect for {args.n_gpus} GPUs: inside a node the GPU's own link; {net.note}.")
     work = pm.Workload(model, input_shape=shape, batch_size=args.batch_size, precision=args.precision,
                        optimizer=None if args.optimizer == "none" else args.optimizer,
                        **({"stack": args.stack} if args.stack else {}),
@@ -155,7 +157,9 @@ def add_parser(sub, fmt) -> None:
                         "node and network between instances, and (without --usd-per-gpu-h) its cheapest on-demand "
                         "GPU-hour for the cost per step")
     p.add_argument("--interconnect", default=None,
-                   help="links: a link per level (intra=nvlink,inter=infiniband-ndr), one link (nvlink) or one per group")
+                   help="links: a link per level (intra=nvlink,inter=infiniband-ndr), one link (nvlink) or one per group, "
+                        "also as JSON; default the GPU's own link in a node and, across nodes, its reference system's "
+                        "network (said in basis)")
     p.add_argument("--nics-per-node", type=int, default=None,
                    help="NICs per node, each on its own rail (default: one per GPU with an InfiniBand inter link)")
     p.add_argument("--frameworks", default="pytorch,megatron",

@@ -223,7 +223,9 @@ def add_parser(sub, fmt) -> None:
                            "--framework megatron and tp, and with fsdp and tp)")
     pred.add_argument("--interconnect", default=None,
                       help="link between GPUs: nvlink, pcie4, infiniband-ndr ..., a link per level "
-                           "(intra=nvlink,inter=infiniband-ndr) or a link per group (tp=nvlink,dp=infiniband-ndr)")
+                           "(intra=nvlink,inter=infiniband-ndr; without intra= each GPU's own) or a link per group "
+                           "(tp=nvlink,dp=infiniband-ndr), also as JSON; default each GPU's own link in a node and, "
+                           "across nodes, its reference system's network (said in basis)")
     pred.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (for intra=/inter= links)")
     pred.add_argument("--instance", default=None, metavar="TYPE",
                       help="a cloud instance type of the price table (p5.48xlarge, a3-highgpu-8g, ...): its GPU, its GPUs "

@@ -485,14 +485,19 @@ def resolve_interconnect(interconnect=None, gpu=None) -> Interconnect:
             raise ValueError("interconnect 'nvlink' takes its bandwidth from the GPU's catalog row: pass gpu=, or an "
                              "Interconnect('nvlink', bandwidth_gb_per_s=..., latency_s=...).")
         if not (math.isfinite(spec.nvlink_gb_per_s) and spec.nvlink_gb_per_s > 0):
-            raise UnknownNameError(f"interconnect 'nvlink': GPU {spec.gpu} has no NVLink in the catalog (nvlink_gb_per_s = "
-                                   f"{spec.nvlink_gb_per_s:g}). Use its PCIe ('pcie{int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 4}') or pass an Interconnect.")
+            own = ("'infinity-fabric' (its board's link)" if _has_infinity_fabric(spec) else
+                   f"its PCIe ('pcie{int(spec.pcie_generation) if math.isfinite(spec.pcie_generation) else 4}')")
+            raise UnknownNameError(f"interconnect 'nvlink': GPU {str(spec.gpu).split('@')[0]} has no NVLink in the catalog "
+                                   f"(nvlink_gb_per_s = {spec.nvlink_gb_per_s:g}). Use {own}, leave the link out for the "
+                                   "GPU's own, or pass an Interconnect.")
         return _nvlink(spec)
     if key in _FITTED_LINKS:
         return fitted_link(key)
     if key not in INTERCONNECTS:
         raise UnknownNameError(f"Unknown interconnect {interconnect!r}. Expected one of: nvlink, infinity-fabric, {', '.join(INTERCONNECTS)}, "
-                               "or an Interconnect(name, bandwidth_gb_per_s, latency_s).")
+                               "an Interconnect(name, bandwidth_gb_per_s, latency_s), or a link per level such as "
+                               "{'intra': 'nvlink', 'inter': 'infiniband-ndr'} (on the command line "
+                               "intra=nvlink,inter=infiniband-ndr).")
     return INTERCONNECTS[key]
 
 

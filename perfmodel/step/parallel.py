@@ -138,7 +138,7 @@ from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
-                                       crosses_nodes, parse_strategy,
+                                       crosses_nodes, default_network, parse_strategy,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
 from perfmodel.step.trace import (MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
@@ -1413,14 +1413,18 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     links = [resolve_links(c.interconnect, s, degrees=deg, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
              for c, s in zip(clusters, specs)]
+    assumed = [default_network(s, deg, c.gpus_per_node, c.nics_per_node) if c.interconnect is None else None
+               for c, s in zip(clusters, specs)]
     r = rank_work(w, par, n_gpus)
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
-    for spec, lk in zip(specs, links):
+    for spec, lk, net in zip(specs, links, assumed):
         t, source = kn.kernel_seconds(r.work, spec, prec, with_source=True)
         s = layout_step(r, _timed_reductions(r, t, spec), lk)
         far += kn._extrapolation_notes(spec, prec)
         row = _layout_row(r, s, spec, lk, prec, w.optimizer, q, interval, by_group)
+        if net is not None:
+            row["basis"] += f"; {net.note}"
         source = kn.source_phrase(source)
         if source:
             row["basis"] = row["basis"].replace(f"{kn.learned_on(prec)},", f"{kn.learned_on(prec)}{source},", 1)

@@ -138,7 +138,10 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         ``framework="pytorch"`` ``compile=True`` (a compiler pass: refused without, as torchtitan refuses it).
     interconnect : str, Interconnect or dict, optional
         Link between the GPUs: ``"nvlink"``, ``"pcie4"``, ``"infiniband-ndr"`` ... (:data:`perfmodel.step.parallel.INTERCONNECTS`)
-        or an :class:`perfmodel.step.parallel.Interconnect`; default the GPU's NVLink from the catalog, else its PCIe.
+        or an :class:`perfmodel.step.parallel.Interconnect`; default the GPU's own link from the catalog (NVLink,
+        Infinity Fabric, else its PCIe) inside a node and, when the layout spans nodes, its reference system's network
+        between them, said in ``basis`` (:func:`perfmodel.step.strategy.default_network`: for Hopper a 400 Gb/s NDR
+        NIC per GPU, as DGX H100).
         A link per level, ``{"intra": "nvlink", "inter": "infiniband-ndr"}``: a process group inside one node of
         ``gpus_per_node`` GPUs uses ``"intra"``, one spanning nodes ``"inter"`` (each GPU's NIC;
         :func:`perfmodel.step.parallel.crosses_nodes`); or a link per group ``{"tp": ..., "pp": ..., "dp": ...}``.

@@ -5,6 +5,7 @@ link each process group uses once the GPUs span nodes (:func:`resolve_links`). T
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -14,7 +15,7 @@ import pandas as pd
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "mesh_allreduce_check", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ReferenceNetwork", "REFERENCE_NETWORKS", "FALLBACK_INTER", "DefaultNetwork", "default_network", "mesh_allreduce_check", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -77,6 +78,96 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
 RAIL_FABRICS = ("infiniband-hdr", "infiniband-ndr")
 
 
+@dataclasses.dataclass(frozen=True)
+class ReferenceNetwork:
+    """The compute fabric between the nodes of a GPU's reference system: ``rails_per_gpu`` NICs of ``inter`` per GPU,
+    each on its own rail, across NVLink domains of ``domain_gpus`` GPUs (the rack-scale NVL72 systems: 72; else the
+    caller's ``gpus_per_node``); ``system`` names it and ``source`` says where it is published."""
+
+    system: str
+    inter: str
+    rails_per_gpu: int
+    source: str
+    domain_gpus: int | None = None
+
+
+_DGX_A100 = ReferenceNetwork("DGX A100", "infiniband-hdr", 1, "eight single-port ConnectX-6 HDR 200 Gb/s adapters, one "
+                             "per GPU (NVIDIA DGX A100 System Architecture white paper, WP-10083-001)")
+_DGX_H100 = ReferenceNetwork("DGX H100 / H200", "infiniband-ndr", 1, "eight single-port ConnectX-7 NDR 400 Gb/s adapters, "
+                             "one per GPU (NVIDIA DGX H100 user guide, \"Hardware overview\"; AWS p5.48xlarge, p5en.48xlarge "
+                             "and Azure ND H100 v5 carry the same 3,200 Gb/s per 8 GPUs)")
+_H800 = ReferenceNetwork("DeepSeek-V3's H800 cluster", "infiniband-ndr", 1, "eight 400 Gb/s InfiniBand NICs per node, one per "
+                         "GPU, each on its own plane (\"Insights into DeepSeek-V3\", arXiv:2505.09343)")
+_HGX_B200 = ReferenceNetwork("DGX / HGX B200", "infiniband-ndr", 1, "eight ConnectX-7 400 Gb/s adapters, one per GPU "
+                             "(NVIDIA DGX B200 user guide; AWS p6-b200.48xlarge and GCP a4-highgpu-8g: 3,200 Gb/s per 8 GPUs)")
+_HGX_B300 = ReferenceNetwork("HGX B300", "infiniband-ndr", 2, "a ConnectX-8 800 Gb/s SuperNIC per GPU on the baseboard "
+                             "(NVIDIA DGX B300 user guide; AWS p6-b300.48xlarge: 6,400 Gb/s per 8 GPUs), counted as two "
+                             "400 Gb/s rails at NDR's fitted NCCL efficiency")
+_GB200_NVL72 = ReferenceNetwork("GB200 NVL72", "infiniband-ndr", 1, "one NVLink domain of 72 GPUs per rack (18 compute trays "
+                                "of 4 GPUs, each GPU with a ConnectX-7 400 Gb/s adapter: NVIDIA's multi-node NVLink "
+                                "tuning guide, \"Understanding your Grace-Blackwell systems\")", 72)
+_GB300_NVL72 = ReferenceNetwork("GB300 NVL72", "infiniband-ndr", 2, "one NVLink domain of 72 GPUs per rack (each compute "
+                                "tray's 4 GPUs with 4 ConnectX-8 800 Gb/s adapters: NVIDIA's GB300 NVL72 enterprise "
+                                "reference architecture), each adapter counted as two 400 Gb/s rails at NDR's fitted NCCL "
+                                "efficiency", 72)
+_AMD_MI3XX = ReferenceNetwork("AMD Instinct MI300-series platform", "infiniband-ndr", 1, "eight 400 Gb/s NICs, one per "
+                              "GPU, on a rail network (AMD Instinct MI3XX reference design); RoCE taken at InfiniBand NDR's "
+                              "fitted NCCL efficiency, no RCCL measurement across nodes being at hand")
+
+#: The scale-out fabric of each catalog GPU's reference system: the network :func:`resolve_links` puts between nodes
+#: when a layout spans nodes and no ``interconnect`` is given (:func:`default_network`). GPUs without one (PCIe cards,
+#: V100, parts of other vendors' systems) get :data:`FALLBACK_INTER` instead.
+REFERENCE_NETWORKS = {"A100": _DGX_A100, "A100-SXM4-80GB": _DGX_A100, "H100": _DGX_H100, "H200": _DGX_H100,
+                      "H800": _H800, "B200": _HGX_B200, "B300": _HGX_B300, "GB200": _GB200_NVL72,
+                      "GB300": _GB300_NVL72, "MI300X": _AMD_MI3XX, "MI325X": _AMD_MI3XX, "MI355X": _AMD_MI3XX}
+
+#: The link between nodes of a GPU with no reference fabric when none is given: one 100 Gb/s Ethernet NIC per node
+#: (the network of the 8-GPU PCIe-card instances of the clouds, AWS g5/g6.48xlarge and GCP g2-standard-96; the planner's
+#: :data:`perfmodel.planning.cloud.MULTI_INSTANCE_LINK`).
+FALLBACK_INTER = "ethernet-100g"
+
+
+@dataclasses.dataclass(frozen=True)
+class DefaultNetwork:
+    """What :func:`default_network` assumes: the per-level ``links`` (``{"intra": None, "inter": ...}``, the GPU's own
+    link inside a node), the node size and NICs it applies them with, and ``note``, the sentence ``basis`` carries."""
+
+    links: dict
+    gpus_per_node: int
+    nics_per_node: int | None
+    note: str
+
+
+def default_network(gpu, degrees: dict, gpus_per_node: int = 8, nics_per_node: int | None = None) -> DefaultNetwork | None:
+    """The network between nodes a layout gets when it spans nodes and no ``interconnect`` is given; None when every
+    group stays inside one node (the GPU's own link serves them all).
+
+    The GPU's own link (NVLink, Infinity Fabric, else PCIe) joins the GPUs of a node; between nodes, the compute fabric
+    of the GPU's reference system (:data:`REFERENCE_NETWORKS`: a NIC per GPU on its own rail, InfiniBand HDR for the
+    A100, NDR for Hopper, B200 and the AMD Instinct MI300 series, two NDR rails' worth per GPU for the B300's
+    800 Gb/s), the node being the rack-scale NVLink domain (72 GPUs) on GB200 and GB300 NVL72 whatever
+    ``gpus_per_node`` says; for any other GPU one :data:`FALLBACK_INTER` NIC per node. A given ``nics_per_node``
+    overrides the reference's count. Rather than NVLink across nodes, which no 8-GPU node has.
+    """
+    from perfmodel.datasets import gpu_spec
+
+    name = str(gpu_spec(gpu).gpu).split("@")[0]  # a clocked part ("H100@0.859clk") is its catalog GPU
+    ref = REFERENCE_NETWORKS.get(name)
+    node = ref.domain_gpus if ref is not None and ref.domain_gpus else _check_gpus_per_node(gpus_per_node)
+    if not any(crosses_nodes(degrees, node).values()):
+        return None
+    if ref is None:
+        nics = nics_per_node
+        note = (f"no network given between the nodes of {node} GPUs: {name} has no reference system in perfmodel's table, "
+                f"so one {FALLBACK_INTER} NIC per node is assumed (pass interconnect={{'intra': ..., 'inter': ...}} "
+                "with your cluster's)")
+        return DefaultNetwork({"intra": None, "inter": FALLBACK_INTER}, node, nics, note)
+    nics = nics_per_node if nics_per_node is not None else ref.rails_per_gpu * node
+    note = (f"no network given between the nodes of {node} GPUs: {name}'s reference system, {ref.system}, assumed: "
+            f"{ref.source} (pass interconnect={{'intra': ..., 'inter': ...}} and nics_per_node= with your cluster's)")
+    return DefaultNetwork({"intra": None, "inter": ref.inter}, node, nics, note)
+
+
 def default_nics_per_node(inter, gpus_per_node: int) -> int | None:
     """NICs of a node when the caller does not say: one per GPU when its inter-node link is named one of
     :data:`RAIL_FABRICS`; else None (one NIC carries each group that leaves the node: Ethernet between cloud
@@ -93,7 +184,9 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     Parameters
     ----------
     interconnect : str, Interconnect, dict or None
-        One link (a name, a spec or ``None`` for the GPU's own, :func:`resolve_interconnect`) serves all the groups;
+        One link (a name or a spec, :func:`resolve_interconnect`) serves all the groups; ``None``: the GPU's own link
+        (NVLink, Infinity Fabric, else PCIe) inside a node and, when the layout's groups span nodes (``degrees``), its
+        reference system's network between them (:func:`default_network`: a 400 Gb/s NDR NIC per GPU for Hopper);
         a dict with keys among ``"tp"``, ``"pp"``, ``"dp"`` gives a group its own link (e.g. ``{"tp": "nvlink",
         "pp": "infiniband-ndr", "dp": "infiniband-ndr"}``: tensor parallel inside a node, the rest across nodes); a
         group the dict leaves out uses the GPU's own link. The data-parallel group of ``"fsdp"`` is ``"dp"``.
@@ -126,6 +219,10 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     TypeError
         A link that is not a name, an Interconnect or None.
     """
+    if interconnect is None and degrees is not None:
+        net = default_network(gpu, degrees, gpus_per_node, nics_per_node)
+        if net is not None:
+            interconnect, gpus_per_node, nics_per_node = net.links, net.gpus_per_node, net.nics_per_node
     links = _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node)
     if degrees is None:
         return links
@@ -256,8 +353,6 @@ def _ring_across(group: str, link, intra, degrees, ranks: dict):
     link's latency at every step."""
     if group not in _RING_GROUPS:
         return link
-    import dataclasses
-
     d = degrees or {}
     size = int(d.get("tp", 1)) if group == "tp" else int(d.get("dp", 1)) * int(d.get("cp", 1))
     nodes = -(-size // max(1, ranks[group]))

@@ -111,10 +111,16 @@ def test_interconnect_from_the_catalog_a_name_or_a_spec():
     assert resolve_interconnect("nvlink", "A100").bandwidth_gb_per_s == 300
     assert resolve_interconnect(LINK) is LINK
     with pytest.raises(UnknownNameError, match=r"Unknown interconnect 'warp-drive'\. Expected one of: nvlink, infinity-fabric, pcie3, pcie4, "
-                                               r"pcie5, .*infiniband-ndr, or an Interconnect\(name, bandwidth_gb_per_s, latency_s\)\."):
+                                               r"pcie5, .*infiniband-ndr, an Interconnect\(name, bandwidth_gb_per_s, latency_s\), or a "
+                                               r"link per level such as \{'intra': 'nvlink', 'inter': 'infiniband-ndr'\} \(on the "
+                                               r"command line intra=nvlink,inter=infiniband-ndr\)\."):
         resolve_interconnect("warp-drive", "H100")
     with pytest.raises(UnknownNameError, match=r"interconnect 'nvlink': GPU L4 has no NVLink in the catalog .* Use its PCIe \('pcie4'\)"):
         resolve_interconnect("nvlink", "L4")
+    # an AMD board's own link is named, and a part at its training clock by its catalog name
+    from perfmodel.step.kernels import at_sustained_clock
+    with pytest.raises(UnknownNameError, match=r"GPU MI300X has no NVLink in the catalog .* Use 'infinity-fabric' \(its board's link\)"):
+        resolve_interconnect("nvlink", at_sustained_clock("MI300X", 0.675))
     with pytest.raises(ValueError, match=r"interconnect 'nvlink' takes its bandwidth from the GPU's catalog row: pass gpu="):
         resolve_interconnect("nvlink")
     with pytest.raises(TypeError, match=r"interconnect must be a name .* or an Interconnect; got int\."):

@@ -156,3 +156,48 @@ def test_data_parallel_scaling_on_one_node_is_no_longer_perfect():
     assert eight["step_time_s"] == pytest.approx(one_slow["step_time_s"] + eight["comm_s"] + eight["overlap_slowdown_s"],
                                                  rel=1e-9)
     assert one["step_time_s"] < one_slow["step_time_s"] and one["step_time_s"] / eight["step_time_s"] < 1
+
+
+def test_a_layout_that_spans_nodes_without_a_network_gets_its_gpus_reference_fabric_never_nvlink_across_nodes():
+    from perfmodel.datasets import load_instance_networks
+    from perfmodel.step.collectives import INTERCONNECTS
+    from perfmodel.step.strategy import FALLBACK_INTER, REFERENCE_NETWORKS, default_network
+
+    deg = parse_strategy("fsdp", 64)
+    # an H100 cluster: the DGX H100's eight NDR rails, exactly as if they had been named
+    assumed = resolve_links(None, "H100", degrees=deg)
+    assert assumed == resolve_links(LEVELS, "H100", degrees=deg, nics_per_node=8)
+    assert assumed["dp"].name == "8 x infiniband-ndr"
+    assert resolve_links(None, "A100", degrees=deg)["dp"].name == "8 x infiniband-hdr"
+    assert resolve_links(None, "B300", degrees=deg)["dp"].name == "16 x infiniband-ndr"  # 800 Gb/s per GPU
+    assert resolve_links(None, "MI300X", degrees=deg)["dp"].name.endswith("x infiniband-ndr")
+    assert resolve_links(None, "L40S", degrees=deg)["dp"].name == FALLBACK_INTER  # no reference fabric: one NIC a node
+    # the caller's NIC count wins; a named network is never replaced; one node keeps the GPU's own link for every group
+    assert resolve_links(None, "H100", degrees=deg, nics_per_node=4)["dp"].name == "4 x infiniband-ndr"
+    assert resolve_links("nvlink", "H100", degrees=deg)["dp"].name == resolve_interconnect("nvlink", "H100").name
+    one_node = parse_strategy("fsdp", 8)
+    assert default_network("H100", one_node) is None
+    assert resolve_links(None, "H100", degrees=one_node) == resolve_links("nvlink", "H100", degrees=one_node)
+    # a GB200 NVL72 rack is one NVLink domain: 64 GPUs stay on NVLink, 144 leave the rack
+    assert default_network("GB200", deg) is None
+    assert resolve_links(None, "GB200", degrees=deg)["dp"] == resolve_interconnect("nvlink", "GB200")
+    assert default_network("GB200", parse_strategy("fsdp", 144)).gpus_per_node == 72
+
+    # the step: the same as with the network named, and basis says what was assumed
+    kw = dict(input_shape=(128,), batch_size=64, precision="bf16", optimizer="adam-fused", n_gpus=64, strategy="fsdp")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        unsaid = pm.predict_step_time(LLAMA, "H100", **kw).iloc[0]
+        named = pm.predict_step_time(LLAMA, "H100", interconnect=LEVELS, nics_per_node=8, **kw).iloc[0]
+        before = pm.predict_step_time(LLAMA, "H100", interconnect="nvlink", **kw).iloc[0]
+    assert unsaid["step_time_s"] == named["step_time_s"] and unsaid["comm_total_s"] == named["comm_total_s"]
+    assert unsaid["comm_total_s"] > before["comm_total_s"]  # NVLink across nodes was the old, too fast, default
+    assert "no network given between the nodes of 8 GPUs" in unsaid["basis"] and "DGX H100" in unsaid["basis"]
+    assert "no network given" not in named["basis"]
+
+    # each reference's per-GPU rate is the fastest per-GPU network of that GPU's cloud instances in the shipped table
+    nets = load_instance_networks()
+    per_gpu = (nets["network_gbit_per_s"] / nets["gpus_per_instance"]).groupby(nets["gpu"]).max()
+    for gpu in ("A100", "H100", "H200", "B200", "B300"):
+        ref = REFERENCE_NETWORKS[gpu]
+        assert ref.rails_per_gpu * INTERCONNECTS[ref.inter].bandwidth_gb_per_s * 8 == per_gpu[gpu], gpu
