@@ -40,10 +40,22 @@ def _sdpa_cpu_backward_flop(grad_out_shape, query_shape, key_shape, value_shape,
     return fc.sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
 
 
-#: Formulas added to torch's registry (ops FlopCounterMode leaves at 0 on CPU).
+def _grouped_mm_flop(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of ``torch._grouped_mm(a, b, offs)``, the grouped GEMM of a mixture-of-experts layer: each group's rows
+    (``offs`` cuts the 2-D operand) multiplied by its own matrix. Whatever the cut, every row, reduction index and
+    column is used once, so the count is ``2·M·K·N`` of the whole operands: ``a`` ``(M, K)`` by ``b`` ``(G, K, N)``
+    (the experts' forward), ``(M, K_total)`` by ``(K_total, N)`` (their weight gradients, one ``K`` range per
+    group), ``(G, M, K)`` by ``(K, N_total)``, and ``G`` products of ``(G, M, K)`` by ``(G, K, N)``."""
+    a, b = list(a_shape), list(b_shape)
+    groups = a[0] if len(a) == 3 and len(b) == 3 else 1
+    return 2 * groups * a[-2] * a[-1] * b[-1]
+
+
+#: Formulas added to torch's registry (ops FlopCounterMode leaves at 0 on CPU, or has no formula for).
 EXTRA_FORMULAS = {
     aten._scaled_dot_product_flash_attention_for_cpu: _sdpa_cpu_flop,
     aten._scaled_dot_product_flash_attention_for_cpu_backward: _sdpa_cpu_backward_flop,
+    aten._grouped_mm: _grouped_mm_flop,
 }
 
 
@@ -101,6 +113,8 @@ KNOWN_FREE = frozenset({
     "binary_cross_entropy_backward", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
     # scans (one pass over the tensor, like a reduction)
     "cumsum", "cumsum_", "cumprod", "cumprod_", "logcumsumexp", "cummax", "cummin",
+    # a mixture-of-experts router's bookkeeping over tokens x experts: selection, sorting, counting, index arithmetic
+    "topk", "sort", "argsort", "histc", "bincount", "floor_divide", "floor_divide_",
 })
 
 #: Ops whose output *shape* depends on the values of their inputs. On zero-valued stand-ins (``skip_compute``) their

@@ -112,7 +112,8 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                          "pm.explore_strategies for other models.")
     n, g, B, s = int(cluster.n_gpus), int(cluster.gpus_per_node), int(kw.get("batch_size", 1)), int(shape[0])
     heads = [h for h in (lay.heads, lay.kv_heads) if h]
-    tps = tensor_parallel or [t for t in _divisors(g) if all(h % t == 0 for h in heads)]
+    # a mixture of experts keeps its experts whole on a rank: no tensor parallelism (perfmodel.step.parallel.rank_work)
+    tps = tensor_parallel or ([1] if lay.experts else [t for t in _divisors(g) if all(h % t == 0 for h in heads)])
     pps = pipeline_parallel or [p for p in (1, 2, 4, 8, 16) if p <= lay.n_layers]
     cps = context_parallel or ([1, 2] if s >= 8192 else [1])
     acs = list(activation_checkpointing) if isinstance(activation_checkpointing, (list, tuple)) else [activation_checkpointing]

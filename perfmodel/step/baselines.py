@@ -31,9 +31,30 @@ __all__ = ["RULE_OF_THUMB_MFU", "rule_of_thumb_step_time", "attention_flops_per_
 RULE_OF_THUMB_MFU = 0.4
 
 
+def _expert_share(net) -> float:
+    """The share of a mixture-of-experts model's routed-expert weights one token passes through: its config's
+    experts per token over its routed experts (``num_experts_per_tok / num_local_experts``, the names Mixtral, Qwen-MoE,
+    DeepSeek and gpt-oss configs use); 1 for a dense model."""
+    cfg = next((getattr(m, "config") for m in net.modules() if getattr(m, "config", None) is not None), None)
+
+    def get(*names):
+        for n in names:
+            v = cfg.get(n) if isinstance(cfg, dict) else getattr(cfg, n, None)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return None
+
+    if cfg is None:
+        return 1.0
+    experts, per_token = get("num_local_experts", "num_experts", "n_routed_experts"), get("num_experts_per_tok", "moe_topk")
+    return per_token / experts if experts and per_token and per_token < experts else 1.0
+
+
 def matmul_params(net) -> int:
     """Weights of a module that take part in its matrix products: every parameter but the embedding tables
-    (``nn.Embedding``); an embedding table that is also the output head (tied weights) is counted once.
+    (``nn.Embedding``); an embedding table that is also the output head (tied weights) is counted once. In a mixture
+    of experts the routed experts' weights (parameters under a module named ``experts``) count at the share a token
+    passes through (:func:`_expert_share`: the active parameters practitioners count ``6·N`` over), shared experts whole.
 
     Parameters
     ----------
@@ -60,13 +81,14 @@ def matmul_params(net) -> int:
             for p in m.parameters(recurse=False):
                 if id(p) != head:
                     emb.add(id(p))
-    total = 0
-    for p in net.parameters():
+    share = _expert_share(net)
+    total = 0.0
+    for name, p in net.named_parameters():
         if id(p) in seen or id(p) in emb:
             continue
         seen.add(id(p))
-        total += int(p.numel())
-    return total
+        total += p.numel() * (share if "experts" in name.split(".")[:-1] else 1.0)
+    return int(round(total))
 
 
 def _is_token_model(shape, in_dtype) -> bool:

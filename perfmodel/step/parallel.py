@@ -397,6 +397,10 @@ def _fused_exposed(collective_s: float, tp: int, matmul_s: float) -> float:
     return max(collective_s / tp, collective_s - (tp - 1) / tp * matmul_s)
 
 
+#: the operator of a mixture-of-experts layer's experts: one grouped GEMM over all of them
+#: (:func:`perfmodel.step.trace.work_from_ops` times it as equal GEMMs, one per expert)
+GROUPED_GEMM_OP = "aten._grouped_mm"
+
 #: the operators of a linear layer's GEMMs (forward and backward)
 _LINEAR_GEMM_OPS = ("aten.mm", "aten.addmm", "aten._scaled_mm")
 
@@ -957,6 +961,19 @@ def _once_per_step(work: pd.DataFrame, framework: str, stack: str, m: int, fsdp_
     return once if m > 1 and once.any() else None
 
 
+def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work: pd.DataFrame) -> None:
+    """A ``StrategyError`` for tensor parallelism over a mixture of experts (its config names routed experts, or its
+    experts run as grouped GEMMs), which perfmodel does not model."""
+    if tp <= 1 and strat != "tp" or not (lay.experts or (work["op"] == GROUPED_GEMM_OP).any()):
+        return
+    experts = lay.experts
+    raise StrategyError(f"strategy={strat!r}: {name} is a mixture of experts ("
+                        + (f"{experts} routed experts" if experts else "its experts run as grouped GEMMs")
+                        + "), and perfmodel does not model tensor or expert parallelism of experts (the tokens' dispatch "
+                        "to the ranks holding their experts, the experts' own collectives). Lay it out with dp, fsdp, cp "
+                        "and pp, which keep each expert whole on its rank.")
+
+
 def rank_work(w, par, n_gpus: int) -> RankWork:
     """The :class:`RankWork` of the workload ``w`` (every field set, the precision checked) laid out by the
     parallelism ``par`` over ``n_gpus`` GPUs: the layout's checks, then the trace of one micro-batch of one rank,
@@ -986,6 +1003,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                          megatron=ex["framework"] == "megatron")
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
+    _check_experts_whole(strat, tpd, name, lay, work)
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)

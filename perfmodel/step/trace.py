@@ -211,6 +211,12 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
             if min(bb, m, n, k) > 0:
                 rows.append(("matmul", 2.0 * bb * m * n * k, nbytes, bb * np.ceil(m / 128) * np.ceil(k / 128), m, n, k, bb, r.op, r.phase, *mod))
                 continue
+        if r.op == "aten._grouped_mm" and flops > 0 and len(ins) >= 2:
+            grouped = _grouped_gemm(ins[0], ins[1], out, ins[2] if len(ins) > 2 else ())
+            if grouped is not None:
+                bb, m, n, k = grouped
+                rows.append(("matmul", flops, nbytes, bb * np.ceil(m / 128) * np.ceil(k / 128), m, n, k, bb, r.op, r.phase, *mod))
+                continue
         if r.op_class == "conv" and flops > 0 and len(out) >= 3:
             # the implicit GEMM the microbenchmarks describe (op_latency.op_work): (batch x output pixels) rows by the
             # output channels, reducing over in-channels x kernel taps; NCHW output (b, c, *spatial)
@@ -241,6 +247,25 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
         out["index"] = d["index"].to_numpy()
         out["dataflow"] = d["dataflow"].to_numpy()
     return out
+
+
+def _grouped_gemm(a, b, out, offs) -> tuple | None:
+    """``(groups, m, n, k)`` of a mixture-of-experts grouped GEMM (``aten._grouped_mm``) as ``groups`` equal GEMMs of
+    ``m × n`` by ``n × k`` (``n`` the reduction): the tokens routed evenly over the experts, the balance an
+    auxiliary loss trains towards (the step's real split, and the slower kernels of a skewed one, are not known before
+    the run). None when the shapes are not one of the four forms."""
+    g = float(offs[0]) if len(offs) == 1 else float(b[0]) if len(b) == 3 else float(a[0]) if len(a) == 3 else 0.0
+    if g < 1:
+        return None
+    if len(a) == 2 and len(b) == 3:  # the experts' forward (and input gradients): tokens cut into groups
+        return g, max(a[0] / g, 1.0), float(a[1]), float(b[2])
+    if len(a) == 2 and len(b) == 2 and len(out) == 3:  # the weight gradients: the token (reduction) range cut
+        return g, float(a[0]), max(a[1] / g, 1.0), float(b[1])
+    if len(a) == 3 and len(b) == 2:  # the columns cut
+        return g, float(a[1]), float(a[2]), max(b[1] / g, 1.0)
+    if len(a) == 3 and len(b) == 3:
+        return g, float(a[1]), float(a[2]), float(b[2])
+    return None
 
 
 def _elementwise_fields(nbytes: float, numel: float, last: float) -> tuple:
@@ -1537,7 +1562,7 @@ class ModelLayout:
     ``params``: parameter count; ``param_layer``: for each parameter name, its layer index (-1 before the layers,
     ``n_layers`` after); ``param_split``: whether tensor parallelism splits it; ``param_numel``; ``tied``: input and
     output embeddings share their weight; ``kv_heads``: key/value heads (grouped-query attention; ``heads`` when the
-    config does not say).
+    config does not say); ``experts``: routed experts of a mixture-of-experts model (``None`` for a dense one).
     """
 
     block_prefix: str
@@ -1551,6 +1576,7 @@ class ModelLayout:
     param_layer: dict
     param_split: dict
     kv_heads: int | None = None
+    experts: int | None = None
 
     @property
     def params(self) -> int:
@@ -1637,6 +1663,7 @@ def _model_layout(net) -> ModelLayout:
     ffn = (_cfg_get(cfg, "intermediate_size", "n_inner", "ffn_dim", "d_ff") if cfg is not None else None) or (4 * hidden if hidden else None)
     vocab = _cfg_get(cfg, "vocab_size") if cfg is not None else None
     kv_heads = (_cfg_get(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads") if cfg is not None else None) or heads
+    experts = (_cfg_get(cfg, "num_local_experts", "num_experts", "n_routed_experts") if cfg is not None else None) or None
     layer, split = {}, {}
     first = idx[0] if idx else 0
     for n in names:
@@ -1650,7 +1677,8 @@ def _model_layout(net) -> ModelLayout:
             shape = dict(named)[n].shape
             split[n] = bool(vocab) and vocab in tuple(shape)
     return ModelLayout(block_prefix=prefix, n_layers=len(idx), hidden=hidden, heads=heads, ffn=ffn, vocab=vocab, tied=tied,
-                       param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads)
+                       param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads,
+                       experts=int(experts) if isinstance(experts, int) and experts > 1 else None)
 
 
 def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
