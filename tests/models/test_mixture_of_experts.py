@@ -100,3 +100,24 @@ def test_the_rule_of_thumb_counts_the_parameters_a_token_passes_through():
     embedding = MIXTRAL["vocab_size"] * MIXTRAL["hidden_size"]
     dense = sum(p.numel() for p in net.parameters()) - experts - embedding
     assert experts > 0 and matmul_params(net) == dense + experts * 2 // 8
+
+
+def test_the_shipped_mixtral_example_is_counted_at_its_active_parameters():
+    """examples/mixtral-8x7b.json (Mixtral 8x7B's published shape): the rule of thumb's N is the weights a token
+    passes through, two of the eight experts of every layer, about 12.7 of its 46.7 billion."""
+    import json
+    from pathlib import Path
+
+    from perfmodel.step import trace as wl
+    from perfmodel.step.baselines import matmul_params
+
+    cfg = json.loads((Path(__file__).resolve().parents[2] / "examples" / "mixtral-8x7b.json").read_text())
+    h, ffn = cfg["hidden_size"], cfg["intermediate_size"]
+    kv = cfg["num_key_value_heads"] * (h // cfg["num_attention_heads"])
+    attention = 2 * h * h + 2 * h * kv
+    experts = cfg["num_experts_per_tok"] * 3 * h * ffn
+    router, norms = h * cfg["num_local_experts"], 2 * h
+    active = cfg["num_hidden_layers"] * (attention + experts + router + norms) + h + h * cfg["vocab_size"]
+    net = wl.model_and_layout(cfg, (128,), None)[0]
+    assert matmul_params(net) == active
+
