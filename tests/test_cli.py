@@ -137,7 +137,8 @@ def test_predict_and_plan_take_a_batch_size(capsys):
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         predict_step_time("resnet-32", "P100", batch_size=0)
     assert main(["predict", "resnet-32", "--gpus", "P100", "--max-workers", "1", "--batch-size", "64"]) == 0
-    assert "batch size 64" in capsys.readouterr().err
+    cli = capsys.readouterr()
+    assert "batch size 64" in cli.err and "rule_of_thumb_s" not in cli.out  # a CNN: no language model's rule of thumb
     assert main(["plan", "resnet-32", "--gpus", "K80", "--max-workers", "1", "--batch-size", "0"]) == 2
 
 
@@ -160,6 +161,10 @@ def test_predict_answers_what_predict_step_time_answers_for_a_config_on_todays_g
     assert f"{want:.6f}"[:6] in out
     assert "memory_per_gpu" in out and "fits" in out and "basis:" in out
     assert "CM-DARE's measured world" not in out  # a transformer on today's GPU: no parameter-server tables
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+
+    rule = rule_of_thumb_step_time(cfg, "H100", input_shape=(128,), batch_size=8, precision="bf16", n_gpus=2)
+    assert "rule_of_thumb_s" in out and f"{rule['step_time_s'].iloc[0]:.6f}"[:6] in out  # the rule of thumb beside it
 
     # the links per level as key=value pairs or as a JSON object: one answer; unsaid, the reference system's network
     many = [a if a != "8" else "16" for a in argv[:argv.index("--n-gpus")]] + ["--n-gpus", "16", "--strategy", "fsdp"]
