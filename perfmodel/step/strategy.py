@@ -219,7 +219,7 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     TypeError
         A link that is not a name, an Interconnect or None.
     """
-    if interconnect is None and degrees is not None:
+    if interconnect is None and degrees is not None and gpu is not None:
         net = default_network(gpu, degrees, gpus_per_node, nics_per_node)
         if net is not None:
             interconnect, gpus_per_node, nics_per_node = net.links, net.gpus_per_node, net.nics_per_node
