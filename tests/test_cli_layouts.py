@@ -35,6 +35,11 @@ def test_the_command_prints_search_layouts_fastest_first(config, capsys):
     best = found.iloc[0]
     assert f"{len(found)} layouts, {int(found['fits'].sum())} fit in memory" in out
     assert f"fastest that fits: {best['framework']} {best['strategy']}, {best['step_time_s']:.4g} s per step" in out
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+
+    rule = rule_of_thumb_step_time(LLAMA, "H100", input_shape=(1024,), batch_size=16, precision="bf16",
+                                   n_gpus=8)["step_time_s"].iloc[0]
+    assert f"rule of thumb: {rule:.4g} s per step, whatever the layout" in out
     table = out.split("fastest first\n", 1)[1].splitlines()
     assert "cost_per_step_usd" in table[0] and table[1].split()[:2] == [best["framework"], best["strategy"]]
     assert "basis: " in out and "no --interconnect" not in out  # one node: nothing to say of the links between nodes
