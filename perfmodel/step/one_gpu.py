@@ -10,7 +10,7 @@ import pandas as pd
 from perfmodel.step.kernels import (_extrapolation_notes, _warn_extrapolation, conformal_interval, gpu_specs, kernel_seconds,
                                     learned_on, source_phrase)
 from perfmodel.step.strategy import PIPELINE_SCHEDULES, context_parallel_shape, parse_strategy
-from perfmodel.step.trace import context_parallel_work, model_and_layout, model_input, op_layer, recompute_mask, step_ops, step_work
+from perfmodel.step.trace import context_parallel_work, experts_note, model_and_layout, model_input, op_layer, recompute_mask, step_ops, step_work
 
 __all__ = ["add_recompute", "recompute_comm", "single_gpu_rows"]
 
@@ -207,7 +207,7 @@ def single_gpu_rows(w, clusters, *, alpha: float) -> pd.DataFrame:
                          forward_s=float(by_phase.get("forward", 0.0)), backward_s=float(by_phase.get("backward", 0.0)),
                          optimizer_s=float(by_phase.get("optimizer", 0.0)), n_kernels=len(work),
                          flops=float(ops["flops"].sum()),
-                         basis=f"sum of {len(work)} operators, each roofline x efficiency {learned_on(prec)}{source}; "
-                               f"interval: {interval}"))
+                         basis=f"sum of {len(work)} operators, each roofline x efficiency {learned_on(prec)}{source}"
+                               f"{experts_note(work)}; interval: {interval}"))
     _warn_extrapolation(far, prec)
     return pd.DataFrame(rows)

@@ -1441,8 +1441,7 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
         s = layout_step(r, _timed_reductions(r, t, spec), lk)
         far += kn._extrapolation_notes(spec, prec)
         row = _layout_row(r, s, spec, lk, prec, w.optimizer, q, interval, by_group)
-        if net is not None:
-            row["basis"] += f"; {net.note}"
+        row["basis"] += wl.experts_note(r.work) + (f"; {net.note}" if net is not None else "")
         source = kn.source_phrase(source)
         if source:
             row["basis"] = row["basis"].replace(f"{kn.learned_on(prec)},", f"{kn.learned_on(prec)}{source},", 1)

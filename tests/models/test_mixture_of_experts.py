@@ -84,6 +84,10 @@ def test_a_mixture_of_experts_step_counts_its_experts_and_refuses_tensor_paralle
         fsdp = pm.predict_step_time(MIXTRAL, "H100", n_gpus=8, strategy="fsdp", **kw).iloc[0]
     assert not [w for w in seen if issubclass(w.category, UnsupportedOpsWarning)]  # no compute left uncounted
     assert one["step_time_s"] > 0 and fsdp["step_time_s"] > 0
+    for row in (one, fsdp):  # basis says how the experts were timed
+        assert "the experts' grouped GEMMs timed as 8 GEMMs, one per expert, over an even share of the routed tokens" in row["basis"]
+    dense = pm.predict_step_time(dict(MIXTRAL, model_type="mistral", architectures=["MistralForCausalLM"]), "H100", **kw).iloc[0]
+    assert "grouped GEMMs" not in dense["basis"]
     with pytest.raises(StrategyError, match=r"is a mixture of experts \(8 routed experts\), and perfmodel does not model "
                                             r"tensor or expert parallelism"):
         pm.predict_step_time(MIXTRAL, "H100", n_gpus=8, strategy="fsdp4-tp2", **kw)
