@@ -124,6 +124,23 @@ def _interconnect(text: str | None):
     return out
 
 
+def rule_of_thumb_steps(model, gpus, shape, args):
+    """The rule of thumb's step of the command's run on each GPU of ``gpus``
+    (:func:`perfmodel.step.baselines.rule_of_thumb_step_time` at ``args.batch_size``, ``args.precision`` and
+    ``args.n_gpus``), or None where it does not apply (no sequence length: not a language model)."""
+    import warnings
+
+    from perfmodel.step.baselines import rule_of_thumb_step_time
+
+    if shape is None or len(shape) != 1:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said once, by the command's own prediction
+        r = rule_of_thumb_step_time(model, gpus, input_shape=shape, batch_size=args.batch_size, precision=args.precision,
+                                    n_gpus=args.n_gpus)
+    return r["step_time_s"].to_numpy()
+
+
 def _gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB"
 

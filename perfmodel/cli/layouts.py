@@ -7,6 +7,7 @@ from perfmodel.cli._common import (
     add_fp8_recipe,
     add_stack,
     _gib,
+    rule_of_thumb_steps,
     _ints,
     _interconnect,
     _model_arg,
@@ -128,26 +129,13 @@ def _cmd_layouts(args) -> int:
             res = pm.predict(work, cluster, best["parallelism"])
         print(f"\nfastest that fits: {best['framework']} {best['strategy']}, {best['step_time_s']:.4g} s per step, "
               f"{_gib(best['memory_per_gpu_bytes'])} of {_gib(best['capacity_bytes'])} per GPU")
-        print(f"rule of thumb: {_rule_step(model, cluster, shape, args):.4g} s per step, whatever the layout ((6·N + "
+        print(f"rule of thumb: {rule_of_thumb_steps(model, [cluster.gpu], shape, args)[0]:.4g} s per step, whatever the layout ((6·N + "
               "12·L·h·s) FLOPs per token at 40 % of the dense peak, BF16's for FP8: "
               "perfmodel.step.baselines.rule_of_thumb_step_time)")
         print(f"basis: {res.basis}")
     else:
         print("\nno layout fits in GPU memory: use more GPUs, a smaller global batch or a GPU with more memory.")
     return 0
-
-
-def _rule_step(model, cluster, shape, args) -> float:
-    """The rule of thumb's step of the run on ``cluster``'s GPUs (one number for every layout)."""
-    import warnings
-
-    from perfmodel.step.baselines import rule_of_thumb_step_time
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # said once above
-        r = rule_of_thumb_step_time(model, cluster.gpu, input_shape=shape, batch_size=args.batch_size,
-                                    precision=args.precision, n_gpus=args.n_gpus)
-    return float(r["step_time_s"].iloc[0])
 
 
 def add_parser(sub, fmt) -> None:

@@ -11,6 +11,7 @@ from perfmodel.cli._common import (
     add_fp8_recipe,
     add_stack,
     _gib,
+    rule_of_thumb_steps,
     _interconnect,
     _model_arg,
     _names,
@@ -86,7 +87,7 @@ def _cmd_predict(args) -> int:
     out["memory_per_gpu"] = [_gib(v) for v in step["memory_per_gpu_bytes"]]
     out["gpu_memory"] = [_gib(gpu_spec(g).memory_gib * 2**30) for g in gpus]
     out["fits"] = step["fits"].to_numpy()
-    rule = _rule_of_thumb(model, gpus, shape, args) if isinstance(model, dict) else None
+    rule = rule_of_thumb_steps(model, gpus, shape, args) if isinstance(model, dict) else None
     if rule is not None:  # a transformer's config: the one-line estimate beside perfmodel's
         out["rule_of_thumb_s"] = rule
     _print_frame(out)
@@ -172,22 +173,6 @@ def _clocks(gpus: list, value: str, n_gpus: int = 1) -> list:
         return out
     except ValueError as exc:
         raise _UsageError(f"--sustained-clock {path.name}: {exc}") from exc
-
-
-def _rule_of_thumb(model, gpus, shape, args):
-    """The rule of thumb's step on each GPU (:func:`perfmodel.step.baselines.rule_of_thumb_step_time`), or None where
-    it does not apply (no sequence length, not a language model)."""
-    import warnings
-
-    from perfmodel.step.baselines import rule_of_thumb_step_time
-
-    if shape is None or len(shape) != 1:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # said once above, by the table's prediction
-        r = rule_of_thumb_step_time(model, gpus, input_shape=shape, batch_size=args.batch_size, precision=args.precision,
-                                    n_gpus=args.n_gpus)
-    return r["step_time_s"].to_numpy()
 
 
 def _print_breakdown(work, clusters, how) -> None:

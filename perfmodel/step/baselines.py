@@ -32,21 +32,14 @@ RULE_OF_THUMB_MFU = 0.4
 
 
 def _expert_share(net) -> float:
-    """The share of a mixture-of-experts model's routed-expert weights one token passes through: its config's
-    experts per token over its routed experts (``num_experts_per_tok / num_local_experts``, the names Mixtral, Qwen-MoE,
-    DeepSeek and gpt-oss configs use); 1 for a dense model."""
-    cfg = next((getattr(m, "config") for m in net.modules() if getattr(m, "config", None) is not None), None)
+    """The share of a mixture-of-experts model's routed-expert weights one token passes through: the experts it is
+    routed to over the routed experts (:attr:`perfmodel.step.trace.ModelLayout.experts_per_token` / ``experts``, from
+    the config's ``num_experts_per_tok`` / ``num_local_experts``, the names Mixtral, Qwen-MoE, DeepSeek and gpt-oss
+    configs use); 1 for a dense model."""
+    from perfmodel.step.trace import model_layout
 
-    def get(*names):
-        for n in names:
-            v = cfg.get(n) if isinstance(cfg, dict) else getattr(cfg, n, None)
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return v
-        return None
-
-    if cfg is None:
-        return 1.0
-    experts, per_token = get("num_local_experts", "num_experts", "n_routed_experts"), get("num_experts_per_tok", "moe_topk")
+    lay = model_layout(net)
+    experts, per_token = lay.experts, lay.experts_per_token
     return per_token / experts if experts and per_token and per_token < experts else 1.0
 
 

@@ -1575,7 +1575,8 @@ class ModelLayout:
     ``params``: parameter count; ``param_layer``: for each parameter name, its layer index (-1 before the layers,
     ``n_layers`` after); ``param_split``: whether tensor parallelism splits it; ``param_numel``; ``tied``: input and
     output embeddings share their weight; ``kv_heads``: key/value heads (grouped-query attention; ``heads`` when the
-    config does not say); ``experts``: routed experts of a mixture-of-experts model (``None`` for a dense one).
+    config does not say); ``experts``: routed experts of a mixture-of-experts model (``None`` for a dense one) and
+    ``experts_per_token``: how many of them a token is routed to (``None`` when the config does not say).
     """
 
     block_prefix: str
@@ -1590,6 +1591,7 @@ class ModelLayout:
     param_split: dict
     kv_heads: int | None = None
     experts: int | None = None
+    experts_per_token: int | None = None
 
     @property
     def params(self) -> int:
@@ -1677,6 +1679,7 @@ def _model_layout(net) -> ModelLayout:
     vocab = _cfg_get(cfg, "vocab_size") if cfg is not None else None
     kv_heads = (_cfg_get(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads") if cfg is not None else None) or heads
     experts = (_cfg_get(cfg, "num_local_experts", "num_experts", "n_routed_experts") if cfg is not None else None) or None
+    per_token = (_cfg_get(cfg, "num_experts_per_tok", "moe_topk") if cfg is not None else None) or None
     layer, split = {}, {}
     first = idx[0] if idx else 0
     for n in names:
@@ -1691,7 +1694,8 @@ def _model_layout(net) -> ModelLayout:
             split[n] = bool(vocab) and vocab in tuple(shape)
     return ModelLayout(block_prefix=prefix, n_layers=len(idx), hidden=hidden, heads=heads, ffn=ffn, vocab=vocab, tied=tied,
                        param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads,
-                       experts=int(experts) if isinstance(experts, int) and experts > 1 else None)
+                       experts=int(experts) if isinstance(experts, int) and experts > 1 else None,
+                       experts_per_token=int(per_token) if isinstance(per_token, int) and per_token > 0 else None)
 
 
 def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:
