@@ -11,6 +11,7 @@ sharding the gradients (ZeRO-2, :attr:`perfmodel.Parallelism.shard_gradients`) o
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -55,7 +56,7 @@ def _divisors(n: int) -> list[int]:
 
 def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), tensor_parallel=None,
                       pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
-                      shard_gradients=(None, True)) -> list:
+                      shard_gradients=(None, True), expert_parallel=None) -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -73,10 +74,12 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         or, where none does, that divide them with the embedding and the loss counted as a layer each (Megatron's
         ``--account-for-embedding/loss-in-pipeline-split``, ``pipeline_layers``), as Megatron needs the layers to
         divide (:func:`_megatron_pipeline`).
-    tensor_parallel, pipeline_parallel, context_parallel : sequence of int, optional
+    tensor_parallel, pipeline_parallel, context_parallel, expert_parallel : sequence of int, optional
         Degrees to try; default tensor parallel the divisors of ``gpus_per_node`` that divide the heads and key/value
-        heads, pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1 and, for sequences of 8192
-        tokens or more, 2.
+        heads (1 for a mixture of experts), pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1
+        and, for sequences of 8192 tokens or more, 2; expert parallel (a mixture of experts only) 1, the widest that
+        stays in a node and the widest there is, each dividing the experts and the ``dp·cp`` ranks (an ``ep`` that
+        divides neither is skipped).
     activation_checkpointing : sequence
         Policies to try, least recomputation first (:func:`search_layouts` keeps the first that fits). ``"selective"``
         is each framework's own: torchtitan's per-operator policy on PyTorch layouts, Megatron's core-attention
@@ -131,30 +134,47 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                     d = n // (t * p * c)
                     if B % d:
                         continue
-                    if fw == "pytorch":
-                        strat = "-".join([f"fsdp{d}"] + [f"{k}{v}" for k, v in (("cp", c), ("tp", t), ("pp", p)) if v > 1])
-                        m = p if p > 1 else None
-                        if m and (B // d) % m:
-                            continue
-                        sched, v, split, async_tp = "1f1b", None, None, False
-                    else:
-                        strat = f"dp{d}-cp{c}-tp{t}-pp{p}"
-                        m = B // d
-                        v, split = _megatron_pipeline(lay.n_layers, p)
-                        sched = "interleaved-1f1b" if v else "1f1b"
-                        async_tp = t > 1
-                        if p > 1 and m < p:
-                            continue
-                    # ZeRO-2 where the layout's own gradients are whole and there are data-parallel ranks to shard over
-                    zero2 = d * c > 1 and (fw == "megatron" or p > 1)
-                    for ac in acs:
-                        for sg in sgs:
-                            if sg and not zero2:
-                                continue
-                            out.append(Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v,
-                                                   pipeline_layers=split, activation_checkpointing=ac, framework=fw,
-                                                   async_tp=async_tp, shard_gradients=sg))
+                    for e in _expert_degrees(expert_parallel, lay.experts, d * c, g):
+                        out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs)
     return out
+
+
+def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
+    """The expert-parallel degrees :func:`layout_candidates` tries on ``ranks`` data-parallel ranks: ``asked`` (those
+    that divide the experts and the ranks), else 1 and, for a mixture of experts, the widest degree that divides both
+    and stays within a node of ``g`` GPUs, and the widest that divides both."""
+    if not experts:
+        return [1]
+    fits = [e for e in _divisors(math.gcd(int(experts), int(ranks)))]
+    if asked:
+        return [e for e in asked if e in fits]
+    return sorted({1, max(e for e in fits if e <= g), max(fits)})
+
+
+def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list) -> list:
+    """:func:`layout_candidates`' layouts of one framework and one set of degrees: one per activation-checkpointing
+    policy and gradient layout; none where the batch does not split over the pipeline's micro-batches."""
+    from perfmodel._run import Parallelism
+
+    if fw == "pytorch":
+        strat = "-".join([f"fsdp{d}"] + [f"{k}{v}" for k, v in (("cp", c), ("ep", e), ("tp", t), ("pp", p)) if v > 1])
+        m = p if p > 1 else None
+        if m and (B // d) % m:
+            return []
+        sched, v, split, async_tp = "1f1b", None, None, False
+    else:
+        strat = f"dp{d}-cp{c}" + (f"-ep{e}" if e > 1 else "") + f"-tp{t}-pp{p}"
+        m = B // d
+        v, split = _megatron_pipeline(lay.n_layers, p)
+        sched = "interleaved-1f1b" if v else "1f1b"
+        async_tp = t > 1
+        if p > 1 and m < p:
+            return []
+    # ZeRO-2 where the layout's own gradients are whole and there are data-parallel ranks to shard over
+    zero2 = d * c > 1 and (fw == "megatron" or p > 1)
+    return [Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v, pipeline_layers=split,
+                        activation_checkpointing=ac, framework=fw, async_tp=async_tp, shard_gradients=sg)
+            for ac in acs for sg in sgs if not (sg and not zero2)]
 
 
 def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float | None = None, progress: bool = False,

@@ -55,6 +55,7 @@ from perfmodel._errors import UnknownNameError
 __all__ = [
     "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
     "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS", "bridged_link", "NVLINK_BRIDGE_GPUS", "bus_bandwidth_gb_per_s",
+    "alltoall_time",
 ]
 
 #: link kinds with measured NCCL curves
@@ -537,6 +538,15 @@ def allgather_time(nbytes: float, n: int, link: Interconnect) -> float:
 def reduce_scatter_time(nbytes: float, n: int, link: Interconnect) -> float:
     """Seconds to reduce-scatter ``nbytes`` (the full size before scattering) over ``n`` GPUs; same cost as
     :func:`allgather_time`."""
+    return allgather_time(nbytes, n, link)
+
+
+def alltoall_time(nbytes: float, n: int, link: Interconnect) -> float:
+    """Seconds of an all-to-all over ``n`` GPUs in which each sends ``nbytes`` in all, ``1/n`` of it to itself (an
+    expert-parallel dispatch or combine of a mixture of experts' routed tokens): ``(n−1)/n·S/(eB) + (n−1)α``, the
+    sends to its ``n − 1`` peers as NCCL's all-to-all issues them, the link's bus share (nccl-tests' ``alltoall``
+    bus bandwidth is ``(n−1)/n`` of its algorithm bandwidth). A group that spans nodes passes the link its NICs give
+    it (:func:`perfmodel.step.strategy.alltoall_across`). 0 for one GPU or nothing to send."""
     return allgather_time(nbytes, n, link)
 
 

@@ -68,6 +68,7 @@ from perfmodel._workload import accepts_workload
 from perfmodel.step.strategy import check_pipeline_split, pipeline_chunks
 #: the output projection of an attention module (row-parallel; :data:`perfmodel.step.trace.OUT_PROJECTION`)
 from perfmodel.step.trace import OUT_PROJECTION as _OUT_PROJECTION
+from perfmodel.step.trace import expert_parallel_layout
 
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES", "pipeline_in_flight"]
 
@@ -881,9 +882,10 @@ def _head_params(r: _MemoryRank, tpd: int) -> float:
 def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
     """(parameters, gradients, optimizer states, activations) bytes of one GPU without a pipeline."""
     lay, size, tpd, d, cpd = r.lay, r.size, deg["tp"], deg["dp"], deg["cp"]
+    held = expert_parallel_layout(lay, deg.get("ep", 1))  # what a rank holds: experts / ep of the routed experts
     P = lay.params
     split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
-    layer_params, layer_split = _layer_params(lay)
+    layer_params, layer_split = _layer_params(held)
     outside = (r.layer < 0) | (r.layer >= lay.n_layers)
     kept, tmp = r.activations(range(lay.n_layers))
     act_b = kept + float(r.out_b[outside].sum()) + max(tmp, r.head_grad)
@@ -893,7 +895,7 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
         rank_p = tp_share / (d * cpd)
         if fp8:  # the gathered layer's FP8 linears' weights at one byte
             per_layer = _tp_rank_params(layer_params, layer_split, tpd)
-            per_layer8 = _tp_rank_params(*_layer_params(lay, fp8), tpd)
+            per_layer8 = _tp_rank_params(*_layer_params(held, fp8), tpd)
             layer_b = float(((per_layer - per_layer8) * size + per_layer8).max())
         else:
             layer_b = (float((layer_split / tpd + (layer_params - layer_split)).max()) if tpd > 1
@@ -909,17 +911,18 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
         rank_p = split / tpd + (P - split)
         params_b = rank_p * size
     else:
-        rank_p = float(P)
+        rank_p = float(held.params)
         params_b = rank_p * size
     from perfmodel.step.trace import rank_share
 
     if fp8 and not deg["fsdp"]:  # Megatron's --fp8-param-gather: the FP8 linears' weights stored in FP8
-        rank8 = rank_share(lay, fp8, tpd)
+        rank8 = rank_share(held, fp8, tpd)
         params_b = (rank_p - rank8) * size + rank8
     cache, per = deg.get("te_cache") or (set(), 0.0)
     if cache:  # Transformer Engine's FP8 weight cache (_te_weight_cache)
-        params_b += rank_share(lay, cache, tpd) * per
-    return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size)
+        params_b += rank_share(held, cache, tpd) * per
+    return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size,
+                            sharded_ratio=P / held.params if tpd == 1 else 1.0)
 
 
 def _tp_rank_params(params: np.ndarray, split: np.ndarray, tp: int) -> np.ndarray:
@@ -927,20 +930,24 @@ def _tp_rank_params(params: np.ndarray, split: np.ndarray, tp: int) -> np.ndarra
     return split / tp + (params - split) if tp > 1 else params
 
 
-def _framework_parts(part: tuple[float, float, float, float], deg: dict, size: int) -> tuple[float, float, float, float]:
+def _framework_parts(part: tuple[float, float, float, float], deg: dict, size: int,
+                     sharded_ratio: float = 1.0) -> tuple[float, float, float, float]:
     """One GPU's (or one stage's) parts as its framework keeps them: Megatron-Core's FP32 main gradients, and its
-    distributed optimizer's states sharded over the ``dp·cp`` ranks; PyTorch's as they are."""
+    distributed optimizer's states sharded over the ``dp·cp`` ranks; PyTorch's as they are. Under expert parallelism
+    a rank holds ``experts / ep`` of the routed experts but the distributed optimizer shards each over the ``dp·cp/ep``
+    ranks that hold it: its shard is ``1/(dp·cp)`` of every parameter, the held parameters' states times
+    ``sharded_ratio`` (all the parameters over the held ones) over ``dp·cp``."""
     if deg.get("framework") != "megatron":
         return part
     params_b, grads_b, opt_b, act_b = part
     grads_b = grads_b * max(4 / size, 1.0)
     if deg.get("distributed_optimizer"):
-        opt_b = opt_b / (deg["dp"] * deg["cp"])
+        opt_b = opt_b * sharded_ratio / (deg["dp"] * deg["cp"])
     if deg.get("shard_gradients"):  # ZeRO-2: the rank's shard, and one bucket whole until its reduce-scatter
         from perfmodel.step.parallel import megatron_bucket_bytes
 
         ranks = deg["dp"] * deg["cp"]
-        grads_b = min(grads_b, grads_b / ranks + megatron_bucket_bytes(max(size, 4), ranks))
+        grads_b = min(grads_b, grads_b * sharded_ratio / ranks + megatron_bucket_bytes(max(size, 4), ranks))
     return params_b, grads_b, opt_b, act_b
 
 
@@ -980,11 +987,15 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     cache, per = deg.get("te_cache") or (set(), 0.0)
     # all the parameters, the FP8-kept ones and those of TE's weight cache: per layer once, per stage below
     sets = (None, fp8, cache)
-    per_layer = [_layer_params(lay, names) for names in sets]
+    own = expert_parallel_layout(lay, deg.get("ep", 1))  # what a rank holds: experts / ep of the routed experts
+    per_layer = [_layer_params(own, names) for names in sets]
     layer_params, layer_split = per_layer[0]
+    full = _layer_params(lay) if own is not lay else per_layer[0]
     best = None
     for s, ls in enumerate(bounds):
-        stage_p, st8, stc = (_stage_rank_params(lay, ls, s, p, tied, tpd, names, lp) for names, lp in zip(sets, per_layer))
+        stage_p, st8, stc = (_stage_rank_params(own, ls, s, p, tied, tpd, names, lp) for names, lp in zip(sets, per_layer))
+        # sharded (FSDP, the distributed optimizer): 1/(dp·cp) of every parameter of the stage, experts included
+        stage_full = _stage_rank_params(lay, ls, s, p, tied, tpd, None, full) if own is not lay else stage_p
         # the stage's parameters at the training precision but its FP8 linears' weights: one byte each where they
         # are gathered (FSDP) or stored (Megatron) in FP8
         stage_b = (stage_p - st8) * size + st8 if fp8 else stage_p * size
@@ -1008,7 +1019,7 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
             # micro-batches) and their unsharded gradients accumulated until the last micro-batch — in the
             # reduce dtype, FP32 (FSDP2 upcasts an accumulated unsharded gradient to its mixed-precision policy's
             # reduce_dtype, FSDPParam.to_accumulated_grad_if_needed; torchtitan reduces in float32)
-            shard = stage_p / (deg["dp"] * deg["cp"])
+            shard = stage_full / (deg["dp"] * deg["cp"])
             reduce_b = max(size, FSDP_REDUCE_BYTES)
             if deg.get("shard_gradients"):
                 # ZeRO-2 (every micro-batch reduce-scattered): the shard's accumulated gradients, and the largest of
@@ -1019,7 +1030,7 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
                 part = (shard * size + stage_b, shard * size + stage_p * reduce_b, shard * state, held + tmp)
         else:
             part = (stage_b, stage_p * size, stage_p * state, held + tmp)
-        part = _framework_parts(part, deg, size)
+        part = _framework_parts(part, deg, size, sharded_ratio=stage_full / stage_p if stage_p else 1.0)
         if best is None or sum(part) > sum(best):
             best = part
     return best

@@ -100,9 +100,10 @@ def add_recompute(frame: pd.DataFrame, *, alpha: float = 0.2, fraction=1.0, deta
     out["lower_s"] = out["lower_s"].to_numpy(float) + grown * np.exp(-q) + (extra - grown)
     out["upper_s"] = out["upper_s"].to_numpy(float) + grown * np.exp(q) + (extra - grown)
     what = RECOMPUTE_BASIS.get(mode) or RECOMPUTE_BASIS["full" if np.all(np.asarray(fraction) == 1.0) else "selective"]
-    again = [g for g in ("tp", "cp") if g in rerun and np.any(rerun[g] > 0)]
+    again = [g for g in ("tp", "cp", "ep") if g in rerun and np.any(rerun[g] > 0)]
     if again:
-        what += (", with the " + " and ".join({"tp": "tensor-parallel collectives", "cp": "context-parallel K/V exchanges"}[g]
+        what += (", with the " + " and ".join({"tp": "tensor-parallel collectives", "cp": "context-parallel K/V exchanges",
+                                               "ep": "expert-parallel all-to-alls"}[g]
                                               for g in again) + " of what it recomputes run again")
     out["basis"] = out["basis"].astype(str) + f"; activation checkpointing: {what}"
     if detail:
@@ -126,14 +127,21 @@ def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int | None = None) 
       the same bytes); without it the all-reduces' outputs are not kept and all run again;
     * ``"attention"`` (Megatron's selective recomputation): the core attention only, no tensor-parallel collective;
       with context parallelism its K/V exchange runs again.
+
+    Expert parallelism's all-to-alls (``comm_ep_forward_s``) run again with the layers ``"full"`` and ``"layer:N"``
+    recompute; the selective policies are taken to run no MoE dispatch again (Megatron's recomputes the core attention
+    only; torchtitan's per-operator policy is assumed to keep the all-to-alls' outputs as it keeps the
+    reduce-scatters').
     """
     from perfmodel.step.trace import checkpointed_layers
 
     n = len(frame)
     tp = frame["comm_tp_forward_s"].to_numpy(float) if "comm_tp_forward_s" in frame.columns else np.zeros(n)
     cp = frame["comm_cp_forward_s"].to_numpy(float) if "comm_cp_forward_s" in frame.columns else np.zeros(n)
+    ep = frame["comm_ep_forward_s"].to_numpy(float) if "comm_ep_forward_s" in frame.columns else np.zeros(n)
     sp = (frame["sequence_parallel"].fillna(False).astype(bool).to_numpy() if "sequence_parallel" in frame.columns
           else np.zeros(n, bool))
+    share_ep = np.ones(n) if mode == "full" else np.zeros(n)
     if mode == "full":
         share_tp, share_cp = np.ones(n), np.ones(n)
     elif isinstance(mode, str) and mode.startswith("layer:"):
@@ -141,7 +149,7 @@ def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int | None = None) 
             raise ValueError(f"recompute_comm: mode {mode!r} checkpoints every N-th layer and needs the model's layer "
                              "count; pass n_layers=.")
         k = float(checkpointed_layers(mode, max(int(n_layers), 1)).mean())
-        share_tp, share_cp = np.full(n, k), np.full(n, k)
+        share_tp, share_cp, share_ep = np.full(n, k), np.full(n, k), np.full(n, k)
     elif mode == "selective":
         share_tp, share_cp = np.where(sp, 0.5, 1.0), np.zeros(n)
     elif mode == "attention":
@@ -149,7 +157,7 @@ def recompute_comm(frame: pd.DataFrame, mode: str, n_layers: int | None = None) 
     else:
         raise ValueError(f"recompute_comm: unknown checkpointing mode {mode!r}; expected 'full', 'selective', "
                          "'attention' or 'layer:N'.")
-    return {"tp": share_tp * tp, "cp": share_cp * cp}
+    return {"tp": share_tp * tp, "cp": share_cp * cp, "ep": share_ep * ep}
 
 
 def _recompute_fraction(w, clusters, mode, *, frame) -> np.ndarray:

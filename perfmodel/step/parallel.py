@@ -134,14 +134,14 @@ import pandas as pd
 
 # what a layout is made of, re-exported here as the parallel layer's vocabulary
 from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_SLOWDOWN, Interconnect, allgather_time, allreduce_time,
-                                          overlap_slowdown, p2p_time,
+                                          alltoall_time, overlap_slowdown, p2p_time,
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        crosses_nodes, default_network, parse_strategy,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
-from perfmodel.step.trace import (MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
+from perfmodel.step.trace import (GROUPED_GEMM_OP, MXFP8_BYTES_PER_ELEMENT, expert_param_names, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
 
 __all__ = [
@@ -363,6 +363,9 @@ def _pipeline_fields(lay: ModelLayout, net, p: int, v: int, tpd: int, pipeline_l
                stage_rank=stage_params if tpd == 1 else stage_split / tpd + (stage_params - stage_split))
     if fp8_names:
         out["stage_fp8_gathered"] = _stage_share(lay, fp8_names, of_layer, p, tpd)
+    experts = expert_param_names(lay)
+    if experts:  # a mixture of experts: its routed experts' parameters per stage (expert parallelism reduces them apart)
+        out["stage_experts"] = _stage_share(lay, experts, of_layer, p, tpd)
     if v > 1:
         out["chunk_layers"] = np.array([len(c) for c in pipeline_chunks(lay.n_layers, p, v, pipeline_layers)])
         out["chunks_said"] = pipeline_layers is not None
@@ -397,9 +400,6 @@ def _fused_exposed(collective_s: float, tp: int, matmul_s: float) -> float:
     return max(collective_s / tp, collective_s - (tp - 1) / tp * matmul_s)
 
 
-#: the operator of a mixture-of-experts layer's experts: one grouped GEMM over all of them
-#: (:func:`perfmodel.step.trace.work_from_ops` times it as equal GEMMs, one per expert)
-GROUPED_GEMM_OP = "aten._grouped_mm"
 
 #: the operators of a linear layer's GEMMs (forward and backward)
 _LINEAR_GEMM_OPS = ("aten.mm", "aten.addmm", "aten._scaled_mm")
@@ -550,7 +550,7 @@ def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, 
 
 
 #: the process groups of a layout, in the order a result lists their communication.
-COMM_GROUPS = ("tp", "cp", "pp", "dp")
+COMM_GROUPS = ("tp", "cp", "ep", "pp", "dp")
 
 
 #: bytes per gradient element in the data-parallel reductions (FP32; see :class:`RankWork`)
@@ -636,11 +636,34 @@ class RankWork:
     #: Engine's FP8 weight casts under Megatron-Core (:data:`ONCE_PER_STEP_OPS`), FSDP's copy-outs with a pipeline
     #: (:func:`_once_per_step`); None where every row runs per micro-batch
     per_step: np.ndarray | None = None
+    #: expert parallelism (a mixture of experts' ``ep`` factor, carved from the ``dp·cp`` ranks): its degree, the
+    #: routed experts' parameters this rank holds (``experts / ep`` of them) and, per pipeline stage, its stage's; the
+    #: bytes each rank sends in one all-to-all (a MoE layer's dispatch or combine of one micro-batch: its tokens times
+    #: the experts each goes to, at the hidden size); the MoE layers (of each pipeline stage)
+    ep: int = 1
+    expert_params: float = 0.0
+    stage_experts: np.ndarray | None = None
+    dispatch_bytes: float = 0.0
+    moe_layers: int = 0
+    stage_moe_layers: np.ndarray | None = None
 
     @property
     def dp_ranks(self) -> int:
         """Ranks that reduce each gradient: the data-parallel replicas times the context-parallel ranks."""
         return self.dp * self.cp
+
+    def dp_reduced(self, params: float, experts: float = 0.0) -> float:
+        """``params`` parameters of which ``experts`` are routed experts' under expert parallelism, as the ``dp·cp``
+        group's collectives carry them: an expert's gradients are reduced (its parameters gathered, under FSDP) over
+        the ``dp·cp/ep`` ranks that hold it (Megatron-Core's expert-data-parallel group), so its bytes count at that
+        ring's ``(n'−1)/n'`` over the group's ``(n−1)/n`` (0 where ``ep = dp·cp``: no rank shares an expert). The
+        expert-data-parallel ring is timed on the ``dp`` group's link."""
+        if self.ep <= 1 or experts <= 0 or self.dp_ranks <= 1:
+            return float(params)
+        n = self.dp_ranks
+        ne = n // self.ep
+        share = ((ne - 1) / ne) / ((n - 1) / n)
+        return float(params - experts * (1.0 - share))
 
     def gathered_bytes(self, params: float, fp8_params: float = 0.0) -> float:
         """Bytes an FSDP all-gather of ``params`` parameters moves, ``fp8_params`` of them in FP8 (one byte each)."""
@@ -961,17 +984,78 @@ def _once_per_step(work: pd.DataFrame, framework: str, stack: str, m: int, fsdp_
     return once if m > 1 and once.any() else None
 
 
-def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work: pd.DataFrame) -> None:
+def _experts_of(lay: ModelLayout, work: pd.DataFrame) -> int:
+    """Routed experts of a mixture of experts: its config's count, else its grouped GEMMs' groups; 0 for a dense
+    model."""
+    grouped = work.loc[work["op"] == GROUPED_GEMM_OP, "dim_b"]
+    return int(lay.experts or (grouped.max() if len(grouped) else 0))
+
+
+def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work: pd.DataFrame, ep: int = 1) -> None:
     """A ``StrategyError`` for tensor parallelism over a mixture of experts (its config names routed experts, or its
-    experts run as grouped GEMMs), which perfmodel does not model."""
-    if tp <= 1 and strat != "tp" or not (lay.experts or (work["op"] == GROUPED_GEMM_OP).any()):
+    experts run as grouped GEMMs), which perfmodel does not model, and for expert parallelism (``ep``) of a model
+    without experts or over a number of ranks that does not divide its experts."""
+    experts = _experts_of(lay, work)
+    if ep > 1 and not experts:
+        raise StrategyError(f"strategy={strat!r}: ep{ep} spreads a mixture of experts' routed experts over the ranks, "
+                            f"and {name} has none (its config names no num_local_experts / num_experts / "
+                            "n_routed_experts, and no grouped GEMM runs). Leave ep out.")
+    if ep > 1 and experts % ep:
+        raise StrategyError(f"strategy={strat!r}: ep{ep} does not divide {name}'s {experts} routed experts: each "
+                            f"expert-parallel rank holds experts / ep of them. Use an ep that divides {experts}.")
+    if tp <= 1 and strat != "tp" or not experts:
         return
     experts = lay.experts
     raise StrategyError(f"strategy={strat!r}: {name} is a mixture of experts ("
                         + (f"{experts} routed experts" if experts else "its experts run as grouped GEMMs")
-                        + "), and perfmodel does not model tensor or expert parallelism of experts (the tokens' dispatch "
-                        "to the ranks holding their experts, the experts' own collectives). Lay it out with dp, fsdp, cp "
-                        "and pp, which keep each expert whole on its rank.")
+                        + "), and perfmodel does not model tensor parallelism of experts (attention split over the "
+                        "tensor-parallel ranks beside experts split otherwise). Lay it out with dp, fsdp, cp, pp and ep "
+                        "(expert parallel over the data-parallel ranks, e.g. 'dp8-ep8'), which keep each expert whole "
+                        "on its rank.")
+
+
+def _expert_parallel(work: pd.DataFrame, lay: ModelLayout, ep: int, tokens: int, is_opt: np.ndarray, *,
+                     sharded: bool) -> tuple[pd.DataFrame, ModelLayout]:
+    """One rank of an expert-parallel group of ``ep`` ranks: its grouped GEMMs over ``experts / ep`` experts with the
+    tokens every rank routes to them (:func:`perfmodel.step.trace.expert_parallel_work`; ``tokens`` the rank's
+    tokens per micro-batch), its optimizer over the parameters it holds where they are not sharded (sharded, FSDP's or
+    the distributed optimizer's shard is ``1/(dp·cp)`` of every parameter: an expert's over the ``dp·cp/ep`` ranks
+    that hold it), and the layout of what it holds (:func:`perfmodel.step.trace.expert_parallel_layout`)."""
+    from perfmodel.step import trace as wl
+
+    if ep <= 1:
+        return work, lay
+    experts = _experts_of(lay, work)
+    grouped = work.loc[(work["op"] == GROUPED_GEMM_OP) & (work["phase"] == "forward"), "dim_m"]
+    per_expert = (tokens * lay.experts_per_token / experts if lay.experts_per_token
+                  else float(grouped.median()) if len(grouped) else 1.0)
+    held = wl.expert_parallel_layout(lay, ep)
+    work = wl.expert_parallel_work(work, ep, per_expert)
+    if not sharded:
+        work = _scale_rows(work, is_opt, held.params / lay.params)
+    return work, held
+
+
+def _expert_fields(work: pd.DataFrame, held: ModelLayout, ep: int, layer: np.ndarray, stages: dict, size: int) -> dict:
+    """:class:`RankWork`'s expert-parallel fields (none without ``ep``): the routed experts' parameters the rank holds
+    (per pipeline stage too), the MoE layers (per stage), and the bytes of one all-to-all: the grouped GEMMs'
+    routed tokens of one micro-batch (their forward's rows) at the hidden size, at the training precision."""
+    from perfmodel.step import trace as wl
+
+    if ep <= 1:
+        return {}
+    grouped = ((work["op"] == GROUPED_GEMM_OP) & (work["phase"] == "forward")).to_numpy()
+    moe = np.unique(layer[grouped & (layer >= 0) & (layer < held.n_layers)])
+    fwd = work[grouped]
+    first = fwd[layer[grouped] == moe[0]].iloc[0] if len(moe) else None
+    routed = float(first["dim_m"] * first["dim_b"]) if first is not None else 0.0  # the rank's own routed tokens
+    names = wl.expert_param_names(held)
+    out = dict(ep=int(ep), expert_params=float(sum(held.param_numel[k] for k in names)), moe_layers=len(moe),
+               dispatch_bytes=routed * float(held.hidden or 0) * size)
+    if stages:
+        out["stage_moe_layers"] = np.array([len(np.unique(layer[grouped & (stages["stage"] == s)]))
+                                            for s in range(len(stages["stage_layers"]))])
+    return out
 
 
 def rank_work(w, par, n_gpus: int) -> RankWork:
@@ -1003,7 +1087,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                          megatron=ex["framework"] == "megatron")
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
-    _check_experts_whole(strat, tpd, name, lay, work)
+    _check_experts_whole(strat, tpd, name, lay, work, deg["ep"])
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
@@ -1014,7 +1098,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     layer = op_layer(work, lay.n_layers)
     is_opt = work["phase"].to_numpy() == "optimizer"
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
-    rank_P = rank_share(lay, lay.param_numel, tpd)  # parameters of one tensor-parallel rank
+    work, held = _expert_parallel(work, lay, deg["ep"], tokens, is_opt, sharded=fsdp or ex["distributed_optimizer"])
+    rank_P = rank_share(held, held.param_numel, tpd)  # parameters of one tensor-parallel rank (its experts, under ep)
     if tpd > 1:
         unsplit = work
         split_mask = _tp_split_mask(work, layer, lay)
@@ -1038,8 +1123,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         work = _scale_rows(work, (work["op"].astype(str) == wl.FP8_WEIGHT_CAST_OP).to_numpy(), 1 / (d * cpd))
     work, (layer, is_opt, tp_role, tp_block) = _layout_kernels(work, (layer, is_opt, tp_role, tp_block), w, par, ex, lay,
                                                                 deg, size=size, tokens=tokens, fp8_names=fp8_names)
-    stages = _pipeline_fields(lay, net, p, v, tpd, par.pipeline_layers, layer, fp8_names) if p > 1 or strat == "pp" else {}
-    used = [g for g, k in (("tp", tpd), ("cp", cpd), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
+    stages = _pipeline_fields(held, net, p, v, tpd, par.pipeline_layers, layer, fp8_names) if p > 1 or strat == "pp" else {}
+    used = [g for g, k in (("tp", tpd), ("cp", cpd), ("ep", deg["ep"]), ("pp", p), ("dp", d)) if k > 1] or [{"tp": "tp", "pp": "pp"}.get(strat, "dp")]
     kv_bytes = _context_parallel_kv_bytes(par, lay, b_rank * int(np.prod(shape)), size, tpd, cpd)
     return RankWork(
         name=name, batch_size=B, n_gpus=n, micro_batches=m, strategy=strat, dp=d, tp=tpd, pp=p, cp=cpd, fsdp=bool(fsdp),
@@ -1050,12 +1135,12 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         attn=work["op"].astype(str).str.contains("scaled_dot_product").to_numpy() & (work["op_class"] == "matmul").to_numpy(),
         used_groups=tuple(used), framework=ex["framework"], distributed_optimizer=ex["distributed_optimizer"],
         sequence_parallel=ex["sequence_parallel"], overlap_tp_backward=ex["overlap_tp_backward"],
-        shard_gradients=ex["shard_gradients"], fp8_gathered=rank_share(lay, fp8_names, tpd) if fp8_names else 0.0,
+        shard_gradients=ex["shard_gradients"], fp8_gathered=rank_share(held, fp8_names, tpd) if fp8_names else 0.0,
         context_parallel_kv=par.context_parallel_kv,
         per_step=_once_per_step(work, ex["framework"], wl.stack_of(compile), m, fsdp and p > 1),
         tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
-        **stages)
+        **stages, **_expert_fields(work, held, deg["ep"], layer, stages, size))
 
 
 @dataclasses.dataclass
@@ -1070,6 +1155,14 @@ class _Comm:
     cp_b: float
     cp_total: float
     tp_regather: float = 0.0  # per layer: the backward pass's all-gathers of the column-parallel inputs (hidden)
+    ep_a2a: float = 0.0  # expert parallel: one all-to-all of a MoE layer's routed tokens (2 per MoE layer per pass)
+
+    def ep_pass(self, moe_layers) -> float:
+        """Seconds of one pass's expert-parallel all-to-alls over ``moe_layers`` MoE layers (a number, or an array
+        per pipeline stage): the dispatch of the routed tokens to the ranks holding their experts and the combine of
+        the experts' outputs back (the backward pass: their gradients, the same two), on the critical path —
+        Megatron-Core's and torchtitan's default token dispatchers overlap neither with compute."""
+        return 2.0 * self.ep_a2a * moe_layers
 
 
 def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
@@ -1101,7 +1194,8 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
     cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
     cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
-    return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total, regather)
+    ep_a2a = alltoall_time(r.dispatch_bytes, r.ep, lk["ep"]) if r.ep > 1 else 0.0
+    return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total, regather, ep_a2a)
 
 
 @dataclasses.dataclass
@@ -1128,6 +1222,8 @@ class LayoutStep:
     tp_forward: float = 0.0
     #: the same for the context-parallel K/V all-gathers of the forward pass
     cp_forward: float = 0.0
+    #: the same for the expert-parallel all-to-alls of the forward pass
+    ep_forward: float = 0.0
     #: seconds of ``forward`` that are FSDP2's all-gather copy-outs (:attr:`RankWork.copy_out`): part of the forward
     #: pass, not of what activation checkpointing recomputes
     copy_out_forward: float = 0.0
@@ -1168,24 +1264,26 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     compute in both passes, the gradients reduce-scattered under the backward pass."""
     m, lay, units = r.micro_batches, r.lay, max(r.lay.n_layers, 1)
     link = lk["dp"]
-    ag = allgather_time(r.gathered_bytes(r.rank_params, r.fp8_gathered), r.dp * r.cp, link)
-    rs = reduce_scatter_time(r.rank_params * r.grad_bytes, r.dp * r.cp, link)
+    params = r.dp_reduced(r.rank_params, r.expert_params)
+    ag = allgather_time(r.gathered_bytes(params, r.fp8_gathered), r.dp * r.cp, link)
+    rs = reduce_scatter_time(params * r.grad_bytes, r.dp * r.cp, link)
     # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
-    # projection, in each pass) sit on the critical path
+    # projection, in each pass) sit on the critical path; with ep the MoE layers' all-to-alls
     tp_f = 2 * lay.n_layers * c.tp_lf + c.tp_per
     tp_b = 2 * lay.n_layers * c.tp_lb + c.tp_per
-    f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f
-    b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b
+    ep = c.ep_pass(r.moe_layers)
+    f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f + ep
+    b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b + ep
     compute = m * (fwd + bwd) + opt
     step = m * (f_pass + b_pass) + opt
     tp_all = _tp_layers_all(c, lay.n_layers) + 2 * c.tp_per  # both passes, hidden or not
     dp_exposed = m * ((max(fwd, ag) - fwd) + ag / units + (max(bwd, ag + rs) - bwd) + rs / units)
     return LayoutStep(step=step, compute=compute, exposed=step - compute,
-                      comm_total=m * (2 * ag + rs + tp_all + c.cp_total), bubble=0.0,
+                      comm_total=m * (2 * ag + rs + tp_all + c.cp_total + 2 * ep), bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
-                      comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b)),
-                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * tp_all, cp=m * c.cp_total),
-                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f,
+                      comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b), ep=2 * m * ep),
+                      comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * tp_all, cp=m * c.cp_total, ep=2 * m * ep),
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f, ep_forward=m * ep,
                       **_kept_forward(r, t, m))
 
 
@@ -1197,24 +1295,26 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     m, lay = r.micro_batches, r.lay
     tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
     tp_all = m * (_tp_layers_all(c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
-    window = bwd + 2 * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b  # the backward pass as it runs
-    reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, r.rank_params, r.fp8_gathered)
+    ep = c.ep_pass(r.moe_layers)  # expert parallel: the MoE layers' all-to-alls, in each pass
+    window = bwd + 2 * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b + ep  # the backward pass as it runs
+    params = r.dp_reduced(r.rank_params, r.expert_params)
+    reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, params, r.fp8_gathered)
     if r.shard_gradients and m > 1:
         # ZeRO-2: each earlier micro-batch's reduce-scatter runs under the next micro-batch's passes; what outlasts
         # them holds that micro-batch's backward (its gradient buckets not yet free)
-        rs_mb = _micro_batch_reduce(r, lk, r.rank_params)
+        rs_mb = _micro_batch_reduce(r, lk, params)
         reduce_ex += (m - 1) * max(rs_mb - (fwd + window), 0.0)
         dp_total += (m - 1) * rs_mb
     dp_exposed = reduce_ex + gather_ex
     cp_comm = m * (c.cp_f + c.cp_b)
     compute = m * (fwd + bwd) + opt
-    exposed = tp_comm + dp_exposed + cp_comm
+    exposed = tp_comm + dp_exposed + cp_comm + 2 * m * ep
     return LayoutStep(step=compute + exposed, compute=compute, exposed=exposed,
-                      comm_total=tp_all + dp_total + m * c.cp_total, bubble=0.0,
+                      comm_total=tp_all + dp_total + m * c.cp_total + 2 * m * ep, bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
-                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm),
-                      comm_total_by_group=_groups(tp=tp_all, dp=dp_total, cp=m * c.cp_total),
-                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f,
+                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm, ep=2 * m * ep),
+                      comm_total_by_group=_groups(tp=tp_all, dp=dp_total, cp=m * c.cp_total, ep=2 * m * ep),
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f, ep_forward=m * ep,
                       **_kept_forward(r, t, m))
 
 
@@ -1253,6 +1353,12 @@ def _micro_batch_reduce(r: RankWork, lk: dict, params: float) -> float:
                                      bucket_bytes=bucket, first_bucket_bytes=first)[1]
 
 
+def _stage_reduced(r: RankWork, s: int) -> float:
+    """Parameters of pipeline stage ``s`` as its data-parallel collectives carry them (:meth:`RankWork.dp_reduced`)."""
+    experts = float(r.stage_experts[s]) if r.stage_experts is not None else 0.0
+    return r.dp_reduced(float(r.stage_rank[s]), experts)
+
+
 def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.ndarray, np.ndarray, float]:
     """Per stage of a pipeline: the data-parallel communication left exposed after its last backward pass and its
     total, and the exposed FSDP gather before the first forward pass (the slowest rank's)."""
@@ -1269,7 +1375,7 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.nda
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + tp_bwd[s]
             fp8_s = 0.0 if r.stage_fp8_gathered is None else float(r.stage_fp8_gathered[s])
-            dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, r.stage_rank[s], fp8_s)
+            dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, _stage_reduced(r, s), fp8_s)
         head = float(heads.max())
     elif r.fsdp and d * r.cp > 1:
         # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
@@ -1278,8 +1384,8 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.nda
         heads = np.zeros(p)
         for s in range(p):
             fp8_s = 0.0 if r.stage_fp8_gathered is None else float(r.stage_fp8_gathered[s])
-            ag_s = allgather_time(r.gathered_bytes(r.stage_rank[s], fp8_s), d * r.cp, lk["dp"])
-            rs_s = reduce_scatter_time(r.stage_rank[s] * r.grad_bytes, d * r.cp, lk["dp"])
+            ag_s = allgather_time(r.gathered_bytes(_stage_reduced(r, s), fp8_s), d * r.cp, lk["dp"])
+            rs_s = reduce_scatter_time(_stage_reduced(r, s) * r.grad_bytes, d * r.cp, lk["dp"])
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum())
             units_s = max(int(r.stage_layers[s]), 1)
@@ -1302,11 +1408,13 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     st = st_fb + st_tp if tpd > 1 else st_fb
     if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
+    st_ep = 2 * c.ep_pass(r.stage_moe_layers) if r.ep > 1 else np.zeros(p)  # its MoE layers' all-to-alls
+    st = st + st_ep
     st_opt = opt * r.stage_rank / r.rank_params
     # ZeRO-2: every micro-batch reduce-scatters its stage's gradients; a stage whose reduce-scatter outlasts its
     # micro-batch's work is paced by it (the next backward waits for its gradient buckets); the last micro-batch's is
     # the tail of _pipeline_dp
-    rs_mb = np.array([_micro_batch_reduce(r, lk, float(r.stage_rank[s])) for s in range(p)])
+    rs_mb = np.array([_micro_batch_reduce(r, lk, _stage_reduced(r, s)) for s in range(p)])
     paced = np.maximum(rs_mb - st, 0.0)
     st = st + paced
     # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
@@ -1330,17 +1438,20 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     tp_all = on_path(_tp_layers_all(c, r.stage_layers) + edges * c.tp_per) if tpd > 1 else 0.0
     cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
     cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
+    ep_only = on_path(st_ep) if r.ep > 1 else 0.0
     sends = 2 * hop * ((v * p - 1) + (m - 1))
     dp_paced = on_path(paced) if paced.any() else 0.0
     dp_tot = dp_tot + (m - 1) * rs_mb  # the earlier micro-batches' reduce-scatters (ZeRO-2), hidden or not
     dp_exposed = (float(tail.max()) - o_rank) + head + dp_paced
-    exposed = sends + tied_ar + tp_only + cp_only + dp_exposed
-    comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max())
+    exposed = sends + tied_ar + tp_only + cp_only + dp_exposed + ep_only
+    comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max()) + ep_only
     return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
                       forward=m * float(t[(stage == sb) & (phase == "forward")].sum()),
                       backward=m * float(t[(stage == sb) & (phase == "backward")].sum()), optimizer=o_rank,
-                      comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=cp_only, dp=dp_exposed),
-                      comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_all, cp=cp_all, dp=float(dp_tot.max())),
+                      comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=cp_only, dp=dp_exposed, ep=ep_only),
+                      comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_all, cp=cp_all, dp=float(dp_tot.max()),
+                                                  ep=ep_only),
+                      ep_forward=m * float(st_ep[sb]) / 2,
                       tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb])) if tpd > 1 else 0.0,
                       cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0,
                       **_kept_forward(r, t, m, stage == sb))
@@ -1441,7 +1552,7 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
         s = layout_step(r, _timed_reductions(r, t, spec), lk)
         far += kn._extrapolation_notes(spec, prec)
         row = _layout_row(r, s, spec, lk, prec, w.optimizer, q, interval, by_group)
-        row["basis"] += wl.experts_note(r.work) + (f"; {net.note}" if net is not None else "")
+        row["basis"] += wl.experts_note(r.work, r.ep) + (f"; {net.note}" if net is not None else "")
         source = kn.source_phrase(source)
         if source:
             row["basis"] = row["basis"].replace(f"{kn.learned_on(prec)},", f"{kn.learned_on(prec)}{source},", 1)
@@ -1509,6 +1620,13 @@ def _execution_basis(r: RankWork) -> str:
     if r.cp > 1 and r.framework == "pytorch":
         parts.append(f"PyTorch's ring attention over the {r.cp} context-parallel ranks with its FP32 merges and "
                      "gradient accumulations (perfmodel.step.trace.ring_attention_work)")
+    if r.ep > 1:
+        parts.append(f"expert parallel over {r.ep} of the {r.dp_ranks} data-parallel ranks (each holds {1 / r.ep:.3g} of "
+                     f"the routed experts and computes the tokens all {r.ep} route to them, evenly routed; per MoE layer "
+                     "and micro-batch an all-to-all dispatching its routed tokens and one combining the experts' outputs "
+                     "in each pass, exposed (no dispatch overlap), their bytes at the hidden size and the training "
+                     f"precision; the experts' gradients reduced over the {r.dp_ranks // r.ep} ranks that share each "
+                     "expert)")
     return "; " + ", ".join(parts) if parts else ""
 
 
@@ -1528,7 +1646,8 @@ def _layout_row(r: RankWork, s: LayoutStep, spec, lk: dict, prec: str, optimizer
                flops=float(r.work.loc[~r.is_opt, "flops"].sum()) * r.micro_batches / (r.pp if r.pipelined else 1), n_gpus=r.n_gpus, strategy=r.strategy,
                micro_batches=r.micro_batches, interconnect=link_name, compute_s=s.compute, comm_s=s.exposed,
                comm_total_s=s.comm_total, bubble_s=s.bubble, overlap_slowdown_s=s.overlap_slowdown,
-               comm_tp_forward_s=s.tp_forward, comm_cp_forward_s=s.cp_forward, forward_copy_out_s=s.copy_out_forward,
+               comm_tp_forward_s=s.tp_forward, comm_cp_forward_s=s.cp_forward, comm_ep_forward_s=s.ep_forward,
+               forward_copy_out_s=s.copy_out_forward,
                forward_tp_reduce_s=s.tp_reduce_forward,
                pipeline_schedule=("interleaved-1f1b" if r.virtual_stages > 1 else "1f1b"), async_tp=r.async_tp,
                framework=r.framework, virtual_stages=r.virtual_stages, distributed_optimizer=r.distributed_optimizer,

@@ -186,8 +186,8 @@ def predict_step_time(model, gpus, *, input_shape=None, batch_size: int = 1, inp
         (:func:`perfmodel.predict_memory`; an :class:`OutOfMemoryWarning` names the GPUs it does not fit on). With ``n_gpus > 1`` also ``n_gpus``, ``strategy``,
         ``micro_batches``, ``interconnect``, ``compute_s`` (busiest GPU's kernels), ``comm_s`` (exposed
         communication), ``comm_total_s`` (all communication, hidden or not), ``bubble_s`` (pipeline idle time),
-        ``comm_tp_forward_s`` / ``comm_cp_forward_s`` (the exposed per-layer tensor- and context-parallel
-        collectives of the forward passes, what activation checkpointing runs again: already counted in ``comm_s``,
+        ``comm_tp_forward_s`` / ``comm_cp_forward_s`` / ``comm_ep_forward_s`` (the exposed per-layer tensor-,
+        context- and expert-parallel collectives of the forward passes, what activation checkpointing runs again: already counted in ``comm_s``,
         and with checkpointing the re-run too, :func:`perfmodel.step.one_gpu.recompute_comm`); ``forward_copy_out_s``
         (the seconds of ``forward_s`` that are FSDP2's all-gather copy-outs, which checkpointing does not recompute);
         ``forward_tp_reduce_s`` (those that are the partial sums ending asynchronous TP's fused reduce-scatters, which

@@ -15,7 +15,7 @@ import pandas as pd
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "ReferenceNetwork", "REFERENCE_NETWORKS", "FALLBACK_INTER", "DefaultNetwork", "default_network", "mesh_allreduce_check", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "alltoall_across", "ReferenceNetwork", "REFERENCE_NETWORKS", "FALLBACK_INTER", "DefaultNetwork", "default_network", "mesh_allreduce_check", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -29,8 +29,9 @@ class StrategyError(ValueError):
 
 
 #: process groups of a combined strategy that may use their own link (``interconnect={"tp": ..., "pp": ..., "dp": ...}``;
-#: ``"cp"``, the context-parallel group, defaults to the ``"tp"`` link when the dict leaves it out and names ``"tp"``).
-LINK_GROUPS = ("tp", "pp", "dp", "cp")
+#: ``"cp"``, the context-parallel group, defaults to the ``"tp"`` link when the dict leaves it out and names ``"tp"``;
+#: ``"ep"``, the expert-parallel group, to the ``"dp"`` link, whose ranks it is carved from).
+LINK_GROUPS = ("tp", "pp", "dp", "cp", "ep")
 
 
 #: levels of a cluster's links (``interconnect={"intra": "nvlink", "inter": "infiniband-ndr"}``): inside a node of
@@ -63,12 +64,13 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
     context parallelism spans the ``dp·cp`` ranks) when ``tp·cp·dp > gpus_per_node``; the ``pp`` group (neighbouring
     stages ``tp·cp·dp`` ranks apart) when the pipeline spans nodes, ``pp > 1`` and ``tp·cp·dp·pp > gpus_per_node``.
     With ``tp·cp·dp < gpus_per_node`` only the hops at node boundaries cross, but a pipeline runs at the pace of its
-    slowest hop: its activations and gradients pass that link every micro-batch."""
+    slowest hop: its activations and gradients pass that link every micro-batch. The ``ep`` group (expert parallel,
+    carved from the data-parallel ranks, Megatron-Core's order ``tp-cp-ep-dp-pp``) when ``tp·cp·ep > gpus_per_node``."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
-    cp = int(degrees.get("cp", 1))
+    cp, ep = int(degrees.get("cp", 1)), int(degrees.get("ep", 1))
     g = _check_gpus_per_node(gpus_per_node)
     return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
-            "pp": pp > 1 and tp * cp * dp * pp > g}
+            "pp": pp > 1 and tp * cp * dp * pp > g, "ep": ep > 1 and tp * cp * ep > g}
 
 
 #: Inter-node links of the rail-optimised fabrics of HGX / DGX-class nodes: the A100 reference design carries eight HDR
@@ -243,9 +245,10 @@ def _on_node(group: str, link, ranks: dict, degrees: dict | None):
     if link.domain_gpus:
         d = degrees or {}
         tp, cp, dp, pp = (int(d.get(k, 1)) for k in ("tp", "cp", "dp", "pp"))
-        if {"tp": tp, "cp": cp, "dp": dp * cp, "pp": pp}[group] <= 1:  # no such group: nothing to carry
+        ep = int(d.get("ep", 1))
+        if {"tp": tp, "cp": cp, "dp": dp * cp, "pp": pp, "ep": ep}[group] <= 1:  # no such group: nothing to carry
             return link
-        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp}[group]
+        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp, "ep": tp * cp}[group]
         return bridged_link(link, ranks[group], stride)
     return link
 
@@ -284,14 +287,19 @@ def _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node) -> 
         inter = resolve_interconnect(interconnect["inter"], gpu)
         if nics_per_node is None:
             nics_per_node = default_nics_per_node(interconnect["inter"], gpus_per_node)
-        if nics_per_node is None:  # one NIC carries each group that leaves its node
-            ranks = ranks_per_node(degrees or {}, gpus_per_node)
-            return {g: (_ring_across(g, inter, intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
-        nics = _check_nics(nics_per_node)
         ranks = ranks_per_node(degrees or {}, gpus_per_node)
-        # a ring that leaves the node is bounded by what it has of the node's own link (on a mesh, its ranks' links)
-        return {g: (_ring_across(g, rail_link(inter, _on_node(g, intra, ranks, degrees), nics * ranks[g] / gpus_per_node),
-                                 intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
+        if nics_per_node is None:  # one NIC carries each group that leaves its node
+            out = {g: (_ring_across(g, inter, intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
+            nic_share = 1.0 / ranks["ep"]
+        else:
+            nics = _check_nics(nics_per_node)
+            # a ring that leaves the node is bounded by what it has of the node's own link (on a mesh, its ranks' links)
+            out = {g: (_ring_across(g, rail_link(inter, _on_node(g, intra, ranks, degrees), nics * ranks[g] / gpus_per_node),
+                                    intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
+            nic_share = nics / gpus_per_node
+        if cross["ep"]:
+            out["ep"] = alltoall_across(inter, nic_share, int((degrees or {}).get("ep", 1)), ranks["ep"])
+        return out
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]
         if set(interconnect) & set(LINK_LEVELS):
@@ -302,8 +310,9 @@ def _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node) -> 
             raise UnknownNameError(f"interconnect dict has unknown group(s) {bad}; expected keys among {list(LINK_GROUPS)} "
                                    "(the tensor-, pipeline- and data-parallel groups), e.g. {'tp': 'nvlink', 'dp': "
                                    "'infiniband-ndr'}.")
-        out = {g: resolve_interconnect(interconnect.get(g), gpu) for g in LINK_GROUPS if g != "cp"}
+        out = {g: resolve_interconnect(interconnect.get(g), gpu) for g in LINK_GROUPS if g not in ("cp", "ep")}
         out["cp"] = resolve_interconnect(interconnect.get("cp", interconnect.get("tp")), gpu)
+        out["ep"] = resolve_interconnect(interconnect.get("ep", interconnect.get("dp")), gpu)
         return out
     link = resolve_interconnect(interconnect, gpu)
     return {g: link for g in LINK_GROUPS}
@@ -319,18 +328,20 @@ def ranks_per_node(degrees: dict, gpus_per_node: int) -> dict:
     innermost, then context, data, pipeline): a group whose members are ``stride`` ranks apart has
     ``max(1, min(size, gpus_per_node // stride))`` of them on a node."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
-    cp = int(degrees.get("cp", 1))
+    cp, ep = int(degrees.get("cp", 1)), int(degrees.get("ep", 1))
     g = _check_gpus_per_node(gpus_per_node)
 
     def on_node(size: int, stride: int) -> int:
         return max(1, min(size, g // stride)) if stride <= g else 1
 
-    return {"tp": on_node(tp, 1), "cp": on_node(cp, tp), "dp": on_node(dp * cp, tp), "pp": on_node(pp, tp * cp * dp)}
+    return {"tp": on_node(tp, 1), "cp": on_node(cp, tp), "dp": on_node(dp * cp, tp), "pp": on_node(pp, tp * cp * dp),
+            "ep": on_node(ep, tp * cp)}
 
 
-#: the groups whose collectives are NCCL rings (all-reduce, all-gather, reduce-scatter) over their ranks; the pipeline's
-#: sends and context parallelism's ring of sends cross nodes at every step that leaves a node
-_RING_GROUPS = ("tp", "dp")
+#: the groups whose collectives are NCCL rings (all-reduce, all-gather, reduce-scatter) over their ranks, or whose
+#: all-to-alls step through their peers as a ring does (expert parallel); the pipeline's sends and context
+#: parallelism's ring of sends cross nodes at every step that leaves a node
+_RING_GROUPS = ("tp", "dp", "ep")
 
 
 def ring_step_latency(inter_latency_s: float, intra_latency_s: float, ranks: int, nodes: int) -> float:
@@ -354,9 +365,27 @@ def _ring_across(group: str, link, intra, degrees, ranks: dict):
     if group not in _RING_GROUPS:
         return link
     d = degrees or {}
-    size = int(d.get("tp", 1)) if group == "tp" else int(d.get("dp", 1)) * int(d.get("cp", 1))
+    size = (int(d.get("tp", 1)) if group == "tp" else int(d.get("ep", 1)) if group == "ep"
+            else int(d.get("dp", 1)) * int(d.get("cp", 1)))
     nodes = -(-size // max(1, ranks[group]))
     return dataclasses.replace(link, latency_s=ring_step_latency(link.latency_s, intra.latency_s, size, nodes))
+
+
+def alltoall_across(inter, nic_share: float, ep: int, on_node: int):
+    """The link an expert-parallel all-to-all over ``ep`` ranks, ``on_node`` of them on each node, gets when its group
+    spans nodes: each GPU sends ``(ep − on_node)/ep`` of its tokens off its node through its share of the node's NICs
+    (``nic_share``: one NIC per GPU on a rail-optimised node, NCCL's PXN moving each message over NVLink to the GPU on
+    the receiver's rail), while the rest crosses NVLink at the same time, far faster. Spelled as a link whose
+    ``(ep − 1)/ep`` bus share takes the time the off-node part takes: bandwidth ``inter × nic_share × (ep − 1) /
+    (ep − on_node)``, the ``inter`` link's latency and efficiency."""
+    from perfmodel.step.collectives import Interconnect
+
+    ep, on_node = int(ep), max(int(on_node), 1)
+    if ep <= on_node:
+        return inter
+    scale = nic_share * (ep - 1) / (ep - on_node)
+    return Interconnect(f"{nic_share:g} x {inter.name} per GPU, {ep - on_node} of {ep} all-to-all peers off the node",
+                        inter.bandwidth_gb_per_s * scale, inter.latency_s, inter.efficiency)
 
 
 def rail_link(inter, intra, nics: float):
@@ -375,10 +404,10 @@ def rail_link(inter, intra, nics: float):
     return Interconnect(f"{nics:g} x {inter.name}", inter.bandwidth_gb_per_s * nics, inter.latency_s, inter.efficiency)
 
 
-_FACTORS = ("dp", "fsdp", "cp", "tp", "pp")
+_FACTORS = ("dp", "fsdp", "cp", "ep", "tp", "pp")
 
 
-_FACTOR = re.compile(r"^(dp|fsdp|cp|tp|pp)(\d+)?$")
+_FACTOR = re.compile(r"^(dp|fsdp|cp|ep|tp|pp)(\d+)?$")
 
 
 _SEPARATORS = re.compile(r"[-_,+\s]+")
@@ -387,7 +416,8 @@ _SEPARATORS = re.compile(r"[-_,+\s]+")
 _KNOWN = ("Expected one of: dp, fsdp, tp, pp (data parallel, fully sharded data parallel, tensor parallel, pipeline "
           "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2', 'dp-tp2', 'fsdp8-tp8-pp8' or "
           "'fsdp4-cp2' or 'dp2-cp2-tp8-pp8' (cp: context parallel) (a factor without a degree takes the GPUs the others leave), or a "
-          "dict such as {'dp': 2, 'tp': 2}.")
+          "dict such as {'dp': 2, 'tp': 2}; a mixture of experts may add ep with a degree, expert parallel over the "
+          "data-parallel ranks ('dp8-ep8', 'fsdp16-ep8-pp4').")
 
 
 def _factors(strategy) -> list[tuple[str, int | None]]:
@@ -400,7 +430,7 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
         for k, v in strategy.items():
             key = str(k).strip().lower() if isinstance(k, str) else k
             if key not in _FACTORS:
-                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: key {k!r} is not one of dp, fsdp, cp, tp, pp. {_KNOWN}")
+                raise UnknownNameError(f"Unknown parallel strategy {strategy!r}: key {k!r} is not one of dp, fsdp, cp, ep, tp, pp. {_KNOWN}")
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
                 raise StrategyError(f"parallel strategy {strategy!r}: the degree of {key!r} must be a positive int (or None: "
                                     f"the GPUs the others leave); got {v!r}.")
@@ -411,7 +441,7 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
         for tok in tokens:
             hit = _FACTOR.match(tok)
             if not hit:
-                where = "" if len(tokens) == 1 else f": factor {tok!r} is not one of dp, fsdp, cp, tp, pp with an optional degree"
+                where = "" if len(tokens) == 1 else f": factor {tok!r} is not one of dp, fsdp, cp, ep, tp, pp with an optional degree"
                 raise UnknownNameError(f"Unknown parallel strategy {strategy!r}{where}. {_KNOWN}")
             deg = hit.group(2)
             if deg is not None and int(deg) < 1:
@@ -430,6 +460,14 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
     if "dp" in names and "fsdp" in names:
         raise StrategyError(f"parallel strategy {strategy!r} combines dp and fsdp: both are the data-parallel dimension "
                             "(fsdp shards it). Use one of them.")
+    if "ep" in names:
+        if dict(out)["ep"] is None:
+            raise StrategyError(f"parallel strategy {strategy!r}: ep needs a degree (e.g. 'dp8-ep8'): expert parallelism "
+                                "is carved from the data-parallel ranks and takes no GPUs of its own.")
+        if not ({"dp", "fsdp", "cp"} & set(names)):
+            raise StrategyError(f"parallel strategy {strategy!r}: ep (expert parallel) spreads the experts over the "
+                                "data-parallel ranks, and the strategy has none. Add dp or fsdp (e.g. 'dp8-ep8', "
+                                "'fsdp16-ep8').")
     if sum(d is None for _, d in out) > 1 and len(out) > 1:
         raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
                             "without a degree (it takes the GPUs the others leave), e.g. 'dp-tp2'.")
@@ -475,10 +513,11 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
     Returns
     -------
     dict
-        ``dp``, ``tp``, ``pp`` (ints, 1 for a dimension not used; ``dp`` is the sharded dimension for fsdp), ``fsdp``
+        ``dp``, ``tp``, ``pp``, ``cp`` (ints, 1 for a dimension not used; ``dp`` is the sharded dimension for fsdp),
+        ``ep`` (expert parallel: carved from the ``dp·cp`` ranks, which it must divide; it adds no GPUs), ``fsdp``
         (bool) and ``name``: the canonical name on ``n_gpus`` GPUs — a bare ``"dp"`` / ``"fsdp"`` / ``"tp"`` / ``"pp"``
         when one dimension spans all the GPUs (``"tp4"`` on 4 GPUs is ``"tp"``; a bare name on one GPU stays as
-        given), else the factors above 1, ``"dp2-tp2"``.
+        given), else the factors above 1, ``"dp2-tp2"``, ``"dp8-ep8"``.
 
     Raises
     ------
@@ -496,9 +535,11 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
     canon = check_strategy_name(strategy)
     if canon in STRATEGIES:
         deg = dict(dp=n if canon in ("dp", "fsdp") else 1, tp=n if canon == "tp" else 1, pp=n if canon == "pp" else 1,
-                   cp=1, fsdp=canon == "fsdp", name=canon)
+                   cp=1, fsdp=canon == "fsdp", name=canon, ep=1)
         return deg
     out = _factors(canon)
+    ep = dict(out).pop("ep", None) or 1  # carved from the data-parallel ranks: no GPUs of its own
+    out = [(k, d) for k, d in out if k != "ep"]
     fixed = int(np.prod([d for _, d in out if d is not None]))
     open_ = [k for k, d in out if d is None]
     shown = " x ".join(f"{k}{d}" for k, d in out if d is not None)
@@ -516,15 +557,18 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
     fsdp = "fsdp" in degrees
     dp = degrees.get("fsdp", degrees.get("dp", 1))
     tp, pp, cp = degrees.get("tp", 1), degrees.get("pp", 1), degrees.get("cp", 1)
-    used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("cp", cp), ("tp", tp), ("pp", pp))
-            if v > 1 or (k in ("fsdp", "dp") and cp > 1)]  # context parallel keeps its data-parallel factor, even of degree 1
+    if (dp * cp) % ep:
+        raise StrategyError(f"strategy={canon!r} on {n} GPUs: ep{ep} does not divide the {dp * cp} data-parallel ranks "
+                            f"(dp x cp = {dp} x {cp}) it spreads the experts over. Use an ep that divides {dp * cp}.")
+    used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("cp", cp), ("ep", ep), ("tp", tp), ("pp", pp))
+            if v > 1 or (k in ("fsdp", "dp") and (cp > 1 or ep > 1))]  # cp and ep keep their data-parallel factor
     if not used:
         name = "fsdp" if fsdp else "dp"
     elif len(used) == 1:
         name = used[0][0]
     else:
         name = "-".join(f"{k}{v}" for k, v in used)
-    return dict(dp=dp, tp=tp, pp=pp, cp=cp, fsdp=fsdp, name=name)
+    return dict(dp=dp, tp=tp, pp=pp, cp=cp, fsdp=fsdp, name=name, ep=ep)
 
 
 def strategy_combinations(n_gpus: int) -> list[str]:

@@ -30,7 +30,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_OP", "FP8_WEIGHT_TRANSPOSE_OP", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "experts_note", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_OP", "FP8_WEIGHT_TRANSPOSE_OP", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "experts_note", "expert_param_names", "expert_parallel_layout", "expert_parallel_work", "GROUPED_GEMM_OP", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -249,6 +249,11 @@ def work_from_ops(ops: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: the operator of a mixture-of-experts layer's experts: one grouped GEMM over all of them (:func:`work_from_ops`
+#: times it as equal GEMMs, one per expert)
+GROUPED_GEMM_OP = "aten._grouped_mm"
+
+
 def _grouped_gemm(a, b, out, offs) -> tuple | None:
     """``(groups, m, n, k)`` of a mixture-of-experts grouped GEMM (``aten._grouped_mm``) as ``groups`` equal GEMMs of
     ``m × n`` by ``n × k`` (``n`` the reduction): the tokens routed evenly over the experts, the balance an
@@ -268,17 +273,67 @@ def _grouped_gemm(a, b, out, offs) -> tuple | None:
     return None
 
 
-def experts_note(work: pd.DataFrame) -> str:
-    """For ``basis``: how a mixture of experts' grouped GEMMs were timed (:func:`_grouped_gemm`), or ``""`` when the
-    work has none."""
+def experts_note(work: pd.DataFrame, ep: int = 1) -> str:
+    """For ``basis``: how a mixture of experts' grouped GEMMs were timed (:func:`_grouped_gemm`; on one rank of an
+    expert-parallel group of ``ep``, :func:`expert_parallel_work`), or ``""`` when the work has none."""
     if "op" not in work.columns:
         return ""
-    grouped = work[work["op"] == "aten._grouped_mm"]
+    grouped = work[work["op"] == GROUPED_GEMM_OP]
     if grouped.empty:
         return ""
     experts = int(grouped["dim_b"].max())
-    return (f"; the experts' grouped GEMMs timed as {experts} GEMMs, one per expert, over an even share of the routed "
-            "tokens (routing skew not modelled)")
+    whose = "the routed tokens" if ep <= 1 else f"the tokens the {ep} expert-parallel ranks route to them"
+    return (f"; the experts' grouped GEMMs timed as {experts} GEMM{'s' if experts != 1 else ''}, one per expert "
+            f"{'the rank holds' if ep > 1 else ''}, over an even share of {whose} (routing skew not modelled)"
+            ).replace("expert ,", "expert,")
+
+
+def expert_param_names(lay: "ModelLayout") -> set:
+    """Names of a mixture of experts' routed experts' parameters: those under a module named ``experts`` (Mixtral's,
+    Qwen-MoE's, DeepSeek's and gpt-oss's layers; a ``shared_experts`` module is not one). Empty for a dense model."""
+    return {k for k in lay.param_numel if "experts" in k.split(".")[:-1]}
+
+
+def expert_parallel_layout(lay: "ModelLayout", ep: int) -> "ModelLayout":
+    """The parameters one rank of an expert-parallel group of ``ep`` ranks holds: each routed expert's parameters
+    (:func:`expert_param_names`) ``/ ep`` (the rank holds ``experts / ep`` of them), the rest whole."""
+    if ep <= 1:
+        return lay
+    names = expert_param_names(lay)
+    if not names or (lay.experts and lay.experts % ep):
+        from perfmodel.step.strategy import StrategyError
+
+        raise StrategyError(f"expert parallel over {ep} ranks needs a mixture of experts whose routed experts split over "
+                            "them: " + (f"{lay.experts} experts do not divide by {ep}; use an ep that divides "
+                                        f"{lay.experts}." if names else "the model has no parameters under a module "
+                                        "named 'experts'; leave ep out."))
+    return dataclasses.replace(lay, param_numel={k: (v / ep if k in names else v) for k, v in lay.param_numel.items()})
+
+
+def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float) -> pd.DataFrame:
+    """The grouped GEMMs (``aten._grouped_mm``) of one rank of an expert-parallel group of ``ep`` ranks: it holds
+    ``experts / ep`` experts and, after the dispatch, computes the tokens every rank of the group routed to them —
+    under even routing ``ep`` times its own share per expert. Each row becomes ``dim_b / ep`` GEMMs whose token
+    dimension (``dim_m`` of the experts' forward and input gradients, the reduction ``dim_n`` of their weight gradients:
+    the one equal to ``per_expert_tokens``, the rank's routed tokens per expert) is ``ep`` times longer; the FLOPs stay,
+    the bytes follow the operands (the experts' weights ``/ ep``)."""
+    if ep <= 1:
+        return work
+    out = work.copy()
+    rows = np.flatnonzero((out["op"].astype(str) == GROUPED_GEMM_OP).to_numpy())
+    for i in rows:
+        b, m, n, k = (float(out.at[i, c]) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
+        if b % ep:
+            raise ValueError(f"expert parallel over {ep} ranks: a grouped GEMM of {b:g} experts does not split over them.")
+        tok = "dim_m" if abs(np.log(max(m, 1.0) / max(per_expert_tokens, 1.0))) <= abs(np.log(max(n, 1.0) / max(per_expert_tokens, 1.0))) else "dim_n"
+        m2, n2 = (m * ep, n) if tok == "dim_m" else (m, n * ep)
+        b2 = b / ep
+        before = b * (m * n + n * k + m * k)
+        after = b2 * (m2 * n + n2 * k + m2 * k) if tok == "dim_m" else b2 * (m * n2 + n2 * k + m * k)
+        out.at[i, "dim_b"], out.at[i, "dim_m"], out.at[i, "dim_n"] = b2, m2, n2
+        out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k / 128)
+        out.at[i, "bytes"] = float(out.at[i, "bytes"]) * after / before
+    return out
 
 
 def _elementwise_fields(nbytes: float, numel: float, last: float) -> tuple:

@@ -1,7 +1,8 @@
 """A mixture-of-experts model's experts run as one grouped GEMM (``aten._grouped_mm``, as Hugging Face's Mixtral,
 Qwen-MoE and gpt-oss layers call them): it is counted (``2·M·K·N`` of the whole operands), timed as one GEMM per
 expert over an even share of the routed tokens, refused under tensor parallelism (which perfmodel does not model for
-experts), and the rule of thumb counts the parameters a token passes through."""
+experts; expert parallelism is tests/models/test_expert_parallel.py's), and the rule of thumb counts the parameters a
+token passes through."""
 from __future__ import annotations
 
 import warnings
@@ -89,7 +90,7 @@ def test_a_mixture_of_experts_step_counts_its_experts_and_refuses_tensor_paralle
     dense = pm.predict_step_time(dict(MIXTRAL, model_type="mistral", architectures=["MistralForCausalLM"]), "H100", **kw).iloc[0]
     assert "grouped GEMMs" not in dense["basis"]
     with pytest.raises(StrategyError, match=r"is a mixture of experts \(8 routed experts\), and perfmodel does not model "
-                                            r"tensor or expert parallelism"):
+                                            r"tensor parallelism of experts.*'dp8-ep8'"):
         pm.predict_step_time(MIXTRAL, "H100", n_gpus=8, strategy="fsdp4-tp2", **kw)
     cands = layout_candidates(pm.Workload(MIXTRAL, **kw), pm.Cluster("H100", n_gpus=8))
     assert cands and all(pm.step.strategy.parse_strategy(p.strategy, 8)["tp"] == 1 for p in cands)

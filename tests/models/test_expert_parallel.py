@@ -1,0 +1,171 @@
+"""Expert parallelism (``ep``, carved from the data-parallel ranks): each rank holds ``experts / ep`` routed experts and
+computes the tokens every rank of its group routes to them; two all-to-alls per MoE layer and pass dispatch the
+tokens and combine the outputs; an expert's gradients are reduced over the ``dp·cp/ep`` ranks that hold it; memory
+holds ``experts / ep`` of the experts, the sharded optimizer ``1/(dp·cp)`` of every parameter."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import perfmodel as pm
+from perfmodel.step.collectives import alltoall_time
+from perfmodel.step.strategy import StrategyError, alltoall_across, parse_strategy, resolve_links
+
+#: a small Mixtral: 8 experts, 2 per token, 2 layers
+MIXTRAL = dict(model_type="mixtral", architectures=["MixtralForCausalLM"], hidden_size=128, intermediate_size=256,
+               num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, num_local_experts=8,
+               num_experts_per_tok=2, vocab_size=512, max_position_embeddings=512, tie_word_embeddings=False)
+SEQ = 128
+LINKS = {"intra": "nvlink", "inter": "infiniband-ndr"}
+#: the same shape, dense
+DENSE = {k: v for k, v in dict(MIXTRAL, model_type="mistral", architectures=["MistralForCausalLM"]).items()
+         if k not in ("num_local_experts", "num_experts_per_tok")}
+
+
+def _work(**kw):
+    return pm.Workload(MIXTRAL, input_shape=(SEQ,), precision="bf16", optimizer="adam-fused", **{"batch_size": 16, **kw})
+
+
+def _predict(strategy, n=8, framework="megatron", gpus_per_node=8, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.predict(_work(**kw), pm.Cluster("H100", n_gpus=n, gpus_per_node=gpus_per_node, interconnect=LINKS),
+                          pm.Parallelism(strategy, framework=framework, micro_batch_size=1))
+
+
+def _rank(strategy):
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+
+    w, c, p = resolve_run(_work(), pm.Cluster("H100", n_gpus=8), pm.Parallelism(strategy, framework="megatron",
+                                                                                micro_batch_size=1))
+    return rank_work(w, p.with_micro_batches(w.batch_size, 8), 8)
+
+
+def _expert_and_other_params():
+    from perfmodel.step import trace as wl
+
+    net = wl.model_and_layout(MIXTRAL, (SEQ,), None)[0]
+    experts = sum(p.numel() for n, p in net.named_parameters() if ".experts." in n)
+    return experts, sum(p.numel() for p in net.parameters()) - experts
+
+
+def test_ep_is_carved_from_the_data_parallel_ranks_and_spelled_with_a_degree():
+    assert parse_strategy("dp8-ep8", 8) == dict(dp=8, tp=1, pp=1, cp=1, fsdp=False, name="dp8-ep8", ep=8)
+    assert parse_strategy("ep4-pp2-dp", 16)["name"] == "dp8-ep4-pp2"  # canonical order, the open degree takes the rest
+    assert parse_strategy("fsdp4-cp2-ep8", 8)["ep"] == 8  # over the dp x cp ranks
+    assert parse_strategy("dp8", 8)["ep"] == 1
+    for bad, n, why in (("dp-ep", 8, "ep needs a degree"), ("ep8", 8, "has none. Add dp or fsdp"),
+                        ("dp6-ep4", 6, "ep4 does not divide the 6 data-parallel ranks")):
+        with pytest.raises(StrategyError, match=why):
+            parse_strategy(bad, n)
+
+
+def test_ep_needs_experts_that_split_over_its_ranks():
+    dense = DENSE
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(StrategyError, match=r"(?i)no .*experts.*leave ep out"):
+            pm.predict_step_time(dense, "H100", input_shape=(SEQ,), batch_size=8, n_gpus=8, strategy="dp8-ep2",
+                                 precision="bf16")
+    with pytest.raises(StrategyError, match="ep16 does not divide mixtral's 8 routed experts"):
+        _predict("dp16-ep16", n=16)
+
+
+def test_a_rank_computes_its_experts_over_every_rank_s_tokens_at_the_same_flops():
+    one, ep = (_rank(s) for s in ("dp8", "dp8-ep4"))
+    g1, g4 = (r.work[r.work["op"] == "aten._grouped_mm"].reset_index(drop=True) for r in (one, ep))
+    assert len(g1) == len(g4) and np.allclose(g1["flops"], g4["flops"])
+    assert (g1["dim_b"] == 8).all() and (g4["dim_b"] == 2).all()
+    fwd1, fwd4 = g1["phase"] == "forward", g4["phase"] == "forward"
+    tokens = SEQ * 2 / 8  # one sequence per micro-batch, 2 experts per token, over 8 experts
+    assert (g1.loc[fwd1, "dim_m"] == tokens).all() and (g4.loc[fwd4, "dim_m"] == 4 * tokens).all()
+    assert np.allclose(g4["flops"], 2 * g4["dim_b"] * g4["dim_m"] * g4["dim_n"] * g4["dim_k"])
+    assert (g4["bytes"] < g1["bytes"]).all()  # a quarter of the experts' weights
+    experts, other = _expert_and_other_params()
+    assert ep.rank_params == pytest.approx(other + experts / 4) and ep.expert_params == pytest.approx(experts / 4)
+    assert ep.dispatch_bytes == SEQ * 2 * MIXTRAL["hidden_size"] * 2 and ep.moe_layers == 2
+
+
+def test_every_moe_layer_dispatches_and_combines_in_each_pass_and_again_when_fully_recomputed():
+    lk = resolve_links(LINKS, "H100", degrees=parse_strategy("dp8-ep8", 8))
+    a2a = alltoall_time(SEQ * 2 * MIXTRAL["hidden_size"] * 2, 8, lk["ep"])  # one sequence's routed tokens, bf16
+    m, layers = 2, 2  # 16 sequences over 8 ranks in micro-batches of one; 2 MoE layers
+    plain, full = _predict("dp8-ep8"), _predict("dp8-ep8", activation_checkpointing="full")
+    assert plain.comm_exposed_s["ep"] == pytest.approx(m * layers * 4 * a2a)
+    assert full.comm_exposed_s["ep"] == pytest.approx(m * layers * 6 * a2a)
+    assert _predict("dp8").comm_exposed_s["ep"] == 0.0
+    assert "expert parallel over 8 of the 8 data-parallel ranks" in plain.basis
+    assert ("grouped GEMMs timed as 1 GEMM, one per expert the rank holds, over an even share of the tokens the 8 "
+            "expert-parallel ranks route to them") in plain.basis
+
+
+def test_an_all_to_all_that_leaves_the_node_runs_at_the_gpu_s_share_of_its_nics():
+    ndr = pm.step.collectives.resolve_interconnect("infiniband-ndr")
+    deg = parse_strategy("dp16-ep8", 16)
+    link = resolve_links(LINKS, "H100", degrees=deg, gpus_per_node=4)["ep"]
+    assert link == alltoall_across(ndr, 1.0, 8, 4)
+    nbytes = 64e6
+    # each GPU sends 4 of its 8 shares off its node through its own NIC, the rest over NVLink at the same time
+    off_node = nbytes * 4 / 8 / (ndr.bandwidth_gb_per_s * 1e9 * ndr.efficiency)
+    assert alltoall_time(nbytes, 8, link) == pytest.approx(off_node + 7 * ndr.latency_s)
+    assert resolve_links(LINKS, "H100", degrees=deg, gpus_per_node=8)["ep"].name == "nvlink (H100)"
+    across = _predict("dp16-ep8", n=16, gpus_per_node=4, batch_size=32)
+    inside = _predict("dp16-ep8", n=16, gpus_per_node=8, batch_size=32)
+    assert across.comm_exposed_s["ep"] > 5 * inside.comm_exposed_s["ep"]
+
+
+def test_an_expert_s_gradients_are_reduced_over_the_ranks_that_hold_it():
+    experts, other = _expert_and_other_params()
+    r = _rank("dp8-ep8")
+    assert r.dp_reduced(r.rank_params, r.expert_params) == pytest.approx(other)  # no two ranks share an expert
+    r2 = _rank("dp8-ep2")
+    # an expert over 4 ranks: its bytes at (3/4) / (7/8) of the 8-rank ring's
+    assert r2.dp_reduced(r2.rank_params, r2.expert_params) == pytest.approx(other + experts / 2 * (3 / 4) / (7 / 8))
+    assert _predict("dp8-ep8").comm_total_s["dp"] < _predict("dp8").comm_total_s["dp"]
+
+
+@pytest.mark.parametrize("strategy,framework", [("dp8", "megatron"), ("dp4-pp2", "megatron"), ("dp8", "pytorch"),
+                                                ("fsdp8", "pytorch")])
+def test_memory_holds_experts_over_ep_and_the_sharded_state_of_every_parameter(strategy, framework):
+    experts, other = _expert_and_other_params()
+    ep_strategy = strategy.replace("dp8", "dp8-ep4").replace("dp4-pp2", "dp4-ep4-pp2")
+    base, ep = (_predict(s, framework=framework).memory for s in (strategy, ep_strategy))
+    sharded = framework == "megatron" or strategy.startswith("fsdp")
+    assert (ep["optimizer_bytes"] == pytest.approx(base["optimizer_bytes"])) == sharded
+    if strategy == "dp8":  # one stage: every parameter held, the experts' a quarter of them
+        assert base["params_bytes"] - ep["params_bytes"] == pytest.approx(experts * 3 / 4 * 2)
+    if strategy == "dp8" and framework == "pytorch":  # unsharded Adam states: 8 B/parameter (two FP32 moments) + master
+        assert ep["optimizer_bytes"] / base["optimizer_bytes"] == pytest.approx((other + experts / 4) / (other + experts))
+    assert ep["total_bytes"] < base["total_bytes"]
+
+
+def test_the_layout_search_tries_expert_parallelism_for_a_mixture_of_experts_only():
+    from perfmodel.planning.layouts import layout_candidates
+
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect=LINKS)
+    eps = {parse_strategy(p.strategy, 16)["ep"] for p in layout_candidates(_work(batch_size=32), c)}
+    assert eps == {1, 8}  # none, the widest in a node (8 experts: also the widest)
+    dense = pm.Workload(DENSE, input_shape=(SEQ,), batch_size=32, precision="bf16")
+    assert {parse_strategy(p.strategy, 16)["ep"] for p in layout_candidates(dense, c)} == {1}
+    chosen = layout_candidates(_work(batch_size=32), c, expert_parallel=[2, 3])
+    assert {parse_strategy(p.strategy, 16)["ep"] for p in chosen} == {2}  # 3 divides neither
+
+
+def test_the_command_line_predicts_an_expert_parallel_layout(capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    from pathlib import Path
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "moe.json"
+        path.write_text(json.dumps(MIXTRAL))
+        main(["predict", str(path), "--gpus", "H100", "--input-shape", str(SEQ), "--batch-size", "16", "--n-gpus", "8",
+              "--strategy", "dp8-ep8", "--framework", "megatron", "--precision", "bf16"])
+    out = capsys.readouterr().out
+    assert "dp8-ep8" in out and "expert parallel over 8" in out
