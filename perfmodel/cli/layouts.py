@@ -89,7 +89,8 @@ def _cmd_layouts(args) -> int:
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
                    activation_checkpointing=_policies(args.activation_checkpointing),
                    shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,))
-    for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel")):
+    for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel"),
+                      ("ep", "expert_parallel")):
         text = getattr(args, flag)
         if text is not None:
             options[key] = _ints(text, f"--{flag}")
@@ -173,6 +174,9 @@ def add_parser(sub, fmt) -> None:
                                               "that divide the heads)")
     p.add_argument("--pp", default=None, help="pipeline degrees to try (default 1,2,4,8,16, at most one stage per layer)")
     p.add_argument("--cp", default=None, help="context-parallel degrees to try (default 1, and 2 from 8192 tokens)")
+    p.add_argument("--ep", default=None, help="expert-parallel degrees to try, a mixture of experts only (default 1, the "
+                                              "widest within a node and the widest, each dividing the experts and the "
+                                              "data-parallel ranks)")
     p.add_argument("--activation-checkpointing", default="none,selective,full",
                    help="policies to try, least recomputation first; each layout keeps the first that fits "
                         "(selective: torchtitan's per-operator policy on FSDP layouts, Megatron's core-attention "

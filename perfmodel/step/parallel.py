@@ -400,7 +400,6 @@ def _fused_exposed(collective_s: float, tp: int, matmul_s: float) -> float:
     return max(collective_s / tp, collective_s - (tp - 1) / tp * matmul_s)
 
 
-
 #: the operators of a linear layer's GEMMs (forward and backward)
 _LINEAR_GEMM_OPS = ("aten.mm", "aten.addmm", "aten._scaled_mm")
 
@@ -1000,6 +999,10 @@ def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work:
         raise StrategyError(f"strategy={strat!r}: ep{ep} spreads a mixture of experts' routed experts over the ranks, "
                             f"and {name} has none (its config names no num_local_experts / num_experts / "
                             "n_routed_experts, and no grouped GEMM runs). Leave ep out.")
+    if ep > 1 and not (work["op"] == GROUPED_GEMM_OP).any():
+        raise StrategyError(f"strategy={strat!r}: perfmodel models expert parallelism of experts that run as grouped "
+                            f"GEMMs (aten._grouped_mm, as the installed transformers runs Mixtral, Qwen-MoE, DeepSeek and "
+                            f"gpt-oss layers); {name}'s {experts} experts run otherwise. Leave ep out.")
     if ep > 1 and experts % ep:
         raise StrategyError(f"strategy={strat!r}: ep{ep} does not divide {name}'s {experts} routed experts: each "
                             f"expert-parallel rank holds experts / ep of them. Use an ep that divides {experts}.")

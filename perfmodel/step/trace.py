@@ -283,9 +283,9 @@ def experts_note(work: pd.DataFrame, ep: int = 1) -> str:
         return ""
     experts = int(grouped["dim_b"].max())
     whose = "the routed tokens" if ep <= 1 else f"the tokens the {ep} expert-parallel ranks route to them"
-    return (f"; the experts' grouped GEMMs timed as {experts} GEMM{'s' if experts != 1 else ''}, one per expert "
-            f"{'the rank holds' if ep > 1 else ''}, over an even share of {whose} (routing skew not modelled)"
-            ).replace("expert ,", "expert,")
+    held = " the rank holds" if ep > 1 else ""
+    return (f"; the experts' grouped GEMMs timed as {experts} GEMM{'s' if experts != 1 else ''}, one per expert{held}, "
+            f"over an even share of {whose} (routing skew not modelled)")
 
 
 def expert_param_names(lay: "ModelLayout") -> set:
@@ -325,11 +325,12 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float) 
         b, m, n, k = (float(out.at[i, c]) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
         if b % ep:
             raise ValueError(f"expert parallel over {ep} ranks: a grouped GEMM of {b:g} experts does not split over them.")
-        tok = "dim_m" if abs(np.log(max(m, 1.0) / max(per_expert_tokens, 1.0))) <= abs(np.log(max(n, 1.0) / max(per_expert_tokens, 1.0))) else "dim_n"
-        m2, n2 = (m * ep, n) if tok == "dim_m" else (m, n * ep)
+        def off(x: float) -> float:  # how far a dimension is from the rank's routed tokens per expert
+            return abs(np.log(max(x, 1.0) / max(per_expert_tokens, 1.0)))
+
+        m2, n2 = (m * ep, n) if off(m) <= off(n) else (m, n * ep)
         b2 = b / ep
-        before = b * (m * n + n * k + m * k)
-        after = b2 * (m2 * n + n2 * k + m2 * k) if tok == "dim_m" else b2 * (m * n2 + n2 * k + m * k)
+        before, after = b * (m * n + n * k + m * k), b2 * (m2 * n2 + n2 * k + m2 * k)
         out.at[i, "dim_b"], out.at[i, "dim_m"], out.at[i, "dim_n"] = b2, m2, n2
         out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k / 128)
         out.at[i, "bytes"] = float(out.at[i, "bytes"]) * after / before

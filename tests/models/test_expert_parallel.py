@@ -154,18 +154,18 @@ def test_the_layout_search_tries_expert_parallelism_for_a_mixture_of_experts_onl
     assert {parse_strategy(p.strategy, 16)["ep"] for p in chosen} == {2}  # 3 divides neither
 
 
-def test_the_command_line_predicts_an_expert_parallel_layout(capsys):
+def test_the_command_line_predicts_and_searches_expert_parallel_layouts(tmp_path, capsys):
     import json
 
     from perfmodel.cli import main
 
-    from pathlib import Path
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "moe.json"
-        path.write_text(json.dumps(MIXTRAL))
-        main(["predict", str(path), "--gpus", "H100", "--input-shape", str(SEQ), "--batch-size", "16", "--n-gpus", "8",
-              "--strategy", "dp8-ep8", "--framework", "megatron", "--precision", "bf16"])
+    path = tmp_path / "moe.json"
+    path.write_text(json.dumps(MIXTRAL))
+    main(["predict", str(path), "--gpus", "H100", "--input-shape", str(SEQ), "--batch-size", "16", "--n-gpus", "8",
+          "--strategy", "dp8-ep8", "--framework", "megatron", "--precision", "bf16"])
     out = capsys.readouterr().out
     assert "dp8-ep8" in out and "expert parallel over 8" in out
+    main(["layouts", str(path), "--n-gpus", "16", "--input-shape", str(SEQ), "--batch-size", "32", "--ep", "2",
+          "--frameworks", "megatron", "--pp", "1", "--activation-checkpointing", "none", "--quiet"])
+    out = capsys.readouterr().out
+    assert "dp16-cp1-ep2-tp1-pp1" in out and "ep8" not in out

@@ -229,8 +229,8 @@ def test_the_largest_pipeline_stage_is_chosen_by_megatrons_own_bytes(monkeypatch
     seen = []
     framework_parts = memory._framework_parts
 
-    def spy(part, deg, size):
-        seen.append((part, framework_parts(part, deg, size)))
+    def spy(part, deg, size, **kw):
+        seen.append((part, framework_parts(part, deg, size, **kw)))
         return seen[-1][1]
 
     monkeypatch.setattr(memory, "_framework_parts", spy)

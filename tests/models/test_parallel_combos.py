@@ -52,16 +52,16 @@ def _mem(strategy, n_gpus=4, **kw):
 # -- the spelling ---------------------------------------------------------------------------------------------------
 
 def test_parse_strategy_spellings():
-    assert parse_strategy("dp2-tp2-pp2", 8) == dict(dp=2, tp=2, pp=2, cp=1, fsdp=False, name="dp2-tp2-pp2")
-    assert parse_strategy("tp4-pp2", 8) == dict(dp=1, tp=4, pp=2, cp=1, fsdp=False, name="tp4-pp2")
+    assert parse_strategy("dp2-tp2-pp2", 8) == dict(dp=2, tp=2, pp=2, cp=1, fsdp=False, name="dp2-tp2-pp2", ep=1)
+    assert parse_strategy("tp4-pp2", 8) == dict(dp=1, tp=4, pp=2, cp=1, fsdp=False, name="tp4-pp2", ep=1)
     # order, case and separators do not matter; the factor without a degree takes the rest
-    assert parse_strategy("PP2_TP2 dp", 8) == dict(dp=2, tp=2, pp=2, cp=1, fsdp=False, name="dp2-tp2-pp2")
-    assert parse_strategy("dp-tp2", 8) == dict(dp=4, tp=2, pp=1, cp=1, fsdp=False, name="dp4-tp2")
+    assert parse_strategy("PP2_TP2 dp", 8) == dict(dp=2, tp=2, pp=2, cp=1, fsdp=False, name="dp2-tp2-pp2", ep=1)
+    assert parse_strategy("dp-tp2", 8) == dict(dp=4, tp=2, pp=1, cp=1, fsdp=False, name="dp4-tp2", ep=1)
     assert parse_strategy({"dp": 2, "tp": 2}, 4)["name"] == "dp2-tp2"
     assert parse_strategy({"tp": 2, "dp": None}, 8)["name"] == "dp4-tp2"
     # a bare name spans all the GPUs; a single factor spelled with all the GPUs is that strategy
-    assert parse_strategy("tp", 4) == dict(dp=1, tp=4, pp=1, cp=1, fsdp=False, name="tp")
-    assert parse_strategy("fsdp", 4) == dict(dp=4, tp=1, pp=1, cp=1, fsdp=True, name="fsdp")
+    assert parse_strategy("tp", 4) == dict(dp=1, tp=4, pp=1, cp=1, fsdp=False, name="tp", ep=1)
+    assert parse_strategy("fsdp", 4) == dict(dp=4, tp=1, pp=1, cp=1, fsdp=True, name="fsdp", ep=1)
     for spelled, bare in (("dp4", "dp"), ("tp4", "tp"), ("pp4", "pp"), ("dp1-tp4", "tp"), ("fsdp4", "fsdp"), ({"pp": 4}, "pp")):
         assert parse_strategy(spelled, 4)["name"] == bare
     assert parse_strategy("dp1-tp1", 1)["name"] == "dp" and parse_strategy("pp", 1)["name"] == "pp"
@@ -75,10 +75,10 @@ def test_parse_strategy_errors():
     with pytest.raises(UnknownNameError, match=r"Unknown parallel strategy 'zero'\. Expected one of: dp, fsdp, tp, pp .* such as "
                                                r"'dp2-tp2-pp2'"):
         check_strategy_name("zero")
-    with pytest.raises(UnknownNameError, match=r"Unknown parallel strategy 'dp2-ep2': factor 'ep2' is not one of dp, fsdp, cp, tp, pp"):
-        parse_strategy("dp2-ep2", 4)
-    with pytest.raises(UnknownNameError, match=r"Unknown parallel strategy \{'dp': 2, 'ep': 2\}: key 'ep' is not one of"):
-        parse_strategy({"dp": 2, "ep": 2}, 4)
+    with pytest.raises(UnknownNameError, match=r"Unknown parallel strategy 'dp2-sp2': factor 'sp2' is not one of dp, fsdp, cp, ep, tp, pp"):
+        parse_strategy("dp2-sp2", 4)
+    with pytest.raises(UnknownNameError, match=r"Unknown parallel strategy \{'dp': 2, 'sp': 2\}: key 'sp' is not one of"):
+        parse_strategy({"dp": 2, "sp": 2}, 4)
     with pytest.raises(UnknownNameError, match=r"Unknown parallel strategy \{\}: an empty dict"):
         check_strategy_name({})
     with pytest.raises(UnknownNameError, match=r"Unknown parallel strategy 4"):
@@ -94,13 +94,13 @@ def test_parse_strategy_errors():
         check_strategy_name("dp2-fsdp2")
     # fsdp combines with pp (torchtitan's 3D); cp with fsdp (its parameters sharded over dp x cp) or with dp (DDP or
     # Megatron's distributed optimizer reduce the gradients over dp x cp)
-    assert parse_strategy("fsdp2-pp2", 4) == dict(dp=2, tp=1, pp=2, cp=1, fsdp=True, name="fsdp2-pp2")
-    assert parse_strategy("fsdp1-cp8", 8) == dict(dp=1, tp=1, pp=1, cp=8, fsdp=True, name="fsdp1-cp8")
+    assert parse_strategy("fsdp2-pp2", 4) == dict(dp=2, tp=1, pp=2, cp=1, fsdp=True, name="fsdp2-pp2", ep=1)
+    assert parse_strategy("fsdp1-cp8", 8) == dict(dp=1, tp=1, pp=1, cp=8, fsdp=True, name="fsdp1-cp8", ep=1)
     assert parse_strategy("pp8-tp8-cp2-fsdp4", 512)["name"] == "fsdp4-cp2-tp8-pp8"
-    assert parse_strategy("dp2-cp2", 4) == dict(dp=2, tp=1, pp=1, cp=2, fsdp=False, name="dp2-cp2")
-    assert parse_strategy("cp", 8) == dict(dp=1, tp=1, pp=1, cp=8, fsdp=False, name="dp1-cp8")
+    assert parse_strategy("dp2-cp2", 4) == dict(dp=2, tp=1, pp=1, cp=2, fsdp=False, name="dp2-cp2", ep=1)
+    assert parse_strategy("cp", 8) == dict(dp=1, tp=1, pp=1, cp=8, fsdp=False, name="dp1-cp8", ep=1)
     assert parse_strategy("dp8-cp2-tp8-pp8", 1024)["name"] == "dp8-cp2-tp8-pp8"
-    assert parse_strategy("fsdp2-tp2", 4) == dict(dp=2, tp=2, pp=1, cp=1, fsdp=True, name="fsdp2-tp2")
+    assert parse_strategy("fsdp2-tp2", 4) == dict(dp=2, tp=2, pp=1, cp=1, fsdp=True, name="fsdp2-tp2", ep=1)
     with pytest.raises(StrategyError, match=r"leaves more than one degree open"):
         check_strategy_name("dp-tp")
     with pytest.raises(StrategyError, match=r"factor 'tp0' has degree 0; degrees must be positive"):
@@ -204,8 +204,8 @@ def test_a_link_per_group():
     # a single strategy takes its own group's link from the dict
     pd.testing.assert_frame_equal(_step("tp", interconnect={"tp": "pcie4", "dp": "ethernet-25g"}), _step("tp", interconnect="pcie4"))
     assert resolve_links(None, "A100")["pp"].name == "nvlink (A100)"
-    with pytest.raises(UnknownNameError, match=r"interconnect dict has unknown group\(s\) \['ep'\]; expected keys among"):
-        _step("dp2-tp2", interconnect={"ep": "nvlink"})
+    with pytest.raises(UnknownNameError, match=r"interconnect dict has unknown group\(s\) \['sp'\]; expected keys among"):
+        _step("dp2-tp2", interconnect={"sp": "nvlink"})
     with pytest.raises(UnknownNameError, match=r"Unknown interconnect 'warp'"):
         _step("dp2-tp2", interconnect={"tp": "warp"})
     with pytest.raises(TypeError, match=r"resolve_interconnect gives one link; a dict of links per process group"):
