@@ -201,7 +201,8 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--n-gpus", type=int, default=1, help="GPUs the step runs on")
     pred.add_argument("--strategy", default="dp", help="parallel strategy for --n-gpus > 1: dp, fsdp, tp, pp or a "
                                                          "combination such as dp2-tp2-pp2, fsdp8-tp8-pp8 or fsdp4-cp2 "
-                                                         "(cp: context parallel)")
+                                                         "(cp: context parallel); a mixture of experts may add ep, "
+                                                         "expert parallel over the data-parallel ranks (dp64-ep8)")
     pred.add_argument("--micro-batches", type=int, default=None,
                       help="micro-batches per step (pp; default with a pipeline: one sequence each)")
     pred.add_argument("--micro-batch-size", type=int, default=None,
