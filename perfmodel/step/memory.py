@@ -445,6 +445,8 @@ def _memory_basis(r, deg: dict, state: int) -> str:
                if deg.get("framework") == "megatron" else "")
             + (f", gradients sharded over {deg['dp'] * deg['cp']} ranks (ZeRO-2)"
                if deg.get("shard_gradients") and (deg["pp"] > 1 or not deg["fsdp"]) else "")
+            + (f", expert parallel over {deg['ep']}: each rank holds 1/{deg['ep']} of the routed experts (the sharded "
+               "states 1/(dp·cp) of every parameter)" if deg.get("ep", 1) > 1 else "")
             + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
             f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
             "and fragmentation are not counted")

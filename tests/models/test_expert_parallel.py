@@ -142,6 +142,14 @@ def test_memory_holds_experts_over_ep_and_the_sharded_state_of_every_parameter(s
     assert ep["total_bytes"] < base["total_bytes"]
 
 
+def test_predict_memory_says_the_experts_are_spread():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = pm.predict_memory(MIXTRAL, "H100", batch_size=16, n_gpus=8, strategy="dp8-ep4", precision="bf16",
+                                optimizer="adam", input_shape=(SEQ,), framework="megatron").iloc[0]
+    assert "expert parallel over 4: each rank holds 1/4 of the routed experts" in row["basis"]
+
+
 def test_the_layout_search_tries_expert_parallelism_for_a_mixture_of_experts_only():
     from perfmodel.planning.layouts import layout_candidates
 
