@@ -203,6 +203,18 @@ def _llm_claims():
         int(q.loc[("all", "all"), "n_rows"]), _pct(q.loc[("all", "all"), "mape_pct"]), _pct(q.loc[("all", "ge_256mib"), "mape_pct"]),
         int(q.loc[("all", "ge_256mib"), "n_rows"]), _pct(q.loc[("all", "all"), "line_rate_mape_pct"]),
         _pct(q.loc[("all", "all"), "pooled_fit_mape_pct"]))
+    a2a = nccl_multinode.data()
+    a2a = a2a[a2a["collective"] == "alltoall"]
+    yield _row("an expert-parallel all-to-all across nodes (a mixture of experts' dispatch: each GPU's off-node share "
+               "through its own NIC)",
+               "published nccl-tests on {} to {} H100 (AWS p5, {} all-to-all rows, 32 MiB to 2 GiB)",
+               "{} % MAPE, predicted slower ({} % on the {} rows of 256 MiB and more)",
+               "priced as a ring on the node's NICs {} %, the NICs' line rate {} %",
+               _item_link("external.nccl_multinode")), (
+        int(a2a["n_gpus"].min()), int(a2a["n_gpus"].max()), int(q.loc[("alltoall", "all"), "n_rows"]),
+        _pct(q.loc[("alltoall", "all"), "mape_pct"]), _pct(q.loc[("alltoall", "ge_256mib"), "mape_pct"]),
+        int(q.loc[("alltoall", "ge_256mib"), "n_rows"]), _pct(q.loc[("alltoall", "all"), "ring_link_mape_pct"]),
+        _pct(q.loc[("alltoall", "all"), "line_rate_mape_pct"]))
     n = torchtitan_runs.summary().set_index("quantity")["value"]
     yield _row("tokens/s per GPU and peak memory of multi-GPU Llama pretraining",
                "torchtitan's published runs that one call can state ({} of {}: every layout, tensorwise and rowwise Float8; H100, H200, A100)",

@@ -551,18 +551,20 @@ def alltoall_time(nbytes: float, n: int, link: Interconnect) -> float:
 
 
 def bus_bandwidth_gb_per_s(collective: str, nbytes: float, n: int, link: Interconnect) -> float:
-    """The bus bandwidth (GB/s) nccl-tests would report for the modelled ``collective`` (``"all_reduce"`` or
-    ``"all_gather"``) of ``nbytes`` over ``n`` GPUs on ``link``: the bytes over the ring's time
-    (:func:`allreduce_time`, :func:`allgather_time`) times nccl-tests' factor, ``2(n−1)/n`` for an all-reduce,
-    ``(n−1)/n`` for an all-gather."""
-    if collective not in ("all_reduce", "all_gather"):
-        raise UnknownNameError(f"bus_bandwidth_gb_per_s: collective must be 'all_reduce' or 'all_gather'; got {collective!r}.")
+    """The bus bandwidth (GB/s) nccl-tests would report for the modelled ``collective`` (``"all_reduce"``,
+    ``"all_gather"`` or ``"alltoall"``) of ``nbytes`` over ``n`` GPUs on ``link``: the bytes over the modelled time
+    (:func:`allreduce_time`, :func:`allgather_time`, :func:`alltoall_time`) times nccl-tests' factor, ``2(n−1)/n`` for
+    an all-reduce, ``(n−1)/n`` for an all-gather and an all-to-all."""
+    if collective not in ("all_reduce", "all_gather", "alltoall"):
+        raise UnknownNameError(f"bus_bandwidth_gb_per_s: collective must be 'all_reduce', 'all_gather' or 'alltoall'; "
+                               f"got {collective!r}.")
     _check_n(n)
     if n == 1 or nbytes <= 0:
         raise ValueError("bus_bandwidth_gb_per_s: a bus bandwidth needs at least 2 GPUs and bytes to move; "
                          f"got n={n!r}, nbytes={nbytes!r}.")
     reduce = collective == "all_reduce"
-    t = allreduce_time(nbytes, n, link) if reduce else allgather_time(nbytes, n, link)
+    t = (allreduce_time(nbytes, n, link) if reduce else alltoall_time(nbytes, n, link) if collective == "alltoall"
+         else allgather_time(nbytes, n, link))
     return (2.0 if reduce else 1.0) * (n - 1) / n * nbytes / t / 1e9
 
 

@@ -17,10 +17,16 @@ def data():
 
 def test_the_transcribed_table():
     t = load_nccl_tests_p5()
-    assert len(t) == 80 and set(t["collective"]) == {"all_reduce", "all_gather"}
+    assert len(t) == 115 and set(t["collective"]) == {"all_reduce", "all_gather", "alltoall"}
     assert sorted(t["nodes"].unique()) == [2, 4, 8, 16, 32] and (t["n_gpus"] == 8 * t["nodes"]).all()
     assert (t["message_bytes"] >= 32 * 2**20).all() and t["message_bytes"].max() == 8 * 2**30
-    assert t["source"].str.startswith("crazyguitar/aws-gpu-communication-benchmark@fd167f9").all()
+    a2a = t["collective"] == "alltoall"
+    assert a2a.sum() == 35 and t.loc[a2a, "message_bytes"].max() == 2 * 2**30
+    assert t.loc[~a2a, "source"].str.startswith("crazyguitar/aws-gpu-communication-benchmark@fd167f9").all()
+    assert t.loc[a2a, "source"].str.startswith("crazyguitar/aws-gpu-communication-benchmark@a77f70d").all()
+    # a value of the source's all-to-all table: 2 nodes, 2048 MB at 79.25 GB/s out-of-place bus bandwidth
+    r = t[a2a & (t["nodes"] == 2) & (t["message_bytes"] == 2048 * 2**20)]
+    assert r["busbw_gb_per_s"].tolist() == [79.25]
     # a value of the source's table: 2 nodes, all-reduce of 8192 MiB at 477.71 GB/s bus bandwidth
     r = t[(t["collective"] == "all_reduce") & (t["nodes"] == 2) & (t["message_bytes"] == 8192 * 2**20)]
     assert r["busbw_gb_per_s"].tolist() == [477.71]
@@ -43,6 +49,19 @@ def test_a_row_is_the_rail_model_s_collective_time(data):
     assert a["pooled_fit_busbw_gb_per_s"] == pytest.approx(2 * 31 / 32 * 2**31 / tp / 1e9, rel=1e-9)
 
 
+def test_an_all_to_all_row_is_the_expert_parallel_dispatch_through_each_gpu_s_nic(data):
+    ndr = fitted_params()["links"]["infiniband-ndr"]
+    r = data[(data["collective"] == "alltoall") & (data["nodes"] == 16) & (data["message_bytes"] == 2**30)].iloc[0]
+    # 128 ranks, 8 per node: each GPU sends 120/128 of its message off its node through its own 50 GB/s NIC (the
+    # rest over NVLink at the same time), a latency per peer
+    t = 120 / 128 * 2**30 / (50e9 * ndr["efficiency"]) + 127 * ndr["latency_s"]
+    assert r["predicted_busbw_gb_per_s"] == pytest.approx(127 / 128 * 2**30 / t / 1e9, rel=1e-9)
+    # priced as the ring's collectives are, on the node's 8 NICs, it would be several times too fast
+    assert r["ring_link_busbw_gb_per_s"] > 4 * r["measured_busbw_gb_per_s"] > 4 * r["predicted_busbw_gb_per_s"]
+    rings = data[data["collective"] != "alltoall"]
+    assert (rings["ring_link_busbw_gb_per_s"] == rings["predicted_busbw_gb_per_s"]).all()
+
+
 def test_predictions_use_the_library_s_collectives(data):
     from perfmodel.step.strategy import resolve_links
 
@@ -58,13 +77,19 @@ def test_scores_are_computed_from_the_rows(data):
     err = 100 * (data["predicted_busbw_gb_per_s"] - data["measured_busbw_gb_per_s"]).abs() / data["measured_busbw_gb_per_s"]
     np.testing.assert_allclose(data["abs_error_pct"], err, rtol=1e-12)
     s = item.summary(data).set_index(["collective", "band"])
+    a2a = data["collective"] == "alltoall"
+    rings = ~a2a  # "all": the all-reduces and all-gathers
     assert s.loc[("all", "all"), "n_rows"] == 80
-    assert s.loc[("all", "all"), "mape_pct"] == pytest.approx(err.mean(), rel=1e-12)
+    assert s.loc[("all", "all"), "mape_pct"] == pytest.approx(err[rings].mean(), rel=1e-12)
     big = data["message_bytes"] >= 256 * 2**20
-    assert s.loc[("all", "ge_256mib"), "mape_pct"] == pytest.approx(err[big].mean(), rel=1e-12)
+    assert s.loc[("all", "ge_256mib"), "mape_pct"] == pytest.approx(err[big & rings].mean(), rel=1e-12)
     assert s.loc[("all_gather", "all"), "n_rows"] == 35 and s.loc[("all_reduce", "all"), "n_rows"] == 45
+    assert s.loc[("alltoall", "all"), "n_rows"] == 35
+    assert s.loc[("alltoall", "all"), "mape_pct"] == pytest.approx(err[a2a].mean(), rel=1e-12)
+    assert s.loc[("alltoall", "all"), "mape_pct"] < s.loc[("alltoall", "all"), "ring_link_mape_pct"]
     n = item.numbers().set_index("quantity")["reproduced"]
-    assert n["all_all_busbw_mape_pct"] == pytest.approx(err.mean(), rel=1e-12)
+    assert n["all_all_busbw_mape_pct"] == pytest.approx(err[rings].mean(), rel=1e-12)
+    assert n["alltoall_all_busbw_mape_pct"] == pytest.approx(err[a2a].mean(), rel=1e-12)
     assert n["ndr_efficiency"] == fitted_params()["links"]["infiniband-ndr"]["efficiency"]
     # the model beats the line rate on every band (a 400 GB/s ring without latency is far from NCCL's bus bandwidth)
     assert (s["mape_pct"] < s["line_rate_mape_pct"]).all()
@@ -75,4 +100,4 @@ def test_figure(data):
 
     matplotlib.use("Agg")
     fig = item.figure(data)
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 3

@@ -1,11 +1,14 @@
-"""Multi-node NCCL all-reduce and all-gather bus bandwidth on a rail-optimised H100 cluster (published nccl-tests on 16-256 GPUs) predicted from spec sheets with the efficiency and latency fitted on Vidur's curves.
+"""Multi-node NCCL all-reduce, all-gather and all-to-all bus bandwidth on a rail-optimised H100 cluster (published nccl-tests on 16-256 GPUs) predicted from spec sheets with the efficiency and latency fitted on Vidur's curves.
 
 The measurements are a cloud's (AWS p5.48xlarge: NCCL over EFA through the aws-ofi-nccl plugin), not a DGX H100
 SuperPOD's: EFA is not InfiniBand, but it gives each GPU the same 400 Gb/s on its own rail, and perfmodel has no link
 model of its own for it, so the rows are predicted as an NDR-class rail fabric of that line rate — the link a user of
 such instances would name. NCCL picks among ring, tree and (inside a node) NVLS algorithms; perfmodel prices every
 collective as a ring, so what the tree adds on two nodes (bus bandwidth above the NICs' line rate) and the shorter
-latency of its trees on many nodes are misfits this item shows, not parameters it tunes.
+latency of its trees on many nodes are misfits this item shows, not parameters it tunes. The all-to-alls (the
+collective of an expert-parallel group) are priced as perfmodel prices a mixture of experts' dispatch: each GPU's
+off-node share through its own NIC (:func:`perfmodel.step.strategy.alltoall_across`), beside the ring's rail link the
+group would get were it priced as a ring.
 """
 
 from __future__ import annotations
@@ -20,13 +23,13 @@ from perfmodel.papers._item import Item
 ITEM = Item(
     paper="perfmodel",
     number="external benchmark (published multi-node nccl-tests on rail-optimised H100 nodes)",
-    title=("Multi-node NCCL all-reduce and all-gather bus bandwidth on a rail-optimised H100 cluster (published "
-           "nccl-tests on 16-256 GPUs) predicted from spec sheets with the efficiency and latency fitted on Vidur's "
-           "curves"),
+    title=("Multi-node NCCL all-reduce, all-gather and all-to-all bus bandwidth on a rail-optimised H100 cluster "
+           "(published nccl-tests on 16-256 GPUs) predicted from spec sheets with the efficiency and latency fitted on "
+           "Vidur's curves"),
     upstream="crazyguitar/aws-gpu-communication-benchmark data/ (nccl-tests on AWS p5.48xlarge)",
-    sources=(("datasets/reference/nccl_tests_p5.csv: all_reduce_perf and all_gather_perf out-of-place bus bandwidth on "
-              "2-32 p5.48xlarge nodes (8 H100 SXM5 each, 400 Gb/s EFA per GPU), 32 MiB to 8 GiB "
-              "(perfmodel.datasets.load_nccl_tests_p5)"),),
+    sources=(("datasets/reference/nccl_tests_p5.csv: all_reduce_perf and all_gather_perf (32 MiB to 8 GiB) and "
+              "alltoall_perf (32 MiB to 2 GiB) out-of-place bus bandwidth on 2-32 p5.48xlarge nodes (8 H100 SXM5 "
+              "each, 400 Gb/s EFA per GPU) (perfmodel.datasets.load_nccl_tests_p5)"),),
     procedure=("Each row is the collective of one process group spanning the row's nodes, as perfmodel prices an "
                "FSDP group of that many ranks: H100 nodes of 8 GPUs with {'intra': 'nvlink', 'inter': "
                "'infiniband-ndr'} and 8 NICs per node, one per GPU on its own rail (perfmodel.step.strategy."
@@ -34,12 +37,18 @@ ITEM = Item(
                "fitted on Vidur's DGX H100 rows, never faster than NVLink; the ring's latency per step as NCCL's "
                "tuning model counts it, the steps that leave a node at the network's latency and the others at "
                "NVLink's), then allreduce_time / allgather_time of the row's message; the predicted bus bandwidth "
-               "is nccl-tests' formula on that time. Baselines on the same rows: the line rate (the NICs' 400 GB/s "
+               "is nccl-tests' formula on that time. An all-to-all row is the dispatch of an expert-parallel group of "
+               "that many ranks (degrees {'dp': n, 'ep': n}): each GPU sends the (n - 8)/n of its message bound for "
+               "other nodes through its own NIC at the NDR efficiency, the rest over NVLink at the same time, with "
+               "the network's latency per peer (perfmodel.step.strategy.alltoall_across, "
+               "perfmodel.step.collectives.alltoall_time); beside it, the same all-to-all on the ring's rail link "
+               "(the node's 8 NICs), what pricing it as the data-parallel ring's collectives would give. "
+               "Baselines on the same rows: the line rate (the NICs' 400 GB/s "
                "per GPU, no latency, efficiency 1) and one InfiniBand fit pooled over Vidur's A100 and H100 "
                "clusters with every ring step at the network's latency. Nothing is fitted on these rows. Scored: "
-               "absolute % error of the bus bandwidth per row, their mean (MAPE) over all rows, over the messages "
-               "of 256 MiB and more (the size of an FSDP unit's collective for 8B-405B models) and per collective, "
-               "and the mean signed error."),
+               "absolute % error of the bus bandwidth per row, their mean (MAPE) over the all-reduce and all-gather "
+               "rows ('all'), over their messages of 256 MiB and more (the size of an FSDP unit's collective for "
+               "8B-405B models) and per collective (the all-to-alls on their own), and the mean signed error."),
     status="perfmodel analysis",
     notebook="notebooks/14-vidur-nccl.ipynb",
     test="tests/papers/test_nccl_multinode.py",
@@ -60,12 +69,14 @@ LARGE_BYTES = 256 * 2**20
 def data() -> pd.DataFrame:
     """One row per published measurement: ``collective``, ``nodes``, ``n_gpus``, ``message_bytes``, ``band``
     (``lt_256mib``, ``ge_256mib``), ``measured_busbw_gb_per_s``, ``predicted_busbw_gb_per_s`` (perfmodel), the two
-    baselines' (``line_rate_busbw_gb_per_s``, ``pooled_fit_busbw_gb_per_s``), the link perfmodel used
-    (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute % errors (``abs_error_pct``,
-    ``line_rate_abs_error_pct``, ``pooled_fit_abs_error_pct``). Computed once per process; callers get copies."""
+    baselines' (``line_rate_busbw_gb_per_s``, ``pooled_fit_busbw_gb_per_s``), the collective on the ring's rail link
+    (``ring_link_busbw_gb_per_s``: the prediction itself for a ring collective; for an all-to-all what pricing it as
+    a ring would give), the link perfmodel used (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute
+    % errors (``abs_error_pct``, ``line_rate_abs_error_pct``, ``pooled_fit_abs_error_pct``,
+    ``ring_link_abs_error_pct``). Computed once per process; callers get copies."""
     from perfmodel.datasets import load_nccl_tests_p5
     from perfmodel.step.collectives import Interconnect, bus_bandwidth_gb_per_s, fitted_params, resolve_interconnect
-    from perfmodel.step.strategy import rail_link, resolve_links
+    from perfmodel.step.strategy import alltoall_across, rail_link, resolve_links
 
     d = load_nccl_tests_p5()
     pooled = fitted_params()["links"]["infiniband"]
@@ -82,36 +93,45 @@ def data() -> pd.DataFrame:
         if int(r.gpus_per_node) != GPUS_PER_NODE:
             raise ValueError(f"nccl_multinode: a row with {r.gpus_per_node} GPUs per node; the p5.48xlarge has "
                              f"{GPUS_PER_NODE}. Check datasets/reference/nccl_tests_p5.csv.")
-        link = resolve_links(LINKS, "H100", degrees={"dp": n}, gpus_per_node=GPUS_PER_NODE,
-                             nics_per_node=NICS_PER_NODE)["dp"]
+        a2a = coll == "alltoall"
+        links = resolve_links(LINKS, "H100", degrees={"dp": n, **({"ep": n} if a2a else {})},
+                              gpus_per_node=GPUS_PER_NODE, nics_per_node=NICS_PER_NODE)
+        link = links["ep" if a2a else "dp"]
+        pooled_a2a = (alltoall_across(Interconnect(nic.name, nic.bandwidth_gb_per_s, pooled["latency_s"],
+                                                   pooled["efficiency"]), NICS_PER_NODE / GPUS_PER_NODE, n,
+                                      GPUS_PER_NODE) if a2a else pooled_link)
         rows.append(dict(collective=coll, nodes=int(r.nodes), n_gpus=n, message_bytes=int(r.message_bytes),
                          measured_busbw_gb_per_s=float(r.busbw_gb_per_s),
                          predicted_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, link),
+                         ring_link_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, links["dp"]),
                          line_rate_busbw_gb_per_s=float(line),
-                         pooled_fit_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, pooled_link),
+                         pooled_fit_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, pooled_a2a),
                          link_gb_per_s=float(link.bandwidth_gb_per_s), efficiency=float(link.efficiency),
                          latency_us=1e6 * float(link.latency_s)))
     out = pd.DataFrame(rows)
     out["band"] = np.where(out["message_bytes"] >= LARGE_BYTES, "ge_256mib", "lt_256mib")
     m = out["measured_busbw_gb_per_s"]
     for key, col in (("", "predicted_busbw_gb_per_s"), ("line_rate_", "line_rate_busbw_gb_per_s"),
-                     ("pooled_fit_", "pooled_fit_busbw_gb_per_s")):
+                     ("pooled_fit_", "pooled_fit_busbw_gb_per_s"), ("ring_link_", "ring_link_busbw_gb_per_s")):
         out[f"{key}abs_error_pct"] = 100 * (out[col] - m).abs() / m
     out["signed_error_pct"] = 100 * (out["predicted_busbw_gb_per_s"] - m) / m
     return out
 
 
 def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
-    """MAPE of the bus bandwidth per ``collective`` (``all`` both) and ``band`` (``all``, ``lt_256mib``, ``ge_256mib``)
-    for perfmodel and the two baselines, with ``n_rows`` and perfmodel's mean signed error."""
+    """MAPE of the bus bandwidth per ``collective`` (``all``: the all-reduces and all-gathers, the ring collectives)
+    and ``band`` (``all``, ``lt_256mib``, ``ge_256mib``) for perfmodel, the two baselines and the ring's rail link,
+    with ``n_rows`` and perfmodel's mean signed error."""
     d = data() if d is None else d
     rows = []
-    for coll, g in (("all", d), *d.groupby("collective", sort=True)):
+    rings = d[d["collective"].isin(["all_reduce", "all_gather"])]
+    for coll, g in (("all", rings), *d.groupby("collective", sort=True)):
         for band, b in (("all", g), *((k, g[g["band"] == k]) for k in ("lt_256mib", "ge_256mib"))):
             rows.append(dict(collective=str(coll), band=band, n_rows=len(b), mape_pct=float(b["abs_error_pct"].mean()),
                              mean_signed_pct=float(b["signed_error_pct"].mean()),
                              line_rate_mape_pct=float(b["line_rate_abs_error_pct"].mean()),
-                             pooled_fit_mape_pct=float(b["pooled_fit_abs_error_pct"].mean())))
+                             pooled_fit_mape_pct=float(b["pooled_fit_abs_error_pct"].mean()),
+                             ring_link_mape_pct=float(b["ring_link_abs_error_pct"].mean())))
     return pd.DataFrame(rows)
 
 
@@ -122,7 +142,8 @@ def numbers() -> pd.DataFrame:
 
     rows = []
     for r in summary().itertuples(index=False):
-        kind = "all-reduce and all-gather" if r.collective == "all" else r.collective.replace("_", "-")
+        kind = ("all-reduce and all-gather" if r.collective == "all" else "all-to-all" if r.collective == "alltoall"
+                else r.collective.replace("_", "-"))
         band = {"all": "", "lt_256mib": " with messages < 256 MiB", "ge_256mib": " with messages >= 256 MiB"}[r.band]
         what = f"{r.n_rows} {kind} rows{band}"
         key = f"{r.collective}_{r.band}"
@@ -136,6 +157,11 @@ def numbers() -> pd.DataFrame:
                  dict(quantity=f"{key}_pooled_fit_busbw_mape_pct", unit="pct", value=r.pooled_fit_mape_pct,
                       protocol=f"the alternative on the {what}: one InfiniBand fit pooled over Vidur's A100 and H100 "
                                "clusters, every ring step at the network's latency")]
+        if r.collective == "alltoall":
+            rows.append(dict(quantity=f"{key}_ring_link_busbw_mape_pct", unit="pct", value=r.ring_link_mape_pct,
+                             protocol=f"the alternative on the {what}: the all-to-alls priced on the ring's rail link "
+                                      "(the node's 8 NICs shared by the group's ranks on it), as the data-parallel "
+                                      "ring's collectives are"))
     ndr = fitted_params()["links"]["infiniband-ndr"]
     rows += [dict(quantity="ndr_efficiency", unit="ratio", value=float(ndr["efficiency"]),
                   protocol="NCCL efficiency of the NDR fabric fitted on Vidur's DGX H100 InfiniBand rows (shipped fit)"),
