@@ -257,19 +257,20 @@ def load_llama3_runs() -> pd.DataFrame:
 
 def load_nccl_tests_p5() -> pd.DataFrame:
     """Published multi-node ``nccl-tests`` bus bandwidths of a rail-optimised H100 cluster, transcribed with their
-    citation: ``all_reduce_perf`` and ``all_gather_perf`` (out-of-place bus bandwidth, NCCL over AWS EFA through the
-    aws-ofi-nccl plugin) on 2 to 32 AWS p5.48xlarge instances (8 H100 SXM5 with NVSwitch; 32 EFA interfaces, 3,200 Gb/s
-    per instance: 400 Gb/s per GPU), 32 MiB to 8 GiB messages (crazyguitar/aws-gpu-communication-benchmark, its
-    ``data/`` tables; CC-BY-4.0). The measurement perfmodel's rail model is checked against
+    citation: ``all_reduce_perf`` and ``all_gather_perf`` (32 MiB to 8 GiB messages) and ``alltoall_perf`` (32 MiB to
+    2 GiB) (out-of-place bus bandwidth, NCCL over AWS EFA through the aws-ofi-nccl plugin) on 2 to 32 AWS p5.48xlarge
+    instances (8 H100 SXM5 with NVSwitch; 32 EFA interfaces, 3,200 Gb/s per instance: 400 Gb/s per GPU)
+    (crazyguitar/aws-gpu-communication-benchmark, its ``data/`` tables; CC-BY-4.0). The measurement perfmodel's rail model is checked against
     (:mod:`perfmodel.papers.external.nccl_multinode`); nothing is fitted on it.
 
     Returns
     -------
     DataFrame
-        One row per collective, node count and message size: ``collective`` (``"all_reduce"``, ``"all_gather"``),
-        ``nodes``, ``n_gpus``, ``gpus_per_node``, ``message_bytes`` (nccl-tests' size: the all-reduced tensor, or the
-        gathered output), ``busbw_gb_per_s`` (nccl-tests' bus bandwidth, GB/s: ``S/t`` times ``2(n−1)/n`` for an
-        all-reduce, ``(n−1)/n`` for an all-gather), ``source``.
+        One row per collective, node count and message size: ``collective`` (``"all_reduce"``, ``"all_gather"``,
+        ``"alltoall"``), ``nodes``, ``n_gpus``, ``gpus_per_node``, ``message_bytes`` (nccl-tests' size: the
+        all-reduced tensor, the gathered output, or what each rank sends in all), ``busbw_gb_per_s`` (nccl-tests' bus
+        bandwidth, GB/s: ``S/t`` times ``2(n−1)/n`` for an all-reduce, ``(n−1)/n`` for an all-gather and an
+        all-to-all), ``source``.
     """
     return _read_packaged("reference/nccl_tests_p5.csv")
 
@@ -463,7 +464,7 @@ DATASETS: tuple[DatasetSpec, ...] = (
     DatasetSpec("llama3_runs", load_llama3_runs, "one Llama 3 405B pre-training run: TP x CP x PP x DP on 8,192-16,384 "
                 "H100 (700 W), sequence, batch, BF16 TFLOP/s per GPU and MFU", ("reference/llama3_herd_table4.csv",),
                 "Grattafiori et al., The Llama 3 Herd of Models, Table 4 (beyond the papers)", kind="reference"),
-    DatasetSpec("nccl_tests_p5", load_nccl_tests_p5, "one nccl-tests measurement: all-reduce or all-gather bus bandwidth "
+    DatasetSpec("nccl_tests_p5", load_nccl_tests_p5, "one nccl-tests measurement: all-reduce, all-gather or all-to-all bus bandwidth "
                 "on 2-32 AWS p5.48xlarge nodes (8 H100 each, 400 Gb/s EFA per GPU) at one message size",
                 ("reference/nccl_tests_p5.csv",), "crazyguitar/aws-gpu-communication-benchmark data/ (beyond the papers)",
                 kind="reference"),
