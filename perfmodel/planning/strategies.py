@@ -76,6 +76,34 @@ def _policy(a):
     return bool(a)
 
 
+def _expert_parallel_strategies(model, input_shape, strats: list, n: int, gpus_per_node: int) -> list:
+    """For a mixture of experts (its config names routed experts), each strategy of ``strats`` with a data-parallel
+    factor spelled again with every expert-parallel degree :func:`perfmodel.planning.layouts._expert_degrees` tries
+    on its ``dp·cp`` ranks; ``[]`` for a dense model, or one perfmodel cannot lay out."""
+    from perfmodel.planning.layouts import _expert_degrees
+    from perfmodel.step.strategy import StrategyError, check_strategy_name, parse_strategy
+    from perfmodel.step.trace import model_and_layout
+
+    try:
+        experts = model_and_layout(model, input_shape, None)[5].experts
+    except (ValueError, TypeError):  # explore_strategies' own checks say what is wrong with the model
+        return []
+    out = []
+    for strat in strats if experts else []:
+        try:
+            deg = parse_strategy(strat, n)
+        except StrategyError:
+            continue
+        ranks = deg["dp"] * deg["cp"]
+        if ranks < 2:
+            continue
+        for e in _expert_degrees(None, experts, ranks, gpus_per_node):
+            if e > 1:
+                out.append(check_strategy_name({("fsdp" if deg["fsdp"] else "dp"): deg["dp"], "cp": deg["cp"], "ep": e,
+                                                "tp": deg["tp"], "pp": deg["pp"]}))
+    return list(dict.fromkeys(out))
+
+
 def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h):
     from perfmodel.step.strategy import STRATEGIES, check_strategy_name, strategy_combinations
 
@@ -129,7 +157,10 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
         ``"dp2-tp2"``, ``"tp2-pp2"``, ``{"dp": 2, "pp": 2}`` ... (:func:`perfmodel.step.parallel.parse_strategy`); a
         combination whose degrees do not multiply to ``n_gpus`` is skipped with that reason. Default (None): the four
         single strategies and every combination ``dp × tp × pp = n_gpus``
-        (:func:`perfmodel.step.parallel.strategy_combinations`). The ``strategy`` column names each as
+        (:func:`perfmodel.step.parallel.strategy_combinations`), and for a mixture of experts each of them with a
+        data-parallel factor again with expert parallelism (``"dp8-ep8"``: the widest ``ep`` within a node and the
+        widest, each dividing the experts and the data-parallel ranks, as :func:`perfmodel.planning.layout_candidates`
+        tries them). The ``strategy`` column names each as
         :func:`~perfmodel.step.parallel.parse_strategy` does on ``n_gpus`` (``"tp2"`` on 2 GPUs is ``"tp"``).
     micro_batches : sequence of int
         Micro-batch counts to try (the pipeline's ``m``; gradient accumulation for the others).
@@ -183,6 +214,8 @@ def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=
     from perfmodel.planning.memory import predict_memory
 
     n, strats, mbs, acs = _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd_per_gpu_h)
+    if strategies is None:
+        strats += _expert_parallel_strategies(model, input_shape, strats, n, gpus_per_node)
     prec = check_step_args(0.2, optimizer, False, precision, batch_size)
     if not (isinstance(gpu, str) or not hasattr(gpu, "__iter__")):
         raise TypeError(f"explore_strategies compares strategies on one GPU type; got {type(gpu).__name__}. Call it once per "

@@ -177,3 +177,24 @@ def test_the_command_line_predicts_and_searches_expert_parallel_layouts(tmp_path
           "--frameworks", "megatron", "--pp", "1", "--activation-checkpointing", "none", "--quiet"])
     out = capsys.readouterr().out
     assert "dp16-cp1-ep2-tp1-pp1" in out and "ep8" not in out
+
+
+def test_explore_strategies_tries_expert_parallelism_by_default_for_a_mixture_of_experts():
+    from perfmodel.planning.strategies import explore_strategies
+
+    kw = dict(input_shape=(SEQ,), batch_size=16, precision="bf16", micro_batches=(1,), activation_checkpointing=(False,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        moe = explore_strategies(MIXTRAL, "H100", 8, **kw)
+        dense = explore_strategies(DENSE, "H100", 8, **kw)
+    assert {"dp8-ep8", "fsdp8-ep8"} <= set(moe["strategy"])  # 8 experts over the 8 data-parallel ranks
+    assert not dense["strategy"].str.contains("ep").any()
+    row = moe.set_index("strategy").loc["dp8-ep8"]
+    assert row["step_time_s"] == pytest.approx(_predict_plain("dp8-ep8"))
+
+
+def _predict_plain(strategy):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(pm.predict_step_time(MIXTRAL, "H100", input_shape=(SEQ,), batch_size=16, precision="bf16",
+                                          optimizer="adam", n_gpus=8, strategy=strategy).iloc[0]["step_time_s"])
