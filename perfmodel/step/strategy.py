@@ -298,7 +298,7 @@ def _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node) -> 
                                     intra, degrees, ranks) if cross[g] else intra) for g in LINK_GROUPS}
             nic_share = nics / gpus_per_node
         if cross["ep"]:
-            out["ep"] = alltoall_across(inter, nic_share, int((degrees or {}).get("ep", 1)), ranks["ep"])
+            out["ep"] = alltoall_across(inter, nic_share, int((degrees or {}).get("ep", 1)), ranks["ep"], intra.latency_s)
         return out
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]
@@ -371,21 +371,26 @@ def _ring_across(group: str, link, intra, degrees, ranks: dict):
     return dataclasses.replace(link, latency_s=ring_step_latency(link.latency_s, intra.latency_s, size, nodes))
 
 
-def alltoall_across(inter, nic_share: float, ep: int, on_node: int):
+def alltoall_across(inter, nic_share: float, ep: int, on_node: int, intra_latency_s: float | None = None):
     """The link an expert-parallel all-to-all over ``ep`` ranks, ``on_node`` of them on each node, gets when its group
     spans nodes: each GPU sends ``(ep − on_node)/ep`` of its tokens off its node through its share of the node's NICs
     (``nic_share``: one NIC per GPU on a rail-optimised node, NCCL's PXN moving each message over NVLink to the GPU on
     the receiver's rail), while the rest crosses NVLink at the same time, far faster. Spelled as a link whose
     ``(ep − 1)/ep`` bus share takes the time the off-node part takes: bandwidth ``inter × nic_share × (ep − 1) /
-    (ep − on_node)``, the ``inter`` link's latency and efficiency."""
+    (ep − on_node)``, the ``inter`` link's efficiency, and a latency per peer that is the ``inter`` link's for the
+    ``ep − on_node`` peers off the node and ``intra_latency_s`` (the node's own link's; None: the ``inter`` link's)
+    for the ``on_node − 1`` on it, averaged over the ``ep − 1`` peers, as :func:`ring_step_latency` counts a ring's
+    steps."""
     from perfmodel.step.collectives import Interconnect
 
     ep, on_node = int(ep), max(int(on_node), 1)
     if ep <= on_node:
         return inter
     scale = nic_share * (ep - 1) / (ep - on_node)
+    near = inter.latency_s if intra_latency_s is None else float(intra_latency_s)
+    latency = (inter.latency_s * (ep - on_node) + near * (on_node - 1)) / (ep - 1)
     return Interconnect(f"{nic_share:g} x {inter.name} per GPU, {ep - on_node} of {ep} all-to-all peers off the node",
-                        inter.bandwidth_gb_per_s * scale, inter.latency_s, inter.efficiency)
+                        inter.bandwidth_gb_per_s * scale, latency, inter.efficiency)
 
 
 def rail_link(inter, intra, nics: float):
