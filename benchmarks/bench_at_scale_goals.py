@@ -13,6 +13,9 @@ The goals, as the work states them:
   single-GPU label);
 * NeuSight's 4-GPU labels stay <= 7.7 % (NeuSight's own published error on them).
 
+Beside them, with no goal of their own, the collectives the layouts rest on: published multi-node nccl-tests bus
+bandwidths (all-reduce and all-gather, and the all-to-all of an expert-parallel dispatch).
+
 Every number is computed by the external items (``perfmodel reproduce --only external.<name>`` shows them with their
 protocol); nothing is read from a file of results. The rule of thumb is ``(6·N + 12·L·h·s)`` FLOPs per token at 40 %
 of the dense peak (:func:`perfmodel.step.baselines.rule_of_thumb_step_time`). A row is "met" when perfmodel's number
@@ -48,6 +51,11 @@ GOALS = [
      "tflops_mape_causal_count_pct", "rule_of_thumb_tflops_mape_causal_count_pct"),
     ("NeuSight 4-GPU labels: MAPE", 7.7, "neusight_distributed_benchmark", "all_perfmodel_mape_pct",
      "all_rule_of_thumb_mape_pct"),
+    # the collectives under the layouts (no goal of their own, no rule of thumb: the topology's check)
+    ("multi-node nccl-tests, all-reduce and all-gather: bus bandwidth MAPE", None, "nccl_multinode",
+     "all_all_busbw_mape_pct", None),
+    ("multi-node nccl-tests, all-to-all (expert parallel's dispatch): bus bandwidth MAPE", None, "nccl_multinode",
+     "alltoall_all_busbw_mape_pct", None),
 ]
 
 
