@@ -65,12 +65,14 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
     stages ``tp·cp·dp`` ranks apart) when the pipeline spans nodes, ``pp > 1`` and ``tp·cp·dp·pp > gpus_per_node``.
     With ``tp·cp·dp < gpus_per_node`` only the hops at node boundaries cross, but a pipeline runs at the pace of its
     slowest hop: its activations and gradients pass that link every micro-batch. The ``ep`` group (expert parallel,
-    carved from the data-parallel ranks, Megatron-Core's order ``tp-cp-ep-dp-pp``) when ``tp·cp·ep > gpus_per_node``."""
+    carved from the data- and context-parallel ranks, consecutive among them: Megatron-Core lays its expert grid out
+    as ``tp-ep-dp-pp`` without context parallelism, torchtitan takes ``ep`` from ``dp_shard × cp``) when
+    ``tp·ep > gpus_per_node``."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
     cp, ep = int(degrees.get("cp", 1)), int(degrees.get("ep", 1))
     g = _check_gpus_per_node(gpus_per_node)
     return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
-            "pp": pp > 1 and tp * cp * dp * pp > g, "ep": ep > 1 and tp * cp * ep > g}
+            "pp": pp > 1 and tp * cp * dp * pp > g, "ep": ep > 1 and tp * ep > g}
 
 
 #: Inter-node links of the rail-optimised fabrics of HGX / DGX-class nodes: the A100 reference design carries eight HDR
@@ -248,7 +250,7 @@ def _on_node(group: str, link, ranks: dict, degrees: dict | None):
         ep = int(d.get("ep", 1))
         if {"tp": tp, "cp": cp, "dp": dp * cp, "pp": pp, "ep": ep}[group] <= 1:  # no such group: nothing to carry
             return link
-        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp, "ep": tp * cp}[group]
+        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp, "ep": tp}[group]
         return bridged_link(link, ranks[group], stride)
     return link
 
@@ -335,7 +337,7 @@ def ranks_per_node(degrees: dict, gpus_per_node: int) -> dict:
         return max(1, min(size, g // stride)) if stride <= g else 1
 
     return {"tp": on_node(tp, 1), "cp": on_node(cp, tp), "dp": on_node(dp * cp, tp), "pp": on_node(pp, tp * cp * dp),
-            "ep": on_node(ep, tp * cp)}
+            "ep": on_node(ep, tp)}
 
 
 #: the groups whose collectives are NCCL rings (all-reduce, all-gather, reduce-scatter) over their ranks, or whose
