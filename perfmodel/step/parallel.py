@@ -651,17 +651,20 @@ class RankWork:
         """Ranks that reduce each gradient: the data-parallel replicas times the context-parallel ranks."""
         return self.dp * self.cp
 
-    def dp_reduced(self, params: float, experts: float = 0.0) -> float:
+    def dp_reduced(self, params: float, experts: float = 0.0, links: dict | None = None) -> float:
         """``params`` parameters of which ``experts`` are routed experts' under expert parallelism, as the ``dp·cp``
         group's collectives carry them: an expert's gradients are reduced (its parameters gathered, under FSDP) over
         the ``dp·cp/ep`` ranks that hold it (Megatron-Core's expert-data-parallel group), so its bytes count at that
-        ring's ``(n'−1)/n'`` over the group's ``(n−1)/n`` (0 where ``ep = dp·cp``: no rank shares an expert). The
-        expert-data-parallel ring is timed on the ``dp`` group's link."""
+        ring's ``(n'−1)/n'`` over the group's ``(n−1)/n`` (0 where ``ep = dp·cp``: no rank shares an expert), and, with
+        ``links`` (:func:`resolve_links`' of the layout), at the ``dp`` link's rate over that group's own (``"edp"``:
+        ranks ``ep`` apart, often one per node, on one NIC where the ``dp`` ring has the node's)."""
         if self.ep <= 1 or experts <= 0 or self.dp_ranks <= 1:
             return float(params)
         n = self.dp_ranks
         ne = n // self.ep
         share = ((ne - 1) / ne) / ((n - 1) / n)
+        if links is not None and "edp" in links and "dp" in links:
+            share *= links["dp"].bytes_per_s / links["edp"].bytes_per_s
         return float(params - experts * (1.0 - share))
 
     def gathered_bytes(self, params: float, fp8_params: float = 0.0) -> float:
@@ -1267,7 +1270,7 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     compute in both passes, the gradients reduce-scattered under the backward pass."""
     m, lay, units = r.micro_batches, r.lay, max(r.lay.n_layers, 1)
     link = lk["dp"]
-    params = r.dp_reduced(r.rank_params, r.expert_params)
+    params = r.dp_reduced(r.rank_params, r.expert_params, lk)
     ag = allgather_time(r.gathered_bytes(params, r.fp8_gathered), r.dp * r.cp, link)
     rs = reduce_scatter_time(params * r.grad_bytes, r.dp * r.cp, link)
     # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
@@ -1300,7 +1303,7 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     tp_all = m * (_tp_layers_all(c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
     ep = c.ep_pass(r.moe_layers)  # expert parallel: the MoE layers' all-to-alls, in each pass
     window = bwd + 2 * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b + ep  # the backward pass as it runs
-    params = r.dp_reduced(r.rank_params, r.expert_params)
+    params = r.dp_reduced(r.rank_params, r.expert_params, lk)
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, params, r.fp8_gathered)
     if r.shard_gradients and m > 1:
         # ZeRO-2: each earlier micro-batch's reduce-scatter runs under the next micro-batch's passes; what outlasts
@@ -1356,10 +1359,10 @@ def _micro_batch_reduce(r: RankWork, lk: dict, params: float) -> float:
                                      bucket_bytes=bucket, first_bucket_bytes=first)[1]
 
 
-def _stage_reduced(r: RankWork, s: int) -> float:
+def _stage_reduced(r: RankWork, s: int, lk: dict) -> float:
     """Parameters of pipeline stage ``s`` as its data-parallel collectives carry them (:meth:`RankWork.dp_reduced`)."""
     experts = float(r.stage_experts[s]) if r.stage_experts is not None else 0.0
-    return r.dp_reduced(float(r.stage_rank[s]), experts)
+    return r.dp_reduced(float(r.stage_rank[s]), experts, lk)
 
 
 def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.ndarray, np.ndarray, float]:
@@ -1378,7 +1381,7 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.nda
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + tp_bwd[s]
             fp8_s = 0.0 if r.stage_fp8_gathered is None else float(r.stage_fp8_gathered[s])
-            dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, _stage_reduced(r, s), fp8_s)
+            dp_ex[s], heads[s], dp_tot[s] = _bucketed_dp(r, lk, f_s, b_s, _stage_reduced(r, s, lk), fp8_s)
         head = float(heads.max())
     elif r.fsdp and d * r.cp > 1:
         # FSDP with a pipeline (torchtitan: no resharding after the forward pass): each rank gathers its stage's
@@ -1387,8 +1390,8 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.nda
         heads = np.zeros(p)
         for s in range(p):
             fp8_s = 0.0 if r.stage_fp8_gathered is None else float(r.stage_fp8_gathered[s])
-            ag_s = allgather_time(r.gathered_bytes(_stage_reduced(r, s), fp8_s), d * r.cp, lk["dp"])
-            rs_s = reduce_scatter_time(_stage_reduced(r, s) * r.grad_bytes, d * r.cp, lk["dp"])
+            ag_s = allgather_time(r.gathered_bytes(_stage_reduced(r, s, lk), fp8_s), d * r.cp, lk["dp"])
+            rs_s = reduce_scatter_time(_stage_reduced(r, s, lk) * r.grad_bytes, d * r.cp, lk["dp"])
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum())
             units_s = max(int(r.stage_layers[s]), 1)
@@ -1417,7 +1420,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     # ZeRO-2: every micro-batch reduce-scatters its stage's gradients; a stage whose reduce-scatter outlasts its
     # micro-batch's work is paced by it (the next backward waits for its gradient buckets); the last micro-batch's is
     # the tail of _pipeline_dp
-    rs_mb = np.array([_micro_batch_reduce(r, lk, _stage_reduced(r, s)) for s in range(p)])
+    rs_mb = np.array([_micro_batch_reduce(r, lk, _stage_reduced(r, s, lk)) for s in range(p)])
     paced = np.maximum(rs_mb - st, 0.0)
     st = st + paced
     # Megatron's scatter-gather: each tp rank sends 1/tp of the activations to the next stage, which all-gathers them
@@ -1629,7 +1632,7 @@ def _execution_basis(r: RankWork) -> str:
                      "and micro-batch an all-to-all dispatching its routed tokens and one combining the experts' outputs "
                      "in each pass, exposed (no dispatch overlap), their bytes at the hidden size and the training "
                      f"precision; the experts' gradients reduced over the {r.dp_ranks // r.ep} ranks that share each "
-                     "expert)")
+                     f"expert, {r.ep} ranks apart, on their own ring)")
     return "; " + ", ".join(parts) if parts else ""
 
 

@@ -216,6 +216,13 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         per GPU when ``"inter"`` is named one of :data:`RAIL_FABRICS` (:func:`default_nics_per_node`); for other
         links one NIC carries each group that leaves its node, whatever the node has.
 
+    Returns
+    -------
+    dict
+        A link per group of :data:`LINK_GROUPS`, and with expert parallelism over part of the data-parallel ranks
+        (``degrees`` with ``1 < ep < dp·cp``) ``"edp"``: the ring of the ranks that hold the same experts, which reduces
+        their gradients.
+
     Raises
     ------
     perfmodel.datasets.UnknownNameError
@@ -231,7 +238,15 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     if degrees is None:
         return links
     ranks = ranks_per_node(degrees, gpus_per_node)
-    return {g: _on_node(g, link, ranks, degrees) for g, link in links.items()}
+    out = {g: _on_node(g, link, ranks, degrees) for g, link in links.items()}
+    ep, tp = int(degrees.get("ep", 1)), int(degrees.get("tp", 1))
+    shared = int(degrees.get("dp", 1)) * int(degrees.get("cp", 1)) // max(ep, 1)
+    if ep > 1 and shared > 1:
+        # the expert-data-parallel group: the ranks that hold the same experts, ep consecutive ranks apart (Megatron-
+        # Core's expert grid tp-ep-dp): a data-parallel ring of its own, strided as a dp group beside tp·ep ranks
+        out["edp"] = resolve_links(interconnect, gpu, degrees={"tp": tp * ep, "dp": shared}, gpus_per_node=gpus_per_node,
+                                   nics_per_node=nics_per_node)["dp"]
+    return out
 
 
 def _on_node(group: str, link, ranks: dict, degrees: dict | None):

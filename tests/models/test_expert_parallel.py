@@ -35,13 +35,13 @@ def _predict(strategy, n=8, framework="megatron", gpus_per_node=8, **kw):
                           pm.Parallelism(strategy, framework=framework, micro_batch_size=1))
 
 
-def _rank(strategy):
+def _rank(strategy, n=8):
     from perfmodel.step.parallel import rank_work
     from perfmodel.step.prediction import resolve_run
 
-    w, c, p = resolve_run(_work(), pm.Cluster("H100", n_gpus=8), pm.Parallelism(strategy, framework="megatron",
-                                                                                micro_batch_size=1))
-    return rank_work(w, p.with_micro_batches(w.batch_size, 8), 8)
+    w, c, p = resolve_run(_work(batch_size=2 * n), pm.Cluster("H100", n_gpus=n),
+                          pm.Parallelism(strategy, framework="megatron", micro_batch_size=1))
+    return rank_work(w, p.with_micro_batches(w.batch_size, n), n)
 
 
 def _expert_and_other_params():
@@ -127,6 +127,15 @@ def test_an_expert_s_gradients_are_reduced_over_the_ranks_that_hold_it():
     # an expert over 4 ranks: its bytes at (3/4) / (7/8) of the 8-rank ring's
     assert r2.dp_reduced(r2.rank_params, r2.expert_params) == pytest.approx(other + experts / 2 * (3 / 4) / (7 / 8))
     assert _predict("dp8-ep8").comm_total_s["dp"] < _predict("dp8").comm_total_s["dp"]
+    # across nodes the ranks that share an expert are ep apart, one per node: their ring has one NIC, where the
+    # data-parallel ring of 8 ranks per node has the node's 8
+    lk = resolve_links(LINKS, "H100", degrees=parse_strategy("dp16-ep8", 16))
+    assert lk["edp"].bandwidth_gb_per_s == 50.0 and lk["dp"].bandwidth_gb_per_s == 400.0
+    r16 = _rank("dp16-ep8", 16)
+    share = ((2 - 1) / 2) / ((16 - 1) / 16) * 8  # the 2-rank ring's bytes at the dp ring's rate over its own
+    assert r16.dp_reduced(r16.rank_params, r16.expert_params, lk) == pytest.approx(other + experts / 8 * share)
+    assert r16.dp_reduced(r16.rank_params, r16.expert_params) == pytest.approx(other + experts / 8 * share / 8)
+    assert "edp" not in resolve_links(LINKS, "H100", degrees=parse_strategy("dp16", 16))
 
 
 @pytest.mark.parametrize("strategy,framework", [("dp8", "megatron"), ("dp4-pp2", "megatron"), ("dp8", "pytorch"),
