@@ -98,7 +98,7 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         Every layout whose degrees multiply to the GPUs and split the batch; the model checks (heads, layers, sequence)
         are :func:`perfmodel.predict`'s.
     """
-    from perfmodel._run import Cluster, Parallelism
+    from perfmodel._run import Cluster
     from perfmodel._workload import Workload
     from perfmodel.step.strategy import check_framework
     from perfmodel.step.trace import model_and_layout

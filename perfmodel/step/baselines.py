@@ -46,7 +46,7 @@ def _expert_share(net) -> float:
 def matmul_params(net) -> int:
     """Weights of a module that take part in its matrix products: every parameter but the embedding tables
     (``nn.Embedding``); an embedding table that is also the output head (tied weights) is counted once. In a mixture
-    of experts the routed experts' weights (parameters under a module named ``experts``) count at the share a token
+    of experts the routed experts' weights (:func:`perfmodel.step.trace.is_routed_expert`) count at the share a token
     passes through (:func:`_expert_share`: the active parameters practitioners count ``6·N`` over), shared experts whole.
 
     Parameters
@@ -58,6 +58,8 @@ def matmul_params(net) -> int:
     int
     """
     import torch
+
+    from perfmodel.step.trace import is_routed_expert
 
     seen: set[int] = set()
     head = None
@@ -80,7 +82,7 @@ def matmul_params(net) -> int:
         if id(p) in seen or id(p) in emb:
             continue
         seen.add(id(p))
-        total += p.numel() * (share if "experts" in name.split(".")[:-1] else 1.0)
+        total += p.numel() * (share if is_routed_expert(name) else 1.0)
     return int(round(total))
 
 
