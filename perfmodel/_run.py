@@ -163,7 +163,8 @@ class Parallelism:
         ``"dp"``, ``"fsdp"``, ``"tp"``, ``"pp"`` over all the GPUs, or a combination with its degrees
         (``"dp2-tp2-pp2"``, ``"fsdp32-tp8"``, ``"fsdp4-cp2"``, ``{"dp": 2, "tp": 2}``; a factor without a degree
         takes the GPUs the others leave). A mixture of experts may add ``ep`` with a degree, expert parallel over the
-        ``dp·cp`` ranks, which it divides and adds no GPUs to (``"dp64-ep8"``, ``"fsdp16-ep8-pp4"``).
+        ``tp·dp·cp`` ranks, which it divides and adds no GPUs to (``"dp64-ep8"``, ``"fsdp16-ep8-pp4"``,
+        ``"dp8-ep8-tp2-pp4"``); with ``tp`` each expert stays whole on its rank (expert tensor parallelism 1).
         :meth:`degrees` gives them for a number of GPUs.
     micro_batches : int, optional
         Micro-batches per step: the pipeline's ``m``, else gradient-accumulation steps. Default: with a pipeline

@@ -76,10 +76,11 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         divide (:func:`_megatron_pipeline`).
     tensor_parallel, pipeline_parallel, context_parallel, expert_parallel : sequence of int, optional
         Degrees to try; default tensor parallel the divisors of ``gpus_per_node`` that divide the heads and key/value
-        heads (1 for a mixture of experts), pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1
+        heads, pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1
         and, for sequences of 8192 tokens or more, 2; expert parallel (a mixture of experts only) 1, the widest that
-        stays in a node and the widest there is, each dividing the experts and the ``dp·cp`` ranks (an ``ep`` that
-        divides neither is skipped).
+        stays in a node and the widest there is, each dividing the experts and the ``tp·dp·cp`` ranks it is carved
+        from (an ``ep`` that divides neither is skipped; with tensor parallelism and no data-parallel ranks, only
+        ``ep = tp``: each expert stays whole on its rank).
     activation_checkpointing : sequence
         Policies to try, least recomputation first (:func:`search_layouts` keeps the first that fits). ``"selective"``
         is each framework's own: torchtitan's per-operator policy on PyTorch layouts, Megatron's core-attention
@@ -115,8 +116,7 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                          "pm.explore_strategies for other models.")
     n, g, B, s = int(cluster.n_gpus), int(cluster.gpus_per_node), int(kw.get("batch_size", 1)), int(shape[0])
     heads = [h for h in (lay.heads, lay.kv_heads) if h]
-    # a mixture of experts keeps its experts whole on a rank: no tensor parallelism (perfmodel.step.parallel.rank_work)
-    tps = tensor_parallel or ([1] if lay.experts else [t for t in _divisors(g) if all(h % t == 0 for h in heads)])
+    tps = tensor_parallel or [t for t in _divisors(g) if all(h % t == 0 for h in heads)]
     pps = pipeline_parallel or [p for p in (1, 2, 4, 8, 16) if p <= lay.n_layers]
     cps = context_parallel or ([1, 2] if s >= 8192 else [1])
     acs = list(activation_checkpointing) if isinstance(activation_checkpointing, (list, tuple)) else [activation_checkpointing]
@@ -134,13 +134,15 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                     d = n // (t * p * c)
                     if B % d:
                         continue
-                    for e in _expert_degrees(expert_parallel, lay.experts, d * c, g):
+                    for e in _expert_degrees(expert_parallel, lay.experts, t * d * c, g):
+                        if lay.experts and t > 1 and d * c == 1 and e != t:
+                            continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
                         out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs)
     return out
 
 
 def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
-    """The expert-parallel degrees :func:`layout_candidates` tries on ``ranks`` data-parallel ranks: ``asked`` (those
+    """The expert-parallel degrees :func:`layout_candidates` tries on ``ranks`` ranks (``tp·dp·cp``): ``asked`` (those
     that divide the experts and the ranks), else 1 and, for a mixture of experts, the widest degree that divides both
     and stays within a node of ``g`` GPUs, and the widest that divides both."""
     if not experts:

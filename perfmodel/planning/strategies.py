@@ -79,7 +79,7 @@ def _policy(a):
 def _expert_parallel_strategies(model, input_shape, strats: list, n: int, gpus_per_node: int) -> list:
     """For a mixture of experts (its config names routed experts), each strategy of ``strats`` with a data-parallel
     factor spelled again with every expert-parallel degree :func:`perfmodel.planning.layouts._expert_degrees` tries
-    on its ``dp·cp`` ranks; ``[]`` for a dense model, or one perfmodel cannot lay out."""
+    on its ``tp·dp·cp`` ranks; ``[]`` for a dense model, or one perfmodel cannot lay out."""
     from perfmodel.planning.layouts import _expert_degrees
     from perfmodel.step.strategy import StrategyError, check_strategy_name, parse_strategy
     from perfmodel.step.trace import model_and_layout
@@ -94,11 +94,11 @@ def _expert_parallel_strategies(model, input_shape, strats: list, n: int, gpus_p
             deg = parse_strategy(strat, n)
         except StrategyError:
             continue
-        ranks = deg["dp"] * deg["cp"]
+        ranks = deg["tp"] * deg["dp"] * deg["cp"]
         if ranks < 2:
             continue
         for e in _expert_degrees(None, experts, ranks, gpus_per_node):
-            if e > 1:
+            if e > 1 and (deg["dp"] * deg["cp"] > 1 or e == deg["tp"]):
                 out.append(check_strategy_name({("fsdp" if deg["fsdp"] else "dp"): deg["dp"], "cp": deg["cp"], "ep": e,
                                                 "tp": deg["tp"], "pp": deg["pp"]}))
     return list(dict.fromkeys(out))

@@ -68,7 +68,7 @@ from perfmodel._workload import accepts_workload
 from perfmodel.step.strategy import check_pipeline_split, pipeline_chunks
 #: the output projection of an attention module (row-parallel; :data:`perfmodel.step.trace.OUT_PROJECTION`)
 from perfmodel.step.trace import OUT_PROJECTION as _OUT_PROJECTION
-from perfmodel.step.trace import expert_parallel_layout
+from perfmodel.step.trace import expert_parallel_layout, expert_shard_layout
 
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES", "pipeline_in_flight"]
 
@@ -222,7 +222,9 @@ def _saved_for(net, dtype, x_shape, x_dtype):
 def _gathered_block_inputs(saved: pd.DataFrame, layer: np.ndarray, lay, size: int) -> np.ndarray:
     """Saved tensors that are a layer's norm output at the training precision (the input of the block after it): per
     norm module directly inside a layer (``input_layernorm``, ``post_attention_layernorm``, ``ln_1``, ``ffn_norm``),
-    the last hidden-sized tensor it saved with ``size`` bytes per element."""
+    the last hidden-sized tensor it saved with ``size`` bytes per element — but in a layer of a mixture of experts
+    whose MoE block has no shared expert, the last norm's: that block stays whole beside tensor parallelism (expert
+    tensor parallelism 1) and runs on the sequence shard, gathering nothing."""
     from perfmodel.step.trace import _below_layer, _layer_prefix
 
     out = np.zeros(len(saved), dtype=bool)
@@ -238,6 +240,12 @@ def _gathered_block_inputs(saved: pd.DataFrame, layer: np.ndarray, lay, size: in
         dims = [int(x) for x in shape.split("x") if x.isdigit()]
         if dims and dims[-1] == lay.hidden and b == float(np.prod(dims)) * size:
             last[m] = i
+    moe = {int(li) for li, r in zip(layer, rel) if ".experts" in "." + r}
+    moe -= {int(li) for li, r in zip(layer, rel) if "shared_expert" in r}
+    for li in moe:  # the norm before a whole MoE block: its output is not gathered
+        feeds = [i for i in last.values() if layer[i] == li]
+        if feeds:
+            last = {m: i for m, i in last.items() if i != max(feeds)}
     out[list(last.values())] = True
     return out
 
@@ -446,7 +454,9 @@ def _memory_basis(r, deg: dict, state: int) -> str:
             + (f", gradients sharded over {deg['dp'] * deg['cp']} ranks (ZeRO-2)"
                if deg.get("shard_gradients") and (deg["pp"] > 1 or not deg["fsdp"]) else "")
             + (f", expert parallel over {deg['ep']}: each rank holds 1/{deg['ep']} of the routed experts (the sharded "
-               "states 1/(dp·cp) of every parameter)" if deg.get("ep", 1) > 1 else "")
+               "states 1/(dp·cp) of every parameter's tensor-parallel share)" if deg.get("ep", 1) > 1 else "")
+            + (", each routed expert whole beside tensor parallelism (expert tensor parallelism 1)"
+               if deg["tp"] > 1 and r.lay.experts else "")
             + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
             f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
             "and fragmentation are not counted")
@@ -886,7 +896,8 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
     lay, size, tpd, d, cpd = r.lay, r.size, deg["tp"], deg["dp"], deg["cp"]
     held = expert_parallel_layout(lay, deg.get("ep", 1))  # what a rank holds: experts / ep of the routed experts
     P = lay.params
-    split = sum(v for k, v in lay.param_numel.items() if lay.param_split[k])
+    shard = expert_shard_layout(lay)  # what a sharded optimizer cuts its shard from (an expert over all its holders)
+    split = sum(v for k, v in shard.param_numel.items() if shard.param_split[k])
     layer_params, layer_split = _layer_params(held)
     outside = (r.layer < 0) | (r.layer >= lay.n_layers)
     kept, tmp = r.activations(range(lay.n_layers))
@@ -909,13 +920,13 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
         head = _head_params(r, tpd)
         params_b = rank_p * size + max(2 * layer_b, layer_b + head * size)
         return _framework_parts((params_b, rank_p * size + head * size, rank_p * state, act_b), deg, size)
-    elif tpd > 1:
-        rank_p = split / tpd + (P - split)
-        params_b = rank_p * size
-    else:
-        rank_p = float(held.params)
-        params_b = rank_p * size
     from perfmodel.step.trace import rank_share
+
+    if held is lay:
+        rank_p = split / tpd + (P - split) if tpd > 1 else float(P)
+    else:  # a mixture of experts: experts / ep of the routed experts, each whole beside tensor parallelism
+        rank_p = rank_share(held, held.param_numel, tpd)
+    params_b = rank_p * size
 
     if fp8 and not deg["fsdp"]:  # Megatron's --fp8-param-gather: the FP8 linears' weights stored in FP8
         rank8 = rank_share(held, fp8, tpd)
@@ -923,8 +934,10 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
     cache, per = deg.get("te_cache") or (set(), 0.0)
     if cache:  # Transformer Engine's FP8 weight cache (_te_weight_cache)
         params_b += rank_share(held, cache, tpd) * per
+    # the distributed optimizer's shard is cut from every parameter's tensor-parallel share (an expert's over all the
+    # tp·cp·dp/ep ranks that hold it), not from what the rank holds
     return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size,
-                            sharded_ratio=P / held.params if tpd == 1 else 1.0)
+                            sharded_ratio=(split / tpd + (P - split) if tpd > 1 else P) / rank_p)
 
 
 def _tp_rank_params(params: np.ndarray, split: np.ndarray, tp: int) -> np.ndarray:
@@ -936,9 +949,10 @@ def _framework_parts(part: tuple[float, float, float, float], deg: dict, size: i
                      sharded_ratio: float = 1.0) -> tuple[float, float, float, float]:
     """One GPU's (or one stage's) parts as its framework keeps them: Megatron-Core's FP32 main gradients, and its
     distributed optimizer's states sharded over the ``dp·cp`` ranks; PyTorch's as they are. Under expert parallelism
-    a rank holds ``experts / ep`` of the routed experts but the distributed optimizer shards each over the ``dp·cp/ep``
-    ranks that hold it: its shard is ``1/(dp·cp)`` of every parameter, the held parameters' states times
-    ``sharded_ratio`` (all the parameters over the held ones) over ``dp·cp``."""
+    a rank holds ``experts / ep`` of the routed experts, each whole beside tensor parallelism, but the distributed
+    optimizer shards each over the ``tp·dp·cp/ep`` ranks that hold it: its shard is ``1/(dp·cp)`` of every
+    parameter's tensor-parallel share, the held parameters' states times ``sharded_ratio`` (that share over the held
+    parameters) over ``dp·cp``."""
     if deg.get("framework") != "megatron":
         return part
     params_b, grads_b, opt_b, act_b = part
@@ -990,14 +1004,15 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     # all the parameters, the FP8-kept ones and those of TE's weight cache: per layer once, per stage below
     sets = (None, fp8, cache)
     own = expert_parallel_layout(lay, deg.get("ep", 1))  # what a rank holds: experts / ep of the routed experts
+    shard_lay = expert_shard_layout(lay)  # what a sharded optimizer cuts its shard from (an expert over all its holders)
     per_layer = [_layer_params(own, names) for names in sets]
     layer_params, layer_split = per_layer[0]
-    full = _layer_params(lay) if own is not lay else per_layer[0]
+    full = _layer_params(shard_lay) if own is not lay else per_layer[0]
     best = None
     for s, ls in enumerate(bounds):
         stage_p, st8, stc = (_stage_rank_params(own, ls, s, p, tied, tpd, names, lp) for names, lp in zip(sets, per_layer))
         # sharded (FSDP, the distributed optimizer): 1/(dp·cp) of every parameter of the stage, experts included
-        stage_full = _stage_rank_params(lay, ls, s, p, tied, tpd, None, full) if own is not lay else stage_p
+        stage_full = _stage_rank_params(shard_lay, ls, s, p, tied, tpd, None, full) if own is not lay else stage_p
         # the stage's parameters at the training precision but its FP8 linears' weights: one byte each where they
         # are gathered (FSDP) or stored (Megatron) in FP8
         stage_b = (stage_p - st8) * size + st8 if fp8 else stage_p * size

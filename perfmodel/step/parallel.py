@@ -513,8 +513,8 @@ def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple
         else:
             b_ex += _fused_exposed(ag, r.tp, row_s) + (_fused_exposed(rs, r.tp, col_s) if one_producer else rs)
     if single and userbuffers:  # two blocks a layer, as vanilla TP's count
-        regather *= 2 / len(single)
-    cap = 2 * (ag + rs)
+        regather *= r.tp_blocks / len(single)
+    cap = r.tp_blocks * (ag + rs)
     return min(f_ex, cap), min(b_ex, cap + regather), regather
 
 
@@ -534,7 +534,7 @@ def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, 
     back = r.phase == "backward"
     blocks = [b for b in pd.unique(r.tp_block[r.tp_role == TP_COLUMN]) if b]
     if not blocks:
-        return 2 * (vanilla if vanilla is not None else (ag + rs if r.sequence_parallel else ar)), 0.0
+        return r.tp_blocks * (vanilla if vanilla is not None else (ag + rs if r.sequence_parallel else ar)), 0.0
     exposed = regather = 0.0
     for b in blocks:
         gemm = float(t[back & (r.tp_role == TP_COLUMN) & (r.tp_block == b)].sum()) / L / 2
@@ -544,7 +544,7 @@ def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, 
         else:
             exposed += max(ar - gemm, 0.0)
     # a layer with other than two blocks counts as two (the attention's and the MLP's), as vanilla TP's count does
-    scale = 2 / len(blocks)
+    scale = r.tp_blocks / len(blocks)
     return exposed * scale, regather * scale
 
 
@@ -635,12 +635,16 @@ class RankWork:
     #: Engine's FP8 weight casts under Megatron-Core (:data:`ONCE_PER_STEP_OPS`), FSDP's copy-outs with a pipeline
     #: (:func:`_once_per_step`); None where every row runs per micro-batch
     per_step: np.ndarray | None = None
-    #: expert parallelism (a mixture of experts' ``ep`` factor, carved from the ``dp·cp`` ranks): its degree, the
-    #: routed experts' parameters this rank holds (``experts / ep`` of them) and, per pipeline stage, its stage's; the
+    #: expert parallelism (a mixture of experts' ``ep`` factor, carved from the ``tp·dp·cp`` ranks): its degree, the
+    #: routed experts' parameters this rank holds (``experts / ep`` of them, each whole; set under tensor parallelism
+    #: too) and, per pipeline stage, its stage's; the
     #: bytes each rank sends in one all-to-all (a MoE layer's dispatch or combine of one micro-batch: its tokens times
     #: the experts each goes to, at the hidden size); the MoE layers (of each pipeline stage)
     ep: int = 1
     expert_params: float = 0.0
+    #: tensor-parallel blocks per layer (:func:`_tp_blocks`): 2, the attention's and the MLP's, but fewer where a
+    #: mixture of experts' MoE blocks stay whole beside tensor parallelism
+    tp_blocks: float = 2.0
     stage_experts: np.ndarray | None = None
     dispatch_bytes: float = 0.0
     moe_layers: int = 0
@@ -652,16 +656,17 @@ class RankWork:
         return self.dp * self.cp
 
     def dp_reduced(self, params: float, experts: float = 0.0, links: dict | None = None) -> float:
-        """``params`` parameters of which ``experts`` are routed experts' under expert parallelism, as the ``dp·cp``
-        group's collectives carry them: an expert's gradients are reduced (its parameters gathered, under FSDP) over
-        the ``dp·cp/ep`` ranks that hold it (Megatron-Core's expert-data-parallel group), so its bytes count at that
-        ring's ``(n'−1)/n'`` over the group's ``(n−1)/n`` (0 where ``ep = dp·cp``: no rank shares an expert), and, with
-        ``links`` (:func:`resolve_links`' of the layout), at the ``dp`` link's rate over that group's own (``"edp"``:
-        ranks ``ep`` apart, often one per node, on one NIC where the ``dp`` ring has the node's)."""
-        if self.ep <= 1 or experts <= 0 or self.dp_ranks <= 1:
+        """``params`` parameters of which ``experts`` are routed experts' (under expert or tensor parallelism), as the
+        ``dp·cp`` group's collectives carry them: an expert's gradients are reduced (its parameters gathered, under
+        FSDP) over the ``tp·dp·cp/ep`` ranks that hold it (Megatron-Core's expert-data-parallel group, each expert
+        whole on its rank), so its bytes count at that ring's ``(n'−1)/n'`` over the group's ``(n−1)/n`` (0 where
+        ``ep = tp·dp·cp``: no rank shares an expert), and, with ``links`` (:func:`resolve_links`' of the layout), at
+        the ``dp`` link's rate over that group's own (``"edp"``: ranks ``ep`` apart, often one per node, on one NIC
+        where the ``dp`` ring has the node's)."""
+        if (self.ep <= 1 and self.tp <= 1) or experts <= 0 or self.dp_ranks <= 1:
             return float(params)
         n = self.dp_ranks
-        ne = n // self.ep
+        ne = n * self.tp // self.ep
         share = ((ne - 1) / ne) / ((n - 1) / n)
         if links is not None and "edp" in links and "dp" in links:
             share *= links["dp"].bytes_per_s / links["edp"].bytes_per_s
@@ -993,16 +998,21 @@ def _experts_of(lay: ModelLayout, work: pd.DataFrame) -> int:
     return int(lay.experts or (grouped.max() if len(grouped) else 0))
 
 
-def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work: pd.DataFrame, ep: int = 1) -> None:
-    """A ``StrategyError`` for tensor parallelism over a mixture of experts (its config names routed experts, or its
-    experts run as grouped GEMMs), which perfmodel does not model, and for expert parallelism (``ep``) of a model
-    without experts or over a number of ranks that does not divide its experts."""
+def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work: pd.DataFrame, ep: int = 1, *,
+                         sequence_parallel: bool = True, dp_ranks: int = 1) -> None:
+    """A ``StrategyError`` for expert parallelism (``ep``) of a model without experts, of experts that do not run as
+    grouped GEMMs, or over a number of ranks that does not divide its experts; and for tensor parallelism of a
+    mixture of experts that perfmodel cannot lay out as Megatron-Core does with expert tensor parallelism 1 (each
+    expert whole on its rank, the MoE block on the tokens sequence parallelism leaves the rank): experts that are not
+    grouped GEMMs, no sequence parallelism, or experts the tensor-parallel ranks would hold alike with no
+    data-parallel group to reduce their gradients."""
     experts = _experts_of(lay, work)
+    grouped = bool((work["op"] == GROUPED_GEMM_OP).any())
     if ep > 1 and not experts:
         raise StrategyError(f"strategy={strat!r}: ep{ep} spreads a mixture of experts' routed experts over the ranks, "
                             f"and {name} has none (its config names no num_local_experts / num_experts / "
                             "n_routed_experts, and no grouped GEMM runs). Leave ep out.")
-    if ep > 1 and not (work["op"] == GROUPED_GEMM_OP).any():
+    if ep > 1 and not grouped:
         raise StrategyError(f"strategy={strat!r}: perfmodel models expert parallelism of experts that run as grouped "
                             f"GEMMs (aten._grouped_mm, as the installed transformers runs Mixtral, Qwen-MoE, DeepSeek and "
                             f"gpt-oss layers); {name}'s {experts} experts run otherwise. Leave ep out.")
@@ -1011,57 +1021,156 @@ def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work:
                             f"expert-parallel rank holds experts / ep of them. Use an ep that divides {experts}.")
     if tp <= 1 and strat != "tp" or not experts:
         return
-    experts = lay.experts
-    raise StrategyError(f"strategy={strat!r}: {name} is a mixture of experts ("
-                        + (f"{experts} routed experts" if experts else "its experts run as grouped GEMMs")
-                        + "), and perfmodel does not model tensor parallelism of experts (attention split over the "
-                        "tensor-parallel ranks beside experts split otherwise). Lay it out with dp, fsdp, cp, pp and ep "
-                        "(expert parallel over the data-parallel ranks, e.g. 'dp8-ep8'), which keep each expert whole "
-                        "on its rank.")
+    what = f"{name} is a mixture of experts ({experts} routed experts)"
+    if not grouped:
+        raise StrategyError(f"strategy={strat!r}: {what}, and perfmodel lays tensor parallelism out beside experts kept "
+                            "whole on their ranks (Megatron-Core's expert tensor parallelism 1) for experts that run as "
+                            "grouped GEMMs; these run otherwise. Lay it out with dp, fsdp, cp and pp.")
+    if not sequence_parallel:
+        raise StrategyError(f"strategy={strat!r}: {what}, and its tensor-parallel ranks run each MoE block on the tokens "
+                            "sequence parallelism leaves them (Megatron-Core requires it for a mixture of experts with "
+                            "tensor parallelism); this layout runs without it. Pass sequence_parallel=True (on by "
+                            "default with framework='megatron' and with fsdp), or leave tp out.")
+    if dp_ranks <= 1 and ep != tp:
+        raise StrategyError(f"strategy={strat!r}: {what}; with each expert whole on its rank, its {tp} tensor-parallel "
+                            f"ranks would hold the same experts {tp // max(ep, 1)} times over and no data-parallel group "
+                            f"reduces their gradients. Spread the experts over them with ep{tp} (e.g. "
+                            f"'ep{tp}-tp{tp}'), or add dp.")
 
 
-def _expert_parallel(work: pd.DataFrame, lay: ModelLayout, ep: int, tokens: int, is_opt: np.ndarray, *,
-                     sharded: bool) -> tuple[pd.DataFrame, ModelLayout]:
-    """One rank of an expert-parallel group of ``ep`` ranks: its grouped GEMMs over ``experts / ep`` experts with the
-    tokens every rank routes to them (:func:`perfmodel.step.trace.expert_parallel_work`; ``tokens`` the rank's
-    tokens per micro-batch), its optimizer over the parameters it holds where they are not sharded (sharded, FSDP's or
-    the distributed optimizer's shard is ``1/(dp·cp)`` of every parameter: an expert's over the ``dp·cp/ep`` ranks
-    that hold it), and the layout of what it holds (:func:`perfmodel.step.trace.expert_parallel_layout`)."""
+def _moe_rows(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> np.ndarray:
+    """Rows of a mixture of experts' MoE blocks, which tensor parallelism leaves whole (expert tensor parallelism 1):
+    in each layer that runs grouped GEMMs, the kernels of the module that holds its ``experts`` (the router, the
+    routing, the experts, their permutations and the weighted sum) but those of a shared expert, a dense MLP that
+    tensor parallelism splits."""
+    mods = work["module"].astype(str).to_numpy()
+    grouped = (work["op"] == GROUPED_GEMM_OP).to_numpy()
+    if not grouped.any():
+        return np.zeros(len(work), dtype=bool)
+    prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
+    rel = np.array(_below_layer(mods, prefix), dtype=object)
+    blocks = {r.split(".experts")[0] for r in rel[grouped] if ".experts" in "." + r}
+    blocks = {b for b in blocks if b and b != "experts"} or {""}
+    moe_layers = np.unique(layer[grouped])
+    in_block = np.array([any(r == b or r.startswith(b + ".") for b in blocks) if b_ok else False
+                         for r, b_ok in zip(rel, np.isin(layer, moe_layers))], dtype=bool)
+    shared = np.array(["shared_expert" in r for r in rel], dtype=bool)
+    return (in_block & ~shared) | grouped
+
+
+def _divide_tokens(work: pd.DataFrame, mask: np.ndarray, n: int, tokens: int) -> pd.DataFrame:
+    """Work rows with the matmul rows under ``mask`` on ``1/n`` of the tokens (a router on the sequence-parallel
+    shard): FLOPs, bytes and tiles / n, and the dimension that is the token count (the nearest to it) / n."""
+    w = work.copy()
+    rows = np.flatnonzero(mask)
+    if not len(rows) or n == 1:
+        return w
+    for c in ("flops", "bytes", "tiles"):
+        w.loc[mask, c] = w.loc[mask, c] / n
+    dims = w.iloc[rows][["dim_m", "dim_n", "dim_k"]].to_numpy(float)
+    col = np.argmin(np.abs(np.log(np.maximum(dims, 1.0) / max(float(tokens), 1.0))), axis=1)
+    for c, name in enumerate(("dim_m", "dim_n", "dim_k")):
+        sel = rows[col == c]
+        if len(sel):
+            j = w.columns.get_loc(name)
+            w.iloc[sel, j] = np.maximum(w.iloc[sel, j].to_numpy(float) / n, 1.0)
+    return w
+
+
+def _expert_parallel(work: pd.DataFrame, lay: ModelLayout, ep: int, tokens: int, tp: int) -> tuple[pd.DataFrame, ModelLayout]:
+    """One rank of a mixture of experts' expert-parallel group of ``ep`` ranks, ``tp`` tensor-parallel ranks beside
+    it: its grouped GEMMs over ``experts / ep`` experts with the tokens every rank routes to them, each rank routing
+    ``1/tp`` of its micro-batch's (:func:`perfmodel.step.trace.expert_parallel_work`; ``tokens`` the rank's tokens per
+    micro-batch), and the layout of what it holds (:func:`perfmodel.step.trace.expert_parallel_layout`: ``experts /
+    ep`` of the routed experts, each whole). A dense model's as they are."""
     from perfmodel.step import trace as wl
 
-    if ep <= 1:
-        return work, lay
     experts = _experts_of(lay, work)
+    if not experts:
+        return work, lay
+    held = wl.expert_parallel_layout(lay, ep)
+    if ep <= 1 and tp <= 1:
+        return work, held
     grouped = work.loc[(work["op"] == GROUPED_GEMM_OP) & (work["phase"] == "forward"), "dim_m"]
     per_expert = (tokens * lay.experts_per_token / experts if lay.experts_per_token
                   else float(grouped.median()) if len(grouped) else 1.0)
-    held = wl.expert_parallel_layout(lay, ep)
-    work = wl.expert_parallel_work(work, ep, per_expert)
-    if not sharded:
-        work = _scale_rows(work, is_opt, held.params / lay.params)
-    return work, held
+    return wl.expert_parallel_work(work, ep, per_expert, tp), held
 
 
-def _expert_fields(work: pd.DataFrame, held: ModelLayout, ep: int, layer: np.ndarray, stages: dict, size: int) -> dict:
-    """:class:`RankWork`'s expert-parallel fields (none without ``ep``): the routed experts' parameters the rank holds
-    (per pipeline stage too), the MoE layers (per stage), and the bytes of one all-to-all: the grouped GEMMs'
-    routed tokens of one micro-batch (their forward's rows) at the hidden size, at the training precision."""
+def _expert_fields(work: pd.DataFrame, held: ModelLayout, ep: int, layer: np.ndarray, stages: dict, size: int,
+                   tp: int = 1) -> dict:
+    """:class:`RankWork`'s expert fields (none for a dense model, or without ``ep`` and ``tp``): the routed experts'
+    parameters the rank holds (per pipeline stage too), and under ``ep`` the MoE layers (per stage) and the bytes of
+    one all-to-all: the grouped GEMMs' routed tokens of one micro-batch (their forward's rows) at the hidden size, at
+    the training precision."""
     from perfmodel.step import trace as wl
 
-    if ep <= 1:
+    names = wl.expert_param_names(held)
+    if (ep <= 1 and tp <= 1) or not names:
         return {}
+    out = dict(expert_params=float(sum(held.param_numel[k] for k in names)))
+    if ep <= 1:
+        return out
     grouped = ((work["op"] == GROUPED_GEMM_OP) & (work["phase"] == "forward")).to_numpy()
     moe = np.unique(layer[grouped & (layer >= 0) & (layer < held.n_layers)])
     fwd = work[grouped]
     first = fwd[layer[grouped] == moe[0]].iloc[0] if len(moe) else None
     routed = float(first["dim_m"] * first["dim_b"]) if first is not None else 0.0  # the rank's own routed tokens
-    names = wl.expert_param_names(held)
-    out = dict(ep=int(ep), expert_params=float(sum(held.param_numel[k] for k in names)), moe_layers=len(moe),
-               dispatch_bytes=routed * float(held.hidden or 0) * size)
+    out.update(ep=int(ep), moe_layers=len(moe), dispatch_bytes=routed * float(held.hidden or 0) * size)
     if stages:
         out["stage_moe_layers"] = np.array([len(np.unique(layer[grouped & (stages["stage"] == s)]))
                                             for s in range(len(stages["stage_layers"]))])
     return out
+
+
+def _tp_blocks(tp_role: np.ndarray, tp_block: np.ndarray, layer: np.ndarray, moe: np.ndarray, n_layers: int) -> float:
+    """Tensor-parallel blocks per layer, averaged over the layers: two (the attention's and the MLP's, as vanilla TP
+    counts every layer), but one in a MoE layer whose MoE block tensor parallelism leaves whole (:func:`_moe_rows`) and
+    that has no other split block (a shared expert's)."""
+    moe_layers = np.unique(layer[moe & (layer >= 0) & (layer < n_layers)])
+    if not len(moe_layers) or n_layers < 1:
+        return 2.0
+    split = tp_role != TP_NONE
+    single = sum(len(pd.unique(tp_block[split & (layer == li)])) <= 1 for li in moe_layers)
+    return 2.0 - single / n_layers
+
+
+def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.ndarray, lay: ModelLayout, held: ModelLayout,
+                           w, ex: dict, deg: dict, tokens: int) -> tuple:
+    """One tensor-parallel rank's rows (:func:`rank_work`): the split rows ``/ tpd`` (:func:`_tp_split_mask`), a
+    mixture of experts' MoE blocks left whole on the rank's sequence shard (:func:`_moe_rows`), the sequence-parallel
+    rows, the casts sized from the unsplit rows, the optimizer over the rank's parameters — or, sharded, over the
+    tensor-parallel share its shard is cut from (an expert's over all the ``tp·cp·dp/ep`` ranks that hold it,
+    :func:`perfmodel.step.trace.expert_shard_layout`). Returns the rows, ``(layer, is_opt, tp_role, tp_block)`` for
+    them, and :attr:`RankWork.tp_blocks`."""
+    from perfmodel.step import trace as wl
+
+    tpd, sharded = deg["tp"], deg["fsdp"] or ex["distributed_optimizer"]
+    # the optimizer's share before a sharded one's 1/(dp·cp)
+    opt_share = (rank_share(wl.expert_shard_layout(lay), lay.param_numel, tpd) if sharded and held is not lay
+                 else rank_share(held, held.param_numel, tpd)) / lay.params
+    moe = _moe_rows(work, layer, lay) if held is not lay and tpd > 1 else np.zeros(len(work), dtype=bool)
+    if tpd <= 1:
+        tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
+        return _scale_rows(work, is_opt, opt_share), (layer, is_opt, tp_role, tp_block), 2.0
+    prec, compile, sp = w.precision, wl.stack_of(w.stack), ex["sequence_parallel"]
+    unsplit = work
+    split_mask = _tp_split_mask(work, layer, lay) & ~moe
+    work = _scale_rows(_divide_rows(work, split_mask, tpd, tokens), is_opt, opt_share)
+    # a MoE block left whole runs on the rank's sequence shard: its router here, its experts' grouped GEMMs in
+    # _expert_parallel, its other kernels with the sequence-parallel rows below
+    work = _divide_tokens(work, moe & (work["op_class"] == "matmul").to_numpy() & (work["op"] != GROUPED_GEMM_OP).to_numpy(),
+                          tpd, tokens)
+    if sp:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
+        sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
+        work = _divide_rows(work, sp_mask, tpd, tokens)
+    work = wl.te_tp_casts(wl.keep_gathered_whole(work, unsplit, tpd), unsplit, tpd, sp)  # from the unsplit rows
+    tp_role, tp_block = _tp_linear_roles(unsplit, lay, split_mask & (layer >= 0) & (layer < lay.n_layers))
+    if compile == "compile" and _tp_gather_bytes(prec, ex["framework"], "compile", w.fp8_recipe, tpd):
+        work, keep = _gathered_casts(work, unsplit, tp_role, tpd)  # rows kept and appended: the arrays follow
+        tp_role, tp_block, layer, is_opt, moe = tp_role[keep], tp_block[keep], layer[keep], is_opt[keep], moe[keep]
+    blocks = _tp_blocks(tp_role, tp_block, layer, moe, lay.n_layers) if moe.any() else 2.0
+    return work, (layer, is_opt, tp_role, tp_block), blocks
 
 
 def rank_work(w, par, n_gpus: int) -> RankWork:
@@ -1093,7 +1202,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                          megatron=ex["framework"] == "megatron")
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
-    _check_experts_whole(strat, tpd, name, lay, work, deg["ep"])
+    _check_experts_whole(strat, tpd, name, lay, work, deg["ep"], sequence_parallel=ex["sequence_parallel"],
+                         dp_ranks=d * cpd)
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
@@ -1104,22 +1214,10 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     layer = op_layer(work, lay.n_layers)
     is_opt = work["phase"].to_numpy() == "optimizer"
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
-    work, held = _expert_parallel(work, lay, deg["ep"], tokens, is_opt, sharded=fsdp or ex["distributed_optimizer"])
+    work, held = _expert_parallel(work, lay, deg["ep"], tokens, tpd)
     rank_P = rank_share(held, held.param_numel, tpd)  # parameters of one tensor-parallel rank (its experts, under ep)
-    if tpd > 1:
-        unsplit = work
-        split_mask = _tp_split_mask(work, layer, lay)
-        work = _scale_rows(_divide_rows(work, split_mask, tpd, tokens), is_opt, rank_P / lay.params)
-        if ex["sequence_parallel"]:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
-            sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
-            work = _divide_rows(work, sp_mask, tpd, tokens)
-        work = wl.te_tp_casts(wl.keep_gathered_whole(work, unsplit, tpd), unsplit, tpd, ex["sequence_parallel"])  # from the unsplit rows
-        tp_role, tp_block = _tp_linear_roles(unsplit, lay, split_mask & (layer >= 0) & (layer < lay.n_layers))
-        if wl.stack_of(compile) == "compile" and _tp_gather_bytes(prec, ex["framework"], "compile", w.fp8_recipe, tpd):
-            work, keep = _gathered_casts(work, unsplit, tp_role, tpd)  # rows kept and appended: the arrays follow
-            tp_role, tp_block, layer, is_opt = tp_role[keep], tp_block[keep], layer[keep], is_opt[keep]
-    else:
-        tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
+    work, (layer, is_opt, tp_role, tp_block), tp_blocks = _tensor_parallel_split(work, layer, is_opt, lay, held, w, ex,
+                                                                                  deg, tokens)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _master_casts(_scale_rows(work, is_opt, 1 / (d * cpd)), fsdp_shards=d * cpd if fsdp else None)
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
@@ -1146,7 +1244,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         per_step=_once_per_step(work, ex["framework"], wl.stack_of(compile), m, fsdp and p > 1),
         tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
-        **stages, **_expert_fields(work, held, deg["ep"], layer, stages, size))
+        tp_blocks=tp_blocks,
+        **stages, **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd))
 
 
 @dataclasses.dataclass
@@ -1185,10 +1284,10 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     regather = 0.0
     if r.async_tp and r.tp > 1:
         f_ex, b_ex, regather = _async_tp_layer(r, t, ag, rs)
-        tp_lf, tp_lb = f_ex / 2, b_ex / 2
+        tp_lf, tp_lb = f_ex / r.tp_blocks, b_ex / r.tp_blocks
     elif r.overlap_tp_backward and r.tp > 1:
         b_ex, regather = _overlapped_tp_backward(r, t, ag, rs, tp_per, tp_layer)
-        tp_lf, tp_lb = tp_layer, b_ex / 2
+        tp_lf, tp_lb = tp_layer, b_ex / r.tp_blocks
     else:
         tp_lf = tp_lb = tp_layer
     # context parallel, per layer: all-gather K, V under the first of cp attention chunks in each pass, and
@@ -1247,18 +1346,20 @@ def _kept_forward(r: RankWork, t: np.ndarray, m: int, on_path=True) -> dict:
 
 
 def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
-    """Exposed seconds of the tensor-parallel collectives of ``n_layers`` layers' forward pass, one micro-batch: two
-    per layer, each all of one activation all-reduce (vanilla TP) or what the matmul it feeds or follows leaves exposed
-    (asynchronous TP, :func:`_async_tp_layer`); 0 without tensor parallelism."""
-    return 2 * n_layers * c.tp_lf
+    """Exposed seconds of the tensor-parallel collectives of ``n_layers`` layers' forward pass, one micro-batch: one
+    per block (two per layer, :attr:`RankWork.tp_blocks`), each all of one activation all-reduce (vanilla TP) or what
+    the matmul it feeds or follows leaves exposed (asynchronous TP, :func:`_async_tp_layer`); 0 without tensor
+    parallelism."""
+    return r.tp_blocks * n_layers * c.tp_lf
 
 
-def _tp_layers_all(c: _Comm, n_layers) -> float:
+def _tp_layers_all(r: RankWork, c: _Comm, n_layers) -> float:
     """Seconds of every tensor-parallel collective of ``n_layers`` layers (a number, or an array per pipeline stage),
-    both passes of one micro-batch, hidden (asynchronous TP, Megatron's backward overlap) or not: four per layer, each
-    one activation all-reduce's worth (vanilla TP's exposed time; the group's ``comm_total`` in every layout), and
-    the inputs Megatron's column-parallel linears gather again in the backward pass."""
-    return n_layers * (4 * c.tp_layer + c.tp_regather)
+    both passes of one micro-batch, hidden (asynchronous TP, Megatron's backward overlap) or not: two per block (four
+    per layer, :attr:`RankWork.tp_blocks`), each one activation all-reduce's worth (vanilla TP's exposed time; the
+    group's ``comm_total`` in every layout), and the inputs Megatron's column-parallel linears gather again in the
+    backward pass."""
+    return n_layers * (2 * r.tp_blocks * c.tp_layer + c.tp_regather)
 
 
 def _groups(**parts) -> dict:
@@ -1275,14 +1376,14 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     rs = reduce_scatter_time(params * r.grad_bytes, r.dp * r.cp, link)
     # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
     # projection, in each pass) sit on the critical path; with ep the MoE layers' all-to-alls
-    tp_f = 2 * lay.n_layers * c.tp_lf + c.tp_per
-    tp_b = 2 * lay.n_layers * c.tp_lb + c.tp_per
+    tp_f = r.tp_blocks * lay.n_layers * c.tp_lf + c.tp_per
+    tp_b = r.tp_blocks * lay.n_layers * c.tp_lb + c.tp_per
     ep = c.ep_pass(r.moe_layers)
     f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f + ep
     b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b + ep
     compute = m * (fwd + bwd) + opt
     step = m * (f_pass + b_pass) + opt
-    tp_all = _tp_layers_all(c, lay.n_layers) + 2 * c.tp_per  # both passes, hidden or not
+    tp_all = _tp_layers_all(r, c, lay.n_layers) + 2 * c.tp_per  # both passes, hidden or not
     dp_exposed = m * ((max(fwd, ag) - fwd) + ag / units + (max(bwd, ag + rs) - bwd) + rs / units)
     return LayoutStep(step=step, compute=compute, exposed=step - compute,
                       comm_total=m * (2 * ag + rs + tp_all + c.cp_total + 2 * ep), bubble=0.0,
@@ -1299,10 +1400,10 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     (its tp all-reduces included): all-reduced (DDP), or reduce-scattered and the updated parameters all-gathered
     before the next forward pass (Megatron's distributed optimizer, :func:`exposed_bucket_gather`)."""
     m, lay = r.micro_batches, r.lay
-    tp_comm = m * (2 * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
-    tp_all = m * (_tp_layers_all(c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
+    tp_comm = m * (r.tp_blocks * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
+    tp_all = m * (_tp_layers_all(r, c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
     ep = c.ep_pass(r.moe_layers)  # expert parallel: the MoE layers' all-to-alls, in each pass
-    window = bwd + 2 * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b + ep  # the backward pass as it runs
+    window = bwd + r.tp_blocks * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b + ep  # the backward pass as it runs
     params = r.dp_reduced(r.rank_params, r.expert_params, lk)
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, params, r.fp8_gathered)
     if r.shard_gradients and m > 1:
@@ -1376,7 +1477,7 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.nda
         # steps; with Megatron's distributed optimizer it all-gathers its updated parameters under its first
         # micro-batch's forward pass
         heads = np.zeros(p)
-        tp_bwd = 2 * r.stage_layers * c.tp_lb + (np.arange(p) == p - 1) * c.tp_per
+        tp_bwd = r.tp_blocks * r.stage_layers * c.tp_lb + (np.arange(p) == p - 1) * c.tp_per
         for s in range(p):
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + tp_bwd[s]
@@ -1410,7 +1511,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     edges = (np.arange(p) == 0).astype(float) + (np.arange(p) == p - 1)
     # tensor-parallel collectives per micro-batch on each stage: 4 all-reduces' worth per layer (exposed as the
     # layout runs them), the embedding's all-reduce on the first stage, the vocabulary projection's on the last
-    st_tp = 2 * r.stage_layers * (c.tp_lf + c.tp_lb) + edges * c.tp_per
+    st_tp = r.tp_blocks * r.stage_layers * (c.tp_lf + c.tp_lb) + edges * c.tp_per
     st = st_fb + st_tp if tpd > 1 else st_fb
     if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
@@ -1441,7 +1542,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     # exposed as the layout runs them, and every collective, hidden under a matmul (asynchronous TP) or an attention
     # chunk (context parallelism) or not: the hidden part slows the compute beside it (layout_step)
     tp_only = on_path(st_tp) if tpd > 1 else 0.0
-    tp_all = on_path(_tp_layers_all(c, r.stage_layers) + edges * c.tp_per) if tpd > 1 else 0.0
+    tp_all = on_path(_tp_layers_all(r, c, r.stage_layers) + edges * c.tp_per) if tpd > 1 else 0.0
     cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
     cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
     ep_only = on_path(st_ep) if r.ep > 1 else 0.0
@@ -1626,13 +1727,20 @@ def _execution_basis(r: RankWork) -> str:
     if r.cp > 1 and r.framework == "pytorch":
         parts.append(f"PyTorch's ring attention over the {r.cp} context-parallel ranks with its FP32 merges and "
                      "gradient accumulations (perfmodel.step.trace.ring_attention_work)")
+    stage_ranks = r.dp_ranks * r.tp
     if r.ep > 1:
-        parts.append(f"expert parallel over {r.ep} of the {r.dp_ranks} data-parallel ranks (each holds {1 / r.ep:.3g} of "
+        whose = "data-parallel ranks" if r.tp == 1 else "tensor-, context- and data-parallel ranks"
+        parts.append(f"expert parallel over {r.ep} of the {stage_ranks} {whose} (each holds {1 / r.ep:.3g} of "
                      f"the routed experts and computes the tokens all {r.ep} route to them, evenly routed; per MoE layer "
                      "and micro-batch an all-to-all dispatching its routed tokens and one combining the experts' outputs "
                      "in each pass, exposed (no dispatch overlap), their bytes at the hidden size and the training "
-                     f"precision; the experts' gradients reduced over the {r.dp_ranks // r.ep} ranks that share each "
+                     f"precision; the experts' gradients reduced over the {stage_ranks // r.ep} ranks that share each "
                      f"expert, {r.ep} ranks apart, on their own ring)")
+    if r.tp > 1 and r.expert_params:
+        parts.append(f"each routed expert whole on its rank beside tensor parallelism over {r.tp} (Megatron-Core's "
+                     "expert tensor parallelism 1): the MoE blocks (router, experts) on the rank's sequence shard, no "
+                     f"tensor-parallel collectives around them ({r.tp_blocks:.3g} tensor-parallel "
+                     f"block{'' if r.tp_blocks == 1 else 's'} per layer)")
     return "; " + ", ".join(parts) if parts else ""
 
 

@@ -65,14 +65,14 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
     stages ``tp·cp·dp`` ranks apart) when the pipeline spans nodes, ``pp > 1`` and ``tp·cp·dp·pp > gpus_per_node``.
     With ``tp·cp·dp < gpus_per_node`` only the hops at node boundaries cross, but a pipeline runs at the pace of its
     slowest hop: its activations and gradients pass that link every micro-batch. The ``ep`` group (expert parallel,
-    carved from the data- and context-parallel ranks, consecutive among them: Megatron-Core lays its expert grid out
-    as ``tp-ep-dp-pp`` without context parallelism, torchtitan takes ``ep`` from ``dp_shard × cp``) when
-    ``tp·ep > gpus_per_node``."""
+    carved from the tensor-, context- and data-parallel ranks, consecutive among them: Megatron-Core lays its expert
+    grid out as ``etp-ep-edp-pp`` and perfmodel keeps each expert whole on its rank, expert tensor parallelism 1;
+    torchtitan takes ``ep`` from ``dp_shard × cp × tp`` when its ``etp`` is 1) when ``ep > gpus_per_node``."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
     cp, ep = int(degrees.get("cp", 1)), int(degrees.get("ep", 1))
     g = _check_gpus_per_node(gpus_per_node)
     return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
-            "pp": pp > 1 and tp * cp * dp * pp > g, "ep": ep > 1 and tp * ep > g}
+            "pp": pp > 1 and tp * cp * dp * pp > g, "ep": ep > 1 and ep > g}
 
 
 #: Inter-node links of the rail-optimised fabrics of HGX / DGX-class nodes: the A100 reference design carries eight HDR
@@ -219,8 +219,8 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     Returns
     -------
     dict
-        A link per group of :data:`LINK_GROUPS`, and with expert parallelism over part of the data-parallel ranks
-        (``degrees`` with ``1 < ep < dp·cp``) ``"edp"``: the ring of the ranks that hold the same experts, which reduces
+        A link per group of :data:`LINK_GROUPS`, and with expert parallelism over part of the ranks it is carved from
+        (``degrees`` with ``1 < ep < tp·cp·dp``, :func:`expert_data_parallel`) ``"edp"``: the ring of the ranks that hold the same experts, which reduces
         their gradients.
 
     Raises
@@ -239,14 +239,23 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         return links
     ranks = ranks_per_node(degrees, gpus_per_node)
     out = {g: _on_node(g, link, ranks, degrees) for g, link in links.items()}
-    ep, tp = int(degrees.get("ep", 1)), int(degrees.get("tp", 1))
-    shared = int(degrees.get("dp", 1)) * int(degrees.get("cp", 1)) // max(ep, 1)
+    ep = int(degrees.get("ep", 1))
+    shared = expert_data_parallel(degrees)
     if ep > 1 and shared > 1:
         # the expert-data-parallel group: the ranks that hold the same experts, ep consecutive ranks apart (Megatron-
-        # Core's expert grid tp-ep-dp): a data-parallel ring of its own, strided as a dp group beside tp·ep ranks
-        out["edp"] = resolve_links(interconnect, gpu, degrees={"tp": tp * ep, "dp": shared}, gpus_per_node=gpus_per_node,
+        # Core's expert grid etp-ep-edp with etp 1): a data-parallel ring of its own, strided as a dp group beside
+        # ep ranks
+        out["edp"] = resolve_links(interconnect, gpu, degrees={"tp": ep, "dp": shared}, gpus_per_node=gpus_per_node,
                                    nics_per_node=nics_per_node)["dp"]
     return out
+
+
+def expert_data_parallel(degrees: dict) -> int:
+    """Ranks that hold the same routed experts (Megatron-Core's expert-data-parallel group): the ``tp·cp·dp`` ranks an
+    ``ep`` group is carved from over ``ep`` — each expert kept whole on its rank (expert tensor parallelism 1), so
+    the tensor-parallel ranks of a model replica hold different experts (``ep > 1``) or the same ones."""
+    d = degrees or {}
+    return int(d.get("tp", 1)) * int(d.get("cp", 1)) * int(d.get("dp", 1)) // max(int(d.get("ep", 1)), 1)
 
 
 def _on_node(group: str, link, ranks: dict, degrees: dict | None):
@@ -265,7 +274,7 @@ def _on_node(group: str, link, ranks: dict, degrees: dict | None):
         ep = int(d.get("ep", 1))
         if {"tp": tp, "cp": cp, "dp": dp * cp, "pp": pp, "ep": ep}[group] <= 1:  # no such group: nothing to carry
             return link
-        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp, "ep": tp}[group]
+        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp, "ep": 1}[group]
         return bridged_link(link, ranks[group], stride)
     return link
 
@@ -352,7 +361,7 @@ def ranks_per_node(degrees: dict, gpus_per_node: int) -> dict:
         return max(1, min(size, g // stride)) if stride <= g else 1
 
     return {"tp": on_node(tp, 1), "cp": on_node(cp, tp), "dp": on_node(dp * cp, tp), "pp": on_node(pp, tp * cp * dp),
-            "ep": on_node(ep, tp)}
+            "ep": on_node(ep, 1)}
 
 
 #: the groups whose collectives are NCCL rings (all-reduce, all-gather, reduce-scatter) over their ranks, or whose
@@ -439,7 +448,7 @@ _KNOWN = ("Expected one of: dp, fsdp, tp, pp (data parallel, fully sharded data 
           "parallel), or a combination with degrees such as 'dp2-tp2-pp2', 'tp4-pp2', 'dp-tp2', 'fsdp8-tp8-pp8' or "
           "'fsdp4-cp2' or 'dp2-cp2-tp8-pp8' (cp: context parallel) (a factor without a degree takes the GPUs the others leave), or a "
           "dict such as {'dp': 2, 'tp': 2}; a mixture of experts may add ep with a degree, expert parallel over the "
-          "data-parallel ranks ('dp8-ep8', 'fsdp16-ep8-pp4').")
+          "data- and tensor-parallel ranks ('dp8-ep8', 'fsdp16-ep8-pp4', 'dp4-ep8-tp2').")
 
 
 def _factors(strategy) -> list[tuple[str, int | None]]:
@@ -485,10 +494,10 @@ def _factors(strategy) -> list[tuple[str, int | None]]:
     if "ep" in names:
         if dict(out)["ep"] is None:
             raise StrategyError(f"parallel strategy {strategy!r}: ep needs a degree (e.g. 'dp8-ep8'): expert parallelism "
-                                "is carved from the data-parallel ranks and takes no GPUs of its own.")
-        if not ({"dp", "fsdp", "cp"} & set(names)):
+                                "is carved from the data- and tensor-parallel ranks and takes no GPUs of its own.")
+        if not ({"dp", "fsdp", "cp", "tp"} & set(names)):
             raise StrategyError(f"parallel strategy {strategy!r}: ep (expert parallel) spreads the experts over the "
-                                "data-parallel ranks, and the strategy has none. Add dp or fsdp (e.g. 'dp8-ep8', "
+                                "data- and tensor-parallel ranks, and the strategy has none. Add dp, fsdp or tp (e.g. 'dp8-ep8', "
                                 "'fsdp16-ep8').")
     if sum(d is None for _, d in out) > 1 and len(out) > 1:
         raise StrategyError(f"parallel strategy {strategy!r} leaves more than one degree open; at most one factor may go "
@@ -536,7 +545,7 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
     -------
     dict
         ``dp``, ``tp``, ``pp``, ``cp`` (ints, 1 for a dimension not used; ``dp`` is the sharded dimension for fsdp),
-        ``ep`` (expert parallel: carved from the ``dp·cp`` ranks, which it must divide; it adds no GPUs), ``fsdp``
+        ``ep`` (expert parallel: carved from the ``tp·cp·dp`` ranks, which it must divide; it adds no GPUs), ``fsdp``
         (bool) and ``name``: the canonical name on ``n_gpus`` GPUs — a bare ``"dp"`` / ``"fsdp"`` / ``"tp"`` / ``"pp"``
         when one dimension spans all the GPUs (``"tp4"`` on 4 GPUs is ``"tp"``; a bare name on one GPU stays as
         given), else the factors above 1, ``"dp2-tp2"``, ``"dp8-ep8"``.
@@ -560,7 +569,7 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
                    cp=1, fsdp=canon == "fsdp", name=canon, ep=1)
         return deg
     out = _factors(canon)
-    ep = dict(out).pop("ep", None) or 1  # carved from the data-parallel ranks: no GPUs of its own
+    ep = dict(out).pop("ep", None) or 1  # carved from the data- and tensor-parallel ranks: no GPUs of its own
     out = [(k, d) for k, d in out if k != "ep"]
     fixed = int(np.prod([d for _, d in out if d is not None]))
     open_ = [k for k, d in out if d is None]
@@ -579,11 +588,13 @@ def parse_strategy(strategy, n_gpus: int) -> dict:
     fsdp = "fsdp" in degrees
     dp = degrees.get("fsdp", degrees.get("dp", 1))
     tp, pp, cp = degrees.get("tp", 1), degrees.get("pp", 1), degrees.get("cp", 1)
-    if (dp * cp) % ep:
-        raise StrategyError(f"strategy={canon!r} on {n} GPUs: ep{ep} does not divide the {dp * cp} data-parallel ranks "
-                            f"(dp x cp = {dp} x {cp}) it spreads the experts over. Use an ep that divides {dp * cp}.")
+    if (tp * dp * cp) % ep:
+        raise StrategyError(f"strategy={canon!r} on {n} GPUs: ep{ep} does not divide the {tp * dp * cp} ranks of a "
+                            f"pipeline stage (tp x dp x cp = {tp} x {dp} x {cp}) it spreads the experts over. Use an ep "
+                            f"that divides {tp * dp * cp}.")
+    # cp keeps its data-parallel factor, and so does ep without tp
     used = [(k, v) for k, v in (("fsdp" if fsdp else "dp", dp), ("cp", cp), ("ep", ep), ("tp", tp), ("pp", pp))
-            if v > 1 or (k in ("fsdp", "dp") and (cp > 1 or ep > 1))]  # cp and ep keep their data-parallel factor
+            if v > 1 or (k in ("fsdp", "dp") and (cp > 1 or (ep > 1 and tp == 1)))]
     if not used:
         name = "fsdp" if fsdp else "dp"
     elif len(used) == 1:

@@ -30,7 +30,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_OP", "FP8_WEIGHT_TRANSPOSE_OP", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "experts_note", "is_routed_expert", "expert_param_names", "expert_parallel_layout", "expert_parallel_work", "GROUPED_GEMM_OP", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_OP", "FP8_WEIGHT_TRANSPOSE_OP", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "experts_note", "is_routed_expert", "moe_block_param", "expert_shard_layout", "expert_param_names", "expert_parallel_layout", "expert_parallel_work", "GROUPED_GEMM_OP", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -300,33 +300,65 @@ def expert_param_names(lay: "ModelLayout") -> set:
     return {k for k in lay.param_numel if is_routed_expert(k)}
 
 
+def moe_block_param(name: str) -> bool:
+    """Whether the parameter ``name`` belongs to a mixture-of-experts block and stays whole under tensor parallelism
+    (expert tensor parallelism 1): a routed expert's (:func:`is_routed_expert`) or its router's (a module named
+    ``gate`` or ``router`` beside the ``experts``, with its bias). A shared expert's parameters are a dense MLP's,
+    split as tensor parallelism splits one."""
+    parts = name.split(".")[:-1]
+    return is_routed_expert(name) or bool(parts) and parts[-1] in ("gate", "router") and not any(
+        "shared_expert" in q for q in parts)
+
+
 def expert_parallel_layout(lay: "ModelLayout", ep: int) -> "ModelLayout":
     """The parameters one rank of an expert-parallel group of ``ep`` ranks holds: each routed expert's parameters
-    (:func:`expert_param_names`) ``/ ep`` (the rank holds ``experts / ep`` of them), the rest whole."""
-    if ep <= 1:
-        return lay
+    (:func:`expert_param_names`) ``/ ep`` (the rank holds ``experts / ep`` of them), the rest whole; of a mixture of
+    experts, the experts and the router (:func:`moe_block_param`) are not split by tensor parallelism
+    (``param_split`` False: each expert whole on its rank, expert tensor parallelism 1). A dense model's layout is
+    returned as it is."""
     names = expert_param_names(lay)
-    if not names or (lay.experts and lay.experts % ep):
+    if ep <= 1 and not names:
+        return lay
+    if ep > 1 and (not names or (lay.experts and lay.experts % ep)):
         from perfmodel.step.strategy import StrategyError
 
         raise StrategyError(f"expert parallel over {ep} ranks needs a mixture of experts whose routed experts split over "
                             "them: " + (f"{lay.experts} experts do not divide by {ep}; use an ep that divides "
                                         f"{lay.experts}." if names else "the model has no parameters under a module "
                                         "named 'experts'; leave ep out."))
-    return dataclasses.replace(lay, param_numel={k: (v / ep if k in names else v) for k, v in lay.param_numel.items()})
+    moe = {k for k in lay.param_numel if moe_block_param(k)}
+    return dataclasses.replace(lay, param_numel={k: (v / ep if k in names else v) for k, v in lay.param_numel.items()},
+                               param_split={k: (False if k in moe else v) for k, v in lay.param_split.items()})
 
 
-def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float) -> pd.DataFrame:
+def expert_shard_layout(lay: "ModelLayout") -> "ModelLayout":
+    """The layout a sharded optimizer (FSDP, Megatron's distributed optimizer) cuts a rank's shard from, its
+    ``param_split`` saying what is divided over the tensor-parallel ranks: a mixture of experts' routed experts (each
+    sharded over all the ``tp·cp·dp/ep`` ranks that hold it whole: ``1/(tp·cp·dp)`` of every expert per rank) and
+    the split dense parameters, not its router (held alike by the tensor-parallel ranks, sharded over ``dp·cp``). A
+    dense model's layout as it is."""
+    names = expert_param_names(lay)
+    if not names:
+        return lay
+    moe = {k for k in lay.param_numel if moe_block_param(k)}
+    return dataclasses.replace(lay, param_split={k: (True if k in names else False if k in moe else v)
+                                                 for k, v in lay.param_split.items()})
+
+
+def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, tp: int = 1) -> pd.DataFrame:
     """The grouped GEMMs (``aten._grouped_mm``) of one rank of an expert-parallel group of ``ep`` ranks: it holds
     ``experts / ep`` experts and, after the dispatch, computes the tokens every rank of the group routed to them —
-    under even routing ``ep`` times its own share per expert. Each row becomes ``dim_b / ep`` GEMMs whose token
-    dimension (``dim_m`` of the experts' forward and input gradients, the reduction ``dim_n`` of their weight gradients:
-    the one equal to ``per_expert_tokens``, the rank's routed tokens per expert) is ``ep`` times longer; the FLOPs stay,
-    the bytes follow the operands (the experts' weights ``/ ep``)."""
-    if ep <= 1:
+    under even routing ``ep`` times its own share per expert. With ``tp`` tensor-parallel ranks (each expert whole on
+    its rank, the MoE block on the ``1/tp`` of the tokens sequence parallelism leaves each) a rank routes ``1/tp`` of
+    its micro-batch's tokens. Each row becomes ``dim_b / ep`` GEMMs whose token dimension (``dim_m`` of the experts'
+    forward and input gradients, the reduction ``dim_n`` of their weight gradients: the one equal to
+    ``per_expert_tokens``, the micro-batch's routed tokens per expert) is ``ep / tp`` times as long; the FLOPs are
+    ``1/tp`` of the trace's, the bytes follow the operands (the experts' weights ``/ ep``)."""
+    if ep <= 1 and tp <= 1:
         return work
     out = work.copy()
     rows = np.flatnonzero((out["op"].astype(str) == GROUPED_GEMM_OP).to_numpy())
+    g = ep / tp
     for i in rows:
         b, m, n, k = (float(out.at[i, c]) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
         if b % ep:
@@ -334,10 +366,12 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float) 
         def off(x: float) -> float:  # how far a dimension is from the rank's routed tokens per expert
             return abs(np.log(max(x, 1.0) / max(per_expert_tokens, 1.0)))
 
-        m2, n2 = (m * ep, n) if off(m) <= off(n) else (m, n * ep)
+        m2, n2 = (max(m * g, 1.0), n) if off(m) <= off(n) else (m, max(n * g, 1.0))
         b2 = b / ep
         before, after = b * (m * n + n * k + m * k), b2 * (m2 * n2 + n2 * k + m2 * k)
         out.at[i, "dim_b"], out.at[i, "dim_m"], out.at[i, "dim_n"] = b2, m2, n2
+        if tp > 1:
+            out.at[i, "flops"] = float(out.at[i, "flops"]) / tp
         out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k / 128)
         out.at[i, "bytes"] = float(out.at[i, "bytes"]) * after / before
     return out

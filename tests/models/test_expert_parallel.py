@@ -1,7 +1,9 @@
-"""Expert parallelism (``ep``, carved from the data-parallel ranks): each rank holds ``experts / ep`` routed experts and
-computes the tokens every rank of its group routes to them; two all-to-alls per MoE layer and pass dispatch the
-tokens and combine the outputs; an expert's gradients are reduced over the ``dp·cp/ep`` ranks that hold it; memory
-holds ``experts / ep`` of the experts, the sharded optimizer ``1/(dp·cp)`` of every parameter."""
+"""Expert parallelism (``ep``, carved from the data- and tensor-parallel ranks): each rank holds ``experts / ep`` routed
+experts and computes the tokens every rank of its group routes to them; two all-to-alls per MoE layer and pass dispatch
+the tokens and combine the outputs; an expert's gradients are reduced over the ``tp·dp·cp/ep`` ranks that hold it;
+memory holds ``experts / ep`` of the experts, the sharded optimizer ``1/(dp·cp)`` of every parameter's tensor-parallel
+share. Beside tensor parallelism each expert stays whole on its rank (Megatron-Core's expert tensor parallelism 1):
+the MoE blocks run on the rank's sequence shard, outside the tensor-parallel collectives."""
 from __future__ import annotations
 
 import warnings
@@ -24,8 +26,8 @@ DENSE = {k: v for k, v in dict(MIXTRAL, model_type="mistral", architectures=["Mi
          if k not in ("num_local_experts", "num_experts_per_tok")}
 
 
-def _work(**kw):
-    return pm.Workload(MIXTRAL, input_shape=(SEQ,), precision="bf16", optimizer="adam-fused", **{"batch_size": 16, **kw})
+def _work(model=MIXTRAL, **kw):
+    return pm.Workload(model, input_shape=(SEQ,), precision="bf16", optimizer="adam-fused", **{"batch_size": 16, **kw})
 
 
 def _predict(strategy, n=8, framework="megatron", gpus_per_node=8, **kw):
@@ -35,11 +37,11 @@ def _predict(strategy, n=8, framework="megatron", gpus_per_node=8, **kw):
                           pm.Parallelism(strategy, framework=framework, micro_batch_size=1))
 
 
-def _rank(strategy, n=8):
+def _rank(strategy, n=8, model=MIXTRAL):
     from perfmodel.step.parallel import rank_work
     from perfmodel.step.prediction import resolve_run
 
-    w, c, p = resolve_run(_work(batch_size=2 * n), pm.Cluster("H100", n_gpus=n),
+    w, c, p = resolve_run(_work(model, batch_size=2 * n), pm.Cluster("H100", n_gpus=n),
                           pm.Parallelism(strategy, framework="megatron", micro_batch_size=1))
     return rank_work(w, p.with_micro_batches(w.batch_size, n), n)
 
@@ -57,8 +59,11 @@ def test_ep_is_carved_from_the_data_parallel_ranks_and_spelled_with_a_degree():
     assert parse_strategy("ep4-pp2-dp", 16)["name"] == "dp8-ep4-pp2"  # canonical order, the open degree takes the rest
     assert parse_strategy("fsdp4-cp2-ep8", 8)["ep"] == 8  # over the dp x cp ranks
     assert parse_strategy("dp8", 8)["ep"] == 1
-    for bad, n, why in (("dp-ep", 8, "ep needs a degree"), ("ep8", 8, "has none. Add dp or fsdp"),
-                        ("dp6-ep4", 6, "ep4 does not divide the 6 data-parallel ranks")):
+    assert parse_strategy("dp2-ep4-tp2", 4)["ep"] == 4  # over the tp x dp ranks
+    assert parse_strategy("tp2-ep2", 2)["name"] == "ep2-tp2"
+    for bad, n, why in (("dp-ep", 8, "ep needs a degree"), ("ep8", 8, "has none. Add dp, fsdp or tp"),
+                        ("dp6-ep4", 6, "ep4 does not divide the 6 ranks of a pipeline stage"),
+                        ("dp2-ep8-tp2", 4, r"ep8 does not divide the 4 ranks .*tp x dp x cp = 2 x 2 x 1")):
         with pytest.raises(StrategyError, match=why):
             parse_strategy(bad, n)
 
@@ -165,8 +170,16 @@ def test_the_layout_search_tries_expert_parallelism_for_a_mixture_of_experts_onl
     from perfmodel.planning.layouts import layout_candidates
 
     c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect=LINKS)
-    eps = {parse_strategy(p.strategy, 16)["ep"] for p in layout_candidates(_work(batch_size=32), c)}
+    cands = layout_candidates(_work(batch_size=32), c)
+    eps = {parse_strategy(p.strategy, 16)["ep"] for p in cands}
     assert eps == {1, 8}  # none, the widest in a node (8 experts: also the widest)
+    degs = [parse_strategy(p.strategy, 16) for p in cands]
+    assert {d["tp"] for d in degs} == {1, 2}  # tensor parallelism beside whole experts (the heads: 4 and 2 for K, V)
+    assert {(d["tp"], d["ep"]) for d in degs} >= {(2, 1), (2, 8)}
+    # on 2 GPUs, 2 tensor-parallel ranks and no data-parallel ones hold whole experts only spread over both
+    two = layout_candidates(_work(batch_size=32), pm.Cluster("H100", n_gpus=2), pipeline_parallel=[1])
+    assert {(parse_strategy(p.strategy, 2)["tp"], parse_strategy(p.strategy, 2)["ep"]) for p in two} == {(1, 1), (1, 2),
+                                                                                                       (2, 2)}
     dense = pm.Workload(DENSE, input_shape=(SEQ,), batch_size=32, precision="bf16")
     assert {parse_strategy(p.strategy, 16)["ep"] for p in layout_candidates(dense, c)} == {1}
     chosen = layout_candidates(_work(batch_size=32), c, expert_parallel=[2, 3])
@@ -209,3 +222,94 @@ def _predict_plain(strategy):
         warnings.simplefilter("ignore")
         return float(pm.predict_step_time(MIXTRAL, "H100", input_shape=(SEQ,), batch_size=16, precision="bf16",
                                           optimizer="adam", n_gpus=8, strategy=strategy).iloc[0]["step_time_s"])
+
+
+def test_tensor_parallelism_keeps_each_expert_whole_and_runs_the_moe_block_on_the_sequence_shard():
+    one, r = _rank("dp8"), _rank("dp4-ep4-tp2")
+    whole = _rank("dp4-tp2")  # tensor parallel, every expert on every rank
+    experts, _ = _expert_and_other_params()
+    fwd1, fwd = (x.work[(x.work["phase"] == "forward")] for x in (one, r))
+    # one sequence per micro-batch in both: the two tensor-parallel ranks share its work, FLOP for FLOP
+    assert fwd["flops"].sum() == pytest.approx(fwd1["flops"].sum() / 2, rel=1e-9)
+    g1, g = (x[x["op"] == "aten._grouped_mm"] for x in (fwd1, fwd))
+    assert np.allclose(g["flops"].to_numpy(), g1["flops"].to_numpy() / 2)
+    assert (g["dim_b"] == 2).all() and (g["dim_m"] == 4 / 2 * g1["dim_m"].to_numpy()).all()  # 4 ranks' tokens, half each
+    router1, router = (x[x["module"].str.endswith("mlp.gate") & (x["op"] == "aten.mm")] for x in (fwd1, fwd))
+    assert np.allclose(router["flops"].to_numpy(), router1["flops"].to_numpy() / 2)  # on the sequence shard
+    assert (router["dim_n"] == router1["dim_n"]).all() and (router["dim_k"] == router1["dim_k"]).all()  # not split
+    assert r.expert_params == pytest.approx(experts / 4) and whole.expert_params == pytest.approx(experts)
+    assert r.rank_params == pytest.approx(whole.rank_params - experts * 3 / 4)
+    assert r.tp_blocks == 1.0 and whole.tp_blocks == 1.0 and _rank("dp4-tp2").ep == 1  # the attention's block only
+    dense = _rank("dp4-tp2", model=DENSE)
+    assert dense.tp_blocks == 2.0
+    # every tensor-parallel collective: a MoE layer has half a dense layer's (the attention's block), the embedding's
+    # and the vocabulary projection's all-reduces alike
+    lk = resolve_links(LINKS, "H100", degrees=parse_strategy("dp4-tp2", 8))
+    tp_per = pm.step.collectives.allreduce_time(r.act_bytes, 2, lk["tp"])
+    moe_tp, dense_tp = (_predict("dp4-ep4-tp2").comm_total_s["tp"],
+                        _predict("dp4-tp2", model=DENSE).comm_total_s["tp"])
+    m = 4  # 16 sequences over 4 replicas in micro-batches of one
+    assert 2 * moe_tp == pytest.approx(dense_tp + 2 * m * tp_per)
+    row = _predict("dp4-ep4-tp2")
+    assert ("each routed expert whole on its rank beside tensor parallelism over 2 (Megatron-Core's expert tensor "
+            "parallelism 1)") in row.basis and "expert parallel over 4 of the 8 tensor-, context- and" in row.basis
+
+
+def test_tensor_parallelism_beside_experts_needs_sequence_parallelism_and_ranks_to_reduce_them():
+    for strategy, n, framework, why in (
+            ("dp4-tp2", 8, "pytorch", r"sequence parallelism.*Pass sequence_parallel=True"),
+            ("tp2", 2, "megatron", r"hold the same experts 2 times over.*ep2.*'ep2-tp2'"),
+            ("dp4-tp2", 8, "megatron-no-sp", r"sequence parallelism")):
+        par = dict(framework="megatron", sequence_parallel=False) if framework == "megatron-no-sp" else dict(framework=framework)
+        with pytest.raises(StrategyError, match=why), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pm.predict(_work(), pm.Cluster("H100", n_gpus=n, interconnect=LINKS),
+                       pm.Parallelism(strategy, micro_batch_size=1, **par))
+    assert _predict("ep2-tp2", n=2).step_time_s > 0  # each expert on one of the 2 ranks: nothing to reduce
+    assert _predict("fsdp4-tp2", framework="pytorch").step_time_s > 0  # torchtitan's 2D: sequence parallel
+
+
+def test_the_ranks_that_share_an_expert_beside_tensor_parallelism_are_ep_apart():
+    experts, _ = _expert_and_other_params()
+    deg = parse_strategy("dp8-ep8-tp2", 16)
+    assert pm.step.strategy.ranks_per_node(deg, 8)["ep"] == 8  # consecutive: the whole node
+    lk = resolve_links(LINKS, "H100", degrees=deg)
+    assert lk["ep"].name == "nvlink (H100)" and lk["edp"].bandwidth_gb_per_s == 50.0  # one per node, one NIC
+    r = _rank("dp8-ep8-tp2", 16)
+    # an expert over tp x dp / ep = 2 ranks, against the 8-rank data-parallel ring
+    share = ((2 - 1) / 2) / ((8 - 1) / 8)
+    assert r.dp_reduced(r.rank_params, r.expert_params) == pytest.approx(r.rank_params - experts / 8 * (1 - share))
+    whole = _rank("dp4-tp2")  # every expert on both tensor-parallel ranks: reduced over all 8
+    assert whole.dp_reduced(whole.rank_params, whole.expert_params) == pytest.approx(
+        whole.rank_params - experts * (1 - ((8 - 1) / 8) / ((4 - 1) / 4)))
+
+
+def test_memory_beside_tensor_parallelism_holds_whole_experts_and_shards_their_state_over_every_rank():
+    experts, _ = _expert_and_other_params()
+    whole, ep = (_predict(s).memory for s in ("dp4-tp2", "dp4-ep4-tp2"))
+    assert whole["params_bytes"] - ep["params_bytes"] == pytest.approx(experts * 3 / 4 * 2)  # bf16
+    assert ep["optimizer_bytes"] == pytest.approx(whole["optimizer_bytes"])  # the distributed optimizer's shard
+    # the shard: 1/(dp·cp) of every parameter's tensor-parallel share, an expert's 1/(tp·dp·cp) of it — against
+    # dp8-ep4's 1/8 of every parameter
+    experts, other = _expert_and_other_params()
+    dense_tp = _rank("dp4-tp2").rank_params - experts  # a tensor-parallel rank's share of the dense parameters
+    plain = _predict("dp8-ep4").memory["optimizer_bytes"]
+    assert ep["optimizer_bytes"] / plain == pytest.approx((dense_tp / 4 + experts / 8) / ((other + experts) / 8))
+
+
+def test_beside_pytorch_s_sequence_parallelism_the_norm_before_a_whole_moe_block_is_not_gathered():
+    """torchtitan's sequence parallelism keeps each norm output that feeds a tensor-parallel block whole besides its
+    shard (the block all-gathers it); the MoE block, whole on its rank, runs on the shard and gathers nothing."""
+    import torch
+
+    from perfmodel.step import memory as mem
+    from perfmodel.step import trace as wl
+
+    picked = {}
+    for key, cfg in (("moe", MIXTRAL), ("dense", DENSE)):
+        net, _, _, _, _, lay = wl.model_and_layout(cfg, (SEQ,), None)
+        saved, _ = mem._saved_for(net, torch.bfloat16, (1, SEQ), torch.long)
+        layer = wl.op_layer(saved.assign(phase="forward"), lay.n_layers)
+        picked[key] = [m.rsplit(".", 1)[-1] for m in saved.loc[mem._gathered_block_inputs(saved, layer, lay, 2), "module"]]
+    assert picked["moe"] == ["input_layernorm"] * 2
+    assert picked["dense"] == ["input_layernorm", "post_attention_layernorm"] * 2

@@ -211,8 +211,9 @@ def test_pytorch_ring_attention_runs_its_fp32_merges_beside_each_attention_kerne
 def test_context_parallel_groups_and_links():
     assert crosses_nodes({"tp": 8, "cp": 2, "dp": 1}, 8) == {"tp": False, "cp": True, "dp": True, "pp": False, "ep": False}
     assert crosses_nodes({"tp": 1, "cp": 8, "dp": 1}, 8) == {"tp": False, "cp": False, "dp": False, "pp": False, "ep": False}
-    # the ep group: consecutive data- and context-parallel ranks, tp apart
-    assert crosses_nodes({"tp": 2, "cp": 2, "dp": 4, "ep": 8}, 8)["ep"]
+    # the ep group: consecutive ranks (each expert whole on its rank: the tensor-parallel ranks among them)
+    assert not crosses_nodes({"tp": 2, "cp": 2, "dp": 4, "ep": 8}, 8)["ep"]
+    assert crosses_nodes({"tp": 2, "cp": 2, "dp": 4, "ep": 16}, 8)["ep"]
     assert not crosses_nodes({"tp": 1, "cp": 2, "dp": 4, "ep": 8}, 8)["ep"]
     assert crosses_nodes({"tp": 1, "cp": 2, "dp": 8}, 8)["dp"]
 

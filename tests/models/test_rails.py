@@ -29,9 +29,10 @@ LLAMA = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_si
     ("fsdp8-tp2", 16, {"tp": 2, "cp": 1, "dp": 4, "pp": 1, "ep": 1}),
     ("fsdp4-cp2-tp8", 64, {"tp": 8, "cp": 1, "dp": 1, "pp": 1, "ep": 1}),
     ("dp2-tp2-pp4", 16, {"tp": 2, "cp": 1, "dp": 2, "pp": 2, "ep": 1}),
-    ("dp16-ep4-tp2", 32, {"tp": 2, "cp": 1, "dp": 4, "pp": 1, "ep": 4}),  # ep's ranks tp apart
+    ("dp16-ep4-tp2", 32, {"tp": 2, "cp": 1, "dp": 4, "pp": 1, "ep": 4}),  # ep's ranks consecutive
     ("dp4-cp2-ep8", 8, {"tp": 1, "cp": 2, "dp": 8, "pp": 1, "ep": 8}),  # over the cp ranks too: the whole node
-    ("dp16-ep8-tp2", 32, {"tp": 2, "cp": 1, "dp": 4, "pp": 1, "ep": 4}),  # half of the ep group on each node
+    ("dp16-ep8-tp2", 32, {"tp": 2, "cp": 1, "dp": 4, "pp": 1, "ep": 8}),  # consecutive, whole experts: one node
+    ("dp8-ep16-tp2", 16, {"tp": 2, "cp": 1, "dp": 4, "pp": 1, "ep": 8}),  # half of the ep group on each node
 ])
 def test_ranks_of_a_group_on_one_node(strategy, n, want):
     assert ranks_per_node(parse_strategy(strategy, n), 8) == want

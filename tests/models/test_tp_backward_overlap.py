@@ -33,7 +33,7 @@ def _layer(gemm_s: float, *, sequence_parallel: bool, n_layers: int = 2):
     role.append(TP_NONE), block.append(""), phase.append("backward"), t.append(1.0)  # e.g. the loss: no role
     r = types.SimpleNamespace(lay=types.SimpleNamespace(n_layers=n_layers), phase=np.array(phase),
                               tp_role=np.array(role, dtype=np.int8), tp_block=np.array(block, dtype=object),
-                              sequence_parallel=sequence_parallel)
+                              sequence_parallel=sequence_parallel, tp_blocks=2.0)
     return r, np.array(t)
 
 
