@@ -68,7 +68,7 @@ from perfmodel._workload import accepts_workload
 from perfmodel.step.strategy import check_pipeline_split, pipeline_chunks
 #: the output projection of an attention module (row-parallel; :data:`perfmodel.step.trace.OUT_PROJECTION`)
 from perfmodel.step.trace import OUT_PROJECTION as _OUT_PROJECTION
-from perfmodel.step.trace import expert_parallel_layout, expert_shard_layout
+from perfmodel.step.trace import expert_parallel_layout, expert_shard_layout, is_shared_expert
 
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES", "pipeline_in_flight"]
 
@@ -241,7 +241,7 @@ def _gathered_block_inputs(saved: pd.DataFrame, layer: np.ndarray, lay, size: in
         if dims and dims[-1] == lay.hidden and b == float(np.prod(dims)) * size:
             last[m] = i
     moe = {int(li) for li, r in zip(layer, rel) if ".experts" in "." + r}
-    moe -= {int(li) for li, r in zip(layer, rel) if "shared_expert" in r}
+    moe -= {int(li) for li, r in zip(layer, rel) if is_shared_expert(r)}
     for li in moe:  # the norm before a whole MoE block: its output is not gathered
         feeds = [i for i in last.values() if layer[i] == li]
         if feeds:
@@ -415,7 +415,7 @@ def _fp8_linear_names(w, r) -> set:
 
     vocab = wl.model_and_layout(w.model, w.input_shape, w.input_dtype)[3]
     high = w.input_high if isinstance(w.input_high, (int, np.integer)) and not isinstance(w.input_high, bool) else vocab
-    return wl.fp8_linear_weights(r.net, r.lay, int(high) if high else high)
+    return wl.fp8_linear_weights(r.net, r.lay, int(high) if high else high, experts=r.stack == "te")
 
 
 def _te_weight_cache(w, deg: dict, prec: str, r) -> tuple:

@@ -141,7 +141,7 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        crosses_nodes, default_network, parse_strategy,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
-from perfmodel.step.trace import (GROUPED_GEMM_OP, MXFP8_BYTES_PER_ELEMENT, expert_param_names, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
+from perfmodel.step.trace import (GROUPED_GEMM_OP, TE_WEIGHT_CAST_OPS, MXFP8_BYTES_PER_ELEMENT, expert_param_names, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
 
 __all__ = [
@@ -501,19 +501,21 @@ def _async_tp_layer(r: "RankWork", t: np.ndarray, ag: float, rs: float) -> tuple
     fwd = r.phase == "forward"
     single = _single_producer_blocks(r.work["module"].astype(str).to_numpy(), r.tp_role, r.tp_block, fwd, L, r.framework)
     userbuffers = r.framework == "megatron" and r.sequence_parallel
-    f_ex = b_ex = regather = 0.0
+    f_ex = b_ex = regather = share = 0.0
     for b, one_producer in single.items():
+        n_b, frac = _block_layers(r, b, L)  # the layers that have the block (a mixture of experts' may not all)
         col = fwd & (r.tp_role == TP_COLUMN) & (r.tp_block == b)
         row = fwd & (r.tp_role == TP_ROW) & (r.tp_block == b)
-        col_s, row_s = float(t[col].sum()) / L, float(t[row].sum()) / L
-        f_ex += _fused_exposed(ag, r.tp, col_s) + _fused_exposed(rs, r.tp, row_s)
+        col_s, row_s = float(t[col].sum()) / n_b, float(t[row].sum()) / n_b
+        f_ex += frac * (_fused_exposed(ag, r.tp, col_s) + _fused_exposed(rs, r.tp, row_s))
         if userbuffers:  # each backward GEMM of the column-parallel linear as long as its forward one
-            b_ex += _fused_exposed(ag, r.tp, row_s) + max(ag - col_s, 0.0) + max(rs - col_s, 0.0)
-            regather += ag
+            b_ex += frac * (_fused_exposed(ag, r.tp, row_s) + max(ag - col_s, 0.0) + max(rs - col_s, 0.0))
+            regather += frac * ag
         else:
-            b_ex += _fused_exposed(ag, r.tp, row_s) + (_fused_exposed(rs, r.tp, col_s) if one_producer else rs)
-    if single and userbuffers:  # two blocks a layer, as vanilla TP's count
-        regather *= r.tp_blocks / len(single)
+            b_ex += frac * (_fused_exposed(ag, r.tp, row_s) + (_fused_exposed(rs, r.tp, col_s) if one_producer else rs))
+        share += frac
+    if single and userbuffers:  # the layer's blocks (RankWork.tp_blocks), as vanilla TP's count
+        regather *= r.tp_blocks / share
     cap = r.tp_blocks * (ag + rs)
     return min(f_ex, cap), min(b_ex, cap + regather), regather
 
@@ -535,17 +537,30 @@ def _overlapped_tp_backward(r: "RankWork", t: np.ndarray, ag: float, rs: float, 
     blocks = [b for b in pd.unique(r.tp_block[r.tp_role == TP_COLUMN]) if b]
     if not blocks:
         return r.tp_blocks * (vanilla if vanilla is not None else (ag + rs if r.sequence_parallel else ar)), 0.0
-    exposed = regather = 0.0
+    exposed = regather = share = 0.0
     for b in blocks:
-        gemm = float(t[back & (r.tp_role == TP_COLUMN) & (r.tp_block == b)].sum()) / L / 2
+        n_b, frac = _block_layers(r, b, L)  # the layers that have the block (a mixture of experts' may not all)
+        gemm = float(t[back & (r.tp_role == TP_COLUMN) & (r.tp_block == b)].sum()) / n_b / 2
         if r.sequence_parallel:
-            exposed += ag + max(ag - gemm, 0.0) + max(rs - gemm, 0.0)
-            regather += ag
+            exposed += frac * (ag + max(ag - gemm, 0.0) + max(rs - gemm, 0.0))
+            regather += frac * ag
         else:
-            exposed += max(ar - gemm, 0.0)
-    # a layer with other than two blocks counts as two (the attention's and the MLP's), as vanilla TP's count does
-    scale = r.tp_blocks / len(blocks)
+            exposed += frac * max(ar - gemm, 0.0)
+        share += frac
+    # the layer's blocks (RankWork.tp_blocks: a dense layer's two, the attention's and the MLP's, however its linears
+    # are grouped, as vanilla TP's count does)
+    scale = r.tp_blocks / share
     return exposed * scale, regather * scale
+
+
+def _block_layers(r: "RankWork", block: str, L: int) -> tuple[int, float]:
+    """(layers, their share of the ``L`` layers) that have the tensor-parallel block ``block``: every layer of a
+    dense model; of a mixture of experts with dense and MoE layers, those whose rows name it."""
+    if not getattr(r, "expert_params", 0.0):
+        return L, 1.0
+    have = np.unique(r.layer[(r.tp_block == block) & (r.tp_role != TP_NONE) & (r.layer >= 0) & (r.layer < L)])
+    n = max(len(have), 1)
+    return n, n / L
 
 
 #: the process groups of a layout, in the order a result lists their communication.
@@ -642,13 +657,20 @@ class RankWork:
     #: the experts each goes to, at the hidden size); the MoE layers (of each pipeline stage)
     ep: int = 1
     expert_params: float = 0.0
-    #: tensor-parallel blocks per layer (:func:`_tp_blocks`): 2, the attention's and the MLP's, but fewer where a
-    #: mixture of experts' MoE blocks stay whole beside tensor parallelism
+    #: tensor-parallel blocks per layer (:func:`_layer_tp_blocks`), averaged over the layers: 2, the attention's and the
+    #: MLP's, but fewer where a mixture of experts' MoE blocks stay whole beside tensor parallelism; and the blocks of
+    #: each pipeline stage's layers (None: ``tp_blocks`` per layer)
     tp_blocks: float = 2.0
+    stage_tp_blocks: np.ndarray | None = None
     stage_experts: np.ndarray | None = None
     dispatch_bytes: float = 0.0
     moe_layers: int = 0
     stage_moe_layers: np.ndarray | None = None
+
+    @property
+    def stage_blocks(self) -> np.ndarray:
+        """Tensor-parallel blocks of each pipeline stage's layers (:attr:`stage_tp_blocks`)."""
+        return self.stage_tp_blocks if self.stage_tp_blocks is not None else self.tp_blocks * self.stage_layers
 
     @property
     def dp_ranks(self) -> int:
@@ -1019,7 +1041,7 @@ def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work:
     if ep > 1 and experts % ep:
         raise StrategyError(f"strategy={strat!r}: ep{ep} does not divide {name}'s {experts} routed experts: each "
                             f"expert-parallel rank holds experts / ep of them. Use an ep that divides {experts}.")
-    if tp <= 1 and strat != "tp" or not experts:
+    if tp <= 1 or not experts:
         return
     what = f"{name} is a mixture of experts ({experts} routed experts)"
     if not grouped:
@@ -1032,17 +1054,20 @@ def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work:
                             "tensor parallelism); this layout runs without it. Pass sequence_parallel=True (on by "
                             "default with framework='megatron' and with fsdp), or leave tp out.")
     if dp_ranks <= 1 and ep != tp:
+        spread = (f"Spread the experts over them with ep{tp} (e.g. 'ep{tp}-tp{tp}'), or add dp."
+                  if experts % tp == 0 else "Add dp.")
         raise StrategyError(f"strategy={strat!r}: {what}; with each expert whole on its rank, its {tp} tensor-parallel "
-                            f"ranks would hold the same experts {tp // max(ep, 1)} times over and no data-parallel group "
-                            f"reduces their gradients. Spread the experts over them with ep{tp} (e.g. "
-                            f"'ep{tp}-tp{tp}'), or add dp.")
+                            f"ranks would hold the same experts {tp // max(ep, 1)} times over, and perfmodel reduces an "
+                            f"expert's gradients beside the data-parallel ones, which this layout has none of. {spread}")
 
 
 def _moe_rows(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> np.ndarray:
     """Rows of a mixture of experts' MoE blocks, which tensor parallelism leaves whole (expert tensor parallelism 1):
     in each layer that runs grouped GEMMs, the kernels of the module that holds its ``experts`` (the router, the
-    routing, the experts, their permutations and the weighted sum) but those of a shared expert, a dense MLP that
-    tensor parallelism splits."""
+    routing, the experts, their permutations and the weighted sum, a shared expert's gate) but those of a shared
+    expert, a dense MLP that tensor parallelism splits (:func:`perfmodel.step.trace.is_shared_expert`)."""
+    from perfmodel.step import trace as wl
+
     mods = work["module"].astype(str).to_numpy()
     grouped = (work["op"] == GROUPED_GEMM_OP).to_numpy()
     if not grouped.any():
@@ -1054,7 +1079,7 @@ def _moe_rows(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> np.nda
     moe_layers = np.unique(layer[grouped])
     in_block = np.array([any(r == b or r.startswith(b + ".") for b in blocks) if b_ok else False
                          for r, b_ok in zip(rel, np.isin(layer, moe_layers))], dtype=bool)
-    shared = np.array(["shared_expert" in r for r in rel], dtype=bool)
+    shared = np.array([wl.is_shared_expert(r) for r in rel], dtype=bool)
     return (in_block & ~shared) | grouped
 
 
@@ -1123,16 +1148,32 @@ def _expert_fields(work: pd.DataFrame, held: ModelLayout, ep: int, layer: np.nda
     return out
 
 
-def _tp_blocks(tp_role: np.ndarray, tp_block: np.ndarray, layer: np.ndarray, moe: np.ndarray, n_layers: int) -> float:
-    """Tensor-parallel blocks per layer, averaged over the layers: two (the attention's and the MLP's, as vanilla TP
-    counts every layer), but one in a MoE layer whose MoE block tensor parallelism leaves whole (:func:`_moe_rows`) and
-    that has no other split block (a shared expert's)."""
-    moe_layers = np.unique(layer[moe & (layer >= 0) & (layer < n_layers)])
-    if not len(moe_layers) or n_layers < 1:
-        return 2.0
+def _layer_tp_blocks(tp_role: np.ndarray, tp_block: np.ndarray, layer: np.ndarray, moe: np.ndarray,
+                     n_layers: int) -> np.ndarray:
+    """Tensor-parallel blocks of each layer: two (the attention's and the MLP's, as vanilla TP counts every layer),
+    but one in a MoE layer whose MoE block tensor parallelism leaves whole (:func:`_moe_rows`) and that has no other
+    split block (a shared expert's)."""
+    out = np.full(max(n_layers, 1), 2.0)
     split = tp_role != TP_NONE
-    single = sum(len(pd.unique(tp_block[split & (layer == li)])) <= 1 for li in moe_layers)
-    return 2.0 - single / n_layers
+    for li in np.unique(layer[moe & (layer >= 0) & (layer < n_layers)]):
+        if len(pd.unique(tp_block[split & (layer == li)])) <= 1:
+            out[li] = 1.0
+    return out
+
+
+def _tp_block_fields(layer_blocks: np.ndarray | None, layer: np.ndarray, stages: dict) -> dict:
+    """:class:`RankWork`'s :attr:`RankWork.tp_blocks` (the layers' mean) and, with a pipeline, the blocks of each
+    stage's layers (:attr:`RankWork.stage_tp_blocks`); none where every layer has two."""
+    if layer_blocks is None:
+        return {}
+    out = dict(tp_blocks=float(layer_blocks.mean()))
+    if stages:
+        n = len(layer_blocks)
+        inside = (layer >= 0) & (layer < n)
+        stage_of = np.zeros(n, dtype=int)
+        stage_of[layer[inside]] = stages["stage"][inside]
+        out["stage_tp_blocks"] = np.array([layer_blocks[stage_of == s].sum() for s in range(len(stages["stage_layers"]))])
+    return out
 
 
 def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.ndarray, lay: ModelLayout, held: ModelLayout,
@@ -1152,7 +1193,7 @@ def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.nda
     moe = _moe_rows(work, layer, lay) if held is not lay and tpd > 1 else np.zeros(len(work), dtype=bool)
     if tpd <= 1:
         tp_role, tp_block = np.zeros(len(work), dtype=np.int8), np.full(len(work), "", dtype=object)
-        return _scale_rows(work, is_opt, opt_share), (layer, is_opt, tp_role, tp_block), 2.0
+        return _scale_rows(work, is_opt, opt_share), (layer, is_opt, tp_role, tp_block), None
     prec, compile, sp = w.precision, wl.stack_of(w.stack), ex["sequence_parallel"]
     unsplit = work
     split_mask = _tp_split_mask(work, layer, lay) & ~moe
@@ -1162,14 +1203,18 @@ def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.nda
     work = _divide_tokens(work, moe & (work["op_class"] == "matmul").to_numpy() & (work["op"] != GROUPED_GEMM_OP).to_numpy(),
                           tpd, tokens)
     if sp:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
-        sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
+        # (not the casts of whole experts' weights: each rank casts the experts it holds)
+        sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy() & ~wl.expert_weight_casts(work)
         work = _divide_rows(work, sp_mask, tpd, tokens)
-    work = wl.te_tp_casts(wl.keep_gathered_whole(work, unsplit, tpd), unsplit, tpd, sp)  # from the unsplit rows
+    resized = wl.te_tp_casts(wl.keep_gathered_whole(work, unsplit, tpd), unsplit, tpd, sp)  # from the unsplit rows
+    if moe.any():  # a whole MoE block's casts run on the sequence shard: split above, gathered by no one
+        resized.loc[moe] = work.loc[moe]
+    work = resized
     tp_role, tp_block = _tp_linear_roles(unsplit, lay, split_mask & (layer >= 0) & (layer < lay.n_layers))
     if compile == "compile" and _tp_gather_bytes(prec, ex["framework"], "compile", w.fp8_recipe, tpd):
         work, keep = _gathered_casts(work, unsplit, tp_role, tpd)  # rows kept and appended: the arrays follow
         tp_role, tp_block, layer, is_opt, moe = tp_role[keep], tp_block[keep], layer[keep], is_opt[keep], moe[keep]
-    blocks = _tp_blocks(tp_role, tp_block, layer, moe, lay.n_layers) if moe.any() else 2.0
+    blocks = _layer_tp_blocks(tp_role, tp_block, layer, moe, lay.n_layers) if moe.any() else None
     return work, (layer, is_opt, tp_role, tp_block), blocks
 
 
@@ -1216,13 +1261,13 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
     work, held = _expert_parallel(work, lay, deg["ep"], tokens, tpd)
     rank_P = rank_share(held, held.param_numel, tpd)  # parameters of one tensor-parallel rank (its experts, under ep)
-    work, (layer, is_opt, tp_role, tp_block), tp_blocks = _tensor_parallel_split(work, layer, is_opt, lay, held, w, ex,
-                                                                                  deg, tokens)
+    work, (layer, is_opt, tp_role, tp_block), layer_blocks = _tensor_parallel_split(work, layer, is_opt, lay, held, w, ex,
+                                                                                     deg, tokens)
     if fsdp or ex["distributed_optimizer"]:  # the optimizer updates this rank's shard: 1/(dp·cp) of its tensor-parallel share
         work = _master_casts(_scale_rows(work, is_opt, 1 / (d * cpd)), fsdp_shards=d * cpd if fsdp else None)
     fp8_on = resolve_fp8_param_gather(par.fp8_param_gather, ex, fsdp=fsdp, precision=prec, stack=wl.stack_of(compile),
                                       recipe=w.fp8_recipe)
-    fp8_names = wl.fp8_linear_weights(net, lay, high) if fp8_on else set()
+    fp8_names = wl.fp8_linear_weights(net, lay, high, experts=wl.stack_of(compile) == "te") if fp8_on else set()
     if fp8_on:  # torchao casts each weight on the rank's shard before FSDP's FP8 all-gather
         work = _scale_rows(work, (work["op"].astype(str) == wl.FP8_WEIGHT_CAST_OP).to_numpy(), 1 / (d * cpd))
     work, (layer, is_opt, tp_role, tp_block) = _layout_kernels(work, (layer, is_opt, tp_role, tp_block), w, par, ex, lay,
@@ -1244,8 +1289,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         per_step=_once_per_step(work, ex["framework"], wl.stack_of(compile), m, fsdp and p > 1),
         tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
-        tp_blocks=tp_blocks,
-        **stages, **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd))
+        **_tp_block_fields(layer_blocks, layer, stages), **stages,
+        **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd))
 
 
 @dataclasses.dataclass
@@ -1253,8 +1298,8 @@ class _Comm:
     """One GPU's per-layer collective times, shared by the three execution paths."""
 
     tp_per: float  # one tensor-parallel all-reduce of the activations (the embedding's, the vocabulary projection's)
-    tp_layer: float  # one block's all-gather and reduce-scatter: half a layer's tensor-parallel collectives per pass
-    tp_lf: float  # exposed seconds of a layer's tensor-parallel collectives over two (its 2 all-reduces' worth), forward
+    tp_layer: float  # one block's all-gather and reduce-scatter: a block's tensor-parallel collectives per pass
+    tp_lf: float  # exposed seconds of a layer's tensor-parallel collectives per block (RankWork.tp_blocks), forward
     tp_lb: float  # ... backward
     cp_f: float  # context parallel, exposed per pass over all layers
     cp_b: float
@@ -1274,9 +1319,9 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     phase, lay = r.phase, r.lay
     tp_per = allreduce_time(r.act_bytes, r.tp, lk["tp"])  # 0 without tensor parallelism
     L = max(lay.n_layers, 1)
-    # tensor-parallel collectives of the layers, per pass: 2 all-reduces' worth per layer (an all-gather and a
-    # reduce-scatter per block, the all-gather in FP8 under torchao's tensorwise Float8); async TP fuses each with its
-    # matmul. tp_lf / tp_lb: half a layer's exposed seconds
+    # tensor-parallel collectives of the layers, per pass: an all-reduce's worth per block, RankWork.tp_blocks a layer
+    # (an all-gather and a reduce-scatter per block, the all-gather in FP8 under torchao's tensorwise Float8); async TP
+    # fuses each with its matmul. tp_lf / tp_lb: a layer's exposed seconds per block
     gather = r.tp_gather_bytes or r.elem_bytes
     ag = allgather_time(r.act_bytes * gather / r.elem_bytes, r.tp, lk["tp"])
     rs = reduce_scatter_time(r.act_bytes, r.tp, lk["tp"])
@@ -1345,21 +1390,25 @@ def _kept_forward(r: RankWork, t: np.ndarray, m: int, on_path=True) -> dict:
     return dict(copy_out_forward=m * float(t[fwd & r.copy_out].sum()), tp_reduce_forward=m * float(t[fwd & r.tp_reduce].sum()))
 
 
-def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float) -> float:
+def _tp_layers_forward(r: RankWork, c: _Comm, n_layers: float, blocks: float | None = None) -> float:
     """Exposed seconds of the tensor-parallel collectives of ``n_layers`` layers' forward pass, one micro-batch: one
     per block (two per layer, :attr:`RankWork.tp_blocks`), each all of one activation all-reduce (vanilla TP) or what
     the matmul it feeds or follows leaves exposed (asynchronous TP, :func:`_async_tp_layer`); 0 without tensor
-    parallelism."""
-    return r.tp_blocks * n_layers * c.tp_lf
+    parallelism. ``blocks``: the layers' blocks where they differ from :attr:`RankWork.tp_blocks` per layer (a
+    pipeline stage's)."""
+    return (r.tp_blocks * n_layers if blocks is None else blocks) * c.tp_lf
 
 
-def _tp_layers_all(r: RankWork, c: _Comm, n_layers) -> float:
+def _tp_layers_all(r: RankWork, c: _Comm, n_layers, blocks=None) -> float:
     """Seconds of every tensor-parallel collective of ``n_layers`` layers (a number, or an array per pipeline stage),
     both passes of one micro-batch, hidden (asynchronous TP, Megatron's backward overlap) or not: two per block (four
     per layer, :attr:`RankWork.tp_blocks`), each one activation all-reduce's worth (vanilla TP's exposed time; the
     group's ``comm_total`` in every layout), and the inputs Megatron's column-parallel linears gather again in the
-    backward pass."""
-    return n_layers * (2 * r.tp_blocks * c.tp_layer + c.tp_regather)
+    backward pass. ``blocks``: the layers' blocks where they differ from :attr:`RankWork.tp_blocks` per layer (each
+    pipeline stage's)."""
+    if blocks is None:
+        return n_layers * (2 * r.tp_blocks * c.tp_layer + c.tp_regather)
+    return blocks * (2 * c.tp_layer + c.tp_regather / r.tp_blocks)
 
 
 def _groups(**parts) -> dict:
@@ -1374,8 +1423,8 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     params = r.dp_reduced(r.rank_params, r.expert_params, lk)
     ag = allgather_time(r.gathered_bytes(params, r.fp8_gathered), r.dp * r.cp, link)
     rs = reduce_scatter_time(params * r.grad_bytes, r.dp * r.cp, link)
-    # with tp: the activation all-reduces of every layer (2 per layer and one for the embedding / vocabulary
-    # projection, in each pass) sit on the critical path; with ep the MoE layers' all-to-alls
+    # with tp: the activation all-reduces of every layer (one per block, RankWork.tp_blocks a layer, and one for the
+    # embedding / vocabulary projection, in each pass) sit on the critical path; with ep the MoE layers' all-to-alls
     tp_f = r.tp_blocks * lay.n_layers * c.tp_lf + c.tp_per
     tp_b = r.tp_blocks * lay.n_layers * c.tp_lb + c.tp_per
     ep = c.ep_pass(r.moe_layers)
@@ -1477,7 +1526,7 @@ def _pipeline_dp(r: RankWork, t: np.ndarray, lk: dict, c: _Comm) -> tuple[np.nda
         # steps; with Megatron's distributed optimizer it all-gathers its updated parameters under its first
         # micro-batch's forward pass
         heads = np.zeros(p)
-        tp_bwd = r.tp_blocks * r.stage_layers * c.tp_lb + (np.arange(p) == p - 1) * c.tp_per
+        tp_bwd = r.stage_blocks * c.tp_lb + (np.arange(p) == p - 1) * c.tp_per
         for s in range(p):
             f_s = float(t[(stage == s) & (phase == "forward")].sum())
             b_s = float(t[(stage == s) & (phase == "backward")].sum()) + tp_bwd[s]
@@ -1511,7 +1560,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     edges = (np.arange(p) == 0).astype(float) + (np.arange(p) == p - 1)
     # tensor-parallel collectives per micro-batch on each stage: 4 all-reduces' worth per layer (exposed as the
     # layout runs them), the embedding's all-reduce on the first stage, the vocabulary projection's on the last
-    st_tp = r.tp_blocks * r.stage_layers * (c.tp_lf + c.tp_lb) + edges * c.tp_per
+    st_tp = r.stage_blocks * (c.tp_lf + c.tp_lb) + edges * c.tp_per
     st = st_fb + st_tp if tpd > 1 else st_fb
     if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
@@ -1542,7 +1591,7 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     # exposed as the layout runs them, and every collective, hidden under a matmul (asynchronous TP) or an attention
     # chunk (context parallelism) or not: the hidden part slows the compute beside it (layout_step)
     tp_only = on_path(st_tp) if tpd > 1 else 0.0
-    tp_all = on_path(_tp_layers_all(r, c, r.stage_layers) + edges * c.tp_per) if tpd > 1 else 0.0
+    tp_all = on_path(_tp_layers_all(r, c, r.stage_layers, r.stage_blocks) + edges * c.tp_per) if tpd > 1 else 0.0
     cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
     cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
     ep_only = on_path(st_ep) if r.ep > 1 else 0.0
@@ -1559,7 +1608,8 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
                       comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_all, cp=cp_all, dp=float(dp_tot.max()),
                                                   ep=ep_only),
                       ep_forward=m * float(st_ep[sb]) / 2,
-                      tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb])) if tpd > 1 else 0.0,
+                      tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb]), float(r.stage_blocks[sb]))
+                      if tpd > 1 else 0.0,
                       cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0,
                       **_kept_forward(r, t, m, stage == sb))
 
@@ -1590,7 +1640,7 @@ def layout_step(r: RankWork, t: np.ndarray, links: dict) -> LayoutStep:
 #: cache keeps from a chunk's first micro-batch of the step to the last (NVIDIA/Megatron-LM d98e8a6,
 #: megatron/core/pipeline_parallel/schedules.py ``forward_step``, megatron/core/extensions/transformer_engine.py
 #: ``TELinear.forward``; ``--disable-parameter-transpose-cache`` off by default)
-ONCE_PER_STEP_OPS = ("te_fp8_weight_cast", "te_nvfp4_weight_cast")
+ONCE_PER_STEP_OPS = TE_WEIGHT_CAST_OPS
 
 
 #: the columns of :func:`predict_parallel_step_time`'s rows that only :func:`perfmodel.predict`'s result shows: each
@@ -1647,11 +1697,12 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     check_async_tp(par.async_tp, deg["tp"], deg["name"], framework=par.framework, stack=wl.stack_of(w.stack))
     par.execution(n_gpus, deg)
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
-    links = [resolve_links(c.interconnect, s, degrees=deg, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
+    r = rank_work(w, par, n_gpus)
+    moe = dict(deg, moe=True) if r.expert_params else deg  # the ring of an expert's holders ("edp") beside tp too
+    links = [resolve_links(c.interconnect, s, degrees=moe, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
              for c, s in zip(clusters, specs)]
     assumed = [default_network(s, deg, c.gpus_per_node, c.nics_per_node) if c.interconnect is None else None
                for c, s in zip(clusters, specs)]
-    r = rank_work(w, par, n_gpus)
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
     for spec, lk, net in zip(specs, links, assumed):

@@ -220,7 +220,8 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     -------
     dict
         A link per group of :data:`LINK_GROUPS`, and with expert parallelism over part of the ranks it is carved from
-        (``degrees`` with ``1 < ep < tp·cp·dp``, :func:`expert_data_parallel`) ``"edp"``: the ring of the ranks that hold the same experts, which reduces
+        (``degrees`` with ``1 < ep < tp·cp·dp``, :func:`expert_data_parallel`; or a mixture of experts, ``degrees``
+        with ``"moe": True``, whole on each of ``tp > 1`` ranks) ``"edp"``: the ring of the ranks that hold the same experts, which reduces
         their gradients.
 
     Raises
@@ -241,7 +242,9 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     out = {g: _on_node(g, link, ranks, degrees) for g, link in links.items()}
     ep = int(degrees.get("ep", 1))
     shared = expert_data_parallel(degrees)
-    if ep > 1 and shared > 1:
+    # with experts whole beside tensor parallelism (degrees' "moe"), an expert is held by tp·cp·dp/ep ranks even
+    # without ep
+    if (ep > 1 or (degrees.get("moe") and int(degrees.get("tp", 1)) > 1)) and shared > 1:
         # the expert-data-parallel group: the ranks that hold the same experts, ep consecutive ranks apart (Megatron-
         # Core's expert grid etp-ep-edp with etp 1): a data-parallel ring of its own, strided as a dp group beside
         # ep ranks

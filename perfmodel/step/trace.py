@@ -30,7 +30,7 @@ from perfmodel._workload import (CHECKPOINTING_MODES, FP8_RECIPES, OPTIMIZERS, P
                                  check_flag, check_input_shape, check_optimizer, check_precision, check_step_args,
                                  checkpointing_mode, STACKS, stack_of, resolve_stack, compile_scope_of)
 
-__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_OP", "FP8_WEIGHT_TRANSPOSE_OP", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "experts_note", "is_routed_expert", "moe_block_param", "expert_shard_layout", "expert_param_names", "expert_parallel_layout", "expert_parallel_work", "GROUPED_GEMM_OP", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
+__all__ = ["Workload", "accepts_workload", "STACKS", "stack_of", "resolve_stack", "te_ops", "PRECISION_DTYPES", "FP8_CAST_BYTES_PER_ELEMENT", "FP8_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_COMPILED_BYTES_PER_ELEMENT", "FP8_WEIGHT_TRANSPOSE_BYTES_PER_ELEMENT", "FP8_WEIGHT_CAST_OP", "FP8_WEIGHT_TRANSPOSE_OP", "TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT", "TE_CURRENT_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_CAST_BYTES_PER_ELEMENT", "TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT", "TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT", "work_from_ops", "experts_note", "is_routed_expert", "is_shared_expert", "moe_block_param", "expert_shard_layout", "expert_param_names", "expert_parallel_layout", "expert_parallel_work", "expert_weight_casts", "TE_FP8_WEIGHT_CAST_OP", "TE_WEIGHT_CAST_OPS", "GROUPED_GEMM_OP", "model_input", "OPTIMIZERS", "FUSED_ADAM_PASSES", "check_step_args", "check_optimizer", "check_precision", "check_batch_size", "check_flag", "check_input_shape", "ATTN_IMPLEMENTATIONS", "attention_implementation", "attention_kernel", "module_fingerprint", "module_memo", "step_ops", "step_work", "fused_dropout", "compiled_work", "fp8_work", "rowwise_overhead_rows", "rowwise_calibration", "rowwise_uncalibrated", "keep_gathered_whole", "ROWWISE_SHARED_OP", "ROWWISE_GATHERED_OP", "OUT_PROJECTION", "fp8_linear_weights", "rank_share", "te_fp8_work", "te_tp_casts", "MASTER_GRAD_CAST_OP", "MASTER_PARAM_COPY_OP", "TE_CAST_OP", "TE_TRANSPOSE_OP", "TE_SEQUENCE_CAST_OP", "TE_GATHERED_CAST_OP", "TE_AMAX_OP", "TE_SEQUENCE_AMAX_OP", "TE_AMAX_BYTES_PER_ELEMENT", "TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT", "TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT", "TE_MXFP8_CAST_BYTES_PER_ELEMENT", "MXFP8_BYTES_PER_ELEMENT", "CHECKPOINTING_MODES", "checkpointing_mode", "checkpointed_layers", "check_checkpointable", "recompute_mask", "selective_recompute_mask", "core_attention_mask", "ModelLayout", "model_and_layout", "model_layout", "op_layer", "context_parallel_work", "RING_ATTENTION_OP", "ring_attention_work", "compile_regions", "loss_rows", "gathered_fp8_casts"]
 
 
 #: bytes an FP8 linear's input casts move per element of each operand (tensorwise scaling, torchao ``Float8Linear``):
@@ -66,6 +66,11 @@ FP8_WEIGHT_TRANSPOSE_OP = "float8_weight_transpose"
 #: weight read (2), its FP8 copy and the transposed FP8 copy the data-gradient GEMM reads written (1 + 1). The casts of
 #: activations and gradients are kernels of their own but where a norm writes FP8 (:func:`_te_activation_casts`).
 TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT = 4
+#: the kernel that casts one FP8 weight with its transpose under Transformer Engine (:func:`te_fp8_work`), once per
+#: micro-batch in the trace (once per step under Megatron-Core's weight cache); NVFP4's is ``te_nvfp4_weight_cast``
+TE_FP8_WEIGHT_CAST_OP = "te_fp8_weight_cast"
+#: the weight casts of Transformer Engine's low-precision recipes
+TE_WEIGHT_CAST_OPS = (TE_FP8_WEIGHT_CAST_OP, "te_nvfp4_weight_cast")
 
 
 #: bytes Transformer Engine's delayed-scaling cast of a BF16 activation or gradient moves per element (the kernel
@@ -284,8 +289,14 @@ def experts_note(work: pd.DataFrame, ep: int = 1) -> str:
     experts = int(grouped["dim_b"].max())
     whose = "the routed tokens" if ep <= 1 else f"the tokens the {ep} expert-parallel ranks route to them"
     held = " the rank holds" if ep > 1 else ""
+    fp8 = ""
+    if "fp8" in grouped.columns and grouped["fp8"].fillna(False).astype(bool).all():
+        fp8 = (", at the FP8 rate as Transformer Engine's grouped linears run them (their inputs, output gradients and "
+               "weights cast by kernels of their own; the router at the training precision)")
+    elif "fp8" in work.columns and work["fp8"].fillna(False).astype(bool).any():
+        fp8 = ", at the training precision (torchao's Float8 converts the linears only)"
     return (f"; the experts' grouped GEMMs timed as {experts} GEMM{'s' if experts != 1 else ''}, one per expert{held}, "
-            f"over an even share of {whose} (routing skew not modelled)")
+            f"over an even share of {whose} (routing skew not modelled){fp8}")
 
 
 def is_routed_expert(name: str) -> bool:
@@ -300,14 +311,24 @@ def expert_param_names(lay: "ModelLayout") -> set:
     return {k for k in lay.param_numel if is_routed_expert(k)}
 
 
+#: modules of a mixture-of-experts block that route the tokens: the router (``gate``, ``router``) and a shared expert's
+#: gate (Qwen-MoE's ``shared_expert_gate``), each a small matrix the tensor-parallel ranks hold whole
+_ROUTING_MODULES = ("gate", "router", "shared_expert_gate")
+
+
+def is_shared_expert(path: str) -> bool:
+    """Whether the module or parameter ``path`` is under a shared expert (a module named ``shared_expert`` or
+    ``shared_experts``: Qwen-MoE's, DeepSeek's), a dense MLP beside the routed experts."""
+    return any(q in ("shared_expert", "shared_experts") for q in path.split("."))
+
+
 def moe_block_param(name: str) -> bool:
     """Whether the parameter ``name`` belongs to a mixture-of-experts block and stays whole under tensor parallelism
-    (expert tensor parallelism 1): a routed expert's (:func:`is_routed_expert`) or its router's (a module named
-    ``gate`` or ``router`` beside the ``experts``, with its bias). A shared expert's parameters are a dense MLP's,
-    split as tensor parallelism splits one."""
+    (expert tensor parallelism 1): a routed expert's (:func:`is_routed_expert`) or a routing module's
+    (:data:`_ROUTING_MODULES`, with its bias). A shared expert's parameters (:func:`is_shared_expert`) are a dense
+    MLP's, split as tensor parallelism splits one."""
     parts = name.split(".")[:-1]
-    return is_routed_expert(name) or bool(parts) and parts[-1] in ("gate", "router") and not any(
-        "shared_expert" in q for q in parts)
+    return is_routed_expert(name) or bool(parts) and parts[-1] in _ROUTING_MODULES and not is_shared_expert(name)
 
 
 def expert_parallel_layout(lay: "ModelLayout", ep: int) -> "ModelLayout":
@@ -374,7 +395,20 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
             out.at[i, "flops"] = float(out.at[i, "flops"]) / tp
         out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k / 128)
         out.at[i, "bytes"] = float(out.at[i, "bytes"]) * after / before
+    if ep > 1:  # the experts' FP8 weight casts (te_fp8_work): a rank casts the weights of the experts it holds
+        held = expert_weight_casts(out)
+        for c in ("flops", "bytes", "tiles", "dim_m"):
+            out.loc[held, c] = np.maximum(out.loc[held, c].to_numpy(float) / ep, 1.0 if c == "dim_m" else 0.0)
     return out
+
+
+def expert_weight_casts(work: pd.DataFrame) -> np.ndarray:
+    """Rows that cast a mixture of experts' weights to FP8 or FP4 (:func:`_te_grouped_casts`): a weight cast
+    (:data:`TE_WEIGHT_CAST_OPS`) of an ``experts`` module."""
+    if "module" not in work.columns:
+        return np.zeros(len(work), dtype=bool)
+    return (work["op"].astype(str).isin(TE_WEIGHT_CAST_OPS)
+            & work["module"].astype(str).str.split(".").map(lambda parts: "experts" in parts)).to_numpy()
 
 
 def _elementwise_fields(nbytes: float, numel: float, last: float) -> tuple:
@@ -825,13 +859,19 @@ def _liger_fuses(key: tuple, rows: list, d: pd.DataFrame) -> bool:
     return True
 
 
-def fp8_linear_weights(net, lay: ModelLayout, vocab) -> set:
+def fp8_linear_weights(net, lay: ModelLayout, vocab, *, experts: bool = False) -> set:
     """Names of the parameters whose GEMMs run in FP8 (the rule of :func:`fp8_work`): the weights of the linear
     layers, an ``nn.Linear`` or GPT-2's ``Conv1D``, none of whose dimensions is the vocabulary ``vocab`` it is given.
     Embeddings, norms, biases and the output projection stay at the training precision. These are the weights FSDP's
     FP8 all-gather and Megatron's ``--fp8-param-gather`` keep and gather in FP8
-    (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`)."""
+    (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`). ``experts`` (Transformer Engine's FP8,
+    :func:`te_fp8_work`): a mixture of experts' routed experts too (their grouped GEMMs in FP8), its router not."""
     import torch
+
+    if experts and expert_param_names(lay):
+        routed = expert_param_names(lay)
+        router = {k for k in lay.param_numel if moe_block_param(k)} - routed
+        return (fp8_linear_weights(net, lay, vocab) - router) | routed
 
     out = set()
     names = set(lay.param_numel)
@@ -1379,7 +1419,7 @@ def _shared_inputs_once(sel: pd.DataFrame) -> pd.DataFrame:
 
 
 def _weight_casts(w: pd.DataFrame, per_element: float = TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT,
-                  op: str = "te_fp8_weight_cast", phase: str = "forward") -> pd.DataFrame:
+                  op: str = TE_FP8_WEIGHT_CAST_OP, phase: str = "forward") -> pd.DataFrame:
     """``w`` with each FP8 weight (of the GEMMs its ``fp8`` column marks) cast, with its transpose, by one kernel ``op``
     moving ``per_element`` bytes per element (:data:`TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT`), once per micro-batch, in
     the pass ``phase`` (the weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand; the
@@ -1502,16 +1542,60 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
 
     The weight of a forward GEMM whose rows are the tokens is its ``dim_k × dim_n`` operand."""
     w = work.copy()
-    mm = _fp8_gemms(w, vocab)
+    mm = _fp8_gemms(w, vocab) & ~_router_rows(w)
     w["fp8"] = mm
     fp4 = recipe == "nvfp4"
     if fp4:
         w["fp4"] = mm
     casts = _te_activation_casts(w, mm, recipe) if mm.any() else None
-    w = (_weight_casts(w, TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, "te_nvfp4_weight_cast") if fp4 else _weight_casts(w))
+    per, op = (TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, "te_nvfp4_weight_cast") if fp4 else (
+        TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_FP8_WEIGHT_CAST_OP)
+    w = _weight_casts(w, per, op)
+    grouped = ((w["op"].astype(str) == GROUPED_GEMM_OP) & w["phase"].astype(str).isin(["forward", "backward"])).to_numpy()
+    if grouped.any():  # the experts' grouped GEMMs (TE's GroupedLinear): their own casts and weight casts
+        w["fp8"] = w["fp8"].to_numpy(bool) | grouped
+        if fp4:
+            w["fp4"] = w["fp4"].to_numpy(bool) | grouped
+        casts = pd.concat([c for c in (casts, _te_grouped_casts(w, grouped, recipe, per, op)) if c is not None],
+                          ignore_index=True)
     if casts is not None and len(casts):
         w = pd.concat([w, casts[w.columns]], ignore_index=True)
     return w
+
+
+def _router_rows(w: pd.DataFrame) -> np.ndarray:
+    """Rows of a mixture of experts' routing modules (:data:`_ROUTING_MODULES` beside an ``experts`` module):
+    Megatron-Core computes them outside Transformer Engine's FP8 linears, at the training precision."""
+    if "module" not in w.columns:
+        return np.zeros(len(w), dtype=bool)
+    mods = w["module"].astype(str)
+    experts = {m[: -len(".experts")] for m in pd.unique(mods) if m.endswith(".experts")}
+    if not experts:
+        return np.zeros(len(w), dtype=bool)
+    parent, last = mods.str.rpartition(".")[0], mods.str.rpartition(".")[2]
+    return (parent.isin(experts) & last.isin(list(_ROUTING_MODULES))).to_numpy()
+
+
+def _te_grouped_casts(w: pd.DataFrame, grouped: np.ndarray, recipe: str, weight_per: float, weight_op: str) -> pd.DataFrame:
+    """The casts of a mixture of experts' grouped GEMMs under Transformer Engine's FP8 (Megatron-Core's
+    ``TEGroupedLinear``): per forward grouped GEMM (``dim_b`` experts, ``dim_m`` tokens each, reduction ``dim_n``,
+    ``dim_k`` outputs) its input, written by the token permutation or the activation and so cast, with its transpose,
+    by a kernel of its own (:data:`TE_CAST_OP`, ``b·m·n`` elements), the gradient of its output in the backward pass
+    (``b·m·k``), and its experts' weights (``b·n·k``, ``weight_op``: once per step under Megatron-Core's weight
+    cache); current scaling and NVFP4 read each activation and gradient for its maximum first (:data:`TE_AMAX_OP`)."""
+    fwd = w[grouped & (w["phase"].astype(str) == "forward").to_numpy()]
+    if not len(fwd):
+        return w.iloc[:0]
+    b, m, n, k = (fwd[c].to_numpy(float) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
+    cast = {"mxfp8": TE_MXFP8_CAST_BYTES_PER_ELEMENT, "nvfp4": TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT}.get(
+        recipe, float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT))
+    parts = []
+    for n_el, phase in ((b * m * n, "forward"), (b * m * k, "backward")):
+        if recipe in ("current", "nvfp4"):
+            parts.append(_cast_rows(fwd, TE_AMAX_BYTES_PER_ELEMENT * n_el, TE_AMAX_OP, phase))
+        parts.append(_cast_rows(fwd, cast * n_el, TE_CAST_OP, phase))
+    parts.append(_cast_rows(fwd, weight_per * b * n * k, weight_op, "forward"))
+    return pd.concat(parts, ignore_index=True)
 
 
 def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:

@@ -313,3 +313,122 @@ def test_beside_pytorch_s_sequence_parallelism_the_norm_before_a_whole_moe_block
         picked[key] = [m.rsplit(".", 1)[-1] for m in saved.loc[mem._gathered_block_inputs(saved, layer, lay, 2), "module"]]
     assert picked["moe"] == ["input_layernorm"] * 2
     assert picked["dense"] == ["input_layernorm", "post_attention_layernorm"] * 2
+
+
+def _fp8_rank(strategy, n=8, **kw):
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+
+    w, c, p = resolve_run(pm.Workload(MIXTRAL, input_shape=(SEQ,), batch_size=2 * n, optimizer="adam-fused", stack="te", **kw),
+                          pm.Cluster("H100", n_gpus=n), pm.Parallelism(strategy, framework="megatron", micro_batch_size=1))
+    return rank_work(w, p.with_micro_batches(w.batch_size, n), n)
+
+
+def test_transformer_engine_s_fp8_runs_the_experts_grouped_gemms_in_fp8_with_their_casts():
+    from perfmodel.step import trace as wl
+
+    r = _fp8_rank("dp8-ep4", precision="fp8")
+    w = r.work
+    experts_mod = w["module"].astype(str).str.endswith(".experts")
+    grouped = (w["op"] == wl.GROUPED_GEMM_OP).to_numpy()
+    assert w.loc[grouped, "fp8"].all()  # TE's grouped linears
+    router = (w["module"].astype(str).str.endswith("mlp.gate") & (w["op"] == "aten.mm")).to_numpy()
+    assert router.any() and not w.loc[router, "fp8"].any()  # the router at the training precision
+    assert w.loc[(w["module"].astype(str).str.endswith("q_proj") & (w["op"] == "aten.mm")).to_numpy(), "fp8"].all()
+    fwd = w[grouped & (w["phase"] == "forward").to_numpy()]
+    inputs = float((fwd["dim_b"] * fwd["dim_m"] * fwd["dim_n"]).sum())  # the routed tokens each GEMM reads
+    outputs = float((fwd["dim_b"] * fwd["dim_m"] * fwd["dim_k"]).sum())  # ... and writes: their gradients cast too
+    casts = w[(w["op"] == wl.TE_CAST_OP).to_numpy() & experts_mod.to_numpy()]
+    per = wl.TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT  # delayed scaling: a cast with its transpose
+    assert casts.loc[casts["phase"] == "forward", "bytes"].sum() == pytest.approx(per * inputs)
+    assert casts.loc[casts["phase"] == "backward", "bytes"].sum() == pytest.approx(per * outputs)
+    # each rank casts the weights of the experts it holds, whole beside tensor parallelism
+    for strategy in ("dp8-ep4", "dp4-ep4-tp2"):
+        rr = r if strategy == "dp8-ep4" else _fp8_rank(strategy, precision="fp8")
+        held = wl.expert_weight_casts(rr.work)
+        assert rr.work.loc[held, "bytes"].sum() == pytest.approx(wl.TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT * rr.expert_params)
+    row = _predict_fp8("dp8-ep4")
+    assert "at the FP8 rate as Transformer Engine's grouped linears run them" in row.basis
+    # the FP8 weight cache Megatron-Core keeps: two FP8 copies of every FP8 weight the rank holds, experts included
+    bf16 = _predict("dp8-ep4")
+    assert row.memory["params_bytes"] - bf16.memory["params_bytes"] >= 2 * r.expert_params
+
+
+def _predict_fp8(strategy, n=8):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.predict(pm.Workload(MIXTRAL, input_shape=(SEQ,), batch_size=16, precision="fp8", optimizer="adam-fused",
+                                      stack="te"),
+                          pm.Cluster("H100", n_gpus=n, interconnect=LINKS),
+                          pm.Parallelism(strategy, framework="megatron", micro_batch_size=1))
+
+
+def test_torchao_s_float8_leaves_the_experts_at_the_training_precision_and_says_so():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = pm.predict(pm.Workload(MIXTRAL, input_shape=(SEQ,), batch_size=16, precision="fp8", optimizer="adam-fused"),
+                         pm.Cluster("H100", n_gpus=8), pm.Parallelism("fsdp8"))
+    assert "at the training precision (torchao's Float8 converts the linears only)" in row.basis
+
+
+#: a small Qwen3-MoE: two dense layers, then two MoE layers without a shared expert
+QWEN3_MOE = dict(model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], hidden_size=128, intermediate_size=256,
+                 moe_intermediate_size=64, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                 num_experts=8, num_experts_per_tok=2, mlp_only_layers=[0, 1], decoder_sparse_step=1, vocab_size=512,
+                 max_position_embeddings=512, tie_word_embeddings=False)
+#: a small Qwen2-MoE: a shared expert with its gate beside the routed experts
+QWEN2_MOE = dict(model_type="qwen2_moe", architectures=["Qwen2MoeForCausalLM"], hidden_size=128, intermediate_size=256,
+                 moe_intermediate_size=64, shared_expert_intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, num_experts=8, num_experts_per_tok=2, vocab_size=512, max_position_embeddings=512,
+                 tie_word_embeddings=False)
+
+
+def test_a_pipeline_stage_counts_the_tensor_parallel_blocks_its_own_layers_have():
+    r = _rank("dp2-ep4-tp2-pp2", model=QWEN3_MOE)
+    assert r.tp_blocks == 1.5 and list(r.stage_tp_blocks) == [4.0, 2.0]  # 2 dense layers, then 2 MoE layers
+    assert list(r.stage_blocks) == [4.0, 2.0] and list(_rank("dp2-tp2-pp2", model=DENSE).stage_blocks) == [2.0, 2.0]
+    row = _predict("dp2-ep4-tp2-pp2", model=QWEN3_MOE)
+    assert row.comm_total_s["tp"] > 0 and "1.5 tensor-parallel blocks per layer" in row.basis
+
+
+def test_a_shared_expert_is_split_beside_whole_experts_and_its_gate_is_kept_whole():
+    from perfmodel.step import trace as wl
+
+    r = _rank("dp4-ep4-tp2", model=QWEN2_MOE)
+    assert set(r.tp_block[r.tp_role > 0]) == {"self_attn", "mlp.shared_expert"} and r.tp_blocks == 2.0
+    held = wl.expert_parallel_layout(r.lay, 4)
+    gates = [k for k in held.param_split if k.endswith(("mlp.gate.weight", "shared_expert_gate.weight"))]
+    assert len(gates) == 4 and not any(held.param_split[k] for k in gates)
+    assert all(held.param_split[k] for k in held.param_split if ".shared_expert." in k and k.endswith("proj.weight"))
+
+
+def test_whole_experts_beside_tensor_parallelism_are_reduced_on_the_ring_of_their_holders():
+    lk = resolve_links(LINKS, "H100", degrees=dict(parse_strategy("dp8-tp2", 16), moe=True))
+    # every expert on all 16 ranks, consecutive: 8 per node on the node's 8 NICs; the data-parallel ring 2 apart, 4
+    assert lk["edp"].bandwidth_gb_per_s == 400.0 and lk["dp"].bandwidth_gb_per_s == 200.0
+    assert "edp" not in resolve_links(LINKS, "H100", degrees=parse_strategy("dp8-tp2", 16))  # a dense model's
+
+
+def test_a_mixture_of_experts_on_one_gpu_spelled_tp_needs_nothing_more():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = pm.predict_step_time(MIXTRAL, "H100", input_shape=(SEQ,), batch_size=2, precision="bf16", n_gpus=1,
+                                   strategy="tp").iloc[0]
+    assert row["step_time_s"] > 0
+
+
+def test_torchao_s_rowwise_float8_keeps_the_router_on_the_sequence_shard():
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+
+    def mlp_flops(strategy, n):
+        w, c, p = resolve_run(pm.Workload(MIXTRAL, input_shape=(SEQ,), batch_size=4, precision="fp8", fp8_recipe="rowwise",
+                                          compile=True),
+                              pm.Cluster("H100", n_gpus=n), pm.Parallelism(strategy, micro_batches=1))
+        r = rank_work(w, p.with_micro_batches(w.batch_size, n), n)
+        mlp = r.work["module"].astype(str).str.contains(r"\.mlp(?:\.|$)").to_numpy() & ~r.is_opt
+        return float(r.work.loc[mlp, "flops"].sum()), r
+
+    # two sequences per replica: on one rank, or shared by two, FLOP for FLOP
+    (one, _), (two, r) = mlp_flops("fsdp2", 2), mlp_flops("fsdp2-tp2", 4)
+    assert r.tp == 2 and 2 * two == pytest.approx(one, rel=1e-9)
