@@ -232,6 +232,13 @@ class Parallelism:
         (``fsdp``, or ``framework="megatron"`` with its distributed optimizer). None: the framework's default —
         whole gradients accumulated over the micro-batches and reduced once (Megatron's distributed optimizer, FSDP
         with a pipeline as torchtitan runs it), sharded under FSDP without a pipeline.
+    expert_load_imbalance : float, default 1.0
+        With an ``ep`` factor: the routed tokens the busiest expert-parallel rank receives over the mean, at least 1
+        (1: even routing). Routing is never perfectly even — a load-balancing loss keeps it near the mean, a capacity
+        factor (Megatron's ``--moe-expert-capacity-factor``, dropping the tokens beyond it) bounds it — and every rank
+        waits at the all-to-alls for the busiest one: its experts' grouped GEMMs, the tokens it receives and the
+        activations its experts keep are this much larger. No effect without ``ep`` (a rank holding every expert
+        computes every routed token).
     """
 
     strategy: object = "dp"
@@ -250,6 +257,7 @@ class Parallelism:
     context_parallel_kv: str = "grouped"
     overlap_tp_backward: bool | None = None
     shard_gradients: bool | None = None
+    expert_load_imbalance: float = 1.0
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_pipeline_layers, check_strategy_name,
@@ -281,6 +289,12 @@ class Parallelism:
             checkpointing_mode(self.activation_checkpointing)
             check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
             check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")
+            f = self.expert_load_imbalance
+            if isinstance(f, bool) or not isinstance(f, (int, float, np.integer, np.floating)) or not np.isfinite(f) or f < 1:
+                raise ValueError(f"Parallelism: expert_load_imbalance must be a finite number of at least 1 (the routed "
+                                 f"tokens the busiest expert-parallel rank receives over the mean; 1 for even routing, "
+                                 f"e.g. 1.25 for a capacity factor of 1.25); got {f!r}.")
+            object.__setattr__(self, "expert_load_imbalance", float(f))
             if self.context_parallel_kv not in CONTEXT_PARALLEL_KV:
                 raise ValueError(f"Parallelism: context_parallel_kv must be one of {', '.join(CONTEXT_PARALLEL_KV)} "
                                  f"(the K and V context parallelism exchanges: at their own heads, or expanded to every "

@@ -88,7 +88,8 @@ def _cmd_layouts(args) -> int:
                              interconnect=_interconnect(args.interconnect), nics_per_node=args.nics_per_node)
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
                    activation_checkpointing=_policies(args.activation_checkpointing),
-                   shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,))
+                   shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,),
+                   expert_load_imbalance=args.expert_load_imbalance)
     for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel"),
                       ("ep", "expert_parallel")):
         text = getattr(args, flag)
@@ -176,7 +177,10 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--cp", default=None, help="context-parallel degrees to try (default 1, and 2 from 8192 tokens)")
     p.add_argument("--ep", default=None, help="expert-parallel degrees to try, a mixture of experts only (default 1, the "
                                               "widest within a node and the widest, each dividing the experts and the "
-                                              "data-parallel ranks)")
+                                              "tensor- and data-parallel ranks)")
+    p.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
+                   help="with ep: the routed tokens the busiest expert-parallel rank receives over the mean, at least "
+                        "1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
     p.add_argument("--activation-checkpointing", default="none,selective,full",
                    help="policies to try, least recomputation first; each layout keeps the first that fits "
                         "(selective: torchtitan's per-operator policy on FSDP layouts, Megatron's core-attention "

@@ -66,6 +66,10 @@ def _cmd_predict(args) -> int:
         import dataclasses
 
         how = dataclasses.replace(how, context_parallel_kv=args.context_parallel_kv)
+    if args.expert_load_imbalance != 1.0:  # checked as Parallelism checks it
+        import dataclasses
+
+        how = dataclasses.replace(how, expert_load_imbalance=args.expert_load_imbalance)
     if args.micro_batch_size is not None:  # checked as Parallelism checks it (one of the two ways to cut the batch)
         import dataclasses
 
@@ -268,6 +272,9 @@ def add_parser(sub, fmt) -> None:
                       help="with a cp factor: K and V exchanged at their own heads (default) or at every query head, "
                            "for a model that repeats them before the attention kernel (torchtitan's Llama until "
                            "mid-2025)")
+    pred.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
+                      help="with an ep factor: the routed tokens the busiest expert-parallel rank receives over the "
+                           "mean, at least 1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
     pred.add_argument("--sustained-clock", default=None, metavar="SHARE_OR_CSV",
                       help="run the GPUs at this share of their datasheet clock (a part held at its power limit by "
                            "continuous GEMM load sustains less), or at the share found from a CSV of GEMMs measured on "

@@ -56,7 +56,7 @@ def _divisors(n: int) -> list[int]:
 
 def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), tensor_parallel=None,
                       pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
-                      shard_gradients=(None, True), expert_parallel=None) -> list:
+                      shard_gradients=(None, True), expert_parallel=None, expert_load_imbalance: float = 1.0) -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -92,6 +92,9 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         (:attr:`perfmodel.Parallelism.shard_gradients`: a reduce-scatter per micro-batch for the memory of the whole
         gradients). True is listed only where it differs from the execution's own and the layout can run it (a
         sharded optimizer and data-parallel ranks to shard over).
+    expert_load_imbalance : float, default 1.0
+        The busiest expert-parallel rank's routed tokens over the mean, given to every layout with ``ep``
+        (:attr:`perfmodel.Parallelism.expert_load_imbalance`).
 
     Returns
     -------
@@ -137,7 +140,7 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                     for e in _expert_degrees(expert_parallel, lay.experts, t * d * c, g):
                         if lay.experts and t > 1 and d * c == 1 and e != t:
                             continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
-                        out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs)
+                        out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance)
     return out
 
 
@@ -153,7 +156,8 @@ def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
     return sorted({1, max(e for e in fits if e <= g), max(fits)})
 
 
-def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list) -> list:
+def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list,
+             imbalance: float = 1.0) -> list:
     """:func:`layout_candidates`' layouts of one framework and one set of degrees: one per activation-checkpointing
     policy and gradient layout; none where the batch does not split over the pipeline's micro-batches."""
     from perfmodel._run import Parallelism
@@ -175,7 +179,8 @@ def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: 
     # ZeRO-2 where the layout's own gradients are whole and there are data-parallel ranks to shard over
     zero2 = d * c > 1 and (fw == "megatron" or p > 1)
     return [Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v, pipeline_layers=split,
-                        activation_checkpointing=ac, framework=fw, async_tp=async_tp, shard_gradients=sg)
+                        activation_checkpointing=ac, framework=fw, async_tp=async_tp, shard_gradients=sg,
+                        expert_load_imbalance=imbalance if e > 1 else 1.0)
             for ac in acs for sg in sgs if not (sg and not zero2)]
 
 

@@ -455,6 +455,9 @@ def _memory_basis(r, deg: dict, state: int) -> str:
                if deg.get("shard_gradients") and (deg["pp"] > 1 or not deg["fsdp"]) else "")
             + (f", expert parallel over {deg['ep']}: each rank holds 1/{deg['ep']} of the routed experts (the sharded "
                "states 1/(dp·cp) of every parameter's tensor-parallel share)" if deg.get("ep", 1) > 1 else "")
+            + (f", the busiest expert-parallel rank's experts keeping the activations of {deg['expert_load_imbalance']:g} "
+               "times the mean routed tokens" if deg.get("ep", 1) > 1 and deg.get("expert_load_imbalance", 1.0) != 1.0
+               else "")
             + (", each routed expert whole beside tensor parallelism (expert tensor parallelism 1)"
                if deg["tp"] > 1 and r.lay.experts else "")
             + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
@@ -515,7 +518,8 @@ def _check_memory_args(w, clusters, p):
             resolve_links(interconnect, s_, degrees={"tp": deg["tp"], "dp": d, "pp": deg["pp"], "cp": deg["cp"]},
                           gpus_per_node=gpus_per_node)
     check_pipeline_split(p.pipeline_layers, deg["pp"], strategy)
-    deg.update(n=n, m=m, B=B, mb=per_rank // m, v=vchunks, pipeline_layers=p.pipeline_layers)
+    deg.update(n=n, m=m, B=B, mb=per_rank // m, v=vchunks, pipeline_layers=p.pipeline_layers,
+               expert_load_imbalance=p.expert_load_imbalance)
     return prec, ac, deg, specs
 
 
@@ -614,6 +618,10 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         # that feeds a block is kept whole besides its shard. Megatron saves the shard and gathers it again in the
         # backward pass (Korthikanti et al. 2022), so its blocks keep the shard only.
         out_b = np.where(_gathered_block_inputs(saved, layer, lay, size), out_b * (1 + tpd), out_b)
+    f = float(deg.get("expert_load_imbalance", 1.0)) if deg.get("ep", 1) > 1 else 1.0
+    if f != 1.0 and len(saved):  # the busiest expert-parallel rank keeps its experts' activations for more tokens
+        out_b = np.where(saved["module"].astype(str).str.split(".").map(lambda q: "experts" in q).to_numpy(), out_b * f,
+                         out_b)
     tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
     # the backward pass starts at the loss: the backward kernel of the largest tensor the head saved (a language
     # model's log-softmax output, FP32 logits) reads the gradient flowing into it and writes the gradient of its input,

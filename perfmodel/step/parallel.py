@@ -662,6 +662,9 @@ class RankWork:
     #: each pipeline stage's layers (None: ``tp_blocks`` per layer)
     tp_blocks: float = 2.0
     stage_tp_blocks: np.ndarray | None = None
+    #: :attr:`perfmodel.Parallelism.expert_load_imbalance`: the busiest expert-parallel rank's routed tokens over the
+    #: mean, in ``work`` and ``dispatch_bytes`` already
+    expert_load_imbalance: float = 1.0
     stage_experts: np.ndarray | None = None
     dispatch_bytes: float = 0.0
     moe_layers: int = 0
@@ -1102,12 +1105,14 @@ def _divide_tokens(work: pd.DataFrame, mask: np.ndarray, n: int, tokens: int) ->
     return w
 
 
-def _expert_parallel(work: pd.DataFrame, lay: ModelLayout, ep: int, tokens: int, tp: int) -> tuple[pd.DataFrame, ModelLayout]:
+def _expert_parallel(work: pd.DataFrame, lay: ModelLayout, ep: int, tokens: int, tp: int,
+                     imbalance: float = 1.0) -> tuple[pd.DataFrame, ModelLayout]:
     """One rank of a mixture of experts' expert-parallel group of ``ep`` ranks, ``tp`` tensor-parallel ranks beside
     it: its grouped GEMMs over ``experts / ep`` experts with the tokens every rank routes to them, each rank routing
     ``1/tp`` of its micro-batch's (:func:`perfmodel.step.trace.expert_parallel_work`; ``tokens`` the rank's tokens per
     micro-batch), and the layout of what it holds (:func:`perfmodel.step.trace.expert_parallel_layout`: ``experts /
-    ep`` of the routed experts, each whole). A dense model's as they are."""
+    ep`` of the routed experts, each whole). ``imbalance``: the busiest rank's routed tokens over the mean
+    (:attr:`perfmodel.Parallelism.expert_load_imbalance`), which sets the pace. A dense model's as they are."""
     from perfmodel.step import trace as wl
 
     experts = _experts_of(lay, work)
@@ -1119,7 +1124,7 @@ def _expert_parallel(work: pd.DataFrame, lay: ModelLayout, ep: int, tokens: int,
     grouped = work.loc[(work["op"] == GROUPED_GEMM_OP) & (work["phase"] == "forward"), "dim_m"]
     per_expert = (tokens * lay.experts_per_token / experts if lay.experts_per_token
                   else float(grouped.median()) if len(grouped) else 1.0)
-    return wl.expert_parallel_work(work, ep, per_expert, tp), held
+    return wl.expert_parallel_work(work, ep, per_expert, tp, imbalance), held
 
 
 def _expert_fields(work: pd.DataFrame, held: ModelLayout, ep: int, layer: np.ndarray, stages: dict, size: int,
@@ -1259,7 +1264,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     layer = op_layer(work, lay.n_layers)
     is_opt = work["phase"].to_numpy() == "optimizer"
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
-    work, held = _expert_parallel(work, lay, deg["ep"], tokens, tpd)
+    work, held = _expert_parallel(work, lay, deg["ep"], tokens, tpd, par.expert_load_imbalance)
     rank_P = rank_share(held, held.param_numel, tpd)  # parameters of one tensor-parallel rank (its experts, under ep)
     work, (layer, is_opt, tp_role, tp_block), layer_blocks = _tensor_parallel_split(work, layer, is_opt, lay, held, w, ex,
                                                                                      deg, tokens)
@@ -1289,6 +1294,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         per_step=_once_per_step(work, ex["framework"], wl.stack_of(compile), m, fsdp and p > 1),
         tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
+        expert_load_imbalance=par.expert_load_imbalance if deg["ep"] > 1 else 1.0,
         **_tp_block_fields(layer_blocks, layer, stages), **stages,
         **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd))
 
@@ -1787,6 +1793,9 @@ def _execution_basis(r: RankWork) -> str:
                      "in each pass, exposed (no dispatch overlap), their bytes at the hidden size and the training "
                      f"precision; the experts' gradients reduced over the {stage_ranks // r.ep} ranks that share each "
                      f"expert, {r.ep} ranks apart, on their own ring)")
+    if r.ep > 1 and r.expert_load_imbalance != 1.0:
+        parts.append(f"the busiest expert-parallel rank receiving {r.expert_load_imbalance:g} times the mean routed "
+                     "tokens (its grouped GEMMs, expert kernels and all-to-alls that much larger; every rank waits for it)")
     if r.tp > 1 and r.expert_params:
         parts.append(f"each routed expert whole on its rank beside tensor parallelism over {r.tp} (Megatron-Core's "
                      "expert tensor parallelism 1): the MoE blocks (router, experts) on the rank's sequence shard, no "

@@ -296,7 +296,7 @@ def experts_note(work: pd.DataFrame, ep: int = 1) -> str:
     elif "fp8" in work.columns and work["fp8"].fillna(False).astype(bool).any():
         fp8 = ", at the training precision (torchao's Float8 converts the linears only)"
     return (f"; the experts' grouped GEMMs timed as {experts} GEMM{'s' if experts != 1 else ''}, one per expert{held}, "
-            f"over an even share of {whose} (routing skew not modelled){fp8}")
+            f"over an even share of {whose} (skew among a rank's experts not modelled){fp8}")
 
 
 def is_routed_expert(name: str) -> bool:
@@ -366,7 +366,8 @@ def expert_shard_layout(lay: "ModelLayout") -> "ModelLayout":
                                                  for k, v in lay.param_split.items()})
 
 
-def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, tp: int = 1) -> pd.DataFrame:
+def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, tp: int = 1,
+                         imbalance: float = 1.0) -> pd.DataFrame:
     """The grouped GEMMs (``aten._grouped_mm``) of one rank of an expert-parallel group of ``ep`` ranks: it holds
     ``experts / ep`` experts and, after the dispatch, computes the tokens every rank of the group routed to them —
     under even routing ``ep`` times its own share per expert. With ``tp`` tensor-parallel ranks (each expert whole on
@@ -374,9 +375,13 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
     its micro-batch's tokens. Each row becomes ``dim_b / ep`` GEMMs whose token dimension (``dim_m`` of the experts'
     forward and input gradients, the reduction ``dim_n`` of their weight gradients: the one equal to
     ``per_expert_tokens``, the micro-batch's routed tokens per expert) is ``ep / tp`` times as long; the FLOPs are
-    ``1/tp`` of the trace's, the bytes follow the operands (the experts' weights ``/ ep``)."""
+    ``1/tp`` of the trace's, the bytes follow the operands (the experts' weights ``/ ep``). ``imbalance``: the
+    routed tokens the rank receives over the mean (:attr:`perfmodel.Parallelism.expert_load_imbalance`, with ``ep``):
+    its grouped GEMMs' token dimension and the other kernels of its ``experts`` module (permutations, activation,
+    casts; not its weight casts) that much larger."""
     if ep <= 1 and tp <= 1:
         return work
+    f = float(imbalance) if ep > 1 else 1.0
     out = work.copy()
     rows = np.flatnonzero((out["op"].astype(str) == GROUPED_GEMM_OP).to_numpy())
     g = ep / tp
@@ -387,18 +392,24 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
         def off(x: float) -> float:  # how far a dimension is from the rank's routed tokens per expert
             return abs(np.log(max(x, 1.0) / max(per_expert_tokens, 1.0)))
 
-        m2, n2 = (max(m * g, 1.0), n) if off(m) <= off(n) else (m, max(n * g, 1.0))
+        m2, n2 = (max(m * g * f, 1.0), n) if off(m) <= off(n) else (m, max(n * g * f, 1.0))
         b2 = b / ep
         before, after = b * (m * n + n * k + m * k), b2 * (m2 * n2 + n2 * k + m2 * k)
         out.at[i, "dim_b"], out.at[i, "dim_m"], out.at[i, "dim_n"] = b2, m2, n2
-        if tp > 1:
-            out.at[i, "flops"] = float(out.at[i, "flops"]) / tp
+        if tp > 1 or f != 1.0:
+            out.at[i, "flops"] = float(out.at[i, "flops"]) * f / tp
         out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k / 128)
         out.at[i, "bytes"] = float(out.at[i, "bytes"]) * after / before
     if ep > 1:  # the experts' FP8 weight casts (te_fp8_work): a rank casts the weights of the experts it holds
         held = expert_weight_casts(out)
         for c in ("flops", "bytes", "tiles", "dim_m"):
             out.loc[held, c] = np.maximum(out.loc[held, c].to_numpy(float) / ep, 1.0 if c == "dim_m" else 0.0)
+    if f != 1.0 and "module" in out.columns:  # the busiest rank's other expert kernels on its tokens
+        busy = (out["module"].astype(str).str.split(".").map(lambda parts: "experts" in parts).to_numpy()
+                & (out["op"].astype(str) != GROUPED_GEMM_OP).to_numpy() & ~expert_weight_casts(out)
+                & (out["phase"].astype(str) != "optimizer").to_numpy())
+        for c in ("flops", "bytes", "tiles", "dim_m"):
+            out.loc[busy, c] = out.loc[busy, c].to_numpy(float) * f
     return out
 
 

@@ -30,11 +30,11 @@ def _work(model=MIXTRAL, **kw):
     return pm.Workload(model, input_shape=(SEQ,), precision="bf16", optimizer="adam-fused", **{"batch_size": 16, **kw})
 
 
-def _predict(strategy, n=8, framework="megatron", gpus_per_node=8, **kw):
+def _predict(strategy, n=8, framework="megatron", gpus_per_node=8, parallel=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pm.predict(_work(**kw), pm.Cluster("H100", n_gpus=n, gpus_per_node=gpus_per_node, interconnect=LINKS),
-                          pm.Parallelism(strategy, framework=framework, micro_batch_size=1))
+                          pm.Parallelism(strategy, framework=framework, micro_batch_size=1, **(parallel or {})))
 
 
 def _rank(strategy, n=8, model=MIXTRAL):
@@ -201,6 +201,13 @@ def test_the_command_line_predicts_and_searches_expert_parallel_layouts(tmp_path
           "--frameworks", "megatron", "--pp", "1", "--activation-checkpointing", "none", "--quiet"])
     out = capsys.readouterr().out
     assert "dp16-cp1-ep2-tp1-pp1" in out and "ep8" not in out
+    main(["predict", str(path), "--gpus", "H100", "--input-shape", str(SEQ), "--batch-size", "16", "--n-gpus", "8",
+          "--strategy", "dp8-ep8", "--framework", "megatron", "--precision", "bf16", "--expert-load-imbalance", "1.2"])
+    assert "receiving 1.2 times the mean routed tokens" in capsys.readouterr().out
+    main(["layouts", str(path), "--n-gpus", "16", "--input-shape", str(SEQ), "--batch-size", "32", "--ep", "2",
+          "--frameworks", "megatron", "--pp", "1", "--activation-checkpointing", "none", "--quiet",
+          "--expert-load-imbalance", "1.2"])
+    assert "receiving 1.2 times the mean routed tokens" in capsys.readouterr().out
 
 
 def test_explore_strategies_tries_expert_parallelism_by_default_for_a_mixture_of_experts():
@@ -432,3 +439,32 @@ def test_torchao_s_rowwise_float8_keeps_the_router_on_the_sequence_shard():
     # two sequences per replica: on one rank, or shared by two, FLOP for FLOP
     (one, _), (two, r) = mlp_flops("fsdp2", 2), mlp_flops("fsdp2-tp2", 4)
     assert r.tp == 2 and 2 * two == pytest.approx(one, rel=1e-9)
+
+
+def test_the_busiest_expert_parallel_rank_sets_the_pace_of_an_uneven_routing():
+    even, busy = _rank("dp8-ep4"), _rank_with("dp8-ep4", expert_load_imbalance=1.25)
+    g0, g1 = (x.work[x.work["op"] == "aten._grouped_mm"] for x in (even, busy))
+    assert np.allclose(g1["flops"].to_numpy(), 1.25 * g0["flops"].to_numpy())
+    assert busy.dispatch_bytes == pytest.approx(1.25 * even.dispatch_bytes)  # the tokens it receives
+    assert busy.rank_params == even.rank_params  # the experts it holds are the same
+    rows = {f: _predict("dp8-ep4", parallel=dict(expert_load_imbalance=f)) for f in (1.0, 1.25)}
+    assert rows[1.25].step_time_s > rows[1.0].step_time_s
+    lk = resolve_links(LINKS, "H100", degrees=parse_strategy("dp8-ep4", 8))
+    a2a = alltoall_time(1.25 * SEQ * 2 * MIXTRAL["hidden_size"] * 2, 4, lk["ep"])  # a quarter more tokens, bf16
+    assert rows[1.25].comm_exposed_s["ep"] == pytest.approx(2 * 2 * 4 * a2a)  # 2 micro-batches, 2 MoE layers
+    assert rows[1.25].memory["activations_bytes"] > rows[1.0].memory["activations_bytes"]
+    assert "the busiest expert-parallel rank receiving 1.25 times the mean routed tokens" in rows[1.25].basis
+    # without ep a rank computes every routed token: nothing to wait for
+    assert _rank_with("dp8", expert_load_imbalance=1.25).work["flops"].sum() == _rank("dp8").work["flops"].sum()
+    for bad in (0.9, float("nan"), True, "1.2"):
+        with pytest.raises(ValueError, match="expert_load_imbalance must be a finite number of at least 1"):
+            pm.Parallelism("dp8-ep4", expert_load_imbalance=bad)
+
+
+def _rank_with(strategy, n=8, **par):
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+
+    w, c, p = resolve_run(_work(batch_size=2 * n), pm.Cluster("H100", n_gpus=n),
+                          pm.Parallelism(strategy, framework="megatron", micro_batch_size=1, **par))
+    return rank_work(w, p.with_micro_batches(w.batch_size, n), n)
