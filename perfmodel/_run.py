@@ -239,6 +239,13 @@ class Parallelism:
         waits at the all-to-alls for the busiest one: its experts' grouped GEMMs, the tokens it receives and the
         activations its experts keep are this much larger. No effect without ``ep`` (a rank holding every expert
         computes every routed token).
+    overlap_moe_dispatch : bool, default False
+        With an ``ep`` factor under ``framework="megatron"``: Megatron-Core's ``--overlap-moe-expert-parallel-comm``,
+        which pairs one micro-batch's forward with another's backward, layer by layer, so that each MoE layer's
+        all-to-alls run under the other micro-batch's compute of a layer (the 1F1B overlap DeepSeek-V3's DualPipe
+        made known). The micro-batch passes without a partner — the first forward and the last backward, a pipeline
+        rank's warm-up and cool-down — keep theirs exposed; the hidden ones slow the compute beside them. No effect
+        without ``ep``.
     """
 
     strategy: object = "dp"
@@ -258,6 +265,7 @@ class Parallelism:
     overlap_tp_backward: bool | None = None
     shard_gradients: bool | None = None
     expert_load_imbalance: float = 1.0
+    overlap_moe_dispatch: bool = False
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_pipeline_layers, check_strategy_name,
@@ -289,6 +297,8 @@ class Parallelism:
             checkpointing_mode(self.activation_checkpointing)
             check_flag("overlap_grad_reduce", self.overlap_grad_reduce, "gradient all-reduce under the backward pass")
             check_flag("async_tp", self.async_tp, "asynchronous tensor parallelism")
+            check_flag("overlap_moe_dispatch", self.overlap_moe_dispatch,
+                       "MoE all-to-alls under another micro-batch's compute, Megatron-Core's EP overlap")
             f = self.expert_load_imbalance
             if isinstance(f, bool) or not isinstance(f, (int, float, np.integer, np.floating)) or not np.isfinite(f) or f < 1:
                 raise ValueError(f"Parallelism: expert_load_imbalance must be a finite number of at least 1 (the routed "

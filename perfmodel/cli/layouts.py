@@ -89,7 +89,7 @@ def _cmd_layouts(args) -> int:
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
                    activation_checkpointing=_policies(args.activation_checkpointing),
                    shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,),
-                   expert_load_imbalance=args.expert_load_imbalance)
+                   expert_load_imbalance=args.expert_load_imbalance, overlap_moe_dispatch=args.overlap_moe_dispatch)
     for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel"),
                       ("ep", "expert_parallel")):
         text = getattr(args, flag)
@@ -181,6 +181,9 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
                    help="with ep: the routed tokens the busiest expert-parallel rank receives over the mean, at least "
                         "1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
+    p.add_argument("--overlap-moe-dispatch", action="store_true",
+                   help="Megatron layouts with ep: Megatron-Core's EP overlap (--overlap-moe-expert-parallel-comm), each "
+                        "MoE layer's all-to-alls beside another micro-batch's opposite pass")
     p.add_argument("--activation-checkpointing", default="none,selective,full",
                    help="policies to try, least recomputation first; each layout keeps the first that fits "
                         "(selective: torchtitan's per-operator policy on FSDP layouts, Megatron's core-attention "

@@ -66,10 +66,11 @@ def _cmd_predict(args) -> int:
         import dataclasses
 
         how = dataclasses.replace(how, context_parallel_kv=args.context_parallel_kv)
-    if args.expert_load_imbalance != 1.0:  # checked as Parallelism checks it
+    if args.expert_load_imbalance != 1.0 or args.overlap_moe_dispatch:  # checked as Parallelism checks them
         import dataclasses
 
-        how = dataclasses.replace(how, expert_load_imbalance=args.expert_load_imbalance)
+        how = dataclasses.replace(how, expert_load_imbalance=args.expert_load_imbalance,
+                                  overlap_moe_dispatch=args.overlap_moe_dispatch)
     if args.micro_batch_size is not None:  # checked as Parallelism checks it (one of the two ways to cut the batch)
         import dataclasses
 
@@ -275,6 +276,10 @@ def add_parser(sub, fmt) -> None:
     pred.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
                       help="with an ep factor: the routed tokens the busiest expert-parallel rank receives over the "
                            "mean, at least 1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
+    pred.add_argument("--overlap-moe-dispatch", action="store_true",
+                      help="with an ep factor and --framework megatron: Megatron-Core's EP overlap "
+                           "(--overlap-moe-expert-parallel-comm), each MoE layer's all-to-alls beside another "
+                           "micro-batch's opposite pass")
     pred.add_argument("--sustained-clock", default=None, metavar="SHARE_OR_CSV",
                       help="run the GPUs at this share of their datasheet clock (a part held at its power limit by "
                            "continuous GEMM load sustains less), or at the share found from a CSV of GEMMs measured on "

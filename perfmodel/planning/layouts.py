@@ -56,7 +56,8 @@ def _divisors(n: int) -> list[int]:
 
 def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), tensor_parallel=None,
                       pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
-                      shard_gradients=(None, True), expert_parallel=None, expert_load_imbalance: float = 1.0) -> list:
+                      shard_gradients=(None, True), expert_parallel=None, expert_load_imbalance: float = 1.0,
+                      overlap_moe_dispatch: bool = False) -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -95,6 +96,9 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     expert_load_imbalance : float, default 1.0
         The busiest expert-parallel rank's routed tokens over the mean, given to every layout with ``ep``
         (:attr:`perfmodel.Parallelism.expert_load_imbalance`).
+    overlap_moe_dispatch : bool, default False
+        Megatron-Core's EP overlap for every Megatron layout with ``ep``
+        (:attr:`perfmodel.Parallelism.overlap_moe_dispatch`; PyTorch's layouts have none).
 
     Returns
     -------
@@ -140,7 +144,8 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                     for e in _expert_degrees(expert_parallel, lay.experts, t * d * c, g):
                         if lay.experts and t > 1 and d * c == 1 and e != t:
                             continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
-                        out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance)
+                        out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance,
+                                        overlap_moe_dispatch)
     return out
 
 
@@ -157,7 +162,7 @@ def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
 
 
 def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list,
-             imbalance: float = 1.0) -> list:
+             imbalance: float = 1.0, overlap: bool = False) -> list:
     """:func:`layout_candidates`' layouts of one framework and one set of degrees: one per activation-checkpointing
     policy and gradient layout; none where the batch does not split over the pipeline's micro-batches."""
     from perfmodel._run import Parallelism
@@ -180,7 +185,8 @@ def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: 
     zero2 = d * c > 1 and (fw == "megatron" or p > 1)
     return [Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v, pipeline_layers=split,
                         activation_checkpointing=ac, framework=fw, async_tp=async_tp, shard_gradients=sg,
-                        expert_load_imbalance=imbalance if e > 1 else 1.0)
+                        expert_load_imbalance=imbalance if e > 1 else 1.0,
+                        overlap_moe_dispatch=bool(overlap and e > 1 and fw == "megatron"))
             for ac in acs for sg in sgs if not (sg and not zero2)]
 
 

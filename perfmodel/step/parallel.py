@@ -665,6 +665,8 @@ class RankWork:
     #: :attr:`perfmodel.Parallelism.expert_load_imbalance`: the busiest expert-parallel rank's routed tokens over the
     #: mean, in ``work`` and ``dispatch_bytes`` already
     expert_load_imbalance: float = 1.0
+    #: :attr:`perfmodel.Parallelism.overlap_moe_dispatch`: Megatron-Core's EP overlap (:func:`_ep_paired`)
+    overlap_moe_dispatch: bool = False
     stage_experts: np.ndarray | None = None
     dispatch_bytes: float = 0.0
     moe_layers: int = 0
@@ -1237,6 +1239,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     v = pipeline_virtual_stages(pipeline_schedule, par.virtual_stages)
     check_async_tp(par.async_tp, tpd, strat, framework=par.framework, stack=wl.stack_of(w.stack))
     ex = par.execution(n)  # resolve_execution of the parallelism's flags over these degrees
+    _check_moe_overlap(par, ex["framework"], strat)
     B = int(w.batch_size)
     _check_batch_split(B, d, m, n, strat)
     b_rank = B // d // m
@@ -1295,6 +1298,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         tp_role=tp_role, tp_block=tp_block, tp_gather_bytes=_tp_gather_bytes(prec, ex["framework"], wl.stack_of(compile),
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
         expert_load_imbalance=par.expert_load_imbalance if deg["ep"] > 1 else 1.0,
+        overlap_moe_dispatch=bool(par.overlap_moe_dispatch and deg["ep"] > 1),
         **_tp_block_fields(layer_blocks, layer, stages), **stages,
         **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd))
 
@@ -1319,6 +1323,44 @@ class _Comm:
         the experts' outputs back (the backward pass: their gradients, the same two), on the critical path —
         Megatron-Core's and torchtitan's default token dispatchers overlap neither with compute."""
         return 2.0 * self.ep_a2a * moe_layers
+
+    def ep_exposed(self, moe_layers, f_layer, b_layer, paired=0.0) -> tuple:
+        """Exposed seconds of one micro-batch's expert-parallel all-to-alls, (forward pass, backward pass), over
+        ``moe_layers`` MoE layers (numbers, or arrays per pipeline stage): all of :meth:`ep_pass` in each, or with
+        Megatron-Core's EP overlap (:attr:`perfmodel.Parallelism.overlap_moe_dispatch`) on the ``paired`` share of the
+        passes that run beside another micro-batch's opposite pass, what outlasts that pass's compute of a layer
+        (``b_layer`` hides a forward layer's dispatch and combine, ``f_layer`` a backward one's)."""
+        full = self.ep_pass(moe_layers)
+        if not np.any(paired):
+            return full, full
+        pair = 2.0 * self.ep_a2a
+        f = moe_layers * np.maximum(pair - b_layer, 0.0)
+        b = moe_layers * np.maximum(pair - f_layer, 0.0)
+        return paired * f + (1 - paired) * full, paired * b + (1 - paired) * full
+
+
+def _check_moe_overlap(par, framework: str, strat: str) -> None:
+    """A ``StrategyError`` for :attr:`perfmodel.Parallelism.overlap_moe_dispatch` outside Megatron-Core."""
+    if par.overlap_moe_dispatch and framework != "megatron":
+        raise StrategyError(f"strategy={strat!r}: overlap_moe_dispatch=True is Megatron-Core's EP overlap "
+                            "(--overlap-moe-expert-parallel-comm); PyTorch's (torchtitan's) token dispatchers overlap "
+                            "nothing. Use framework='megatron', or leave it False.")
+
+
+def _ep_paired(r: RankWork, stage=None):
+    """The share of a rank's micro-batch passes that Megatron-Core's EP overlap
+    (:attr:`perfmodel.Parallelism.overlap_moe_dispatch`) runs beside another micro-batch's opposite pass: 0 without
+    it. Of the ``m·v`` forward (and as many backward) chunk passes of pipeline rank ``s``, the warm-up forwards (and
+    as many cool-down backwards) have no partner — ``p−s−1``, ``2(p−s−1) + (v−1)p`` interleaved — and at least one:
+    without a pipeline, a micro-batch's backward cannot run beside its own forward. ``stage``: the pipeline ranks
+    (an array), else the flat layout's."""
+    if r.ep <= 1 or not r.overlap_moe_dispatch:
+        return 0.0
+    m, v, p = r.micro_batches, r.virtual_stages, max(r.pp, 1)
+    s = np.asarray(stage if stage is not None else p - 1)
+    warm = (p - s - 1) if v == 1 else 2 * (p - s - 1) + (v - 1) * p
+    n = m * v
+    return np.clip((n - np.maximum(warm, 1)) / n, 0.0, 1.0)
 
 
 def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
@@ -1434,8 +1476,9 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     tp_f = r.tp_blocks * lay.n_layers * c.tp_lf + c.tp_per
     tp_b = r.tp_blocks * lay.n_layers * c.tp_lb + c.tp_per
     ep = c.ep_pass(r.moe_layers)
-    f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f + ep
-    b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b + ep
+    ep_f, ep_b = c.ep_exposed(r.moe_layers, fwd / units, bwd / units, _ep_paired(r))
+    f_pass = max(fwd, ag) + ag / units + tp_f + c.cp_f + ep_f
+    b_pass = max(bwd, ag + rs) + rs / units + tp_b + c.cp_b + ep_b
     compute = m * (fwd + bwd) + opt
     step = m * (f_pass + b_pass) + opt
     tp_all = _tp_layers_all(r, c, lay.n_layers) + 2 * c.tp_per  # both passes, hidden or not
@@ -1443,9 +1486,10 @@ def _fsdp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd: 
     return LayoutStep(step=step, compute=compute, exposed=step - compute,
                       comm_total=m * (2 * ag + rs + tp_all + c.cp_total + 2 * ep), bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
-                      comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b), ep=2 * m * ep),
+                      comm_exposed=_groups(dp=dp_exposed, tp=m * (tp_f + tp_b), cp=m * (c.cp_f + c.cp_b),
+                                           ep=m * (ep_f + ep_b)),
                       comm_total_by_group=_groups(dp=m * (2 * ag + rs), tp=m * tp_all, cp=m * c.cp_total, ep=2 * m * ep),
-                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f, ep_forward=m * ep,
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f, ep_forward=m * ep_f,
                       **_kept_forward(r, t, m))
 
 
@@ -1458,7 +1502,9 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     tp_comm = m * (r.tp_blocks * lay.n_layers * (c.tp_lf + c.tp_lb) + 2 * c.tp_per)
     tp_all = m * (_tp_layers_all(r, c, lay.n_layers) + 2 * c.tp_per)  # every collective, hidden (async TP) or not
     ep = c.ep_pass(r.moe_layers)  # expert parallel: the MoE layers' all-to-alls, in each pass
-    window = bwd + r.tp_blocks * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b + ep  # the backward pass as it runs
+    units = max(lay.n_layers, 1)
+    ep_f, ep_b = c.ep_exposed(r.moe_layers, fwd / units, bwd / units, _ep_paired(r))
+    window = bwd + r.tp_blocks * lay.n_layers * c.tp_lb + c.tp_per + c.cp_b + ep_b  # the backward pass as it runs
     params = r.dp_reduced(r.rank_params, r.expert_params, lk)
     reduce_ex, gather_ex, dp_total = _bucketed_dp(r, lk, fwd, window, params, r.fp8_gathered)
     if r.shard_gradients and m > 1:
@@ -1470,13 +1516,13 @@ def _dp_tp_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, bwd:
     dp_exposed = reduce_ex + gather_ex
     cp_comm = m * (c.cp_f + c.cp_b)
     compute = m * (fwd + bwd) + opt
-    exposed = tp_comm + dp_exposed + cp_comm + 2 * m * ep
+    exposed = tp_comm + dp_exposed + cp_comm + m * (ep_f + ep_b)
     return LayoutStep(step=compute + exposed, compute=compute, exposed=exposed,
                       comm_total=tp_all + dp_total + m * c.cp_total + 2 * m * ep, bubble=0.0,
                       forward=m * fwd, backward=m * bwd, optimizer=opt,
-                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm, ep=2 * m * ep),
+                      comm_exposed=_groups(tp=tp_comm, dp=dp_exposed, cp=cp_comm, ep=m * (ep_f + ep_b)),
                       comm_total_by_group=_groups(tp=tp_all, dp=dp_total, cp=m * c.cp_total, ep=2 * m * ep),
-                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f, ep_forward=m * ep,
+                      tp_forward=m * _tp_layers_forward(r, c, lay.n_layers), cp_forward=m * c.cp_f, ep_forward=m * ep_f,
                       **_kept_forward(r, t, m))
 
 
@@ -1571,7 +1617,13 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
     st_ep = 2 * c.ep_pass(r.stage_moe_layers) if r.ep > 1 else np.zeros(p)  # its MoE layers' all-to-alls
-    st = st + st_ep
+    ep_f = ep_b = st_ep / 2  # exposed in each pass, all of them but under Megatron's EP overlap
+    if r.ep > 1 and r.overlap_moe_dispatch:
+        layers = np.maximum(r.stage_layers, 1)
+        f_st = np.array([float(t[(stage == s) & (phase == "forward")].sum()) for s in range(p)])
+        b_st = np.array([float(t[(stage == s) & (phase == "backward")].sum()) for s in range(p)])
+        ep_f, ep_b = c.ep_exposed(r.stage_moe_layers, f_st / layers, b_st / layers, _ep_paired(r, np.arange(p)))
+    st = st + ep_f + ep_b
     st_opt = opt * r.stage_rank / r.rank_params
     # ZeRO-2: every micro-batch reduce-scatters its stage's gradients; a stage whose reduce-scatter outlasts its
     # micro-batch's work is paced by it (the next backward waits for its gradient buckets); the last micro-batch's is
@@ -1600,20 +1652,21 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     tp_all = on_path(_tp_layers_all(r, c, r.stage_layers, r.stage_blocks) + edges * c.tp_per) if tpd > 1 else 0.0
     cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
     cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
-    ep_only = on_path(st_ep) if r.ep > 1 else 0.0
+    ep_only = on_path(ep_f + ep_b) if r.ep > 1 else 0.0
+    ep_all = on_path(st_ep) if r.ep > 1 else 0.0
     sends = 2 * hop * ((v * p - 1) + (m - 1))
     dp_paced = on_path(paced) if paced.any() else 0.0
     dp_tot = dp_tot + (m - 1) * rs_mb  # the earlier micro-batches' reduce-scatters (ZeRO-2), hidden or not
     dp_exposed = (float(tail.max()) - o_rank) + head + dp_paced
     exposed = sends + tied_ar + tp_only + cp_only + dp_exposed + ep_only
-    comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max()) + ep_only
+    comm_total = sends + tied_ar + tp_all + cp_all + float(dp_tot.max()) + ep_all
     return LayoutStep(step=step, compute=step - exposed - bubble, exposed=exposed, comm_total=comm_total, bubble=bubble,
                       forward=m * float(t[(stage == sb) & (phase == "forward")].sum()),
                       backward=m * float(t[(stage == sb) & (phase == "backward")].sum()), optimizer=o_rank,
                       comm_exposed=_groups(pp=sends + tied_ar, tp=tp_only, cp=cp_only, dp=dp_exposed, ep=ep_only),
                       comm_total_by_group=_groups(pp=sends + tied_ar, tp=tp_all, cp=cp_all, dp=float(dp_tot.max()),
-                                                  ep=ep_only),
-                      ep_forward=m * float(st_ep[sb]) / 2,
+                                                  ep=ep_all),
+                      ep_forward=m * float(np.broadcast_to(ep_f, (p,))[sb]),
                       tp_forward=m * _tp_layers_forward(r, c, float(r.stage_layers[sb]), float(r.stage_blocks[sb]))
                       if tpd > 1 else 0.0,
                       cp_forward=m * float(r.stage_layers[sb]) / L * c.cp_f if r.cp > 1 else 0.0,
@@ -1790,7 +1843,10 @@ def _execution_basis(r: RankWork) -> str:
         parts.append(f"expert parallel over {r.ep} of the {stage_ranks} {whose} (each holds {1 / r.ep:.3g} of "
                      f"the routed experts and computes the tokens all {r.ep} route to them, evenly routed; per MoE layer "
                      "and micro-batch an all-to-all dispatching its routed tokens and one combining the experts' outputs "
-                     "in each pass, exposed (no dispatch overlap), their bytes at the hidden size and the training "
+                     "in each pass, " + ("under Megatron-Core's EP overlap: beside another micro-batch's opposite pass, "
+                                         "exposed where they outlast its compute of a layer, the unpaired passes' in "
+                                         "full" if r.overlap_moe_dispatch else "exposed (no dispatch overlap)")
+                     + ", their bytes at the hidden size and the training "
                      f"precision; the experts' gradients reduced over the {stage_ranks // r.ep} ranks that share each "
                      f"expert, {r.ep} ranks apart, on their own ring)")
     if r.ep > 1 and r.expert_load_imbalance != 1.0:

@@ -468,3 +468,33 @@ def _rank_with(strategy, n=8, **par):
     w, c, p = resolve_run(_work(batch_size=2 * n), pm.Cluster("H100", n_gpus=n),
                           pm.Parallelism(strategy, framework="megatron", micro_batch_size=1, **par))
     return rank_work(w, p.with_micro_batches(w.batch_size, n), n)
+
+
+def test_megatron_s_ep_overlap_hides_the_all_to_alls_of_paired_passes():
+    from perfmodel.step.parallel import _Comm, _ep_paired
+
+    c = _Comm(0, 0, 0, 0, 0, 0, 0, ep_a2a=0.1)
+    assert c.ep_exposed(2, 1.0, 1.0) == (0.4, 0.4)  # no overlap: 2 all-to-alls per MoE layer and pass
+    # half the passes paired: theirs hidden under a layer of 1 s, the others' whole
+    assert c.ep_exposed(2, 1.0, 1.0, 0.5) == pytest.approx((0.2, 0.2))
+    # a backward layer of 0.05 s hides 0.05 of a forward layer's 0.2 s
+    assert c.ep_exposed(2, 1.0, 0.05, 0.5) == pytest.approx((0.5 * 2 * 0.15 + 0.5 * 0.4, 0.2))
+
+    def paired(m, pp=1, v=1, stage=None):
+        import types
+
+        r = types.SimpleNamespace(ep=4, overlap_moe_dispatch=True, micro_batches=m, virtual_stages=v, pp=pp)
+        return _ep_paired(r, stage)
+
+    assert paired(4) == pytest.approx(0.75)  # the first forward and the last backward alone
+    assert paired(1) == 0.0  # one micro-batch: its backward needs its own forward
+    assert list(paired(8, pp=4, stage=np.arange(4))) == pytest.approx([5 / 8, 6 / 8, 7 / 8, 7 / 8])  # the warm-ups
+    assert paired(4, pp=2, v=2, stage=0) == pytest.approx(0.5)  # interleaved: 2(p-s-1) + (v-1)p warm-up chunks
+    plain, over = (_predict("dp8-ep4", parallel=dict(overlap_moe_dispatch=o)) for o in (False, True))
+    assert over.comm_exposed_s["ep"] < plain.comm_exposed_s["ep"]
+    assert over.comm_total_s["ep"] == pytest.approx(plain.comm_total_s["ep"])  # the same all-to-alls, hidden
+    assert "under Megatron-Core's EP overlap" in over.basis and "exposed (no dispatch overlap)" in plain.basis
+    one = [_predict("dp8-ep4", batch_size=8, parallel=dict(overlap_moe_dispatch=o)) for o in (False, True)]
+    assert one[1].comm_exposed_s["ep"] == one[0].comm_exposed_s["ep"]  # one micro-batch: nothing to pair
+    with pytest.raises(StrategyError, match="overlap_moe_dispatch=True is Megatron-Core's EP overlap"):
+        _predict("fsdp8-ep4", framework="pytorch", parallel=dict(overlap_moe_dispatch=True))
