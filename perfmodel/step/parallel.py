@@ -1190,7 +1190,7 @@ def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.nda
     rows, the casts sized from the unsplit rows, the optimizer over the rank's parameters — or, sharded, over the
     tensor-parallel share its shard is cut from (an expert's over all the ``tp·cp·dp/ep`` ranks that hold it,
     :func:`perfmodel.step.trace.expert_shard_layout`). Returns the rows, ``(layer, is_opt, tp_role, tp_block)`` for
-    them, and :attr:`RankWork.tp_blocks`."""
+    them, and the tensor-parallel blocks of each layer (:func:`_layer_tp_blocks`; None where every layer has two)."""
     from perfmodel.step import trace as wl
 
     tpd, sharded = deg["tp"], deg["fsdp"] or ex["distributed_optimizer"]
