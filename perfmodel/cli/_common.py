@@ -45,6 +45,18 @@ def add_fp8_recipe(parser, what: str = "") -> None:
                              "or nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
 
 
+def add_moe_options(parser, where: str = "with an ep factor") -> None:
+    """``--expert-load-imbalance`` and ``--overlap-moe-dispatch``, one pair for every command that says a layout of a
+    mixture of experts (:attr:`perfmodel.Parallelism.expert_load_imbalance`,
+    :attr:`perfmodel.Parallelism.overlap_moe_dispatch`)."""
+    parser.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
+                        help=f"{where}: the routed tokens the busiest expert-parallel rank receives over the mean, at "
+                             "least 1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
+    parser.add_argument("--overlap-moe-dispatch", action="store_true",
+                        help=f"{where}, Megatron layouts: Megatron-Core's EP overlap (--overlap-moe-expert-parallel-"
+                             "comm), each MoE layer's all-to-alls beside another micro-batch's opposite pass")
+
+
 class _UsageError(ValueError):
     """A command-line value that cannot be used (exit status 2, one line)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from perfmodel.cli._common import (
     add_compile_scope,
     add_fp8_recipe,
+    add_moe_options,
     add_stack,
     _gib,
     rule_of_thumb_steps,
@@ -178,12 +179,7 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--ep", default=None, help="expert-parallel degrees to try, a mixture of experts only (default 1, the "
                                               "widest within a node and the widest, each dividing the experts and the "
                                               "tensor- and data-parallel ranks)")
-    p.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
-                   help="with ep: the routed tokens the busiest expert-parallel rank receives over the mean, at least "
-                        "1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
-    p.add_argument("--overlap-moe-dispatch", action="store_true",
-                   help="Megatron layouts with ep: Megatron-Core's EP overlap (--overlap-moe-expert-parallel-comm), each "
-                        "MoE layer's all-to-alls beside another micro-batch's opposite pass")
+    add_moe_options(p, "layouts with ep")
     p.add_argument("--activation-checkpointing", default="none,selective,full",
                    help="policies to try, least recomputation first; each layout keeps the first that fits "
                         "(selective: torchtitan's per-operator policy on FSDP layouts, Megatron's core-attention "

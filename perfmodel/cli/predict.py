@@ -9,6 +9,7 @@ from perfmodel.cli._common import (
     instance_cluster_arg,
     add_compile_scope,
     add_fp8_recipe,
+    add_moe_options,
     add_stack,
     _gib,
     rule_of_thumb_steps,
@@ -273,13 +274,7 @@ def add_parser(sub, fmt) -> None:
                       help="with a cp factor: K and V exchanged at their own heads (default) or at every query head, "
                            "for a model that repeats them before the attention kernel (torchtitan's Llama until "
                            "mid-2025)")
-    pred.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
-                      help="with an ep factor: the routed tokens the busiest expert-parallel rank receives over the "
-                           "mean, at least 1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
-    pred.add_argument("--overlap-moe-dispatch", action="store_true",
-                      help="with an ep factor and --framework megatron: Megatron-Core's EP overlap "
-                           "(--overlap-moe-expert-parallel-comm), each MoE layer's all-to-alls beside another "
-                           "micro-batch's opposite pass")
+    add_moe_options(pred)
     pred.add_argument("--sustained-clock", default=None, metavar="SHARE_OR_CSV",
                       help="run the GPUs at this share of their datasheet clock (a part held at its power limit by "
                            "continuous GEMM load sustains less), or at the share found from a CSV of GEMMs measured on "
