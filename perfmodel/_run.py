@@ -246,6 +246,15 @@ class Parallelism:
         made known). The micro-batch passes without a partner — the first forward and the last backward, a pipeline
         rank's warm-up and cool-down — keep theirs exposed; the hidden ones slow the compute beside them. No effect
         without ``ep``.
+    expert_tensor_parallel : int, optional
+        With a ``tp`` factor, of a mixture of experts: how many tensor-parallel ranks split each routed expert, 1 or the
+        layout's ``tp`` (Megatron-Core's ``--expert-tensor-parallel-size``, torchtitan's
+        ``expert_tensor_parallel_degree``). 1: each expert whole on its rank, the MoE block on the rank's sequence
+        shard, ``ep`` carved from the ``tp·dp·cp`` ranks. ``tp``: each expert's linears split over the
+        tensor-parallel ranks as a dense MLP's are, ``ep`` carved from the ``dp·cp`` ranks, and in each MoE layer and
+        pass the dispatched tokens all-gathered over the tensor-parallel ranks and the experts' outputs
+        reduce-scattered back, exposed (they run inside the token dispatcher). None: the framework's default —
+        Megatron-Core's is ``tp`` (the flag unset takes the tensor-parallel size), torchtitan's 1.
     """
 
     strategy: object = "dp"
@@ -266,6 +275,7 @@ class Parallelism:
     shard_gradients: bool | None = None
     expert_load_imbalance: float = 1.0
     overlap_moe_dispatch: bool = False
+    expert_tensor_parallel: int | None = None
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_pipeline_layers, check_strategy_name,
@@ -305,6 +315,11 @@ class Parallelism:
                                  f"tokens the busiest expert-parallel rank receives over the mean; 1 for even routing, "
                                  f"e.g. 1.25 for a capacity factor of 1.25); got {f!r}.")
             object.__setattr__(self, "expert_load_imbalance", float(f))
+            if self.expert_tensor_parallel is not None:
+                _positive_int("Parallelism", "expert_tensor_parallel", self.expert_tensor_parallel,
+                              "(the tensor-parallel ranks that split each routed expert: 1, or the layout's tp), or None "
+                              "for the framework's default")
+                object.__setattr__(self, "expert_tensor_parallel", int(self.expert_tensor_parallel))
             if self.context_parallel_kv not in CONTEXT_PARALLEL_KV:
                 raise ValueError(f"Parallelism: context_parallel_kv must be one of {', '.join(CONTEXT_PARALLEL_KV)} "
                                  f"(the K and V context parallelism exchanges: at their own heads, or expanded to every "
@@ -321,15 +336,16 @@ class Parallelism:
         return parse_strategy(self.strategy, int(n_gpus))
 
     def execution(self, n_gpus: int, degrees: dict | None = None) -> dict:
-        """``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward", "shard_gradients"}``
-        over ``n_gpus`` GPUs (:func:`perfmodel.step.strategy.resolve_execution`), or over ``degrees`` where the caller
+        """``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward", "shard_gradients",
+        "expert_tensor_parallel"}`` over ``n_gpus`` GPUs (:func:`perfmodel.step.strategy.resolve_execution`), or over ``degrees`` where the caller
         has already parsed them (a one-GPU step's); a ``StrategyError`` where the layout cannot run so."""
         from perfmodel.step.strategy import resolve_execution
 
         deg = self.degrees(n_gpus) if degrees is None else degrees
         return resolve_execution(self.framework, deg, distributed_optimizer=self.distributed_optimizer,
                                  sequence_parallel=self.sequence_parallel, overlap_tp_backward=self.overlap_tp_backward,
-                                 shard_gradients=self.shard_gradients)
+                                 shard_gradients=self.shard_gradients,
+                                 expert_tensor_parallel=self.expert_tensor_parallel)
 
     def with_micro_batches(self, batch_size: int, n_gpus: int) -> "Parallelism":
         """This parallelism with ``micro_batches`` said for a global batch of ``batch_size`` over ``n_gpus`` GPUs:

@@ -45,10 +45,21 @@ def add_fp8_recipe(parser, what: str = "") -> None:
                              "or nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
 
 
-def add_moe_options(parser, where: str = "with an ep factor") -> None:
-    """``--expert-load-imbalance`` and ``--overlap-moe-dispatch``, one pair for every command that says a layout of a
-    mixture of experts (:attr:`perfmodel.Parallelism.expert_load_imbalance`,
-    :attr:`perfmodel.Parallelism.overlap_moe_dispatch`)."""
+def add_moe_options(parser, where: str = "with an ep factor", *, search: bool = False) -> None:
+    """``--expert-load-imbalance``, ``--overlap-moe-dispatch`` and ``--expert-tensor-parallel``, for every command that
+    says a layout of a mixture of experts (:attr:`perfmodel.Parallelism.expert_load_imbalance`,
+    :attr:`perfmodel.Parallelism.overlap_moe_dispatch`, :attr:`perfmodel.Parallelism.expert_tensor_parallel`; with
+    ``search``, the expert tensor parallelism a layout search tries: ``1`` or ``tp``)."""
+    if search:
+        parser.add_argument("--expert-tensor-parallel", choices=["1", "tp"], default=None,
+                            help="a mixture of experts' layouts with tp: try each routed expert whole on its rank (1) "
+                                 "or split over the tensor-parallel ranks (tp, Megatron layouts) only (default: both "
+                                 "where the layout allows)")
+    else:
+        parser.add_argument("--expert-tensor-parallel", type=int, default=None, metavar="N",
+                            help="a mixture of experts with a tp factor: the tensor-parallel ranks each routed expert is "
+                                 "split over, 1 (whole on its rank) or the layout's tp (default: the framework's; "
+                                 "Megatron-Core's is tp, torchtitan's 1)")
     parser.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
                         help=f"{where}: the routed tokens the busiest expert-parallel rank receives over the mean, at "
                              "least 1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")

@@ -90,7 +90,8 @@ def _cmd_layouts(args) -> int:
     options = dict(frameworks=_names(args.frameworks, "--frameworks"),
                    activation_checkpointing=_policies(args.activation_checkpointing),
                    shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,),
-                   expert_load_imbalance=args.expert_load_imbalance, overlap_moe_dispatch=args.overlap_moe_dispatch)
+                   expert_load_imbalance=args.expert_load_imbalance, overlap_moe_dispatch=args.overlap_moe_dispatch,
+                   expert_tensor_parallel={"1": 1, "tp": "tp"}.get(args.expert_tensor_parallel))
     for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel"),
                       ("ep", "expert_parallel")):
         text = getattr(args, flag)
@@ -107,7 +108,8 @@ def _cmd_layouts(args) -> int:
     top = found.head(args.top)
     cols = ["framework", "strategy", "micro_batches", "virtual_stages"] + (
         ["pipeline_layers"] if top["pipeline_layers"].astype(bool).any() else []) + [
-        "activation_checkpointing"] + (["shard_gradients"] if top["shard_gradients"].any() else []) + [
+        "activation_checkpointing"] + (["shard_gradients"] if top["shard_gradients"].any() else []) + (
+        ["expert_tensor_parallel"] if (top["expert_tensor_parallel"] > 1).any() else []) + [
         "step_time_s", "tokens_per_s", "mfu", "comm_s", "bubble_s"]
     out = top[cols].copy()
     out["tokens_per_s"] = out["tokens_per_s"].round(0)
@@ -179,7 +181,7 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--ep", default=None, help="expert-parallel degrees to try, a mixture of experts only (default 1, the "
                                               "widest within a node and the widest, each dividing the experts and the "
                                               "tensor- and data-parallel ranks)")
-    add_moe_options(p, "layouts with ep")
+    add_moe_options(p, "layouts with ep", search=True)
     p.add_argument("--activation-checkpointing", default="none,selective,full",
                    help="policies to try, least recomputation first; each layout keeps the first that fits "
                         "(selective: torchtitan's per-operator policy on FSDP layouts, Megatron's core-attention "

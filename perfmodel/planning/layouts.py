@@ -22,7 +22,7 @@ __all__ = ["layout_candidates", "search_layouts", "LAYOUT_COLUMNS"]
 #: columns of :func:`search_layouts`.
 LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule", "virtual_stages", "pipeline_layers",
                   "activation_checkpointing", "shard_gradients",
-                  "async_tp", "step_time_s", "lower_s", "upper_s", "tokens_per_s", "mfu", "comm_s", "bubble_s",
+                  "async_tp", "expert_tensor_parallel", "step_time_s", "lower_s", "upper_s", "tokens_per_s", "mfu", "comm_s", "bubble_s",
                   "memory_per_gpu_bytes", "capacity_bytes", "fits", "usd_per_gpu_h", "cost_per_step_usd", "parallelism"]
 
 #: interleaved chunks Megatron's recipes run, the largest that divides a stage's layers is taken
@@ -57,7 +57,7 @@ def _divisors(n: int) -> list[int]:
 def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), tensor_parallel=None,
                       pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
                       shard_gradients=(None, True), expert_parallel=None, expert_load_imbalance: float = 1.0,
-                      overlap_moe_dispatch: bool = False) -> list:
+                      overlap_moe_dispatch: bool = False, expert_tensor_parallel=None) -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -79,9 +79,10 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         Degrees to try; default tensor parallel the divisors of ``gpus_per_node`` that divide the heads and key/value
         heads, pipeline 1, 2, 4, 8, 16 (at most a stage per layer), context parallel 1
         and, for sequences of 8192 tokens or more, 2; expert parallel (a mixture of experts only) 1, the widest that
-        stays in a node and the widest there is, each dividing the experts and the ``tp·dp·cp`` ranks it is carved
-        from (an ``ep`` that divides neither is skipped; with tensor parallelism and no data-parallel ranks, only
-        ``ep = tp``: each expert stays whole on its rank).
+        stays in a node and the widest there is, each dividing the experts and the ranks it is carved from — the
+        ``tp·dp·cp`` ranks with each expert whole, the ``dp·cp`` ones with the experts split over the tensor-parallel
+        ranks (an ``ep`` that divides neither is skipped; with tensor parallelism, whole experts and no data-parallel
+        ranks, only ``ep = tp``).
     activation_checkpointing : sequence
         Policies to try, least recomputation first (:func:`search_layouts` keeps the first that fits). ``"selective"``
         is each framework's own: torchtitan's per-operator policy on PyTorch layouts, Megatron's core-attention
@@ -99,6 +100,10 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     overlap_moe_dispatch : bool, default False
         Megatron-Core's EP overlap for every Megatron layout with ``ep``
         (:attr:`perfmodel.Parallelism.overlap_moe_dispatch`; PyTorch's layouts have none).
+    expert_tensor_parallel : {None, 1, "tp"}, optional
+        A mixture of experts' layouts with tensor parallelism: each routed expert whole on its rank (1), split over the
+        tensor-parallel ranks (``"tp"``, Megatron layouts only: :attr:`perfmodel.Parallelism.expert_tensor_parallel`),
+        or None (default) both, where the layout allows.
 
     Returns
     -------
@@ -131,6 +136,9 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     if not sgs or any(v not in (None, True) or isinstance(v, (int, float)) and not isinstance(v, bool) for v in sgs):
         raise ValueError(f"shard_gradients must list None (the execution's own gradients) and/or True (ZeRO-2), in the "
                          f"order to try; got {shard_gradients!r}.")
+    if expert_tensor_parallel not in (None, 1, "tp") or isinstance(expert_tensor_parallel, bool):
+        raise ValueError(f"expert_tensor_parallel must be None (both), 1 (each expert whole on its rank) or 'tp' (split "
+                         f"over the tensor-parallel ranks); got {expert_tensor_parallel!r}.")
     out = []
     for fw in fws:
         for t in tps:
@@ -141,12 +149,23 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                     d = n // (t * p * c)
                     if B % d:
                         continue
-                    for e in _expert_degrees(expert_parallel, lay.experts, t * d * c, g):
-                        if lay.experts and t > 1 and d * c == 1 and e != t:
-                            continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
-                        out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance,
-                                        overlap_moe_dispatch)
+                    for etp in _expert_splits(expert_tensor_parallel, fw, lay.experts, t):
+                        for e in _expert_degrees(expert_parallel, lay.experts, t * d * c // etp, g):
+                            if etp == 1 and lay.experts and t > 1 and d * c == 1 and e != t:
+                                continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
+                            out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance,
+                                            overlap_moe_dispatch, etp)
     return out
+
+
+def _expert_splits(asked, fw: str, experts, t: int) -> list:
+    """The expert tensor parallelism :func:`layout_candidates` tries: 1 (each expert whole) and, for Megatron, ``t``
+    (split over the tensor-parallel ranks), of a mixture of experts with ``t > 1`` tensor-parallel ranks; ``asked``
+    (1 or ``"tp"``) keeps one of them. 1 for everything else."""
+    if not experts or t <= 1:
+        return [1]
+    both = [1, t] if fw == "megatron" else [1]
+    return both if asked is None else [1] if asked == 1 else [e for e in both if e > 1]
 
 
 def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
@@ -162,7 +181,7 @@ def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
 
 
 def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list,
-             imbalance: float = 1.0, overlap: bool = False) -> list:
+             imbalance: float = 1.0, overlap: bool = False, etp: int = 1) -> list:
     """:func:`layout_candidates`' layouts of one framework and one set of degrees: one per activation-checkpointing
     policy and gradient layout; none where the batch does not split over the pipeline's micro-batches."""
     from perfmodel._run import Parallelism
@@ -186,7 +205,8 @@ def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: 
     return [Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v, pipeline_layers=split,
                         activation_checkpointing=ac, framework=fw, async_tp=async_tp, shard_gradients=sg,
                         expert_load_imbalance=imbalance if e > 1 else 1.0,
-                        overlap_moe_dispatch=bool(overlap and e > 1 and fw == "megatron"))
+                        overlap_moe_dispatch=bool(overlap and e > 1 and fw == "megatron"),
+                        expert_tensor_parallel=etp if lay.experts and t > 1 else None)
             for ac in acs for sg in sgs if not (sg and not zero2)]
 
 
@@ -215,7 +235,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         the policy kept as :attr:`perfmodel.Parallelism.checkpointing` says it (``"False"``, ``"selective"``,
         ``"attention"`` for Megatron's selective recomputation, ``"full"``, ``"layer:N"``); ``shard_gradients`` whether
         the kept layout reduce-scatters each micro-batch's gradients into the shard (ZeRO-2; FSDP without a pipeline
-        always does); ``pipeline_layers`` the
+        always does); ``expert_tensor_parallel`` the tensor-parallel ranks each routed expert of a mixture of experts
+        is split over (1: whole; 1 for a dense model); ``pipeline_layers`` the
         split of the layers as ``--pipeline-layers`` spells it (``""``: as evenly as they go); ``parallelism`` is the
         :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
         layouts the model refuses (heads, layers, sequence) with the reason.
@@ -226,6 +247,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
 
     if usd_per_gpu_h is not None and not (isinstance(usd_per_gpu_h, (int, float)) and usd_per_gpu_h > 0):
         raise ValueError(f"usd_per_gpu_h must be a positive price per GPU-hour; got {usd_per_gpu_h!r}.")
+    from perfmodel.step.trace import model_and_layout
+
     cands = list(candidates) if candidates is not None else layout_candidates(workload, cluster, **candidate_options)
     if not cands:
         raise ValueError("search_layouts: no layout to try (the degrees do not divide the GPUs or the batch). Pass "
@@ -233,7 +256,7 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
     groups: dict = {}
     for p in cands:
         key = (p.framework, str(p.strategy), p.micro_batches, p.pipeline_schedule, p.virtual_stages,
-               repr(p.pipeline_layers), p.async_tp)
+               repr(p.pipeline_layers), p.async_tp, p.expert_tensor_parallel)
         groups.setdefault(key, []).append(p)
     it = groups.items()
     if progress:
@@ -260,12 +283,15 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         if best is None:
             continue
         p, m = best
+        ex = p.execution(int(cluster.n_gpus))
+        experts = model_and_layout(w_.model, w_.input_shape, w_.input_dtype)[-1].experts  # the checked run's model
         total, cap, fits = float(m["total_bytes"]), float(m["capacity_bytes"]), bool(m["fits"])
         row = dict(framework=p.framework, strategy=str(p.strategy), micro_batches=p.micro_batches or 1,
                    pipeline_schedule=p.pipeline_schedule, virtual_stages=p.virtual_stages or 1,
                    pipeline_layers=format_pipeline_layers(p.pipeline_layers),
                    activation_checkpointing=str(p.checkpointing or False),
-                   shard_gradients=bool(p.execution(int(cluster.n_gpus))["shard_gradients"]), async_tp=bool(p.async_tp),
+                   shard_gradients=bool(ex["shard_gradients"]), async_tp=bool(p.async_tp),
+                   expert_tensor_parallel=int(ex["expert_tensor_parallel"]) if experts else 1,
                    step_time_s=np.nan, lower_s=np.nan, upper_s=np.nan, tokens_per_s=np.nan, mfu=np.nan, comm_s=np.nan,
                    bubble_s=np.nan, memory_per_gpu_bytes=total, capacity_bytes=cap, fits=fits,
                    usd_per_gpu_h=np.nan if usd_per_gpu_h is None else float(usd_per_gpu_h), cost_per_step_usd=np.nan,

@@ -458,8 +458,10 @@ def _memory_basis(r, deg: dict, state: int) -> str:
             + (f", the busiest expert-parallel rank's experts keeping the activations of {deg['expert_load_imbalance']:g} "
                "times the mean routed tokens" if deg.get("ep", 1) > 1 and deg.get("expert_load_imbalance", 1.0) != 1.0
                else "")
-            + (", each routed expert whole beside tensor parallelism (expert tensor parallelism 1)"
-               if deg["tp"] > 1 and r.lay.experts else "")
+            + ((f", each routed expert split over the {deg['tp']} tensor-parallel ranks (expert tensor parallelism "
+                f"{deg['tp']}), its activations on the hidden size over the tokens they gather"
+                if _expert_split(deg, r.lay) > 1 else ", each routed expert whole beside tensor parallelism (expert "
+                "tensor parallelism 1)") if deg["tp"] > 1 and r.lay.experts else "")
             + (f", sequence parallel over {deg['tp']}" if r.sp else "") + ", forward "
             f"outputs of the {r.n_saved} tensors autograd saves at micro-batch {r.mb}; the CUDA context "
             "and fragmentation are not counted")
@@ -618,10 +620,16 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         # that feeds a block is kept whole besides its shard. Megatron saves the shard and gathers it again in the
         # backward pass (Korthikanti et al. 2022), so its blocks keep the shard only.
         out_b = np.where(_gathered_block_inputs(saved, layer, lay, size), out_b * (1 + tpd), out_b)
+    in_experts = (saved["module"].astype(str).str.split(".").map(lambda q: "experts" in q).to_numpy() if len(saved)
+                  else np.zeros(0, dtype=bool))
+    if sp and _expert_split(deg, lay) > 1 and len(saved):
+        # experts split over the tensor-parallel ranks compute the tokens those ranks gather: what they save on the
+        # hidden size (their permuted inputs, their outputs) is whole, on their width 1/tp as the sequence shard's
+        hidden = saved["shape"].astype(str).str.split("x").str[-1].to_numpy() == str(lay.hidden)
+        out_b = np.where(in_experts & hidden, out_b * tpd, out_b)
     f = float(deg.get("expert_load_imbalance", 1.0)) if deg.get("ep", 1) > 1 else 1.0
     if f != 1.0 and len(saved):  # the busiest expert-parallel rank keeps its experts' activations for more tokens
-        out_b = np.where(saved["module"].astype(str).str.split(".").map(lambda q: "experts" in q).to_numpy(), out_b * f,
-                         out_b)
+        out_b = np.where(in_experts, out_b * f, out_b)
     tokens = mb * int(np.prod(shape)) if in_dtype in (torch.long, torch.int, torch.int64) else mb
     # the backward pass starts at the loss: the backward kernel of the largest tensor the head saved (a language
     # model's log-softmax output, FP32 logits) reads the gradient flowing into it and writes the gradient of its input,
@@ -902,7 +910,8 @@ def _head_params(r: _MemoryRank, tpd: int) -> float:
 def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, float, float]:
     """(parameters, gradients, optimizer states, activations) bytes of one GPU without a pipeline."""
     lay, size, tpd, d, cpd = r.lay, r.size, deg["tp"], deg["dp"], deg["cp"]
-    held = expert_parallel_layout(lay, deg.get("ep", 1))  # what a rank holds: experts / ep of the routed experts
+    # what a rank holds: experts / ep of the routed experts (split over tp with expert tensor parallelism)
+    held = expert_parallel_layout(lay, deg.get("ep", 1), split_experts=_expert_split(deg, lay) > 1)
     P = lay.params
     shard = expert_shard_layout(lay)  # what a sharded optimizer cuts its shard from (an expert over all its holders)
     split = sum(v for k, v in shard.param_numel.items() if shard.param_split[k])
@@ -946,6 +955,17 @@ def _flat_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, float, f
     # tp·cp·dp/ep ranks that hold it), not from what the rank holds
     return _framework_parts((params_b, rank_p * size, rank_p * state, act_b), deg, size,
                             sharded_ratio=(split / tpd + (P - split) if tpd > 1 else P) / rank_p)
+
+
+def _expert_split(deg: dict, lay) -> int:
+    """The tensor-parallel ranks each routed expert of ``lay`` is split over (:attr:`perfmodel.Parallelism.
+    expert_tensor_parallel` as the layout resolves it): 1 for a dense model or without tensor parallelism; a
+    ``StrategyError`` where ``ep`` does not divide the ``dp·cp`` ranks it is then carved from."""
+    from perfmodel.step.strategy import check_expert_grid
+
+    etp = int(deg.get("expert_tensor_parallel", 1)) if lay.experts and deg["tp"] > 1 else 1
+    check_expert_grid(deg["name"], f"{lay.experts} routed experts", deg["tp"], deg.get("ep", 1), deg["dp"] * deg["cp"], etp)
+    return etp
 
 
 def _tp_rank_params(params: np.ndarray, split: np.ndarray, tp: int) -> np.ndarray:
@@ -1011,7 +1031,8 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     cache, per = deg.get("te_cache") or (set(), 0.0)
     # all the parameters, the FP8-kept ones and those of TE's weight cache: per layer once, per stage below
     sets = (None, fp8, cache)
-    own = expert_parallel_layout(lay, deg.get("ep", 1))  # what a rank holds: experts / ep of the routed experts
+    # what a rank holds: experts / ep of the routed experts (split over tp with expert tensor parallelism)
+    own = expert_parallel_layout(lay, deg.get("ep", 1), split_experts=_expert_split(deg, lay) > 1)
     shard_lay = expert_shard_layout(lay)  # what a sharded optimizer cuts its shard from (an expert over all its holders)
     per_layer = [_layer_params(own, names) for names in sets]
     layer_params, layer_split = per_layer[0]

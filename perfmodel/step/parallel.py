@@ -138,7 +138,7 @@ from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
-                                       crosses_nodes, default_network, parse_strategy,
+                                       check_expert_grid, crosses_nodes, default_network, parse_strategy,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
 from perfmodel.step.trace import (GROUPED_GEMM_OP, TE_WEIGHT_CAST_OPS, MXFP8_BYTES_PER_ELEMENT, expert_param_names, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
@@ -671,6 +671,13 @@ class RankWork:
     dispatch_bytes: float = 0.0
     moe_layers: int = 0
     stage_moe_layers: np.ndarray | None = None
+    #: expert tensor parallelism (:attr:`perfmodel.Parallelism.expert_tensor_parallel`): 1, each routed expert whole on
+    #: its rank, or ``tp``, each split over the tensor-parallel ranks (``expert_params`` is then the rank's share, and
+    #: ``ep`` is carved from the ``dp·cp`` ranks); and the bytes of the tokens a MoE layer's tensor-parallel ranks
+    #: gather from each other after the dispatch (each rank's routed tokens, at the hidden size), reduce-scattered back
+    #: before the combine
+    etp: int = 1
+    etp_gather_bytes: float = 0.0
 
     @property
     def stage_blocks(self) -> np.ndarray:
@@ -685,15 +692,15 @@ class RankWork:
     def dp_reduced(self, params: float, experts: float = 0.0, links: dict | None = None) -> float:
         """``params`` parameters of which ``experts`` are routed experts' (under expert or tensor parallelism), as the
         ``dp·cp`` group's collectives carry them: an expert's gradients are reduced (its parameters gathered, under
-        FSDP) over the ``tp·dp·cp/ep`` ranks that hold it (Megatron-Core's expert-data-parallel group, each expert
-        whole on its rank), so its bytes count at that ring's ``(n'−1)/n'`` over the group's ``(n−1)/n`` (0 where
-        ``ep = tp·dp·cp``: no rank shares an expert), and, with ``links`` (:func:`resolve_links`' of the layout), at
-        the ``dp`` link's rate over that group's own (``"edp"``: ranks ``ep`` apart, often one per node, on one NIC
-        where the ``dp`` ring has the node's)."""
+        FSDP) over the ``tp·dp·cp/(ep·etp)`` ranks that hold it (Megatron-Core's expert-data-parallel group: each
+        expert whole on its rank, or its tensor-parallel shard with ``etp = tp``), so its bytes count at that ring's
+        ``(n'−1)/n'`` over the group's ``(n−1)/n`` (0 where ``ep·etp = tp·dp·cp``: no rank shares an expert), and,
+        with ``links`` (:func:`resolve_links`' of the layout), at the ``dp`` link's rate over that group's own
+        (``"edp"``: ranks ``etp·ep`` apart, often one per node, on one NIC where the ``dp`` ring has the node's)."""
         if (self.ep <= 1 and self.tp <= 1) or experts <= 0 or self.dp_ranks <= 1:
             return float(params)
         n = self.dp_ranks
-        ne = n * self.tp // self.ep
+        ne = n * self.tp // (self.ep * self.etp)
         share = ((ne - 1) / ne) / ((n - 1) / n)
         if links is not None and "edp" in links and "dp" in links:
             share *= links["dp"].bytes_per_s / links["edp"].bytes_per_s
@@ -1026,13 +1033,14 @@ def _experts_of(lay: ModelLayout, work: pd.DataFrame) -> int:
 
 
 def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work: pd.DataFrame, ep: int = 1, *,
-                         sequence_parallel: bool = True, dp_ranks: int = 1) -> None:
+                         sequence_parallel: bool = True, dp_ranks: int = 1, etp: int = 1) -> None:
     """A ``StrategyError`` for expert parallelism (``ep``) of a model without experts, of experts that do not run as
     grouped GEMMs, or over a number of ranks that does not divide its experts; and for tensor parallelism of a
     mixture of experts that perfmodel cannot lay out as Megatron-Core does with expert tensor parallelism 1 (each
     expert whole on its rank, the MoE block on the tokens sequence parallelism leaves the rank): experts that are not
     grouped GEMMs, no sequence parallelism, or experts the tensor-parallel ranks would hold alike with no
-    data-parallel group to reduce their gradients."""
+    data-parallel group to reduce their gradients; with the experts split over the ``tp`` ranks (``etp = tp``), an
+    ``ep`` that does not divide the ``dp·cp`` ranks it is then carved from."""
     experts = _experts_of(lay, work)
     grouped = bool((work["op"] == GROUPED_GEMM_OP).any())
     if ep > 1 and not experts:
@@ -1058,6 +1066,9 @@ def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work:
                             "sequence parallelism leaves them (Megatron-Core requires it for a mixture of experts with "
                             "tensor parallelism); this layout runs without it. Pass sequence_parallel=True (on by "
                             "default with framework='megatron' and with fsdp), or leave tp out.")
+    if etp > 1:
+        check_expert_grid(strat, what, tp, ep, dp_ranks, etp)
+        return
     if dp_ranks <= 1 and ep != tp:
         spread = (f"Spread the experts over them with ep{tp} (e.g. 'ep{tp}-tp{tp}'), or add dp."
                   if experts % tp == 0 else "Add dp.")
@@ -1108,47 +1119,54 @@ def _divide_tokens(work: pd.DataFrame, mask: np.ndarray, n: int, tokens: int) ->
 
 
 def _expert_parallel(work: pd.DataFrame, lay: ModelLayout, ep: int, tokens: int, tp: int,
-                     imbalance: float = 1.0) -> tuple[pd.DataFrame, ModelLayout]:
+                     imbalance: float = 1.0, etp: int = 1) -> tuple[pd.DataFrame, ModelLayout]:
     """One rank of a mixture of experts' expert-parallel group of ``ep`` ranks, ``tp`` tensor-parallel ranks beside
     it: its grouped GEMMs over ``experts / ep`` experts with the tokens every rank routes to them, each rank routing
     ``1/tp`` of its micro-batch's (:func:`perfmodel.step.trace.expert_parallel_work`; ``tokens`` the rank's tokens per
     micro-batch), and the layout of what it holds (:func:`perfmodel.step.trace.expert_parallel_layout`: ``experts /
     ep`` of the routed experts, each whole). ``imbalance``: the busiest rank's routed tokens over the mean
-    (:attr:`perfmodel.Parallelism.expert_load_imbalance`), which sets the pace. A dense model's as they are."""
+    (:attr:`perfmodel.Parallelism.expert_load_imbalance`), which sets the pace. ``etp = tp``: each expert split over
+    the tensor-parallel ranks, which gather the tokens they route (every rank's grouped GEMMs over all of them, each
+    expert's width ``/ tp``), held split. A dense model's as they are."""
     from perfmodel.step import trace as wl
 
     experts = _experts_of(lay, work)
     if not experts:
         return work, lay
-    held = wl.expert_parallel_layout(lay, ep)
+    held = wl.expert_parallel_layout(lay, ep, split_experts=etp > 1)
     if ep <= 1 and tp <= 1:
         return work, held
     grouped = work.loc[(work["op"] == GROUPED_GEMM_OP) & (work["phase"] == "forward"), "dim_m"]
     per_expert = (tokens * lay.experts_per_token / experts if lay.experts_per_token
                   else float(grouped.median()) if len(grouped) else 1.0)
+    if etp > 1:
+        return wl.expert_parallel_work(work, ep, per_expert, 1, imbalance, split=etp, hidden=lay.hidden), held
     return wl.expert_parallel_work(work, ep, per_expert, tp, imbalance), held
 
 
 def _expert_fields(work: pd.DataFrame, held: ModelLayout, ep: int, layer: np.ndarray, stages: dict, size: int,
-                   tp: int = 1) -> dict:
+                   tp: int = 1, etp: int = 1) -> dict:
     """:class:`RankWork`'s expert fields (none for a dense model, or without ``ep`` and ``tp``): the routed experts'
-    parameters the rank holds (per pipeline stage too), and under ``ep`` the MoE layers (per stage) and the bytes of
-    one all-to-all: the grouped GEMMs' routed tokens of one micro-batch (their forward's rows) at the hidden size, at
-    the training precision."""
+    parameters the rank holds (its ``1/etp`` share of each; per pipeline stage too), and under ``ep`` or split
+    experts (``etp > 1``) the MoE layers (per stage), the bytes of one all-to-all — the grouped GEMMs' routed tokens
+    of one micro-batch (their forward's rows; the rank's own ``1/etp`` of those its tensor-parallel ranks gather) at
+    the hidden size, at the training precision — and with ``etp > 1`` those the tensor-parallel ranks gather."""
     from perfmodel.step import trace as wl
 
     names = wl.expert_param_names(held)
     if (ep <= 1 and tp <= 1) or not names:
         return {}
-    out = dict(expert_params=float(sum(held.param_numel[k] for k in names)))
-    if ep <= 1:
+    out = dict(expert_params=float(sum(held.param_numel[k] for k in names)) / etp, etp=int(etp))
+    if ep <= 1 and etp <= 1:
         return out
     grouped = ((work["op"] == GROUPED_GEMM_OP) & (work["phase"] == "forward")).to_numpy()
     moe = np.unique(layer[grouped & (layer >= 0) & (layer < held.n_layers)])
     fwd = work[grouped]
     first = fwd[layer[grouped] == moe[0]].iloc[0] if len(moe) else None
-    routed = float(first["dim_m"] * first["dim_b"]) if first is not None else 0.0  # the rank's own routed tokens
-    out.update(ep=int(ep), moe_layers=len(moe), dispatch_bytes=routed * float(held.hidden or 0) * size)
+    routed = float(first["dim_m"] * first["dim_b"]) if first is not None else 0.0  # the tokens the rank's experts compute
+    gathered = routed * float(held.hidden or 0) * size
+    out.update(ep=int(ep), moe_layers=len(moe), dispatch_bytes=gathered / etp if ep > 1 else 0.0,
+               etp_gather_bytes=gathered if etp > 1 else 0.0)
     if stages:
         out["stage_moe_layers"] = np.array([len(np.unique(layer[grouped & (stages["stage"] == s)]))
                                             for s in range(len(stages["stage_layers"]))])
@@ -1183,6 +1201,17 @@ def _tp_block_fields(layer_blocks: np.ndarray | None, layer: np.ndarray, stages:
     return out
 
 
+def _gathered_expert_rows(work: pd.DataFrame, lay: ModelLayout, moe: np.ndarray, ex: dict) -> np.ndarray:
+    """Rows of a mixture of experts' ``experts`` modules on the hidden size (permutations, weighting, sums of the
+    routed tokens) when the experts are split over the tensor-parallel ranks (``ex``' ``expert_tensor_parallel`` > 1):
+    they run on the tokens the ranks gather, not on the rank's sequence shard. None otherwise."""
+    if int(ex.get("expert_tensor_parallel", 1)) <= 1 or not moe.any() or "module" not in work.columns:
+        return np.zeros(len(work), dtype=bool)
+    in_experts = work["module"].astype(str).str.split(".").map(lambda parts: "experts" in parts).to_numpy()
+    on_hidden = work["dim_k"].to_numpy(float) == float(lay.hidden or -1)
+    return moe & in_experts & on_hidden & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
+
+
 def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.ndarray, lay: ModelLayout, held: ModelLayout,
                            w, ex: dict, deg: dict, tokens: int) -> tuple:
     """One tensor-parallel rank's rows (:func:`rank_work`): the split rows ``/ tpd`` (:func:`_tp_split_mask`), a
@@ -1210,8 +1239,10 @@ def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.nda
     work = _divide_tokens(work, moe & (work["op_class"] == "matmul").to_numpy() & (work["op"] != GROUPED_GEMM_OP).to_numpy(),
                           tpd, tokens)
     if sp:  # the norms, dropouts and residual adds on the hidden state run on s / tp tokens
-        # (not the casts of whole experts' weights: each rank casts the experts it holds)
-        sp_mask = ~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy() & ~wl.expert_weight_casts(work)
+        # (not the casts of whole experts' weights: each rank casts the experts it holds; nor, with the experts split
+        # over the tensor-parallel ranks, their kernels on the hidden size: on the tokens those ranks gather)
+        sp_mask = (~split_mask & ~is_opt & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
+                   & ~wl.expert_weight_casts(work) & ~_gathered_expert_rows(work, lay, moe, ex))
         work = _divide_rows(work, sp_mask, tpd, tokens)
     resized = wl.te_tp_casts(wl.keep_gathered_whole(work, unsplit, tpd), unsplit, tpd, sp)  # from the unsplit rows
     if moe.any():  # a whole MoE block's casts run on the sequence shard: split above, gathered by no one
@@ -1255,8 +1286,10 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                          megatron=ex["framework"] == "megatron")
     if work.empty:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
+    etp = ex["expert_tensor_parallel"] if _experts_of(lay, work) and tpd > 1 else 1
+    ex = dict(ex, expert_tensor_parallel=etp)
     _check_experts_whole(strat, tpd, name, lay, work, deg["ep"], sequence_parallel=ex["sequence_parallel"],
-                         dp_ranks=d * cpd)
+                         dp_ranks=d * cpd, etp=etp)
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
@@ -1267,7 +1300,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     layer = op_layer(work, lay.n_layers)
     is_opt = work["phase"].to_numpy() == "optimizer"
     tokens = b_rank * int(np.prod(rank_shape)) if in_dtype in (torch.long, torch.int, torch.int64) else b_rank
-    work, held = _expert_parallel(work, lay, deg["ep"], tokens, tpd, par.expert_load_imbalance)
+    work, held = _expert_parallel(work, lay, deg["ep"], tokens, tpd, par.expert_load_imbalance, etp)
     rank_P = rank_share(held, held.param_numel, tpd)  # parameters of one tensor-parallel rank (its experts, under ep)
     work, (layer, is_opt, tp_role, tp_block), layer_blocks = _tensor_parallel_split(work, layer, is_opt, lay, held, w, ex,
                                                                                      deg, tokens)
@@ -1300,7 +1333,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         expert_load_imbalance=par.expert_load_imbalance if deg["ep"] > 1 else 1.0,
         overlap_moe_dispatch=bool(par.overlap_moe_dispatch and deg["ep"] > 1),
         **_tp_block_fields(layer_blocks, layer, stages), **stages,
-        **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd))
+        **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd, etp))
 
 
 @dataclasses.dataclass
@@ -1316,13 +1349,16 @@ class _Comm:
     cp_total: float
     tp_regather: float = 0.0  # per layer: the backward pass's all-gathers of the column-parallel inputs (hidden)
     ep_a2a: float = 0.0  # expert parallel: one all-to-all of a MoE layer's routed tokens (2 per MoE layer per pass)
+    etp_moe: float = 0.0  # experts split over tp: a MoE layer's all-gather and reduce-scatter of its routed tokens
 
     def ep_pass(self, moe_layers) -> float:
         """Seconds of one pass's expert-parallel all-to-alls over ``moe_layers`` MoE layers (a number, or an array
         per pipeline stage): the dispatch of the routed tokens to the ranks holding their experts and the combine of
-        the experts' outputs back (the backward pass: their gradients, the same two), on the critical path —
-        Megatron-Core's and torchtitan's default token dispatchers overlap neither with compute."""
-        return 2.0 * self.ep_a2a * moe_layers
+        the experts' outputs back (the backward pass: their gradients, the same two), and with the experts split over
+        the tensor-parallel ranks the all-gather of the dispatched tokens over them and the reduce-scatter of the
+        experts' outputs, on the critical path — Megatron-Core's and torchtitan's default token dispatchers overlap
+        none of them with compute."""
+        return (2.0 * self.ep_a2a + self.etp_moe) * moe_layers
 
     def ep_exposed(self, moe_layers, f_layer, b_layer, paired=0.0) -> tuple:
         """Exposed seconds of one micro-batch's expert-parallel all-to-alls, (forward pass, backward pass), over
@@ -1333,7 +1369,7 @@ class _Comm:
         full = self.ep_pass(moe_layers)
         if not np.any(paired):
             return full, full
-        pair = 2.0 * self.ep_a2a
+        pair = 2.0 * self.ep_a2a + self.etp_moe
         f = moe_layers * np.maximum(pair - b_layer, 0.0)
         b = moe_layers * np.maximum(pair - f_layer, 0.0)
         return paired * f + (1 - paired) * full, paired * b + (1 - paired) * full
@@ -1393,7 +1429,9 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
     cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
     ep_a2a = alltoall_time(r.dispatch_bytes, r.ep, lk["ep"]) if r.ep > 1 else 0.0
-    return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total, regather, ep_a2a)
+    etp_moe = (allgather_time(r.etp_gather_bytes, r.tp, lk["tp"]) + reduce_scatter_time(r.etp_gather_bytes, r.tp, lk["tp"])
+               if r.etp > 1 else 0.0)
+    return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total, regather, ep_a2a, etp_moe)
 
 
 @dataclasses.dataclass
@@ -1616,7 +1654,8 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     st = st_fb + st_tp if tpd > 1 else st_fb
     if r.cp > 1:  # each stage's layers' context-parallel exchanges, per micro-batch
         st = st + r.stage_layers / L * (c.cp_f + c.cp_b)
-    st_ep = 2 * c.ep_pass(r.stage_moe_layers) if r.ep > 1 else np.zeros(p)  # its MoE layers' all-to-alls
+    # its MoE layers' all-to-alls (and the gathers of split experts)
+    st_ep = 2 * c.ep_pass(r.stage_moe_layers) if r.moe_layers and r.stage_moe_layers is not None else np.zeros(p)
     ep_f = ep_b = st_ep / 2  # exposed in each pass, all of them but under Megatron's EP overlap
     if r.ep > 1 and r.overlap_moe_dispatch:
         layers = np.maximum(r.stage_layers, 1)
@@ -1757,10 +1796,11 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     par.execution(n_gpus, deg)
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     r = rank_work(w, par, n_gpus)
-    moe = dict(deg, moe=True) if r.expert_params else deg  # the ring of an expert's holders ("edp") beside tp too
+    # the ring of an expert's holders ("edp") beside tp too; the ep ranks etp apart
+    moe = dict(deg, moe=True, etp=r.etp) if r.expert_params else deg
     links = [resolve_links(c.interconnect, s, degrees=moe, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
              for c, s in zip(clusters, specs)]
-    assumed = [default_network(s, deg, c.gpus_per_node, c.nics_per_node) if c.interconnect is None else None
+    assumed = [default_network(s, moe, c.gpus_per_node, c.nics_per_node) if c.interconnect is None else None
                for c, s in zip(clusters, specs)]
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
@@ -1795,6 +1835,17 @@ def _runs(counts) -> str:
 
     runs = [(k, len(list(g))) for k, g in itertools.groupby(int(c) for c in counts)]
     return ", ".join(f"{k}" if n == 1 else f"{k} x {n}" for k, n in runs)
+
+
+def _expert_reduce_basis(r: RankWork) -> str:
+    """Where an expert's gradients are reduced, for ``basis``: over the ``tp·dp·cp/(ep·etp)`` ranks that share it (its
+    shard, with split experts), ``ep·etp`` ranks apart, or by none where no two ranks share one."""
+    what = "expert shard" if r.etp > 1 else "expert"
+    shared = r.dp_ranks * r.tp // (r.ep * r.etp)
+    if shared <= 1:
+        return f"no two ranks share an {what}, whose gradients are reduced by none"
+    return (f"the experts' gradients reduced over the {shared} ranks that share each {what}, {r.ep * r.etp} ranks "
+            "apart, on their own ring")
 
 
 def _execution_basis(r: RankWork) -> str:
@@ -1837,22 +1888,28 @@ def _execution_basis(r: RankWork) -> str:
     if r.cp > 1 and r.framework == "pytorch":
         parts.append(f"PyTorch's ring attention over the {r.cp} context-parallel ranks with its FP32 merges and "
                      "gradient accumulations (perfmodel.step.trace.ring_attention_work)")
-    stage_ranks = r.dp_ranks * r.tp
+    stage_ranks = r.dp_ranks * r.tp // r.etp  # the ranks ep is carved from
     if r.ep > 1:
-        whose = "data-parallel ranks" if r.tp == 1 else "tensor-, context- and data-parallel ranks"
+        whose = ("data-parallel ranks" if r.tp == 1 else "tensor-, context- and data-parallel ranks" if r.etp == 1
+                 else "context- and data-parallel ranks")
         parts.append(f"expert parallel over {r.ep} of the {stage_ranks} {whose} (each holds {1 / r.ep:.3g} of "
                      f"the routed experts and computes the tokens all {r.ep} route to them, evenly routed; per MoE layer "
                      "and micro-batch an all-to-all dispatching its routed tokens and one combining the experts' outputs "
                      "in each pass, " + ("under Megatron-Core's EP overlap: beside another micro-batch's opposite pass, "
                                          "exposed where they outlast its compute of a layer, the unpaired passes' in "
                                          "full" if r.overlap_moe_dispatch else "exposed (no dispatch overlap)")
-                     + ", their bytes at the hidden size and the training "
-                     f"precision; the experts' gradients reduced over the {stage_ranks // r.ep} ranks that share each "
-                     f"expert, {r.ep} ranks apart, on their own ring)")
+                     + ", their bytes at the hidden size and the training precision; " + _expert_reduce_basis(r) + ")")
     if r.ep > 1 and r.expert_load_imbalance != 1.0:
         parts.append(f"the busiest expert-parallel rank receiving {r.expert_load_imbalance:g} times the mean routed "
                      "tokens (its grouped GEMMs, expert kernels and all-to-alls that much larger; every rank waits for it)")
-    if r.tp > 1 and r.expert_params:
+    if r.tp > 1 and r.expert_params and r.etp > 1:
+        parts.append(f"each routed expert split over the {r.tp} tensor-parallel ranks as a dense MLP is (Megatron-Core's "
+                     f"expert tensor parallelism {r.etp}): the router on the rank's sequence shard, in each MoE layer and "
+                     "pass the dispatched tokens all-gathered over the tensor-parallel ranks and the experts' outputs "
+                     "reduce-scattered back, exposed (inside the token dispatcher), the experts' kernels on the hidden "
+                     f"size over the gathered tokens ({r.tp_blocks:.3g} other tensor-parallel "
+                     f"block{'' if r.tp_blocks == 1 else 's'} per layer)")
+    elif r.tp > 1 and r.expert_params:
         parts.append(f"each routed expert whole on its rank beside tensor parallelism over {r.tp} (Megatron-Core's "
                      "expert tensor parallelism 1): the MoE blocks (router, experts) on the rank's sequence shard, no "
                      f"tensor-parallel collectives around them ({r.tp_blocks:.3g} tensor-parallel "

@@ -66,13 +66,15 @@ def crosses_nodes(degrees: dict, gpus_per_node: int) -> dict:
     With ``tp·cp·dp < gpus_per_node`` only the hops at node boundaries cross, but a pipeline runs at the pace of its
     slowest hop: its activations and gradients pass that link every micro-batch. The ``ep`` group (expert parallel,
     carved from the tensor-, context- and data-parallel ranks, consecutive among them: Megatron-Core lays its expert
-    grid out as ``etp-ep-edp-pp`` and perfmodel keeps each expert whole on its rank, expert tensor parallelism 1;
-    torchtitan takes ``ep`` from ``dp_shard × cp × tp`` when its ``etp`` is 1) when ``ep > gpus_per_node``."""
+    grid out as ``etp-ep-edp-pp``; with each expert whole on its rank, expert tensor parallelism 1, the ``ep`` ranks
+    are consecutive, as torchtitan takes ``ep`` from ``dp_shard × cp × tp`` when its ``etp`` is 1; with the experts
+    split over the ``tp`` ranks, ``degrees``' ``"etp"`` equal to ``tp``, they are ``tp`` apart) when ``etp·ep >
+    gpus_per_node``."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
-    cp, ep = int(degrees.get("cp", 1)), int(degrees.get("ep", 1))
+    cp, ep, etp = int(degrees.get("cp", 1)), int(degrees.get("ep", 1)), int(degrees.get("etp", 1))
     g = _check_gpus_per_node(gpus_per_node)
     return {"tp": tp > g, "cp": cp > 1 and tp * cp > g, "dp": dp * cp > 1 and tp * cp * dp > g,
-            "pp": pp > 1 and tp * cp * dp * pp > g, "ep": ep > 1 and ep > g}
+            "pp": pp > 1 and tp * cp * dp * pp > g, "ep": ep > 1 and etp * ep > g}
 
 
 #: Inter-node links of the rail-optimised fabrics of HGX / DGX-class nodes: the A100 reference design carries eight HDR
@@ -248,17 +250,19 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
         # the expert-data-parallel group: the ranks that hold the same experts, ep consecutive ranks apart (Megatron-
         # Core's expert grid etp-ep-edp with etp 1): a data-parallel ring of its own, strided as a dp group beside
         # ep ranks
-        out["edp"] = resolve_links(interconnect, gpu, degrees={"tp": ep, "dp": shared}, gpus_per_node=gpus_per_node,
-                                   nics_per_node=nics_per_node)["dp"]
+        out["edp"] = resolve_links(interconnect, gpu, degrees={"tp": ep * int(degrees.get("etp", 1)), "dp": shared},
+                                   gpus_per_node=gpus_per_node, nics_per_node=nics_per_node)["dp"]
     return out
 
 
 def expert_data_parallel(degrees: dict) -> int:
-    """Ranks that hold the same routed experts (Megatron-Core's expert-data-parallel group): the ``tp·cp·dp`` ranks an
-    ``ep`` group is carved from over ``ep`` — each expert kept whole on its rank (expert tensor parallelism 1), so
-    the tensor-parallel ranks of a model replica hold different experts (``ep > 1``) or the same ones."""
+    """Ranks that hold the same routed experts (Megatron-Core's expert-data-parallel group): the ``tp·cp·dp`` ranks over
+    ``etp·ep`` (``degrees``' ``"etp"``, 1 unless the experts are split over the tensor-parallel ranks) — with each
+    expert kept whole on its rank (expert tensor parallelism 1) the tensor-parallel ranks of a model replica hold
+    different experts (``ep > 1``) or the same ones; split over them (``etp = tp``), the same expert's shards."""
     d = degrees or {}
-    return int(d.get("tp", 1)) * int(d.get("cp", 1)) * int(d.get("dp", 1)) // max(int(d.get("ep", 1)), 1)
+    return (int(d.get("tp", 1)) * int(d.get("cp", 1)) * int(d.get("dp", 1))
+            // max(int(d.get("ep", 1)) * int(d.get("etp", 1)), 1))
 
 
 def _on_node(group: str, link, ranks: dict, degrees: dict | None):
@@ -277,7 +281,7 @@ def _on_node(group: str, link, ranks: dict, degrees: dict | None):
         ep = int(d.get("ep", 1))
         if {"tp": tp, "cp": cp, "dp": dp * cp, "pp": pp, "ep": ep}[group] <= 1:  # no such group: nothing to carry
             return link
-        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp, "ep": 1}[group]
+        stride = {"tp": 1, "cp": tp, "dp": tp, "pp": tp * cp * dp, "ep": int(d.get("etp", 1))}[group]
         return bridged_link(link, ranks[group], stride)
     return link
 
@@ -357,14 +361,14 @@ def ranks_per_node(degrees: dict, gpus_per_node: int) -> dict:
     innermost, then context, data, pipeline): a group whose members are ``stride`` ranks apart has
     ``max(1, min(size, gpus_per_node // stride))`` of them on a node."""
     tp, dp, pp = int(degrees.get("tp", 1)), int(degrees.get("dp", 1)), int(degrees.get("pp", 1))
-    cp, ep = int(degrees.get("cp", 1)), int(degrees.get("ep", 1))
+    cp, ep, etp = int(degrees.get("cp", 1)), int(degrees.get("ep", 1)), int(degrees.get("etp", 1))
     g = _check_gpus_per_node(gpus_per_node)
 
     def on_node(size: int, stride: int) -> int:
         return max(1, min(size, g // stride)) if stride <= g else 1
 
     return {"tp": on_node(tp, 1), "cp": on_node(cp, tp), "dp": on_node(dp * cp, tp), "pp": on_node(pp, tp * cp * dp),
-            "ep": on_node(ep, 1)}
+            "ep": on_node(ep, etp)}
 
 
 #: the groups whose collectives are NCCL rings (all-reduce, all-gather, reduce-scatter) over their ranks, or whose
@@ -891,9 +895,9 @@ def check_stack_framework(stack: str, framework) -> None:
 
 
 def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, sequence_parallel=None,
-                      overlap_tp_backward=None, shard_gradients=None) -> dict:
+                      overlap_tp_backward=None, shard_gradients=None, expert_tensor_parallel=None) -> dict:
     """How a layout runs: ``{"framework", "distributed_optimizer", "sequence_parallel", "overlap_tp_backward",
-    "shard_gradients"}``.
+    "shard_gradients", "expert_tensor_parallel"}``.
 
     ``"megatron"``: the distributed optimizer (ZeRO-1: FP32 master weights and optimizer states sharded over the
     ``dp·cp`` ranks, gradients reduce-scattered and parameters all-gathered) unless ``distributed_optimizer=False``
@@ -910,6 +914,10 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
     with a pipeline accumulate whole gradients and reduce once per step). True needs a sharded optimizer (FSDP, or
     Megatron's distributed optimizer) and data-parallel ranks to shard over.
 
+    ``expert_tensor_parallel`` (:attr:`perfmodel.Parallelism.expert_tensor_parallel`): the tensor-parallel ranks that
+    split each routed expert of a mixture of experts, 1 or ``tp``; default Megatron-Core's ``tp`` (its
+    ``--expert-tensor-parallel-size`` unset), torchtitan's 1. Without tensor parallelism, 1.
+
     Raises
     ------
     perfmodel.datasets.UnknownNameError
@@ -917,7 +925,8 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
     StrategyError
         FSDP under Megatron; the distributed optimizer or the backward overlap under PyTorch; sequence parallelism or
         the backward overlap without tensor parallelism; sharded gradients without a sharded optimizer or without
-        data-parallel ranks, whole gradients under FSDP without a pipeline.
+        data-parallel ranks, whole gradients under FSDP without a pipeline; an expert tensor parallelism other than 1
+        or ``tp``.
     TypeError
         A flag that is not a bool or None.
     """
@@ -958,7 +967,42 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
                             "overlap_tp_backward=None.")
     zero2 = _resolve_shard_gradients(shard_gradients, degrees, fsdp=fsdp, distributed_optimizer=bool(dist))
     return dict(framework=name, distributed_optimizer=bool(dist), sequence_parallel=bool(sp),
-                overlap_tp_backward=bool(ov), shard_gradients=zero2)
+                overlap_tp_backward=bool(ov), shard_gradients=zero2,
+                expert_tensor_parallel=_resolve_expert_tensor_parallel(expert_tensor_parallel, name, tp, strat))
+
+
+def check_expert_grid(strat: str, what: str, tp: int, ep: int, dp_ranks: int, etp: int) -> None:
+    """A ``StrategyError`` where experts split over the ``tp`` tensor-parallel ranks (``etp = tp``) leave an ``ep``
+    that does not divide the ``dp_ranks`` (``dp·cp``) ranks it is then carved from (Megatron-Core's expert grid
+    ``etp·ep·edp = tp·dp·cp``). ``what`` names the model."""
+    if etp > 1 and dp_ranks % max(int(ep), 1):
+        raise StrategyError(f"strategy={strat!r}: {what}, split over the {tp} tensor-parallel ranks (expert tensor "
+                            f"parallelism {etp}, Megatron-Core's default), so ep{ep} is carved from the {dp_ranks} "
+                            f"data- and context-parallel rank{'s' if dp_ranks > 1 else ''}, which it does not divide. "
+                            "Use an ep that divides dp x cp, or keep each expert whole with expert_tensor_parallel=1 "
+                            "(--expert-tensor-parallel 1), ep then over tp x dp x cp.")
+
+
+def _resolve_expert_tensor_parallel(asked, framework: str, tp: int, strat: str) -> int:
+    """:func:`resolve_execution`'s ``expert_tensor_parallel``: the framework's default (Megatron-Core ``tp``,
+    PyTorch 1), or the asked 1 or ``tp``."""
+    if asked is None:
+        return tp if framework == "megatron" else 1
+    if isinstance(asked, bool) or not isinstance(asked, (int, np.integer)) or asked < 1:
+        raise StrategyError(f"expert_tensor_parallel must be a positive int (1, or the layout's tp) or None; got "
+                            f"{asked!r}.")
+    if asked > 1 and framework != "megatron":
+        raise StrategyError(f"expert_tensor_parallel={asked} with framework={framework!r}: perfmodel splits the routed "
+                            "experts over the tensor-parallel ranks as Megatron-Core's token dispatcher runs them (the "
+                            "dispatched tokens gathered over those ranks); torchtitan's expert tensor parallelism is not "
+                            "modelled, and its default keeps each expert whole. Pass 1 (or None), or "
+                            "framework='megatron'.")
+    if int(asked) not in (1, tp):
+        raise StrategyError(f"expert_tensor_parallel={asked} with strategy={strat!r}: perfmodel splits each routed expert "
+                            f"over 1 rank (whole) or over all {tp} tensor-parallel rank{'s' if tp > 1 else ''} (as the "
+                            "dense MLPs are); other sizes are not modelled. Pass 1 or "
+                            f"{tp}" + (", or None for the framework's default." if tp > 1 else "."))
+    return int(asked)
 
 
 def _resolve_shard_gradients(asked, degrees: dict, *, fsdp: bool, distributed_optimizer: bool) -> bool:

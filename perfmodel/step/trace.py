@@ -331,12 +331,13 @@ def moe_block_param(name: str) -> bool:
     return is_routed_expert(name) or bool(parts) and parts[-1] in _ROUTING_MODULES and not is_shared_expert(name)
 
 
-def expert_parallel_layout(lay: "ModelLayout", ep: int) -> "ModelLayout":
+def expert_parallel_layout(lay: "ModelLayout", ep: int, split_experts: bool = False) -> "ModelLayout":
     """The parameters one rank of an expert-parallel group of ``ep`` ranks holds: each routed expert's parameters
     (:func:`expert_param_names`) ``/ ep`` (the rank holds ``experts / ep`` of them), the rest whole; of a mixture of
     experts, the experts and the router (:func:`moe_block_param`) are not split by tensor parallelism
-    (``param_split`` False: each expert whole on its rank, expert tensor parallelism 1). A dense model's layout is
-    returned as it is."""
+    (``param_split`` False: each expert whole on its rank, expert tensor parallelism 1) — but with ``split_experts``
+    (expert tensor parallelism equal to ``tp``) the routed experts are (``param_split`` True), the router still not.
+    A dense model's layout is returned as it is."""
     names = expert_param_names(lay)
     if ep <= 1 and not names:
         return lay
@@ -347,9 +348,10 @@ def expert_parallel_layout(lay: "ModelLayout", ep: int) -> "ModelLayout":
                             "them: " + (f"{lay.experts} experts do not divide by {ep}; use an ep that divides "
                                         f"{lay.experts}." if names else "the model has no parameters under a module "
                                         "named 'experts'; leave ep out."))
-    moe = {k for k in lay.param_numel if moe_block_param(k)}
+    moe = {k for k in lay.param_numel if moe_block_param(k)} - (names if split_experts else set())
     return dataclasses.replace(lay, param_numel={k: (v / ep if k in names else v) for k, v in lay.param_numel.items()},
-                               param_split={k: (False if k in moe else v) for k, v in lay.param_split.items()})
+                               param_split={k: (True if split_experts and k in names else False if k in moe else v)
+                                            for k, v in lay.param_split.items()})
 
 
 def expert_shard_layout(lay: "ModelLayout") -> "ModelLayout":
@@ -367,7 +369,7 @@ def expert_shard_layout(lay: "ModelLayout") -> "ModelLayout":
 
 
 def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, tp: int = 1,
-                         imbalance: float = 1.0) -> pd.DataFrame:
+                         imbalance: float = 1.0, split: int = 1, hidden: int | None = None) -> pd.DataFrame:
     """The grouped GEMMs (``aten._grouped_mm``) of one rank of an expert-parallel group of ``ep`` ranks: it holds
     ``experts / ep`` experts and, after the dispatch, computes the tokens every rank of the group routed to them —
     under even routing ``ep`` times its own share per expert. With ``tp`` tensor-parallel ranks (each expert whole on
@@ -378,8 +380,10 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
     ``1/tp`` of the trace's, the bytes follow the operands (the experts' weights ``/ ep``). ``imbalance``: the
     routed tokens the rank receives over the mean (:attr:`perfmodel.Parallelism.expert_load_imbalance`, with ``ep``):
     its grouped GEMMs' token dimension and the other kernels of its ``experts`` module (permutations, activation,
-    casts; not its weight casts) that much larger."""
-    if ep <= 1 and tp <= 1:
+    casts; not its weight casts) that much larger. ``split``: the tensor-parallel ranks each expert is split over
+    (expert tensor parallelism equal to ``tp``; ``tp`` is then 1, the tokens of every tensor-parallel rank gathered):
+    each grouped GEMM's expert-width dimension (neither the tokens nor ``hidden``) and its FLOPs ``/ split``."""
+    if ep <= 1 and tp <= 1 and split <= 1:
         return work
     f = float(imbalance) if ep > 1 else 1.0
     out = work.copy()
@@ -392,18 +396,29 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
         def off(x: float) -> float:  # how far a dimension is from the rank's routed tokens per expert
             return abs(np.log(max(x, 1.0) / max(per_expert_tokens, 1.0)))
 
-        m2, n2 = (max(m * g * f, 1.0), n) if off(m) <= off(n) else (m, max(n * g * f, 1.0))
+        tok_m = off(m) <= off(n)
+        m2, n2 = (max(m * g * f, 1.0), n) if tok_m else (m, max(n * g * f, 1.0))
+        k2 = k
+        if split > 1:  # the expert's width over the ranks that split it: the dimension that is neither tokens nor hidden
+            wide = [c for c in (("dim_n", "dim_k") if tok_m else ("dim_m", "dim_k"))]
+            pick = next((c for c in wide if float(out.at[i, c]) != float(hidden or -1)), wide[-1])
+            if pick == "dim_k":
+                k2 = max(k / split, 1.0)
+            elif pick == "dim_n":
+                n2 = max(n2 / split, 1.0)
+            else:
+                m2 = max(m2 / split, 1.0)
         b2 = b / ep
-        before, after = b * (m * n + n * k + m * k), b2 * (m2 * n2 + n2 * k + m2 * k)
-        out.at[i, "dim_b"], out.at[i, "dim_m"], out.at[i, "dim_n"] = b2, m2, n2
-        if tp > 1 or f != 1.0:
-            out.at[i, "flops"] = float(out.at[i, "flops"]) * f / tp
-        out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k / 128)
+        before, after = b * (m * n + n * k + m * k), b2 * (m2 * n2 + n2 * k2 + m2 * k2)
+        out.at[i, "dim_b"], out.at[i, "dim_m"], out.at[i, "dim_n"], out.at[i, "dim_k"] = b2, m2, n2, k2
+        if tp > 1 or f != 1.0 or split > 1:
+            out.at[i, "flops"] = float(out.at[i, "flops"]) * f / tp / split
+        out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k2 / 128)
         out.at[i, "bytes"] = float(out.at[i, "bytes"]) * after / before
-    if ep > 1:  # the experts' FP8 weight casts (te_fp8_work): a rank casts the weights of the experts it holds
+    if ep > 1 or split > 1:  # the experts' FP8 weight casts (te_fp8_work): a rank casts its share of the experts it holds
         held = expert_weight_casts(out)
         for c in ("flops", "bytes", "tiles", "dim_m"):
-            out.loc[held, c] = np.maximum(out.loc[held, c].to_numpy(float) / ep, 1.0 if c == "dim_m" else 0.0)
+            out.loc[held, c] = np.maximum(out.loc[held, c].to_numpy(float) / (ep * split), 1.0 if c == "dim_m" else 0.0)
     if f != 1.0 and "module" in out.columns:  # the busiest rank's other expert kernels on its tokens
         busy = (out["module"].astype(str).str.split(".").map(lambda parts: "experts" in parts).to_numpy()
                 & (out["op"].astype(str) != GROUPED_GEMM_OP).to_numpy() & ~expert_weight_casts(out)

@@ -31,18 +31,20 @@ def _work(model=MIXTRAL, **kw):
 
 
 def _predict(strategy, n=8, framework="megatron", gpus_per_node=8, parallel=None, **kw):
+    """A prediction; each expert whole on its rank (expert tensor parallelism 1) unless ``parallel`` says otherwise."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return pm.predict(_work(**kw), pm.Cluster("H100", n_gpus=n, gpus_per_node=gpus_per_node, interconnect=LINKS),
-                          pm.Parallelism(strategy, framework=framework, micro_batch_size=1, **(parallel or {})))
+                          pm.Parallelism(strategy, framework=framework, micro_batch_size=1,
+                                         **{"expert_tensor_parallel": 1, **(parallel or {})}))
 
 
-def _rank(strategy, n=8, model=MIXTRAL):
+def _rank(strategy, n=8, model=MIXTRAL, etp=1):
     from perfmodel.step.parallel import rank_work
     from perfmodel.step.prediction import resolve_run
 
     w, c, p = resolve_run(_work(model, batch_size=2 * n), pm.Cluster("H100", n_gpus=n),
-                          pm.Parallelism(strategy, framework="megatron", micro_batch_size=1))
+                          pm.Parallelism(strategy, framework="megatron", micro_batch_size=1, expert_tensor_parallel=etp))
     return rank_work(w, p.with_micro_batches(w.batch_size, n), n)
 
 
@@ -170,14 +172,15 @@ def test_the_layout_search_tries_expert_parallelism_for_a_mixture_of_experts_onl
     from perfmodel.planning.layouts import layout_candidates
 
     c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect=LINKS)
-    cands = layout_candidates(_work(batch_size=32), c)
+    cands = layout_candidates(_work(batch_size=32), c, expert_tensor_parallel=1)  # each expert whole on its rank
     eps = {parse_strategy(p.strategy, 16)["ep"] for p in cands}
     assert eps == {1, 8}  # none, the widest in a node (8 experts: also the widest)
     degs = [parse_strategy(p.strategy, 16) for p in cands]
     assert {d["tp"] for d in degs} == {1, 2}  # tensor parallelism beside whole experts (the heads: 4 and 2 for K, V)
     assert {(d["tp"], d["ep"]) for d in degs} >= {(2, 1), (2, 8)}
     # on 2 GPUs, 2 tensor-parallel ranks and no data-parallel ones hold whole experts only spread over both
-    two = layout_candidates(_work(batch_size=32), pm.Cluster("H100", n_gpus=2), pipeline_parallel=[1])
+    two = layout_candidates(_work(batch_size=32), pm.Cluster("H100", n_gpus=2), pipeline_parallel=[1],
+                            expert_tensor_parallel=1)
     assert {(parse_strategy(p.strategy, 2)["tp"], parse_strategy(p.strategy, 2)["ep"]) for p in two} == {(1, 1), (1, 2),
                                                                                                        (2, 2)}
     dense = pm.Workload(DENSE, input_shape=(SEQ,), batch_size=32, precision="bf16")
@@ -271,7 +274,7 @@ def test_tensor_parallelism_beside_experts_needs_sequence_parallelism_and_ranks_
         with pytest.raises(StrategyError, match=why), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pm.predict(_work(), pm.Cluster("H100", n_gpus=n, interconnect=LINKS),
-                       pm.Parallelism(strategy, micro_batch_size=1, **par))
+                       pm.Parallelism(strategy, micro_batch_size=1, expert_tensor_parallel=1, **par))
     assert _predict("ep2-tp2", n=2).step_time_s > 0  # each expert on one of the 2 ranks: nothing to reduce
     assert _predict("fsdp4-tp2", framework="pytorch").step_time_s > 0  # torchtitan's 2D: sequence parallel
 
@@ -327,7 +330,8 @@ def _fp8_rank(strategy, n=8, **kw):
     from perfmodel.step.prediction import resolve_run
 
     w, c, p = resolve_run(pm.Workload(MIXTRAL, input_shape=(SEQ,), batch_size=2 * n, optimizer="adam-fused", stack="te", **kw),
-                          pm.Cluster("H100", n_gpus=n), pm.Parallelism(strategy, framework="megatron", micro_batch_size=1))
+                          pm.Cluster("H100", n_gpus=n), pm.Parallelism(strategy, framework="megatron", micro_batch_size=1,
+                                                                      expert_tensor_parallel=1))
     return rank_work(w, p.with_micro_batches(w.batch_size, n), n)
 
 
@@ -498,3 +502,129 @@ def test_megatron_s_ep_overlap_hides_the_all_to_alls_of_paired_passes():
     assert one[1].comm_exposed_s["ep"] == one[0].comm_exposed_s["ep"]  # one micro-batch: nothing to pair
     with pytest.raises(StrategyError, match="overlap_moe_dispatch=True is Megatron-Core's EP overlap"):
         _predict("fsdp8-ep4", framework="pytorch", parallel=dict(overlap_moe_dispatch=True))
+
+
+def test_megatron_splits_each_expert_over_the_tensor_parallel_ranks_by_default():
+    """Megatron-Core's --expert-tensor-parallel-size unset takes the TP size: each expert's linears split over the tp
+    ranks, which gather the tokens they route; ep is carved from the dp·cp ranks."""
+    one, whole, split = _rank("dp8"), _rank("dp4-ep2-tp2"), _rank("dp4-ep2-tp2", etp=2)
+    assert _rank_with("dp4-ep2-tp2").etp == 2  # Megatron's default
+    assert whole.etp == 1 and split.etp == 2 and _rank("dp4-tp2", model=DENSE, etp=2).etp == 1  # dense: no experts
+    experts, _ = _expert_and_other_params()
+    g1, g = (x.work[(x.work["op"] == "aten._grouped_mm") & (x.work["phase"] == "forward")] for x in (one, split))
+    assert np.allclose(g["flops"].to_numpy(), g1["flops"].to_numpy() / 2)  # half of every expert's width
+    assert (g["dim_b"] == 4).all() and (g["dim_m"] == 2 * g1["dim_m"].to_numpy()).all()  # 2 ranks' tokens, all of them
+    widths = g[["dim_n", "dim_k"]].to_numpy()
+    assert sorted(widths.max(axis=1)) == sorted(g1[["dim_n", "dim_k"]].to_numpy().max(axis=1) / 2)
+    assert (np.sort(widths, axis=1)[:, 0] == 128).all()  # the hidden size unsplit; the experts' width halved
+    router1, router = (x.work[x.work["module"].str.endswith("mlp.gate") & (x.work["op"] == "aten.mm")
+                              & (x.work["phase"] == "forward")] for x in (one, split))
+    assert np.allclose(router["flops"].to_numpy(), router1["flops"].to_numpy() / 2)  # on the sequence shard still
+    assert split.expert_params == pytest.approx(experts / 4) and whole.expert_params == pytest.approx(experts / 2)
+    assert split.rank_params == pytest.approx(whole.rank_params - experts / 4)
+    assert split.tp_blocks == 1.0  # the attention's block; the experts' own collectives are the dispatcher's
+    routed = SEQ * 2 * 128 * 2  # a micro-batch's tokens, 2 experts each, at the hidden size in BF16
+    assert split.etp_gather_bytes == routed and split.dispatch_bytes == routed / 2 == whole.dispatch_bytes
+
+
+def test_split_experts_gather_their_tokens_over_the_tensor_parallel_ranks_in_each_moe_layer_and_pass():
+    from perfmodel.step.collectives import allgather_time, reduce_scatter_time
+
+    whole, split = (_predict("dp4-ep2-tp2", parallel={"expert_tensor_parallel": e}) for e in (1, 2))
+    lk = resolve_links(LINKS, "H100", degrees=parse_strategy("dp4-ep2-tp2", 8))
+    nbytes = SEQ * 2 * 128 * 2
+    per_layer = allgather_time(nbytes, 2, lk["tp"]) + reduce_scatter_time(nbytes, 2, lk["tp"])
+    m, layers = 4, 2  # 16 sequences over 4 replicas in micro-batches of one; 2 MoE layers, each in both passes
+    assert split.comm_total_s["ep"] - whole.comm_total_s["ep"] == pytest.approx(2 * m * layers * per_layer)
+    assert split.comm_exposed_s["ep"] - whole.comm_exposed_s["ep"] == pytest.approx(2 * m * layers * per_layer)
+    assert split.comm_total_s["tp"] == pytest.approx(whole.comm_total_s["tp"])  # the attention's blocks alike
+    assert ("each routed expert split over the 2 tensor-parallel ranks as a dense MLP is (Megatron-Core's expert "
+            "tensor parallelism 2)") in split.basis and "expert parallel over 2 of the 4 context- and" in split.basis
+    # without ep the tensor-parallel ranks still gather the routed tokens; the experts' shards reduced over dp
+    alone = _predict("dp4-tp2", parallel={"expert_tensor_parallel": 2})
+    assert alone.comm_total_s["ep"] == pytest.approx(2 * m * layers * per_layer)
+
+
+def test_split_experts_are_placed_ep_ranks_tp_apart_and_reduced_over_the_ranks_that_hold_their_shard():
+    experts, _ = _expert_and_other_params()
+    deg = parse_strategy("dp8-ep4-tp2", 16)
+    assert pm.step.strategy.ranks_per_node(deg, 8)["ep"] == 4 and pm.step.strategy.ranks_per_node(dict(deg, etp=2), 8)["ep"] == 4
+    wide = parse_strategy("dp8-ep8-tp2", 16)
+    assert not pm.step.strategy.crosses_nodes(wide, 8)["ep"] and pm.step.strategy.crosses_nodes(dict(wide, etp=2), 8)["ep"]
+    assert pm.step.strategy.ranks_per_node(dict(wide, etp=2), 8)["ep"] == 4  # 2 apart: half of them on a node
+    lk = resolve_links(LINKS, "H100", degrees=dict(deg, etp=2, moe=True))
+    assert lk["edp"].bandwidth_gb_per_s == 50.0  # a shard's 2 holders 8 ranks apart: one per node, one NIC
+    r = _rank("dp8-ep4-tp2", 16, etp=2)
+    share = ((2 - 1) / 2) / ((8 - 1) / 8)  # each shard over dp / ep = 2 ranks, against the 8-rank ring
+    assert r.expert_params == pytest.approx(experts / 8)
+    assert r.dp_reduced(r.rank_params, r.expert_params) == pytest.approx(r.rank_params - experts / 8 * (1 - share))
+
+
+def test_memory_of_split_experts_holds_their_shard_and_the_tokens_they_gather():
+    experts, _ = _expert_and_other_params()
+    whole, split = (_predict("dp4-ep2-tp2", parallel={"expert_tensor_parallel": e}).memory for e in (1, 2))
+    assert whole["params_bytes"] - split["params_bytes"] == pytest.approx(experts / 4 * 2)  # bf16: half the experts held
+    assert split["optimizer_bytes"] == pytest.approx(whole["optimizer_bytes"])  # each expert's 1/(tp·dp·cp) either way
+    assert split["activations_bytes"] > whole["activations_bytes"]  # the gathered tokens the experts save
+    row = pm.predict_memory(MIXTRAL, "H100", batch_size=16, n_gpus=8, strategy="dp4-ep2-tp2", precision="bf16",
+                            input_shape=(SEQ,), framework="megatron").iloc[0]
+    assert "each routed expert split over the 2 tensor-parallel ranks (expert tensor parallelism 2)" in row["basis"]
+
+
+def test_expert_tensor_parallelism_is_1_or_tp_and_its_ep_divides_the_data_parallel_ranks():
+    for par, why in ((dict(strategy="dp4-ep8-tp2", framework="megatron"),
+                      r"ep8 is carved from the 4 data- and context-parallel ranks.*expert_tensor_parallel=1"),
+                     (dict(strategy="dp4-ep2-tp2", framework="megatron", expert_tensor_parallel=4), "Pass 1 or 2"),
+                     (dict(strategy="fsdp4-ep2-tp2", framework="pytorch", expert_tensor_parallel=2),
+                      "torchtitan's expert tensor parallelism is not modelled")):
+        with pytest.raises(StrategyError, match=why), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pm.predict(_work(), pm.Cluster("H100", n_gpus=8, interconnect=LINKS), pm.Parallelism(micro_batch_size=1, **par))
+    with pytest.raises(ValueError, match="expert_tensor_parallel must be a positive int"):
+        pm.Parallelism("dp4-ep2-tp2", expert_tensor_parallel=0)
+    # split experts need no data-parallel ranks to reduce them: tp2 alone is a layout, as for a dense model
+    assert _predict("tp2", n=2, parallel={"expert_tensor_parallel": 2}).step_time_s > 0
+
+
+def test_the_layout_search_tries_split_experts_for_megatron_only():
+    from perfmodel.planning.layouts import layout_candidates, search_layouts
+
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect=LINKS)
+    cands = layout_candidates(_work(batch_size=32), c)
+    split = [p for p in cands if p.expert_tensor_parallel and p.expert_tensor_parallel > 1]
+    assert split and {p.framework for p in split} == {"megatron"}
+    for p in split:  # ep over the dp·cp ranks
+        d = parse_strategy(p.strategy, 16)
+        assert p.expert_tensor_parallel == d["tp"] and (d["dp"] * d["cp"]) % d["ep"] == 0
+    only = layout_candidates(_work(batch_size=32), c, expert_tensor_parallel="tp")
+    assert all(p.expert_tensor_parallel == parse_strategy(p.strategy, 16)["tp"] for p in only
+               if parse_strategy(p.strategy, 16)["tp"] > 1)
+    with pytest.raises(ValueError, match="expert_tensor_parallel must be None"):
+        layout_candidates(_work(batch_size=32), c, expert_tensor_parallel=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = search_layouts(_work(batch_size=32), c, frameworks=("megatron",), tensor_parallel=[2],
+                               pipeline_parallel=[1], context_parallel=[1], activation_checkpointing=(False,),
+                               shard_gradients=(None,))
+    assert set(found["expert_tensor_parallel"]) == {1, 2}
+    assert len(found) == len(found.drop_duplicates(["strategy", "expert_tensor_parallel"]))
+
+
+def test_the_command_line_says_the_expert_tensor_parallelism(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+
+    path = tmp_path / "moe.json"
+    path.write_text(json.dumps(MIXTRAL))
+    base = ["predict", str(path), "--gpus", "H100", "--input-shape", str(SEQ), "--batch-size", "16", "--n-gpus", "8",
+            "--strategy", "dp4-ep2-tp2", "--framework", "megatron", "--precision", "bf16"]
+    main(base)
+    assert "Megatron-Core's expert tensor parallelism 2" in capsys.readouterr().out  # Megatron's default
+    main(base + ["--expert-tensor-parallel", "1"])
+    assert "Megatron-Core's expert tensor parallelism 1" in capsys.readouterr().out
+    main(["layouts", str(path), "--n-gpus", "16", "--input-shape", str(SEQ), "--batch-size", "32", "--tp", "2",
+          "--frameworks", "megatron", "--pp", "1", "--cp", "1", "--activation-checkpointing", "none", "--quiet",
+          "--expert-tensor-parallel", "tp"])
+    out = capsys.readouterr().out
+    assert "expert_tensor_parallel" in out
