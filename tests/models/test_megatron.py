@@ -46,17 +46,19 @@ def test_framework_names_and_defaults():
         check_framework("deepspeed")
     deg = dict(tp=4, fsdp=False, name="dp2-tp4")
     assert resolve_execution("megatron", deg) == dict(framework="megatron", distributed_optimizer=True, sequence_parallel=True,
-                                                      overlap_tp_backward=True, shard_gradients=False)
+                                                      overlap_tp_backward=True, shard_gradients=False,
+                                                      expert_tensor_parallel=4)  # Megatron-Core's default: tp
     assert resolve_execution("megatron", dict(deg, tp=1)) == dict(framework="megatron", distributed_optimizer=True,
                                                                   sequence_parallel=False, overlap_tp_backward=False,
-                                                                  shard_gradients=False)
+                                                                  shard_gradients=False, expert_tensor_parallel=1)
+    assert resolve_execution("pytorch", deg)["expert_tensor_parallel"] == 1  # torchtitan's default
     assert resolve_execution("pytorch", deg)["sequence_parallel"] is False
     assert resolve_execution("pytorch", deg)["overlap_tp_backward"] is False
     assert resolve_execution("pytorch", dict(deg, fsdp=True))["sequence_parallel"] is True  # torchtitan's 2D
     assert resolve_execution("megatron", deg, distributed_optimizer=False, sequence_parallel=False,
                              overlap_tp_backward=False) == dict(
         framework="megatron", distributed_optimizer=False, sequence_parallel=False, overlap_tp_backward=False,
-        shard_gradients=False)
+        shard_gradients=False, expert_tensor_parallel=4)
 
 
 def test_what_a_framework_cannot_run_is_refused_with_the_fix():
