@@ -150,7 +150,8 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                     if B % d:
                         continue
                     for etp in _expert_splits(expert_tensor_parallel, fw, lay.experts, t):
-                        for e in _expert_degrees(expert_parallel, lay.experts, t * d * c // etp, g):
+                        # split experts: ep over the dp·cp ranks, tp apart (within a node: e·tp <= g)
+                        for e in _expert_degrees(expert_parallel, lay.experts, t * d * c // etp, g // etp):
                             if etp == 1 and lay.experts and t > 1 and d * c == 1 and e != t:
                                 continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
                             out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance,
@@ -169,9 +170,10 @@ def _expert_splits(asked, fw: str, experts, t: int) -> list:
 
 
 def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
-    """The expert-parallel degrees :func:`layout_candidates` tries on ``ranks`` ranks (``tp·dp·cp``): ``asked`` (those
-    that divide the experts and the ranks), else 1 and, for a mixture of experts, the widest degree that divides both
-    and stays within a node of ``g`` GPUs, and the widest that divides both."""
+    """The expert-parallel degrees :func:`layout_candidates` tries on ``ranks`` ranks (``tp·dp·cp``, or ``dp·cp`` with
+    the experts split over the tensor-parallel ranks): ``asked`` (those that divide the experts and the ranks), else 1
+    and, for a mixture of experts, the widest degree that divides both and stays within a node (``g``: the GPUs of a
+    node, over ``tp`` where the ep ranks are ``tp`` apart), and the widest that divides both."""
     if not experts:
         return [1]
     fits = [e for e in _divisors(math.gcd(int(experts), int(ranks)))]

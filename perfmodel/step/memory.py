@@ -964,7 +964,9 @@ def _expert_split(deg: dict, lay) -> int:
     from perfmodel.step.strategy import check_expert_grid
 
     etp = int(deg.get("expert_tensor_parallel", 1)) if lay.experts and deg["tp"] > 1 else 1
-    check_expert_grid(deg["name"], f"{lay.experts} routed experts", deg["tp"], deg.get("ep", 1), deg["dp"] * deg["cp"], etp)
+    check_expert_grid(deg["name"], f"a mixture of experts ({lay.experts} routed experts)", deg["tp"], deg.get("ep", 1),
+                      deg["dp"] * deg["cp"], etp, framework=deg.get("framework", "pytorch"), expert_ffn=lay.expert_ffn,
+                      hidden=lay.hidden)
     return etp
 
 

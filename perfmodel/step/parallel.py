@@ -1033,14 +1033,15 @@ def _experts_of(lay: ModelLayout, work: pd.DataFrame) -> int:
 
 
 def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work: pd.DataFrame, ep: int = 1, *,
-                         sequence_parallel: bool = True, dp_ranks: int = 1, etp: int = 1) -> None:
+                         sequence_parallel: bool = True, dp_ranks: int = 1, etp: int = 1,
+                         framework: str = "megatron") -> None:
     """A ``StrategyError`` for expert parallelism (``ep``) of a model without experts, of experts that do not run as
     grouped GEMMs, or over a number of ranks that does not divide its experts; and for tensor parallelism of a
     mixture of experts that perfmodel cannot lay out as Megatron-Core does with expert tensor parallelism 1 (each
     expert whole on its rank, the MoE block on the tokens sequence parallelism leaves the rank): experts that are not
     grouped GEMMs, no sequence parallelism, or experts the tensor-parallel ranks would hold alike with no
-    data-parallel group to reduce their gradients; with the experts split over the ``tp`` ranks (``etp = tp``), an
-    ``ep`` that does not divide the ``dp·cp`` ranks it is then carved from."""
+    data-parallel group to reduce their gradients; with the experts split over the ``tp`` ranks (``etp = tp``), what
+    :func:`perfmodel.step.strategy.check_expert_grid` refuses."""
     experts = _experts_of(lay, work)
     grouped = bool((work["op"] == GROUPED_GEMM_OP).any())
     if ep > 1 and not experts:
@@ -1057,17 +1058,20 @@ def _check_experts_whole(strat: str, tp: int, name: str, lay: ModelLayout, work:
     if tp <= 1 or not experts:
         return
     what = f"{name} is a mixture of experts ({experts} routed experts)"
+    how = ("experts split over the tensor-parallel ranks (expert tensor parallelism " f"{etp})" if etp > 1
+           else "experts kept whole on their ranks (Megatron-Core's expert tensor parallelism 1)")
     if not grouped:
-        raise StrategyError(f"strategy={strat!r}: {what}, and perfmodel lays tensor parallelism out beside experts kept "
-                            "whole on their ranks (Megatron-Core's expert tensor parallelism 1) for experts that run as "
-                            "grouped GEMMs; these run otherwise. Lay it out with dp, fsdp, cp and pp.")
+        raise StrategyError(f"strategy={strat!r}: {what}, and perfmodel lays tensor parallelism out beside {how} for "
+                            "experts that run as grouped GEMMs; these run otherwise. Lay it out with dp, fsdp, cp and "
+                            "pp.")
     if not sequence_parallel:
         raise StrategyError(f"strategy={strat!r}: {what}, and its tensor-parallel ranks run each MoE block on the tokens "
                             "sequence parallelism leaves them (Megatron-Core requires it for a mixture of experts with "
                             "tensor parallelism); this layout runs without it. Pass sequence_parallel=True (on by "
                             "default with framework='megatron' and with fsdp), or leave tp out.")
     if etp > 1:
-        check_expert_grid(strat, what, tp, ep, dp_ranks, etp)
+        check_expert_grid(strat, what, tp, ep, dp_ranks, etp, framework=framework, expert_ffn=lay.expert_ffn,
+                          hidden=lay.hidden)
         return
     if dp_ranks <= 1 and ep != tp:
         spread = (f"Spread the experts over them with ep{tp} (e.g. 'ep{tp}-tp{tp}'), or add dp."
@@ -1289,7 +1293,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     etp = ex["expert_tensor_parallel"] if _experts_of(lay, work) and tpd > 1 else 1
     ex = dict(ex, expert_tensor_parallel=etp)
     _check_experts_whole(strat, tpd, name, lay, work, deg["ep"], sequence_parallel=ex["sequence_parallel"],
-                         dp_ranks=d * cpd, etp=etp)
+                         dp_ranks=d * cpd, etp=etp, framework=ex["framework"])
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
     if cpd > 1:
         work = context_parallel_work(work, cpd, lay)
@@ -1691,8 +1695,9 @@ def _pipeline_step(r: RankWork, t: np.ndarray, lk: dict, c: _Comm, fwd: float, b
     tp_all = on_path(_tp_layers_all(r, c, r.stage_layers, r.stage_blocks) + edges * c.tp_per) if tpd > 1 else 0.0
     cp_only = on_path(r.stage_layers / L * (c.cp_f + c.cp_b)) if r.cp > 1 else 0.0
     cp_all = on_path(r.stage_layers / L * c.cp_total) if r.cp > 1 else 0.0
-    ep_only = on_path(ep_f + ep_b) if r.ep > 1 else 0.0
-    ep_all = on_path(st_ep) if r.ep > 1 else 0.0
+    moe_comm = bool(np.any(st_ep))  # the all-to-alls, and the gathers of experts split over tp (with or without ep)
+    ep_only = on_path(ep_f + ep_b) if moe_comm else 0.0
+    ep_all = on_path(st_ep) if moe_comm else 0.0
     sends = 2 * hop * ((v * p - 1) + (m - 1))
     dp_paced = on_path(paced) if paced.any() else 0.0
     dp_tot = dp_tot + (m - 1) * rs_mb  # the earlier micro-batches' reduce-scatters (ZeRO-2), hidden or not

@@ -971,16 +971,35 @@ def resolve_execution(framework, degrees: dict, *, distributed_optimizer=None, s
                 expert_tensor_parallel=_resolve_expert_tensor_parallel(expert_tensor_parallel, name, tp, strat))
 
 
-def check_expert_grid(strat: str, what: str, tp: int, ep: int, dp_ranks: int, etp: int) -> None:
-    """A ``StrategyError`` where experts split over the ``tp`` tensor-parallel ranks (``etp = tp``) leave an ``ep``
-    that does not divide the ``dp_ranks`` (``dp·cp``) ranks it is then carved from (Megatron-Core's expert grid
-    ``etp·ep·edp = tp·dp·cp``). ``what`` names the model."""
-    if etp > 1 and dp_ranks % max(int(ep), 1):
+def check_expert_grid(strat: str, what: str, tp: int, ep: int, dp_ranks: int, etp: int, *, framework: str = "megatron",
+                      expert_ffn: int | None = None, hidden: int | None = None) -> None:
+    """A ``StrategyError`` for a mixture of experts (``what`` names it) whose routed experts the layout splits over the
+    ``tp`` tensor-parallel ranks (``etp = tp > 1``) where perfmodel cannot lay that out: under PyTorch (torchtitan's
+    expert tensor parallelism is not modelled); with experts as wide as the hidden size (``expert_ffn == hidden``:
+    perfmodel tells an expert's hidden-size kernels and activations, on the gathered tokens, from its width ones,
+    split over the ranks, by their size); or with an ``ep`` that does not divide the ``dp_ranks`` (``dp·cp``) ranks
+    it is then carved from (Megatron-Core's expert grid ``etp·ep·edp = tp·dp·cp``)."""
+    if etp <= 1:
+        return
+    keep = ("keep each expert whole with expert_tensor_parallel=1 (--expert-tensor-parallel 1), ep then over "
+            "tp x dp x cp")
+    if framework != "megatron":
         raise StrategyError(f"strategy={strat!r}: {what}, split over the {tp} tensor-parallel ranks (expert tensor "
-                            f"parallelism {etp}, Megatron-Core's default), so ep{ep} is carved from the {dp_ranks} "
-                            f"data- and context-parallel rank{'s' if dp_ranks > 1 else ''}, which it does not divide. "
-                            "Use an ep that divides dp x cp, or keep each expert whole with expert_tensor_parallel=1 "
-                            "(--expert-tensor-parallel 1), ep then over tp x dp x cp.")
+                            f"parallelism {etp}) under framework={framework!r}: perfmodel splits the experts as "
+                            "Megatron-Core's token dispatcher runs them (the dispatched tokens gathered over those "
+                            "ranks); torchtitan's expert tensor parallelism is not modelled, and its default keeps each "
+                            f"expert whole. Use framework='megatron', or {keep}.")
+    if expert_ffn is not None and hidden is not None and int(expert_ffn) == int(hidden):
+        raise StrategyError(f"strategy={strat!r}: {what}, each as wide as the hidden size ({hidden}), split over the "
+                            f"{tp} tensor-parallel ranks (expert tensor parallelism {etp}): perfmodel tells an expert's "
+                            "kernels on the tokens the ranks gather from those on its split width by their size, which "
+                            f"is the same here, so it does not model this split. Please {keep}.")
+    if dp_ranks % max(int(ep), 1):
+        raise StrategyError(f"strategy={strat!r}: {what}, split over the {tp} tensor-parallel ranks (expert tensor "
+                            f"parallelism {etp}: Megatron-Core's default unless --expert-tensor-parallel-size says "
+                            f"otherwise), so ep{ep} is carved from the {dp_ranks} data- and context-parallel "
+                            f"rank{'s' if dp_ranks > 1 else ''}, which it does not divide. Use an ep that divides "
+                            f"dp x cp, or {keep}.")
 
 
 def _resolve_expert_tensor_parallel(asked, framework: str, tp: int, strat: str) -> int:
@@ -991,12 +1010,6 @@ def _resolve_expert_tensor_parallel(asked, framework: str, tp: int, strat: str) 
     if isinstance(asked, bool) or not isinstance(asked, (int, np.integer)) or asked < 1:
         raise StrategyError(f"expert_tensor_parallel must be a positive int (1, or the layout's tp) or None; got "
                             f"{asked!r}.")
-    if asked > 1 and framework != "megatron":
-        raise StrategyError(f"expert_tensor_parallel={asked} with framework={framework!r}: perfmodel splits the routed "
-                            "experts over the tensor-parallel ranks as Megatron-Core's token dispatcher runs them (the "
-                            "dispatched tokens gathered over those ranks); torchtitan's expert tensor parallelism is not "
-                            "modelled, and its default keeps each expert whole. Pass 1 (or None), or "
-                            "framework='megatron'.")
     if int(asked) not in (1, tp):
         raise StrategyError(f"expert_tensor_parallel={asked} with strategy={strat!r}: perfmodel splits each routed expert "
                             f"over 1 rank (whole) or over all {tp} tensor-parallel rank{'s' if tp > 1 else ''} (as the "

@@ -1781,8 +1781,10 @@ class ModelLayout:
     ``params``: parameter count; ``param_layer``: for each parameter name, its layer index (-1 before the layers,
     ``n_layers`` after); ``param_split``: whether tensor parallelism splits it; ``param_numel``; ``tied``: input and
     output embeddings share their weight; ``kv_heads``: key/value heads (grouped-query attention; ``heads`` when the
-    config does not say); ``experts``: routed experts of a mixture-of-experts model (``None`` for a dense one) and
-    ``experts_per_token``: how many of them a token is routed to (``None`` when the config does not say).
+    config does not say); ``experts``: routed experts of a mixture-of-experts model (``None`` for a dense one),
+    ``experts_per_token``: how many of them a token is routed to (``None`` when the config does not say) and
+    ``expert_ffn``: a routed expert's width (``moe_intermediate_size``, else ``intermediate_size``; ``None`` for a
+    dense model).
     """
 
     block_prefix: str
@@ -1798,6 +1800,7 @@ class ModelLayout:
     kv_heads: int | None = None
     experts: int | None = None
     experts_per_token: int | None = None
+    expert_ffn: int | None = None
 
     @property
     def params(self) -> int:
@@ -1886,6 +1889,7 @@ def _model_layout(net) -> ModelLayout:
     kv_heads = (_cfg_get(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads") if cfg is not None else None) or heads
     experts = (_cfg_get(cfg, "num_local_experts", "num_experts", "n_routed_experts") if cfg is not None else None) or None
     per_token = (_cfg_get(cfg, "num_experts_per_tok", "moe_topk") if cfg is not None else None) or None
+    expert_ffn = (_cfg_get(cfg, "moe_intermediate_size", "intermediate_size") if cfg is not None else None) or None
     layer, split = {}, {}
     first = idx[0] if idx else 0
     for n in names:
@@ -1901,7 +1905,9 @@ def _model_layout(net) -> ModelLayout:
     return ModelLayout(block_prefix=prefix, n_layers=len(idx), hidden=hidden, heads=heads, ffn=ffn, vocab=vocab, tied=tied,
                        param_numel=numel, param_layer=layer, param_split=split, kv_heads=kv_heads,
                        experts=int(experts) if isinstance(experts, int) and experts > 1 else None,
-                       experts_per_token=int(per_token) if isinstance(per_token, int) and per_token > 0 else None)
+                       experts_per_token=int(per_token) if isinstance(per_token, int) and per_token > 0 else None,
+                       expert_ffn=(int(expert_ffn) if isinstance(experts, int) and experts > 1
+                                   and isinstance(expert_ffn, int) and expert_ffn > 0 else None))
 
 
 def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:

@@ -628,3 +628,106 @@ def test_the_command_line_says_the_expert_tensor_parallelism(tmp_path, capsys):
           "--expert-tensor-parallel", "tp"])
     out = capsys.readouterr().out
     assert "expert_tensor_parallel" in out
+
+
+def test_split_experts_run_their_hidden_size_kernels_on_the_gathered_tokens_and_their_width_ones_split():
+    whole, split = _rank("dp4-ep2-tp2"), _rank("dp4-ep2-tp2", etp=2)
+    mods = whole.work["module"].astype(str)
+    in_experts = mods.str.split(".").map(lambda q: "experts" in q).to_numpy()
+    other = in_experts & (whole.work["op_class"] != "matmul").to_numpy() & (whole.work["phase"] != "optimizer").to_numpy()
+    hidden = whole.work["dim_k"].to_numpy(float) == MIXTRAL["hidden_size"]
+    w_b, s_b = whole.work["bytes"].to_numpy(float), split.work["bytes"].to_numpy(float)
+    assert (mods.to_numpy() == split.work["module"].astype(str).to_numpy()).all()  # the same rows, split otherwise
+    # on the hidden size: the tokens the 2 tensor-parallel ranks gather, twice the sequence shard's
+    assert np.allclose(s_b[other & hidden], 2 * w_b[other & hidden])
+    assert np.allclose(s_b[other & ~hidden], w_b[other & ~hidden])  # on the experts' width: half as wide, all tokens
+
+
+def test_split_experts_in_a_pipeline_count_their_gathers_and_hold_half_of_each_expert():
+    experts, _ = _expert_and_other_params()
+    whole, split = (_predict("dp2-tp2-pp2", parallel={"expert_tensor_parallel": e}) for e in (1, 2))
+    assert whole.comm_total_s["ep"] == 0.0 and split.comm_total_s["ep"] > 0.0  # no ep: only the tp gathers
+    assert split.comm_exposed_s["ep"] == pytest.approx(split.comm_total_s["ep"])  # exposed, in the dispatcher
+    assert split.step_time_s > whole.step_time_s
+    ep = [_predict("dp2-ep2-tp2-pp2", parallel={"expert_tensor_parallel": e}) for e in (1, 2)]
+    # a pipeline rank holds its stage's layer's experts: 4 of 8 whole with ep2 over tp x dp, or 4 of 8 halved with ep2
+    # over dp
+    assert ep[0].memory["params_bytes"] - ep[1].memory["params_bytes"] == pytest.approx(experts / 2 / 4 * 2)
+    assert whole.memory["params_bytes"] - split.memory["params_bytes"] == pytest.approx(experts / 2 / 2 * 2)
+
+
+def test_the_memory_of_split_experts_keeps_their_hidden_size_activations_whole():
+    import torch
+
+    from perfmodel.step import memory as mem
+    from perfmodel.step import trace as wl
+
+    net, _, _, _, _, lay = wl.model_and_layout(MIXTRAL, (SEQ,), None)
+    saved, _ = mem._saved_for(net, torch.bfloat16, (1, SEQ), torch.long)
+    in_experts = saved["module"].astype(str).str.split(".").map(lambda q: "experts" in q).to_numpy()
+    hidden = saved["shape"].astype(str).str.split("x").str[-1].to_numpy() == str(MIXTRAL["hidden_size"])
+    gathered = float(saved.loc[in_experts & hidden, "bytes"].sum())  # one micro-batch, every layer
+    whole, split = (_predict("dp4-ep2-tp2", parallel={"expert_tensor_parallel": e}).memory for e in (1, 2))
+    # the sequence shard's half of those tensors, now whole
+    assert split["activations_bytes"] - whole["activations_bytes"] == pytest.approx(gathered / 2)
+
+
+def test_transformer_engine_s_fp8_casts_a_split_expert_s_share_of_its_weights():
+    from perfmodel.step import trace as wl
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+
+    def rank(etp):
+        w, c, p = resolve_run(pm.Workload(MIXTRAL, input_shape=(SEQ,), batch_size=16, optimizer="adam-fused", stack="te",
+                                          precision="fp8"),
+                              pm.Cluster("H100", n_gpus=8), pm.Parallelism("dp4-ep2-tp2", framework="megatron",
+                                                                          micro_batch_size=1, expert_tensor_parallel=etp))
+        return rank_work(w, p.with_micro_batches(w.batch_size, 8), 8)
+
+    whole, split = rank(1), rank(2)
+    casts = [wl.expert_weight_casts(x.work) for x in (whole, split)]
+    assert casts[1].sum() == casts[0].sum() > 0
+    assert split.work.loc[casts[1], "bytes"].sum() == pytest.approx(whole.work.loc[casts[0], "bytes"].sum() / 2)
+
+
+def test_megatron_s_ep_overlap_pairs_the_gathers_of_split_experts_with_their_all_to_alls():
+    from perfmodel.step.parallel import _Comm
+
+    c = _Comm(0, 0, 0, 0, 0, 0, 0, ep_a2a=0.1, etp_moe=0.05)
+    assert c.ep_pass(2) == pytest.approx(0.5)  # per MoE layer and pass: two all-to-alls, a gather and a scatter
+    assert c.ep_exposed(2, 1.0, 0.2, 0.5) == pytest.approx((0.5 * 2 * 0.05 + 0.5 * 0.5, 0.0 + 0.5 * 0.5))
+    plain, over = (_predict("dp4-ep2-tp2", parallel=dict(overlap_moe_dispatch=o, expert_tensor_parallel=2))
+                   for o in (False, True))
+    assert over.comm_exposed_s["ep"] < plain.comm_exposed_s["ep"]
+    assert over.comm_total_s["ep"] == pytest.approx(plain.comm_total_s["ep"])
+
+
+def test_split_experts_gather_on_the_tensor_parallel_link_while_their_all_to_all_leaves_the_node():
+    from perfmodel.step.collectives import allgather_time, alltoall_time, reduce_scatter_time
+
+    r = _rank("dp8-ep8-tp2", 16, etp=2)
+    deg = dict(parse_strategy("dp8-ep8-tp2", 16), etp=2, moe=True)
+    lk = resolve_links(LINKS, "H100", degrees=deg)
+    assert lk["tp"].name == "nvlink (H100)" and "off the node" in lk["ep"].name  # 8 ranks 2 apart: two nodes
+    per_layer = (2 * alltoall_time(r.dispatch_bytes, 8, lk["ep"]) + allgather_time(r.etp_gather_bytes, 2, lk["tp"])
+                 + reduce_scatter_time(r.etp_gather_bytes, 2, lk["tp"]))
+    m, layers = 2, 2  # 32 sequences over 8 replicas... of 16 GPUs: 4 per replica, in micro-batches of one
+    row = _predict("dp8-ep8-tp2", n=16, batch_size=16, parallel={"expert_tensor_parallel": 2})
+    assert row.comm_total_s["ep"] == pytest.approx(2 * m * layers * per_layer)
+
+
+def test_experts_as_wide_as_the_hidden_size_stay_whole_beside_tensor_parallelism():
+    wide = dict(MIXTRAL, intermediate_size=MIXTRAL["hidden_size"])
+    with pytest.raises(StrategyError, match=r"as wide as the hidden size \(128\).*expert_tensor_parallel=1"):
+        _predict("dp4-ep2-tp2", model=wide, parallel={"expert_tensor_parallel": 2})
+    assert _predict("dp4-ep2-tp2", model=wide).step_time_s > 0  # whole experts: the sizes need not differ
+
+
+def test_the_layout_search_keeps_split_experts_ep_group_in_a_node():
+    from perfmodel.planning.layouts import layout_candidates
+
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect=LINKS)
+    split = [parse_strategy(p.strategy, 16)["ep"] for p in layout_candidates(_work(batch_size=32), c, tensor_parallel=[2],
+                                                                           pipeline_parallel=[1], context_parallel=[1],
+                                                                           expert_tensor_parallel="tp")]
+    assert sorted(set(split)) == [1, 4, 8]  # none, the widest whose ranks, 2 apart, stay in a node, the widest
