@@ -149,6 +149,9 @@ class Cluster:
         return -(-int(self.n_gpus) // int(self.gpus_per_node))
 
 
+#: how a mixture of experts' routed tokens reach their experts (:attr:`Parallelism.moe_dispatcher`)
+MOE_DISPATCHERS = ("alltoall", "deepep")
+
 #: what context parallelism exchanges of K and V (:attr:`Parallelism.context_parallel_kv`)
 CONTEXT_PARALLEL_KV = ("grouped", "repeated")
 
@@ -255,6 +258,14 @@ class Parallelism:
         pass the dispatched tokens all-gathered over the tensor-parallel ranks and the experts' outputs
         reduce-scattered back, exposed (they run inside the token dispatcher). None: the framework's default —
         Megatron-Core's is ``tp`` (the flag unset takes the tensor-parallel size), torchtitan's 1.
+    moe_dispatcher : {"alltoall", "deepep"}, default "alltoall"
+        With an ``ep`` factor: how a MoE layer's routed tokens reach their experts. ``"alltoall"``: an NCCL all-to-all
+        of every (token, expert) copy (Megatron-Core's ``alltoall`` dispatcher, torchtitan's). ``"deepep"``: DeepEP's
+        kernels (Megatron-Core's ``--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep``), which send
+        each token once per destination node over RDMA, at DeepEP's published rate, and forward it over NVLink to the
+        ranks holding its experts (once per rank) — with the group-limited routing a config names (DeepSeek's
+        ``n_group`` / ``topk_group``) each token reaches fewer nodes. Megatron layouts with ``ep`` and each expert
+        whole on its rank.
     """
 
     strategy: object = "dp"
@@ -276,6 +287,7 @@ class Parallelism:
     expert_load_imbalance: float = 1.0
     overlap_moe_dispatch: bool = False
     expert_tensor_parallel: int | None = None
+    moe_dispatcher: str = "alltoall"
 
     def __post_init__(self):
         from perfmodel.step.strategy import (_flag_or_none, check_framework, check_pipeline_layers, check_strategy_name,
@@ -315,6 +327,9 @@ class Parallelism:
                                  f"tokens the busiest expert-parallel rank receives over the mean; 1 for even routing, "
                                  f"e.g. 1.25 for a capacity factor of 1.25); got {f!r}.")
             object.__setattr__(self, "expert_load_imbalance", float(f))
+            if self.moe_dispatcher not in MOE_DISPATCHERS:
+                raise ValueError(f"Parallelism: moe_dispatcher must be one of {', '.join(MOE_DISPATCHERS)} (an NCCL "
+                                 f"all-to-all of the routed tokens, or DeepEP's kernels); got {self.moe_dispatcher!r}.")
             if self.expert_tensor_parallel is not None:
                 _positive_int("Parallelism", "expert_tensor_parallel", self.expert_tensor_parallel,
                               "(the tensor-parallel ranks that split each routed expert: 1, or the layout's tp), or None "

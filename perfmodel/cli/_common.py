@@ -46,10 +46,11 @@ def add_fp8_recipe(parser, what: str = "") -> None:
 
 
 def add_moe_options(parser, where: str = "with an ep factor", *, search: bool = False) -> None:
-    """``--expert-load-imbalance``, ``--overlap-moe-dispatch`` and ``--expert-tensor-parallel``, for every command that
-    says a layout of a mixture of experts (:attr:`perfmodel.Parallelism.expert_load_imbalance`,
-    :attr:`perfmodel.Parallelism.overlap_moe_dispatch`, :attr:`perfmodel.Parallelism.expert_tensor_parallel`; with
-    ``search``, the expert tensor parallelism a layout search tries: ``1`` or ``tp``)."""
+    """``--expert-load-imbalance``, ``--moe-dispatcher``, ``--overlap-moe-dispatch`` and ``--expert-tensor-parallel``,
+    for every command that says a layout of a mixture of experts (:attr:`perfmodel.Parallelism.expert_load_imbalance`,
+    :attr:`perfmodel.Parallelism.moe_dispatcher`, :attr:`perfmodel.Parallelism.overlap_moe_dispatch`,
+    :attr:`perfmodel.Parallelism.expert_tensor_parallel`; with ``search``, the expert tensor parallelism a layout
+    search tries: ``1`` or ``tp``)."""
     if search:
         parser.add_argument("--expert-tensor-parallel", choices=["1", "tp"], default=None,
                             help="a mixture of experts' layouts with tp: try each routed expert whole on its rank (1) "
@@ -63,6 +64,9 @@ def add_moe_options(parser, where: str = "with an ep factor", *, search: bool = 
     parser.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
                         help=f"{where}: the routed tokens the busiest expert-parallel rank receives over the mean, at "
                              "least 1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
+    parser.add_argument("--moe-dispatcher", choices=["alltoall", "deepep"], default="alltoall",
+                        help=f"{where}, Megatron layouts: how the routed tokens reach their experts, NCCL all-to-alls "
+                             "(default) or DeepEP's kernels (each token once per node over RDMA, then over NVLink)")
     parser.add_argument("--overlap-moe-dispatch", action="store_true",
                         help=f"{where}, Megatron layouts: Megatron-Core's EP overlap (--overlap-moe-expert-parallel-"
                              "comm), each MoE layer's all-to-alls beside another micro-batch's opposite pass")

@@ -91,7 +91,8 @@ def _cmd_layouts(args) -> int:
                    activation_checkpointing=_policies(args.activation_checkpointing),
                    shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,),
                    expert_load_imbalance=args.expert_load_imbalance, overlap_moe_dispatch=args.overlap_moe_dispatch,
-                   expert_tensor_parallel={"1": 1, "tp": "tp"}.get(args.expert_tensor_parallel))
+                   expert_tensor_parallel={"1": 1, "tp": "tp"}.get(args.expert_tensor_parallel),
+                   moe_dispatcher=args.moe_dispatcher)
     for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel"),
                       ("ep", "expert_parallel")):
         text = getattr(args, flag)

@@ -67,12 +67,13 @@ def _cmd_predict(args) -> int:
         import dataclasses
 
         how = dataclasses.replace(how, context_parallel_kv=args.context_parallel_kv)
-    if args.expert_load_imbalance != 1.0 or args.overlap_moe_dispatch or args.expert_tensor_parallel is not None:
+    if (args.expert_load_imbalance != 1.0 or args.overlap_moe_dispatch or args.expert_tensor_parallel is not None
+            or args.moe_dispatcher != "alltoall"):
         import dataclasses  # checked as Parallelism checks them
 
         how = dataclasses.replace(how, expert_load_imbalance=args.expert_load_imbalance,
                                   overlap_moe_dispatch=args.overlap_moe_dispatch,
-                                  expert_tensor_parallel=args.expert_tensor_parallel)
+                                  expert_tensor_parallel=args.expert_tensor_parallel, moe_dispatcher=args.moe_dispatcher)
     if args.micro_batch_size is not None:  # checked as Parallelism checks it (one of the two ways to cut the batch)
         import dataclasses
 

@@ -57,7 +57,8 @@ def _divisors(n: int) -> list[int]:
 def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), tensor_parallel=None,
                       pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
                       shard_gradients=(None, True), expert_parallel=None, expert_load_imbalance: float = 1.0,
-                      overlap_moe_dispatch: bool = False, expert_tensor_parallel=None) -> list:
+                      overlap_moe_dispatch: bool = False, expert_tensor_parallel=None,
+                      moe_dispatcher: str = "alltoall") -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -100,6 +101,9 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     overlap_moe_dispatch : bool, default False
         Megatron-Core's EP overlap for every Megatron layout with ``ep``
         (:attr:`perfmodel.Parallelism.overlap_moe_dispatch`; PyTorch's layouts have none).
+    moe_dispatcher : {"alltoall", "deepep"}, default "alltoall"
+        How every Megatron layout with ``ep`` and whole experts dispatches its tokens
+        (:attr:`perfmodel.Parallelism.moe_dispatcher`; PyTorch's layouts and split experts: all-to-alls).
     expert_tensor_parallel : {None, 1, "tp"}, optional
         A mixture of experts' layouts with tensor parallelism: each routed expert whole on its rank (1), split over the
         tensor-parallel ranks (``"tp"``, Megatron layouts only: :attr:`perfmodel.Parallelism.expert_tensor_parallel`),
@@ -136,6 +140,8 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     if not sgs or any(v not in (None, True) or isinstance(v, (int, float)) and not isinstance(v, bool) for v in sgs):
         raise ValueError(f"shard_gradients must list None (the execution's own gradients) and/or True (ZeRO-2), in the "
                          f"order to try; got {shard_gradients!r}.")
+    if moe_dispatcher not in ("alltoall", "deepep"):
+        raise ValueError(f"moe_dispatcher must be 'alltoall' or 'deepep'; got {moe_dispatcher!r}.")
     if expert_tensor_parallel not in (None, 1, "tp") or isinstance(expert_tensor_parallel, bool):
         raise ValueError(f"expert_tensor_parallel must be None (both), 1 (each expert whole on its rank) or 'tp' (split "
                          f"over the tensor-parallel ranks); got {expert_tensor_parallel!r}.")
@@ -155,7 +161,7 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                             if etp == 1 and lay.experts and t > 1 and d * c == 1 and e != t:
                                 continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
                             out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance,
-                                            overlap_moe_dispatch, etp)
+                                            overlap_moe_dispatch, etp, moe_dispatcher)
     return out
 
 
@@ -183,7 +189,7 @@ def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
 
 
 def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list,
-             imbalance: float = 1.0, overlap: bool = False, etp: int = 1) -> list:
+             imbalance: float = 1.0, overlap: bool = False, etp: int = 1, dispatcher: str = "alltoall") -> list:
     """:func:`layout_candidates`' layouts of one framework and one set of degrees: one per activation-checkpointing
     policy and gradient layout; none where the batch does not split over the pipeline's micro-batches."""
     from perfmodel._run import Parallelism
@@ -208,7 +214,8 @@ def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: 
                         activation_checkpointing=ac, framework=fw, async_tp=async_tp, shard_gradients=sg,
                         expert_load_imbalance=imbalance if e > 1 else 1.0,
                         overlap_moe_dispatch=bool(overlap and e > 1 and fw == "megatron"),
-                        expert_tensor_parallel=etp if lay.experts and t > 1 else None)
+                        expert_tensor_parallel=etp if lay.experts and t > 1 else None,
+                        moe_dispatcher=dispatcher if e > 1 and etp == 1 and fw == "megatron" else "alltoall")
             for ac in acs for sg in sgs if not (sg and not zero2)]
 
 

@@ -55,7 +55,7 @@ from perfmodel._errors import UnknownNameError
 __all__ = [
     "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
     "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS", "bridged_link", "NVLINK_BRIDGE_GPUS", "bus_bandwidth_gb_per_s",
-    "alltoall_time",
+    "alltoall_time", "DEEPEP_INTERNODE_GB_PER_S", "DEEPEP_NIC_GB_PER_S", "deepep_rdma_share", "routed_spread", "deepep_time",
 ]
 
 #: link kinds with measured NCCL curves
@@ -548,6 +548,75 @@ def alltoall_time(nbytes: float, n: int, link: Interconnect) -> float:
     bus bandwidth is ``(n−1)/n`` of its algorithm bandwidth). A group that spans nodes passes the link its NICs give
     it (:func:`perfmodel.step.strategy.alltoall_across`). 0 for one GPU or nothing to send."""
     return allgather_time(nbytes, n, link)
+
+
+#: DeepEP's normal (training) kernels between nodes as its README publishes them (deepseek-ai/DeepEP, README.md at
+#: 567632dd, "Normal kernels with NVLink and RDMA forwarding"; docs/legacy.md since its V2): expert-parallel size ->
+#: (dispatch, combine) "bottleneck" RDMA bandwidth, GB/s per GPU, on H800s with one ConnectX-7 400 Gb/s NIC each
+#: (:data:`DEEPEP_NIC_GB_PER_S`), 4,096 tokens of hidden 7,168, top-8 of 256 experts over the top-4 node groups, FP8
+#: dispatch, BF16 combine. Logical bandwidth, as its tests count it: each token once per distinct destination node, its
+#: own node included (tests/test_internode.py at the same commit).
+DEEPEP_INTERNODE_GB_PER_S = {16: (43.0, 43.0), 32: (58.0, 57.0), 64: (51.0, 50.0)}
+#: the NIC line rate of those measurements, GB/s ("~50 GB/s maximum bandwidth", the same README)
+DEEPEP_NIC_GB_PER_S = 50.0
+
+
+def deepep_rdma_share() -> float:
+    """DeepEP's logical RDMA rate between nodes as a share of the NIC's line rate: the mean of its published dispatch
+    and combine rates over expert-parallel sizes 16, 32 and 64 (:data:`DEEPEP_INTERNODE_GB_PER_S`) over
+    :data:`DEEPEP_NIC_GB_PER_S` (1.007: counted with each token's own node, the rate may pass the line rate)."""
+    rates = [x for pair in DEEPEP_INTERNODE_GB_PER_S.values() for x in pair]
+    return float(np.mean(rates)) / DEEPEP_NIC_GB_PER_S
+
+
+def routed_spread(experts: int, per_token: int, units: int, groups: int | None = None,
+                  group_topk: int | None = None) -> float:
+    """The expected number of ``units`` (nodes, or ranks) a token's ``per_token`` routed experts fall on, the
+    ``experts`` laid out evenly and in order over the units, each token's experts drawn evenly at random — from all of
+    them, or under group-limited routing (``groups`` equal groups of consecutive experts, ``group_topk`` of them chosen
+    per token: DeepSeek-V3's node-limited routing, Megatron-Core's ``--moe-router-num-groups`` /
+    ``--moe-router-group-topk``) from the experts of ``group_topk`` groups drawn evenly. A unit is missed with
+    probability ``C(E − E/U, k) / C(E, k)`` without groups; with groups, summed over how many chosen groups it holds
+    (a unit of whole groups) or whether its group is chosen (a group over several units). Groups and units that divide
+    neither each other are taken as ungrouped. Returns ``units·(1 − P(missed))``."""
+    E, k, U = int(experts), int(per_token), int(units)
+    if E < 1 or k < 1 or U < 1 or E % U or k > E:
+        raise ValueError(f"routed_spread: {E} experts must split evenly over {U} units and hold the {k} a token "
+                         "takes.")
+    per_unit = E // U
+    G, M = (int(groups), int(group_topk)) if groups and group_topk else (0, 0)
+    if not G or M >= G or E % G or k > M * (E // G):
+        missed = math.comb(E - per_unit, k) / math.comb(E, k)
+        return U * (1.0 - missed)
+    per_group, pool = E // G, M * (E // G)
+    if per_unit % per_group == 0:  # a unit holds whole groups: how many of the chosen ones
+        g = per_unit // per_group
+        missed = sum(math.comb(g, x) * math.comb(G - g, M - x) / math.comb(G, M)
+                     * math.comb(pool - x * per_group, k) / math.comb(pool, k) for x in range(0, min(g, M) + 1))
+    elif per_group % per_unit == 0:  # a group spans units: the unit's group chosen or not
+        missed = (1 - M / G) + (M / G) * math.comb(pool - per_unit, k) / math.comb(pool, k)
+    else:
+        missed = math.comb(E - per_unit, k) / math.comb(E, k)
+    return U * (1.0 - missed)
+
+
+def deepep_time(nbytes: float, ep: int, per_token: int, nodes: float, ranks: float, nvl: Interconnect,
+                rdma: Interconnect | None = None, nodes_in_group: int = 1) -> float:
+    """Seconds of one DeepEP dispatch (or combine) of a rank's routed tokens over an expert-parallel group of ``ep``
+    GPUs on ``nodes_in_group`` nodes, ``nbytes`` the rank's ``per_token`` copies of each token at the hidden size (what
+    an all-to-all sends). DeepEP sends each token once per destination: on one node once per rank it goes to
+    (``ranks`` of them on average, :func:`routed_spread`) over NVLink (``nvl``), as an all-to-all of those bytes;
+    across nodes once per node (``nodes``, its own counted, as DeepEP's logical rates count it) over the GPU's NIC at
+    DeepEP's published rate (``rdma``: the NIC's line rate times :func:`deepep_rdma_share`), forwarded in the node
+    over NVLink to its ranks at the same time: the slower of the two."""
+    if ep <= 1 or nbytes <= 0:
+        return 0.0
+    per_copy = float(nbytes) / max(int(per_token), 1)
+    if rdma is None or nodes_in_group <= 1:
+        return alltoall_time(per_copy * ranks, ep, nvl)
+    t_rdma = per_copy * nodes / rdma.bytes_per_s + rdma.latency_s
+    t_nvl = per_copy * ranks / nvl.bytes_per_s + nvl.latency_s
+    return max(t_rdma, t_nvl)
 
 
 def bus_bandwidth_gb_per_s(collective: str, nbytes: float, n: int, link: Interconnect) -> float:

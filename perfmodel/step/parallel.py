@@ -134,11 +134,11 @@ import pandas as pd
 
 # what a layout is made of, re-exported here as the parallel layer's vocabulary
 from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_SLOWDOWN, Interconnect, allgather_time, allreduce_time,
-                                          alltoall_time, overlap_slowdown, p2p_time,
+                                          alltoall_time, deepep_rdma_share, deepep_time, overlap_slowdown, p2p_time, routed_spread,
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
                                        check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
-                                       check_expert_grid, crosses_nodes, default_network, parse_strategy,
+                                       check_expert_grid, crosses_nodes, default_network, parse_strategy, ranks_per_node,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
 from perfmodel.step.trace import (GROUPED_GEMM_OP, TE_WEIGHT_CAST_OPS, MXFP8_BYTES_PER_ELEMENT, expert_param_names, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
@@ -678,6 +678,12 @@ class RankWork:
     #: before the combine
     etp: int = 1
     etp_gather_bytes: float = 0.0
+    #: :attr:`perfmodel.Parallelism.moe_dispatcher`, and for DeepEP the routing it spreads: the routed experts, the
+    #: experts per token, the group-limited routing (groups, groups per token; 0 without) and, per cluster, the nodes
+    #: the ep group spans (:func:`parallel_rows`; 1 on one node or one link)
+    moe_dispatcher: str = "alltoall"
+    routing: tuple = (0, 0, 0, 0)
+    ep_nodes: int = 1
 
     @property
     def stage_blocks(self) -> np.ndarray:
@@ -1292,6 +1298,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
         raise ValueError(f"{name} launches no kernel in a training step (no operator moves data): nothing to predict.")
     etp = ex["expert_tensor_parallel"] if _experts_of(lay, work) and tpd > 1 else 1
     ex = dict(ex, expert_tensor_parallel=etp)
+    routing = _check_dispatcher(par, ex["framework"], strat, deg["ep"], etp, lay, name)
     _check_experts_whole(strat, tpd, name, lay, work, deg["ep"], sequence_parallel=ex["sequence_parallel"],
                          dp_ranks=d * cpd, etp=etp, framework=ex["framework"])
     size = torch.empty((), dtype=getattr(torch, wl.PRECISION_DTYPES[prec])).element_size()
@@ -1336,6 +1343,7 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
                                                                              w.fp8_recipe, tpd, ex["sequence_parallel"]),
         expert_load_imbalance=par.expert_load_imbalance if deg["ep"] > 1 else 1.0,
         overlap_moe_dispatch=bool(par.overlap_moe_dispatch and deg["ep"] > 1),
+        moe_dispatcher=par.moe_dispatcher if deg["ep"] > 1 else "alltoall", routing=routing,
         **_tp_block_fields(layer_blocks, layer, stages), **stages,
         **_expert_fields(work, held, deg["ep"], layer, stages, size, tpd, etp))
 
@@ -1387,6 +1395,33 @@ def _check_moe_overlap(par, framework: str, strat: str) -> None:
                             "nothing. Use framework='megatron', or leave it False.")
 
 
+def _check_dispatcher(par, framework: str, strat: str, ep: int, etp: int, lay: ModelLayout, name: str) -> tuple:
+    """:attr:`perfmodel.Parallelism.moe_dispatcher` checked against the layout: DeepEP needs Megatron-Core, ``ep`` and
+    whole experts, and a config that says how many experts a token takes. Returns :attr:`RankWork.routing` for DeepEP
+    (experts, experts per token, groups, groups per token), else zeros."""
+    if par.moe_dispatcher != "deepep":
+        return (0, 0, 0, 0)
+    why = ("is Megatron-Core's flex dispatcher (--moe-flex-dispatcher-backend deepep); PyTorch's (torchtitan's) is "
+           "modelled as an all-to-all. Use framework='megatron'" if framework != "megatron" else
+           "dispatches a mixture of experts' tokens over its expert-parallel ranks; this layout has none. Add an ep "
+           "factor" if ep <= 1 else
+           "is modelled with each expert whole on its rank; these experts are split over the tensor-parallel ranks. "
+           "Pass expert_tensor_parallel=1" if etp > 1 else
+           f"spreads each token over the experts it takes, which {name}'s config does not say (num_experts_per_tok). "
+           "Add it to the config" if not lay.experts_per_token else "")
+    if why:
+        raise StrategyError(f"strategy={strat!r}: moe_dispatcher='deepep' {why}, or leave moe_dispatcher='alltoall'.")
+    return (int(lay.experts), int(lay.experts_per_token), int(lay.expert_groups or 0), int(lay.group_topk or 0))
+
+
+def _deepep_spread(r: RankWork) -> tuple[float, float]:
+    """DeepEP's destinations of one token of ``r`` (:func:`perfmodel.step.collectives.routed_spread`): the nodes of
+    the ep group and the ranks it goes to, on average."""
+    E, k, G, M = r.routing
+    return (routed_spread(E, k, max(int(r.ep_nodes), 1), G or None, M or None),
+            routed_spread(E, k, r.ep, G or None, M or None))
+
+
 def _ep_paired(r: RankWork, stage=None):
     """The share of a rank's micro-batch passes that Megatron-Core's EP overlap
     (:attr:`perfmodel.Parallelism.overlap_moe_dispatch`) runs beside another micro-batch's opposite pass: 0 without
@@ -1432,7 +1467,12 @@ def _layer_comm(r: RankWork, t: np.ndarray, lk: dict) -> _Comm:
     cp_f = lay.n_layers * max(ag_kv - a_f / cpd, 0.0) if cpd > 1 else 0.0
     cp_b = lay.n_layers * (max(ag_kv - a_b / cpd, 0.0) + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
     cp_total = lay.n_layers * (2 * ag_kv + reduce_scatter_time(r.kv_bytes, cpd, lk["cp"])) if cpd > 1 else 0.0
-    ep_a2a = alltoall_time(r.dispatch_bytes, r.ep, lk["ep"]) if r.ep > 1 else 0.0
+    if r.ep > 1 and r.moe_dispatcher == "deepep":
+        nodes, ranks = _deepep_spread(r)
+        ep_a2a = deepep_time(r.dispatch_bytes, r.ep, r.routing[1], nodes, ranks, lk.get("ep_nvl", lk["ep"]),
+                             lk.get("ep_rdma"), r.ep_nodes)
+    else:
+        ep_a2a = alltoall_time(r.dispatch_bytes, r.ep, lk["ep"]) if r.ep > 1 else 0.0
     etp_moe = (allgather_time(r.etp_gather_bytes, r.tp, lk["tp"]) + reduce_scatter_time(r.etp_gather_bytes, r.tp, lk["tp"])
                if r.etp > 1 else 0.0)
     return _Comm(tp_per, tp_layer, tp_lf, tp_lb, cp_f, cp_b, cp_total, regather, ep_a2a, etp_moe)
@@ -1801,15 +1841,16 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     par.execution(n_gpus, deg)
     specs = kn.gpu_specs([c.gpu for c in clusters], prec)
     r = rank_work(w, par, n_gpus)
-    # the ring of an expert's holders ("edp") beside tp too; the ep ranks etp apart
-    moe = dict(deg, moe=True, etp=r.etp) if r.expert_params else deg
+    # the ring of an expert's holders ("edp") beside tp too; the ep ranks etp apart; DeepEP's NIC and NVLink
+    moe = dict(deg, moe=True, etp=r.etp, deepep=r.moe_dispatcher == "deepep") if r.expert_params else deg
     links = [resolve_links(c.interconnect, s, degrees=moe, gpus_per_node=c.gpus_per_node, nics_per_node=c.nics_per_node)
              for c, s in zip(clusters, specs)]
     assumed = [default_network(s, moe, c.gpus_per_node, c.nics_per_node) if c.interconnect is None else None
                for c, s in zip(clusters, specs)]
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
-    for spec, lk, net in zip(specs, links, assumed):
+    for c, spec, lk, net in zip(clusters, specs, links, assumed):
+        r = _on_cluster(r, moe, c, lk)
         t, source = kn.kernel_seconds(r.work, spec, prec, with_source=True)
         s = layout_step(r, _timed_reductions(r, t, spec), lk)
         far += kn._extrapolation_notes(spec, prec)
@@ -1821,6 +1862,15 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
         rows.append(row)
     kn._warn_extrapolation(far, prec)
     return pd.DataFrame(rows)
+
+
+def _on_cluster(r: RankWork, degrees: dict, cluster, lk: dict) -> RankWork:
+    """``r`` on ``cluster``: under DeepEP across nodes (``lk`` with its ``"ep_rdma"`` link), the nodes its ep group
+    spans; else ``r`` itself."""
+    if r.moe_dispatcher != "deepep" or "ep_rdma" not in lk:
+        return r if r.ep_nodes == 1 else dataclasses.replace(r, ep_nodes=1)
+    on_node = ranks_per_node(degrees, cluster.gpus_per_node)["ep"]
+    return dataclasses.replace(r, ep_nodes=-(-r.ep // max(on_node, 1)))
 
 
 def _fp8_gather_basis(r: RankWork) -> str:
@@ -1840,6 +1890,26 @@ def _runs(counts) -> str:
 
     runs = [(k, len(list(g))) for k, g in itertools.groupby(int(c) for c in counts)]
     return ", ".join(f"{k}" if n == 1 else f"{k} x {n}" for k, n in runs)
+
+
+def _dispatch_basis(r: RankWork) -> str:
+    """How a MoE layer's tokens are dispatched and combined, for ``basis``: NCCL all-to-alls, or DeepEP's kernels with
+    the destinations they send each token to (:func:`_deepep_spread`)."""
+    if r.moe_dispatcher != "deepep":
+        return "an all-to-all dispatching its routed tokens and one combining the experts' outputs in each pass"
+    nodes, ranks = _deepep_spread(r)
+    E, k, G, M = r.routing
+    routing = f"{k} of {E} experts per token" + (f", from {M} of {G} groups (group-limited routing)" if G else
+                                                  ", from all of them")
+    if r.ep_nodes <= 1:
+        return (f"DeepEP's dispatch and combine (Megatron-Core's flex dispatcher) in each pass, on one node: each token "
+                f"sent once to each of the {ranks:.3g} ranks its experts are on, on average ({routing}, evenly drawn)")
+    return (f"DeepEP's dispatch and combine (Megatron-Core's flex dispatcher) in each pass, over {r.ep_nodes} nodes: "
+            f"each token sent once over RDMA to each of the {nodes:.3g} nodes its experts are on, on average "
+            f"({routing}, evenly drawn; its own node counted, as DeepEP's logical rate counts it) at "
+            f"{deepep_rdma_share():.3g} of the NIC's line rate (DeepEP's published H800 rates, EP 16-64), and forwarded "
+            f"over NVLink to its {ranks:.3g} ranks, the slower of the two (the SMs DeepEP's kernels occupy are not taken "
+            "from the compute)")
 
 
 def _expert_reduce_basis(r: RankWork) -> str:
@@ -1899,8 +1969,7 @@ def _execution_basis(r: RankWork) -> str:
                  else "context- and data-parallel ranks")
         parts.append(f"expert parallel over {r.ep} of the {stage_ranks} {whose} (each holds {1 / r.ep:.3g} of "
                      f"the routed experts and computes the tokens all {r.ep} route to them, evenly routed; per MoE layer "
-                     "and micro-batch an all-to-all dispatching its routed tokens and one combining the experts' outputs "
-                     "in each pass, " + ("under Megatron-Core's EP overlap: beside another micro-batch's opposite pass, "
+                     "and micro-batch " + _dispatch_basis(r) + ", " + ("under Megatron-Core's EP overlap: beside another micro-batch's opposite pass, "
                                          "exposed where they outlast its compute of a layer, the unpaired passes' in "
                                          "full" if r.overlap_moe_dispatch else "exposed (no dispatch overlap)")
                      + ", their bytes at the hidden size and the training precision; " + _expert_reduce_basis(r) + ")")

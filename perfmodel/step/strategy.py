@@ -241,7 +241,7 @@ def resolve_links(interconnect=None, gpu=None, *, degrees: dict | None = None, g
     if degrees is None:
         return links
     ranks = ranks_per_node(degrees, gpus_per_node)
-    out = {g: _on_node(g, link, ranks, degrees) for g, link in links.items()}
+    out = {g: _on_node(g, link, ranks, degrees) if g in LINK_GROUPS else link for g, link in links.items()}
     ep = int(degrees.get("ep", 1))
     shared = expert_data_parallel(degrees)
     # with experts whole beside tensor parallelism (degrees' "moe"), an expert is held by tp·cp·dp/ep ranks even
@@ -332,6 +332,13 @@ def _resolve_links(interconnect, gpu, degrees, gpus_per_node, nics_per_node) -> 
             nic_share = nics / gpus_per_node
         if cross["ep"]:
             out["ep"] = alltoall_across(inter, nic_share, int((degrees or {}).get("ep", 1)), ranks["ep"], intra.latency_s)
+            if (degrees or {}).get("deepep"):  # DeepEP: the GPU's share of its node's NICs at DeepEP's rate, and NVLink
+                from perfmodel.step.collectives import Interconnect, deepep_rdma_share
+
+                out["ep_rdma"] = Interconnect(f"{nic_share:g} x {inter.name} per GPU at DeepEP's published rate",
+                                              inter.bandwidth_gb_per_s * nic_share * deepep_rdma_share(), inter.latency_s,
+                                              1.0)
+                out["ep_nvl"] = _on_node("ep", intra, ranks, degrees)
         return out
     if isinstance(interconnect, dict):
         bad = [k for k in interconnect if k not in LINK_GROUPS]

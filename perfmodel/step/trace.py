@@ -1784,7 +1784,8 @@ class ModelLayout:
     config does not say); ``experts``: routed experts of a mixture-of-experts model (``None`` for a dense one),
     ``experts_per_token``: how many of them a token is routed to (``None`` when the config does not say) and
     ``expert_ffn``: a routed expert's width (``moe_intermediate_size``, else ``intermediate_size``; ``None`` for a
-    dense model).
+    dense model); ``expert_groups`` and ``group_topk``: group-limited routing (DeepSeek's ``n_group`` groups of
+    experts, ``topk_group`` of them open to each token; ``None`` without).
     """
 
     block_prefix: str
@@ -1801,6 +1802,8 @@ class ModelLayout:
     experts: int | None = None
     experts_per_token: int | None = None
     expert_ffn: int | None = None
+    expert_groups: int | None = None
+    group_topk: int | None = None
 
     @property
     def params(self) -> int:
@@ -1890,6 +1893,9 @@ def _model_layout(net) -> ModelLayout:
     experts = (_cfg_get(cfg, "num_local_experts", "num_experts", "n_routed_experts") if cfg is not None else None) or None
     per_token = (_cfg_get(cfg, "num_experts_per_tok", "moe_topk") if cfg is not None else None) or None
     expert_ffn = (_cfg_get(cfg, "moe_intermediate_size", "intermediate_size") if cfg is not None else None) or None
+    groups = (_cfg_get(cfg, "n_group") if cfg is not None else None) or None
+    group_topk = (_cfg_get(cfg, "topk_group") if cfg is not None else None) or None
+    grouped = isinstance(groups, int) and isinstance(group_topk, int) and 0 < group_topk < groups
     layer, split = {}, {}
     first = idx[0] if idx else 0
     for n in names:
@@ -1907,7 +1913,9 @@ def _model_layout(net) -> ModelLayout:
                        experts=int(experts) if isinstance(experts, int) and experts > 1 else None,
                        experts_per_token=int(per_token) if isinstance(per_token, int) and per_token > 0 else None,
                        expert_ffn=(int(expert_ffn) if isinstance(experts, int) and experts > 1
-                                   and isinstance(expert_ffn, int) and expert_ffn > 0 else None))
+                                   and isinstance(expert_ffn, int) and expert_ffn > 0 else None),
+                       expert_groups=int(groups) if grouped and isinstance(experts, int) and experts > 1 else None,
+                       group_topk=int(group_topk) if grouped and isinstance(experts, int) and experts > 1 else None)
 
 
 def op_layer(ops: pd.DataFrame, n_layers: int) -> np.ndarray:

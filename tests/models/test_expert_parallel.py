@@ -731,3 +731,114 @@ def test_the_layout_search_keeps_split_experts_ep_group_in_a_node():
                                                                            pipeline_parallel=[1], context_parallel=[1],
                                                                            expert_tensor_parallel="tp")]
     assert sorted(set(split)) == [1, 4, 8]  # none, the widest whose ranks, 2 apart, stay in a node, the widest
+
+
+#: a small DeepSeek-V3: 32 routed experts in 4 groups, 8 per token from 2 groups, a shared expert, one dense layer
+DEEPSEEK = dict(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"], hidden_size=256, intermediate_size=512,
+                moe_intermediate_size=128, num_hidden_layers=3, first_k_dense_replace=1, num_attention_heads=4,
+                num_key_value_heads=4, n_routed_experts=32, n_shared_experts=1, num_experts_per_tok=8, n_group=4,
+                topk_group=2, kv_lora_rank=64, q_lora_rank=96, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32,
+                vocab_size=512, max_position_embeddings=1024, tie_word_embeddings=False)
+
+
+def test_a_token_s_destinations_under_even_and_group_limited_routing():
+    from perfmodel.step.collectives import routed_spread
+
+    rng = np.random.default_rng(0)
+
+    def drawn(E, k, units, G=None, M=None, n=20000):
+        hit_units = 0
+        for _ in range(n):
+            pool = (np.concatenate([np.arange(g * (E // G), (g + 1) * (E // G)) for g in rng.choice(G, M, replace=False)])
+                    if G else np.arange(E))
+            hit_units += len(set(rng.choice(pool, k, replace=False) // (E // units)))
+        return hit_units / n
+
+    for args in ((256, 8, 8), (256, 8, 8, 8, 4), (256, 8, 64, 8, 4), (32, 8, 2, 4, 2), (64, 6, 16, 4, 1)):
+        assert routed_spread(*args) == pytest.approx(drawn(*args), rel=0.02)
+    assert routed_spread(8, 2, 8) == 2.0  # two experts, always on two ranks
+    assert routed_spread(256, 8, 8, 8, 4) < routed_spread(256, 8, 8)  # DeepSeek-V3: 4 nodes at most, 3.63 on average
+    with pytest.raises(ValueError, match="split evenly"):
+        routed_spread(10, 2, 4)
+
+
+def test_deepep_sends_a_token_once_per_node_over_rdma_and_once_per_rank_over_nvlink():
+    from perfmodel.step.collectives import (DEEPEP_INTERNODE_GB_PER_S, Interconnect, alltoall_time, deepep_rdma_share,
+                                            deepep_time)
+
+    rates = [x for pair in DEEPEP_INTERNODE_GB_PER_S.values() for x in pair]
+    assert deepep_rdma_share() == pytest.approx(sum(rates) / len(rates) / 50.0)
+    nvl, nic = Interconnect("nvl", 450.0, 3e-6, 0.7), Interconnect("nic", 50.0 * deepep_rdma_share(), 10e-6, 1.0)
+    nbytes = 8e6  # a rank's 8 copies of each token
+    assert deepep_time(nbytes, 8, 8, 1.0, 5.0, nvl) == pytest.approx(alltoall_time(nbytes / 8 * 5, 8, nvl))
+    assert deepep_time(nbytes, 64, 8, 3.6, 7.4, nvl, nic, 8) == pytest.approx(
+        max(1e6 * 3.6 / nic.bytes_per_s + 10e-6, 1e6 * 7.4 / nvl.bytes_per_s + 3e-6))
+    assert deepep_time(nbytes, 1, 8, 1.0, 1.0, nvl) == 0.0
+
+
+def _deepseek(strategy, n, dispatcher, model=DEEPSEEK, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pm.predict(pm.Workload(model, input_shape=(SEQ,), precision="bf16", optimizer="adam-fused", batch_size=n),
+                          pm.Cluster("H100", n_gpus=n, gpus_per_node=8, interconnect=LINKS),
+                          pm.Parallelism(strategy, framework="megatron", micro_batch_size=1, moe_dispatcher=dispatcher, **kw))
+
+
+def test_deepep_across_nodes_sends_each_token_to_the_nodes_of_its_experts_group_limited():
+    from perfmodel.step.collectives import deepep_rdma_share, deepep_time, routed_spread
+
+    plain, deep = (_deepseek("dp16-ep16", 16, d) for d in ("alltoall", "deepep"))
+    deg = dict(parse_strategy("dp16-ep16", 16), moe=True, deepep=True)
+    lk = resolve_links(LINKS, "H100", degrees=deg)
+    assert lk["ep_rdma"].bandwidth_gb_per_s == pytest.approx(50.0 * deepep_rdma_share())  # one NDR NIC per GPU
+    routed = SEQ * 8 * 256 * 2  # a micro-batch's tokens, 8 copies each, at the hidden size in BF16
+    nodes, ranks = routed_spread(32, 8, 2, 4, 2), routed_spread(32, 8, 16, 4, 2)
+    one = deepep_time(routed, 16, 8, nodes, ranks, lk["ep_nvl"], lk["ep_rdma"], 2)
+    m, layers = 1, 2  # one sequence per replica; 2 MoE layers, a dispatch and a combine in each pass
+    assert deep.comm_total_s["ep"] == pytest.approx(2 * m * layers * 2 * one)
+    assert deep.comm_total_s["ep"] < plain.comm_total_s["ep"]
+    assert ("DeepEP's dispatch and combine (Megatron-Core's flex dispatcher) in each pass, over 2 nodes: each token sent "
+            f"once over RDMA to each of the {nodes:.3g} nodes") in deep.basis
+    assert "from 2 of 4 groups (group-limited routing)" in deep.basis
+    # without group-limited routing a token reaches more of the 4 nodes of 32 GPUs
+    free = {k: v for k, v in DEEPSEEK.items() if k not in ("n_group", "topk_group")}
+    assert _deepseek("dp32-ep32", 32, "deepep", model=free).comm_total_s["ep"] > _deepseek(
+        "dp32-ep32", 32, "deepep").comm_total_s["ep"]
+
+
+def test_deepep_on_one_node_sends_a_token_once_per_rank():
+    plain, deep = (_predict("dp8-ep8", parallel={"moe_dispatcher": d}) for d in ("alltoall", "deepep"))
+    assert deep.comm_total_s["ep"] == pytest.approx(plain.comm_total_s["ep"])  # 2 experts per token: 2 ranks always
+    four = [_predict("dp8-ep4", parallel={"moe_dispatcher": d}) for d in ("alltoall", "deepep")]
+    assert four[1].comm_total_s["ep"] < four[0].comm_total_s["ep"]  # 2 experts a rank: some tokens sent once for both
+    assert "on one node: each token sent once to each of the 1.86 ranks" in four[1].basis
+
+
+def test_deepep_needs_megatron_ep_and_whole_experts():
+    for par, n, why in ((dict(strategy="fsdp8-ep8", framework="pytorch"), 8, "framework='megatron'"),
+                        (dict(strategy="dp8", framework="megatron"), 8, "Add an ep factor"),
+                        (dict(strategy="dp4-ep2-tp2", framework="megatron"), 8, "expert_tensor_parallel=1")):
+        with pytest.raises(StrategyError, match=f"moe_dispatcher='deepep'.*{why}"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pm.predict(_work(), pm.Cluster("H100", n_gpus=n, interconnect=LINKS),
+                       pm.Parallelism(micro_batch_size=1, moe_dispatcher="deepep", **par))
+    with pytest.raises(ValueError, match="moe_dispatcher must be one of alltoall, deepep"):
+        pm.Parallelism("dp8-ep8", moe_dispatcher="deep-ep")
+
+
+def test_the_layout_search_and_the_command_line_take_deepep(tmp_path, capsys):
+    import json
+
+    from perfmodel.cli import main
+    from perfmodel.planning.layouts import layout_candidates
+
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect=LINKS)
+    cands = layout_candidates(_work(batch_size=32), c, moe_dispatcher="deepep")
+    deep = {(p.framework, parse_strategy(p.strategy, 16)["ep"], p.expert_tensor_parallel or 1) for p in cands
+            if p.moe_dispatcher == "deepep"}
+    assert deep and all(fw == "megatron" and e > 1 and etp == 1 for fw, e, etp in deep)
+    path = tmp_path / "moe.json"
+    path.write_text(json.dumps(MIXTRAL))
+    main(["predict", str(path), "--gpus", "H100", "--input-shape", str(SEQ), "--batch-size", "16", "--n-gpus", "8",
+          "--strategy", "dp8-ep4", "--framework", "megatron", "--precision", "bf16", "--moe-dispatcher", "deepep"])
+    assert "DeepEP's dispatch and combine" in capsys.readouterr().out
