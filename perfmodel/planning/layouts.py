@@ -306,9 +306,13 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
                    usd_per_gpu_h=np.nan if usd_per_gpu_h is None else float(usd_per_gpu_h), cost_per_step_usd=np.nan,
                    parallelism=p)
         if fits:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                r = predict_with_memory(workload, cluster, p, m)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    r = predict_with_memory(workload, cluster, p, m)
+            except (StrategyError, ValueError) as exc:  # a layout the step refuses on these links (e.g. DeepEP's)
+                refused.append(dict(framework=p.framework, strategy=str(p.strategy), reason=str(exc)))
+                continue
             row.update(step_time_s=r.step_time_s, lower_s=r.lower_s, upper_s=r.upper_s,
                        tokens_per_s=np.nan if r.tokens_per_s is None else r.tokens_per_s, mfu=r.mfu,
                        comm_s=r.breakdown["comm_exposed"], bubble_s=r.breakdown["bubble"])

@@ -573,12 +573,15 @@ def routed_spread(experts: int, per_token: int, units: int, groups: int | None =
                   group_topk: int | None = None) -> float:
     """The expected number of ``units`` (nodes, or ranks) a token's ``per_token`` routed experts fall on, the
     ``experts`` laid out evenly and in order over the units, each token's experts drawn evenly at random — from all of
-    them, or under group-limited routing (``groups`` equal groups of consecutive experts, ``group_topk`` of them chosen
-    per token: DeepSeek-V3's node-limited routing, Megatron-Core's ``--moe-router-num-groups`` /
-    ``--moe-router-group-topk``) from the experts of ``group_topk`` groups drawn evenly. A unit is missed with
-    probability ``C(E − E/U, k) / C(E, k)`` without groups; with groups, summed over how many chosen groups it holds
-    (a unit of whole groups) or whether its group is chosen (a group over several units). Groups and units that divide
-    neither each other are taken as ungrouped. Returns ``units·(1 − P(missed))``."""
+    them, or under group-limited routing (``groups`` equal groups of consecutive experts, ``group_topk`` of them open to
+    each token: DeepSeek-V3's node-limited routing, Megatron-Core's ``--moe-router-num-groups`` /
+    ``--moe-router-group-topk``) from the experts of ``group_topk`` groups drawn evenly. A unit is missed when none of
+    the token's experts is among its own: without groups with probability ``C(E − E/U, k) / C(E, k)``; with groups,
+    summed over which of the groups the unit overlaps are open to the token (``C(G − |I|, M − |T|) / C(G, M)`` for the
+    open ones ``T`` of the ``|I|`` it overlaps) times ``C(pool − c_T, k) / C(pool, k)``, ``c_T`` the unit's experts in
+    them and ``pool`` the ``M·E/G`` experts open — averaged over the units. Returns ``units·(1 − P(missed))``."""
+    import itertools
+
     E, k, U = int(experts), int(per_token), int(units)
     if E < 1 or k < 1 or U < 1 or E % U or k > E:
         raise ValueError(f"routed_spread: {E} experts must split evenly over {U} units and hold the {k} a token "
@@ -586,18 +589,25 @@ def routed_spread(experts: int, per_token: int, units: int, groups: int | None =
     per_unit = E // U
     G, M = (int(groups), int(group_topk)) if groups and group_topk else (0, 0)
     if not G or M >= G or E % G or k > M * (E // G):
-        missed = math.comb(E - per_unit, k) / math.comb(E, k)
-        return U * (1.0 - missed)
+        return U * (1.0 - math.comb(E - per_unit, k) / math.comb(E, k))
     per_group, pool = E // G, M * (E // G)
-    if per_unit % per_group == 0:  # a unit holds whole groups: how many of the chosen ones
-        g = per_unit // per_group
-        missed = sum(math.comb(g, x) * math.comb(G - g, M - x) / math.comb(G, M)
-                     * math.comb(pool - x * per_group, k) / math.comb(pool, k) for x in range(0, min(g, M) + 1))
-    elif per_group % per_unit == 0:  # a group spans units: the unit's group chosen or not
-        missed = (1 - M / G) + (M / G) * math.comb(pool - per_unit, k) / math.comb(pool, k)
-    else:
-        missed = math.comb(E - per_unit, k) / math.comb(E, k)
-    return U * (1.0 - missed)
+    missed = 0.0
+    for j in range(U):
+        lo, hi = j * per_unit, (j + 1) * per_unit
+        overlap = {g: min(hi, (g + 1) * per_group) - max(lo, g * per_group)
+                   for g in range(lo // per_group, (hi - 1) // per_group + 1)}
+        whole = [g for g, c in overlap.items() if c == per_group]
+        part = [c for g, c in overlap.items() if c < per_group]  # at most the two at the unit's ends
+        n_in = len(overlap)
+        for x in range(len(whole) + 1):  # x of the unit's whole groups open to the token
+            for opened in itertools.product((0, 1), repeat=len(part)):
+                t = x + sum(opened)
+                if t > M or M - t > G - n_in:
+                    continue
+                ways = math.comb(len(whole), x) * math.comb(G - n_in, M - t) / math.comb(G, M)
+                held = x * per_group + sum(c for c, o in zip(part, opened) if o)
+                missed += ways * math.comb(pool - held, k) / math.comb(pool, k)
+    return U * (1.0 - missed / U)
 
 
 def deepep_time(nbytes: float, ep: int, per_token: int, nodes: float, ranks: float, nvl: Interconnect,
@@ -605,15 +615,17 @@ def deepep_time(nbytes: float, ep: int, per_token: int, nodes: float, ranks: flo
     """Seconds of one DeepEP dispatch (or combine) of a rank's routed tokens over an expert-parallel group of ``ep``
     GPUs on ``nodes_in_group`` nodes, ``nbytes`` the rank's ``per_token`` copies of each token at the hidden size (what
     an all-to-all sends). DeepEP sends each token once per destination: on one node once per rank it goes to
-    (``ranks`` of them on average, :func:`routed_spread`) over NVLink (``nvl``), as an all-to-all of those bytes;
+    (``ranks`` of them on average, :func:`routed_spread`) over NVLink (``nvl``), ``(ep−1)/ep`` of those bytes to the
+    other ranks;
     across nodes once per node (``nodes``, its own counted, as DeepEP's logical rates count it) over the GPU's NIC at
     DeepEP's published rate (``rdma``: the NIC's line rate times :func:`deepep_rdma_share`), forwarded in the node
-    over NVLink to its ranks at the same time: the slower of the two."""
+    over NVLink to its ranks at the same time: the slower of the two. One kernel, one latency (its link's α) either
+    way; the handshake DeepEP's normal kernels make with the host before a dispatch is not counted."""
     if ep <= 1 or nbytes <= 0:
         return 0.0
     per_copy = float(nbytes) / max(int(per_token), 1)
-    if rdma is None or nodes_in_group <= 1:
-        return alltoall_time(per_copy * ranks, ep, nvl)
+    if rdma is None or nodes_in_group <= 1:  # one kernel: the share for the other ranks at the node's rate, one latency
+        return (ep - 1) / ep * per_copy * ranks / nvl.bytes_per_s + nvl.latency_s
     t_rdma = per_copy * nodes / rdma.bytes_per_s + rdma.latency_s
     t_nvl = per_copy * ranks / nvl.bytes_per_s + nvl.latency_s
     return max(t_rdma, t_nvl)

@@ -1401,7 +1401,8 @@ def _check_dispatcher(par, framework: str, strat: str, ep: int, etp: int, lay: M
     (experts, experts per token, groups, groups per token), else zeros."""
     if par.moe_dispatcher != "deepep":
         return (0, 0, 0, 0)
-    why = ("is Megatron-Core's flex dispatcher (--moe-flex-dispatcher-backend deepep); PyTorch's (torchtitan's) is "
+    why = (f"dispatches a mixture of experts' tokens; {name} has no routed experts. Leave it out" if not lay.experts else
+           "is Megatron-Core's flex dispatcher (--moe-flex-dispatcher-backend deepep); PyTorch's (torchtitan's) is "
            "modelled as an all-to-all. Use framework='megatron'" if framework != "megatron" else
            "dispatches a mixture of experts' tokens over its expert-parallel ranks; this layout has none. Add an ep "
            "factor" if ep <= 1 else
@@ -1850,12 +1851,12 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     q, interval = kn.conformal_interval(alpha)
     rows, far = [], []
     for c, spec, lk, net in zip(clusters, specs, links, assumed):
-        r = _on_cluster(r, moe, c, lk)
-        t, source = kn.kernel_seconds(r.work, spec, prec, with_source=True)
-        s = layout_step(r, _timed_reductions(r, t, spec), lk)
+        rc, lk = _on_cluster(r, moe, c, lk, net)
+        t, source = kn.kernel_seconds(rc.work, spec, prec, with_source=True)
+        s = layout_step(rc, _timed_reductions(rc, t, spec), lk)
         far += kn._extrapolation_notes(spec, prec)
-        row = _layout_row(r, s, spec, lk, prec, w.optimizer, q, interval, by_group)
-        row["basis"] += wl.experts_note(r.work, r.ep) + (f"; {net.note}" if net is not None else "")
+        row = _layout_row(rc, s, spec, lk, prec, w.optimizer, q, interval, by_group)
+        row["basis"] += wl.experts_note(rc.work, rc.ep) + (f"; {net.note}" if net is not None else "")
         source = kn.source_phrase(source)
         if source:
             row["basis"] = row["basis"].replace(f"{kn.learned_on(prec)},", f"{kn.learned_on(prec)}{source},", 1)
@@ -1864,13 +1865,39 @@ def parallel_rows(w, clusters, par, *, alpha: float = 0.2, by_group: bool = Fals
     return pd.DataFrame(rows)
 
 
-def _on_cluster(r: RankWork, degrees: dict, cluster, lk: dict) -> RankWork:
-    """``r`` on ``cluster``: under DeepEP across nodes (``lk`` with its ``"ep_rdma"`` link), the nodes its ep group
-    spans; else ``r`` itself."""
-    if r.moe_dispatcher != "deepep" or "ep_rdma" not in lk:
-        return r if r.ep_nodes == 1 else dataclasses.replace(r, ep_nodes=1)
-    on_node = ranks_per_node(degrees, cluster.gpus_per_node)["ep"]
-    return dataclasses.replace(r, ep_nodes=-(-r.ep // max(on_node, 1)))
+def _on_cluster(r: RankWork, degrees: dict, cluster, lk: dict, net=None) -> tuple[RankWork, dict]:
+    """``r`` and its links ``lk`` on ``cluster`` (``net``: the default network they were resolved with, if any): under
+    DeepEP, the nodes its ep group spans, counted with the node size the links were resolved with, and the ep group's
+    link DeepEP's RDMA (its label); a ``StrategyError`` where DeepEP cannot run so — no NVLink in the node, across
+    nodes without the links said per level or without InfiniBand, or an ep group its nodes split unevenly. Else as
+    they are."""
+    if r.moe_dispatcher != "deepep":
+        return r, lk
+    g = net.gpus_per_node if net is not None else cluster.gpus_per_node
+    levels = net.links if net is not None else cluster.interconnect
+    nvl = lk.get("ep_nvl", lk["ep"])
+    what = f"strategy={r.strategy!r}: moe_dispatcher='deepep'"
+    crosses = crosses_nodes(degrees, g)["ep"]
+    if crosses and ("ep_rdma" not in lk or not isinstance(levels, dict)):
+        raise StrategyError(f"{what} across nodes sends each token over its GPU's NIC and forwards it over NVLink: say "
+                            "the links per level, interconnect={'intra': 'nvlink', 'inter': 'infiniband-ndr'}, or "
+                            "leave interconnect=None for the GPU's reference network.")
+    if not str(nvl.name).startswith("nvlink") or nvl.domain_gpus:
+        raise StrategyError(f"{what} forwards the tokens over NVLink inside a node; the node's link here is "
+                            f"{nvl.name}. Use moe_dispatcher='alltoall'.")
+    if not crosses:
+        return (r if r.ep_nodes == 1 else dataclasses.replace(r, ep_nodes=1)), lk
+    inter = levels.get("inter")
+    name = str(getattr(inter, "name", inter))
+    if not name.startswith("infiniband"):
+        raise StrategyError(f"{what} runs its RDMA over InfiniBand (the rates it publishes: ConnectX-7 400 Gb/s); the "
+                            f"nodes here are joined by {name}. Use moe_dispatcher='alltoall'.")
+    on_node = ranks_per_node(degrees, g)["ep"]
+    if r.ep % on_node:
+        raise StrategyError(f"{what}: its {r.ep} expert-parallel ranks lie {on_node} to a node of {g}, unevenly over "
+                            "the nodes, which perfmodel's DeepEP model does not lay out. Use an ep that the node's "
+                            "ranks divide, or moe_dispatcher='alltoall'.")
+    return dataclasses.replace(r, ep_nodes=r.ep // on_node), dict(lk, ep=lk["ep_rdma"])
 
 
 def _fp8_gather_basis(r: RankWork) -> str:
@@ -1909,7 +1936,7 @@ def _dispatch_basis(r: RankWork) -> str:
             f"({routing}, evenly drawn; its own node counted, as DeepEP's logical rate counts it) at "
             f"{deepep_rdma_share():.3g} of the NIC's line rate (DeepEP's published H800 rates, EP 16-64), and forwarded "
             f"over NVLink to its {ranks:.3g} ranks, the slower of the two (the SMs DeepEP's kernels occupy are not taken "
-            "from the compute)")
+            "from the compute, its buffers not counted in memory)")
 
 
 def _expert_reduce_basis(r: RankWork) -> str:

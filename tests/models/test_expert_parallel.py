@@ -754,7 +754,9 @@ def test_a_token_s_destinations_under_even_and_group_limited_routing():
             hit_units += len(set(rng.choice(pool, k, replace=False) // (E // units)))
         return hit_units / n
 
-    for args in ((256, 8, 8), (256, 8, 8, 8, 4), (256, 8, 64, 8, 4), (32, 8, 2, 4, 2), (64, 6, 16, 4, 1)):
+    # units of whole groups, groups over several units, and units across group boundaries (neither divides the other)
+    for args in ((256, 8, 8), (256, 8, 8, 8, 4), (256, 8, 64, 8, 4), (32, 8, 2, 4, 2), (64, 6, 16, 4, 1),
+                 (96, 8, 4, 6, 2), (60, 6, 10, 4, 2)):
         assert routed_spread(*args) == pytest.approx(drawn(*args), rel=0.02)
     assert routed_spread(8, 2, 8) == 2.0  # two experts, always on two ranks
     assert routed_spread(256, 8, 8, 8, 4) < routed_spread(256, 8, 8)  # DeepSeek-V3: 4 nodes at most, 3.63 on average
@@ -770,7 +772,9 @@ def test_deepep_sends_a_token_once_per_node_over_rdma_and_once_per_rank_over_nvl
     assert deepep_rdma_share() == pytest.approx(sum(rates) / len(rates) / 50.0)
     nvl, nic = Interconnect("nvl", 450.0, 3e-6, 0.7), Interconnect("nic", 50.0 * deepep_rdma_share(), 10e-6, 1.0)
     nbytes = 8e6  # a rank's 8 copies of each token
-    assert deepep_time(nbytes, 8, 8, 1.0, 5.0, nvl) == pytest.approx(alltoall_time(nbytes / 8 * 5, 8, nvl))
+    # one node: one kernel sends 7/8 of the token copies it makes, one per rank, at NVLink's rate, with one latency
+    assert deepep_time(nbytes, 8, 8, 1.0, 5.0, nvl) == pytest.approx(7 / 8 * 1e6 * 5 / nvl.bytes_per_s + 3e-6)
+    assert deepep_time(nbytes, 8, 8, 1.0, 5.0, nvl) < alltoall_time(nbytes, 8, nvl)
     assert deepep_time(nbytes, 64, 8, 3.6, 7.4, nvl, nic, 8) == pytest.approx(
         max(1e6 * 3.6 / nic.bytes_per_s + 10e-6, 1e6 * 7.4 / nvl.bytes_per_s + 3e-6))
     assert deepep_time(nbytes, 1, 8, 1.0, 1.0, nvl) == 0.0
@@ -807,11 +811,17 @@ def test_deepep_across_nodes_sends_each_token_to_the_nodes_of_its_experts_group_
 
 
 def test_deepep_on_one_node_sends_a_token_once_per_rank():
-    plain, deep = (_predict("dp8-ep8", parallel={"moe_dispatcher": d}) for d in ("alltoall", "deepep"))
-    assert deep.comm_total_s["ep"] == pytest.approx(plain.comm_total_s["ep"])  # 2 experts per token: 2 ranks always
-    four = [_predict("dp8-ep4", parallel={"moe_dispatcher": d}) for d in ("alltoall", "deepep")]
-    assert four[1].comm_total_s["ep"] < four[0].comm_total_s["ep"]  # 2 experts a rank: some tokens sent once for both
-    assert "on one node: each token sent once to each of the 1.86 ranks" in four[1].basis
+    from perfmodel.step.collectives import deepep_time
+
+    lk = resolve_links(LINKS, "H100", degrees=dict(parse_strategy("dp8-ep4", 8), moe=True, deepep=True))
+    routed = SEQ * 2 * 128 * 2  # a micro-batch's tokens, 2 copies each, at the hidden size in BF16
+    m, layers = 2, 2  # 16 sequences over 8 replicas in micro-batches of one; 2 MoE layers, both passes
+    for strategy, ep, ranks in (("dp8-ep8", 8, 2.0), ("dp8-ep4", 4, 4 * (1 - 15 / 28))):  # 2 of 8 experts, 2 a rank
+        plain, deep = (_predict(strategy, parallel={"moe_dispatcher": d}) for d in ("alltoall", "deepep"))
+        assert deep.comm_total_s["ep"] == pytest.approx(2 * m * layers * 2 * deepep_time(routed, ep, 2, 1.0, ranks,
+                                                                                         lk["ep"]))
+        assert deep.comm_total_s["ep"] < plain.comm_total_s["ep"]
+    assert "on one node: each token sent once to each of the 1.86 ranks" in deep.basis
 
 
 def test_deepep_needs_megatron_ep_and_whole_experts():
@@ -842,3 +852,51 @@ def test_the_layout_search_and_the_command_line_take_deepep(tmp_path, capsys):
     main(["predict", str(path), "--gpus", "H100", "--input-shape", str(SEQ), "--batch-size", "16", "--n-gpus", "8",
           "--strategy", "dp8-ep4", "--framework", "megatron", "--precision", "bf16", "--moe-dispatcher", "deepep"])
     assert "DeepEP's dispatch and combine" in capsys.readouterr().out
+
+
+def test_deepep_counts_the_nodes_its_links_were_resolved_with_and_refuses_what_it_cannot_run_on():
+    wide = dict(MIXTRAL, num_local_experts=144)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for gpus_per_node in (8, 72):  # GB200's reference network: NVLink domains of 72, whatever the node says
+            row = pm.predict(pm.Workload(wide, input_shape=(SEQ,), precision="bf16", optimizer="adam-fused",
+                                         batch_size=144),
+                             pm.Cluster("GB200", n_gpus=144, gpus_per_node=gpus_per_node),
+                             pm.Parallelism("dp144-ep144", framework="megatron", micro_batch_size=1,
+                                            moe_dispatcher="deepep"))
+            assert "over 2 nodes" in row.basis and "ep: 1 x infiniband-ndr per GPU at DeepEP's published rate" in row.basis
+    sixteen = dict(MIXTRAL, num_local_experts=16)
+    for cluster, strategy, why in (
+            (pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect="infiniband-ndr"), "dp16-ep16",
+             "say the links per level"),
+            (pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect={"intra": "nvlink", "inter": "ethernet-100g"}),
+             "dp16-ep16", "over InfiniBand"),
+            (pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect="infiniband-ndr"), "dp16-ep8",
+             "over NVLink inside a node"),  # in one node, on the one link given for everything
+            (pm.Cluster("L40S", n_gpus=8), "dp8-ep8", "over NVLink inside a node"),
+            (pm.Cluster("H100", n_gpus=12, gpus_per_node=8, interconnect=LINKS), "dp12-ep4", None)):
+        w = _work(sixteen, batch_size=cluster.n_gpus)
+        par = pm.Parallelism(strategy, framework="megatron", micro_batch_size=1, moe_dispatcher="deepep")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if why is None:  # 12 GPUs over nodes of 8: each ep group of 4 within a node, fine
+                assert pm.predict(w, cluster, par).step_time_s > 0
+                continue
+            with pytest.raises(StrategyError, match=why):
+                pm.predict(w, cluster, par)
+
+
+def test_deepep_over_nodes_that_split_its_ranks_unevenly_is_refused_and_the_search_goes_on():
+    from perfmodel.planning.layouts import search_layouts
+
+    twenty = dict(MIXTRAL, num_local_experts=20)
+    c = pm.Cluster("H100", n_gpus=40, gpus_per_node=8, interconnect=LINKS)
+    w = pm.Workload(twenty, input_shape=(SEQ,), precision="bf16", optimizer="adam-fused", batch_size=40)
+    with pytest.raises(StrategyError, match="unevenly over the nodes"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pm.predict(w, c, pm.Parallelism("dp40-ep20", framework="megatron", micro_batch_size=1, moe_dispatcher="deepep"))
+    found = search_layouts(w, c, frameworks=("megatron",), tensor_parallel=[1], pipeline_parallel=[1],
+                           context_parallel=[1], expert_parallel=[4, 20], activation_checkpointing=(False,),
+                           shard_gradients=(None,), moe_dispatcher="deepep")
+    assert list(found["strategy"]) == ["dp40-cp1-ep4-tp1-pp1"]
+    assert any("unevenly over the nodes" in r["reason"] for r in found.attrs["refused"])
