@@ -64,9 +64,11 @@ def add_moe_options(parser, where: str = "with an ep factor", *, search: bool = 
     parser.add_argument("--expert-load-imbalance", type=float, default=1.0, metavar="F",
                         help=f"{where}: the routed tokens the busiest expert-parallel rank receives over the mean, at "
                              "least 1 (default 1: even routing; e.g. 1.25 for a capacity factor of 1.25)")
-    parser.add_argument("--moe-dispatcher", choices=["alltoall", "deepep"], default="alltoall",
+    parser.add_argument("--moe-dispatcher", choices=["alltoall", "deepep"] + (["both"] if search else []),
+                        default="alltoall",
                         help=f"{where}, Megatron layouts: how the routed tokens reach their experts, NCCL all-to-alls "
-                             "(default) or DeepEP's kernels (each token once per node over RDMA, then over NVLink)")
+                             "(default) or DeepEP's kernels (each token once per node over RDMA, then over NVLink)"
+                             + ("; both: try each" if search else ""))
     parser.add_argument("--overlap-moe-dispatch", action="store_true",
                         help=f"{where}, Megatron layouts: Megatron-Core's EP overlap (--overlap-moe-expert-parallel-"
                              "comm), each MoE layer's all-to-alls beside another micro-batch's opposite pass")

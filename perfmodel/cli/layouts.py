@@ -92,7 +92,7 @@ def _cmd_layouts(args) -> int:
                    shard_gradients=(None, True) if args.shard_gradients == "when-needed" else (None,),
                    expert_load_imbalance=args.expert_load_imbalance, overlap_moe_dispatch=args.overlap_moe_dispatch,
                    expert_tensor_parallel={"1": 1, "tp": "tp"}.get(args.expert_tensor_parallel),
-                   moe_dispatcher=args.moe_dispatcher)
+                   moe_dispatcher=None if args.moe_dispatcher == "both" else args.moe_dispatcher)
     for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel"),
                       ("ep", "expert_parallel")):
         text = getattr(args, flag)
@@ -110,7 +110,8 @@ def _cmd_layouts(args) -> int:
     cols = ["framework", "strategy", "micro_batches", "virtual_stages"] + (
         ["pipeline_layers"] if top["pipeline_layers"].astype(bool).any() else []) + [
         "activation_checkpointing"] + (["shard_gradients"] if top["shard_gradients"].any() else []) + (
-        ["expert_tensor_parallel"] if (top["expert_tensor_parallel"] > 1).any() else []) + [
+        ["expert_tensor_parallel"] if (top["expert_tensor_parallel"] > 1).any() else []) + (
+        ["moe_dispatcher"] if (top["moe_dispatcher"] != "alltoall").any() else []) + [
         "step_time_s", "tokens_per_s", "mfu", "comm_s", "bubble_s"]
     out = top[cols].copy()
     out["tokens_per_s"] = out["tokens_per_s"].round(0)

@@ -22,7 +22,7 @@ __all__ = ["layout_candidates", "search_layouts", "LAYOUT_COLUMNS"]
 #: columns of :func:`search_layouts`.
 LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule", "virtual_stages", "pipeline_layers",
                   "activation_checkpointing", "shard_gradients",
-                  "async_tp", "expert_tensor_parallel", "step_time_s", "lower_s", "upper_s", "tokens_per_s", "mfu", "comm_s", "bubble_s",
+                  "async_tp", "expert_tensor_parallel", "moe_dispatcher", "step_time_s", "lower_s", "upper_s", "tokens_per_s", "mfu", "comm_s", "bubble_s",
                   "memory_per_gpu_bytes", "capacity_bytes", "fits", "usd_per_gpu_h", "cost_per_step_usd", "parallelism"]
 
 #: interleaved chunks Megatron's recipes run, the largest that divides a stage's layers is taken
@@ -58,7 +58,7 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                       pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
                       shard_gradients=(None, True), expert_parallel=None, expert_load_imbalance: float = 1.0,
                       overlap_moe_dispatch: bool = False, expert_tensor_parallel=None,
-                      moe_dispatcher: str = "alltoall") -> list:
+                      moe_dispatcher: str | None = "alltoall") -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -101,9 +101,10 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     overlap_moe_dispatch : bool, default False
         Megatron-Core's EP overlap for every Megatron layout with ``ep``
         (:attr:`perfmodel.Parallelism.overlap_moe_dispatch`; PyTorch's layouts have none).
-    moe_dispatcher : {"alltoall", "deepep"}, default "alltoall"
+    moe_dispatcher : {"alltoall", "deepep", None}, default "alltoall"
         How every Megatron layout with ``ep`` and whole experts dispatches its tokens
-        (:attr:`perfmodel.Parallelism.moe_dispatcher`; PyTorch's layouts and split experts: all-to-alls).
+        (:attr:`perfmodel.Parallelism.moe_dispatcher`; PyTorch's layouts and split experts: all-to-alls); None tries
+        each (:func:`search_layouts` records where the cluster cannot run DeepEP).
     expert_tensor_parallel : {None, 1, "tp"}, optional
         A mixture of experts' layouts with tensor parallelism: each routed expert whole on its rank (1), split over the
         tensor-parallel ranks (``"tp"``, Megatron layouts only: :attr:`perfmodel.Parallelism.expert_tensor_parallel`),
@@ -140,8 +141,8 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
     if not sgs or any(v not in (None, True) or isinstance(v, (int, float)) and not isinstance(v, bool) for v in sgs):
         raise ValueError(f"shard_gradients must list None (the execution's own gradients) and/or True (ZeRO-2), in the "
                          f"order to try; got {shard_gradients!r}.")
-    if moe_dispatcher not in ("alltoall", "deepep"):
-        raise ValueError(f"moe_dispatcher must be 'alltoall' or 'deepep'; got {moe_dispatcher!r}.")
+    if moe_dispatcher not in ("alltoall", "deepep", None):
+        raise ValueError(f"moe_dispatcher must be 'alltoall', 'deepep' or None (each); got {moe_dispatcher!r}.")
     if expert_tensor_parallel not in (None, 1, "tp") or isinstance(expert_tensor_parallel, bool):
         raise ValueError(f"expert_tensor_parallel must be None (both), 1 (each expert whole on its rank) or 'tp' (split "
                          f"over the tensor-parallel ranks); got {expert_tensor_parallel!r}.")
@@ -189,7 +190,7 @@ def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
 
 
 def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list,
-             imbalance: float = 1.0, overlap: bool = False, etp: int = 1, dispatcher: str = "alltoall") -> list:
+             imbalance: float = 1.0, overlap: bool = False, etp: int = 1, dispatcher: str | None = "alltoall") -> list:
     """:func:`layout_candidates`' layouts of one framework and one set of degrees: one per activation-checkpointing
     policy and gradient layout; none where the batch does not split over the pipeline's micro-batches."""
     from perfmodel._run import Parallelism
@@ -210,13 +211,15 @@ def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: 
             return []
     # ZeRO-2 where the layout's own gradients are whole and there are data-parallel ranks to shard over
     zero2 = d * c > 1 and (fw == "megatron" or p > 1)
+    # DeepEP for Megatron's layouts with ep and whole experts (None: each dispatcher in turn)
+    dispatchers = ((["alltoall", "deepep"] if dispatcher is None else [dispatcher])
+                   if e > 1 and etp == 1 and fw == "megatron" else ["alltoall"])
     return [Parallelism(strat, micro_batches=m, pipeline_schedule=sched, virtual_stages=v, pipeline_layers=split,
                         activation_checkpointing=ac, framework=fw, async_tp=async_tp, shard_gradients=sg,
                         expert_load_imbalance=imbalance if e > 1 else 1.0,
                         overlap_moe_dispatch=bool(overlap and e > 1 and fw == "megatron"),
-                        expert_tensor_parallel=etp if lay.experts and t > 1 else None,
-                        moe_dispatcher=dispatcher if e > 1 and etp == 1 and fw == "megatron" else "alltoall")
-            for ac in acs for sg in sgs if not (sg and not zero2)]
+                        expert_tensor_parallel=etp if lay.experts and t > 1 else None, moe_dispatcher=disp)
+            for disp in dispatchers for ac in acs for sg in sgs if not (sg and not zero2)]
 
 
 def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float | None = None, progress: bool = False,
@@ -245,7 +248,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         ``"attention"`` for Megatron's selective recomputation, ``"full"``, ``"layer:N"``); ``shard_gradients`` whether
         the kept layout reduce-scatters each micro-batch's gradients into the shard (ZeRO-2; FSDP without a pipeline
         always does); ``expert_tensor_parallel`` the tensor-parallel ranks each routed expert of a mixture of experts
-        is split over (1: whole; 1 for a dense model); ``pipeline_layers`` the
+        is split over (1: whole; 1 for a dense model); ``moe_dispatcher`` its dispatcher
+        (:attr:`perfmodel.Parallelism.moe_dispatcher`); ``pipeline_layers`` the
         split of the layers as ``--pipeline-layers`` spells it (``""``: as evenly as they go); ``parallelism`` is the
         :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
         layouts the model refuses (heads, layers, sequence) with the reason.
@@ -265,7 +269,7 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
     groups: dict = {}
     for p in cands:
         key = (p.framework, str(p.strategy), p.micro_batches, p.pipeline_schedule, p.virtual_stages,
-               repr(p.pipeline_layers), p.async_tp, p.expert_tensor_parallel)
+               repr(p.pipeline_layers), p.async_tp, p.expert_tensor_parallel, p.moe_dispatcher)
         groups.setdefault(key, []).append(p)
     it = groups.items()
     if progress:
@@ -301,6 +305,7 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
                    activation_checkpointing=str(p.checkpointing or False),
                    shard_gradients=bool(ex["shard_gradients"]), async_tp=bool(p.async_tp),
                    expert_tensor_parallel=int(ex["expert_tensor_parallel"]) if experts else 1,
+                   moe_dispatcher=p.moe_dispatcher,
                    step_time_s=np.nan, lower_s=np.nan, upper_s=np.nan, tokens_per_s=np.nan, mfu=np.nan, comm_s=np.nan,
                    bubble_s=np.nan, memory_per_gpu_bytes=total, capacity_bytes=cap, fits=fits,
                    usd_per_gpu_h=np.nan if usd_per_gpu_h is None else float(usd_per_gpu_h), cost_per_step_usd=np.nan,

@@ -900,3 +900,20 @@ def test_deepep_over_nodes_that_split_its_ranks_unevenly_is_refused_and_the_sear
                            shard_gradients=(None,), moe_dispatcher="deepep")
     assert list(found["strategy"]) == ["dp40-cp1-ep4-tp1-pp1"]
     assert any("unevenly over the nodes" in r["reason"] for r in found.attrs["refused"])
+
+
+def test_the_layout_search_tries_each_dispatcher_and_says_which():
+    from perfmodel.planning.layouts import layout_candidates, search_layouts
+
+    c = pm.Cluster("H100", n_gpus=16, gpus_per_node=8, interconnect=LINKS)
+    sixteen = _work(dict(MIXTRAL, num_local_experts=16), batch_size=32)
+    opts = dict(frameworks=("megatron",), tensor_parallel=[1], pipeline_parallel=[1], context_parallel=[1],
+                expert_parallel=[16], activation_checkpointing=(False,), shard_gradients=(None,))
+    assert {p.moe_dispatcher for p in layout_candidates(sixteen, c, moe_dispatcher=None, **opts)} == {"alltoall", "deepep"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = search_layouts(sixteen, c, moe_dispatcher=None, **opts).set_index("moe_dispatcher")
+    assert set(found.index) == {"alltoall", "deepep"}  # the same layout once per dispatcher, each predicted
+    assert found.loc["deepep", "comm_s"] < found.loc["alltoall", "comm_s"]  # across the 2 nodes: once per node
+    with pytest.raises(ValueError, match="moe_dispatcher must be 'alltoall', 'deepep' or None"):
+        layout_candidates(sixteen, c, moe_dispatcher="both")
