@@ -682,6 +682,11 @@ class MetaSDPAMode(torch.overrides.TorchFunctionMode):
     the same call usually takes the fused ``_scaled_dot_product_flash_attention_for_cpu`` kernel (whose backward
     formula also counts the recomputation of QKᵀ: 5). Asking ``torch._fused_sdp_choice`` with CPU stand-ins of the same
     shapes, dtypes and last-dimension strides (one row of memory each) keeps meta and CPU counts equal.
+
+    One exception: values with a head size of their own (multi-head latent attention, DeepSeek-V2/V3's 192-wide
+    queries and keys with 128-wide values), which the CPU's fused kernel refuses and a GPU runs fused (PyTorch's
+    memory-efficient kernel, cuDNN's and Transformer Engine's fused attention take them): traced as
+    ``_scaled_dot_product_efficient_attention``, a fused kernel, not as the math path's score matrix.
     """
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -699,4 +704,9 @@ class MetaSDPAMode(torch.overrides.TorchFunctionMode):
                         return aten._scaled_dot_product_flash_attention_for_cpu(
                             q, k, v, dropout_p, is_causal, attn_mask=mask, scale=scale
                         )[0]
+                    if v.shape[-1] != q.shape[-1] and k.shape[:-1] == v.shape[:-1] and k.shape[-3] == q.shape[-3]:
+                        # a value head size of its own: fused on a GPU (see the class docstring)
+                        grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+                        return aten._scaled_dot_product_efficient_attention(
+                            q, k, v, mask, grad, dropout_p, is_causal, scale=scale)[0]
         return func(*args, **kwargs)

@@ -917,3 +917,26 @@ def test_the_layout_search_tries_each_dispatcher_and_says_which():
     assert found.loc["deepep", "comm_s"] < found.loc["alltoall", "comm_s"]  # across the 2 nodes: once per node
     with pytest.raises(ValueError, match="moe_dispatcher must be 'alltoall', 'deepep' or None"):
         layout_candidates(sixteen, c, moe_dispatcher="both")
+
+
+def test_latent_attention_with_a_value_head_size_of_its_own_is_traced_as_a_fused_kernel():
+    """DeepSeek's multi-head latent attention: 48-wide queries and keys (32 + 16 rotary), 32-wide values. The CPU's
+    fused kernel refuses them, a GPU's memory-efficient and cuDNN kernels take them: one fused row per layer and pass,
+    not the math path's score matrix (bmm's and a softmax)."""
+    from perfmodel.step import trace as wl
+
+    net, shape, dt, vocab, _, lay = wl.model_and_layout(DEEPSEEK, (SEQ,), None)
+    work = wl.step_work(net, shape, dt, vocab, batch_size=1, prec="bf16", optimizer="adam-fused", inference=False)
+    attn = work[work["op"].astype(str).str.contains("scaled_dot_product")]
+    assert len(attn) == 2 * DEEPSEEK["num_hidden_layers"] and (attn["op_class"] == "matmul").all()
+    in_attention = work["module"].astype(str).str.contains("self_attn").to_numpy()
+    assert not ((work["op"] == "aten.bmm").to_numpy() & in_attention).any()
+    assert not work["op"].astype(str).str.contains("softmax").to_numpy()[in_attention].any()
+    heads, qk, v = DEEPSEEK["num_attention_heads"], 32 + 16, DEEPSEEK["v_head_dim"]
+    fwd = attn[attn["phase"] == "forward"]
+    # QKᵀ and PV, the causal mask's half, as the fused rows of dense models count them
+    assert np.allclose(fwd["flops"].to_numpy(), 2 * heads * SEQ * SEQ * (qk + v) / 2)
+    dense = wl.step_work(*wl.model_and_layout(DENSE, (SEQ,), None)[:4], batch_size=1, prec="bf16", optimizer="adam-fused",
+                         inference=False)
+    d = dense[dense["op"].astype(str).str.contains("scaled_dot_product") & (dense["phase"] == "forward")]
+    assert np.allclose(d["flops"].to_numpy(), 2 * 4 * SEQ * SEQ * (32 + 32) / 2)  # 4 heads of 32
