@@ -704,7 +704,8 @@ class MetaSDPAMode(torch.overrides.TorchFunctionMode):
                         return aten._scaled_dot_product_flash_attention_for_cpu(
                             q, k, v, dropout_p, is_causal, attn_mask=mask, scale=scale
                         )[0]
-                    if v.shape[-1] != q.shape[-1] and k.shape[:-1] == v.shape[:-1] and k.shape[-3] == q.shape[-3]:
+                    if (q.dim() == k.dim() == v.dim() == 4 and v.shape[-1] != q.shape[-1] and k.shape[:-1] == v.shape[:-1]
+                            and q.shape[:2] == k.shape[:2]):  # the fused kernels' 4-D inputs, batch and heads alike
                         # a value head size of its own: fused on a GPU (see the class docstring)
                         grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
                         return aten._scaled_dot_product_efficient_attention(

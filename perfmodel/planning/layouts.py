@@ -286,7 +286,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
                     w_, c_, p_ = resolve_run(workload, cluster, p)  # the step's defaults, as pm.predict takes them
                     m = memory_frame(w_, (c_,), p_).iloc[0]
             except (StrategyError, ValueError) as exc:
-                refused.append(dict(framework=p.framework, strategy=str(p.strategy), reason=str(exc)))
+                refused.append(dict(framework=p.framework, strategy=str(p.strategy), moe_dispatcher=p.moe_dispatcher,
+                                    reason=str(exc)))
                 best = None
                 break
             if best is None or m["fits"] or m["total_bytes"] < best[1]["total_bytes"]:
@@ -316,7 +317,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
                     warnings.simplefilter("ignore")
                     r = predict_with_memory(workload, cluster, p, m)
             except (StrategyError, ValueError) as exc:  # a layout the step refuses on these links (e.g. DeepEP's)
-                refused.append(dict(framework=p.framework, strategy=str(p.strategy), reason=str(exc)))
+                refused.append(dict(framework=p.framework, strategy=str(p.strategy), moe_dispatcher=p.moe_dispatcher,
+                                    reason=str(exc)))
                 continue
             row.update(step_time_s=r.step_time_s, lower_s=r.lower_s, upper_s=r.upper_s,
                        tokens_per_s=np.nan if r.tokens_per_s is None else r.tokens_per_s, mfu=r.mfu,

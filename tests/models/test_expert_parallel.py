@@ -940,3 +940,29 @@ def test_latent_attention_with_a_value_head_size_of_its_own_is_traced_as_a_fused
                          inference=False)
     d = dense[dense["op"].astype(str).str.contains("scaled_dot_product") & (dense["phase"] == "forward")]
     assert np.allclose(d["flops"].to_numpy(), 2 * 4 * SEQ * SEQ * (32 + 32) / 2)  # 4 heads of 32
+
+
+def test_the_fused_trace_of_latent_attention_takes_only_the_inputs_the_fused_kernels_take():
+    import torch
+
+    from perfmodel.features._counting import MetaSDPAMode
+
+    def traced(qs, ks, vs):
+        q, k, v = (torch.empty(*s, device="meta", requires_grad=True) for s in (qs, ks, vs))
+        ops = []
+
+        class Seen(torch.utils._python_dispatch.TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+
+        with MetaSDPAMode(), Seen():
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            out.sum().backward()
+        return tuple(out.shape), any("efficient_attention" in o for o in ops)
+
+    assert traced((2, 4, 16, 48), (2, 4, 16, 48), (2, 4, 16, 32)) == ((2, 4, 16, 32), True)
+    # 3-D and 5-D inputs, a query broadcast over the batch: the math path, as before (no fused kernel takes them)
+    assert traced((4, 16, 48), (4, 16, 48), (4, 16, 32)) == ((4, 16, 32), False)
+    assert traced((2, 2, 4, 16, 48), (2, 2, 4, 16, 48), (2, 2, 4, 16, 32)) == ((2, 2, 4, 16, 32), False)
+    assert traced((1, 4, 16, 48), (2, 4, 16, 48), (2, 4, 16, 32)) == ((2, 4, 16, 32), False)
