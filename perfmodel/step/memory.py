@@ -68,7 +68,7 @@ from perfmodel._workload import accepts_workload
 from perfmodel.step.strategy import check_pipeline_split, pipeline_chunks
 #: the output projection of an attention module (row-parallel; :data:`perfmodel.step.trace.OUT_PROJECTION`)
 from perfmodel.step.trace import OUT_PROJECTION as _OUT_PROJECTION
-from perfmodel.step.trace import expert_parallel_layout, expert_shard_layout, is_shared_expert
+from perfmodel.step.trace import expert_parallel_layout, expert_shard_layout, in_experts_module, is_shared_expert
 
 __all__ = ["predict_memory", "MEMORY_COLUMNS", "OPTIMIZER_STATE_BYTES", "pipeline_in_flight"]
 
@@ -620,8 +620,7 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
         # that feeds a block is kept whole besides its shard. Megatron saves the shard and gathers it again in the
         # backward pass (Korthikanti et al. 2022), so its blocks keep the shard only.
         out_b = np.where(_gathered_block_inputs(saved, layer, lay, size), out_b * (1 + tpd), out_b)
-    in_experts = (saved["module"].astype(str).str.split(".").map(lambda q: "experts" in q).to_numpy() if len(saved)
-                  else np.zeros(0, dtype=bool))
+    in_experts = in_experts_module(saved["module"]) if len(saved) else np.zeros(0, dtype=bool)
     if sp and _expert_split(deg, lay) > 1 and len(saved):
         # experts split over the tensor-parallel ranks compute the tokens those ranks gather: what they save on the
         # hidden size (their permuted inputs, their outputs) is whole, on their width 1/tp as the sequence shard's

@@ -1215,9 +1215,11 @@ def _gathered_expert_rows(work: pd.DataFrame, lay: ModelLayout, moe: np.ndarray,
     """Rows of a mixture of experts' ``experts`` modules on the hidden size (permutations, weighting, sums of the
     routed tokens) when the experts are split over the tensor-parallel ranks (``ex``' ``expert_tensor_parallel`` > 1):
     they run on the tokens the ranks gather, not on the rank's sequence shard. None otherwise."""
+    from perfmodel.step.trace import in_experts_module
+
     if int(ex.get("expert_tensor_parallel", 1)) <= 1 or not moe.any() or "module" not in work.columns:
         return np.zeros(len(work), dtype=bool)
-    in_experts = work["module"].astype(str).str.split(".").map(lambda parts: "experts" in parts).to_numpy()
+    in_experts = in_experts_module(work["module"])
     on_hidden = work["dim_k"].to_numpy(float) == float(lay.hidden or -1)
     return moe & in_experts & on_hidden & ~work["op_class"].isin(["matmul", "conv"]).to_numpy()
 

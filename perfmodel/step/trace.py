@@ -305,6 +305,12 @@ def is_routed_expert(name: str) -> bool:
     return "experts" in name.split(".")[:-1]
 
 
+def in_experts_module(modules) -> np.ndarray:
+    """Per module path of ``modules`` (a Series or sequence of strings), whether it is an ``experts`` module or under
+    one (a mixture of experts' routed experts; ``shared_experts`` is not one)."""
+    return pd.Series(modules).astype(str).str.split(".").map(lambda parts: "experts" in parts).to_numpy(dtype=bool)
+
+
 def expert_param_names(lay: "ModelLayout") -> set:
     """Names of a mixture of experts' routed experts' parameters (:func:`is_routed_expert`). Empty for a dense
     model."""
@@ -420,7 +426,7 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
         for c in ("flops", "bytes", "tiles", "dim_m"):
             out.loc[held, c] = np.maximum(out.loc[held, c].to_numpy(float) / (ep * split), 1.0 if c == "dim_m" else 0.0)
     if f != 1.0 and "module" in out.columns:  # the busiest rank's other expert kernels on its tokens
-        busy = (out["module"].astype(str).str.split(".").map(lambda parts: "experts" in parts).to_numpy()
+        busy = (in_experts_module(out["module"])
                 & (out["op"].astype(str) != GROUPED_GEMM_OP).to_numpy() & ~expert_weight_casts(out)
                 & (out["phase"].astype(str) != "optimizer").to_numpy())
         for c in ("flops", "bytes", "tiles", "dim_m"):
@@ -433,8 +439,7 @@ def expert_weight_casts(work: pd.DataFrame) -> np.ndarray:
     (:data:`TE_WEIGHT_CAST_OPS`) of an ``experts`` module."""
     if "module" not in work.columns:
         return np.zeros(len(work), dtype=bool)
-    return (work["op"].astype(str).isin(TE_WEIGHT_CAST_OPS)
-            & work["module"].astype(str).str.split(".").map(lambda parts: "experts" in parts)).to_numpy()
+    return work["op"].astype(str).isin(TE_WEIGHT_CAST_OPS).to_numpy() & in_experts_module(work["module"])
 
 
 def _elementwise_fields(nbytes: float, numel: float, last: float) -> tuple:
