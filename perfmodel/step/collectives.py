@@ -55,7 +55,7 @@ from perfmodel._errors import UnknownNameError
 __all__ = [
     "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
     "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS", "bridged_link", "NVLINK_BRIDGE_GPUS", "bus_bandwidth_gb_per_s",
-    "alltoall_time", "DEEPEP_INTERNODE_GB_PER_S", "DEEPEP_NIC_GB_PER_S", "deepep_rdma_share", "routed_spread", "deepep_time",
+    "alltoall_time", "TREE_BUS_SHARE", "DEEPEP_INTERNODE_GB_PER_S", "DEEPEP_NIC_GB_PER_S", "deepep_rdma_share", "routed_spread", "deepep_time",
 ]
 
 #: link kinds with measured NCCL curves
@@ -291,6 +291,11 @@ class Interconnect:
         α, seconds per step of a collective (launch and synchronisation).
     efficiency : float
         Share of the peak a large collective reaches (:data:`NCCL_EFFICIENCY`).
+    tree_latency_s : float
+        0 (default): NCCL runs its all-reduces over this link as rings. ``> 0``: the link of a process group that spans
+        nodes, over which NCCL may run its all-reduce as a tree instead (:func:`allreduce_time`): the whole latency of
+        that tree, ``2·((ppn−1)·α_intra + ⌊log2 N⌋·α_inter)`` for ``ppn`` ranks on each of ``N`` nodes
+        (:func:`perfmodel.step.strategy.tree_latency`, set by :func:`perfmodel.step.strategy.resolve_links`).
     mesh_peers : int
         0 (default): a switched link (NVSwitch, a NIC, PCIe), every GPU's whole bandwidth whichever peers it talks to.
         ``k > 0``: a fully connected mesh, ``bandwidth_gb_per_s`` the sum of a GPU's ``k`` direct links, of which a
@@ -310,11 +315,12 @@ class Interconnect:
     mesh_peers: int = 0
     domain_gpus: int = 0
     beyond: "Interconnect | None" = None
+    tree_latency_s: float = 0.0
 
     def __post_init__(self):
-        for f in ("bandwidth_gb_per_s", "latency_s", "efficiency"):
+        for f in ("bandwidth_gb_per_s", "latency_s", "efficiency", "tree_latency_s"):
             v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (f != "latency_s" and v == 0):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (f not in ("latency_s", "tree_latency_s") and v == 0):
                 raise ValueError(f"Interconnect {self.name!r}: {f} must be a positive finite number; got {v!r}.")
         if self.efficiency > 1:
             raise ValueError(f"Interconnect {self.name!r}: efficiency must be in (0, 1]; got {self.efficiency!r}.")
@@ -512,18 +518,37 @@ def _check_bytes(nbytes):
         raise ValueError(f"nbytes (message size in bytes) must be a finite number >= 0; got {nbytes!r}.")
 
 
-def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str = "ring") -> float:
-    """Seconds to all-reduce ``nbytes`` over ``n`` GPUs: ring ``2(n−1)/n·S/(eB) + 2(n−1)α``, tree
-    ``2·S/(eB) + 2⌈log2 n⌉α``; 0 for one GPU or nothing to send."""
+#: the share of its ring's bus bandwidth NCCL's tree all-reduce reaches on the same links: NCCL's own tuning model
+#: (``ncclTopoTuneModel``, src/graph/tuning.cc, NVIDIA/nccl at 5067397c: a tree all-reduce's bus bandwidth is its
+#: channels' bandwidth ``* .92``, the ring's the channels' bandwidth itself, and the tree's algorithm bandwidth half
+#: its bus bandwidth)
+TREE_BUS_SHARE = 0.92
+
+
+def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str = "nccl") -> float:
+    """Seconds to all-reduce ``nbytes`` over ``n`` GPUs; 0 for one GPU or nothing to send.
+
+    ``algorithm``: ``"ring"`` ``2(n−1)/n·S/(eB) + 2(n−1)α``; ``"tree"`` a binary tree with one latency per level,
+    ``2·S/(eB) + 2⌈log2 n⌉α``; ``"nccl"`` (default) the one of NCCL's algorithms its tuning model picks: the ring, or
+    on a link that carries NCCL's tree over nodes (``link.tree_latency_s > 0``: a group that spans nodes,
+    :func:`perfmodel.step.strategy.resolve_links`) that tree where it is faster, ``tree_latency_s + 2·S/(0.92·eB)``
+    (:data:`TREE_BUS_SHARE`): a chain through each node's ranks and a double binary tree over the nodes, whose latency
+    grows with ``log2`` of the nodes where the ring's grows with the ranks, so the tree takes the small all-reduces
+    of many nodes (a data-parallel bucket on hundreds of GPUs) and the ring the large ones."""
     _check_n(n)
     _check_bytes(nbytes)
     if n == 1 or nbytes <= 0:
         return 0.0
+    ring = 2 * (n - 1) / n * nbytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
     if algorithm == "ring":
-        return 2 * (n - 1) / n * nbytes / link.bytes_per_s + 2 * (n - 1) * link.latency_s
+        return ring
     if algorithm == "tree":
         return 2 * nbytes / link.bytes_per_s + 2 * math.ceil(math.log2(n)) * link.latency_s
-    raise UnknownNameError(f"Unknown all-reduce algorithm {algorithm!r}. Expected one of: ring, tree.")
+    if algorithm == "nccl":
+        if link.tree_latency_s <= 0:
+            return ring
+        return min(ring, 2 * nbytes / (TREE_BUS_SHARE * link.bytes_per_s) + link.tree_latency_s)
+    raise UnknownNameError(f"Unknown all-reduce algorithm {algorithm!r}. Expected one of: nccl, ring, tree.")
 
 
 def allgather_time(nbytes: float, n: int, link: Interconnect) -> float:

@@ -15,7 +15,7 @@ import pandas as pd
 from perfmodel._errors import UnknownNameError
 from perfmodel.step.collectives import resolve_interconnect
 
-__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "alltoall_across", "ReferenceNetwork", "REFERENCE_NETWORKS", "FALLBACK_INTER", "DefaultNetwork", "default_network", "mesh_allreduce_check", "ring_step_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
+__all__ = ["STRATEGIES", "StrategyError", "LINK_GROUPS", "LINK_LEVELS", "crosses_nodes", "resolve_links", "alltoall_across", "ReferenceNetwork", "REFERENCE_NETWORKS", "FALLBACK_INTER", "DefaultNetwork", "default_network", "mesh_allreduce_check", "ring_step_latency", "tree_latency", "check_strategy_name", "parse_strategy", "strategy_combinations", "PIPELINE_SCHEDULES", "pipeline_virtual_stages", "PIPELINE_LAYER_KEYS", "check_pipeline_layers", "parse_pipeline_layers", "pipeline_chunks", "check_pipeline_split", "format_pipeline_layers", "FRAMEWORKS", "check_framework", "resolve_execution", "TP_BACKWARD_OVERLAP", "check_stack_framework", "check_async_tp", "context_parallel_shape", "check_tensor_parallel", "check_sequence_length"]
 
 
 #: strategies :func:`predict_parallel_step_time` models over all the GPUs; combinations of them with their degrees
@@ -398,17 +398,30 @@ def ring_step_latency(inter_latency_s: float, intra_latency_s: float, ranks: int
     return float(intra_latency_s + (inter_latency_s - intra_latency_s) * share)
 
 
+def tree_latency(inter_latency_s: float, intra_latency_s: float, per_node: int, nodes: int) -> float:
+    """The whole latency of NCCL's tree all-reduce over ``nodes`` nodes of ``per_node`` ranks each, as NCCL's own
+    tuning model counts it (``ncclTopoTuneModel``: ``2·((nRanks/nNodes − 1)·intraLat + log2i(nNodes)·interLat)``):
+    up and down a chain through each node's ranks and a double binary tree over the nodes, ``⌊log2 N⌋`` levels deep.
+    0 on one node: NCCL's tree is not taken there (its ring's latency is lower on the node's own link)."""
+    if nodes <= 1:
+        return 0.0
+    return float(2 * ((max(int(per_node), 1) - 1) * intra_latency_s + math.floor(math.log2(int(nodes))) * inter_latency_s))
+
+
 def _ring_across(group: str, link, intra, degrees, ranks: dict):
-    """The link of a group that leaves its node with the latency of its ring (:func:`ring_step_latency`) for the
-    collective groups (tensor and data parallel); the pipeline's and context parallelism's sends keep the inter-node
-    link's latency at every step."""
+    """The link of a group that leaves its node with the latency of its ring (:func:`ring_step_latency`) and of
+    NCCL's tree all-reduce over its nodes (:func:`tree_latency`, which :func:`perfmodel.step.collectives.allreduce_time`
+    takes where it is faster) for the collective groups (tensor and data parallel); the pipeline's and context
+    parallelism's sends keep the inter-node link's latency at every step."""
     if group not in _RING_GROUPS:
         return link
     d = degrees or {}
     size = (int(d.get("tp", 1)) if group == "tp" else int(d.get("ep", 1)) if group == "ep"
             else int(d.get("dp", 1)) * int(d.get("cp", 1)))
-    nodes = -(-size // max(1, ranks[group]))
-    return dataclasses.replace(link, latency_s=ring_step_latency(link.latency_s, intra.latency_s, size, nodes))
+    per_node = max(1, ranks[group])
+    nodes = -(-size // per_node)
+    return dataclasses.replace(link, latency_s=ring_step_latency(link.latency_s, intra.latency_s, size, nodes),
+                               tree_latency_s=tree_latency(link.latency_s, intra.latency_s, min(per_node, size), nodes))
 
 
 def alltoall_across(inter, nic_share: float, ep: int, on_node: int, intra_latency_s: float | None = None):

@@ -12,9 +12,12 @@ import pytest
 
 import perfmodel as pm
 import dataclasses
+import functools
+import math
 
-from perfmodel.step.collectives import allgather_time, allreduce_time, resolve_interconnect
-from perfmodel.step.strategy import parse_strategy, rail_link, ranks_per_node, resolve_links, ring_step_latency
+from perfmodel.step.collectives import TREE_BUS_SHARE, Interconnect, allgather_time, allreduce_time, resolve_interconnect
+from perfmodel.step.strategy import (parse_strategy, rail_link, ranks_per_node, resolve_links, ring_step_latency,
+                                     tree_latency)
 
 LEVELS = {"intra": "nvlink", "inter": "infiniband-ndr"}
 #: GPT-2 small's Hugging Face config, as the README's examples use it
@@ -51,7 +54,9 @@ def test_a_group_gets_its_share_of_the_rails_never_more_than_the_node_s_link():
     assert links["dp"].bytes_per_s == pytest.approx(8 * inter.bytes_per_s)
     assert links["pp"] == intra  # no pipeline: the unused group stays on the node's link
     tp8 = resolve_links(LEVELS, "H100", degrees=parse_strategy("dp8-tp8", 64), gpus_per_node=8, nics_per_node=8)
-    assert tp8["dp"] == inter and tp8["tp"] == intra  # one rank of each dp group per node: its own rail
+    # one rank of each dp group per node: its own rail, and NCCL's tree over its 8 nodes for an all-reduce
+    assert dataclasses.replace(tp8["dp"], tree_latency_s=0.0) == inter and tp8["tp"] == intra
+    assert tp8["dp"].tree_latency_s == pytest.approx(2 * 3 * inter.latency_s, rel=1e-12)
     one = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp", 64), gpus_per_node=8, nics_per_node=1)
     # one NIC for the node: the ring crosses it once per node; 7 of its 63 steps between ranks leave a node
     assert one["dp"].bytes_per_s == inter.bytes_per_s
@@ -91,7 +96,8 @@ def test_a_ring_across_nodes_pays_the_network_latency_only_where_it_leaves_a_nod
     intra, inter = resolve_interconnect("nvlink", "H100"), resolve_interconnect("infiniband-ndr", "H100")
     links = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp", 64), gpus_per_node=8, nics_per_node=8)
     dp = links["dp"]
-    lat = allreduce_time(1.0, 64, dp) - allreduce_time(1.0, 64, dataclasses.replace(dp, latency_s=0.0))
+    ring = functools.partial(allreduce_time, algorithm="ring")
+    lat = ring(1.0, 64, dp) - ring(1.0, 64, dataclasses.replace(dp, latency_s=0.0))
     assert lat == pytest.approx(2 * 7 * inter.latency_s + 2 * 56 * intra.latency_s, rel=1e-9)
     lat = allgather_time(1.0, 64, dp) - allgather_time(1.0, 64, dataclasses.replace(dp, latency_s=0.0))
     assert lat == pytest.approx(7 * inter.latency_s + 56 * intra.latency_s, rel=1e-9)
@@ -100,6 +106,60 @@ def test_a_ring_across_nodes_pays_the_network_latency_only_where_it_leaves_a_nod
     # the pipeline's sends leave the node at every hop that crosses: the network's latency
     three = resolve_links(LEVELS, "H100", degrees=parse_strategy("fsdp8-pp8", 64), gpus_per_node=8, nics_per_node=8)
     assert three["pp"].latency_s == inter.latency_s and three["dp"] == intra
+
+
+def test_nccl_tree_latency_grows_with_log2_of_the_nodes_as_nccl_s_tuning_model_counts_it():
+    a, b = 19e-6, 3e-6  # network, node
+    assert tree_latency(a, b, 8, 1) == 0.0  # one node: no tree
+    assert tree_latency(a, b, 8, 2) == pytest.approx(2 * (7 * b + 1 * a), rel=1e-15)
+    assert tree_latency(a, b, 8, 128) == pytest.approx(2 * (7 * b + 7 * a), rel=1e-15)
+    assert tree_latency(a, b, 8, 3) == tree_latency(a, b, 8, 2)  # log2i: the levels of the tree, rounded down
+    assert tree_latency(a, b, 1, 16) == pytest.approx(2 * 4 * a, rel=1e-15)  # a rank per node: no chain
+
+
+def test_an_all_reduce_across_nodes_is_nccl_s_ring_or_tree_whichever_is_faster():
+    intra, inter = resolve_interconnect("nvlink", "H100"), resolve_interconnect("infiniband-ndr", "H100")
+    links = resolve_links(LEVELS, "H100", degrees=parse_strategy("dp", 1024), gpus_per_node=8, nics_per_node=8)
+    dp = links["dp"]
+    assert dp.tree_latency_s == pytest.approx(2 * (7 * intra.latency_s + 7 * inter.latency_s), rel=1e-12)
+    assert links["tp"].tree_latency_s == 0.0 and links["pp"].tree_latency_s == 0.0  # unused groups: the node's link
+    # a data-parallel bucket (25 MiB) on 128 nodes: the tree, whose latency is log2 of the nodes, not the ring's 2046 steps
+    s = 25 * 2**20
+    tree = 2 * s / (TREE_BUS_SHARE * dp.bytes_per_s) + dp.tree_latency_s
+    assert allreduce_time(s, 1024, dp) == pytest.approx(tree, rel=1e-12)
+    assert allreduce_time(s, 1024, dp, algorithm="ring") > 10 * tree
+    # gigabytes on 8 nodes: the ring, whose bus bandwidth is the tree's over 0.92 (NCCL's tuning model); on 128 nodes
+    # the ring's 2046 steps still cost more than the tree's lower bandwidth
+    big = 8 * 2**30
+    dp64 = resolve_links(LEVELS, "H100", degrees=parse_strategy("dp", 64), gpus_per_node=8)["dp"]
+    assert allreduce_time(big, 64, dp64) == allreduce_time(big, 64, dp64, algorithm="ring") < 2 * big / (
+        TREE_BUS_SHARE * dp64.bytes_per_s)
+    assert allreduce_time(big, 1024, dp) < allreduce_time(big, 1024, dp, algorithm="ring")
+    # inside one node (and on any link without a tree) the ring, to the bit
+    node = resolve_links(LEVELS, "H100", degrees=parse_strategy("dp", 8), gpus_per_node=8)["dp"]
+    assert node.tree_latency_s == 0.0
+    assert allreduce_time(1.0, 8, node) == allreduce_time(1.0, 8, node, algorithm="ring")
+    with pytest.raises(ValueError, match="nccl, ring, tree"):
+        allreduce_time(1.0, 8, node, algorithm="double-binary")
+
+
+@pytest.mark.parametrize("bad", [-1e-6, math.nan, math.inf, True, "1"])
+def test_a_tree_latency_must_be_a_finite_number_of_seconds(bad):
+    with pytest.raises(ValueError, match="tree_latency_s"):
+        Interconnect("x", 50.0, 1e-5, tree_latency_s=bad)
+
+
+def test_ddp_over_a_hundred_nodes_is_not_latency_bound():
+    """DDP's 25 MiB buckets over 128 nodes: NCCL's tree keeps each all-reduce's latency at log2 of the nodes, so the
+    step's communication grows little from 8 to 128 nodes (the ring's 2(n - 1) steps made it ten times the step)."""
+    w = pm.Workload(str(Path(GPT2)), input_shape=(1024,), batch_size=1, precision="bf16", optimizer="adam")
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (64, 1024):
+            out[n] = pm.predict(dataclasses.replace(w, batch_size=4 * n), pm.Cluster("H100", n_gpus=n, interconnect=LEVELS), "dp")
+    assert out[1024].comm_total_s["dp"] < 2 * out[64].comm_total_s["dp"]
+    assert out[1024].step_time_s < 1.2 * out[64].step_time_s
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])

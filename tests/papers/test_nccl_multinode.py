@@ -58,8 +58,25 @@ def test_an_all_to_all_row_is_the_expert_parallel_dispatch_through_each_gpu_s_ni
     assert r["predicted_busbw_gb_per_s"] == pytest.approx(127 / 128 * 2**30 / t / 1e9, rel=1e-9)
     # priced as the ring's collectives are, on the node's 8 NICs, it would be several times too fast
     assert r["ring_link_busbw_gb_per_s"] > 4 * r["measured_busbw_gb_per_s"] > 4 * r["predicted_busbw_gb_per_s"]
-    rings = data[data["collective"] != "alltoall"]
-    assert (rings["ring_link_busbw_gb_per_s"] == rings["predicted_busbw_gb_per_s"]).all()
+    gathers = data[data["collective"] == "all_gather"]
+    assert (gathers["ring_link_busbw_gb_per_s"] == gathers["predicted_busbw_gb_per_s"]).all()
+
+
+def test_an_all_reduce_row_is_nccl_s_ring_or_tree_whichever_its_tuning_model_finds_faster(data):
+    ndr, nv = fitted_params()["links"]["infiniband-ndr"], fitted_params()["links"]["nvlink"]
+    bw = 8 * 50e9 * ndr["efficiency"]
+    reduces = data[data["collective"] == "all_reduce"]
+    assert (reduces["predicted_busbw_gb_per_s"] >= reduces["ring_link_busbw_gb_per_s"]).all()
+    # 256 ranks on 32 nodes, 32 MiB: the tree, a chain through each node's 8 ranks and 5 levels over the nodes
+    r = reduces[(reduces["nodes"] == 32) & (reduces["message_bytes"] == 32 * 2**20)].iloc[0]
+    t = 2 * 2**25 / (0.92 * bw) + 2 * (7 * nv["latency_s"] + 5 * ndr["latency_s"])
+    assert r["predicted_busbw_gb_per_s"] == pytest.approx(2 * 255 / 256 * 2**25 / t / 1e9, rel=1e-9)
+    # NCCL's ring alone: 2 x 31 of its 510 steps leave a node
+    ring = 2 * 255 / 256 * 2**25 / bw + 2 * 31 * ndr["latency_s"] + 2 * 224 * nv["latency_s"]
+    assert r["ring_link_busbw_gb_per_s"] == pytest.approx(2 * 255 / 256 * 2**25 / ring / 1e9, rel=1e-9)
+    # 16 ranks on 2 nodes, 8 GiB: the ring, whose bus bandwidth is the tree's over 0.92
+    r = reduces[(reduces["nodes"] == 2) & (reduces["message_bytes"] == 8 * 2**30)].iloc[0]
+    assert r["predicted_busbw_gb_per_s"] == r["ring_link_busbw_gb_per_s"]
 
 
 def test_predictions_use_the_library_s_collectives(data):
@@ -90,6 +107,10 @@ def test_scores_are_computed_from_the_rows(data):
     n = item.numbers().set_index("quantity")["reproduced"]
     assert n["all_all_busbw_mape_pct"] == pytest.approx(err[rings].mean(), rel=1e-12)
     assert n["alltoall_all_busbw_mape_pct"] == pytest.approx(err[a2a].mean(), rel=1e-12)
+    ring_err = 100 * (data["ring_link_busbw_gb_per_s"] - data["measured_busbw_gb_per_s"]).abs() / data["measured_busbw_gb_per_s"]
+    reduces = data["collective"] == "all_reduce"
+    assert n["all_reduce_all_ring_only_busbw_mape_pct"] == pytest.approx(ring_err[reduces].mean(), rel=1e-12)
+    assert n["all_all_ring_only_busbw_mape_pct"] == pytest.approx(ring_err[rings].mean(), rel=1e-12)
     assert n["ndr_efficiency"] == fitted_params()["links"]["infiniband-ndr"]["efficiency"]
     # the model beats the line rate on every band (a 400 GB/s ring without latency is far from NCCL's bus bandwidth)
     assert (s["mape_pct"] < s["line_rate_mape_pct"]).all()

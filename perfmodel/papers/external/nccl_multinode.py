@@ -3,9 +3,12 @@
 The measurements are a cloud's (AWS p5.48xlarge: NCCL over EFA through the aws-ofi-nccl plugin), not a DGX H100
 SuperPOD's: EFA is not InfiniBand, but it gives each GPU the same 400 Gb/s on its own rail, and perfmodel has no link
 model of its own for it, so the rows are predicted as an NDR-class rail fabric of that line rate — the link a user of
-such instances would name. NCCL picks among ring, tree and (inside a node) NVLS algorithms; perfmodel prices every
-collective as a ring, so what the tree adds on two nodes (bus bandwidth above the NICs' line rate) and the shorter
-latency of its trees on many nodes are misfits this item shows, not parameters it tunes. The all-to-alls (the
+such instances would name. NCCL picks among ring, tree and (inside a node) NVLS algorithms; perfmodel prices an
+all-gather as a ring and an all-reduce as NCCL's tuning model picks between its ring and its tree
+(:func:`perfmodel.step.collectives.allreduce_time`), so what NVLink SHARP's tree adds on two nodes (bus bandwidth above
+the NICs' line rate) is a misfit this item shows, not a parameter it tunes, and so is EFA's own latency: the network's
+latency per step is the one fitted on Vidur's DGX H100 InfiniBand rows. Beside it, the all-reduces priced as rings
+only (what perfmodel did before it took NCCL's tree). The all-to-alls (the
 collective of an expert-parallel group) are priced as perfmodel prices a mixture of experts' dispatch: each GPU's
 off-node share through its own NIC (:func:`perfmodel.step.strategy.alltoall_across`), beside the ring's rail link the
 group would get were it priced as a ring.
@@ -37,7 +40,10 @@ ITEM = Item(
                "fitted on Vidur's DGX H100 rows, never faster than NVLink; the ring's latency per step as NCCL's "
                "tuning model counts it, the steps that leave a node at the network's latency and the others at "
                "NVLink's), then allreduce_time / allgather_time of the row's message; the predicted bus bandwidth "
-               "is nccl-tests' formula on that time. An all-to-all row is the dispatch of an expert-parallel group of "
+               "is nccl-tests' formula on that time; an all-reduce is NCCL's ring or, where its tuning model finds it "
+               "faster, its tree (a chain through each node's 8 ranks and a double binary tree over the nodes, "
+               "2((8 - 1) intra + floor(log2 nodes) inter) of latency, 0.92 of the ring's bus bandwidth; "
+               "perfmodel.step.collectives.allreduce_time). An all-to-all row is the dispatch of an expert-parallel group of "
                "that many ranks (degrees {'dp': n, 'ep': n}): each GPU sends the (n - 8)/n of its message bound for "
                "other nodes through its own NIC at the NDR efficiency, the rest over NVLink at the same time, with "
                "the network's latency per peer (perfmodel.step.strategy.alltoall_across, "
@@ -45,7 +51,8 @@ ITEM = Item(
                "(the node's 8 NICs), what pricing it as the data-parallel ring's collectives would give. "
                "Baselines on the same rows: the line rate (the NICs' 400 GB/s "
                "per GPU, no latency, efficiency 1) and one InfiniBand fit pooled over Vidur's A100 and H100 "
-               "clusters with every ring step at the network's latency. Nothing is fitted on these rows. Scored: "
+               "clusters with every ring step at the network's latency; beside them, the all-reduces priced as NCCL's "
+               "ring alone. Nothing is fitted on these rows. Scored: "
                "absolute % error of the bus bandwidth per row, their mean (MAPE) over the all-reduce and all-gather "
                "rows ('all'), over their messages of 256 MiB and more (the size of an FSDP unit's collective for "
                "8B-405B models) and per collective (the all-to-alls on their own), and the mean signed error."),
@@ -70,12 +77,13 @@ def data() -> pd.DataFrame:
     """One row per published measurement: ``collective``, ``nodes``, ``n_gpus``, ``message_bytes``, ``band``
     (``lt_256mib``, ``ge_256mib``), ``measured_busbw_gb_per_s``, ``predicted_busbw_gb_per_s`` (perfmodel), the two
     baselines' (``line_rate_busbw_gb_per_s``, ``pooled_fit_busbw_gb_per_s``), the collective on the ring's rail link
-    (``ring_link_busbw_gb_per_s``: the prediction itself for a ring collective; for an all-to-all what pricing it as
-    a ring would give), the link perfmodel used (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute
+    (``ring_link_busbw_gb_per_s``: the prediction itself for an all-gather; for an all-reduce the same link with
+    NCCL's ring alone, without its tree; for an all-to-all what pricing it as a ring would give), the link perfmodel used (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute
     % errors (``abs_error_pct``, ``line_rate_abs_error_pct``, ``pooled_fit_abs_error_pct``,
     ``ring_link_abs_error_pct``). Computed once per process; callers get copies."""
     from perfmodel.datasets import load_nccl_tests_p5
-    from perfmodel.step.collectives import Interconnect, bus_bandwidth_gb_per_s, fitted_params, resolve_interconnect
+    from perfmodel.step.collectives import (Interconnect, allreduce_time, bus_bandwidth_gb_per_s, fitted_params,
+                                             resolve_interconnect)
     from perfmodel.step.strategy import alltoall_across, rail_link, resolve_links
 
     d = load_nccl_tests_p5()
@@ -103,7 +111,9 @@ def data() -> pd.DataFrame:
         rows.append(dict(collective=coll, nodes=int(r.nodes), n_gpus=n, message_bytes=int(r.message_bytes),
                          measured_busbw_gb_per_s=float(r.busbw_gb_per_s),
                          predicted_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, link),
-                         ring_link_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, links["dp"]),
+                         ring_link_busbw_gb_per_s=(2 * (n - 1) / n * s / allreduce_time(s, n, links["dp"], algorithm="ring")
+                                                   / 1e9 if coll == "all_reduce" else
+                                                   bus_bandwidth_gb_per_s(coll, s, n, links["dp"])),
                          line_rate_busbw_gb_per_s=float(line),
                          pooled_fit_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, pooled_a2a),
                          link_gb_per_s=float(link.bandwidth_gb_per_s), efficiency=float(link.efficiency),
@@ -120,8 +130,9 @@ def data() -> pd.DataFrame:
 
 def summary(d: pd.DataFrame | None = None) -> pd.DataFrame:
     """MAPE of the bus bandwidth per ``collective`` (``all``: the all-reduces and all-gathers, the ring collectives)
-    and ``band`` (``all``, ``lt_256mib``, ``ge_256mib``) for perfmodel, the two baselines and the ring's rail link,
-    with ``n_rows`` and perfmodel's mean signed error."""
+    and ``band`` (``all``, ``lt_256mib``, ``ge_256mib``) for perfmodel, the two baselines and the ring's rail link
+    (``ring_link_mape_pct``: for the all-reduces and all-gathers, NCCL's ring alone), with ``n_rows`` and perfmodel's
+    mean signed error."""
     d = data() if d is None else d
     rows = []
     rings = d[d["collective"].isin(["all_reduce", "all_gather"])]
@@ -162,6 +173,10 @@ def numbers() -> pd.DataFrame:
                              protocol=f"the alternative on the {what}: the all-to-alls priced on the ring's rail link "
                                       "(the node's 8 NICs shared by the group's ranks on it), as the data-parallel "
                                       "ring's collectives are"))
+        elif r.collective != "all_gather":
+            rows.append(dict(quantity=f"{key}_ring_only_busbw_mape_pct", unit="pct", value=r.ring_link_mape_pct,
+                             protocol=f"the alternative on the {what}: the all-reduces priced as NCCL's ring alone, "
+                                      "without its tree (the all-gathers are rings either way)"))
     ndr = fitted_params()["links"]["infiniband-ndr"]
     rows += [dict(quantity="ndr_efficiency", unit="ratio", value=float(ndr["efficiency"]),
                   protocol="NCCL efficiency of the NDR fabric fitted on Vidur's DGX H100 InfiniBand rows (shipped fit)"),
