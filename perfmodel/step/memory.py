@@ -670,9 +670,13 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
     * a norm (TE's ``RMSNorm`` / ``LayerNorm`` and the norm of ``LayerNormLinear``, ``LigerRMSNorm``,
       ``LigerLayerNorm``) saves its input once at the activations' size and its per-row statistics — not eager
       RMSNorm's FP32 copy of the input beside it;
-    * a gated MLP's SwiGLU / GeGLU (TE's ``LayerNormMLP``, Liger's ``LigerSwiGLUMLP``) saves the gate and up
-      projections' outputs and recomputes the activation in the backward pass: the activation submodule's saved tensors
-      go (an ungated MLP keeps its eager ones);
+    * a gated MLP's SwiGLU / GeGLU (TE's ``LayerNormMLP``, Liger's ``LigerSwiGLUMLP``; a mixture of experts' shared
+      experts, which Megatron-Core runs as such an MLP) saves the gate and up projections' outputs and recomputes the
+      activation in the backward pass: the activation submodule's saved tensors go (an ungated MLP keeps its eager ones);
+    * ``"te"``: a mixture of experts' routed experts as Megatron-Core's grouped MLP runs them (``TEGroupedMLP``, its
+      fused SwiGLU; :func:`_te_expert_rows`) save per routed token their first GEMM's input and output, the
+      activation's output (the second GEMM's input) and the weighted output — not eager's product operands beside
+      them; under FP8 the two GEMMs' inputs quantized;
     * the loss keeps no FP32 log-softmax. ``"te"`` (Megatron's fused cross-entropy, as the step's time model reads it):
       the logits at the activations' size, their gradient (the same size) the transient at the start of the backward
       pass. ``"liger"`` (the fused linear cross-entropy): no vocabulary-sized tensor — the gradient of its input, which
@@ -707,6 +711,11 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
         elif _ACT_SUBMODULE.search(m) and _ACT_SUBMODULE.sub("", m) in present \
                 and _MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)):
             keep[at] = False  # a gated MLP's activation: recomputed from the gate projection's output
+    if family == "te":
+        drop, quantized = _te_expert_rows(names, rows_of, present, dims, lay, fp8_input_bytes is not None)
+        keep[drop] = False
+        if quantized:
+            out[quantized] = numel[quantized] * fp8_input_bytes
     fp8_extra = []
     if family == "te" and fp8_input_bytes is not None and linears:
         in_layer = (layer >= 0) & (layer < lay.n_layers)
@@ -749,6 +758,43 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
         sel = pd.concat([sel, rows], ignore_index=True)
         lay_of = np.r_[lay_of, layer[[i for _, i in fp8_extra]].astype(int)]
     return sel.reset_index(drop=True), lay_of, transient
+
+
+def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) -> tuple[list, list]:
+    """Rows of a mixture of experts' saved tensors that Megatron-Core's grouped MLP with Transformer Engine
+    (``TEGroupedMLP``: grouped linears, ``bias_swiglu``) does not save, and those it saves quantized under FP8:
+    ``(dropped, quantized)`` row positions.
+
+    Per routed token the grouped MLP saves its first GEMM's input (hidden wide), that GEMM's output (the gate and up
+    projections, ``2·expert_ffn``: the fused SwiGLU's input, from which its backward recomputes the activation), the
+    SwiGLU's output (``expert_ffn``, the second GEMM's input) and the weighted output (hidden). Eager Hugging Face
+    experts (Mixtral, Qwen-MoE, DeepSeek: an ``experts`` module with an activation submodule over the first GEMM's
+    output) save those and the activation's output besides, a product operand: the first of the experts module's own
+    ``expert_ffn``-wide rows goes. Under FP8 (``fp8``) the two GEMMs' saved inputs are the quantized copies TE's
+    grouped linears keep: the hidden-wide row before the activation's and the ``expert_ffn``-wide one kept. Experts
+    without an activation submodule (gpt-oss's clamped SwiGLU) or of another pattern keep eager's rows."""
+    f, h = getattr(lay, "expert_ffn", None), lay.hidden
+    drop, quantized = [], []
+    if not f or not h:
+        return drop, quantized
+    where = dict(zip(names, rows_of))
+    from perfmodel.step.trace import _ACT_SUBMODULE
+
+    for act in names:
+        parent = _ACT_SUBMODULE.sub("", act) if _ACT_SUBMODULE.search(act) else None
+        if parent is None or parent not in present or parent.rsplit(".", 1)[-1] != "experts":
+            continue
+        at, act_at = where[parent], where[act]
+        gates = [i for i in act_at if len(dims[i]) == 2 and dims[i][-1] == 2 * f]
+        wide = [i for i in at if len(dims[i]) == 2 and dims[i][-1] == f]
+        routed = {dims[i][0] for i in [*gates, *wide]}
+        if len(gates) != 1 or len(wide) != 2 or len(routed) != 1:
+            continue  # not the pattern of a gated grouped MLP: eager's rows stand
+        drop.append(int(wide[0]))
+        if fp8:
+            first = [i for i in at if i < gates[0] and len(dims[i]) == 2 and dims[i] == [dims[gates[0]][0], h]]
+            quantized += [int(i) for i in first[-1:]] + [int(wide[1])]
+    return drop, quantized
 
 
 def _eager_loss_transients(deg: dict, tp: int, sp: bool) -> int:

@@ -778,7 +778,7 @@ _TE_NORM = re.compile(r"(?:^|\.)(?:input_layernorm|post_attention_layernorm|pre_
                       r"ffn_norm)$", re.IGNORECASE)
 #: an MLP module and its activation submodule, by their Hugging Face names (the fused MLP activation of :func:`te_ops`
 #: and the saved tensors of :func:`perfmodel.step.memory._fused_saved` read them alike)
-_MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)$", re.IGNORECASE)
+_MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn|shared_experts?)$", re.IGNORECASE)
 _ACT_SUBMODULE = re.compile(r"\.(?:act_fn|act|activation_fn|activation)$", re.IGNORECASE)
 _TE_MLP = re.compile(_MLP_MODULE.pattern[:-1] + r"(?:" + _ACT_SUBMODULE.pattern[:-1] + r")?$", re.IGNORECASE)
 _TE_ATTN = re.compile(r"(?:^|\.)(?:self_attn|attention|attn|self_attention)$", re.IGNORECASE)

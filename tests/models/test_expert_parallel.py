@@ -966,3 +966,92 @@ def test_the_fused_trace_of_latent_attention_takes_only_the_inputs_the_fused_ker
     assert traced((4, 16, 48), (4, 16, 48), (4, 16, 32)) == ((4, 16, 32), False)
     assert traced((2, 2, 4, 16, 48), (2, 2, 4, 16, 48), (2, 2, 4, 16, 32)) == ((2, 2, 4, 16, 32), False)
     assert traced((1, 4, 16, 48), (2, 4, 16, 48), (2, 4, 16, 32)) == ((2, 4, 16, 32), False)
+
+
+# ------------------------------------------------------------------ what Transformer Engine's grouped MLP saves
+
+
+def _saved(model, prec_bytes=2, mb=2):
+    import torch
+
+    from perfmodel.step import memory as mem
+    from perfmodel.step import trace as wl
+
+    net, shape, in_dtype, _v, _n, lay = wl.model_and_layout(model, (SEQ,), None)
+    saved, _ = mem._saved_for(net, torch.bfloat16, (mb, SEQ), in_dtype)
+    layer = wl.op_layer(saved.assign(phase="forward"), lay.n_layers)
+    return net, lay, saved, layer
+
+
+def _fused(model, family="te", fp8=False):
+    import torch
+
+    from perfmodel.step import memory as mem
+
+    net, lay, saved, layer = _saved(model)
+    linears = {k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)} if fp8 else None
+    out, _, _ = mem._fused_saved(saved, layer, lay, 2, 2 * SEQ, family, fp8_input_bytes=1.0 if fp8 else None,
+                                 linears=linears)
+    return lay, saved, out
+
+
+def _expert_rows(frame):
+    return frame[frame["module"].astype(str).str.contains(r"\.experts(?:\.|$)")]
+
+
+@pytest.mark.parametrize("model", [MIXTRAL, QWEN3_MOE, DEEPSEEK], ids=["mixtral", "qwen3_moe", "deepseek_v3"])
+def test_transformer_engine_s_grouped_mlp_saves_its_gemms_inputs_and_output_not_the_product_s_operands(model):
+    """Megatron-Core's TEGroupedMLP saves per routed token the first GEMM's input (hidden), its output (2·ffn, the
+    fused SwiGLU's input), the SwiGLU's output (ffn, the second GEMM's input) and the weighted output (hidden); eager
+    Hugging Face experts save the activation's output besides: one ffn-wide row per MoE layer goes."""
+    lay, saved, out = _fused(model)
+    f, h = lay.expert_ffn, lay.hidden
+    before, after = _expert_rows(saved), _expert_rows(out)
+    moe_layers = int(before["module"].astype(str).str.endswith(".experts.act_fn").sum())
+    assert moe_layers >= 1
+    routed = 2 * SEQ * lay.experts_per_token
+    assert len(before) - len(after) == moe_layers
+    assert before["bytes"].sum() - after["bytes"].sum() == pytest.approx(moe_layers * routed * f * 2, rel=1e-12)
+    wide = after[after["shape"].astype(str).str.fullmatch(rf"{routed}x(?:{f}|{2 * f}|{h})")]
+    # per MoE layer: 2 hidden-wide, one 2·ffn-wide and one ffn-wide row of the routed tokens
+    assert wide["bytes"].sum() == pytest.approx(moe_layers * routed * (2 * h + 3 * f) * 2, rel=1e-12)
+    # Liger has no grouped MLP: eager's rows stay
+    _, _, liger = _fused(model, "liger")
+    assert _expert_rows(liger)["bytes"].sum() == before["bytes"].sum()
+
+
+def test_under_te_fp8_the_experts_gemms_keep_their_inputs_quantized():
+    lay, saved, bf16 = _fused(MIXTRAL)
+    _, _, fp8 = _fused(MIXTRAL, fp8=True)
+    routed, f, h = 2 * SEQ * lay.experts_per_token, lay.expert_ffn, lay.hidden
+    # each of the 2 MoE layers: the first GEMM's input (hidden) and the second's (ffn) at a byte an element
+    assert _expert_rows(bf16)["bytes"].sum() - _expert_rows(fp8)["bytes"].sum() == pytest.approx(
+        2 * routed * (h + f) * (2 - 1), rel=1e-12)
+
+
+def test_gpt_oss_s_clamped_experts_keep_eager_s_rows_and_a_shared_expert_is_a_fused_mlp():
+    gpt_oss = dict(model_type="gpt_oss", architectures=["GptOssForCausalLM"], hidden_size=128, intermediate_size=128,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_local_experts=8,
+                   num_experts_per_tok=2, vocab_size=512, max_position_embeddings=512,
+                   layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False)
+    _, saved, out = _fused(gpt_oss)
+    assert _expert_rows(out)["bytes"].sum() == _expert_rows(saved)["bytes"].sum()
+    # DeepSeek's shared experts: Megatron-Core's TE MLP, whose fused SwiGLU recomputes the activation
+    _, saved, out = _fused(DEEPSEEK)
+    act = saved["module"].astype(str).str.endswith("shared_experts.act_fn")
+    assert act.any() and not out["module"].astype(str).str.endswith("shared_experts.act_fn").any()
+
+
+def test_a_mixture_of_experts_under_megatron_and_te_holds_less_than_eager_experts_save(monkeypatch):
+    from perfmodel.step import memory as mem
+
+    kw = dict(model=MIXTRAL, batch_size=2, stack="te")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        te = pm.predict(_work(**kw), pm.Cluster("H100", n_gpus=1), pm.Parallelism("dp", framework="megatron"))
+        monkeypatch.setattr(mem, "_te_expert_rows", lambda *a, **k: ([], []))
+        eager_experts = pm.predict(_work(**kw), pm.Cluster("H100", n_gpus=1), pm.Parallelism("dp", framework="megatron"))
+    routed = 2 * SEQ * 2  # 2 sequences of SEQ tokens, 2 experts each
+    assert eager_experts.memory["activations_bytes"] - te.memory["activations_bytes"] == pytest.approx(
+        2 * routed * 256 * 2, rel=1e-9)  # 2 MoE layers x the routed tokens x the ffn width x 2 bytes
+    assert te.step_time_s == eager_experts.step_time_s  # the time is not what this changes
