@@ -11,8 +11,9 @@ a cited source (:func:`perfmodel.datasets.reference.load_instance_networks`), or
 * **NCCL's efficiency and latency** on it: with GPUDirect RDMA (AWS EFA on p4d/p4de/p5/p5en/p6-b200, Azure's ND
   InfiniBand sizes, Google's RoCE A3 Ultra and A4, a user's InfiniBand or RoCE) the NDR fabric's ``(e, α)`` fitted
   on Vidur's DGX H100 rows. The published nccl-tests of AWS p5.48xlarge (EFA, ``perfmodel reproduce --only
-  nccl_multinode``, which prints the error) check that class on EFA: its large messages closely, its small ones
-  predicted faster than measured (EFA's latency is above the InfiniBand one the class carries). Without
+  nccl_multinode``, which prints the error) check that class on EFA: the all-gathers of 256 MiB and more within
+  about a tenth, smaller messages and the all-reduces NCCL's tree takes over many nodes predicted faster than
+  measured. Without
   it (TCP, GPUDirect-TCPX, or a source that does not say), the assumed
   :data:`perfmodel.step.collectives.NCCL_EFFICIENCY` and the Ethernet links' latency: no measured NCCL curves of
   those networks are in the data.

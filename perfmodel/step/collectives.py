@@ -1,6 +1,7 @@
 """NCCL link efficiency and latency fitted on Vidur's measured all-reduce and send/recv curves.
 
-The α–β cost of :mod:`perfmodel.step.parallel` (ring all-reduce ``2(n−1)/n · S/(eB) + 2(n−1)α``, a send
+The α–β cost of :mod:`perfmodel.step.parallel` (ring all-reduce ``2(n−1)/n · S/(eB) + 2(n−1)α``, or across nodes
+NCCL's tree where its tuning model finds it faster, :func:`allreduce_time`; a send
 ``S/(eB) + α``) needs, per kind of link, NCCL's efficiency ``e`` (share of the link's peak per-direction bandwidth
 ``B``) and the latency ``α`` per step. This module fits them on microsoft/vidur's NCCL measurements
 (:func:`perfmodel.datasets.load_vidur_collectives`: fp16 ``all_reduce`` and ``send``/``recv``, 4 KiB to 64 MiB, and
@@ -55,7 +56,7 @@ from perfmodel._errors import UnknownNameError
 __all__ = [
     "LINK_KINDS", "IB_FABRICS", "NIC_GB_PER_S", "FITTED_PATH", "collective_frame", "fit_links", "predict_collective_time", "fitted_params",
     "fitted_link", "rebuild", "infinity_fabric", "mesh_link", "INFINITY_FABRIC_GPUS", "bridged_link", "NVLINK_BRIDGE_GPUS", "bus_bandwidth_gb_per_s",
-    "alltoall_time", "TREE_BUS_SHARE", "DEEPEP_INTERNODE_GB_PER_S", "DEEPEP_NIC_GB_PER_S", "deepep_rdma_share", "routed_spread", "deepep_time",
+    "alltoall_time", "TREE_BUS_SHARE", "TREE_CORRECTION", "tree_correction", "DEEPEP_INTERNODE_GB_PER_S", "DEEPEP_NIC_GB_PER_S", "deepep_rdma_share", "routed_spread", "deepep_time",
 ]
 
 #: link kinds with measured NCCL curves
@@ -523,18 +524,35 @@ def _check_bytes(nbytes):
 #: channels' bandwidth ``* .92``, the ring's the channels' bandwidth itself, and the tree's algorithm bandwidth half
 #: its bus bandwidth)
 TREE_BUS_SHARE = 0.92
+#: NCCL's correction of its tree all-reduce's bandwidth on medium messages ("Trees are not perfectly sticking to the
+#: model for medium sizes", ``treeCorrectionFactor`` in src/graph/tuning.cc at 5067397c, the Simple protocol's row):
+#: index ``⌊log2(S / 64)⌋`` for 64 B to 256 MiB; 1 from 512 MiB up
+TREE_CORRECTION = (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9)
+
+
+def tree_correction(nbytes: float) -> float:
+    """NCCL's correction of its tree all-reduce's bandwidth for a message of ``nbytes`` (:data:`TREE_CORRECTION`;
+    ``ncclTopoGetAlgoTime``: ``log2i(nBytes >> 6)`` indexes it below 23, 1.0 beyond)."""
+    size = int(nbytes) >> 6
+    if size < 1:
+        return 1.0
+    index = size.bit_length() - 1
+    return TREE_CORRECTION[index] if index < len(TREE_CORRECTION) else 1.0
 
 
 def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str = "nccl") -> float:
     """Seconds to all-reduce ``nbytes`` over ``n`` GPUs; 0 for one GPU or nothing to send.
 
-    ``algorithm``: ``"ring"`` ``2(n−1)/n·S/(eB) + 2(n−1)α``; ``"tree"`` a binary tree with one latency per level,
-    ``2·S/(eB) + 2⌈log2 n⌉α``; ``"nccl"`` (default) the one of NCCL's algorithms its tuning model picks: the ring, or
-    on a link that carries NCCL's tree over nodes (``link.tree_latency_s > 0``: a group that spans nodes,
-    :func:`perfmodel.step.strategy.resolve_links`) that tree where it is faster, ``tree_latency_s + 2·S/(0.92·eB)``
-    (:data:`TREE_BUS_SHARE`): a chain through each node's ranks and a double binary tree over the nodes, whose latency
-    grows with ``log2`` of the nodes where the ring's grows with the ranks, so the tree takes the small all-reduces
-    of many nodes (a data-parallel bucket on hundreds of GPUs) and the ring the large ones."""
+    ``algorithm``: ``"ring"`` ``2(n−1)/n·S/(eB) + 2(n−1)α``; ``"tree"`` a textbook binary tree with one latency per
+    level, ``2·S/(eB) + 2⌈log2 n⌉α``; ``"nccl"`` (default) the one of NCCL's algorithms its tuning model picks: the
+    ring, or on a link that carries NCCL's tree over nodes (``link.tree_latency_s > 0``: a group that spans nodes,
+    :func:`perfmodel.step.strategy.resolve_links`) that tree where it is faster,
+    ``tree_latency_s + 2·S/(0.92·c(S)·eB)`` (:data:`TREE_BUS_SHARE`, NCCL's medium-size correction ``c``,
+    :func:`tree_correction`): a chain through each node's ranks and a double binary tree over the nodes, whose latency
+    grows with ``log2`` of the nodes where the ring's grows with the ranks, so the tree takes the small all-reduces of
+    many nodes (a data-parallel bucket on hundreds of GPUs) and the ring the large ones of a few. Both are timed with
+    the link's fitted ``e`` and ``α``; NCCL's own constants (its latencies, the ring's 1.4 "plateau" factor across
+    nodes, its protocols) are not taken, only the tree's structure, bandwidth share and correction."""
     _check_n(n)
     _check_bytes(nbytes)
     if n == 1 or nbytes <= 0:
@@ -547,7 +565,8 @@ def allreduce_time(nbytes: float, n: int, link: Interconnect, *, algorithm: str 
     if algorithm == "nccl":
         if link.tree_latency_s <= 0:
             return ring
-        return min(ring, 2 * nbytes / (TREE_BUS_SHARE * link.bytes_per_s) + link.tree_latency_s)
+        tree = 2 * nbytes / (TREE_BUS_SHARE * tree_correction(nbytes) * link.bytes_per_s) + link.tree_latency_s
+        return min(ring, tree)
     raise UnknownNameError(f"Unknown all-reduce algorithm {algorithm!r}. Expected one of: nccl, ring, tree.")
 
 

@@ -5,8 +5,11 @@ GPU runs; the communication is an α–β cost on the link between the GPUs:
 
 * **collectives** (ring algorithm, ``n`` GPUs, message of ``S`` bytes, link bandwidth ``B`` per direction with NCCL's
   efficiency ``e``, latency ``α`` per step): all-reduce ``2(n−1)/n · S/(eB) + 2(n−1)α``; all-gather and
-  reduce-scatter (``S`` the gathered size) ``(n−1)/n · S/(eB) + (n−1)α``; a point-to-point send ``S/(eB) + α``;
-  tree all-reduce ``2·S/(eB) + 2⌈log2 n⌉α``.
+  reduce-scatter (``S`` the gathered size) ``(n−1)/n · S/(eB) + (n−1)α``; a point-to-point send ``S/(eB) + α``.
+  An all-reduce whose group spans nodes runs as NCCL's tree instead where NCCL's tuning model finds it faster,
+  ``2·S/(0.92·c·eB) + 2((ppn−1)·α_intra + ⌊log2 N⌋·α_inter)`` for ``ppn`` ranks on each of ``N`` nodes (``c``
+  NCCL's correction of its tree's bandwidth on medium messages)
+  (:func:`perfmodel.step.collectives.allreduce_time`): DDP's buckets over many nodes.
 * **dp** (PyTorch DDP): each GPU runs the step at ``batch / n``; gradients are all-reduced in buckets (first 1 MiB,
   then 25 MiB, DDP's defaults) in the order the backward pass produces them (from the last layer to the first); bucket
   ``i`` is ready when the backward pass has produced its share of the gradient bytes, and the buckets go through the

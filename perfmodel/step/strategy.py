@@ -410,18 +410,19 @@ def tree_latency(inter_latency_s: float, intra_latency_s: float, per_node: int, 
 
 def _ring_across(group: str, link, intra, degrees, ranks: dict):
     """The link of a group that leaves its node with the latency of its ring (:func:`ring_step_latency`) and of
-    NCCL's tree all-reduce over its nodes (:func:`tree_latency`, which :func:`perfmodel.step.collectives.allreduce_time`
-    takes where it is faster) for the collective groups (tensor and data parallel); the pipeline's and context
-    parallelism's sends keep the inter-node link's latency at every step."""
+    NCCL's tree all-reduce over its nodes (:func:`tree_latency` with NCCL's ``nRanks / nNodes`` ranks per node, an
+    integer division; :func:`perfmodel.step.collectives.allreduce_time` takes the tree where it is faster) for the
+    collective groups (tensor, data and expert parallel; an expert-parallel group that leaves its node gets
+    :func:`alltoall_across`'s link instead); the pipeline's and context parallelism's sends keep the inter-node link's
+    latency at every step."""
     if group not in _RING_GROUPS:
         return link
     d = degrees or {}
     size = (int(d.get("tp", 1)) if group == "tp" else int(d.get("ep", 1)) if group == "ep"
             else int(d.get("dp", 1)) * int(d.get("cp", 1)))
-    per_node = max(1, ranks[group])
-    nodes = -(-size // per_node)
+    nodes = -(-size // max(1, ranks[group]))
     return dataclasses.replace(link, latency_s=ring_step_latency(link.latency_s, intra.latency_s, size, nodes),
-                               tree_latency_s=tree_latency(link.latency_s, intra.latency_s, min(per_node, size), nodes))
+                               tree_latency_s=tree_latency(link.latency_s, intra.latency_s, size // nodes, nodes))
 
 
 def alltoall_across(inter, nic_share: float, ep: int, on_node: int, intra_latency_s: float | None = None):

@@ -125,7 +125,7 @@ def test_an_all_reduce_across_nodes_is_nccl_s_ring_or_tree_whichever_is_faster()
     assert links["tp"].tree_latency_s == 0.0 and links["pp"].tree_latency_s == 0.0  # unused groups: the node's link
     # a data-parallel bucket (25 MiB) on 128 nodes: the tree, whose latency is log2 of the nodes, not the ring's 2046 steps
     s = 25 * 2**20
-    tree = 2 * s / (TREE_BUS_SHARE * dp.bytes_per_s) + dp.tree_latency_s
+    tree = 2 * s / (TREE_BUS_SHARE * 0.7 * dp.bytes_per_s) + dp.tree_latency_s  # NCCL's correction at 16-32 MiB
     assert allreduce_time(s, 1024, dp) == pytest.approx(tree, rel=1e-12)
     assert allreduce_time(s, 1024, dp, algorithm="ring") > 10 * tree
     # gigabytes on 8 nodes: the ring, whose bus bandwidth is the tree's over 0.92 (NCCL's tuning model); on 128 nodes
@@ -141,6 +141,33 @@ def test_an_all_reduce_across_nodes_is_nccl_s_ring_or_tree_whichever_is_faster()
     assert allreduce_time(1.0, 8, node) == allreduce_time(1.0, 8, node, algorithm="ring")
     with pytest.raises(ValueError, match="nccl, ring, tree"):
         allreduce_time(1.0, 8, node, algorithm="double-binary")
+
+
+def test_nccl_s_tree_correction_on_medium_messages():
+    from perfmodel.step.collectives import tree_correction
+
+    # NCCL's treeCorrectionFactor, Simple protocol, indexed by log2(bytes / 64): 64 B to 256 MiB, 1 beyond
+    assert [tree_correction(2**k) for k in (5, 6, 13, 19, 25, 26, 27, 28, 29, 33)] == [
+        1.0, .9, .8, .5, .7, .8, .9, .9, 1.0, 1.0]
+    assert tree_correction(2**25 - 1) == .7 and tree_correction(2**25 + 1) == .7  # 32 MiB's power of two: index 19
+
+
+def test_the_tree_s_ranks_per_node_on_every_path_that_leaves_the_node():
+    intra, inter = resolve_interconnect("nvlink", "H100"), resolve_interconnect("infiniband-ndr", "H100")
+    # tensor parallelism over 2 nodes: a chain of 8 on each, one level between them
+    tp16 = resolve_links(LEVELS, "H100", degrees=parse_strategy("tp16", 16), gpus_per_node=8, nics_per_node=8)
+    assert tp16["tp"].tree_latency_s == pytest.approx(2 * (7 * intra.latency_s + inter.latency_s), rel=1e-12)
+    # one NIC per group (Ethernet unsaid): the same tree over its nodes
+    eth = {"intra": "nvlink", "inter": "ethernet-100g"}
+    e100 = resolve_interconnect("ethernet-100g", "H100")
+    one = resolve_links(eth, "H100", degrees=parse_strategy("dp32-tp8", 256), gpus_per_node=8)
+    assert one["dp"].tree_latency_s == pytest.approx(2 * 5 * e100.latency_s, rel=1e-12)
+    # 12 ranks on 2 nodes (8 and 4): NCCL's nRanks / nNodes, an integer division, 6 a node
+    dp12 = resolve_links(LEVELS, "H100", degrees=parse_strategy("dp12", 12), gpus_per_node=8, nics_per_node=8)
+    assert dp12["dp"].tree_latency_s == pytest.approx(2 * (5 * intra.latency_s + inter.latency_s), rel=1e-12)
+    # the ranks that hold the same experts, one per node on 8 nodes
+    edp = resolve_links(LEVELS, "H100", degrees=parse_strategy("dp64-ep8", 64), gpus_per_node=8, nics_per_node=8)
+    assert edp["edp"].tree_latency_s == pytest.approx(2 * 3 * inter.latency_s, rel=1e-12)
 
 
 @pytest.mark.parametrize("bad", [-1e-6, math.nan, math.inf, True, "1"])
