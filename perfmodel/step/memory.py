@@ -670,13 +670,14 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
     * a norm (TE's ``RMSNorm`` / ``LayerNorm`` and the norm of ``LayerNormLinear``, ``LigerRMSNorm``,
       ``LigerLayerNorm``) saves its input once at the activations' size and its per-row statistics — not eager
       RMSNorm's FP32 copy of the input beside it;
-    * a gated MLP's SwiGLU / GeGLU (TE's ``LayerNormMLP``, Liger's ``LigerSwiGLUMLP``; a mixture of experts' shared
-      experts, which Megatron-Core runs as such an MLP) saves the gate and up projections' outputs and recomputes the
+    * a gated MLP's SwiGLU / GeGLU (TE's ``LayerNormMLP``, Liger's ``LigerSwiGLUMLP``; under ``"te"`` a mixture of
+      experts' shared experts too, which Megatron-Core runs as such an MLP) saves the gate and up projections' outputs and recomputes the
       activation in the backward pass: the activation submodule's saved tensors go (an ungated MLP keeps its eager ones);
     * ``"te"``: a mixture of experts' routed experts as Megatron-Core's grouped MLP runs them (``TEGroupedMLP``, its
       fused SwiGLU; :func:`_te_expert_rows`) save per routed token their first GEMM's input and output, the
-      activation's output (the second GEMM's input) and the weighted output — not eager's product operands beside
-      them; under FP8 the two GEMMs' inputs quantized;
+      activation's output (the second GEMM's input) and the second GEMM's output (for the probabilities' product) —
+      not the activation's output eager saves besides as a product operand; under FP8 the two GEMMs' inputs quantized.
+      ``"te"`` takes the experts as Megatron-Core's grouped linears whatever the framework;
     * the loss keeps no FP32 log-softmax. ``"te"`` (Megatron's fused cross-entropy, as the step's time model reads it):
       the logits at the activations' size, their gradient (the same size) the transient at the start of the backward
       pass. ``"liger"`` (the fused linear cross-entropy): no vocabulary-sized tensor — the gradient of its input, which
@@ -691,7 +692,7 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
     """
     import bisect
 
-    from perfmodel.step.trace import _ACT_SUBMODULE, _MLP_MODULE, _TE_NORM, OUT_PROJECTION
+    from perfmodel.step.trace import _ACT_SUBMODULE, _MLP_MODULE, _SHARED_MLP_MODULE, _TE_NORM, OUT_PROJECTION
 
     mods = saved["module"].astype(str).to_numpy()
     shape_codes, shapes = pd.factorize(saved["shape"].astype(str).to_numpy())  # each distinct shape parsed once
@@ -709,7 +710,8 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
             out[big[0]] = numel[big[0]] * size  # the input once, at the activations' size
             keep[big[1:]] = False
         elif _ACT_SUBMODULE.search(m) and _ACT_SUBMODULE.sub("", m) in present \
-                and _MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)):
+                and (_MLP_MODULE.search(_ACT_SUBMODULE.sub("", m))
+                     or (family == "te" and _SHARED_MLP_MODULE.search(_ACT_SUBMODULE.sub("", m)))):
             keep[at] = False  # a gated MLP's activation: recomputed from the gate projection's output
     if family == "te":
         drop, quantized = _te_expert_rows(names, rows_of, present, dims, lay, fp8_input_bytes is not None)
@@ -767,10 +769,11 @@ def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) ->
 
     Per routed token the grouped MLP saves its first GEMM's input (hidden wide), that GEMM's output (the gate and up
     projections, ``2·expert_ffn``: the fused SwiGLU's input, from which its backward recomputes the activation), the
-    SwiGLU's output (``expert_ffn``, the second GEMM's input) and the weighted output (hidden). Eager Hugging Face
+    SwiGLU's output (``expert_ffn``, the second GEMM's input) and the second GEMM's output (hidden, for the
+    probabilities' product). Eager Hugging Face
     experts (Mixtral, Qwen-MoE, DeepSeek: an ``experts`` module with an activation submodule over the first GEMM's
     output) save those and the activation's output besides, a product operand: the first of the experts module's own
-    ``expert_ffn``-wide rows goes. Under FP8 (``fp8``) the two GEMMs' saved inputs are the quantized copies TE's
+    ``expert_ffn``-wide rows after the activation's goes. Under FP8 (``fp8``) the two GEMMs' saved inputs are the quantized copies TE's
     grouped linears keep: the hidden-wide row before the activation's and the ``expert_ffn``-wide one kept. Experts
     without an activation submodule (gpt-oss's clamped SwiGLU) or of another pattern keep eager's rows."""
     f, h = getattr(lay, "expert_ffn", None), lay.hidden
@@ -786,7 +789,9 @@ def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) ->
             continue
         at, act_at = where[parent], where[act]
         gates = [i for i in act_at if len(dims[i]) == 2 and dims[i][-1] == 2 * f]
-        wide = [i for i in at if len(dims[i]) == 2 and dims[i][-1] == f]
+        # after the activation's row: the activation's output and the product (then, as wide when expert_ffn equals
+        # the hidden size, the second GEMM's output)
+        wide = [i for i in at if len(dims[i]) == 2 and dims[i][-1] == f and gates and i > gates[0]][:2]
         routed = {dims[i][0] for i in [*gates, *wide]}
         if len(gates) != 1 or len(wide) != 2 or len(routed) != 1:
             continue  # not the pattern of a gated grouped MLP: eager's rows stand

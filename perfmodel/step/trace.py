@@ -778,9 +778,15 @@ _TE_NORM = re.compile(r"(?:^|\.)(?:input_layernorm|post_attention_layernorm|pre_
                       r"ffn_norm)$", re.IGNORECASE)
 #: an MLP module and its activation submodule, by their Hugging Face names (the fused MLP activation of :func:`te_ops`
 #: and the saved tensors of :func:`perfmodel.step.memory._fused_saved` read them alike)
-_MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn|shared_experts?)$", re.IGNORECASE)
+_MLP_MODULE = re.compile(r"(?:^|\.)(?:mlp|feed_forward|ffn)$", re.IGNORECASE)
 _ACT_SUBMODULE = re.compile(r"\.(?:act_fn|act|activation_fn|activation)$", re.IGNORECASE)
 _TE_MLP = re.compile(_MLP_MODULE.pattern[:-1] + r"(?:" + _ACT_SUBMODULE.pattern[:-1] + r")?$", re.IGNORECASE)
+#: a mixture of experts' shared experts (DeepSeek's ``shared_experts``, Qwen-MoE's ``shared_expert``), which
+#: Megatron-Core runs as a Transformer Engine MLP (its fused SwiGLU) — under ``"te"`` only: Liger patches the model's
+#: own MLP classes, not every shared expert
+_SHARED_MLP_MODULE = re.compile(r"(?:^|\.)shared_experts?$", re.IGNORECASE)
+_TE_SHARED_MLP = re.compile(_SHARED_MLP_MODULE.pattern[:-1] + r"(?:" + _ACT_SUBMODULE.pattern[:-1] + r")?$",
+                            re.IGNORECASE)
 _TE_ATTN = re.compile(r"(?:^|\.)(?:self_attn|attention|attn|self_attention)$", re.IGNORECASE)
 _TE_CE_OPS = ("aten._log_softmax", "aten.nll_loss_forward", "aten.nll_loss_backward", "aten._log_softmax_backward_data")
 _TE_FREE = ("view", "factory", "matmul", "conv", "attention")
@@ -863,7 +869,8 @@ def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     mem = ~np.isin(cls, _TE_FREE) & (d["phase"].astype(str).to_numpy() != "optimizer")
     role = np.full(len(d), "", dtype=object)
     role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
-    role[mem & (role == "") & mod.str.contains(_TE_MLP).to_numpy()] = "mlp_act"
+    mlp = mod.str.contains(_TE_MLP).to_numpy() | (not liger and mod.str.contains(_TE_SHARED_MLP).to_numpy())
+    role[mem & (role == "") & mlp] = "mlp_act"
     attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy() & ~_materialised_scores(d)
     if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
         attn_mod &= op.isin(_ROTARY_OPS).to_numpy()

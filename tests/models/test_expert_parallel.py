@@ -1015,18 +1015,53 @@ def test_transformer_engine_s_grouped_mlp_saves_its_gemms_inputs_and_output_not_
     wide = after[after["shape"].astype(str).str.fullmatch(rf"{routed}x(?:{f}|{2 * f}|{h})")]
     # per MoE layer: 2 hidden-wide, one 2·ffn-wide and one ffn-wide row of the routed tokens
     assert wide["bytes"].sum() == pytest.approx(moe_layers * routed * (2 * h + 3 * f) * 2, rel=1e-12)
+    # the row that goes is the activation's output: the experts module's first ffn-wide row after the activation's
+    mods = saved["module"].astype(str)
+    for act in np.flatnonzero(mods.str.endswith(".experts.act_fn").to_numpy()):
+        parent = mods.iloc[act].rsplit(".", 1)[0]
+        after_act = [i for i in range(act + 1, len(saved)) if mods.iloc[i] == parent
+                     and str(saved["shape"].iloc[i]) == f"{routed}x{f}"]
+        assert len(after_act) >= 2
+        kept = out["module"].astype(str).eq(parent) & out["shape"].astype(str).eq(f"{routed}x{f}")
+        assert int(kept.sum()) == 1  # the product, the second GEMM's input
     # Liger has no grouped MLP: eager's rows stay
     _, _, liger = _fused(model, "liger")
     assert _expert_rows(liger)["bytes"].sum() == before["bytes"].sum()
 
 
+def test_experts_as_wide_as_the_hidden_size_save_as_te_s_grouped_mlp_too():
+    wide = dict(MIXTRAL, intermediate_size=MIXTRAL["hidden_size"])  # expert_ffn == hidden
+    lay, saved, out = _fused(wide)
+    routed = 2 * SEQ * lay.experts_per_token
+    assert _expert_rows(saved)["bytes"].sum() - _expert_rows(out)["bytes"].sum() == pytest.approx(
+        2 * routed * lay.expert_ffn * 2, rel=1e-12)  # 2 MoE layers: the activation's output each
+
+
 def test_under_te_fp8_the_experts_gemms_keep_their_inputs_quantized():
+    import torch
+
+    from perfmodel.step import memory as mem
+
     lay, saved, bf16 = _fused(MIXTRAL)
     _, _, fp8 = _fused(MIXTRAL, fp8=True)
     routed, f, h = 2 * SEQ * lay.experts_per_token, lay.expert_ffn, lay.hidden
     # each of the 2 MoE layers: the first GEMM's input (hidden) and the second's (ffn) at a byte an element
     assert _expert_rows(bf16)["bytes"].sum() - _expert_rows(fp8)["bytes"].sum() == pytest.approx(
         2 * routed * (h + f) * (2 - 1), rel=1e-12)
+    # the hidden-wide row quantized is the first GEMM's input, saved before the activation; the second GEMM's output,
+    # saved after it for the probabilities' product, stays at the activations' size
+    mods, shapes = fp8["module"].astype(str), fp8["shape"].astype(str)
+    hidden_rows = fp8[mods.str.endswith(".experts") & shapes.eq(f"{routed}x{h}")]
+    assert sorted(hidden_rows["bytes"].tolist()) == [routed * h * 1.0] * 2 + [routed * h * 2.0] * 2
+    first = hidden_rows.groupby(hidden_rows["module"]).head(1)  # in the order they were saved
+    assert (first["bytes"] == routed * h * 1.0).all()
+    # MXFP8's bytes per element (an E8M0 scale per 32 elements) where delayed scaling's is one byte
+    net, lay, saved, layer = _saved(MIXTRAL)
+    linears = {k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)}
+    b = mem.te_fp8_saved_bytes("mxfp8")
+    mx, _, _ = mem._fused_saved(saved, layer, lay, 2, 2 * SEQ, "te", fp8_input_bytes=b, linears=linears)
+    assert _expert_rows(bf16)["bytes"].sum() - _expert_rows(mx)["bytes"].sum() == pytest.approx(
+        2 * routed * (h + f) * (2 - b), rel=1e-12)
 
 
 def test_gpt_oss_s_clamped_experts_keep_eager_s_rows_and_a_shared_expert_is_a_fused_mlp():
@@ -1036,10 +1071,14 @@ def test_gpt_oss_s_clamped_experts_keep_eager_s_rows_and_a_shared_expert_is_a_fu
                    layer_types=["sliding_attention", "full_attention"], tie_word_embeddings=False)
     _, saved, out = _fused(gpt_oss)
     assert _expert_rows(out)["bytes"].sum() == _expert_rows(saved)["bytes"].sum()
-    # DeepSeek's shared experts: Megatron-Core's TE MLP, whose fused SwiGLU recomputes the activation
-    _, saved, out = _fused(DEEPSEEK)
-    act = saved["module"].astype(str).str.endswith("shared_experts.act_fn")
-    assert act.any() and not out["module"].astype(str).str.endswith("shared_experts.act_fn").any()
+    # DeepSeek's shared experts and Qwen2-MoE's shared expert: Megatron-Core's TE MLP, whose fused SwiGLU recomputes
+    # the activation; Liger, which patches a model's own MLP classes, leaves them eager
+    for model, name in ((DEEPSEEK, "shared_experts.act_fn"), (QWEN2_MOE, "shared_expert.act_fn")):
+        _, saved, out = _fused(model)
+        assert saved["module"].astype(str).str.endswith(name).any()
+        assert not out["module"].astype(str).str.endswith(name).any()
+        _, _, liger = _fused(model, "liger")
+        assert liger["module"].astype(str).str.endswith(name).any()
 
 
 def test_a_mixture_of_experts_under_megatron_and_te_holds_less_than_eager_experts_save(monkeypatch):
