@@ -787,6 +787,8 @@ _TE_MLP = re.compile(_MLP_MODULE.pattern[:-1] + r"(?:" + _ACT_SUBMODULE.pattern[
 _SHARED_MLP_MODULE = re.compile(r"(?:^|\.)shared_experts?$", re.IGNORECASE)
 _TE_SHARED_MLP = re.compile(_SHARED_MLP_MODULE.pattern[:-1] + r"(?:" + _ACT_SUBMODULE.pattern[:-1] + r")?$",
                             re.IGNORECASE)
+#: the activation submodule of a mixture of experts' routed experts (Hugging Face's grouped ``experts`` module)
+_EXPERTS_ACT = re.compile(r"\.experts" + _ACT_SUBMODULE.pattern, re.IGNORECASE)
 _TE_ATTN = re.compile(r"(?:^|\.)(?:self_attn|attention|attn|self_attention)$", re.IGNORECASE)
 _TE_CE_OPS = ("aten._log_softmax", "aten.nll_loss_forward", "aten.nll_loss_backward", "aten._log_softmax_backward_data")
 _TE_FREE = ("view", "factory", "matmul", "conv", "attention")
@@ -860,6 +862,29 @@ def _materialised_scores(d: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def _experts_swiglu(d: pd.DataFrame) -> np.ndarray:
+    """Rows of a mixture of experts' gated activation as eager experts run it between their grouped GEMMs: the kernels
+    of the experts' activation submodule and, in the same pass and between the same two GEMMs, the products of their
+    module (the activation times the up projection; in the backward pass the two gradients of that product) —
+    Megatron-Core's grouped MLP runs them as one fused kernel (``bias_swiglu``). Eager's concatenation of the two
+    halves' gradients stays a kernel of its own, and so do the routing probabilities' products, which lie outside that
+    window."""
+    mod, op = d["module"].astype(str).to_numpy(), d["op"].astype(str).to_numpy()
+    phase = d["phase"].astype(str).to_numpy()
+    out = np.zeros(len(d), dtype=bool)
+    acts = np.flatnonzero(pd.Series(mod).str.contains(_EXPERTS_ACT).to_numpy())
+    if not len(acts):
+        return out
+    mm = np.flatnonzero(d["op_class"].astype(str).to_numpy() == "matmul")
+    for a in acts:
+        parent = _ACT_SUBMODULE.sub("", mod[a])
+        lo, hi = np.searchsorted(mm, a), np.searchsorted(mm, a, side="right")
+        window = np.arange(mm[lo - 1] + 1 if lo else 0, mm[hi] if hi < len(mm) else len(d))
+        out[window] |= (phase[window] == phase[a]) & ((mod[window] == mod[a])
+                                                      | ((mod[window] == parent) & np.isin(op[window], ("aten.mul", "aten.mul_"))))
+    return out
+
+
 def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     """Per row of :func:`te_ops`' rows, the fused module it belongs to (``"norm"``, ``"mlp_act"``,
     ``"attention_prep"``, ``"cross_entropy"``) or ``""``: memory-bound operators of the modules named so, the loss's
@@ -869,7 +894,9 @@ def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     mem = ~np.isin(cls, _TE_FREE) & (d["phase"].astype(str).to_numpy() != "optimizer")
     role = np.full(len(d), "", dtype=object)
     role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
-    mlp = mod.str.contains(_TE_MLP).to_numpy() | (not liger and mod.str.contains(_TE_SHARED_MLP).to_numpy())
+    mlp = mod.str.contains(_TE_MLP).to_numpy()
+    if not liger:  # Megatron-Core's shared experts (a TE MLP) and routed experts (its grouped MLP's fused SwiGLU)
+        mlp |= mod.str.contains(_TE_SHARED_MLP).to_numpy() | _experts_swiglu(d)
     role[mem & (role == "") & mlp] = "mlp_act"
     attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy() & ~_materialised_scores(d)
     if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
@@ -939,7 +966,9 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
       statistics and the weight are negligible;
     * **the MLP's activation** (``LayerNormMLP``'s fused SwiGLU / GeGLU / GELU): gated, forward reads gate and up and
       writes their product (``3·N·s``), backward reads ``dh``, gate and up and writes both gradients (``5·N·s``);
-      ungated, ``2·N·s`` and ``3·N·s``;
+      ungated, ``2·N·s`` and ``3·N·s``; under ``"te"`` a mixture of experts' shared experts (a TE MLP in
+      Megatron-Core) and its routed experts' SwiGLU between their grouped GEMMs (Megatron-Core's grouped MLP,
+      ``bias_swiglu``: :func:`_experts_swiglu`) alike;
     * **the attention block's rotary embedding and head layout** (TE's fused RoPE; its ``DotProductAttention`` takes
       q, k, v in the projections' layout, so no transpose or contiguous copy runs): one kernel per pass reading and
       writing q and k (``2·(|q| + |k|)·s``) where the block rotates (it has the ``neg``/``cat`` of a rotary

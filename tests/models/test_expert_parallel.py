@@ -1094,3 +1094,27 @@ def test_a_mixture_of_experts_under_megatron_and_te_holds_less_than_eager_expert
     assert eager_experts.memory["activations_bytes"] - te.memory["activations_bytes"] == pytest.approx(
         2 * routed * 256 * 2, rel=1e-9)  # 2 MoE layers x the routed tokens x the ffn width x 2 bytes
     assert te.step_time_s == eager_experts.step_time_s  # the time is not what this changes
+
+
+def test_under_te_the_experts_swiglu_runs_as_one_fused_kernel_in_each_pass():
+    """Megatron-Core's grouped MLP runs the experts' SwiGLU as one kernel (bias_swiglu): the activation and its product
+    with the up projection between the two grouped GEMMs, forward (reads gate and up, writes the product) and backward
+    (reads them and the gradient, writes both halves' gradients); the routing probabilities' products stay, and Liger,
+    which has no grouped MLP, leaves the experts eager."""
+    from perfmodel.step import trace as wl
+
+    net, shape, in_dtype, _v, _n, lay = wl.model_and_layout(MIXTRAL, (SEQ,), None)
+    ops = wl.step_ops(net, shape, in_dtype, "bfloat16", batch_size=2, prec="bf16", optimizer=None, inference=False)
+    te = wl.te_ops(ops)
+    experts = te["module"].astype(str).str.contains(r"\.experts(?:\.|$)")
+    fused = te[experts & (te["op"] == "te.mlp_act")]
+    n = 2 * SEQ * lay.experts_per_token * lay.expert_ffn  # the routed tokens' activation elements of one MoE layer
+    assert sorted(zip(fused["phase"], fused["bytes_read"], fused["bytes_written"])) == (
+        [("backward", 3.0 * n * 2, 2.0 * n * 2)] * 2 + [("forward", 2.0 * n * 2, 1.0 * n * 2)] * 2)
+    assert not te["op"].isin(["aten.silu", "aten.silu_backward"]).any()
+    routed_h = f"{2 * SEQ * lay.experts_per_token}x{lay.hidden}"
+    probs = lambda f: f[f["module"].astype(str).str.endswith(".experts") & (f["op"] == "aten.mul")  # noqa: E731
+                        & (f["output_shapes"].astype(str) == routed_h)]
+    assert len(probs(te)) == len(probs(ops)) > 0
+    liger = wl.te_ops(ops, family="liger")
+    assert liger["op"].eq("aten.silu").sum() == ops["op"].eq("aten.silu").sum() == 2
