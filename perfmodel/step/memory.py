@@ -674,9 +674,10 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
       experts' shared experts too, which Megatron-Core runs as such an MLP) saves the gate and up projections' outputs and recomputes the
       activation in the backward pass: the activation submodule's saved tensors go (an ungated MLP keeps its eager ones);
     * ``"te"``: a mixture of experts' routed experts as Megatron-Core's grouped MLP runs them (``TEGroupedMLP``, its
-      fused SwiGLU; :func:`_te_expert_rows`) save per routed token their first GEMM's input and output, the
-      activation's output (the second GEMM's input) and the second GEMM's output (for the probabilities' product) —
-      not the activation's output eager saves besides as a product operand; under FP8 the two GEMMs' inputs quantized.
+      fused SwiGLU weighted by the routing probabilities; :func:`_te_expert_rows`) save per routed token their first
+      GEMM's input and output and the weighted activation (the second GEMM's input) — not the activation's output
+      eager saves besides as a product operand, nor the second GEMM's output its product with the probabilities saves;
+      under FP8 the two GEMMs' inputs quantized.
       ``"te"`` takes the experts as Megatron-Core's grouped linears whatever the framework;
     * the loss keeps no FP32 log-softmax. ``"te"`` (Megatron's fused cross-entropy, as the step's time model reads it):
       the logits at the activations' size, their gradient (the same size) the transient at the start of the backward
@@ -769,11 +770,12 @@ def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) ->
 
     Per routed token the grouped MLP saves its first GEMM's input (hidden wide), that GEMM's output (the gate and up
     projections, ``2·expert_ffn``: the fused SwiGLU's input, from which its backward recomputes the activation), the
-    SwiGLU's output (``expert_ffn``, the second GEMM's input) and the second GEMM's output (hidden, for the
-    probabilities' product). Eager Hugging Face
-    experts (Mixtral, Qwen-MoE, DeepSeek: an ``experts`` module with an activation submodule over the first GEMM's
-    output) save those and the activation's output besides, a product operand: the first of the experts module's own
-    ``expert_ffn``-wide rows after the activation's goes. Under FP8 (``fp8``) the two GEMMs' saved inputs are the quantized copies TE's
+    routing probability and the weighted SwiGLU's output (``expert_ffn``, the second GEMM's input): Megatron-Core
+    weighs the activation by the probabilities inside its fused kernel (``weighted_bias_swiglu_impl``). Eager Hugging
+    Face experts (Mixtral, Qwen-MoE, DeepSeek: an ``experts`` module with an activation submodule over the first
+    GEMM's output) save those and, besides, the activation's output (a product operand: the first of the experts
+    module's own ``expert_ffn``-wide rows after the activation's) and the second GEMM's output (hidden wide, which
+    their product with the probabilities saves: the first such row after the ``expert_ffn``-wide ones); both go. Under FP8 (``fp8``) the two GEMMs' saved inputs are the quantized copies TE's
     grouped linears keep: the hidden-wide row before the activation's and the ``expert_ffn``-wide one kept. Experts
     without an activation submodule (gpt-oss's clamped SwiGLU) or of another pattern keep eager's rows."""
     f, h = getattr(lay, "expert_ffn", None), lay.hidden
@@ -796,6 +798,10 @@ def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) ->
         if len(gates) != 1 or len(wide) != 2 or len(routed) != 1:
             continue  # not the pattern of a gated grouped MLP: eager's rows stand
         drop.append(int(wide[0]))
+        # the second GEMM's output, which eager's product with the routing probabilities saves: Megatron-Core weighs
+        # the activation inside its fused SwiGLU instead, before the second GEMM
+        weighed = [i for i in at if i > wide[1] and dims[i] == [dims[wide[1]][0], h]][:1]
+        drop += [int(i) for i in weighed]
         if fp8:
             first = [i for i in at if i < gates[0] and len(dims[i]) == 2 and dims[i] == [dims[gates[0]][0], h]]
             quantized += [int(i) for i in first[-1:]] + [int(wide[1])]

@@ -827,6 +827,8 @@ def _te_fused_bytes(role: str, phase: str, n: float, item: float, group_read: np
     group's largest output, ``item`` their size); None where TE runs no kernel for it (an attention block without a
     rotary embedding)."""
     fwd = phase == "forward"
+    if role == "experts_folded":  # done inside the experts' fused SwiGLU (:func:`_experts_swiglu`): no kernel
+        return None
     if role == "norm":
         return (n * item, n * item) if fwd else (2 * n * item, n * item)
     if role == "mlp_act":
@@ -862,27 +864,43 @@ def _materialised_scores(d: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _experts_swiglu(d: pd.DataFrame) -> np.ndarray:
-    """Rows of a mixture of experts' gated activation as eager experts run it between their grouped GEMMs: the kernels
-    of the experts' activation submodule and, in the same pass and between the same two GEMMs, the products of their
-    module (the activation times the up projection; in the backward pass the two gradients of that product) —
-    Megatron-Core's grouped MLP runs them as one fused kernel (``bias_swiglu``). Eager's concatenation of the two
-    halves' gradients stays a kernel of its own, and so do the routing probabilities' products, which lie outside that
-    window."""
+def _experts_swiglu(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a mixture of experts' gated activation as eager experts run it, and what Megatron-Core's grouped MLP
+    does inside that activation's fused kernel (``weighted_bias_swiglu_impl``, megatron/core/transformer/moe/
+    experts.py, ``TEGroupedMLP``): ``(fused, folded)`` masks.
+
+    ``fused``: the kernels of the experts' activation submodule and, in the same pass and between the same two GEMMs,
+    the products of their module (the activation times the up projection; in the backward pass the two gradients of
+    that product) — one fused kernel per pass. ``folded``: eager work the fused kernel does besides, run as no kernel
+    of its own: the concatenation of the two halves' gradients between those GEMMs (inside Megatron's fused backward)
+    and the routing probabilities' products, which eager experts apply to the second GEMM's hidden-wide output (the
+    products of the experts module with the routed tokens' hidden-wide shape, and in the backward pass the
+    probabilities' summed gradient) where Megatron-Core weighs the activation inside the same kernel."""
     mod, op = d["module"].astype(str).to_numpy(), d["op"].astype(str).to_numpy()
     phase = d["phase"].astype(str).to_numpy()
-    out = np.zeros(len(d), dtype=bool)
+    fused, folded = np.zeros(len(d), dtype=bool), np.zeros(len(d), dtype=bool)
     acts = np.flatnonzero(pd.Series(mod).str.contains(_EXPERTS_ACT).to_numpy())
     if not len(acts):
-        return out
+        return fused, folded
     mm = np.flatnonzero(d["op_class"].astype(str).to_numpy() == "matmul")
+    shapes = d["output_shapes"].astype(str).to_numpy()
     for a in acts:
         parent = _ACT_SUBMODULE.sub("", mod[a])
         lo, hi = np.searchsorted(mm, a), np.searchsorted(mm, a, side="right")
         window = np.arange(mm[lo - 1] + 1 if lo else 0, mm[hi] if hi < len(mm) else len(d))
-        out[window] |= (phase[window] == phase[a]) & ((mod[window] == mod[a])
-                                                      | ((mod[window] == parent) & np.isin(op[window], ("aten.mul", "aten.mul_"))))
-    return out
+        here = (phase[window] == phase[a]) & (mod[window] == parent)
+        fused[window] |= (phase[window] == phase[a]) & (mod[window] == mod[a])
+        fused[window] |= here & np.isin(op[window], ("aten.mul", "aten.mul_"))
+        folded[window] |= here & (op[window] == "aten.cat")
+        routed = shapes[a].split(";")[0].split("x")[0]
+        outside = np.ones(len(d), dtype=bool)
+        outside[window] = False
+        mine = outside & (phase == phase[a]) & (mod == parent)
+        routed_rows = np.array([len(s.split("x")) == 2 and s.split("x")[0] == routed and s.split("x")[1] != "1"
+                                for s in shapes]) if mine.any() else mine
+        folded |= mine & np.isin(op, ("aten.mul", "aten.mul_")) & routed_rows
+        folded |= mine & (op == "aten.sum") & np.isin(shapes, (f"{routed}x1", routed))
+    return fused, folded
 
 
 def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
@@ -895,9 +913,12 @@ def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     role = np.full(len(d), "", dtype=object)
     role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
     mlp = mod.str.contains(_TE_MLP).to_numpy()
+    folded = np.zeros(len(d), dtype=bool)
     if not liger:  # Megatron-Core's shared experts (a TE MLP) and routed experts (its grouped MLP's fused SwiGLU)
-        mlp |= mod.str.contains(_TE_SHARED_MLP).to_numpy() | _experts_swiglu(d)
+        swiglu, folded = _experts_swiglu(d)
+        mlp |= mod.str.contains(_TE_SHARED_MLP).to_numpy() | swiglu
     role[mem & (role == "") & mlp] = "mlp_act"
+    role[mem & (role == "") & folded] = "experts_folded"
     attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy() & ~_materialised_scores(d)
     if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
         attn_mod &= op.isin(_ROTARY_OPS).to_numpy()

@@ -664,6 +664,10 @@ def test_the_memory_of_split_experts_keeps_their_hidden_size_activations_whole()
 
     net, _, _, _, _, lay = wl.model_and_layout(MIXTRAL, (SEQ,), None)
     saved, _ = mem._saved_for(net, torch.bfloat16, (1, SEQ), torch.long)
+    # what Megatron-Core's default Transformer Engine modules save (its grouped MLP: the first GEMM's input is the
+    # experts' one hidden-wide tensor)
+    layer = wl.op_layer(saved.assign(phase="forward"), lay.n_layers)
+    saved, _, _ = mem._fused_saved(saved, layer, lay, 2, SEQ, "te")
     in_experts = saved["module"].astype(str).str.split(".").map(lambda q: "experts" in q).to_numpy()
     hidden = saved["shape"].astype(str).str.split("x").str[-1].to_numpy() == str(MIXTRAL["hidden_size"])
     gathered = float(saved.loc[in_experts & hidden, "bytes"].sum())  # one micro-batch, every layer
@@ -1002,19 +1006,20 @@ def _expert_rows(frame):
 @pytest.mark.parametrize("model", [MIXTRAL, QWEN3_MOE, DEEPSEEK], ids=["mixtral", "qwen3_moe", "deepseek_v3"])
 def test_transformer_engine_s_grouped_mlp_saves_its_gemms_inputs_and_output_not_the_product_s_operands(model):
     """Megatron-Core's TEGroupedMLP saves per routed token the first GEMM's input (hidden), its output (2·ffn, the
-    fused SwiGLU's input), the SwiGLU's output (ffn, the second GEMM's input) and the weighted output (hidden); eager
-    Hugging Face experts save the activation's output besides: one ffn-wide row per MoE layer goes."""
+    fused SwiGLU's input) and the SwiGLU's output weighted by the routing probability (ffn, the second GEMM's input);
+    eager Hugging Face experts save besides the activation's output and the second GEMM's output (for their product
+    with the probabilities): an ffn-wide and a hidden-wide row per MoE layer go."""
     lay, saved, out = _fused(model)
     f, h = lay.expert_ffn, lay.hidden
     before, after = _expert_rows(saved), _expert_rows(out)
     moe_layers = int(before["module"].astype(str).str.endswith(".experts.act_fn").sum())
     assert moe_layers >= 1
     routed = 2 * SEQ * lay.experts_per_token
-    assert len(before) - len(after) == moe_layers
-    assert before["bytes"].sum() - after["bytes"].sum() == pytest.approx(moe_layers * routed * f * 2, rel=1e-12)
+    assert len(before) - len(after) == 2 * moe_layers
+    assert before["bytes"].sum() - after["bytes"].sum() == pytest.approx(moe_layers * routed * (f + h) * 2, rel=1e-12)
     wide = after[after["shape"].astype(str).str.fullmatch(rf"{routed}x(?:{f}|{2 * f}|{h})")]
-    # per MoE layer: 2 hidden-wide, one 2·ffn-wide and one ffn-wide row of the routed tokens
-    assert wide["bytes"].sum() == pytest.approx(moe_layers * routed * (2 * h + 3 * f) * 2, rel=1e-12)
+    # per MoE layer: one hidden-wide, one 2·ffn-wide and one ffn-wide row of the routed tokens
+    assert wide["bytes"].sum() == pytest.approx(moe_layers * routed * (h + 3 * f) * 2, rel=1e-12)
     # the row that goes is the activation's output: the experts module's first ffn-wide row after the activation's
     mods = saved["module"].astype(str)
     for act in np.flatnonzero(mods.str.endswith(".experts.act_fn").to_numpy()):
@@ -1034,7 +1039,7 @@ def test_experts_as_wide_as_the_hidden_size_save_as_te_s_grouped_mlp_too():
     lay, saved, out = _fused(wide)
     routed = 2 * SEQ * lay.experts_per_token
     assert _expert_rows(saved)["bytes"].sum() - _expert_rows(out)["bytes"].sum() == pytest.approx(
-        2 * routed * lay.expert_ffn * 2, rel=1e-12)  # 2 MoE layers: the activation's output each
+        2 * routed * 2 * lay.expert_ffn * 2, rel=1e-12)  # 2 MoE layers: the activation's and the second GEMM's output
 
 
 def test_under_te_fp8_the_experts_gemms_keep_their_inputs_quantized():
@@ -1048,13 +1053,13 @@ def test_under_te_fp8_the_experts_gemms_keep_their_inputs_quantized():
     # each of the 2 MoE layers: the first GEMM's input (hidden) and the second's (ffn) at a byte an element
     assert _expert_rows(bf16)["bytes"].sum() - _expert_rows(fp8)["bytes"].sum() == pytest.approx(
         2 * routed * (h + f) * (2 - 1), rel=1e-12)
-    # the hidden-wide row quantized is the first GEMM's input, saved before the activation; the second GEMM's output,
-    # saved after it for the probabilities' product, stays at the activations' size
+    # the hidden-wide row kept, quantized, is the first GEMM's input: the second GEMM's output eager saves after the
+    # activation for the probabilities' product is gone
     mods, shapes = fp8["module"].astype(str), fp8["shape"].astype(str)
     hidden_rows = fp8[mods.str.endswith(".experts") & shapes.eq(f"{routed}x{h}")]
-    assert sorted(hidden_rows["bytes"].tolist()) == [routed * h * 1.0] * 2 + [routed * h * 2.0] * 2
-    first = hidden_rows.groupby(hidden_rows["module"]).head(1)  # in the order they were saved
-    assert (first["bytes"] == routed * h * 1.0).all()
+    assert hidden_rows["bytes"].tolist() == [routed * h * 1.0] * 2
+    acts = fp8.index[mods.str.endswith(".experts.act_fn")]
+    assert len(acts) == 2 and all(r < a for r, a in zip(sorted(hidden_rows.index), sorted(acts)))  # saved before it
     # MXFP8's bytes per element (an E8M0 scale per 32 elements) where delayed scaling's is one byte
     net, lay, saved, layer = _saved(MIXTRAL)
     linears = {k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)}
@@ -1092,15 +1097,16 @@ def test_a_mixture_of_experts_under_megatron_and_te_holds_less_than_eager_expert
         eager_experts = pm.predict(_work(**kw), pm.Cluster("H100", n_gpus=1), pm.Parallelism("dp", framework="megatron"))
     routed = 2 * SEQ * 2  # 2 sequences of SEQ tokens, 2 experts each
     assert eager_experts.memory["activations_bytes"] - te.memory["activations_bytes"] == pytest.approx(
-        2 * routed * 256 * 2, rel=1e-9)  # 2 MoE layers x the routed tokens x the ffn width x 2 bytes
+        2 * routed * (256 + 128) * 2, rel=1e-9)  # 2 MoE layers x the routed tokens x (ffn + hidden) x 2 bytes
     assert te.step_time_s == eager_experts.step_time_s  # the time is not what this changes
 
 
 def test_under_te_the_experts_swiglu_runs_as_one_fused_kernel_in_each_pass():
-    """Megatron-Core's grouped MLP runs the experts' SwiGLU as one kernel (bias_swiglu): the activation and its product
-    with the up projection between the two grouped GEMMs, forward (reads gate and up, writes the product) and backward
-    (reads them and the gradient, writes both halves' gradients); the routing probabilities' products stay, and Liger,
-    which has no grouped MLP, leaves the experts eager."""
+    """Megatron-Core's grouped MLP runs the experts' SwiGLU weighted by the routing probabilities as one kernel
+    (weighted_bias_swiglu_impl): the activation and its product with the up projection between the two grouped GEMMs,
+    forward (reads gate and up, writes the product) and backward (reads them and the gradient, writes both halves'
+    gradients); eager's products with the probabilities after the second GEMM and its concatenation of the halves'
+    gradients run inside it. Liger, which has no grouped MLP, leaves the experts eager."""
     from perfmodel.step import trace as wl
 
     net, shape, in_dtype, _v, _n, lay = wl.model_and_layout(MIXTRAL, (SEQ,), None)
@@ -1115,6 +1121,27 @@ def test_under_te_the_experts_swiglu_runs_as_one_fused_kernel_in_each_pass():
     routed_h = f"{2 * SEQ * lay.experts_per_token}x{lay.hidden}"
     probs = lambda f: f[f["module"].astype(str).str.endswith(".experts") & (f["op"] == "aten.mul")  # noqa: E731
                         & (f["output_shapes"].astype(str) == routed_h)]
-    assert len(probs(te)) == len(probs(ops)) > 0
+    assert len(probs(ops)) == 3 * 2 and len(probs(te)) == 0  # forward 1, backward 2, in each of the 2 MoE layers
+    cats = lambda f: f[f["module"].astype(str).str.endswith(".experts") & (f["op"] == "aten.cat")]  # noqa: E731
+    assert len(cats(ops)) == 2 and len(cats(te)) == 0
     liger = wl.te_ops(ops, family="liger")
     assert liger["op"].eq("aten.silu").sum() == ops["op"].eq("aten.silu").sum() == 2
+
+
+def test_the_experts_swiglu_keeps_to_its_activation_s_pass_and_window():
+    import pandas as pd
+
+    from perfmodel.step import trace as wl
+
+    e = "model.layers.0.mlp.experts"
+    d = pd.DataFrame([("forward", e, "aten._grouped_mm", "matmul", "8x12"),
+                      ("forward", e + ".act_fn", "aten.silu", "elementwise", "8x6"),
+                      ("forward", e, "aten.mul", "elementwise", "8x6"),
+                      ("backward", e, "aten.mul", "elementwise", "8x6"),
+                      ("forward", e, "aten._grouped_mm", "matmul", "8x4"),
+                      ("forward", e, "aten.mul", "elementwise", "8x4"),  # the routing probabilities' product
+                      ("forward", e, "aten.mul", "elementwise", "4x4")],  # another shape: not the routed tokens
+                     columns=["phase", "module", "op", "op_class", "output_shapes"])
+    fused, folded = wl._experts_swiglu(d)
+    assert fused.tolist() == [False, True, True, False, False, False, False]
+    assert folded.tolist() == [False, False, False, False, False, True, False]
