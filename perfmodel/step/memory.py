@@ -671,14 +671,15 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
       ``LigerLayerNorm``) saves its input once at the activations' size and its per-row statistics — not eager
       RMSNorm's FP32 copy of the input beside it;
     * a gated MLP's SwiGLU / GeGLU (TE's ``LayerNormMLP``, Liger's ``LigerSwiGLUMLP``; under ``"te"`` a mixture of
-      experts' shared experts too, which Megatron-Core runs as such an MLP) saves the gate and up projections' outputs and recomputes the
-      activation in the backward pass: the activation submodule's saved tensors go (an ungated MLP keeps its eager ones);
+      experts' shared experts too, which Megatron-Core runs as such an MLP) saves the gate and up projections'
+      outputs and recomputes the activation in the backward pass: the activation submodule's saved tensors go (an
+      ungated MLP keeps its eager ones);
     * ``"te"``: a mixture of experts' routed experts as Megatron-Core's grouped MLP runs them (``TEGroupedMLP``, its
       fused SwiGLU weighted by the routing probabilities; :func:`_te_expert_rows`) save per routed token their first
       GEMM's input and output and the weighted activation (the second GEMM's input) — not the activation's output
       eager saves besides as a product operand, nor the second GEMM's output its product with the probabilities saves;
-      under FP8 the two GEMMs' inputs quantized.
-      ``"te"`` takes the experts as Megatron-Core's grouped linears whatever the framework;
+      under FP8 the two GEMMs' inputs quantized (``"te"`` takes the experts as Megatron-Core's grouped linears whatever
+      the framework);
     * the loss keeps no FP32 log-softmax. ``"te"`` (Megatron's fused cross-entropy, as the step's time model reads it):
       the logits at the activations' size, their gradient (the same size) the transient at the start of the backward
       pass. ``"liger"`` (the fused linear cross-entropy): no vocabulary-sized tensor — the gradient of its input, which
@@ -765,7 +766,7 @@ def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens:
 
 def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) -> tuple[list, list]:
     """Rows of a mixture of experts' saved tensors that Megatron-Core's grouped MLP with Transformer Engine
-    (``TEGroupedMLP``: grouped linears, ``bias_swiglu``) does not save, and those it saves quantized under FP8:
+    (``TEGroupedMLP``: grouped linears, ``weighted_bias_swiglu_impl``) does not save, and those it saves quantized under FP8:
     ``(dropped, quantized)`` row positions.
 
     Per routed token the grouped MLP saves its first GEMM's input (hidden wide), that GEMM's output (the gate and up
@@ -775,9 +776,10 @@ def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) ->
     Face experts (Mixtral, Qwen-MoE, DeepSeek: an ``experts`` module with an activation submodule over the first
     GEMM's output) save those and, besides, the activation's output (a product operand: the first of the experts
     module's own ``expert_ffn``-wide rows after the activation's) and the second GEMM's output (hidden wide, which
-    their product with the probabilities saves: the first such row after the ``expert_ffn``-wide ones); both go. Under FP8 (``fp8``) the two GEMMs' saved inputs are the quantized copies TE's
-    grouped linears keep: the hidden-wide row before the activation's and the ``expert_ffn``-wide one kept. Experts
-    without an activation submodule (gpt-oss's clamped SwiGLU) or of another pattern keep eager's rows."""
+    their product with the probabilities saves: the first such row after the ``expert_ffn``-wide ones); both go.
+    Under FP8 (``fp8``) the two GEMMs' saved inputs are the quantized copies TE's grouped linears keep: the
+    hidden-wide row before the activation's and the ``expert_ffn``-wide one kept. Experts without an activation
+    submodule (gpt-oss's clamped SwiGLU) or of another pattern keep eager's rows."""
     f, h = getattr(lay, "expert_ffn", None), lay.hidden
     drop, quantized = [], []
     if not f or not h:

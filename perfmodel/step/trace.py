@@ -884,6 +884,9 @@ def _experts_swiglu(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         return fused, folded
     mm = np.flatnonzero(d["op_class"].astype(str).to_numpy() == "matmul")
     shapes = d["output_shapes"].astype(str).to_numpy()
+    dims = pd.Series(shapes).str.split(";").str[0].str.split("x")  # each row's first output's dimensions, once
+    two_d = (dims.str.len() == 2).to_numpy()
+    rows_of_out, width = dims.str[0].fillna("").to_numpy(), dims.str[-1].fillna("").to_numpy()
     for a in acts:
         parent = _ACT_SUBMODULE.sub("", mod[a])
         lo, hi = np.searchsorted(mm, a), np.searchsorted(mm, a, side="right")
@@ -896,8 +899,7 @@ def _experts_swiglu(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         outside = np.ones(len(d), dtype=bool)
         outside[window] = False
         mine = outside & (phase == phase[a]) & (mod == parent)
-        routed_rows = np.array([len(s.split("x")) == 2 and s.split("x")[0] == routed and s.split("x")[1] != "1"
-                                for s in shapes]) if mine.any() else mine
+        routed_rows = two_d & (rows_of_out == routed) & (width != "1")  # the routed tokens, each a row
         folded |= mine & np.isin(op, ("aten.mul", "aten.mul_")) & routed_rows
         folded |= mine & (op == "aten.sum") & np.isin(shapes, (f"{routed}x1", routed))
     return fused, folded
@@ -988,8 +990,8 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
     * **the MLP's activation** (``LayerNormMLP``'s fused SwiGLU / GeGLU / GELU): gated, forward reads gate and up and
       writes their product (``3·N·s``), backward reads ``dh``, gate and up and writes both gradients (``5·N·s``);
       ungated, ``2·N·s`` and ``3·N·s``; under ``"te"`` a mixture of experts' shared experts (a TE MLP in
-      Megatron-Core) and its routed experts' SwiGLU between their grouped GEMMs (Megatron-Core's grouped MLP,
-      ``bias_swiglu``: :func:`_experts_swiglu`) alike;
+      Megatron-Core) and its routed experts' SwiGLU between their grouped GEMMs, weighted by the routing
+      probabilities (Megatron-Core's grouped MLP, ``weighted_bias_swiglu_impl``: :func:`_experts_swiglu`) alike;
     * **the attention block's rotary embedding and head layout** (TE's fused RoPE; its ``DotProductAttention`` takes
       q, k, v in the projections' layout, so no transpose or contiguous copy runs): one kernel per pass reading and
       writing q and k (``2·(|q| + |k|)·s``) where the block rotates (it has the ``neg``/``cat`` of a rotary

@@ -79,7 +79,8 @@ def data() -> pd.DataFrame:
     (``lt_256mib``, ``ge_256mib``), ``measured_busbw_gb_per_s``, ``predicted_busbw_gb_per_s`` (perfmodel), the two
     baselines' (``line_rate_busbw_gb_per_s``, ``pooled_fit_busbw_gb_per_s``), the collective on the ring's rail link
     (``ring_link_busbw_gb_per_s``: the prediction itself for an all-gather; for an all-reduce the same link with
-    NCCL's ring alone, without its tree; for an all-to-all what pricing it as a ring would give), the link perfmodel used (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute
+    NCCL's ring alone, without its tree; for an all-to-all what pricing it as a ring would give), the link perfmodel
+    used (``link_gb_per_s``, ``efficiency``, ``latency_us``) and the absolute
     % errors (``abs_error_pct``, ``line_rate_abs_error_pct``, ``pooled_fit_abs_error_pct``,
     ``ring_link_abs_error_pct``). Computed once per process; callers get copies."""
     from perfmodel.datasets import load_nccl_tests_p5
