@@ -308,7 +308,9 @@ def is_routed_expert(name: str) -> bool:
 def in_experts_module(modules) -> np.ndarray:
     """Per module path of ``modules`` (a Series or sequence of strings), whether it is an ``experts`` module or under
     one (a mixture of experts' routed experts; ``shared_experts`` is not one)."""
-    return pd.Series(modules).astype(str).str.split(".").map(lambda parts: "experts" in parts).to_numpy(dtype=bool)
+    codes, names = pd.factorize(pd.Series(modules).astype(str))  # each distinct path tested once
+    under = np.array(["experts" in name.split(".") for name in names], dtype=bool)
+    return under[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
 def expert_param_names(lay: "ModelLayout") -> set:
@@ -395,8 +397,10 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
     out = work.copy()
     rows = np.flatnonzero((out["op"].astype(str) == GROUPED_GEMM_OP).to_numpy())
     g = ep / tp
-    for i in rows:
-        b, m, n, k = (float(out.at[i, c]) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
+    cols = ("dim_b", "dim_m", "dim_n", "dim_k", "flops", "tiles", "bytes")
+    new = {c: out[c].to_numpy(float)[rows].copy() for c in cols}  # the grouped GEMMs' fields, read once
+    for j in range(len(rows)):
+        b, m, n, k = (float(new[c][j]) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
         if b % ep:
             raise ValueError(f"expert parallel over {ep} ranks: a grouped GEMM of {b:g} experts does not split over them.")
         def off(x: float) -> float:  # how far a dimension is from the rank's routed tokens per expert
@@ -407,7 +411,7 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
         k2 = k
         if split > 1:  # the expert's width over the ranks that split it: the dimension that is neither tokens nor hidden
             wide = [c for c in (("dim_n", "dim_k") if tok_m else ("dim_m", "dim_k"))]
-            pick = next((c for c in wide if float(out.at[i, c]) != float(hidden or -1)), wide[-1])
+            pick = next((c for c in wide if float(new[c][j]) != float(hidden or -1)), wide[-1])
             if pick == "dim_k":
                 k2 = max(k / split, 1.0)
             elif pick == "dim_n":
@@ -416,11 +420,14 @@ def expert_parallel_work(work: pd.DataFrame, ep: int, per_expert_tokens: float, 
                 m2 = max(m2 / split, 1.0)
         b2 = b / ep
         before, after = b * (m * n + n * k + m * k), b2 * (m2 * n2 + n2 * k2 + m2 * k2)
-        out.at[i, "dim_b"], out.at[i, "dim_m"], out.at[i, "dim_n"], out.at[i, "dim_k"] = b2, m2, n2, k2
+        new["dim_b"][j], new["dim_m"][j], new["dim_n"][j], new["dim_k"][j] = b2, m2, n2, k2
         if tp > 1 or f != 1.0 or split > 1:
-            out.at[i, "flops"] = float(out.at[i, "flops"]) * f / tp / split
-        out.at[i, "tiles"] = b2 * np.ceil(m2 / 128) * np.ceil(k2 / 128)
-        out.at[i, "bytes"] = float(out.at[i, "bytes"]) * after / before
+            new["flops"][j] = float(new["flops"][j]) * f / tp / split
+        new["tiles"][j] = b2 * np.ceil(m2 / 128) * np.ceil(k2 / 128)
+        new["bytes"][j] = float(new["bytes"][j]) * after / before
+    for c in cols:  # written back once per column
+        if len(rows):
+            out.iloc[rows, out.columns.get_loc(c)] = new[c]
     if ep > 1 or split > 1:  # the experts' FP8 weight casts (te_fp8_work): a rank casts its share of the experts it holds
         held = expert_weight_casts(out)
         for c in ("flops", "bytes", "tiles", "dim_m"):
@@ -1884,6 +1891,12 @@ def _cfg_get(cfg, *names):
 
 def _layer_prefix(names) -> tuple[str, list[int]]:
     """The dotted prefix followed by an integer index that carries the most distinct indices (the layer list)."""
+    prefix, layers = _layer_prefix_of(tuple(str(n) for n in names))  # memoised: a step's modules are asked often
+    return prefix, list(layers)
+
+
+@functools.lru_cache(maxsize=256)
+def _layer_prefix_of(names: tuple) -> tuple[str, tuple]:
     found: dict[str, set] = {}
     for name in names:
         parts = str(name).split(".")
@@ -1891,9 +1904,9 @@ def _layer_prefix(names) -> tuple[str, list[int]]:
             if part.isdigit():
                 found.setdefault(".".join(parts[:i]), set()).add(int(part))
     if not found:
-        return "", []
+        return "", ()
     prefix = max(found, key=lambda k: (len(found[k]), -k.count(".")))
-    return prefix, sorted(found[prefix])
+    return prefix, tuple(sorted(found[prefix]))
 
 
 def _below_layer(names, prefix: str) -> list[str]:
@@ -1901,11 +1914,12 @@ def _below_layer(names, prefix: str) -> list[str]:
     ``"model.layers.3.self_attn.q_proj"`` under the prefix ``"model.layers"``, :func:`_layer_prefix`); ``""`` outside
     the layers and for a layer itself."""
     head = prefix + "."
-    out = []
-    for m in names:
+    codes, distinct = pd.factorize(np.asarray(names, dtype=object), use_na_sentinel=False)  # each name split once
+    below = []
+    for m in distinct:
         rest = m[len(head):].split(".", 1) if prefix and m.startswith(head) else []
-        out.append(rest[1] if len(rest) == 2 else "")
-    return out
+        below.append(rest[1] if len(rest) == 2 else "")
+    return [below[c] for c in codes]
 
 
 def model_and_layout(model, input_shape=None, input_dtype=None):
