@@ -136,11 +136,13 @@ def resolve_stack(stack, compile) -> str:
 #: (``stack="eager"`` or ``"compile"``, as torchtitan trains) with ``"tensorwise"`` scaling (the default) or
 #: ``"rowwise"`` scaling; Transformer Engine's (``stack="te"``, as Megatron-Core trains) with ``"delayed"`` scaling
 #: (the default; amax history), ``"current"`` per-tensor scaling, ``"mxfp8"`` block scaling (32-element blocks,
-#: Blackwell-class GPUs only) or ``"nvfp4"`` (TE's ``NVFP4BlockScaling``: the linears' GEMMs in 4-bit E2M1 with a scale
-#: per 16 elements; NVIDIA Blackwell GPUs only). How each is modelled: :func:`perfmodel.step.trace.fp8_work` and
-#: :func:`perfmodel.step.trace.te_fp8_work`.
+#: Blackwell-class GPUs only), ``"blockwise"`` (TE's ``Float8BlockScaling``, DeepSeek-V3's recipe: an FP32 scale per
+#: 1x128 block of the activations and gradients and per 128x128 block of the weights, every GEMM with split
+#: accumulation; NVIDIA Hopper and Blackwell GPUs) or ``"nvfp4"`` (TE's ``NVFP4BlockScaling``: the linears' GEMMs in
+#: 4-bit E2M1 with a scale per 16 elements; NVIDIA Blackwell GPUs only). How each is modelled:
+#: :func:`perfmodel.step.trace.fp8_work` and :func:`perfmodel.step.trace.te_fp8_work`.
 FP8_RECIPES = {"tensorwise": ("eager", "compile", "liger"), "rowwise": ("eager", "compile", "liger"), "delayed": ("te",),
-               "current": ("te",), "mxfp8": ("te",), "nvfp4": ("te",)}
+               "current": ("te",), "mxfp8": ("te",), "blockwise": ("te",), "nvfp4": ("te",)}
 
 
 def _check_recipe_name(recipe) -> str:
@@ -149,7 +151,7 @@ def _check_recipe_name(recipe) -> str:
         from perfmodel._errors import UnknownNameError
 
         raise UnknownNameError(f"fp8_recipe must be one of {', '.join(map(repr, FP8_RECIPES))} (torchao: 'tensorwise', "
-                               f"'rowwise'; Transformer Engine: 'delayed', 'current', 'mxfp8', 'nvfp4'), or None for the kernel "
+                               f"'rowwise'; Transformer Engine: 'delayed', 'current', 'mxfp8', 'blockwise', 'nvfp4'), or None for the kernel "
                                f"family's default; got {recipe!r}.")
     return key
 
@@ -171,7 +173,7 @@ def fp8_recipe_of(precision: str, stack: str, recipe=None) -> str | None:
     if stack not in FP8_RECIPES[key]:
         family = ("Transformer Engine's (stack='te')" if FP8_RECIPES[key] == ("te",)
                   else "torchao's (stack='eager', 'compile' or 'liger')")
-        mine = "'delayed', 'current', 'mxfp8' or 'nvfp4'" if stack == "te" else "'tensorwise' or 'rowwise'"
+        mine = "'delayed', 'current', 'mxfp8', 'blockwise' or 'nvfp4'" if stack == "te" else "'tensorwise' or 'rowwise'"
         raise ValueError(f"fp8_recipe={key!r} is {family}; the step runs stack={stack!r}, whose recipes are {mine}. Pass "
                          f"one of those, or the stack of the recipe.")
     return key
@@ -352,7 +354,7 @@ class Workload:
     activation_checkpointing : bool or {"full", "selective", "attention", "layer", "layer:N"}, optional
     stack : {"eager", "compile", "te", "liger"}, optional
         The kernel family the run uses (``predict_step_time``'s ``stack=``); ``"compile"`` is ``compile=True``.
-    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "nvfp4"}, optional
+    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "blockwise", "nvfp4"}, optional
         At ``precision="fp8"``: the scaling recipe (:data:`FP8_RECIPES`); unset, the kernel family's default (torchao's
         tensorwise, Transformer Engine's delayed scaling). ``"nvfp4"`` is Transformer Engine's 4-bit recipe (TE runs
         it under its FP8 autocast, hence ``precision="fp8"``): the linears' GEMMs at the GPU's FP4 rate. Read by

@@ -42,7 +42,8 @@ def add_fp8_recipe(parser, what: str = "") -> None:
     parser.add_argument("--fp8-recipe", choices=list(FP8_RECIPES), default=None,
                         help=f"with --precision fp8{what}: torchao's tensorwise (default) or rowwise scaling; with --stack "
                              "te, Transformer Engine's delayed (default), current or mxfp8 (Blackwell-class GPUs) scaling, "
-                             "or nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
+                             "blockwise (DeepSeek-V3's 1x128 and 128x128 blocks, NVIDIA Hopper and Blackwell GPUs), or "
+                             "nvfp4 (its 4-bit recipe, NVIDIA Blackwell GPUs)")
 
 
 def add_moe_options(parser, where: str = "with an ep factor", *, search: bool = False) -> None:

@@ -757,10 +757,11 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
         ``"compile"`` fuses the memory-bound chains as torch.compile does, ``"te"`` runs Transformer Engine's fused
         modules; the memory follows it. Mixes (``mixes=``) are predicted with eager kernels only and are refused with
         another stack.
-    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "nvfp4"}, optional
+    fp8_recipe : {"tensorwise", "rowwise", "delayed", "current", "mxfp8", "blockwise", "nvfp4"}, optional
         At ``precision="fp8"``, the scaling recipe every candidate runs (:class:`perfmodel.Workload`'s field; default the
         kernel family's own): each candidate's step and memory are :func:`perfmodel.predict`'s for a Workload that says
-        it. The GPUs that cannot run it (MXFP8 or NVFP4 without block-scaled tensor cores) are left out and listed in
+        it. The GPUs that cannot run it (MXFP8 or NVFP4 without block-scaled tensor cores, block scaling before Hopper)
+        are left out and listed in
         ``attrs["skipped"]`` with the reason (when none can, the refusal is raised); mixes (``mixes=``) take no
         recipe.
 

@@ -654,10 +654,12 @@ def te_fp8_saved_bytes(recipe: str | None) -> float:
     copy the weight-gradient GEMM reads, its row-wise data discarded after the forward GEMM
     (``inputmat.update_usage(rowwise_usage=False, columnwise_usage=True)`` in ``_Linear.forward``,
     transformer_engine/pytorch/module/linear.py at d0067d0): an E4M3 byte (delayed and current scaling), with an E8M0
-    scale per 32 elements (MXFP8), an E2M1 half byte with an E4M3 scale per 16 (NVFP4)."""
-    from perfmodel.step.trace import MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT
+    scale per 32 elements (MXFP8), an E4M3 byte with an FP32 scale per 128 (FP8 block scaling), an E2M1 half byte with
+    an E4M3 scale per 16 (NVFP4)."""
+    from perfmodel.step.trace import FP8_BLOCK_BYTES_PER_ELEMENT, MXFP8_BYTES_PER_ELEMENT, NVFP4_BYTES_PER_ELEMENT
 
-    return {"mxfp8": MXFP8_BYTES_PER_ELEMENT, "nvfp4": NVFP4_BYTES_PER_ELEMENT}.get(recipe, 1.0)
+    return {"mxfp8": MXFP8_BYTES_PER_ELEMENT, "nvfp4": NVFP4_BYTES_PER_ELEMENT,
+            "blockwise": FP8_BLOCK_BYTES_PER_ELEMENT}.get(recipe, 1.0)
 
 
 def _fused_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int, tokens: int,

@@ -735,11 +735,15 @@ def low_precision_rates(work: pd.DataFrame) -> np.ndarray:
     """Per work row, the rate its GEMM runs at in an FP8 step (int8): 0 the step's own (BF16), :data:`FP8_RATE` for the
     forward rows the ``fp8`` column marks (:func:`perfmodel.step.trace.fp8_work`, ``te_fp8_work``; a recomputed forward
     GEMM too), :data:`FP8_SPLIT_ACCUMULATION_RATE` for its backward rows (the input- and weight-gradient GEMMs, which
-    torchao and Transformer Engine run with split accumulation), :data:`FP4_RATE` for those the ``fp4`` column marks
+    torchao and Transformer Engine run with split accumulation) and for the forward ones the ``fp8_split`` column marks
+    (Transformer Engine's FP8 block scaling splits all three), :data:`FP4_RATE` for those the ``fp4`` column marks
     (Transformer Engine's NVFP4 recipe)."""
     out = work["fp8"].to_numpy(bool).astype(np.int8) if "fp8" in work.columns else np.zeros(len(work), np.int8)
     if "phase" in work.columns and out.any():
         out[(out == FP8_RATE) & (work["phase"].astype(str) == "backward").to_numpy()] = FP8_SPLIT_ACCUMULATION_RATE
+    if "fp8_split" in work.columns and out.any():  # a recipe that splits the forward GEMMs' accumulation too
+        split = work["fp8_split"].astype(object).where(work["fp8_split"].notna(), False).astype(bool).to_numpy()
+        out[(out == FP8_RATE) & split] = FP8_SPLIT_ACCUMULATION_RATE
     if "fp4" in work.columns:
         out[work["fp4"].to_numpy(bool)] = FP4_RATE
     return out

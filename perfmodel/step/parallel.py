@@ -144,7 +144,7 @@ from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVE
                                        check_expert_grid, crosses_nodes, default_network, parse_strategy, ranks_per_node,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
-from perfmodel.step.trace import (GROUPED_GEMM_OP, TE_WEIGHT_CAST_OPS, MXFP8_BYTES_PER_ELEMENT, expert_param_names, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
+from perfmodel.step.trace import (GROUPED_GEMM_OP, TE_WEIGHT_CAST_OPS, FP8_BLOCK_BYTES_PER_ELEMENT, MXFP8_BYTES_PER_ELEMENT, expert_param_names, NVFP4_BYTES_PER_ELEMENT, _SPLIT_MODULE, ModelLayout, _below_layer, _layer_prefix, context_parallel_work, model_and_layout,
                                   model_layout, op_layer, rank_share)
 
 __all__ = [
@@ -444,10 +444,12 @@ def _tp_linear_roles(work: pd.DataFrame, lay: ModelLayout, mm: np.ndarray) -> tu
 #: output gradient) and all-gather the quantized data with its scales (``gather_along_first_dim`` with a quantizer:
 #: ``_all_gather_fp8``, ``_all_gather_mxfp8``, ``_all_gather_nvfp4`` in transformer_engine/pytorch/distributed.py;
 #: layernorm_linear.py and base.py ``grad_output_preprocess`` at d0067d0; TE 2.0, 544dd14, gathered FP8 already):
-#: E4M3 with one scale per tensor (delayed, current), one E8M0 scale per 32 elements (MXFP8), E2M1 with an E4M3 scale
+#: E4M3 with one scale per tensor (delayed, current), one E8M0 scale per 32 elements (MXFP8), one FP32 scale per 128
+#: (FP8 block scaling, ``_all_gather_fp8_blockwise``), E2M1 with an E4M3 scale
 #: per 16 (NVFP4, :data:`perfmodel.step.trace.NVFP4_BYTES_PER_ELEMENT`). Reduce-scatters stay in the training
 #: precision.
-TE_TP_GATHER_BYTES = {"delayed": 1.0, "current": 1.0, "mxfp8": MXFP8_BYTES_PER_ELEMENT, "nvfp4": NVFP4_BYTES_PER_ELEMENT}
+TE_TP_GATHER_BYTES = {"delayed": 1.0, "current": 1.0, "mxfp8": MXFP8_BYTES_PER_ELEMENT, "nvfp4": NVFP4_BYTES_PER_ELEMENT,
+                      "blockwise": FP8_BLOCK_BYTES_PER_ELEMENT}
 
 
 def _tp_gather_bytes(prec: str, framework: str, stack: str, recipe, tp: int, sequence_parallel: bool = True) -> float:

@@ -257,6 +257,10 @@ RECIPE_BASIS = {
     "mxfp8": ("Transformer Engine's MXFP8 block scaling (a scale per 32 elements; the tensors delayed scaling casts, and the "
               "norms' outputs, cast row-wise and column-wise by kernels of their own; "
               "the GEMMs at the dense FP8 rate)"),
+    "blockwise": ("Transformer Engine's FP8 block scaling (Float8BlockScaling, DeepSeek-V3's recipe: an FP32 scale per "
+                  "1x128 block of each activation and gradient, cast row-wise and column-wise by one kernel of their own, "
+                  "the norms' outputs included, and per 128x128 block of each weight; every GEMM, the forward one too, "
+                  "at the dense FP8 rate with split accumulation)"),
     "nvfp4": ("Transformer Engine's NVFP4 recipe (the linears' forward and gradient GEMMs by the same GEMM model at the "
               "dense FP4 rate instead of the FP8 peak, extrapolated: no FP4 GEMM was measured; each activation and gradient read for its per-tensor maximum (the norms' outputs' in the norm), then "
               "cast row-wise and, with the random Hadamard transform, column-wise by kernels of their own; the weights "
@@ -267,10 +271,23 @@ RECIPE_BASIS = {
 def check_recipe_on(recipe: str | None, clusters) -> None:
     """A recipe the clusters' GPUs can run: MXFP8 needs block-scaled FP8 tensor cores (Blackwell-class; the catalog's
     GPUs with an FP4 rate: B200, GB200, B300, GB300, RTX 5090, MI355X); NVFP4 needs NVIDIA's FP4 tensor cores
-    (NVIDIA GPUs with an FP4 rate: B200, GB200, B300, GB300, RTX 5090)."""
-    if recipe not in ("mxfp8", "nvfp4"):
+    (NVIDIA GPUs with an FP4 rate: B200, GB200, B300, GB300, RTX 5090); FP8 block scaling needs NVIDIA's compute
+    capability 9.0 or later (Hopper, Blackwell: ``check_fp8_block_scaling_support`` in
+    transformer_engine/pytorch/quantization.py at d0067d0)."""
+    if recipe not in ("mxfp8", "nvfp4", "blockwise"):
         return
     specs = gpu_specs([c.gpu for c in clusters], "fp8")
+    if recipe == "blockwise":
+        bad = [s.gpu for s in specs if str(getattr(s, "vendor", "")).upper() != "NVIDIA"
+               or str(getattr(s, "architecture", "") or "").split()[:1] not in (["Hopper"], ["Blackwell"])]
+        if bad:
+            from perfmodel.datasets import UnsupportedPrecisionError
+
+            raise UnsupportedPrecisionError(
+                f"fp8_recipe='blockwise' runs Transformer Engine's FP8 block-scaled GEMMs, which need an NVIDIA GPU of "
+                f"compute capability 9.0 or later (Hopper, Blackwell); {', '.join(map(str, bad))} "
+                f"{'is' if len(bad) == 1 else 'are'} not. Use fp8_recipe='delayed' or 'current' there.")
+        return
     if recipe == "nvfp4":
         bad = [s.gpu for s in specs if not np.isfinite(getattr(s, "fp4_peak_tflops", np.nan))
                or str(getattr(s, "vendor", "")).upper() != "NVIDIA"]

@@ -1105,7 +1105,7 @@ def resolve_fp8_param_gather(value, execution: dict, *, fsdp: bool, precision: s
     if precision == "fp8" and fp8_recipe_of(precision, stack, recipe) == "nvfp4":
         raise ValueError("fp8_param_gather=True with fp8_recipe='nvfp4': Transformer Engine's NVFP4 recipe casts the "
                          "weights to FP4 from their BF16 copy per micro-batch, and perfmodel models no FP8 or FP4 weight "
-                         "storage for it. Pass fp8_param_gather=None, or another recipe ('delayed', 'current', 'mxfp8').")
+                         "storage for it. Pass fp8_param_gather=None, or another recipe ('delayed', 'current', 'mxfp8', 'blockwise').")
     if rowwise:
         raise ValueError("fp8_param_gather=True with fp8_recipe='rowwise': torchao all-gathers rowwise-scaled weights in "
                          "BF16 (its FP8 all-gather is tensorwise). Use fp8_recipe='tensorwise', or fp8_param_gather=None.")

@@ -112,6 +112,18 @@ TE_MXFP8_CAST_BYTES_PER_ELEMENT = 2 + 2 * MXFP8_BYTES_PER_ELEMENT
 TE_AMAX_BYTES_PER_ELEMENT = 2
 
 
+#: bytes of one element of a tensor under Transformer Engine's FP8 block scaling (``Float8BlockScaling``): its E4M3 byte
+#: and its share of the FP32 scale of each 1x128 block (activations and gradients; a weight's 128x128 blocks add less).
+FP8_BLOCK_BYTES_PER_ELEMENT = 1 + 4 / 128
+
+
+#: bytes Transformer Engine's FP8 block-scaled cast moves per element of an activation or gradient: the BF16 tensor read
+#: (2) and its row-wise and column-wise copies written, each quantized from it with its own 1x128 scales in one kernel
+#: ("during the quantization both versions are computed from the high precision input", ``Float8BlockScaling`` in
+#: transformer_engine/common/recipe/__init__.py at d0067d0). As under MXFP8, the norms' outputs are cast by it too.
+TE_BLOCKWISE_CAST_BYTES_PER_ELEMENT = 2 + 2 * FP8_BLOCK_BYTES_PER_ELEMENT
+
+
 #: the ops of Transformer Engine's activation and gradient casts under delayed scaling, current scaling and MXFP8
 #: (:func:`te_fp8_work`), each sized for a tensor-parallel rank by :func:`te_tp_casts`: a cast of a tensor TP splits
 #: (``1/tp``), a transpose of a tensor every rank holds whole, a cast of a tensor on the hidden state (the sequence
@@ -130,6 +142,7 @@ TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_CAST_OP, TE_AMAX_O
 TE_CURRENT_CAST_BYTES_PER_ELEMENT = TE_AMAX_BYTES_PER_ELEMENT + TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT
 
 
+
 #: bytes of one element of an NVFP4 tensor: its 4-bit E2M1 value (0.5) and its share of the E4M3 scale of each block
 #: of 16 elements (1/16) (TE's ``NVFP4BlockScaling``; NVIDIA, "Pretraining Large Language Models with NVFP4", 2025).
 NVFP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16
@@ -145,6 +158,12 @@ TE_NVFP4_CAST_BYTES_PER_ELEMENT = 2 + 2 + 2 * NVFP4_BYTES_PER_ELEMENT
 #: bytes the NVFP4 cast kernel itself moves per element: the BF16 tensor read (2), its row-wise and column-wise NVFP4
 #: copies written.
 TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT = 2 + 2 * NVFP4_BYTES_PER_ELEMENT
+
+
+#: bytes per element of the activation and gradient cast of each block-scaled Transformer Engine recipe (the row-wise
+#: and column-wise copies, each quantized from the BF16 tensor)
+_TE_BLOCK_CAST_BYTES = {"mxfp8": TE_MXFP8_CAST_BYTES_PER_ELEMENT, "nvfp4": TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT,
+                        "blockwise": TE_BLOCKWISE_CAST_BYTES_PER_ELEMENT}
 
 
 #: bytes Transformer Engine's NVFP4 weight cast moves per weight element: the BF16 weight read (2) and its 16x16-block
@@ -1493,7 +1512,7 @@ def _cast_rows(sel: pd.DataFrame, nbytes: np.ndarray, op, phase) -> pd.DataFrame
     last = np.minimum(np.maximum(sel["dim_n"].to_numpy(float), 1.0), eq)
     casts = pd.DataFrame({"op_class": "elementwise", "flops": eq, "bytes": nbytes, "tiles": np.ceil(eq / 512),
                           "dim_m": eq / last, "dim_n": 1.0, "dim_k": last, "dim_b": 1.0, "op": op, "phase": phase,
-                          "fp8": False, "fp4": False})
+                          "fp8": False, "fp4": False, "fp8_split": False})
     if "module" in sel.columns:
         casts["module"] = sel["module"].to_numpy()
     return casts
@@ -1561,9 +1580,8 @@ def _te_activation_casts(w: pd.DataFrame, mm: np.ndarray, recipe: str) -> pd.Dat
     row = sel["module"].astype(str).isin(row_mods).to_numpy()
     forward = phase == "forward"
     norm_fed, hidden_grad = forward & ~row, ~forward & row
-    mx = recipe in ("mxfp8", "nvfp4")  # block-scaled: the column-wise copy is a cast of its own, never a transpose
-    cast = {"mxfp8": TE_MXFP8_CAST_BYTES_PER_ELEMENT, "nvfp4": TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT}.get(
-        recipe, float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT))
+    mx = recipe in ("mxfp8", "nvfp4", "blockwise")  # block-scaled: the column-wise copy is quantized, not transposed
+    cast = _TE_BLOCK_CAST_BYTES.get(recipe, float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT))
     if mx:
         op = np.where(norm_fed | hidden_grad, TE_SEQUENCE_CAST_OP, TE_CAST_OP)
     else:
@@ -1620,6 +1638,11 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
     * ``recipe="mxfp8"`` (a scale per 32-element block, computed where the block is written; Blackwell-class GPUs):
       the same casts, each writing a row-wise and a column-wise MXFP8 copy
       (:data:`TE_MXFP8_CAST_BYTES_PER_ELEMENT`), the norms' outputs included (their cast is not fused);
+    * ``recipe="blockwise"`` (``Float8BlockScaling``, DeepSeek-V3's recipe; NVIDIA Hopper and Blackwell): the casts
+      MXFP8 runs, each writing a row-wise and a column-wise copy with an FP32 scale per 1x128 block
+      (:data:`TE_BLOCKWISE_CAST_BYTES_PER_ELEMENT`), the weights in 128x128 blocks cast as delayed scaling casts
+      them; every FP8 GEMM, the forward one too, with split accumulation (the recipe fixes
+      ``use_split_accumulator=True`` for all three; marked in the ``fp8_split`` column);
     * ``recipe="current"`` (per-tensor current scaling): a tensor's scale needs its own maximum before it is cast:
       the same casts as delayed scaling's, each preceded by a kernel reading the tensor for its maximum
       (:data:`TE_AMAX_BYTES_PER_ELEMENT`), but the norms' outputs, whose maximum the norm kernel takes and which are
@@ -1641,6 +1664,8 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
     w = work.copy()
     mm = _fp8_gemms(w, vocab) & ~_router_rows(w)
     w["fp8"] = mm
+    if recipe == "blockwise":  # every FP8 GEMM, the forward one too, with split accumulation (low_precision_rates)
+        w["fp8_split"] = mm
     fp4 = recipe == "nvfp4"
     if fp4:
         w["fp4"] = mm
@@ -1651,6 +1676,8 @@ def te_fp8_work(work: pd.DataFrame, *, vocab: int | None = None, recipe: str | N
     grouped = ((w["op"].astype(str) == GROUPED_GEMM_OP) & w["phase"].astype(str).isin(["forward", "backward"])).to_numpy()
     if grouped.any():  # the experts' grouped GEMMs (TE's GroupedLinear): their own casts and weight casts
         w["fp8"] = w["fp8"].to_numpy(bool) | grouped
+        if recipe == "blockwise":
+            w["fp8_split"] = w["fp8_split"].to_numpy(bool) | grouped
         if fp4:
             w["fp4"] = w["fp4"].to_numpy(bool) | grouped
         casts = pd.concat([c for c in (casts, _te_grouped_casts(w, grouped, recipe, per, op)) if c is not None],
@@ -1684,8 +1711,7 @@ def _te_grouped_casts(w: pd.DataFrame, grouped: np.ndarray, recipe: str, weight_
     if not len(fwd):
         return w.iloc[:0]
     b, m, n, k = (fwd[c].to_numpy(float) for c in ("dim_b", "dim_m", "dim_n", "dim_k"))
-    cast = {"mxfp8": TE_MXFP8_CAST_BYTES_PER_ELEMENT, "nvfp4": TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT}.get(
-        recipe, float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT))
+    cast = _TE_BLOCK_CAST_BYTES.get(recipe, float(TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT))
     parts = []
     for n_el, phase in ((b * m * n, "forward"), (b * m * k, "backward")):
         if recipe in ("current", "nvfp4"):

@@ -1,5 +1,6 @@
 """FP8 recipes (``Workload(fp8_recipe=...)``): torchao's tensorwise and rowwise scaling, Transformer Engine's delayed,
-current, MXFP8 and NVFP4 scaling — each a stated model of the kernels it adds, checked where the hardware can run it."""
+current, MXFP8, block (DeepSeek-V3's) and NVFP4 scaling — each a stated model of the kernels it adds, checked where the
+hardware can run it."""
 from __future__ import annotations
 
 import warnings
@@ -13,7 +14,8 @@ from perfmodel.datasets import UnsupportedPrecisionError
 from perfmodel.step.trace import (TE_AMAX_BYTES_PER_ELEMENT, TE_AMAX_OP, TE_CAST_OP, TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT,
                                   TE_FP8_ROWWISE_CAST_BYTES_PER_ELEMENT, TE_FP8_TRANSPOSE_BYTES_PER_ELEMENT,
                                   TE_FP8_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_GATHERED_CAST_OP,
-                                  TE_MXFP8_CAST_BYTES_PER_ELEMENT, TE_NVFP4_CAST_BYTES_PER_ELEMENT,
+                                  TE_BLOCKWISE_CAST_BYTES_PER_ELEMENT, TE_MXFP8_CAST_BYTES_PER_ELEMENT,
+                                  TE_NVFP4_CAST_BYTES_PER_ELEMENT,
                                   TE_NVFP4_QUANTIZE_BYTES_PER_ELEMENT,
                                   TE_NVFP4_WEIGHT_CAST_BYTES_PER_ELEMENT, TE_SEQUENCE_AMAX_OP, TE_SEQUENCE_CAST_OP,
                                   TE_TRANSPOSE_OP,
@@ -305,6 +307,51 @@ def test_tensorwise_float8_under_pytorch_tp_casts_gathered_operands_on_the_shard
     assert not (rank_work(wr, par, 4).work["op"] == "float8_transpose").any()
 
 
+def test_te_block_scaling_casts_as_mxfp8_casts_with_fp32_scales_per_128_and_splits_every_gemm_s_accumulation():
+    """Transformer Engine's Float8BlockScaling (DeepSeek-V3's recipe): the tensors MXFP8 casts, the norms' outputs
+    included, each to a row-wise and a column-wise copy with an FP32 scale per 1x128 block, in one kernel; the weights
+    as delayed scaling casts them; and every FP8 GEMM, the forward one too, with split accumulation — on Hopper that
+    costs the forward pass what it costs the backward pass under the other recipes."""
+    from perfmodel.step import op_latency as ol
+
+    assert TE_BLOCKWISE_CAST_BYTES_PER_ELEMENT == 2 + 2 * (1 + 4 / 128)
+    bw = _work("te", "blockwise")
+    by = bw.groupby(["phase", "op"])["bytes"].sum()
+    mx = _work("te", "mxfp8").groupby(["phase", "op"])["bytes"].sum()
+    for key in (("forward", TE_SEQUENCE_CAST_OP), ("backward", TE_SEQUENCE_CAST_OP), ("forward", TE_CAST_OP),
+                ("backward", TE_CAST_OP)):
+        assert by[key] == pytest.approx(mx[key] / TE_MXFP8_CAST_BYTES_PER_ELEMENT * TE_BLOCKWISE_CAST_BYTES_PER_ELEMENT)
+    assert not bw["op"].isin([TE_AMAX_OP, TE_SEQUENCE_AMAX_OP, TE_TRANSPOSE_OP]).any()  # block maxima in the cast
+    delayed = _work("te", "delayed")
+    weights = lambda w: w.loc[w["op"].astype(str).str.contains("weight_cast"), "bytes"].sum()  # noqa: E731
+    assert weights(delayed) > 0 and weights(bw) == pytest.approx(weights(delayed))
+    code = ol.low_precision_rates(bw)
+    fp8 = bw["fp8"].to_numpy(bool)
+    assert fp8.any() and (code[fp8] == ol.FP8_SPLIT_ACCUMULATION_RATE).all()
+    # Hopper: the forward pass slower than delayed scaling's by its split accumulation (and its norms' casts)
+    big = dict(LLAMA, hidden_size=2048, intermediate_size=8192, num_attention_heads=16, num_key_value_heads=8,
+               max_position_embeddings=1024, num_hidden_layers=2)
+
+    def run(gpu, recipe):
+        w = pm.Workload(big, input_shape=(1024,), batch_size=8, precision="fp8", optimizer=None, stack="te",
+                        fp8_recipe=recipe)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pm.predict(w, pm.Cluster(gpu))
+
+    h_bw, h_d = run("H100", "blockwise"), run("H100", "delayed")
+    assert h_bw.breakdown["forward"] > h_d.breakdown["forward"]
+    assert "FP8 block scaling" in h_bw.basis
+    # Blackwell accumulates in full precision, and the bytes per element are MXFP8's: the same step
+    assert run("B200", "blockwise").step_time_s == pytest.approx(run("B200", "mxfp8").step_time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("gpu", ["L40S", "A100", "MI300X"])
+def test_block_scaling_is_refused_before_hopper_and_off_nvidia(gpu):
+    with pytest.raises(UnsupportedPrecisionError, match="fp8|FP8"):
+        _pred(gpu, stack="te", fp8_recipe="blockwise")
+
+
 def test_backward_fp8_gemms_run_with_split_accumulation_on_hopper_and_ada_only():
     """torchao (every recipe) and Transformer Engine run the forward FP8 GEMM with fast accumulation and the input- and
     weight-gradient GEMMs with split accumulation, which on Ada and Hopper (limited-precision FP8 accumulators) costs
@@ -392,7 +439,7 @@ def test_an_fp8_gemm_gets_no_larger_a_share_of_its_peak_than_in_bf16():
                                                  ol.default_op_model())[0])
 
 
-@pytest.mark.parametrize("recipe,per_el", [("delayed", 1.0), ("mxfp8", 1 + 1 / 32)])
+@pytest.mark.parametrize("recipe,per_el", [("delayed", 1.0), ("mxfp8", 1 + 1 / 32), ("blockwise", 1 + 4 / 128)])
 def test_te_fp8_linears_save_their_inputs_quantized(recipe, per_el):
     """Under TE's FP8 each linear saves its input as the quantized column-wise copy its weight-gradient GEMM reads
     (q/k/v's and gate/up's shared inputs, the down projection's), not in BF16; the output projection saves its own
