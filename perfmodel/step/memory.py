@@ -424,13 +424,13 @@ def _te_weight_cache(w, deg: dict, prec: str, r) -> tuple:
     each weight's quantized copies — the row-wise one the forward GEMM reads and the column-wise one (on Hopper its
     transpose) the input-gradient GEMM reads — in a workspace of the module for the whole run (TE's
     ``get_weight_workspace(cache_name="weight")``; Megatron-LM ``TELinear.forward``). Two copies at the recipe's
-    bytes per element (:func:`te_fp8_saved_bytes`), one where ``--fp8-param-gather`` stores the weight quantized
+    bytes per element of a weight (:func:`te_fp8_weight_bytes`), one where ``--fp8-param-gather`` stores the weight quantized
     already (``deg["fp8"]``). ``(set(), 0.0)`` otherwise."""
     from perfmodel._workload import fp8_recipe_of
 
     if deg.get("framework") != "megatron" or r.stack != "te" or prec != "fp8":
         return set(), 0.0
-    per = te_fp8_saved_bytes(fp8_recipe_of(prec, r.stack, w.fp8_recipe))
+    per = te_fp8_weight_bytes(fp8_recipe_of(prec, r.stack, w.fp8_recipe))
     return _fp8_linear_names(w, r), per if deg.get("fp8") else 2 * per
 
 
@@ -647,6 +647,14 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
                        saved, out_b, head, size) if head.any() else 0.0),
         kept_sel=kept_sel, core_attn=core_attn, n_saved=len(saved), stack=stack,
         fp8_input_bytes=fp8_input_bytes)
+
+
+def te_fp8_weight_bytes(recipe: str | None) -> float:
+    """Bytes per element of a weight Transformer Engine keeps quantized: as :func:`te_fp8_saved_bytes`, but under FP8
+    block scaling, whose weights take an FP32 scale per 128x128 block (``w_block_scaling_dim=2``), not per 1x128."""
+    from perfmodel.step.trace import FP8_BLOCK_WEIGHT_BYTES_PER_ELEMENT
+
+    return FP8_BLOCK_WEIGHT_BYTES_PER_ELEMENT if recipe == "blockwise" else te_fp8_saved_bytes(recipe)
 
 
 def te_fp8_saved_bytes(recipe: str | None) -> float:

@@ -260,7 +260,8 @@ RECIPE_BASIS = {
     "blockwise": ("Transformer Engine's FP8 block scaling (Float8BlockScaling, DeepSeek-V3's recipe: an FP32 scale per "
                   "1x128 block of each activation and gradient, cast row-wise and column-wise by one kernel of their own, "
                   "the norms' outputs included, and per 128x128 block of each weight; every GEMM, the forward one too, "
-                  "at the dense FP8 rate with split accumulation)"),
+                  "at the dense FP8 rate with split accumulation, which costs time on Hopper only; on Blackwell TE "
+                  "converts the scales to MXFP8's, kernels not counted)"),
     "nvfp4": ("Transformer Engine's NVFP4 recipe (the linears' forward and gradient GEMMs by the same GEMM model at the "
               "dense FP4 rate instead of the FP8 peak, extrapolated: no FP4 GEMM was measured; each activation and gradient read for its per-tensor maximum (the norms' outputs' in the norm), then "
               "cast row-wise and, with the random Hadamard transform, column-wise by kernels of their own; the weights "
@@ -285,8 +286,9 @@ def check_recipe_on(recipe: str | None, clusters) -> None:
 
             raise UnsupportedPrecisionError(
                 f"fp8_recipe='blockwise' runs Transformer Engine's FP8 block-scaled GEMMs, which need an NVIDIA GPU of "
-                f"compute capability 9.0 or later (Hopper, Blackwell); {', '.join(map(str, bad))} "
-                f"{'is' if len(bad) == 1 else 'are'} not. Use fp8_recipe='delayed' or 'current' there.")
+                f"compute capability 9.0 or later (Hopper, Blackwell: the first word of the GPU's architecture); "
+                f"{', '.join(map(str, bad))} {'is' if len(bad) == 1 else 'are'} not. Use fp8_recipe='delayed' or 'current' "
+                "there, or give a custom GPUSpec its architecture.")
         return
     if recipe == "nvfp4":
         bad = [s.gpu for s in specs if not np.isfinite(getattr(s, "fp4_peak_tflops", np.nan))

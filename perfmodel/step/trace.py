@@ -115,6 +115,8 @@ TE_AMAX_BYTES_PER_ELEMENT = 2
 #: bytes of one element of a tensor under Transformer Engine's FP8 block scaling (``Float8BlockScaling``): its E4M3 byte
 #: and its share of the FP32 scale of each 1x128 block (activations and gradients; a weight's 128x128 blocks add less).
 FP8_BLOCK_BYTES_PER_ELEMENT = 1 + 4 / 128
+#: the same of a weight, whose blocks are 128x128
+FP8_BLOCK_WEIGHT_BYTES_PER_ELEMENT = 1 + 4 / (128 * 128)
 
 
 #: bytes Transformer Engine's FP8 block-scaled cast moves per element of an activation or gradient: the BF16 tensor read

@@ -342,8 +342,35 @@ def test_te_block_scaling_casts_as_mxfp8_casts_with_fp32_scales_per_128_and_spli
     h_bw, h_d = run("H100", "blockwise"), run("H100", "delayed")
     assert h_bw.breakdown["forward"] > h_d.breakdown["forward"]
     assert "FP8 block scaling" in h_bw.basis
-    # Blackwell accumulates in full precision, and the bytes per element are MXFP8's: the same step
+    # as modelled on Blackwell (full-precision accumulation; the bytes per element are MXFP8's, whose GEMMs TE runs
+    # after converting the block scales, a conversion not counted): the same step
     assert run("B200", "blockwise").step_time_s == pytest.approx(run("B200", "mxfp8").step_time_s, rel=1e-12)
+
+
+def _moe_work(recipe):
+    net, shape, dtype, vocab, _ = model_input(dict(model_type="mixtral", vocab_size=1000, hidden_size=64,
+                                                   intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                                   num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                                                   max_position_embeddings=256, tie_word_embeddings=False), (64,), None)
+    return step_work(net, shape, dtype, vocab, batch_size=4, prec="fp8", optimizer=None, inference=False, compile="te",
+                     recipe=recipe)
+
+
+def test_block_scaling_reaches_the_experts_grouped_gemms_their_casts_and_the_tensor_parallel_gathers():
+    from perfmodel.step import op_latency as ol
+    from perfmodel.step.memory import te_fp8_weight_bytes
+    from perfmodel.step.parallel import _tp_gather_bytes
+    from perfmodel.step.trace import GROUPED_GEMM_OP, in_experts_module
+
+    bw, mx = _moe_work("blockwise"), _moe_work("mxfp8")
+    grouped = (bw["op"] == GROUPED_GEMM_OP).to_numpy() & bw["fp8"].to_numpy(bool)
+    assert grouped.any() and (ol.low_precision_rates(bw)[grouped] == ol.FP8_SPLIT_ACCUMULATION_RATE).all()
+    casts = lambda w: w.loc[(w["op"] == TE_CAST_OP).to_numpy() & in_experts_module(w["module"]), "bytes"].sum()  # noqa: E731
+    assert casts(mx) > 0 and casts(bw) == pytest.approx(casts(mx) / TE_MXFP8_CAST_BYTES_PER_ELEMENT
+                                                        * TE_BLOCKWISE_CAST_BYTES_PER_ELEMENT)
+    assert _tp_gather_bytes("fp8", "megatron", "te", "blockwise", 2) == pytest.approx(1 + 4 / 128)
+    # a weight kept quantized takes an FP32 scale per 128x128 block, not per 1x128
+    assert te_fp8_weight_bytes("blockwise") == 1 + 4 / 128**2 and te_fp8_weight_bytes("mxfp8") == 1 + 1 / 32
 
 
 @pytest.mark.parametrize("gpu", ["L40S", "A100", "MI300X"])
