@@ -144,7 +144,6 @@ TE_CAST_OP, TE_TRANSPOSE_OP, TE_SEQUENCE_CAST_OP, TE_GATHERED_CAST_OP, TE_AMAX_O
 TE_CURRENT_CAST_BYTES_PER_ELEMENT = TE_AMAX_BYTES_PER_ELEMENT + TE_FP8_CAST_TRANSPOSE_BYTES_PER_ELEMENT
 
 
-
 #: bytes of one element of an NVFP4 tensor: its 4-bit E2M1 value (0.5) and its share of the E4M3 scale of each block
 #: of 16 elements (1/16) (TE's ``NVFP4BlockScaling``; NVIDIA, "Pretraining Large Language Models with NVFP4", 2025).
 NVFP4_BYTES_PER_ELEMENT = 0.5 + 1 / 16
