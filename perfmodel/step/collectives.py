@@ -675,11 +675,13 @@ def deepep_time(nbytes: float, ep: int, per_token: int, nodes: float, ranks: flo
     return max(t_rdma, t_nvl)
 
 
-def bus_bandwidth_gb_per_s(collective: str, nbytes: float, n: int, link: Interconnect) -> float:
+def bus_bandwidth_gb_per_s(collective: str, nbytes: float, n: int, link: Interconnect, *,
+                           algorithm: str = "nccl") -> float:
     """The bus bandwidth (GB/s) nccl-tests would report for the modelled ``collective`` (``"all_reduce"``,
     ``"all_gather"`` or ``"alltoall"``) of ``nbytes`` over ``n`` GPUs on ``link``: the bytes over the modelled time
     (:func:`allreduce_time`, :func:`allgather_time`, :func:`alltoall_time`) times nccl-tests' factor, ``2(n−1)/n`` for
-    an all-reduce, ``(n−1)/n`` for an all-gather and an all-to-all."""
+    an all-reduce, ``(n−1)/n`` for an all-gather and an all-to-all; ``algorithm`` is the all-reduce's
+    (:func:`allreduce_time`)."""
     if collective not in ("all_reduce", "all_gather", "alltoall"):
         raise UnknownNameError(f"bus_bandwidth_gb_per_s: collective must be 'all_reduce', 'all_gather' or 'alltoall'; "
                                f"got {collective!r}.")
@@ -688,7 +690,7 @@ def bus_bandwidth_gb_per_s(collective: str, nbytes: float, n: int, link: Interco
         raise ValueError("bus_bandwidth_gb_per_s: a bus bandwidth needs at least 2 GPUs and bytes to move; "
                          f"got n={n!r}, nbytes={nbytes!r}.")
     reduce = collective == "all_reduce"
-    t = (allreduce_time(nbytes, n, link) if reduce else alltoall_time(nbytes, n, link) if collective == "alltoall"
+    t = (allreduce_time(nbytes, n, link, algorithm=algorithm) if reduce else alltoall_time(nbytes, n, link) if collective == "alltoall"
          else allgather_time(nbytes, n, link))
     return (2.0 if reduce else 1.0) * (n - 1) / n * nbytes / t / 1e9
 

@@ -794,12 +794,12 @@ def _te_expert_rows(names, rows_of, present: set, dims: list, lay, fp8: bool) ->
     drop, quantized = [], []
     if not f or not h:
         return drop, quantized
-    where = dict(zip(names, rows_of))
-    from perfmodel.step.trace import _ACT_SUBMODULE
+    from perfmodel.step.trace import _ACT_SUBMODULE, _EXPERTS_ACT
 
+    where = dict(zip(names, rows_of))
     for act in names:
-        parent = _ACT_SUBMODULE.sub("", act) if _ACT_SUBMODULE.search(act) else None
-        if parent is None or parent not in present or parent.rsplit(".", 1)[-1] != "experts":
+        parent = _ACT_SUBMODULE.sub("", act)
+        if not _EXPERTS_ACT.search(act) or parent not in present:
             continue
         at, act_at = where[parent], where[act]
         gates = [i for i in act_at if len(dims[i]) == 2 and dims[i][-1] == 2 * f]

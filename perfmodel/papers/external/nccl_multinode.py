@@ -84,8 +84,7 @@ def data() -> pd.DataFrame:
     % errors (``abs_error_pct``, ``line_rate_abs_error_pct``, ``pooled_fit_abs_error_pct``,
     ``ring_link_abs_error_pct``). Computed once per process; callers get copies."""
     from perfmodel.datasets import load_nccl_tests_p5
-    from perfmodel.step.collectives import (Interconnect, allreduce_time, bus_bandwidth_gb_per_s, fitted_params,
-                                             resolve_interconnect)
+    from perfmodel.step.collectives import Interconnect, bus_bandwidth_gb_per_s, fitted_params, resolve_interconnect
     from perfmodel.step.strategy import alltoall_across, rail_link, resolve_links
 
     d = load_nccl_tests_p5()
@@ -113,9 +112,7 @@ def data() -> pd.DataFrame:
         rows.append(dict(collective=coll, nodes=int(r.nodes), n_gpus=n, message_bytes=int(r.message_bytes),
                          measured_busbw_gb_per_s=float(r.busbw_gb_per_s),
                          predicted_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, link),
-                         ring_link_busbw_gb_per_s=(2 * (n - 1) / n * s / allreduce_time(s, n, links["dp"], algorithm="ring")
-                                                   / 1e9 if coll == "all_reduce" else
-                                                   bus_bandwidth_gb_per_s(coll, s, n, links["dp"])),
+                         ring_link_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, links["dp"], algorithm="ring"),
                          line_rate_busbw_gb_per_s=float(line),
                          pooled_fit_busbw_gb_per_s=bus_bandwidth_gb_per_s(coll, s, n, pooled_a2a),
                          link_gb_per_s=float(link.bandwidth_gb_per_s), efficiency=float(link.efficiency),
