@@ -203,13 +203,19 @@ def _saved_for(net, dtype, x_shape, x_dtype):
 
     from perfmodel.step.trace import model_layout, module_fingerprint, module_memo
 
-    key = ("saved", module_fingerprint(net), str(dtype), tuple(x_shape), str(x_dtype))
+    fingerprint = module_fingerprint(net)
+    key = ("saved", fingerprint, str(dtype), tuple(x_shape), str(x_dtype))
     memo = module_memo(net)
     if key not in memo:
         on_meta = next(iter(net.parameters()), torch.empty(0, device="meta")).device.type == "meta"
-        meta_net = net if on_meta else copy.deepcopy(net).to("meta")
-        if dtype != torch.float32:
-            meta_net = (copy.deepcopy(meta_net) if meta_net is net else meta_net).to(dtype)
+        if on_meta and dtype == torch.float32:
+            meta_net = net
+        else:  # the copy on meta in dtype: made once per module and dtype (a deep copy of a large model takes ~0.2 s)
+            copy_key = ("meta-copy", fingerprint, str(dtype))
+            if copy_key not in memo:
+                made = copy.deepcopy(net)
+                memo[copy_key] = (made if on_meta else made.to("meta")).to(dtype)
+            meta_net = memo[copy_key]
         x = torch.empty(tuple(x_shape), dtype=x_dtype, device="meta")
         saved = _saved_repeated(meta_net, x)
         if saved is None:
@@ -217,6 +223,35 @@ def _saved_for(net, dtype, x_shape, x_dtype):
         memo[key] = (saved, model_layout(meta_net) if meta_net is not net else None)
     saved, lay = memo[key]
     return saved.copy(), lay
+
+
+def _rank_saved(net, dtype, x_shape, x_dtype, lay, size: int, family: str, fp8_input_bytes: float | None) -> tuple:
+    """``(saved rows, their layers, the fused loss's transient or None, the meta copy's layout or None, derived)``: the
+    tensors :func:`_saved_for` records for ``net`` on an input of ``x_shape``, each row's layer
+    (:func:`perfmodel.step.trace.op_layer`), as the kernel ``family`` (``"te"``, ``"liger"``; ``"eager"`` leaves them
+    as traced) saves them (:func:`_fused_saved`). Memoised per module (:func:`perfmodel.step.trace.module_memo`): a
+    layout search asks for the same micro-batch under every checkpointing policy and gradient layout. The rows and
+    layers returned are copies; ``derived`` is the memo's own dict of what a caller derives from them alone (the rows
+    tensor parallelism splits, the gathered block inputs), filled as they are asked for."""
+    import torch
+
+    from perfmodel.step.trace import module_fingerprint, module_memo, op_layer
+
+    key = ("rank-saved", module_fingerprint(net), str(dtype), tuple(x_shape), str(x_dtype), family, fp8_input_bytes)
+    memo = module_memo(net)
+    if key not in memo:
+        saved, meta_lay = _saved_for(net, dtype, x_shape, x_dtype)
+        on = meta_lay if meta_lay is not None else lay
+        layer = op_layer(saved.assign(phase="forward"), on.n_layers) if len(saved) else np.zeros(0, dtype=int)
+        fused_head = None  # the loss's transient under a family of fused modules (None: eager's)
+        if family in ("te", "liger") and len(saved):
+            linears = ({k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)}
+                       if fp8_input_bytes is not None else None)
+            saved, layer, fused_head = _fused_saved(saved, layer, on, size, int(np.prod(x_shape)), family,
+                                                    fp8_input_bytes=fp8_input_bytes, linears=linears)
+        memo[key] = (saved, layer, fused_head, meta_lay, {})
+    saved, layer, fused_head, meta_lay, derived = memo[key]
+    return saved.copy(), layer.copy(), fused_head, meta_lay, derived
 
 
 def _gathered_block_inputs(saved: pd.DataFrame, layer: np.ndarray, lay, size: int) -> np.ndarray:
@@ -595,31 +630,30 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
                             "Use a pp degree of at most the number of layers.")
     dtype = getattr(torch, wl.PRECISION_DTYPES[prec])
     size = torch.empty((), dtype=dtype).element_size()
-    saved, meta_lay = _saved_for(net, dtype, (mb, *shape), in_dtype or dtype)
+    fp8_input_bytes = te_fp8_saved_bytes(fp8_recipe) if stack == "te" and prec == "fp8" else None
+    saved, layer, fused_head, meta_lay, derived = _rank_saved(net, dtype, (mb, *shape), in_dtype or dtype, lay, size,
+                                                              stack if stack in ("te", "liger") else "eager",
+                                                              fp8_input_bytes)
     if meta_lay is not None:
         lay = meta_lay
-    layer = op_layer(saved.assign(phase="forward"), lay.n_layers) if len(saved) else np.zeros(0, dtype=int)
-    fused_head = None  # the loss's transient under a family of fused modules (None: eager's, below)
-    fp8_input_bytes = te_fp8_saved_bytes(fp8_recipe) if stack == "te" and prec == "fp8" else None
-    if stack in ("te", "liger") and len(saved):
-        linears = ({k for k, m in net.named_modules() if isinstance(m, torch.nn.Linear)}
-                   if fp8_input_bytes is not None else None)
-        saved, layer, fused_head = _fused_saved(saved, layer, lay, size, mb * int(np.prod(shape)), stack,
-                                                fp8_input_bytes=fp8_input_bytes, linears=linears)
-    elif compiled_loss and len(saved):
+    if stack not in ("te", "liger") and compiled_loss and len(saved):
         saved, fused_head = _compiled_loss_saved(saved, layer, lay, size)
+        derived = {}  # the rows changed: nothing derived from the memoised ones applies
     out_b = saved["bytes"].to_numpy(float)
     sp = bool(deg.get("sequence_parallel", deg["fsdp"] and tpd > 1))  # the hidden states split along the sequence
     if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
         out_b = out_b / tpd
     elif tpd > 1 and len(saved):
-        out_b = np.where(_split_saved(saved, layer, lay), out_b / tpd, out_b)
+        split = derived["split"] if "split" in derived else derived.setdefault("split", _split_saved(saved, layer, lay))
+        out_b = np.where(split, out_b / tpd, out_b)
     if sp and tpd > 1 and deg.get("framework", "pytorch") != "megatron" and len(saved):
         # PyTorch's sequence parallelism (DTensor, as torchtitan runs it) all-gathers a block's input before its
         # column-parallel linears, whose matmuls save that gathered input for the weight gradient: each norm output
         # that feeds a block is kept whole besides its shard. Megatron saves the shard and gathers it again in the
         # backward pass (Korthikanti et al. 2022), so its blocks keep the shard only.
-        out_b = np.where(_gathered_block_inputs(saved, layer, lay, size), out_b * (1 + tpd), out_b)
+        gathered = (derived["gathered"] if "gathered" in derived
+                    else derived.setdefault("gathered", _gathered_block_inputs(saved, layer, lay, size)))
+        out_b = np.where(gathered, out_b * (1 + tpd), out_b)
     in_experts = in_experts_module(saved["module"]) if len(saved) else np.zeros(0, dtype=bool)
     if sp and _expert_split(deg, lay) > 1 and len(saved):
         # experts split over the tensor-parallel ranks compute the tokens those ranks gather: what they save on the
@@ -873,7 +907,20 @@ def _compiled_loss_saved(saved: pd.DataFrame, layer: np.ndarray, lay, size: int)
 def _selective_kept(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:
     """Bytes per layer torchtitan's per-operator policy keeps: the outputs of the fused attention kernels and of every
     other matmul of a layer's forward pass (:func:`perfmodel.step.trace.selective_recompute_mask`); the rest is
-    recomputed from the layer's input."""
+    recomputed from the layer's input. Memoised per module (:func:`perfmodel.step.trace.module_memo`); a copy is
+    returned."""
+    from perfmodel.step.trace import module_fingerprint, module_memo
+
+    key = ("selective-kept", module_fingerprint(net), tuple(shape), str(in_dtype), vocab, int(mb), prec, lay.n_layers,
+           lay.hidden, int(tpd), bool(sp))
+    memo = module_memo(net)
+    if key not in memo:
+        memo[key] = _selective_kept_bytes(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp)
+    return memo[key].copy()
+
+
+def _selective_kept_bytes(net, shape, in_dtype, vocab, mb, prec, lay, tpd, sp) -> np.ndarray:
+    """:func:`_selective_kept`, computed."""
     from perfmodel.step import trace as wl
     from perfmodel.step.trace import op_layer
 
@@ -932,20 +979,26 @@ def _layer_params(lay, names=None) -> tuple[np.ndarray, np.ndarray]:
     return layer_params, layer_split
 
 
-def _stage_rank_params(lay, ls, s: int, p: int, tied: set, tpd: int, names=None, per_layer=None) -> float:
+def _outside_params(lay, names=None) -> list:
+    """``(name, parameters, layer, split)`` of each parameter outside the repeated layers (of ``names`` only, when
+    given), in the layout's order: the embedding's before them, the head's after."""
+    return [(k, n, lay.param_layer[k], lay.param_split[k]) for k, n in lay.param_numel.items()
+            if not 0 <= lay.param_layer[k] < lay.n_layers and (names is None or k in names)]
+
+
+def _stage_rank_params(lay, ls, s: int, p: int, tied: set, tpd: int, names=None, per_layer=None,
+                       outside=None) -> float:
     """Parameters one tensor-parallel rank of pipeline stage ``s`` (of ``p``) holds, of ``names`` only when given: its
     layers ``ls`` (``per_layer``: :func:`_layer_params` of ``names``, computed once for every stage), the embedding
-    on the first stage, the head and a tied output projection (``tied``) on the last."""
+    on the first stage, the head and a tied output projection (``tied``) on the last (``outside``:
+    :func:`_outside_params` of ``names``, likewise)."""
     layer_p, layer_split = per_layer if per_layer is not None else _layer_params(lay, names)
     total = float(layer_p[ls].sum()) if len(ls) else 0.0
     split = float(layer_split[ls].sum()) if len(ls) else 0.0
-    for k, n in lay.param_numel.items():
-        li = lay.param_layer[k]
-        if names is not None and k not in names:
-            continue
+    for k, n, li, is_split in outside if outside is not None else _outside_params(lay, names):
         if (li < 0 and s == 0) or (li >= lay.n_layers and s == p - 1) or (s == p - 1 and k in tied):
             total += n
-            split += n if lay.param_split[k] else 0
+            split += n if is_split else 0
     return split / tpd + (total - split) if tpd > 1 else total
 
 
@@ -1105,13 +1158,17 @@ def _pipeline_memory(r: _MemoryRank, deg: dict, state: int) -> tuple[float, floa
     own = expert_parallel_layout(lay, deg.get("ep", 1), split_experts=_expert_split(deg, lay) > 1)
     shard_lay = expert_shard_layout(lay)  # what a sharded optimizer cuts its shard from (an expert over all its holders)
     per_layer = [_layer_params(own, names) for names in sets]
+    outside = [_outside_params(own, names) for names in sets]
     layer_params, layer_split = per_layer[0]
     full = _layer_params(shard_lay) if own is not lay else per_layer[0]
+    full_outside = _outside_params(shard_lay) if own is not lay else outside[0]
     best = None
     for s, ls in enumerate(bounds):
-        stage_p, st8, stc = (_stage_rank_params(own, ls, s, p, tied, tpd, names, lp) for names, lp in zip(sets, per_layer))
+        stage_p, st8, stc = (_stage_rank_params(own, ls, s, p, tied, tpd, names, lp, out)
+                             for names, lp, out in zip(sets, per_layer, outside))
         # sharded (FSDP, the distributed optimizer): 1/(dp·cp) of every parameter of the stage, experts included
-        stage_full = _stage_rank_params(shard_lay, ls, s, p, tied, tpd, None, full) if own is not lay else stage_p
+        stage_full = (_stage_rank_params(shard_lay, ls, s, p, tied, tpd, None, full, full_outside) if own is not lay
+                      else stage_p)
         # the stage's parameters at the training precision but its FP8 linears' weights: one byte each where they
         # are gathered (FSDP) or stored (Megatron) in FP8
         stage_b = (stage_p - st8) * size + st8 if fp8 else stage_p * size

@@ -275,23 +275,24 @@ def _divide_rows(work: pd.DataFrame, mask: np.ndarray, n: int, tokens: int) -> p
     w = work.copy()
     if not mask.any() or n == 1:
         return w
+    col = {c: w[c].to_numpy(float, copy=True) for c in ("flops", "bytes", "tiles", "dim_m", "dim_n", "dim_k", "dim_b")}
     for c in ("flops", "bytes", "tiles"):
-        w.loc[mask, c] = w.loc[mask, c] / n
+        col[c][mask] = col[c][mask] / n
     mm = mask & (w["op_class"].isin(["matmul", "conv"])).to_numpy()
-    batched = mm & (w["dim_b"].to_numpy() > 1)
-    w.loc[batched, "dim_b"] = w.loc[batched, "dim_b"] / n
+    batched = mm & (col["dim_b"] > 1)
+    col["dim_b"][batched] = col["dim_b"][batched] / n
     plain = np.flatnonzero(mm & ~batched)
     if len(plain):
-        dims = w.iloc[plain][["dim_m", "dim_n", "dim_k"]].to_numpy(float)
+        dims = np.stack([col["dim_m"][plain], col["dim_n"][plain], col["dim_k"][plain]], axis=1)
         dims_no_tok = np.where(np.isclose(dims, tokens), -1.0, dims)
-        col = np.argmax(dims_no_tok, axis=1)
+        which = np.argmax(dims_no_tok, axis=1)
         for c, name in enumerate(("dim_m", "dim_n", "dim_k")):
-            rows = plain[col == c]
-            if len(rows):
-                j = w.columns.get_loc(name)
-                w.iloc[rows, j] = np.maximum(w.iloc[rows, j].to_numpy(float) / n, 1.0)
+            rows = plain[which == c]
+            col[name][rows] = np.maximum(col[name][rows] / n, 1.0)
     other = mask & ~mm
-    w.loc[other, "dim_m"] = np.maximum(w.loc[other, "dim_m"] / n, 1.0)
+    col["dim_m"][other] = np.maximum(col["dim_m"][other] / n, 1.0)
+    for c, a in col.items():
+        w[c] = a
     return w
 
 
@@ -301,7 +302,9 @@ def _scale_rows(work: pd.DataFrame, mask: np.ndarray, f: float) -> pd.DataFrame:
     w = work.copy()
     if mask.any() and f != 1:
         for c in ("flops", "bytes", "tiles", "dim_m"):
-            w.loc[mask, c] = np.maximum(w.loc[mask, c] * f, 1.0 if c == "dim_m" else 0.0)
+            a = w[c].to_numpy(float, copy=True)
+            a[mask] = np.maximum(a[mask] * f, 1.0 if c == "dim_m" else 0.0)
+            w[c] = a
     return w
 
 
@@ -313,7 +316,8 @@ def _tp_split_mask(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> n
     prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
     inside = (layer >= 0) & (layer < lay.n_layers)
     rel = _below_layer(mods, prefix)
-    in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in rel])
+    codes, paths = pd.factorize(rel)  # each distinct path below the layer tested once
+    in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in paths], dtype=bool)[codes]
     is_mm = work["op_class"].isin(["matmul", "conv", "softmax"]).to_numpy()
     hidden_state = (~is_mm) & (work["dim_k"].to_numpy(float) == float(lay.hidden or -1))
     mask = in_split & (is_mm | ~hidden_state)

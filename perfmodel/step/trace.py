@@ -336,7 +336,7 @@ def in_experts_module(modules) -> np.ndarray:
 def expert_param_names(lay: "ModelLayout") -> set:
     """Names of a mixture of experts' routed experts' parameters (:func:`is_routed_expert`). Empty for a dense
     model."""
-    return {k for k in lay.param_numel if is_routed_expert(k)}
+    return {k for k in lay.param_numel if "experts." in k and is_routed_expert(k)}  # the substring first: cheap
 
 
 #: modules of a mixture-of-experts block that route the tokens: the router (``gate``, ``router``) and a shared expert's
@@ -932,6 +932,14 @@ def _experts_swiglu(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return fused, folded
 
 
+def _matches(names: pd.Series, pattern) -> np.ndarray:
+    """Per string of ``names``, whether the compiled regex ``pattern`` is found in it (``Series.str.contains``), each
+    distinct string searched once."""
+    codes, distinct = pd.factorize(names)
+    return (np.array([bool(pattern.search(n)) for n in distinct], dtype=bool)[codes] if len(distinct)
+            else np.zeros(len(names), dtype=bool))
+
+
 def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     """Per row of :func:`te_ops`' rows, the fused module it belongs to (``"norm"``, ``"mlp_act"``,
     ``"attention_prep"``, ``"cross_entropy"``) or ``""``: memory-bound operators of the modules named so, the loss's
@@ -940,15 +948,15 @@ def _fused_roles(d: pd.DataFrame, liger: bool) -> np.ndarray:
     cls = d["op_class"].astype(str).to_numpy()
     mem = ~np.isin(cls, _TE_FREE) & (d["phase"].astype(str).to_numpy() != "optimizer")
     role = np.full(len(d), "", dtype=object)
-    role[mem & mod.str.contains(_TE_NORM).to_numpy()] = "norm"
-    mlp = mod.str.contains(_TE_MLP).to_numpy()
+    role[mem & _matches(mod, _TE_NORM)] = "norm"
+    mlp = _matches(mod, _TE_MLP)
     folded = np.zeros(len(d), dtype=bool)
     if not liger:  # Megatron-Core's shared experts (a TE MLP) and routed experts (its grouped MLP's fused SwiGLU)
         swiglu, folded = _experts_swiglu(d)
-        mlp |= mod.str.contains(_TE_SHARED_MLP).to_numpy() | swiglu
+        mlp |= _matches(mod, _TE_SHARED_MLP) | swiglu
     role[mem & (role == "") & mlp] = "mlp_act"
     role[mem & (role == "") & folded] = "experts_folded"
-    attn_mod = mem & (role == "") & mod.str.contains(_TE_ATTN).to_numpy() & ~_materialised_scores(d)
+    attn_mod = mem & (role == "") & _matches(mod, _TE_ATTN) & ~_materialised_scores(d)
     if liger:  # Liger's RoPE kernel replaces the rotation only; the block's other copies stay
         attn_mod &= op.isin(_ROTARY_OPS).to_numpy()
     role[attn_mod] = "attention_prep"
@@ -980,7 +988,17 @@ def fp8_linear_weights(net, lay: ModelLayout, vocab, *, experts: bool = False) -
     Embeddings, norms, biases and the output projection stay at the training precision. These are the weights FSDP's
     FP8 all-gather and Megatron's ``--fp8-param-gather`` keep and gather in FP8
     (:func:`perfmodel.step.strategy.resolve_fp8_param_gather`). ``experts`` (Transformer Engine's FP8,
-    :func:`te_fp8_work`): a mixture of experts' routed experts too (their grouped GEMMs in FP8), its router not."""
+    :func:`te_fp8_work`): a mixture of experts' routed experts too (their grouped GEMMs in FP8), its router not.
+    Memoised per module (:func:`module_memo`; ``lay`` is the module's layout, or its meta copy's: the same names)."""
+    key = ("fp8-linears", module_fingerprint(net), vocab, bool(experts))
+    memo = module_memo(net)
+    if key not in memo:
+        memo[key] = frozenset(_fp8_linear_weights(net, lay, vocab, experts=experts))
+    return set(memo[key])
+
+
+def _fp8_linear_weights(net, lay: ModelLayout, vocab, *, experts: bool = False) -> set:
+    """:func:`fp8_linear_weights`, computed."""
     import torch
 
     if experts and expert_param_names(lay):
@@ -1083,7 +1101,8 @@ def te_ops(ops: pd.DataFrame, family: str = "te") -> pd.DataFrame:
                 rope[m] = float(sum(_numel(s) * _ITEMSIZE.get(str(t), 2) for s, t in zip(adds["output_shapes"], adds["dtype"])))
     # the fused kernels, one per group, each at the position of its group's first operator (its row: that of the
     # group's largest output, with what the fused kernel does)
-    numel = np.array([_numel(x) for x in d["output_shapes"].astype(str)])
+    codes, shapes = pd.factorize(d["output_shapes"].astype(str))  # each distinct shape parsed once
+    numel = np.array([_numel(x) for x in shapes], dtype=float)[codes]
     itemsize = np.array([_ITEMSIZE.get(str(t), 2) for t in d["dtype"]], dtype=float)
     flops = d["flops"].to_numpy()
     bytes_read = d["bytes_read"].to_numpy(float)
@@ -2141,19 +2160,23 @@ def ring_attention_work(work: pd.DataFrame, cp: int, kv_ratio: float, size: int,
                           & (work["op_class"] == "matmul").to_numpy())
     if not len(attn):
         return work
-    rows, at = [], []
+    phases, dim_m, dim_k = work["phase"].astype(str).to_numpy(), work["dim_m"].to_numpy(float), work["dim_k"].to_numpy(float)
+    src, nbytes = [], []
     for i in attn:
-        r = work.iloc[i]
-        n_out = float(r["dim_m"]) * float(r["dim_k"])
-        for nbytes in _ring_bytes(n_out, kv_ratio * n_out, int(cp), int(size), bool(compiled)).get(str(r["phase"]), []):
-            row = r.copy()
-            (row["flops"], row["bytes"], row["tiles"], row["dim_m"], row["dim_n"], row["dim_k"],
-             row["dim_b"]) = _elementwise_fields(nbytes, nbytes / 12.0, float(r["dim_k"]))
-            row["op_class"], row["op"] = "elementwise", RING_ATTENTION_OP
-            if "fp8" in row.index:
-                row["fp8"] = False
-            rows.append(row)
-            at.append(i + 0.5)
-    extra = pd.DataFrame(rows, columns=work.columns).astype(work.dtypes.to_dict())
-    order = np.argsort(np.concatenate([np.arange(len(work), dtype=float), np.asarray(at)]), kind="stable")
+        n_out = float(dim_m[i]) * float(dim_k[i])
+        b = _ring_bytes(n_out, kv_ratio * n_out, int(cp), int(size), bool(compiled)).get(phases[i], [])
+        src += [i] * len(b)
+        nbytes += b
+    src, nbytes = np.asarray(src, dtype=int), np.asarray(nbytes, dtype=float)
+    # each kernel a copy of its attention's row with the fields of the elementwise op that moves its bytes
+    # (:func:`_elementwise_fields` at nbytes / 12 elements, elementwise)
+    n_el = np.maximum(nbytes / 12.0, 1.0)
+    w_last = np.minimum(dim_k[src], n_el)
+    extra = work.iloc[src].reset_index(drop=True)
+    extra = extra.assign(flops=n_el, bytes=nbytes, tiles=np.ceil(n_el / 512), dim_m=n_el / w_last, dim_n=1.0,
+                         dim_k=w_last, dim_b=1.0, op_class="elementwise", op=RING_ATTENTION_OP)
+    if "fp8" in extra.columns:
+        extra["fp8"] = False
+    extra = extra.astype(work.dtypes.to_dict())
+    order = np.argsort(np.concatenate([np.arange(len(work), dtype=float), src + 0.5]), kind="stable")
     return pd.concat([work, extra], ignore_index=True).iloc[order].reset_index(drop=True)

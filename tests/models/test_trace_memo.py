@@ -62,3 +62,56 @@ def test_memory_in_bf16_leaves_the_shared_module_in_fp32():
     assert {p.dtype for p in net.parameters()} == {torch.float32}
     wl._TRACES.clear()  # trace again from the shared module
     assert pm.predict_step_time(cfg, "A100", input_shape=(32,), batch_size=4)["step_time_s"].iloc[0] == before
+
+
+def _llama_cfg():
+    return dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+
+
+def _memory(run, cluster, how):
+    """The memory rows of the run as :func:`perfmodel.planning.search_layouts` asks for them."""
+    from perfmodel.step.memory import memory_frame
+    from perfmodel.step.prediction import resolve_run
+
+    w, c, p = resolve_run(run, cluster, how)
+    return memory_frame(w, (c,), p)
+
+
+def test_the_saved_rows_are_made_once_per_micro_batch_and_kernel_family(monkeypatch):
+    """A layout search asks for the memory of the same micro-batch under every checkpointing policy and gradient layout:
+    the saved tensors, as the fused modules keep them, are computed once and each caller gets its own copy; the
+    answer is the one computed afresh."""
+    pytest.importorskip("transformers")
+    from perfmodel.step import memory as mem
+
+    kn.clear_trace_cache()
+    calls = []
+    real = mem._fused_saved
+    monkeypatch.setattr(mem, "_fused_saved", lambda *a, **k: calls.append(1) or real(*a, **k))
+    run = pm.Workload(_llama_cfg(), input_shape=(64,), batch_size=8, precision="fp8", optimizer="adam", stack="te")
+    cluster = pm.Cluster("H100", n_gpus=4)
+    answers = [_memory(run, cluster, pm.Parallelism("dp2-tp2", framework="megatron", activation_checkpointing=ac))
+               for ac in (False, "full", "attention", False)]
+    assert len(calls) == 1
+    assert answers[0].equals(answers[3])
+    net, shape, in_dtype, _, _, lay = wl.model_and_layout(run.model, (64,), None)
+    saved, layer, *_ = mem._rank_saved(net, torch.bfloat16, (4, *shape), in_dtype, lay, 1, "te", 1.0)
+    saved["bytes"] = -1.0
+    layer[:] = -7
+    again, layer_again, *_ = mem._rank_saved(net, torch.bfloat16, (4, *shape), in_dtype, lay, 1, "te", 1.0)
+    assert (again["bytes"] > 0).all() and not (layer_again == -7).any()
+    kn.clear_trace_cache()
+    fresh = _memory(run, cluster, pm.Parallelism("dp2-tp2", framework="megatron"))
+    assert fresh.drop(columns="basis").equals(answers[0].drop(columns="basis"))
+    assert len(calls) == 2
+
+
+def test_the_fp8_linear_weights_are_a_copy():
+    pytest.importorskip("transformers")
+    kn.clear_trace_cache()
+    net, _, _, vocab, _, lay = wl.model_and_layout(_llama_cfg(), (64,), None)
+    names = wl.fp8_linear_weights(net, lay, vocab)
+    assert names and all(n.endswith(".weight") for n in names)
+    names.clear()
+    assert wl.fp8_linear_weights(net, lay, vocab)

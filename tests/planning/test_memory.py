@@ -93,12 +93,14 @@ def test_pytorch_sequence_parallelism_keeps_each_blocks_gathered_input():
 
 def test_the_gathered_block_inputs_add_their_whole_size(monkeypatch):
     from perfmodel.step import memory
+    from perfmodel.step.kernels import clear_trace_cache
     from perfmodel.step.trace import model_and_layout
 
     lay = model_and_layout(TINY_GPT2, (32,), None)[-1]
     kw = dict(input_shape=(32,), batch_size=4, precision="bf16", n_gpus=4, strategy="fsdp2-tp2")
     with_gather = pm.predict_memory(TINY_GPT2, "H100", **kw).iloc[0]
     monkeypatch.setattr(memory, "_gathered_block_inputs", lambda saved, *a: np.zeros(len(saved), dtype=bool))
+    clear_trace_cache()  # the saved rows and what is derived from them are memoised per module
     shard_only = pm.predict_memory(TINY_GPT2, "H100", **kw).iloc[0]
     # the rank's micro-batch (4 sequences over dp 2) of 32 tokens x 64 in BF16, once per norm before a block, whole
     extra = 2 * lay.n_layers * 2 * 32 * 64 * 2
