@@ -630,6 +630,16 @@ def _plan_searched(model, mkey, n: int, B: int, groups: dict, common: dict, spec
     size of the price rows (``groups``: (link key, spans instances, node size, NICs, note) -> (link, GPU -> price
     rows)), the fastest that fits (:func:`_searched_candidate`) with each rental; what cannot be searched or fits
     nowhere goes to ``skipped``."""
+    from perfmodel.step.parallel import shared_rank_work
+    from perfmodel.step.strategy import StrategyError
+
+    with shared_rank_work():  # every GPU's search of these n GPUs tries the same layouts: each rank's work built once
+        _plan_searched_groups(model, mkey, n, B, groups, common, specs, nsteps_of, skipped, run, interconnect)
+
+
+def _plan_searched_groups(model, mkey, n: int, B: int, groups: dict, common: dict, specs: dict, nsteps_of: dict,
+                          skipped: list, run: dict, interconnect) -> None:
+    """:func:`_plan_searched`'s loop over the price rows' groups."""
     from perfmodel.step.strategy import StrategyError
 
     for (_, spans, _, nics, note), (group_link, by_gpu) in groups.items():

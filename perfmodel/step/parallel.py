@@ -129,6 +129,8 @@ kernels under context parallelism.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 
@@ -1277,10 +1279,42 @@ def _tensor_parallel_split(work: pd.DataFrame, layer: np.ndarray, is_opt: np.nda
     return work, (layer, is_opt, tp_role, tp_block), blocks
 
 
+#: the rank work built inside :func:`shared_rank_work`'s block (None outside one): key -> :class:`RankWork`
+_SHARED_RANK_WORK: contextvars.ContextVar = contextvars.ContextVar("perfmodel_shared_rank_work", default=None)
+
+
+@contextlib.contextmanager
+def shared_rank_work():
+    """Inside the block, :func:`rank_work` of the same run, layout and GPU count is built once and shared — what a
+    plan's layout searches of the same GPU count on several GPUs ask for again and again (the rank's work is the same
+    whatever the GPU: :class:`RankWork`, frozen, read only); forgotten when the block ends, so no process keeps every
+    layout's work (~0.5-1 MB each for a 70B model)."""
+    token = _SHARED_RANK_WORK.set({})
+    try:
+        yield
+    finally:
+        _SHARED_RANK_WORK.reset(token)
+
+
 def rank_work(w, par, n_gpus: int) -> RankWork:
     """The :class:`RankWork` of the workload ``w`` (every field set, the precision checked) laid out by the
     parallelism ``par`` over ``n_gpus`` GPUs: the layout's checks, then the trace of one micro-batch of one rank,
-    split as the layout splits it."""
+    split as the layout splits it. Inside :func:`shared_rank_work`, built once per run, layout and count."""
+    shared = _SHARED_RANK_WORK.get()
+    if shared is None:
+        return _rank_work(w, par, n_gpus)
+    from perfmodel.step.trace import module_fingerprint
+
+    net = model_and_layout(w.model, w.input_shape, w.input_dtype)[0]
+    key = (module_fingerprint(net), repr(sorted((k, repr(v)) for k, v in w.values().items() if k != "model")),
+           repr(par), int(n_gpus))
+    if key not in shared:
+        shared[key] = _rank_work(w, par, n_gpus)
+    return shared[key]
+
+
+def _rank_work(w, par, n_gpus: int) -> RankWork:
+    """:func:`rank_work`, built."""
     import torch
 
     from perfmodel.step import trace as wl

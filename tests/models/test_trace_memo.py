@@ -115,3 +115,26 @@ def test_the_fp8_linear_weights_are_a_copy():
     assert names and all(n.endswith(".weight") for n in names)
     names.clear()
     assert wl.fp8_linear_weights(net, lay, vocab)
+
+
+def test_shared_rank_work_builds_a_layout_once_inside_its_block_only():
+    """plan_cloud's searches of one GPU count on several GPUs share each layout's rank work inside
+    ``shared_rank_work``; outside it every call builds its own, and nothing is kept after the block."""
+    pytest.importorskip("transformers")
+    import dataclasses
+
+    from perfmodel.step import parallel as par_mod
+    from perfmodel.step.prediction import resolve_run
+
+    w, _, p = resolve_run(pm.Workload(_llama_cfg(), input_shape=(64,), batch_size=8, precision="bf16",
+                                      optimizer="adam"), pm.Cluster("H100", n_gpus=4), pm.Parallelism("fsdp2-tp2"))
+    p = p.with_micro_batches(w.batch_size, 4)
+    assert par_mod.rank_work(w, p, 4) is not par_mod.rank_work(w, p, 4)
+    with par_mod.shared_rank_work():
+        a = par_mod.rank_work(w, p, 4)
+        assert par_mod.rank_work(w, p, 4) is a
+        assert par_mod.rank_work(w, dataclasses.replace(p, strategy="fsdp4"), 4) is not a  # another layout
+        assert par_mod.rank_work(dataclasses.replace(w, precision="fp8"), p, 4) is not a  # another run
+        assert par_mod.rank_work(w, p, 4).work.equals(par_mod._rank_work(w, p, 4).work)
+    assert par_mod._SHARED_RANK_WORK.get() is None
+    assert par_mod.rank_work(w, p, 4) is not a
