@@ -122,19 +122,21 @@ def fused_attention_floor_s(work: pd.DataFrame, spec, prec: str) -> np.ndarray:
     out = np.zeros(len(work))
     if prec not in HALF_MODEL_PRECISIONS or "op" not in work.columns:
         return out
-    codes, names = pd.factorize(work["op"].astype(str))  # each operator's name tested once
+    ops = work["op"].astype(str).to_numpy()
+    codes, names = pd.factorize(ops)  # each operator's name tested once
     fused = np.array(["scaled_dot_product" in n for n in names], dtype=bool)[codes] if len(names) else np.zeros(len(work), bool)
-    fused &= (work["op_class"] == "matmul").to_numpy()
-    if fused.any():
+    fused = np.flatnonzero(fused & (work["op_class"] == "matmul").to_numpy())  # the fused attention rows
+    if len(fused):
         arch = "Hopper" if "hopper" in str(getattr(spec, "architecture", "")).lower() else "default"
         peak = matmul_peak_tflops(spec, "bf16" if prec == "fp8" else prec) * 1e12
-        te = work["op"].astype(str).str.startswith("te.").to_numpy()
+        te = np.array([o.startswith("te.") for o in ops[fused]], dtype=bool)
         # the backward kernel's own rate; a forward (or recomputed forward) row the forward's
-        back = (work["phase"].astype(str) == "backward").to_numpy() if "phase" in work.columns else np.zeros(len(work), bool)
+        back = (work["phase"].astype(str).to_numpy()[fused] == "backward" if "phase" in work.columns
+                else np.zeros(len(fused), bool))
         mine, sdpa = TE_FUSED_ATTENTION_EFFICIENCY[arch], FUSED_ATTENTION_EFFICIENCY[arch]
         eff = np.where(te, np.where(back, mine["backward"], mine["forward"]),
                        np.where(back, sdpa["backward"], sdpa["forward"]))
-        out[fused] = work["flops"].to_numpy(float)[fused] / (eff[fused] * peak)
+        out[fused] = work["flops"].to_numpy(float)[fused] / (eff * peak)
     return out
 
 
