@@ -640,8 +640,9 @@ def attention_implementation(cfg: dict) -> str:
 
 def module_fingerprint(net) -> tuple:
     """What identifies a module's structure for the trace memo: its class, its ``repr`` (the submodules and their
-    hyper-parameters) and every parameter's name, shape, dtype and ``requires_grad``. A module changed in place gets
-    a new fingerprint, so a stale trace is never reused."""
+    hyper-parameters), every parameter's name, shape, dtype and ``requires_grad``, each submodule's training mode and
+    a Hugging Face model's attention implementation. A module changed in place gets a new fingerprint, so a stale
+    trace is never reused."""
     if isinstance(net, str):  # a zoo id: its definition is fixed
         return ("zoo", net)
     try:
@@ -650,8 +651,22 @@ def module_fingerprint(net) -> tuple:
         fixed = None
     if fixed is not None:
         return fixed
+    try:  # a Hugging Face model's attention implementation, which its repr does not show
+        attention = str(getattr(getattr(net, "config", None), "_attn_implementation", None))
+    except Exception:  # noqa: BLE001 - a config that cannot say: no part of the fingerprint
+        attention = None
     return (type(net).__qualname__, repr(net),
-            tuple((n, tuple(p.shape), str(p.dtype), bool(p.requires_grad)) for n, p in net.named_parameters()))
+            tuple((n, tuple(p.shape), str(p.dtype), bool(p.requires_grad)) for n, p in net.named_parameters()),
+            tuple(m.training for m in net.modules()), attention)  # train / eval mode: dropout saves its mask or not
+
+
+def built_here(net) -> bool:
+    """Whether ``net`` is a module perfmodel built from a config (:func:`_built_config`) and never hands out: no one
+    changes it in place, so what is derived from it may be shared across calls."""
+    try:
+        return _FIXED_FINGERPRINTS.get(net) is not None
+    except TypeError:
+        return False
 
 
 #: Fingerprints of the modules perfmodel builds from configs (:func:`_built_config`) and never hands out or changes:

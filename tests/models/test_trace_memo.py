@@ -138,3 +138,81 @@ def test_shared_rank_work_builds_a_layout_once_inside_its_block_only():
         assert par_mod.rank_work(w, p, 4).work.equals(par_mod._rank_work(w, p, 4).work)
     assert par_mod._SHARED_RANK_WORK.get() is None
     assert par_mod.rank_work(w, p, 4) is not a
+
+
+def test_memory_does_not_depend_on_what_was_asked_before():
+    """The memos keep each kernel family's and precision's saved rows apart: one model asked under eager, TE and Liger
+    kernels, in FP16, BF16 and FP8, in one process and in reverse order, gives what each asks for alone."""
+    pytest.importorskip("transformers")
+    runs = [dict(precision=p, stack=s, optimizer="adam") for p in ("fp16", "bf16", "fp8")
+            for s in ("eager", "te", "liger") if not (p == "fp8" and s == "liger")]
+    runs.append(dict(precision="fp8", stack="te", fp8_recipe="mxfp8", optimizer="adam"))
+    how = pm.Parallelism("fsdp2-tp2", activation_checkpointing="selective")
+
+    def ask(kw):
+        return _memory(pm.Workload(_llama_cfg(), input_shape=(64,), batch_size=8, **kw), pm.Cluster("B200", n_gpus=4),
+                       how).drop(columns="basis")
+
+    alone = []
+    for kw in runs:
+        kn.clear_trace_cache()
+        alone.append(ask(kw))
+    assert len({float(a["activations_bytes"].iloc[0]) for a in alone}) > 3  # the runs differ
+    kn.clear_trace_cache()
+    for order in (runs, runs[::-1]):
+        for kw in order:
+            assert ask(kw).equals(alone[runs.index(kw)]), kw
+
+
+def test_a_users_module_changed_between_two_shapes_is_read_as_it_is_now():
+    """A module passed in is read as it is at each call: switched from eval to training mode (its dropout saves a
+    mask), or to another attention implementation between two sequence lengths, its memory is that of its present
+    state."""
+    transformers = pytest.importorskip("transformers")
+
+    def acts(net, seq):
+        return pm.predict_memory(net, "H100", input_shape=(seq,), input_dtype=torch.long, batch_size=4,
+                                 precision="bf16").iloc[0]["activations_bytes"]
+
+    def fresh(net, seq):
+        kn.clear_trace_cache()
+        return acts(net, seq)
+
+    kn.clear_trace_cache()
+    net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Dropout(0.1), torch.nn.Linear(256, 64))
+    net.eval()
+    pm.predict_memory(net, "H100", input_shape=(64,), batch_size=32, precision="bf16")
+    net.train()
+    trained = pm.predict_memory(net, "H100", input_shape=(64,), batch_size=32, precision="bf16").iloc[0]
+    kn.clear_trace_cache()
+    assert trained["activations_bytes"] == pm.predict_memory(net, "H100", input_shape=(64,), batch_size=32,
+                                                             precision="bf16").iloc[0]["activations_bytes"]
+    cfg = transformers.LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                   tie_word_embeddings=False, attn_implementation="sdpa")
+    llama = transformers.LlamaForCausalLM(cfg)
+    kn.clear_trace_cache()
+    acts(llama, 64)
+    llama.set_attn_implementation("eager")
+    assert acts(llama, 64) == fresh(llama, 64)  # the same shape asked again: the fingerprint says what changed
+    acts(llama, 64)
+    llama.set_attn_implementation("sdpa")
+    assert acts(llama, 128) == fresh(llama, 128)
+
+    class Gated(torch.nn.Module):  # a switch no fingerprint sees: its repr and parameters stay the same
+        def __init__(self):
+            super().__init__()
+            self.proj, self.gated = torch.nn.Linear(64, 64), False
+
+        def forward(self, x):
+            y = self.proj(x)
+            return y * torch.sigmoid(y) if self.gated else y
+
+    gated = Gated()
+    kn.clear_trace_cache()
+    pm.predict_memory(gated, "H100", input_shape=(64,), batch_size=16, precision="bf16")
+    gated.gated = True
+    now = pm.predict_memory(gated, "H100", input_shape=(64,), batch_size=32, precision="bf16").iloc[0]
+    kn.clear_trace_cache()
+    assert now["activations_bytes"] == pm.predict_memory(gated, "H100", input_shape=(64,), batch_size=32,
+                                                         precision="bf16").iloc[0]["activations_bytes"]
