@@ -129,7 +129,23 @@ def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd
     return int(n_gpus), strats, mbs, acs
 
 
+def _sharing_rank_work(fn):
+    """``fn`` with each parallel layout's rank work built once per call (:func:`perfmodel.step.parallel.shared_rank_work`):
+    every checkpointing policy of a strategy and micro-batch count is predicted from the same rank work."""
+    import functools
+
+    @functools.wraps(fn)
+    def inner(*args, **kwargs):
+        from perfmodel.step.parallel import shared_rank_work
+
+        with shared_rank_work():
+            return fn(*args, **kwargs)
+
+    return inner
+
+
 @accepts_workload("batch_size", "input_shape", "precision", "optimizer", "stack")
+@_sharing_rank_work
 def explore_strategies(model, gpu, n_gpus: int, *, batch_size: int, input_shape=None, strategies=None,
                        micro_batches=(1, 2, 4, 8), activation_checkpointing=(False, True), precision: str = "fp32",
                        optimizer: str | None = "adam", usd_per_gpu_h: float | None = None, interconnect=None,

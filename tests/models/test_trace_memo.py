@@ -216,3 +216,18 @@ def test_a_users_module_changed_between_two_shapes_is_read_as_it_is_now():
     kn.clear_trace_cache()
     assert now["activations_bytes"] == pm.predict_memory(gated, "H100", input_shape=(64,), batch_size=32,
                                                          precision="bf16").iloc[0]["activations_bytes"]
+
+
+def test_explore_strategies_builds_each_layouts_rank_work_once(monkeypatch):
+    """Every checkpointing policy of a strategy and micro-batch count is predicted from one rank work."""
+    pytest.importorskip("transformers")
+    from perfmodel.step import parallel as par_mod
+
+    kn.clear_trace_cache()
+    calls = []
+    real = par_mod._rank_work
+    monkeypatch.setattr(par_mod, "_rank_work", lambda *a, **k: calls.append(1) or real(*a, **k))
+    f = pm.planning.explore_strategies(_llama_cfg(), "H100", n_gpus=4, batch_size=8, input_shape=(64,),
+                                       precision="bf16", strategies=("fsdp", "dp2-tp2"), micro_batches=(1,),
+                                       activation_checkpointing=(False, "selective", "full"))
+    assert len(f) == 6 and len(calls) == 2
