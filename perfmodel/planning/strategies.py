@@ -130,8 +130,9 @@ def _check_args(n_gpus, strategies, micro_batches, activation_checkpointing, usd
 
 
 def _sharing_rank_work(fn):
-    """``fn`` with each parallel layout's rank work built once per call (:func:`perfmodel.step.parallel.shared_rank_work`):
-    every checkpointing policy of a strategy and micro-batch count is predicted from the same rank work."""
+    """``fn`` with each parallel layout's rank work built once per call
+    (:func:`perfmodel.step.parallel.shared_rank_work`): every checkpointing policy of a strategy and micro-batch count
+    is predicted from the same rank work."""
     import functools
 
     @functools.wraps(fn)

@@ -645,16 +645,17 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     if sp and len(saved):  # the hidden states between the split blocks are sharded along the sequence: every tensor / tp
         out_b = out_b / tpd
     elif tpd > 1 and len(saved):
-        split = derived["split"] if "split" in derived else derived.setdefault("split", _split_saved(saved, layer, lay))
-        out_b = np.where(split, out_b / tpd, out_b)
+        if "split" not in derived:
+            derived["split"] = _split_saved(saved, layer, lay)
+        out_b = np.where(derived["split"], out_b / tpd, out_b)
     if sp and tpd > 1 and deg.get("framework", "pytorch") != "megatron" and len(saved):
         # PyTorch's sequence parallelism (DTensor, as torchtitan runs it) all-gathers a block's input before its
         # column-parallel linears, whose matmuls save that gathered input for the weight gradient: each norm output
         # that feeds a block is kept whole besides its shard. Megatron saves the shard and gathers it again in the
         # backward pass (Korthikanti et al. 2022), so its blocks keep the shard only.
-        gathered = (derived["gathered"] if "gathered" in derived
-                    else derived.setdefault("gathered", _gathered_block_inputs(saved, layer, lay, size)))
-        out_b = np.where(gathered, out_b * (1 + tpd), out_b)
+        if "gathered" not in derived:
+            derived["gathered"] = _gathered_block_inputs(saved, layer, lay, size)
+        out_b = np.where(derived["gathered"], out_b * (1 + tpd), out_b)
     in_experts = in_experts_module(saved["module"]) if len(saved) else np.zeros(0, dtype=bool)
     if sp and _expert_split(deg, lay) > 1 and len(saved):
         # experts split over the tensor-parallel ranks compute the tokens those ranks gather: what they save on the

@@ -1308,8 +1308,8 @@ def rank_work(w, par, n_gpus: int) -> RankWork:
     net = model_and_layout(w.model, w.input_shape, w.input_dtype)[0]
     # the module itself (alive for the block: its caller, or the cache of modules built from configs, holds it; a
     # zoo id is built anew each time, by name) and its fingerprint (a module changed in place)
-    key = (w.model if isinstance(w.model, str) else id(net), module_fingerprint(net), repr(sorted((k, repr(v)) for k, v in w.values().items() if k != "model")),
-           repr(par), int(n_gpus))
+    fields = repr(sorted((k, repr(v)) for k, v in w.values().items() if k != "model"))
+    key = (w.model if isinstance(w.model, str) else id(net), module_fingerprint(net), fields, repr(par), int(n_gpus))
     if key not in shared:
         shared[key] = _rank_work(w, par, n_gpus)
     return shared[key]

@@ -2175,21 +2175,21 @@ def ring_attention_work(work: pd.DataFrame, cp: int, kv_ratio: float, size: int,
                           & (work["op_class"] == "matmul").to_numpy())
     if not len(attn):
         return work
-    phases, dim_m, dim_k = work["phase"].astype(str).to_numpy(), work["dim_m"].to_numpy(float), work["dim_k"].to_numpy(float)
+    phases, dim_m = work["phase"].astype(str).to_numpy(), work["dim_m"].to_numpy(float)
+    dim_k = work["dim_k"].to_numpy(float)
     src, nbytes = [], []
     for i in attn:
         n_out = float(dim_m[i]) * float(dim_k[i])
         b = _ring_bytes(n_out, kv_ratio * n_out, int(cp), int(size), bool(compiled)).get(phases[i], [])
         src += [i] * len(b)
         nbytes += b
-    src, nbytes = np.asarray(src, dtype=int), np.asarray(nbytes, dtype=float)
+    src = np.asarray(src, dtype=int)
     # each kernel a copy of its attention's row with the fields of the elementwise op that moves its bytes
-    # (:func:`_elementwise_fields` at nbytes / 12 elements, elementwise)
-    n_el = np.maximum(nbytes / 12.0, 1.0)
-    w_last = np.minimum(dim_k[src], n_el)
+    fields = np.array([_elementwise_fields(b, b / 12.0, float(dim_k[i])) for b, i in zip(nbytes, src)],
+                      dtype=float).reshape(-1, 7)
     extra = work.iloc[src].reset_index(drop=True)
-    extra = extra.assign(flops=n_el, bytes=nbytes, tiles=np.ceil(n_el / 512), dim_m=n_el / w_last, dim_n=1.0,
-                         dim_k=w_last, dim_b=1.0, op_class="elementwise", op=RING_ATTENTION_OP)
+    extra = extra.assign(**dict(zip(("flops", "bytes", "tiles", "dim_m", "dim_n", "dim_k", "dim_b"), fields.T)),
+                         op_class="elementwise", op=RING_ATTENTION_OP)
     if "fp8" in extra.columns:
         extra["fp8"] = False
     extra = extra.astype(work.dtypes.to_dict())
