@@ -946,11 +946,9 @@ def _core_attention_saved(saved: pd.DataFrame, layer: np.ndarray, out_b: np.ndar
     query, key and value they are computed from stay. Where the head dimension equals the sequence length, the query,
     key and value are shaped like the scores too: the first three such tensors of each layer are taken as those and
     kept."""
-    from perfmodel.step.trace import _ATTENTION_MODULE
+    from perfmodel.step.trace import _ATTENTION_MODULE, _matches
 
-    codes, names = pd.factorize(saved["module"].astype(str))
-    in_attn = np.array([bool(_ATTENTION_MODULE.search(n)) for n in names], dtype=bool)[codes] if len(names) else \
-        np.zeros(len(saved), bool)
+    in_attn = _matches(saved["module"].astype(str), _ATTENTION_MODULE)
     inside = (layer >= 0) & (layer < lay.n_layers)
     if inside.any() and not (in_attn & inside).any():
         raise ValueError("activation_checkpointing='attention' recomputes each layer's core attention, and no layer of "

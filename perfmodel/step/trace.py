@@ -1881,9 +1881,7 @@ def core_attention_mask(rows: pd.DataFrame, layer: np.ndarray, n_layers: int) ->
     included: the scaling, mask, softmax and attention dropout between them. The rotary embeddings and head reshapes
     before the first and the head merge after the last are kept."""
     op = rows["op"].astype(str).to_numpy()
-    codes, names = pd.factorize(rows["module"].astype(str))
-    in_attn = np.array([bool(_ATTENTION_MODULE.search(n)) for n in names], dtype=bool)[codes] if len(names) else \
-        np.zeros(len(rows), bool)
+    in_attn = _matches(rows["module"].astype(str), _ATTENTION_MODULE)
     fwd = (rows["phase"].astype(str).to_numpy() == "forward") & (layer >= 0) & (layer < n_layers) & in_attn
     core = fwd & (np.isin(op, _MM_OPS) | np.array(["attention" in o for o in op], dtype=bool))
     out = np.zeros(len(rows), dtype=bool)
