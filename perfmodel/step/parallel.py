@@ -318,7 +318,7 @@ def _tp_split_mask(work: pd.DataFrame, layer: np.ndarray, lay: ModelLayout) -> n
     prefix, _ = _layer_prefix(pd.unique(work["module"].astype(str)))
     inside = (layer >= 0) & (layer < lay.n_layers)
     rel = _below_layer(mods, prefix)
-    codes, paths = pd.factorize(rel)  # each distinct path below the layer tested once
+    codes, paths = pd.factorize(np.asarray(rel, dtype=object))  # each distinct path below the layer tested once
     in_split = inside & np.array([bool(_SPLIT_MODULE.search("." + r)) if r else False for r in paths], dtype=bool)[codes]
     is_mm = work["op_class"].isin(["matmul", "conv", "softmax"]).to_numpy()
     hidden_state = (~is_mm) & (work["dim_k"].to_numpy(float) == float(lay.hidden or -1))
