@@ -76,6 +76,8 @@ from perfmodel.datasets.gpus import (
     UnsupportedPrecisionError,
     gpu_spec,
     matmul_peak_tflops,
+    mfu_peak_tflops,
+    mfu_precision,
     peak_tflops,
 )
 from perfmodel.datasets.names import (
@@ -266,5 +268,5 @@ __all__ = [
     # reference and catalogs
     "TRANSCRIBED", "load_transcribed", "load_reported_cnns", "load_gpu_prices", "load_instance_networks", "load_megatron_runs", "load_megatron_recompute_runs", "load_llama3_runs", "load_nccl_tests_p5", "load_published_gemms", "load_xla_h100_gemms", "load_float8_rowwise_linears", "load_torchao_float8_checks", "load_torchtitan_memory_logs", "load_torchao_bf16_linears", "load_mamf_matmuls", "load_rccl_allreduce", "load_gpu_catalog", "load_prices", "gpu_tflops", "load_paper_numbers",
     # GPU specs and precisions
-    "CATALOG_GPU_IDS", "GPUSpec", "gpu_spec", "peak_tflops", "matmul_peak_tflops", "DEFAULT_L2_MIB", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError",
+    "CATALOG_GPU_IDS", "GPUSpec", "gpu_spec", "peak_tflops", "matmul_peak_tflops", "mfu_precision", "mfu_peak_tflops", "DEFAULT_L2_MIB", "PRECISIONS", "UnsupportedPrecisionError", "InvalidGPUSpecError",
 ]

@@ -25,7 +25,8 @@ import pandas as pd
 
 from perfmodel._errors import UnknownNameError
 
-__all__ = ["GPUSpec", "gpu_spec", "peak_tflops", "matmul_peak_tflops", "PRECISIONS", "DEFAULT_L2_MIB",
+__all__ = ["GPUSpec", "gpu_spec", "peak_tflops", "matmul_peak_tflops", "mfu_precision", "mfu_peak_tflops", "PRECISIONS",
+           "DEFAULT_L2_MIB",
            "UnsupportedPrecisionError", "InvalidGPUSpecError"]
 
 #: Precisions perfmodel predicts for, each with the catalog column of its dense peak rate.
@@ -323,6 +324,29 @@ def peak_tflops(gpu, precision: str = "fp32") -> float:
     312.0
     """
     return gpu_spec(gpu).peak_tflops(precision)
+
+
+def mfu_precision(precision: str) -> str:
+    """The precision whose dense peak a model-FLOPs utilisation (MFU) of a run at ``precision`` is counted against:
+    BF16's for an FP8 run (whatever its recipe), as torchtitan and Megatron-LM report the MFU of FP8 runs, whose
+    attention, norms and non-linear layers stay in BF16; the run's own precision otherwise.
+
+    >>> mfu_precision("fp8"), mfu_precision("tf32")
+    ('bf16', 'tf32')
+    """
+    p = _canonical_precision(precision)
+    return "bf16" if p == "fp8" else p
+
+
+def mfu_peak_tflops(gpu, precision: str = "fp32") -> float:
+    """The dense peak (TFLOPS) an MFU of a run at ``precision`` on ``gpu`` is counted against:
+    :func:`peak_tflops` at :func:`mfu_precision` (an FP8 run's MFU against the BF16 peak, so that it reads as
+    torchtitan's and Megatron-LM's and as the rule of thumb's 40 %).
+
+    >>> mfu_peak_tflops("H100", "fp8") == peak_tflops("H100", "bf16")
+    True
+    """
+    return gpu_spec(gpu).peak_tflops(mfu_precision(precision))
 
 
 def matmul_peak_tflops(gpu, precision: str = "fp32") -> float:

@@ -779,8 +779,8 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
     -------
     DataFrame
         One row per candidate, :data:`CLOUD_PLAN_COLUMNS`, sorted by time then cost; ``mfu`` is the step's model FLOPs
-        utilisation (its FLOPs per GPU over the step time at the GPU's datasheet peak of the precision, as
-        :attr:`perfmodel.Prediction.mfu`; NaN for mixes of GPU types), a check of the plan against what large runs
+        utilisation (its FLOPs per GPU over the step time at the GPU's datasheet peak of the precision, BF16's for
+        FP8, as :attr:`perfmodel.Prediction.mfu`; NaN for mixes of GPU types), a check of the plan against what large runs
         reach; ``attrs`` hold ``skipped`` (candidates left out: a list of dicts ``n_gpus``, ``strategy``,
         ``batch_size``, ``reason``), ``deadline_h``, ``budget_usd``.
 
@@ -948,7 +948,7 @@ def plan_cloud(model, *, gpus=None, n_gpus=(1, 2, 4, 8), batch_sizes=(8, 16, 32)
                         cand = dict(model=str(st["model"]), gpu=g, n_gpus=n, strategy=strat, batch_size=B,
                                     interconnect=str(st.get("interconnect", "none")) if n > 1 else "none",
                                     step_time_s=float(st["step_time_s"]), steps=nsteps_of[B],
-                                    mfu=float(st["flops"]) / (float(st["step_time_s"]) * ds.peak_tflops(specs[g], prec) * 1e12),
+                                    mfu=float(st["flops"]) / (float(st["step_time_s"]) * ds.mfu_peak_tflops(specs[g], prec) * 1e12),
                                     memory_per_gpu_bytes=float(mm["total_bytes"]), capacity_bytes=float(mm["capacity_bytes"]),
                                     fits=bool(mm["fits"]), state_bytes=float(mm["params_bytes"] + mm["optimizer_bytes"]),
                                     startup_gpu=g, notes=notes)

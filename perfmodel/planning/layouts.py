@@ -251,7 +251,8 @@ def search_layouts(workload, cluster, *, candidates=None, usd_per_gpu_h: float |
         is split over (1: whole; 1 for a dense model); ``moe_dispatcher`` its dispatcher
         (:attr:`perfmodel.Parallelism.moe_dispatcher`); ``pipeline_layers`` the
         split of the layers as ``--pipeline-layers`` spells it (``""``: as evenly as they go); ``parallelism`` is the
-        :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`. ``attrs["refused"]``: records of the
+        :class:`perfmodel.Parallelism` to pass to :func:`perfmodel.predict`; ``mfu`` is
+        :attr:`perfmodel.Prediction.mfu` (an FP8 step's against the BF16 peak). ``attrs["refused"]``: records of the
         layouts the model refuses (heads, layers, sequence) with the reason.
     """
     from perfmodel.step.memory import memory_frame

@@ -148,7 +148,7 @@ def rule_of_thumb_step_time(model, gpus, *, input_shape=None, batch_size: int, p
         One row per GPU: ``model``, ``gpu``, ``batch_size``, ``n_gpus``, ``precision``, ``flops_per_step``,
         ``peak_tflops``, ``mfu``, ``step_time_s``, ``basis``.
     """
-    from perfmodel.datasets import matmul_peak_tflops
+    from perfmodel.datasets import matmul_peak_tflops, mfu_precision
     from perfmodel.features import extract
     from perfmodel.step.kernels import gpu_specs
     from perfmodel.step.trace import model_and_layout
@@ -173,7 +173,7 @@ def rule_of_thumb_step_time(model, gpus, *, input_shape=None, batch_size: int, p
         flops = passes * fwd * batch_size
         how = f"{passes} x the forward FLOPs per sample ({fwd:.4g})"
     rows = []
-    at = "bf16" if precision == "fp8" else precision  # MFU of FP8 runs is counted against the BF16 peak
+    at = mfu_precision(precision)  # MFU of FP8 runs is counted against the BF16 peak
     for spec in gpu_specs(gpus, precision):
         peak = matmul_peak_tflops(spec, at)
         t = flops / (n_gpus * peak * 1e12 * float(mfu))

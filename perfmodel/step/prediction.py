@@ -55,7 +55,9 @@ class Prediction:
     samples_per_s, tokens_per_s : float
         Throughput of the whole run (``tokens_per_s`` is None for inputs that are not token ids).
     mfu : float
-        ``flops / (step_time_s · peak)``: the share of the GPU's dense peak at the step's precision the step uses.
+        ``flops / (step_time_s · peak)``: the share of the GPU's dense peak at the step's precision the step uses;
+        an FP8 step's against the BF16 peak (:func:`perfmodel.datasets.mfu_peak_tflops`), as torchtitan and
+        Megatron-LM report FP8 runs and as the rule of thumb's 40 % is counted.
     basis : str
         What the prediction rests on (the kernels' model, the links, the interval).
     provenance : dict
@@ -150,7 +152,8 @@ class Prediction:
         rate = f"{self.samples_per_s:,.0f} samples/s" if self.samples_per_s >= 100 else f"{self.samples_per_s:.4g} samples/s"
         if self.tokens_per_s is not None:
             rate += f", {self.tokens_per_s:,.0f} tokens/s"
-        lines.append(f"  throughput      {rate}, MFU {self.mfu * 100:.3g} %")
+        of = " of the BF16 peak" if str(self._row["precision"]) == "fp8" else ""
+        lines.append(f"  throughput      {rate}, MFU {self.mfu * 100:.3g} %{of}")
         lines.append(f"  compute         {_s(b['compute'])}  (forward {_s(b['forward'])}, backward {_s(b['backward'])}"
                      + (f" incl. recompute {_s(b['recompute'])}" if b["recompute"] else "")
                      + f", optimizer {_s(b['optimizer'])})")
@@ -273,7 +276,7 @@ def predict_with_memory(workload, cluster, parallelism=None, memory_row=None, *,
     import warnings
 
     from perfmodel import __version__
-    from perfmodel.datasets import peak_tflops
+    from perfmodel.datasets import mfu_peak_tflops
     from perfmodel.step.kernels import learned_on
     from perfmodel.step.step_time import OutOfMemoryWarning, memory_rows, step_frame
 
@@ -296,7 +299,7 @@ def predict_with_memory(workload, cluster, parallelism=None, memory_row=None, *,
     step = float(row["step_time_s"])
     samples = float(row["batch_size"]) / step
     seq = _sequence_length(w)
-    peak = peak_tflops(c.spec, row["precision"]) * 1e12
+    peak = mfu_peak_tflops(c.spec, row["precision"]) * 1e12
     breakdown = dict(forward=float(row["forward_s"]), backward=float(row["backward_s"]),
                      recompute=groups["recompute"], optimizer=float(row["optimizer_s"]),
                      compute=float(row.get("compute_s", step)), comm_exposed=float(row.get("comm_s", 0.0)),
