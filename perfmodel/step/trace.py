@@ -700,12 +700,20 @@ def step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, inferen
     the gradients' copy into the FP32 masters' and the masters' copy back (:data:`MASTER_GRAD_CAST_OP`,
     :data:`MASTER_PARAM_COPY_OP`).
 
-    Memoised (:func:`module_memo`): the same step is traced once per process."""
+    Memoised (:func:`module_memo`): the same step is traced once per process. ``"adam-fused"``'s kernels are added
+    to the trace of the step without an optimizer, not traced, so the two share that trace (a layout search asks for
+    both: the memory of selective checkpointing reads the forward pass, the step time the whole step)."""
     key = ("ops", module_fingerprint(net), tuple(shape), str(in_dtype), high, int(batch_size), prec, optimizer, bool(inference))
     memo = module_memo(net)
     if key not in memo:
-        memo[key] = _trace_step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=optimizer,
-                                    inference=inference)
+        if optimizer == "adam-fused":
+            ops = step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec, optimizer=None,
+                           inference=inference)
+            memo[key] = _optimizer_kernels(net, ops, batch_size=batch_size, prec=prec, optimizer=optimizer,
+                                           inference=inference)
+        else:
+            memo[key] = _trace_step_ops(net, shape, in_dtype, high, batch_size=batch_size, prec=prec,
+                                        optimizer=optimizer, inference=inference)
     return memo[key].copy()
 
 
@@ -1769,8 +1777,17 @@ def _trace_step_ops(net, shape, in_dtype, high, *, batch_size, prec, optimizer, 
     ops.attrs = {}
     if inference:
         ops = ops[ops["phase"] == "forward"]
+    return _optimizer_kernels(net, ops, batch_size=batch_size, prec=prec, optimizer=optimizer, inference=inference)
+
+
+def _optimizer_kernels(net, ops: pd.DataFrame, *, batch_size, prec, optimizer, inference) -> pd.DataFrame:
+    """The per-op rows ``ops`` of a traced step with the kernels :func:`step_ops` adds for ``optimizer``: the fused
+    Adam kernel, and under mixed precision the optimizer's FP32 bytes and the master copies around it."""
+    import torch
+
     if optimizer is None or inference:
         return ops
+    dtype = getattr(torch, PRECISION_DTYPES[prec])
     if isinstance(net, str):  # a zoo id: its parameters counted on the meta device
         from perfmodel import zoo
 

@@ -1,4 +1,5 @@
 """The per-operator trace memo: a second prediction reuses the trace; a module changed in place is traced again."""
+import pandas as pd
 import pytest
 import torch
 
@@ -39,6 +40,31 @@ def test_the_memo_returns_copies():
     ops["flops"] = -1
     again = wl.step_ops(net, (64,), None, 2, batch_size=8, prec="fp32", optimizer=None, inference=False)
     assert (again["flops"] >= 0).all()
+
+
+@pytest.mark.parametrize("first", ["adam-fused", None])
+@pytest.mark.parametrize("prec", ["fp32", "bf16"])
+def test_the_fused_adam_step_and_the_step_without_an_optimizer_share_one_trace(monkeypatch, first, prec):
+    """The fused Adam kernel is added to the trace of the step without an optimizer, not traced: asking both, in either
+    order, traces once, and each equals what it is asked alone (the Adam step without fusion is traced by itself)."""
+    net = _net(128)
+    kw = dict(batch_size=8, prec=prec, inference=False)
+    kn.clear_trace_cache()
+    alone = {o: wl.step_ops(net, (64,), None, 2, optimizer=o, **kw) for o in ("adam-fused", None)}
+    kn.clear_trace_cache()
+    alone[None] = wl.step_ops(net, (64,), None, 2, optimizer=None, **kw)
+    kn.clear_trace_cache()
+    calls = []
+    real = wl._trace_step_ops
+    monkeypatch.setattr(wl, "_trace_step_ops", lambda *a, **k: calls.append(k["optimizer"]) or real(*a, **k))
+    second = None if first == "adam-fused" else "adam-fused"
+    got = {o: wl.step_ops(net, (64,), None, 2, optimizer=o, **kw) for o in (first, second)}
+    assert calls == [None]
+    for o in ("adam-fused", None):
+        pd.testing.assert_frame_equal(got[o], alone[o], check_exact=True)
+    assert (got["adam-fused"]["op"] == "fused_adam").sum() == 1 and not (got[None]["phase"] == "optimizer").any()
+    wl.step_ops(net, (64,), None, 2, optimizer="adam", **kw)
+    assert calls == [None, "adam"]
 
 
 @pytest.mark.parametrize("form", ["dict", "config"])
