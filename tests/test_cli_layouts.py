@@ -64,6 +64,29 @@ def test_the_fp8_recipe_travels_in_the_workload(config, capsys):
     assert "current per-tensor scaling" in out.split("basis: ", 1)[1]
 
 
+def test_chunk_counts_and_micro_batch_sizes_are_searched_as_asked(config, capsys):
+    """--virtual-stages and --micro-batch-size: search_layouts' virtual_stages= and micro_batch_size=, each value a
+    layout (8 layers over 2 ranks: 1F1B, 2 and 4 chunks; micro-batches of 1 and 2 samples of a rank's 8)."""
+    args = [config, "--gpu", "H100", "--n-gpus", "4", "--input-shape", "1024", "--batch-size", "16", "--tp", "1",
+            "--pp", "2", "--frameworks", "megatron", "--activation-checkpointing", "none", "--shard-gradients", "never",
+            "--virtual-stages", "1,2,4", "--micro-batch-size", "1,2", "--quiet"]
+    assert main(["layouts", *args]) == 0
+    out = capsys.readouterr().out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = search_layouts(pm.Workload(LLAMA, input_shape=(1024,), batch_size=16, precision="bf16", optimizer="adam"),
+                               pm.Cluster("H100", n_gpus=4), tensor_parallel=[1], pipeline_parallel=[2],
+                               frameworks=["megatron"], activation_checkpointing=[False], shard_gradients=[None],
+                               virtual_stages=[1, 2, 4], micro_batch_size=[1, 2])
+    assert len(found) == 6 and f"{len(found)} layouts, {int(found['fits'].sum())} fit in memory" in out
+    assert {(v, m) for v, m in zip(found["virtual_stages"].fillna(1), found["micro_batches"])} == {
+        (v, m) for v in (1, 2, 4) for m in (8, 4)}
+    best = found.iloc[0]
+    assert f"fastest that fits: {best['framework']} {best['strategy']}, {best['step_time_s']:.4g} s per step" in out
+    assert main(["layouts", *args, "--virtual-stages", "0"]) == 2
+    assert "--virtual-stages must be positive whole numbers" in capsys.readouterr().err
+
+
 def test_a_multi_node_run_without_links_between_nodes_is_told_so(config, capsys):
     assert main(["layouts", config, "--n-gpus", "16", "--input-shape", "1024", "--batch-size", "16", "--tp", "4",
                  "--pp", "2", "--frameworks", "megatron", "--activation-checkpointing", "none", "--quiet"]) == 0

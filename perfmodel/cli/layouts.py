@@ -94,10 +94,11 @@ def _cmd_layouts(args) -> int:
                    expert_tensor_parallel={"1": 1, "tp": "tp"}.get(args.expert_tensor_parallel),
                    moe_dispatcher=None if args.moe_dispatcher == "both" else args.moe_dispatcher)
     for flag, key in (("tp", "tensor_parallel"), ("pp", "pipeline_parallel"), ("cp", "context_parallel"),
-                      ("ep", "expert_parallel")):
+                      ("ep", "expert_parallel"), ("virtual_stages", "virtual_stages"),
+                      ("micro_batch_size", "micro_batch_size")):
         text = getattr(args, flag)
         if text is not None:
-            options[key] = _ints(text, f"--{flag}")
+            options[key] = _ints(text, f"--{flag.replace('_', '-')}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # each layout's extrapolation note is the same: said once below
         found = search_layouts(work, cluster, usd_per_gpu_h=args.usd_per_gpu_h, progress=_show_progress(args.quiet),
@@ -183,6 +184,12 @@ def add_parser(sub, fmt) -> None:
     p.add_argument("--ep", default=None, help="expert-parallel degrees to try, a mixture of experts only (default 1, the "
                                               "widest within a node and the widest, each dividing the experts and the "
                                               "tensor- and data-parallel ranks)")
+    p.add_argument("--virtual-stages", default=None,
+                   help="model chunks per pipeline rank to try on Megatron layouts, each as a layout, e.g. 1,2,4,5,8 "
+                        "(1: plain 1F1B; a count is tried where the layers divide into pp x chunks, with or without "
+                        "the embedding and the loss counted as a layer; default: the most of 5,4,3,2 that divides)")
+    p.add_argument("--micro-batch-size", default=None,
+                   help="samples per micro-batch to try on Megatron layouts, e.g. 1,2 (default 1)")
     add_moe_options(p, "layouts with ep", search=True)
     p.add_argument("--activation-checkpointing", default="none,selective,full",
                    help="policies to try, least recomputation first; each layout keeps the first that fits "

@@ -50,6 +50,40 @@ def _megatron_pipeline(n_layers: int, p: int) -> tuple:
     return None, None
 
 
+def _megatron_pipelines(n_layers: int, p: int, chunks=None) -> list:
+    """The ``(model chunks per rank or None, pipeline_layers)`` pairs :func:`layout_candidates` tries for a
+    Megatron-Core pipeline of ``p`` ranks: :func:`_megatron_pipeline`'s one, or, with ``chunks`` (chunk counts asked,
+    1 for the plain 1F1B schedule), each of them Megatron runs — the layers dividing into ``p·k`` chunks, or the layers
+    plus the embedding and the loss counted as a layer each (``pipeline_layers``); 1F1B always runs (split unevenly
+    where the layers do not divide over the ranks)."""
+    if p <= 1:
+        return [(None, None)]
+    if chunks is None:
+        return [_megatron_pipeline(n_layers, p)]
+    both = {"embedding": True, "loss": True}
+    out = []
+    for k in chunks:
+        if k == 1:
+            even = n_layers % p == 0 or not ((n_layers + 2) % p == 0 and (n_layers + 2) // p > 1)
+            pair = (None, None if even else both)
+        else:
+            pair = next(((k, split) for extra, split in ((0, None), (2, both))
+                         if (n_layers + extra) % (p * k) == 0 and (n_layers + extra) // (p * k) > extra // 2), None)
+        if pair is not None and pair not in out:
+            out.append(pair)
+    return out
+
+
+def _positive_ints(values, what: str, example: str) -> list | None:
+    """``values`` as a list of positive whole numbers (None: the default), or a ValueError naming ``what``."""
+    if values is None:
+        return None
+    vals = list(values) if isinstance(values, (list, tuple)) else [values]
+    if not vals or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in vals):
+        raise ValueError(f"{what} must list positive whole numbers, e.g. {example}; got {values!r}.")
+    return [int(v) for v in vals]
+
+
 def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
@@ -58,7 +92,7 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                       pipeline_parallel=None, context_parallel=None, activation_checkpointing=(False, "selective", "full"),
                       shard_gradients=(None, True), expert_parallel=None, expert_load_imbalance: float = 1.0,
                       overlap_moe_dispatch: bool = False, expert_tensor_parallel=None,
-                      moe_dispatcher: str | None = "alltoall") -> list:
+                      moe_dispatcher: str | None = "alltoall", virtual_stages=None, micro_batch_size=None) -> list:
     """The :class:`perfmodel.Parallelism` layouts worth trying for ``workload`` on ``cluster``.
 
     Parameters
@@ -109,6 +143,14 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
         A mixture of experts' layouts with tensor parallelism: each routed expert whole on its rank (1), split over the
         tensor-parallel ranks (``"tp"``, Megatron layouts only: :attr:`perfmodel.Parallelism.expert_tensor_parallel`),
         or None (default) both, where the layout allows.
+    virtual_stages : sequence of int, optional
+        Model chunks per pipeline rank to try on Megatron layouts with a pipeline, each as a layout of its own (1: the
+        plain 1F1B schedule; e.g. ``(1, 2, 4, 5, 8)``); a count is tried where Megatron runs it (the layers, or the
+        layers with the embedding and the loss counted as a layer each, divide into ``pp·k`` chunks). Default: the one
+        described under ``frameworks``.
+    micro_batch_size : sequence of int, optional
+        Samples per micro-batch to try on Megatron layouts (``--micro-batch-size``), each dividing the batch of a
+        data-parallel rank; default ``(1,)``. PyTorch layouts keep torchtitan's micro-batches (as many as stages).
 
     Returns
     -------
@@ -143,6 +185,8 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                          f"order to try; got {shard_gradients!r}.")
     if moe_dispatcher not in ("alltoall", "deepep", None):
         raise ValueError(f"moe_dispatcher must be 'alltoall', 'deepep' or None (each); got {moe_dispatcher!r}.")
+    chunks = _positive_ints(virtual_stages, "virtual_stages", "(1, 2, 4, 5, 8)")
+    mbss = _positive_ints(micro_batch_size, "micro_batch_size", "(1, 2)") or [1]
     if expert_tensor_parallel not in (None, 1, "tp") or isinstance(expert_tensor_parallel, bool):
         raise ValueError(f"expert_tensor_parallel must be None (both), 1 (each expert whole on its rank) or 'tp' (split "
                          f"over the tensor-parallel ranks); got {expert_tensor_parallel!r}.")
@@ -161,8 +205,11 @@ def layout_candidates(workload, cluster, *, frameworks=("pytorch", "megatron"), 
                         for e in _expert_degrees(expert_parallel, lay.experts, t * d * c // etp, g // etp):
                             if etp == 1 and lay.experts and t > 1 and d * c == 1 and e != t:
                                 continue  # experts whole on their ranks, held alike by tp ranks with no dp to reduce them
-                            out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance,
-                                            overlap_moe_dispatch, etp, moe_dispatcher)
+                            for pipe in (_megatron_pipelines(lay.n_layers, p, chunks) if fw == "megatron"
+                                         else [(None, None)]):
+                                for mbs in (mbss if fw == "megatron" else [1]):
+                                    out += _layouts(fw, lay, B, d, c, t, p, e, acs, sgs, expert_load_imbalance,
+                                                    overlap_moe_dispatch, etp, moe_dispatcher, pipe, mbs)
     return out
 
 
@@ -190,9 +237,12 @@ def _expert_degrees(asked, experts: int | None, ranks: int, g: int) -> list:
 
 
 def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: list, sgs: list,
-             imbalance: float = 1.0, overlap: bool = False, etp: int = 1, dispatcher: str | None = "alltoall") -> list:
-    """:func:`layout_candidates`' layouts of one framework and one set of degrees: one per activation-checkpointing
-    policy and gradient layout; none where the batch does not split over the pipeline's micro-batches."""
+             imbalance: float = 1.0, overlap: bool = False, etp: int = 1, dispatcher: str | None = "alltoall",
+             pipe: tuple = (None, None), mbs: int = 1) -> list:
+    """:func:`layout_candidates`' layouts of one framework and one set of degrees (a Megatron layout's with the
+    pipeline's chunks and split ``pipe``, :func:`_megatron_pipelines`, and micro-batches of ``mbs`` samples): one per
+    activation-checkpointing policy and gradient layout; none where the batch does not split over the pipeline's
+    micro-batches."""
     from perfmodel._run import Parallelism
 
     if fw == "pytorch":
@@ -203,8 +253,10 @@ def _layouts(fw: str, lay, B: int, d: int, c: int, t: int, p: int, e: int, acs: 
         sched, v, split, async_tp = "1f1b", None, None, False
     else:
         strat = f"dp{d}-cp{c}" + (f"-ep{e}" if e > 1 else "") + f"-tp{t}-pp{p}"
-        m = B // d
-        v, split = _megatron_pipeline(lay.n_layers, p)
+        if (B // d) % mbs:
+            return []
+        m = B // d // mbs
+        v, split = pipe
         sched = "interleaved-1f1b" if v else "1f1b"
         async_tp = t > 1
         if p > 1 and m < p:

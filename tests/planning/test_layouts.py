@@ -65,6 +65,38 @@ def test_megatron_pipelines_are_ones_megatron_runs_when_the_layers_do_not_divide
     assert "transformer layers per pipeline rank 3, 4 x 2, 3" in r.basis
 
 
+def test_asked_chunk_counts_and_micro_batch_sizes_are_each_a_layout_where_megatron_runs_them():
+    """14 layers over 2 ranks: 1F1B, and 7 chunks (one layer each) divide them; 2 and 4 chunks only with the
+    embedding and the loss counted as a layer each (16 layers' worth); 3 chunks in neither way, and 8 would leave the
+    first chunk the embedding alone, so neither is tried. Micro-batches of 1 and 2 samples each make a layout; 3 does
+    not divide a rank's 8 samples."""
+    both = {"embedding": True, "loss": True}
+    c = pm.Cluster("H100", n_gpus=4, gpus_per_node=4, interconnect="nvlink")
+    w = pm.Workload(dict(LLAMA, num_hidden_layers=14), input_shape=(256,), batch_size=16, precision="bf16",
+                    optimizer="adam-fused")
+    cands = layout_candidates(w, c, frameworks="megatron", tensor_parallel=[1], pipeline_parallel=[2],
+                              activation_checkpointing=(False,), shard_gradients=(None,),
+                              virtual_stages=[1, 2, 3, 4, 7, 8], micro_batch_size=(1, 2, 3))
+    got = sorted((p.virtual_stages or 1, repr(p.pipeline_layers), 8 // p.micro_batches) for p in cands)
+    pipes = [(1, repr(None)), (2, repr(both)), (4, repr(both)), (7, repr(None))]
+    assert got == sorted((k, split, mbs) for k, split in pipes for mbs in (1, 2))
+    assert all(p.pipeline_schedule == ("interleaved-1f1b" if p.virtual_stages else "1f1b") for p in cands)
+    # the default: the most chunks of 5, 4, 3, 2 that divide the layers (here with the embedding and the loss), one
+    # sample per micro-batch
+    default = layout_candidates(w, c, frameworks="megatron", tensor_parallel=[1], pipeline_parallel=[2],
+                                activation_checkpointing=(False,), shard_gradients=(None,))
+    assert [(p.virtual_stages, p.pipeline_layers, p.micro_batches) for p in default] == [(4, both, 8)]
+    found = search_layouts(w, c, frameworks="megatron", tensor_parallel=[1], pipeline_parallel=[2],
+                           activation_checkpointing=(False,), shard_gradients=(None,), virtual_stages=[1, 7],
+                           micro_batch_size=[2])
+    assert sorted(found["virtual_stages"].fillna(1).astype(int)) == [1, 7] and set(found["micro_batches"]) == {4}
+    for bad in ([0], [2.5], [], [True]):
+        with pytest.raises(ValueError, match="virtual_stages must list positive whole numbers"):
+            layout_candidates(w, c, virtual_stages=bad)
+    with pytest.raises(ValueError, match="micro_batch_size must list positive whole numbers, e.g. \\(1, 2\\)"):
+        layout_candidates(w, c, micro_batch_size=[-1])
+
+
 def test_search_predicts_every_layout_that_fits_with_the_least_recomputation():
     c = pm.Cluster("H100", n_gpus=8, interconnect="nvlink")
     with warnings.catch_warnings():
