@@ -612,7 +612,8 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     import torch
 
     from perfmodel.step import trace as wl
-    from perfmodel.step.strategy import StrategyError, check_sequence_length, check_tensor_parallel, context_parallel_shape
+    from perfmodel.step.strategy import (StrategyError, check_sequence_length, check_sequence_parallel,
+                                         check_tensor_parallel, context_parallel_shape)
     from perfmodel.step.trace import model_and_layout, op_layer
 
     strat, n, tpd, p, mb = deg["name"], deg["n"], deg["tp"], deg["pp"], deg["mb"]
@@ -620,6 +621,8 @@ def _memory_rank(model, deg: dict, *, prec: str, ac, activation_checkpointing, i
     wl.check_checkpointable(lay, activation_checkpointing if ac else False, name)
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     shape = context_parallel_shape(shape, in_dtype, deg["cp"], strat)  # a context-parallel rank holds s / cp tokens
+    check_sequence_parallel(shape, in_dtype, tpd, strat, framework=deg.get("framework", "pytorch"),
+                            sequence_parallel=bool(deg.get("sequence_parallel", False)))
     if tpd > 1 or strat == "tp":
         check_tensor_parallel(lay, tpd, strat, n, name)
     if p > 1 and lay.n_layers < p:

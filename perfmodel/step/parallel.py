@@ -142,7 +142,7 @@ from perfmodel.step.collectives import (INTERCONNECTS, NCCL_EFFICIENCY, OVERLAP_
                                           alltoall_time, deepep_rdma_share, deepep_time, overlap_slowdown, p2p_time, routed_spread,
                                           reduce_scatter_time, resolve_interconnect)
 from perfmodel.step.strategy import (LINK_GROUPS, check_micro_batches, LINK_LEVELS, PIPELINE_SCHEDULES, STRATEGIES, StrategyError, check_async_tp,
-                                       check_sequence_length, check_strategy_name, check_tensor_parallel, context_parallel_shape,
+                                       check_sequence_length, check_sequence_parallel, check_strategy_name, check_tensor_parallel, context_parallel_shape,
                                        check_expert_grid, crosses_nodes, default_network, parse_strategy, ranks_per_node,
                                        check_pipeline_split, pipeline_chunks, pipeline_virtual_stages, resolve_fp8_param_gather, resolve_links,
                                        strategy_combinations)
@@ -1338,6 +1338,8 @@ def _rank_work(w, par, n_gpus: int) -> RankWork:
     high = int(w.input_high) if w.input_high is not None else vocab
     check_sequence_length(net, shape, in_dtype)  # the whole sequence: a cp rank's shard keeps its full-sequence positions
     rank_shape = context_parallel_shape(shape, in_dtype, cpd, strat)
+    check_sequence_parallel(rank_shape, in_dtype, tpd, strat, framework=ex["framework"],
+                            sequence_parallel=ex["sequence_parallel"])
     work = _master_casts(wl.step_work(net, rank_shape, in_dtype, high, batch_size=b_rank, prec=prec, optimizer=optimizer,
                                       inference=False, compile=(compile, w.compile_scope), recipe=w.fp8_recipe),
                          megatron=ex["framework"] == "megatron")

@@ -1166,6 +1166,27 @@ def context_parallel_shape(shape, in_dtype, cp: int, strategy: str) -> tuple:
     return (shape[0] // cp,)
 
 
+def check_sequence_parallel(rank_shape, in_dtype, tp: int, strategy: str, *, framework: str,
+                            sequence_parallel: bool) -> None:
+    """Refuse Megatron's sequence parallelism where the tokens of a rank's sequence (``rank_shape``: the sequence a
+    context-parallel rank holds) do not divide over the ``tp`` ranks: Megatron-Core scatters the hidden states along
+    the sequence, and its reduce-scatter asserts 'First dimension of the tensor should be divisible by tensor parallel
+    size' (``megatron/core/tensor_parallel/mappings.py``). PyTorch's DTensor shards unevenly, so ``"pytorch"`` is not
+    refused."""
+    import torch
+
+    if framework != "megatron" or not sequence_parallel or tp < 2 or len(tuple(rank_shape)) != 1 \
+            or in_dtype not in (torch.long, torch.int, torch.int64):
+        return
+    s = int(tuple(rank_shape)[0])
+    if s % tp:
+        raise StrategyError(f"strategy={strategy!r} with framework='megatron': sequence parallelism splits each "
+                            f"sequence's {s} tokens (per context-parallel rank) over the {tp} tensor-parallel ranks, and "
+                            f"{s} is not a multiple of {tp} (Megatron-Core refuses it: 'First dimension of the tensor "
+                            f"should be divisible by tensor parallel size'). Use a sequence length whose share per "
+                            f"context-parallel rank divides by {tp}, or sequence_parallel=False.")
+
+
 def check_tensor_parallel(lay, tp: int, strategy: str, n_gpus: int, name: str, *, need_ffn: bool = True) -> None:
     """Refuse a tensor-parallel degree that does not divide what it splits: the attention heads, the key/value heads
     (grouped-query attention: the K/V projections are split over the tp ranks, whole heads each; Megatron-LM's

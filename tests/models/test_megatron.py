@@ -81,6 +81,23 @@ def test_what_a_framework_cannot_run_is_refused_with_the_fix():
         pm.Parallelism("dp2", framework="jax")
 
 
+def test_megatron_sequence_parallel_needs_a_sequence_that_divides_over_the_tensor_parallel_ranks():
+    """Megatron-Core scatters the hidden states along the sequence and asserts it divides over tp: 66 tokens over 4
+    ranks (or 132 over 2 context-parallel ranks, 66 each) are refused, in time and memory alike; without sequence
+    parallelism, or under PyTorch (DTensor shards unevenly), the same layout is predicted."""
+    why = r"sequence parallelism splits each sequence's 66 tokens .* over the 4 tensor-parallel ranks, and 66 is not"
+    for shape, layout in (((66,), "dp2-tp4"), ((132,), "cp2-tp4")):
+        with pytest.raises(StrategyError, match=why):
+            _t(WIDE, n_gpus=8, input_shape=shape, strategy=layout, framework="megatron")
+        with pytest.raises(StrategyError, match=why):
+            pm.predict_memory(WIDE, "H100", input_shape=shape, batch_size=8, precision="bf16", optimizer="adam",
+                              n_gpus=8, strategy=layout, framework="megatron")
+    assert _t(WIDE, n_gpus=8, input_shape=(66,), strategy="dp2-tp4", framework="megatron",
+              sequence_parallel=False)["step_time_s"] > 0
+    assert _t(WIDE, n_gpus=8, input_shape=(66,), strategy="fsdp2-tp4")["step_time_s"] > 0
+    assert _t(WIDE, n_gpus=8, input_shape=(68,), strategy="dp2-tp4", framework="megatron")["step_time_s"] > 0
+
+
 def test_megatron_bytes_per_parameter_are_18_or_6_plus_12_over_d():
     """Megatron's distributed-optimizer guide: BF16 parameters with FP32 main gradients and Adam keep 18 bytes per
     parameter, 6 + 12/d with the optimizer sharded over d data-parallel ranks."""
