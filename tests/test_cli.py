@@ -404,3 +404,35 @@ def test_predict_takes_megatrons_backward_overlap(tmp_path, capsys):
     assert "under the weight-gradient GEMM" not in capsys.readouterr().out
     assert main([*base, "--overlap-tp-backward"]) != 0
     assert "overlap_tp_backward=True is Megatron-Core's" in capsys.readouterr().err
+
+
+def test_predict_takes_the_gradient_reduce_overlap(tmp_path, capsys):
+    """--no-overlap-grad-reduce reaches the Parallelism: the data-parallel all-reduce after the backward pass, as
+    pm.predict_step_time(overlap_grad_reduce=False) predicts it; without the flag, DDP's overlap."""
+    import json
+    import warnings
+
+    import perfmodel as pm
+    from perfmodel.cli import main
+
+    cfg = dict(model_type="llama", vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=False)
+    path = tmp_path / "llama.json"
+    path.write_text(json.dumps(cfg))
+    base = ["predict", str(path), "--input-shape", "64", "--batch-size", "8", "--precision", "bf16", "--gpus", "H100",
+            "--n-gpus", "4", "--strategy", "dp", "--optimizer", "adam"]
+    kw = dict(input_shape=(64,), batch_size=8, precision="bf16", optimizer="adam", n_gpus=4, strategy="dp")
+    for flag, overlap in (([], True), (["--no-overlap-grad-reduce"], False), (["--overlap-grad-reduce"], True)):
+        assert main([*base, *flag]) == 0
+        out = capsys.readouterr().out
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = pm.predict_step_time(cfg, "H100", overlap_grad_reduce=overlap, **kw).iloc[0]
+        row = out.split("rule_of_thumb_s\n", 1)[1].splitlines()[0].split()
+        assert float(row[1]) == pytest.approx(want["step_time_s"], rel=5e-4)  # as printed: 4 digits or more
+        assert float(row[7]) == pytest.approx(want["comm_s"], rel=1e-2)  # small ones printed to 2 digits
+    assert main([*base, "--no-overlap-grad-reduce"]) == 0
+    no = float(capsys.readouterr().out.split("rule_of_thumb_s\n", 1)[1].splitlines()[0].split()[7])
+    assert main(base) == 0
+    yes = float(capsys.readouterr().out.split("rule_of_thumb_s\n", 1)[1].splitlines()[0].split()[7])
+    assert no > yes

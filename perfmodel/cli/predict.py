@@ -49,7 +49,8 @@ def _cmd_predict(args) -> int:
               activation_checkpointing=args.activation_checkpointing, compile=args.compile,
               async_tp=args.async_tp, pipeline_schedule=args.pipeline_schedule,
               framework=args.framework, virtual_stages=args.virtual_stages,
-              distributed_optimizer=args.distributed_optimizer, sequence_parallel=args.sequence_parallel)
+              distributed_optimizer=args.distributed_optimizer, sequence_parallel=args.sequence_parallel,
+              **({} if args.overlap_grad_reduce is None else {"overlap_grad_reduce": args.overlap_grad_reduce}))
     from perfmodel._run import trusted_replace
     from perfmodel.step.step_time import keyword_run, predict_frame
 
@@ -267,6 +268,10 @@ def add_parser(sub, fmt) -> None:
                       help="with a tp factor: the column-parallel linears' backward collectives under their own GEMMs, "
                            "as Megatron-Core's and Transformer Engine's layers run them (default: on with --framework "
                            "megatron, off otherwise; --no-overlap-tp-backward for Megatron-LM before August 2021)")
+    pred.add_argument("--overlap-grad-reduce", action=argparse.BooleanOptionalAction, default=None,
+                      help="dp: gradient buckets all-reduced under the backward pass, as PyTorch DDP runs them (the "
+                           "default); --no-overlap-grad-reduce after it (Megatron-LM's default without "
+                           "--overlap-grad-reduce)")
     pred.add_argument("--shard-gradients", action=argparse.BooleanOptionalAction, default=None,
                       help="ZeRO-2: every micro-batch's gradients reduce-scattered into the rank's shard (Megatron's "
                            "--data-parallel-sharding-strategy optim_grads; FSDP synchronising every micro-batch). Needs "
