@@ -75,13 +75,19 @@ def _megatron_pipelines(n_layers: int, p: int, chunks=None) -> list:
 
 
 def _positive_ints(values, what: str, example: str) -> list | None:
-    """``values`` as a list of positive whole numbers (None: the default), or a ValueError naming ``what``."""
+    """``values`` (one number, or any sequence or set of them) as a list of distinct positive whole numbers in the
+    order given (a set's sorted), None for the default, or a ValueError naming ``what``."""
     if values is None:
         return None
-    vals = list(values) if isinstance(values, (list, tuple)) else [values]
+    if isinstance(values, (set, frozenset)):
+        vals = sorted(values, key=repr)
+    elif isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        vals = [values]
+    else:
+        vals = list(values)
     if not vals or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in vals):
         raise ValueError(f"{what} must list positive whole numbers, e.g. {example}; got {values!r}.")
-    return [int(v) for v in vals]
+    return list(dict.fromkeys(int(v) for v in vals))
 
 
 def _divisors(n: int) -> list[int]:

@@ -92,6 +92,21 @@ def test_megatron_sequence_parallel_needs_a_sequence_that_divides_over_the_tenso
         with pytest.raises(StrategyError, match=why):
             pm.predict_memory(WIDE, "H100", input_shape=shape, batch_size=8, precision="bf16", optimizer="adam",
                               n_gpus=8, strategy=layout, framework="megatron")
+    # the step time's own check (rank_work, without the memory), on the share of a context-parallel rank: 132 tokens
+    # divide over 4, their 66 per rank do not
+    from perfmodel.step.parallel import rank_work
+    from perfmodel.step.prediction import resolve_run
+
+    for shape, layout in (((66,), "dp2-tp4"), ((132,), "cp2-tp4")):
+        w = pm.Workload(WIDE, input_shape=shape, batch_size=8, precision="bf16", optimizer="adam-fused")
+        for sp in (None, False):
+            run, _, how = resolve_run(w, pm.Cluster("H100", n_gpus=8),
+                                      pm.Parallelism(layout, framework="megatron", sequence_parallel=sp))
+            if sp is None:
+                with pytest.raises(StrategyError, match=why):
+                    rank_work(run, how, 8)
+            else:
+                assert rank_work(run, how, 8).tp == 4
     assert _t(WIDE, n_gpus=8, input_shape=(66,), strategy="dp2-tp4", framework="megatron",
               sequence_parallel=False)["step_time_s"] > 0
     assert _t(WIDE, n_gpus=8, input_shape=(66,), strategy="fsdp2-tp4")["step_time_s"] > 0

@@ -63,6 +63,9 @@ def test_the_fused_adam_step_and_the_step_without_an_optimizer_share_one_trace(m
     for o in ("adam-fused", None):
         pd.testing.assert_frame_equal(got[o], alone[o], check_exact=True)
     assert (got["adam-fused"]["op"] == "fused_adam").sum() == 1 and not (got[None]["phase"] == "optimizer").any()
+    # and what tracing the fused step directly gives (the path step_ops took for it before it shared the trace)
+    direct = real(net, (64,), None, 2, optimizer="adam-fused", **kw)
+    pd.testing.assert_frame_equal(got["adam-fused"], direct, check_exact=True)
     wl.step_ops(net, (64,), None, 2, optimizer="adam", **kw)
     assert calls == [None, "adam"]
 

@@ -81,6 +81,12 @@ def test_asked_chunk_counts_and_micro_batch_sizes_are_each_a_layout_where_megatr
     pipes = [(1, repr(None)), (2, repr(both)), (4, repr(both)), (7, repr(None))]
     assert got == sorted((k, split, mbs) for k, split in pipes for mbs in (1, 2))
     assert all(p.pipeline_schedule == ("interleaved-1f1b" if p.virtual_stages else "1f1b") for p in cands)
+    # 1F1B where the layers divide over the ranks only with the embedding and the loss counted (30 over 4: 32), or
+    # in neither way (31: split as evenly as they go)
+    from perfmodel.planning.layouts import _megatron_pipelines
+
+    assert _megatron_pipelines(30, 4, [1]) == [(None, both)] and _megatron_pipelines(31, 4, [1]) == [(None, None)]
+    assert _megatron_pipelines(32, 4, [1, 2, 8]) == [(None, None), (2, None), (8, None)]
     # the default: the most chunks of 5, 4, 3, 2 that divide the layers (here with the embedding and the loss), one
     # sample per micro-batch
     default = layout_candidates(w, c, frameworks="megatron", tensor_parallel=[1], pipeline_parallel=[2],
@@ -90,9 +96,21 @@ def test_asked_chunk_counts_and_micro_batch_sizes_are_each_a_layout_where_megatr
                            activation_checkpointing=(False,), shard_gradients=(None,), virtual_stages=[1, 7],
                            micro_batch_size=[2])
     assert sorted(found["virtual_stages"].fillna(1).astype(int)) == [1, 7] and set(found["micro_batches"]) == {4}
-    for bad in ([0], [2.5], [], [True]):
+    for bad in ([0], [2.5], [], [True], "2"):
         with pytest.raises(ValueError, match="virtual_stages must list positive whole numbers"):
             layout_candidates(w, c, virtual_stages=bad)
+    # any sequence or set of counts, each once; a PyTorch layout is not repeated per Megatron option
+    same = [repr(p) for p in cands]
+    for counts, sizes in ((range(1, 9), np.array([1, 2, 3])), ({8, 1, 2, 4, 3, 7}, [1, 2, 2, 1, 3])):
+        assert [repr(p) for p in layout_candidates(
+            w, c, frameworks="megatron", tensor_parallel=[1], pipeline_parallel=[2], activation_checkpointing=(False,),
+            shard_gradients=(None,), virtual_stages=counts, micro_batch_size=sizes)] == same
+    both_fw = layout_candidates(w, c, tensor_parallel=[1], pipeline_parallel=[1, 2], activation_checkpointing=(False,),
+                                virtual_stages=[1, 2, 4], micro_batch_size=[1, 2])
+    assert len({repr(p) for p in both_fw}) == len(both_fw)
+    torch_ = [p for p in both_fw if p.framework == "pytorch"]
+    assert [repr(p) for p in torch_] == [repr(p) for p in layout_candidates(
+        w, c, frameworks="pytorch", tensor_parallel=[1], pipeline_parallel=[1, 2], activation_checkpointing=(False,))]
     with pytest.raises(ValueError, match="micro_batch_size must list positive whole numbers, e.g. \\(1, 2\\)"):
         layout_candidates(w, c, micro_batch_size=[-1])
 
