@@ -79,15 +79,11 @@ def _positive_ints(values, what: str, example: str) -> list | None:
     order given (a set's sorted), None for the default, or a ValueError naming ``what``."""
     if values is None:
         return None
-    if isinstance(values, (set, frozenset)):
-        vals = sorted(values, key=repr)
-    elif isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
-        vals = [values]
-    else:
-        vals = list(values)
+    vals = [values] if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") else list(values)
     if not vals or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in vals):
         raise ValueError(f"{what} must list positive whole numbers, e.g. {example}; got {values!r}.")
-    return list(dict.fromkeys(int(v) for v in vals))
+    vals = [int(v) for v in vals]
+    return sorted(set(vals)) if isinstance(values, (set, frozenset)) else list(dict.fromkeys(vals))
 
 
 def _divisors(n: int) -> list[int]:

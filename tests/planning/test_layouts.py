@@ -105,6 +105,9 @@ def test_asked_chunk_counts_and_micro_batch_sizes_are_each_a_layout_where_megatr
         assert [repr(p) for p in layout_candidates(
             w, c, frameworks="megatron", tensor_parallel=[1], pipeline_parallel=[2], activation_checkpointing=(False,),
             shard_gradients=(None,), virtual_stages=counts, micro_batch_size=sizes)] == same
+    from perfmodel.planning.layouts import _positive_ints
+
+    assert _positive_ints({10, 2, 8}, "x", "") == [2, 8, 10] and _positive_ints(np.int64(3), "x", "") == [3]
     both_fw = layout_candidates(w, c, tensor_parallel=[1], pipeline_parallel=[1, 2], activation_checkpointing=(False,),
                                 virtual_stages=[1, 2, 4], micro_batch_size=[1, 2])
     assert len({repr(p) for p in both_fw}) == len(both_fw)
