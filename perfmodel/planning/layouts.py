@@ -29,46 +29,51 @@ LAYOUT_COLUMNS = ["framework", "strategy", "micro_batches", "pipeline_schedule",
 _VIRTUAL = (5, 4, 3, 2)
 
 
+def _chunks_fit(n_layers: int, p: int, k: int, extra: int) -> bool:
+    """Whether ``n_layers`` plus ``extra`` layer slots (2: the embedding and the loss counted as a layer each,
+    ``--account-for-embedding/loss-in-pipeline-split``) divide into ``p·k`` chunks, each with a transformer layer of
+    its own beside them."""
+    return (n_layers + extra) % (p * k) == 0 and (n_layers + extra) // (p * k) > extra // 2
+
+
+def _one_f_one_b(n_layers: int, p: int) -> tuple:
+    """(None, :attr:`perfmodel.Parallelism.pipeline_layers`) of Megatron's 1F1B over ``p`` ranks: the layers split
+    evenly, or with the embedding and the loss counted as a layer each where only that divides, else as evenly as
+    they go (as ``basis`` says)."""
+    if n_layers % p and _chunks_fit(n_layers, p, 1, 2):
+        return None, {"embedding": True, "loss": True}
+    return None, None
+
+
 def _megatron_pipeline(n_layers: int, p: int) -> tuple:
     """(model chunks per rank or None, :attr:`perfmodel.Parallelism.pipeline_layers`) of a Megatron-Core pipeline of
     ``p`` ranks that Megatron runs: the most chunks of :data:`_VIRTUAL` the layers divide into; else the most that the
     layers plus the embedding and the loss, each counted as a layer (``--account-for-embedding/loss-in-pipeline-split``,
-    Megatron-Bridge's balancing), divide into; else 1F1B, so split where the layers do not divide over the ranks.
-    (None, None) where nothing Megatron runs fits (the layers then split as evenly as they go, as ``basis`` says)."""
+    Megatron-Bridge's balancing), divide into; else 1F1B (:func:`_one_f_one_b`)."""
     if p <= 1:
         return None, None
-    both = {"embedding": True, "loss": True}
-    for extra, split in ((0, None), (2, both)):
-        k = next((k for k in _VIRTUAL if (n_layers + extra) % (p * k) == 0 and (n_layers + extra) // (p * k) > extra // 2),
-                 None)
+    for extra, split in ((0, None), (2, {"embedding": True, "loss": True})):
+        k = next((k for k in _VIRTUAL if _chunks_fit(n_layers, p, k, extra)), None)
         if k:
             return k, split
-    if n_layers % p == 0:
-        return None, None
-    if (n_layers + 2) % p == 0 and (n_layers + 2) // p > 1:
-        return None, both
-    return None, None
+    return _one_f_one_b(n_layers, p)
 
 
 def _megatron_pipelines(n_layers: int, p: int, chunks=None) -> list:
     """The ``(model chunks per rank or None, pipeline_layers)`` pairs :func:`layout_candidates` tries for a
     Megatron-Core pipeline of ``p`` ranks: :func:`_megatron_pipeline`'s one, or, with ``chunks`` (chunk counts asked,
-    1 for the plain 1F1B schedule), each of them Megatron runs — the layers dividing into ``p·k`` chunks, or the layers
-    plus the embedding and the loss counted as a layer each (``pipeline_layers``); 1F1B always runs (split unevenly
-    where the layers do not divide over the ranks)."""
+    1 for the plain 1F1B schedule, which always runs: :func:`_one_f_one_b`), each of them Megatron runs — the layers
+    dividing into ``p·k`` chunks, or the layers plus the embedding and the loss counted as a layer each
+    (:func:`_chunks_fit`)."""
     if p <= 1:
         return [(None, None)]
     if chunks is None:
         return [_megatron_pipeline(n_layers, p)]
-    both = {"embedding": True, "loss": True}
     out = []
     for k in chunks:
-        if k == 1:
-            even = n_layers % p == 0 or not ((n_layers + 2) % p == 0 and (n_layers + 2) // p > 1)
-            pair = (None, None if even else both)
-        else:
-            pair = next(((k, split) for extra, split in ((0, None), (2, both))
-                         if (n_layers + extra) % (p * k) == 0 and (n_layers + extra) // (p * k) > extra // 2), None)
+        pair = _one_f_one_b(n_layers, p) if k == 1 else next(
+            ((k, split) for extra, split in ((0, None), (2, {"embedding": True, "loss": True}))
+             if _chunks_fit(n_layers, p, k, extra)), None)
         if pair is not None and pair not in out:
             out.append(pair)
     return out

@@ -152,7 +152,11 @@ class Prediction:
         rate = f"{self.samples_per_s:,.0f} samples/s" if self.samples_per_s >= 100 else f"{self.samples_per_s:.4g} samples/s"
         if self.tokens_per_s is not None:
             rate += f", {self.tokens_per_s:,.0f} tokens/s"
-        of = " of the BF16 peak" if str(self._row["precision"]) == "fp8" else ""
+        from perfmodel.datasets import mfu_precision
+
+        prec = str(self._row["precision"])
+        at = mfu_precision(prec)  # an FP8 step's MFU is counted against the BF16 peak
+        of = f" of the {at.upper()} peak" if at != prec else ""
         lines.append(f"  throughput      {rate}, MFU {self.mfu * 100:.3g} %{of}")
         lines.append(f"  compute         {_s(b['compute'])}  (forward {_s(b['forward'])}, backward {_s(b['backward'])}"
                      + (f" incl. recompute {_s(b['recompute'])}" if b["recompute"] else "")
